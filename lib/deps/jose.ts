@@ -1,0 +1,2 @@
+/** JWT / JWKS. */
+export * from "npm:jose@6.2.17";

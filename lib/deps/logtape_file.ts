@@ -1,0 +1,2 @@
+/** Rotating file sinks for logging. */
+export * from "npm:@logtape/file@2.3.10";

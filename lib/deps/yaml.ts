@@ -1,0 +1,2 @@
+/** YAML parsing and printing. */
+export * from "npm:yaml@2.9.1";
