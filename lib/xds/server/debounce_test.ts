@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { Debouncer, type MergedPush } from "./debounce.ts";
+import { FakeClock } from "./_test_util.ts";
+
+function setup(after = 100, max = 300) {
+  const clock = new FakeClock();
+  const flushed: MergedPush[] = [];
+  const d = new Debouncer((p) => flushed.push(p), { after, max, clock });
+  return { clock, flushed, d };
+}
+
+Deno.test("Debouncer merges events until none arrived for debounceAfter", () => {
+  const { clock, flushed, d } = setup();
+  d.push({ kind: "eds", clusters: ["a"] });
+  clock.advance(60);
+  d.push({ kind: "config", types: ["t1"] });
+  clock.advance(60);
+  d.push({ kind: "eds", clusters: ["b"] });
+  clock.advance(99);
+  assert.equal(flushed.length, 0);
+  clock.advance(1);
+  assert.equal(flushed.length, 1);
+  assert.deepEqual(
+    { ...flushed[0], types: [...flushed[0].types], edsClusters: [...flushed[0].edsClusters] },
+    { full: false, types: ["t1"], edsClusters: ["a", "b"], events: 3, firstEventAt: clock.t - 220 },
+  );
+  assert.equal(clock.timers, 0);
+});
+
+Deno.test("Debouncer flushes at debounceMax when events keep coming", () => {
+  const { clock, flushed, d } = setup(100, 300);
+  const start = clock.t;
+  let flushedAt = -1;
+  for (let i = 0; i < 10; i++) {
+    d.push({ kind: "full" });
+    clock.advance(50);
+    if (flushed.length === 1 && flushedAt < 0) flushedAt = clock.t - start;
+  }
+  assert.equal(flushed.length, 1);
+  assert.equal(flushedAt, 300, "flushed debounceMax after the first event");
+  assert.equal(flushed[0].events, 6, "events at 0..250 ms are merged");
+  assert.equal(flushed[0].full, true);
+  d.stop();
+  assert.equal(clock.timers, 0);
+});
+
+Deno.test("Debouncer treats a config event without types as full", () => {
+  const { clock, flushed, d } = setup();
+  d.push({ kind: "config" });
+  clock.advance(100);
+  assert.equal(flushed[0].full, true);
+});
+
+Deno.test("new Debouncer() rejects a negative debounceAfter and a max below after", () => {
+  assert.throws(() => new Debouncer(() => {}, { after: -1 }), /Invalid debounceAfter -1/);
+  assert.throws(() => new Debouncer(() => {}, { after: 100, max: 50 }), /Invalid debounceMax 50/);
+});

@@ -1,0 +1,794 @@
+/**
+ * The xDS server state machine, independent of gRPC: streams (SotW and delta ADS), per-type
+ * subscription state, ACK/NACK tracking, debounced pushes, per-client send queues and
+ * introspection. Transports feed requests through {@link XdsStreamHandle} and receive responses
+ * through {@link XdsTransport}. See docs/ads.md.
+ * @module
+ */
+
+import { getLogger, type Logger } from "../../log/mod.ts";
+import { Debouncer, type MergedPush } from "./debounce.ts";
+import { typeShortName } from "./metrics.ts";
+import {
+  type Clock,
+  DEFAULT_WILDCARD_TYPES,
+  type DeltaDiscoveryRequest,
+  type DeltaDiscoveryResponse,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+  type NamedResource,
+  type PushEvent,
+  type ResourceEntry,
+  type ResourcesFor,
+  Status,
+  type StreamEnd,
+  systemClock,
+  XDS_TYPES,
+  type XdsMetrics,
+  type XdsNode,
+  type XdsTransport,
+} from "./types.ts";
+
+/** Default time a single send may take before the stream is closed, in ms (Istio: 5 s). */
+export const DEFAULT_SEND_TIMEOUT_MS = 5000;
+
+/** Options of {@link XdsServer}. */
+export interface XdsServerOptions<P> {
+  /** Parses the node of a stream's first request; throws (message = reason) when invalid. */
+  parseNode(node: XdsNode): P;
+  /** The generator: what `proxy` sees of a type. */
+  resourcesFor: ResourcesFor<P>;
+  /** Quiet period before a push, ms (default 100, like PILOT_DEBOUNCE_AFTER). */
+  debounceAfter?: number;
+  /** Longest delay of a push after its first event, ms (default 1000). */
+  debounceMax?: number;
+  /** Longest time one send may take before the stream is closed, ms (default 5000). */
+  sendTimeout?: number;
+  /** Types where an empty subscription is a wildcard and SotW responses list everything. */
+  wildcardTypes?: readonly string[];
+  /** Metrics hooks. */
+  metrics?: XdsMetrics;
+  /** Injected clock (tests). */
+  clock?: Clock;
+  /** Logger (default `getLogger("ads")`). */
+  logger?: Logger;
+  /** `control_plane.identifier` put in every response (omitted when empty). */
+  controlPlaneId?: string;
+}
+
+/** Feeds one stream's requests to the server. */
+export interface XdsStreamHandle<Req> {
+  /** Handles one request from the client. */
+  receive(request: Req): void;
+  /** The client went away (end, cancel, error): forget the stream. */
+  close(): void;
+}
+
+/** Introspection of one type on one stream. */
+export interface TypeStatus {
+  typeUrl: string;
+  /** Wildcard subscription (empty names on Listener/Cluster, or `*`). */
+  wildcard: boolean;
+  /** Explicitly subscribed names, sorted. */
+  subscribed: string[];
+  /** Names the client was sent (SotW) or is known to have (delta), with versions. */
+  resources: Record<string, string>;
+  lastSent?: { version: string; nonce: string; time: string; resources: number };
+  lastAcked?: { version: string; nonce: string; time: string };
+  lastNack?: { version: string; nonce: string; error: string; time: string };
+}
+
+/** Introspection of one stream (for /debug/adsz and /debug/syncz). */
+export interface ConnectionStatus<P> {
+  /** Node id + "-" + a server-wide counter. */
+  conId: string;
+  nodeId: string;
+  proxy: P;
+  node: XdsNode;
+  mode: "sotw" | "delta";
+  peer: string;
+  peerIdentities: string[];
+  connectedAt: string;
+  types: Record<string, TypeStatus>;
+}
+
+interface Dirty {
+  /** Recompute every subscribed name (else only `names`). */
+  all: boolean;
+  names: Set<string>;
+  /** Respond even when nothing changed (first/re-init request; subscription change on full-state types). */
+  force: boolean;
+}
+
+interface TypeState {
+  typeUrl: string;
+  wildcard: boolean;
+  /** Delta: wildcard implied by an empty first subscription; ends when names are subscribed. */
+  legacyWildcard: boolean;
+  names: Set<string>;
+  /** SotW: name → version last sent; delta: name → version the client has. */
+  sent: Map<string, string>;
+  /** Delta: newly subscribed names to report in removed_resources when they do not exist. */
+  notFound: Set<string>;
+  nonce?: string;
+  nonceVersion?: string;
+  lastSent?: TypeStatus["lastSent"];
+  lastAcked?: TypeStatus["lastAcked"];
+  lastNack?: TypeStatus["lastNack"];
+}
+
+interface PushRecord {
+  firstEventAt: number;
+  startedAt: number;
+  remaining: Set<Connection<unknown>>;
+  done: () => void;
+}
+
+class Connection<P> {
+  readonly types = new Map<string, TypeState>();
+  readonly dirty = new Map<string, Dirty>();
+  /** True while the send loop runs (set and cleared synchronously). */
+  draining = false;
+  /** The running send loop (for flush()). */
+  drained: Promise<void> = Promise.resolve();
+  closed = false;
+  waiters: PushRecord[] = [];
+  /** Ends the stream with a status and forgets the connection. */
+  endStream: (e: StreamEnd) => void = () => {};
+  constructor(
+    readonly conId: string,
+    readonly node: XdsNode,
+    readonly proxy: P,
+    readonly mode: "sotw" | "delta",
+    readonly transport: XdsTransport<DiscoveryResponse> | XdsTransport<DeltaDiscoveryResponse>,
+    readonly connectedAt: string,
+  ) {}
+}
+
+/** Push order: clusters before endpoints, listeners before routes (Envoy's recommended order). */
+const TYPE_ORDER: string[] = [
+  XDS_TYPES.cluster,
+  XDS_TYPES.endpoint,
+  XDS_TYPES.listener,
+  XDS_TYPES.route,
+  XDS_TYPES.secret,
+];
+
+function typeRank(t: string): number {
+  const i = TYPE_ORDER.indexOf(t);
+  return i < 0 ? TYPE_ORDER.length : i;
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
+}
+
+function newTypeState(typeUrl: string): TypeState {
+  return {
+    typeUrl,
+    wildcard: false,
+    legacyWildcard: false,
+    names: new Set(),
+    sent: new Map(),
+    notFound: new Set(),
+  };
+}
+
+let bootSeq = 0;
+
+/**
+ * The transport-independent xDS server.
+ *
+ * @example
+ * ```ts ignore
+ * const cache = new ResourceCache();
+ * const server = new XdsServer({
+ *   parseNode: (node) => parseNodeId(node.id),
+ *   resourcesFor: (_proxy, typeUrl, names) => cache.select(typeUrl, names),
+ * });
+ * const { port, shutdown } = await startAdsServer({ address: "127.0.0.1:15010", server });
+ * cache.set(XDS_TYPES.cluster, "c1", bytes);
+ * server.push({ kind: "config", types: [XDS_TYPES.cluster] });
+ * ```
+ */
+export class XdsServer<P = unknown> {
+  readonly #opts: XdsServerOptions<P>;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #metrics: XdsMetrics;
+  readonly #wildcardTypes: ReadonlySet<string>;
+  readonly #sendTimeout: number;
+  readonly #debouncer: Debouncer;
+  readonly #conns = new Map<string, Connection<P>>();
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #typeSeq = new Map<string, number>();
+  readonly #noncePrefix: string;
+  #nonceSeq = 0;
+  #conSeq = 0;
+  #closed = false;
+
+  constructor(opts: XdsServerOptions<P>) {
+    if (typeof opts.parseNode !== "function") throw new Error("XdsServer: parseNode is required");
+    if (typeof opts.resourcesFor !== "function") {
+      throw new Error("XdsServer: resourcesFor is required");
+    }
+    this.#opts = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.#log = opts.logger ?? getLogger("ads");
+    this.#metrics = opts.metrics ?? {};
+    this.#wildcardTypes = new Set(opts.wildcardTypes ?? DEFAULT_WILDCARD_TYPES);
+    this.#sendTimeout = opts.sendTimeout ?? DEFAULT_SEND_TIMEOUT_MS;
+    if (!Number.isFinite(this.#sendTimeout) || this.#sendTimeout <= 0) {
+      throw new Error(`Invalid sendTimeout ${this.#sendTimeout}: must be a number > 0`);
+    }
+    this.#debouncer = new Debouncer((p) => this.#flush(p), {
+      after: opts.debounceAfter,
+      max: opts.debounceMax,
+      clock: this.#clock,
+    });
+    this.#noncePrefix = `${(this.#clock.now() % 0x1000000).toString(36)}${
+      (bootSeq++).toString(36)
+    }`;
+  }
+
+  // ---- streams --------------------------------------------------------------------------------
+
+  /** Opens a state-of-the-world ADS stream (`StreamAggregatedResources`). */
+  openSotw(transport: XdsTransport<DiscoveryResponse>): XdsStreamHandle<DiscoveryRequest> {
+    return this.#open("sotw", transport, (c, r) => this.#onSotw(c, r as DiscoveryRequest));
+  }
+
+  /** Opens an incremental ADS stream (`DeltaAggregatedResources`). */
+  openDelta(
+    transport: XdsTransport<DeltaDiscoveryResponse>,
+  ): XdsStreamHandle<DeltaDiscoveryRequest> {
+    return this.#open("delta", transport, (c, r) => this.#onDelta(c, r as DeltaDiscoveryRequest));
+  }
+
+  #open<Req extends DiscoveryRequest | DeltaDiscoveryRequest>(
+    mode: "sotw" | "delta",
+    transport: XdsTransport<DiscoveryResponse> | XdsTransport<DeltaDiscoveryResponse>,
+    onRequest: (c: Connection<P>, r: Req) => void,
+  ): XdsStreamHandle<Req> {
+    let conn: Connection<P> | undefined;
+    let ended = false;
+    const end = (e: StreamEnd) => {
+      if (ended) return;
+      ended = true;
+      this.#log.warn(`ADS: closing stream from ${transport.peer}: ${e.message}`);
+      transport.end(e);
+      if (conn) this.#forget(conn);
+    };
+    return {
+      receive: (req: Req) => {
+        if (ended) return;
+        if (this.#closed) {
+          return end({ code: Status.UNAVAILABLE, message: "Server is shutting down" });
+        }
+        if (!conn) {
+          const node = req.node;
+          if (!node || typeof node.id !== "string" || node.id === "") {
+            return end({
+              code: Status.INVALID_ARGUMENT,
+              message:
+                "Invalid first request: node.id is missing (the first request must carry node)",
+            });
+          }
+          let proxy: P;
+          try {
+            proxy = this.#opts.parseNode(node);
+          } catch (e) {
+            return end({
+              code: Status.INVALID_ARGUMENT,
+              message: `Invalid node id "${node.id}": ${(e as Error).message}`,
+            });
+          }
+          conn = new Connection(
+            `${node.id}-${++this.#conSeq}`,
+            node,
+            proxy,
+            mode,
+            transport,
+            this.#iso(),
+          );
+          const c = conn;
+          c.endStream = end;
+          this.#conns.set(c.conId, c);
+          this.#metrics.connections?.(this.#conns.size);
+          this.#log.info(`ADS: new ${mode} connection ${c.conId} from ${transport.peer}`);
+        }
+        try {
+          onRequest(conn, req);
+        } catch (e) {
+          end({ code: Status.INVALID_ARGUMENT, message: (e as Error).message });
+        }
+      },
+      close: () => {
+        ended = true;
+        if (conn) this.#forget(conn);
+      },
+    };
+  }
+
+  #forget(conn: Connection<P>): void {
+    if (conn.closed) return;
+    conn.closed = true;
+    conn.dirty.clear();
+    this.#conns.delete(conn.conId);
+    this.#metrics.connections?.(this.#conns.size);
+    this.#log.info(`ADS: connection ${conn.conId} closed`);
+    const ws = conn.waiters;
+    conn.waiters = [];
+    for (const w of ws) this.#release(w, conn);
+  }
+
+  #endConn(conn: Connection<P>, e: StreamEnd): void {
+    conn.endStream(e);
+  }
+
+  // ---- requests -------------------------------------------------------------------------------
+
+  #onSotw(conn: Connection<P>, req: DiscoveryRequest): void {
+    const typeUrl = req.type_url ?? "";
+    if (!typeUrl) {
+      this.#log.warn(`ADS: ${conn.conId}: request without type_url ignored`);
+      return;
+    }
+    let st = conn.types.get(typeUrl);
+    const first = !st;
+    if (!st) conn.types.set(typeUrl, st = newTypeState(typeUrl));
+    const nonce = req.response_nonce ?? "";
+    if (nonce !== "" && nonce === st.nonce) {
+      this.#ackOrNack(conn, st, req.version_info ?? "", nonce, req.error_detail);
+    } else if (nonce !== "") {
+      this.#log.debug(`ADS: ${conn.conId}: stale nonce for ${typeShortName(typeUrl)}`, { nonce });
+    }
+    const names = req.resource_names ?? [];
+    const canWildcard = this.#wildcardTypes.has(typeUrl);
+    const wildcard = canWildcard && (names.length === 0 || names.includes("*"));
+    const explicit = new Set(names.filter((n) => n !== "*"));
+    const reinit = nonce === "";
+    const changed = first || wildcard !== st.wildcard || !sameSet(explicit, st.names);
+    if (!changed && !reinit) return;
+    st.wildcard = wildcard;
+    st.names = explicit;
+    if (reinit) st.sent.clear(); // (re)initial request: the client holds nothing from us
+    if (!wildcard) {
+      for (const n of [...st.sent.keys()]) if (!explicit.has(n)) st.sent.delete(n);
+    }
+    this.#markDirty(conn, typeUrl, { all: true, names: new Set(), force: true });
+    this.#drain(conn);
+  }
+
+  #onDelta(conn: Connection<P>, req: DeltaDiscoveryRequest): void {
+    const typeUrl = req.type_url ?? "";
+    if (!typeUrl) {
+      this.#log.warn(`ADS: ${conn.conId}: delta request without type_url ignored`);
+      return;
+    }
+    let st = conn.types.get(typeUrl);
+    const first = !st;
+    if (!st) conn.types.set(typeUrl, st = newTypeState(typeUrl));
+    const nonce = req.response_nonce ?? "";
+    if (nonce !== "" && nonce === st.nonce) {
+      this.#ackOrNack(conn, st, st.nonceVersion ?? "", nonce, req.error_detail);
+    }
+    const subscribe = req.resource_names_subscribe ?? [];
+    const unsubscribe = req.resource_names_unsubscribe ?? [];
+    let changed = false;
+    if (first) {
+      for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) st.sent.set(n, v);
+      if (subscribe.length === 0 && this.#wildcardTypes.has(typeUrl)) {
+        st.wildcard = true;
+        st.legacyWildcard = true;
+      }
+    }
+    for (const n of subscribe) {
+      if (n === "*") {
+        st.wildcard = true;
+        st.legacyWildcard = false;
+        changed = true;
+        continue;
+      }
+      if (st.legacyWildcard) {
+        // Subscribing to names ends a legacy (implicit) wildcard subscription.
+        st.legacyWildcard = false;
+        st.wildcard = subscribe.includes("*");
+      }
+      if (st.names.has(n) && !first) st.sent.delete(n); // re-subscribe: send it again
+      st.names.add(n);
+      st.notFound.add(n);
+      changed = true;
+    }
+    for (const n of unsubscribe) {
+      if (n === "*") {
+        st.wildcard = false;
+        st.legacyWildcard = false;
+      } else {
+        st.names.delete(n);
+        st.notFound.delete(n);
+      }
+      changed = true;
+    }
+    if (changed && !st.wildcard) {
+      for (const n of [...st.sent.keys()]) if (!st.names.has(n)) st.sent.delete(n);
+    }
+    if (!first && !changed) return;
+    this.#markDirty(conn, typeUrl, { all: true, names: new Set(), force: first });
+    this.#drain(conn);
+  }
+
+  #ackOrNack(
+    conn: Connection<P>,
+    st: TypeState,
+    version: string,
+    nonce: string,
+    error: { code?: number; message?: string } | null | undefined,
+  ): void {
+    const time = this.#iso();
+    if (error) {
+      const message = error.message || `code ${error.code ?? "unknown"}`;
+      st.lastNack = { version, nonce, error: message, time };
+      this.#metrics.nack?.(st.typeUrl);
+      this.#log.warn(
+        `ADS: NACK from ${conn.conId} for ${typeShortName(st.typeUrl)}: ${message}`,
+        { conId: conn.conId, type: st.typeUrl, version, nonce },
+      );
+    } else {
+      st.lastAcked = { version, nonce, time };
+    }
+  }
+
+  // ---- pushes ---------------------------------------------------------------------------------
+
+  /**
+   * Requests a push. Events are debounced and merged; `full` and `config` recompute the named
+   * types (all when omitted) for every client and send what changed for that client; `eds`
+   * recomputes only the named clusters' endpoints for the clients watching them.
+   */
+  push(ev: PushEvent): void {
+    if (this.#closed) return;
+    if (ev.kind === "eds" && !Array.isArray(ev.clusters)) {
+      throw new Error("push(): eds event needs a clusters array");
+    }
+    this.#debouncer.push(ev);
+  }
+
+  /**
+   * Flushes a pending debounced push now and resolves when every push in flight has been sent to
+   * every affected client (or the client went away).
+   */
+  async flush(): Promise<void> {
+    this.#debouncer.flushNow();
+    for (;;) {
+      const busy = [...this.#inflight];
+      for (const c of this.#conns.values()) if (c.draining) busy.push(c.drained);
+      if (!busy.length) return;
+      await Promise.all(busy);
+    }
+  }
+
+  #flush(p: MergedPush): void {
+    let done!: () => void;
+    const promise = new Promise<void>((r) => done = r);
+    const rec: PushRecord = {
+      firstEventAt: p.firstEventAt,
+      startedAt: this.#clock.now(),
+      remaining: new Set(),
+      done: () => {},
+    };
+    rec.done = () => {
+      const now = this.#clock.now();
+      this.#metrics.pushDuration?.((now - rec.startedAt) / 1000);
+      this.#metrics.convergence?.((now - rec.firstEventAt) / 1000);
+      this.#inflight.delete(promise);
+      done();
+    };
+    this.#inflight.add(promise);
+    const eds = XDS_TYPES.endpoint;
+    for (const conn of this.#conns.values()) {
+      let marked = false;
+      for (const t of conn.types.keys()) {
+        if (p.full || p.types.has(t)) {
+          this.#markDirty(conn, t, { all: true, names: new Set(), force: false });
+          marked = true;
+        }
+      }
+      const st = conn.types.get(eds);
+      if (st && p.edsClusters.size && !p.full && !p.types.has(eds)) {
+        const names = new Set(
+          [...p.edsClusters].filter((c) => st.wildcard || st.names.has(c) || st.sent.has(c)),
+        );
+        if (names.size) {
+          this.#markDirty(conn, eds, { all: false, names, force: false });
+          marked = true;
+        }
+      }
+      if (marked) {
+        rec.remaining.add(conn as Connection<unknown>);
+        conn.waiters.push(rec);
+        this.#drain(conn);
+      }
+    }
+    this.#log.debug("ADS: push", {
+      full: p.full,
+      types: [...p.types],
+      edsClusters: p.edsClusters.size,
+      events: p.events,
+      clients: rec.remaining.size,
+    });
+    if (rec.remaining.size === 0) rec.done();
+  }
+
+  #release(rec: PushRecord, conn: Connection<P>): void {
+    if (rec.remaining.delete(conn as Connection<unknown>) && rec.remaining.size === 0) rec.done();
+  }
+
+  #markDirty(conn: Connection<P>, typeUrl: string, d: Dirty): void {
+    const old = conn.dirty.get(typeUrl);
+    if (!old) {
+      conn.dirty.set(typeUrl, d);
+      return;
+    }
+    old.all ||= d.all;
+    old.force ||= d.force;
+    for (const n of d.names) old.names.add(n);
+  }
+
+  // ---- per-connection send queue ----------------------------------------------------------------
+
+  #drain(conn: Connection<P>): void {
+    if (conn.draining || conn.closed) return;
+    conn.draining = true;
+    conn.drained = this.#drainLoop(conn);
+  }
+
+  async #drainLoop(conn: Connection<P>): Promise<void> {
+    try {
+      for (;;) {
+        if (conn.closed) return;
+        let next: string | undefined;
+        for (const t of conn.dirty.keys()) {
+          if (next === undefined || typeRank(t) < typeRank(next)) next = t;
+        }
+        if (next === undefined) break;
+        const d = conn.dirty.get(next)!;
+        conn.dirty.delete(next);
+        const st = conn.types.get(next)!;
+        let res: DiscoveryResponse | DeltaDiscoveryResponse | null;
+        try {
+          res = conn.mode === "sotw"
+            ? await this.#buildSotw(conn, st, d)
+            : await this.#buildDelta(conn, st, d);
+        } catch (e) {
+          this.#metrics.buildError?.(next);
+          this.#log.error(
+            `ADS: building ${typeShortName(next)} for ${conn.conId} failed: ${
+              (e as Error).message
+            }`,
+          );
+          continue;
+        }
+        if (!res || conn.closed) continue;
+        if (!await this.#send(conn, next, res)) return;
+      }
+    } catch (e) {
+      this.#log.error(`ADS: send loop of ${conn.conId} failed: ${(e as Error).message}`);
+      this.#endConn(conn, { code: Status.INTERNAL, message: (e as Error).message });
+      return;
+    } finally {
+      conn.draining = false;
+    }
+    const ws = conn.waiters;
+    conn.waiters = [];
+    for (const w of ws) this.#release(w, conn);
+  }
+
+  async #send(
+    conn: Connection<P>,
+    typeUrl: string,
+    res: DiscoveryResponse | DeltaDiscoveryResponse,
+  ): Promise<boolean> {
+    let timer: unknown;
+    const sending = (conn.transport as XdsTransport<typeof res>).send(res).then(() =>
+      "ok" as const
+    );
+    sending.catch(() => {});
+    const timeout = new Promise<"timeout">((resolve) => {
+      timer = this.#clock.setTimeout(() => resolve("timeout"), this.#sendTimeout);
+    });
+    try {
+      const r = await Promise.race([sending, timeout]);
+      if (r === "timeout") {
+        this.#metrics.sendError?.(typeUrl, "timeout");
+        this.#endConn(conn, {
+          code: Status.DEADLINE_EXCEEDED,
+          message: `Sending ${
+            typeShortName(typeUrl)
+          } to ${conn.conId} timed out after ${this.#sendTimeout} ms`,
+        });
+        return false;
+      }
+      this.#metrics.pushed?.(typeUrl);
+      return true;
+    } catch (e) {
+      this.#metrics.sendError?.(typeUrl, "error");
+      this.#log.warn(
+        `ADS: sending ${typeShortName(typeUrl)} to ${conn.conId} failed: ${(e as Error).message}`,
+      );
+      this.#endConn(conn, {
+        code: Status.UNAVAILABLE,
+        message: `Send failed: ${(e as Error).message}`,
+      });
+      return false;
+    } finally {
+      this.#clock.clearTimeout(timer);
+    }
+  }
+
+  async #query(
+    conn: Connection<P>,
+    st: TypeState,
+    d: Dirty,
+    scoped: boolean,
+  ): Promise<{ query: string[] | null; visible: Map<string, ResourceEntry> } | null> {
+    let query: string[] | null = st.wildcard ? null : [...st.names];
+    if (scoped && !d.all) {
+      query = query === null ? [...d.names] : query.filter((n) => d.names.has(n));
+    }
+    if (query !== null && query.length === 0) return { query, visible: new Map() };
+    const got = await this.#opts.resourcesFor(conn.proxy, st.typeUrl, query);
+    if (conn.closed) return null;
+    const visible = new Map<string, ResourceEntry>();
+    const inQuery = query === null ? null : new Set(query);
+    for (const [name, entry] of got) {
+      if (!st.wildcard && !st.names.has(name)) continue;
+      if (inQuery && !inQuery.has(name)) continue;
+      visible.set(name, entry);
+    }
+    return { query, visible };
+  }
+
+  async #buildSotw(
+    conn: Connection<P>,
+    st: TypeState,
+    d: Dirty,
+  ): Promise<DiscoveryResponse | null> {
+    const fullState = this.#wildcardTypes.has(st.typeUrl);
+    if (!st.wildcard && st.names.size === 0 && !(fullState && d.force)) return null;
+    const q = await this.#query(conn, st, d, !fullState);
+    if (!q) return null;
+    let resources: NamedResource[];
+    if (fullState) {
+      const all = [...q.visible].map(([name, entry]) => ({ name, entry }));
+      const changed = all.length !== st.sent.size ||
+        all.some((r) => st.sent.get(r.name) !== r.entry.version);
+      if (!changed && !d.force) return null;
+      st.sent = new Map(all.map((r) => [r.name, r.entry.version]));
+      resources = all;
+    } else {
+      resources = [];
+      for (const [name, entry] of q.visible) {
+        if (st.sent.get(name) !== entry.version) resources.push({ name, entry });
+      }
+      if (resources.length === 0) return null;
+      for (const r of resources) st.sent.set(r.name, r.entry.version);
+    }
+    const version = this.#nextVersion(st.typeUrl);
+    const nonce = this.#nextNonce();
+    st.nonce = nonce;
+    st.nonceVersion = version;
+    st.lastSent = { version, nonce, time: this.#iso(), resources: resources.length };
+    const res: DiscoveryResponse = {
+      version_info: version,
+      type_url: st.typeUrl,
+      nonce,
+      resources,
+    };
+    if (this.#opts.controlPlaneId) res.control_plane = { identifier: this.#opts.controlPlaneId };
+    return res;
+  }
+
+  async #buildDelta(
+    conn: Connection<P>,
+    st: TypeState,
+    d: Dirty,
+  ): Promise<DeltaDiscoveryResponse | null> {
+    const q = await this.#query(conn, st, d, true);
+    if (!q) return null;
+    const resources: NamedResource[] = [];
+    for (const [name, entry] of q.visible) {
+      if (st.sent.get(name) !== entry.version) resources.push({ name, entry });
+    }
+    const candidates = q.query === null ? [...st.sent.keys()] : q.query;
+    const removed = new Set<string>();
+    for (const n of candidates) {
+      if (st.sent.has(n) && !q.visible.has(n)) removed.add(n);
+    }
+    for (const n of [...st.notFound]) {
+      if (q.query !== null && !q.query.includes(n)) continue;
+      if (!q.visible.has(n)) removed.add(n);
+      st.notFound.delete(n);
+    }
+    if (resources.length === 0 && removed.size === 0 && !(d.force && st.wildcard)) return null;
+    for (const r of resources) st.sent.set(r.name, r.entry.version);
+    for (const n of removed) st.sent.delete(n);
+    const version = this.#nextVersion(st.typeUrl);
+    const nonce = this.#nextNonce();
+    st.nonce = nonce;
+    st.nonceVersion = version;
+    st.lastSent = { version, nonce, time: this.#iso(), resources: resources.length };
+    const res: DeltaDiscoveryResponse = {
+      system_version_info: version,
+      type_url: st.typeUrl,
+      nonce,
+      resources,
+      removed_resources: [...removed].sort(),
+    };
+    if (this.#opts.controlPlaneId) res.control_plane = { identifier: this.#opts.controlPlaneId };
+    return res;
+  }
+
+  #nextVersion(typeUrl: string): string {
+    const n = (this.#typeSeq.get(typeUrl) ?? 0) + 1;
+    this.#typeSeq.set(typeUrl, n);
+    return `${this.#iso()}/${n}`;
+  }
+
+  #nextNonce(): string {
+    return `${this.#noncePrefix}-${(++this.#nonceSeq).toString(36)}`;
+  }
+
+  #iso(): string {
+    return new Date(this.#clock.now()).toISOString();
+  }
+
+  // ---- introspection and lifecycle --------------------------------------------------------------
+
+  /** Number of connected streams. */
+  get connectionCount(): number {
+    return this.#conns.size;
+  }
+
+  /** A snapshot of every connected stream, sorted by conId (for /debug/adsz, /debug/syncz). */
+  connections(): ConnectionStatus<P>[] {
+    return [...this.#conns.values()]
+      .sort((a, b) => a.conId < b.conId ? -1 : a.conId > b.conId ? 1 : 0)
+      .map((c) => ({
+        conId: c.conId,
+        nodeId: c.node.id,
+        proxy: c.proxy,
+        node: c.node,
+        mode: c.mode,
+        peer: c.transport.peer,
+        peerIdentities: [...(c.transport.peerIdentities ?? [])],
+        connectedAt: c.connectedAt,
+        types: Object.fromEntries(
+          [...c.types.values()].map((st) => [st.typeUrl, {
+            typeUrl: st.typeUrl,
+            wildcard: st.wildcard,
+            subscribed: [...st.names].sort(),
+            resources: Object.fromEntries([...st.sent].sort(([a], [b]) => a < b ? -1 : 1)),
+            ...(st.lastSent ? { lastSent: { ...st.lastSent } } : {}),
+            ...(st.lastAcked ? { lastAcked: { ...st.lastAcked } } : {}),
+            ...(st.lastNack ? { lastNack: { ...st.lastNack } } : {}),
+          }]),
+        ),
+      }));
+  }
+
+  /**
+   * Stops pushing and ends every stream with UNAVAILABLE ("Server is shutting down"). Pending
+   * debounced events are dropped.
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#debouncer.stop();
+    for (const c of [...this.#conns.values()]) {
+      this.#endConn(c, { code: Status.UNAVAILABLE, message: "Server is shutting down" });
+    }
+  }
+}

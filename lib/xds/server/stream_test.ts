@@ -1,0 +1,369 @@
+import assert from "node:assert/strict";
+import { ResourceCache } from "./cache.ts";
+import { MemoryStream } from "./memory.ts";
+import { XdsCounters } from "./metrics.ts";
+import { XdsServer, type XdsServerOptions } from "./stream.ts";
+import { type DeltaDiscoveryResponse, type DiscoveryResponse, Status, XDS_TYPES } from "./types.ts";
+import { bytes, cacheWith, FakeClock, node, parseTestNode, type TestProxy } from "./_test_util.ts";
+
+const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = XDS_TYPES;
+
+function newServer(
+  cache: ResourceCache,
+  extra: Partial<XdsServerOptions<TestProxy>> = {},
+): { server: XdsServer<TestProxy>; metrics: XdsCounters } {
+  const metrics = new XdsCounters();
+  const server = new XdsServer<TestProxy>({
+    parseNode: parseTestNode,
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    metrics,
+    debounceAfter: 0,
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    ...extra,
+  });
+  return { server, metrics };
+}
+
+function names(r: { resources: { name: string }[] }): string[] {
+  return r.resources.map((x) => x.name).sort();
+}
+
+function sotw(server: XdsServer<TestProxy>, peer = "memory:1") {
+  const s = new MemoryStream<DiscoveryResponse>(peer);
+  return { s, h: server.openSotw(s) };
+}
+
+Deno.test("openSotw() ends the stream with INVALID_ARGUMENT when the node id is bad", async () => {
+  const { server, metrics } = newServer(new ResourceCache());
+  const { s, h } = sotw(server);
+  h.receive({ node: { id: "x" }, type_url: CDS });
+  const end = await s.waitEnded();
+  assert.equal(end.code, Status.INVALID_ARGUMENT);
+  assert.equal(end.message, 'Invalid node id "x": missing parts in the service node "x"');
+  assert.equal(server.connectionCount, 0);
+  assert.equal(metrics.connected, 0);
+  server.close();
+});
+
+Deno.test("openDelta() ends the stream with INVALID_ARGUMENT when the first request has no node", async () => {
+  const { server } = newServer(new ResourceCache());
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  server.openDelta(s).receive({ type_url: CDS });
+  const end = await s.waitEnded();
+  assert.equal(end.code, Status.INVALID_ARGUMENT);
+  assert.match(end.message, /node\.id is missing/);
+  server.close();
+});
+
+Deno.test("SotW wildcard CDS request gets every cluster and an ACK gets no response", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  assert.deepEqual(names(r1), ["c1", "c2"]);
+  assert.equal(r1.type_url, CDS);
+  assert.match(r1.version_info, /^\d{4}-\d\d-\d\dT.*Z\/1$/);
+  assert.equal(r1.resources[0].entry, cache.get(CDS, r1.resources[0].name), "bytes are shared");
+  h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  const [c] = server.connections();
+  assert.equal(c.conId, `${node("a").id}-1`);
+  assert.equal(c.types[CDS].wildcard, true);
+  assert.equal(c.types[CDS].lastAcked?.version, r1.version_info);
+  assert.equal(c.types[CDS].lastSent?.nonce, r1.nonce);
+  assert.equal(metrics.connected, 1);
+  assert.equal(metrics.pushes.cds, 1);
+  server.close();
+  assert.equal((await s.waitEnded()).code, Status.UNAVAILABLE);
+  assert.equal(metrics.connected, 0);
+});
+
+Deno.test("SotW NACK keeps the last good version, is recorded and counted, and is not re-sent", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
+  cache.set(CDS, "c1", bytes("bad"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const r2 = await s.next();
+  assert.notEqual(r2.version_info, r1.version_info);
+  assert.notEqual(r2.nonce, r1.nonce);
+  h.receive({
+    type_url: CDS,
+    version_info: r1.version_info,
+    response_nonce: r2.nonce,
+    error_detail: { code: 3, message: "cluster c1: bad lb_policy" },
+  });
+  await server.flush();
+  assert.equal(s.unread, 0, "a NACK does not trigger a resend of the same config");
+  const t = server.connections()[0].types[CDS];
+  assert.equal(t.lastAcked?.version, r1.version_info);
+  assert.deepEqual(
+    { ...t.lastNack, time: undefined },
+    {
+      version: r1.version_info,
+      nonce: r2.nonce,
+      error: "cluster c1: bad lb_policy",
+      time: undefined,
+    },
+  );
+  assert.equal(metrics.nacks.cds, 1);
+  // A fixed config goes out on the next push.
+  cache.set(CDS, "c1", bytes("good"));
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1"]);
+  server.close();
+});
+
+Deno.test("SotW stale nonce with a changed subscription is answered; with the same names it is ignored", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
+  const r1 = await s.next();
+  assert.deepEqual(names(r1), ["c1"]);
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  const r2 = await s.next();
+  // The client has not seen r2 yet: it ACKs r1 and adds c2 (stale nonce).
+  h.receive({
+    type_url: EDS,
+    version_info: r1.version_info,
+    response_nonce: r1.nonce,
+    resource_names: ["c1", "c2"],
+  });
+  const r3 = await s.next();
+  assert.deepEqual(names(r3), ["c2"], "EDS sends only what the client lacks");
+  // Same names, stale nonce: nothing.
+  h.receive({
+    type_url: EDS,
+    version_info: r1.version_info,
+    response_nonce: r2.nonce,
+    resource_names: ["c2", "c1"],
+  });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  assert.deepEqual(server.connections()[0].types[EDS].subscribed, ["c1", "c2"]);
+  server.close();
+});
+
+Deno.test("SotW Listener responses list every resource each time; RDS lists requested names", async () => {
+  const cache = cacheWith([[LDS, "l1", "a"], [LDS, "l2", "b"], [RDS, "r1", "x"], [RDS, "r2", "y"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: LDS });
+  const l1 = await s.next();
+  assert.deepEqual(names(l1), ["l1", "l2"]);
+  h.receive({ type_url: LDS, version_info: l1.version_info, response_nonce: l1.nonce });
+  h.receive({ type_url: RDS, resource_names: ["r1", "missing"] });
+  assert.deepEqual(names(await s.next()), ["r1"]);
+  cache.set(LDS, "l2", bytes("b2"));
+  cache.delete(LDS, "l1");
+  cache.set(RDS, "r2", bytes("y2"));
+  server.push({ kind: "config" });
+  await server.flush();
+  const l2 = await s.next();
+  assert.equal(l2.type_url, LDS);
+  assert.deepEqual(names(l2), ["l2"], "deleted listener is absent from the full list");
+  assert.equal(s.unread, 0, "r2 changed but nobody asked for it");
+  server.close();
+});
+
+Deno.test("push({kind: eds}) reaches only the clients watching that cluster", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [CDS, "c1", "x"]]);
+  const { server, metrics } = newServer(cache);
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c2"] });
+  b.h.receive({ type_url: CDS });
+  await a.s.next();
+  await b.s.next();
+  await b.s.next();
+  cache.set(EDS, "c1", bytes("e1b"));
+  cache.set(EDS, "c2", bytes("e2b")); // changed but not announced: must not be sent
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  const r = await a.s.next();
+  assert.deepEqual(names(r), ["c1"]);
+  assert.equal(r.resources[0].entry.version, cache.get(EDS, "c1")!.version);
+  assert.equal(b.s.unread, 0);
+  assert.equal(metrics.convergenceTimes.count, 1);
+  server.close();
+});
+
+Deno.test("push({kind: config}) sends nothing to clients whose view did not change", async () => {
+  // Each proxy sees its own variant of cluster c1 (composite cache keys).
+  const cache = new ResourceCache();
+  cache.set(CDS, "c1", bytes("x"), "a|c1");
+  cache.set(CDS, "c1", bytes("y"), "b|c1");
+  const { server } = newServer(cache, {
+    resourcesFor: (p, t, n) => {
+      const prefix = p.id.startsWith("a.") ? "a|" : "b|";
+      return cache.select(t, (n ?? ["c1"]).map((x) => prefix + x));
+    },
+  });
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  a.h.receive({ node: node("a"), type_url: CDS });
+  b.h.receive({ node: node("b"), type_url: CDS });
+  const ra = await a.s.next();
+  await b.s.next();
+  assert.deepEqual(names(ra), ["c1"]);
+  cache.set(CDS, "c1", bytes("y2"), "b|c1");
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  assert.equal(a.s.unread, 0, "proxy a's clusters did not change");
+  const rb = await b.s.next();
+  assert.deepEqual(names(rb), ["c1"]);
+  server.close();
+});
+
+Deno.test("XdsServer debounces push events into one push", async () => {
+  const clock = new FakeClock();
+  const cache = cacheWith([[CDS, "c1", "v0"]]);
+  const { server, metrics } = newServer(cache, { clock, debounceAfter: 100, debounceMax: 1000 });
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  await s.next();
+  for (let i = 1; i <= 3; i++) {
+    cache.set(CDS, "c1", bytes(`v${i}`));
+    server.push({ kind: "config", types: [CDS] });
+    clock.advance(50);
+  }
+  await Promise.resolve();
+  assert.equal(s.unread, 0, "still inside the quiet period");
+  clock.advance(50);
+  await server.flush();
+  const r = await s.next();
+  assert.equal(r.resources[0].entry.version, cache.get(CDS, "c1")!.version);
+  assert.equal(s.unread, 0);
+  assert.equal(metrics.pushes.cds, 2);
+  assert.equal(metrics.convergenceTimes.count, 1);
+  assert.equal(metrics.convergenceTimes.max, 0.2, "first event → sent: 3×50 ms + 50 ms");
+  server.close();
+  assert.equal(clock.timers, 0);
+});
+
+Deno.test("XdsServer keeps only the latest pending push per type for a slow client", async () => {
+  const cache = cacheWith([[CDS, "c1", "v0"]]);
+  const { server } = newServer(cache);
+  const slow = sotw(server, "memory:slow");
+  const fast = sotw(server, "memory:fast");
+  slow.h.receive({ node: node("slow"), type_url: CDS });
+  fast.h.receive({ node: node("fast"), type_url: CDS });
+  await slow.s.next();
+  await fast.s.next();
+  slow.s.hold();
+  for (let i = 1; i <= 3; i++) {
+    cache.set(CDS, "c1", bytes(`v${i}`));
+    server.push({ kind: "full" });
+    void server.flush();
+    await fast.s.next(); // the fast client gets every push, not blocked by the slow one
+  }
+  assert.equal(slow.s.unread, 1, "one send in flight");
+  slow.s.release();
+  await server.flush();
+  await slow.s.next();
+  const last = await slow.s.next();
+  assert.equal(last.resources[0].entry.version, cache.get(CDS, "c1")!.version);
+  assert.equal(slow.s.unread, 0, "intermediate versions were skipped");
+  server.close();
+});
+
+Deno.test("XdsServer ends a stream whose send times out", async () => {
+  const cache = cacheWith([[CDS, "c1", "v0"]]);
+  const { server, metrics } = newServer(cache, { sendTimeout: 30 });
+  const { s, h } = sotw(server);
+  s.hold();
+  h.receive({ node: node("a"), type_url: CDS });
+  const end = await s.waitEnded();
+  assert.equal(end.code, Status.DEADLINE_EXCEEDED);
+  assert.match(end.message, /timed out after 30 ms/);
+  assert.equal(metrics.pushErrors.cds_timeout, 1);
+  assert.equal(server.connectionCount, 0);
+  s.release();
+  server.close();
+});
+
+Deno.test("delta ADS: wildcard, initial versions, subscribe, unsubscribe and removed resources", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"], [EDS, "c1", "e1"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  // Legacy wildcard; the client already has c1 at its current version.
+  h.receive({
+    node: node("a"),
+    type_url: CDS,
+    initial_resource_versions: { c1: cache.get(CDS, "c1")!.version, gone: "old" },
+  });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c2"]);
+  assert.deepEqual(d1.removed_resources, ["gone"]);
+  assert.match(d1.system_version_info, /Z\/1$/);
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  cache.delete(CDS, "c2");
+  cache.set(CDS, "c1", bytes("a2"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const d2 = await s.next();
+  assert.deepEqual(names(d2), ["c1"]);
+  assert.deepEqual(d2.removed_resources, ["c2"]);
+  // EDS: explicit names; a missing one is reported in removed_resources.
+  h.receive({ type_url: EDS, resource_names_subscribe: ["c1", "nope"] });
+  const d3 = await s.next();
+  assert.deepEqual(names(d3), ["c1"]);
+  assert.deepEqual(d3.removed_resources, ["nope"]);
+  h.receive({ type_url: EDS, response_nonce: d3.nonce, resource_names_unsubscribe: ["c1"] });
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  assert.equal(s.unread, 0, "unsubscribed names are not pushed");
+  const t = server.connections()[0].types;
+  assert.equal(t[CDS].wildcard, true);
+  assert.deepEqual(t[CDS].resources, { c1: cache.get(CDS, "c1")!.version });
+  assert.equal(t[CDS].lastAcked?.version, d1.system_version_info);
+  assert.deepEqual(t[EDS].subscribed, ["nope"]);
+  assert.equal(server.connections()[0].mode, "delta");
+  server.close();
+});
+
+Deno.test("delta ADS: subscribing to names ends a legacy wildcard; '*' keeps it", async () => {
+  const cache = cacheWith([[LDS, "l1", "a"], [LDS, "l2", "b"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: LDS, resource_names_subscribe: ["*", "l1"] });
+  assert.deepEqual(names(await s.next()), ["l1", "l2"]);
+  h.receive({ type_url: LDS, resource_names_unsubscribe: ["*"] });
+  cache.set(LDS, "l2", bytes("b2"));
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(s.unread, 0, "l2 is no longer subscribed");
+  assert.deepEqual(server.connections()[0].types[LDS].subscribed, ["l1"]);
+  server.close();
+});
+
+Deno.test("connections() reports node, peer, subscriptions and NACKs per type", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server, "ipv4:127.0.0.1:4000");
+  h.receive({ node: { ...node("p"), metadata: { POD_NAME: "p" } }, type_url: CDS });
+  await s.next();
+  const [c] = server.connections();
+  assert.equal(c.peer, "ipv4:127.0.0.1:4000");
+  assert.equal(c.proxy.id, "p.default");
+  assert.deepEqual(c.node.metadata, { POD_NAME: "p" });
+  assert.match(c.connectedAt, /Z$/);
+  assert.deepEqual(Object.keys(c.types), [CDS]);
+  h.close();
+  assert.equal(server.connectionCount, 0);
+  server.close();
+});
