@@ -1,0 +1,36 @@
+import assert from "node:assert/strict";
+import { aggregateRegistries, parseRegistries } from "./aggregate.ts";
+import { createMockRegistry } from "./mock.ts";
+
+Deno.test("parseRegistries() rejects unknown names and skips duplicates with a warning", () => {
+  assert.throws(() => parseRegistries(["Kubernetes"]), /Service registry Kubernetes is not supported/);
+  const r = parseRegistries(["Mock", "RegistryA", "Mock"]);
+  assert.deepEqual(r.names, ["Mock", "RegistryA"]);
+  assert.equal(r.warnings.length, 1);
+  assert.match(r.warnings[0], /Mock registry specified multiple times/);
+});
+
+Deno.test("createMockRegistry() serves hello and world with two versions on loopback", async () => {
+  const reg = aggregateRegistries([createMockRegistry("cluster.local")]);
+  await reg.start();
+  const hosts = reg.services().map((s) => s.hostname);
+  assert.deepEqual(hosts, ["hello.default.svc.cluster.local", "world.default.svc.cluster.local"]);
+  const grpc = reg.instances().filter((i) =>
+    i.hostname === hosts[0] && i.servicePort.name === "grpc"
+  );
+  assert.deepEqual(grpc.map((i) => [i.address, i.port, i.labels.version]), [
+    ["127.0.1.1", 17070, "v1"],
+    ["127.0.1.2", 17070, "v2"],
+  ]);
+  await reg.stop();
+});
+
+Deno.test("aggregateRegistries() takes a hostname from the first registry that has it", async () => {
+  const a = createMockRegistry("cluster.local");
+  const b = createMockRegistry("cluster.local");
+  const agg = aggregateRegistries([a, b]);
+  await agg.start();
+  assert.equal(agg.services().length, 2);
+  assert.equal(agg.instances().length, a.instances().length);
+  await agg.stop();
+});

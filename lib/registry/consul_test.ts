@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { createConsulRegistry } from "./consul.ts";
+
+/** A fake Consul catalog speaking the real HTTP API shape (`/v1/catalog/...`). */
+function fakeConsul(catalog: Record<string, unknown[]>) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const url = new URL(req.url);
+    if (url.pathname === "/v1/catalog/services") {
+      return Response.json(Object.fromEntries(Object.keys(catalog).map((k) => [k, []])));
+    }
+    const m = url.pathname.match(/^\/v1\/catalog\/service\/(.+)$/);
+    if (m) return Response.json(catalog[decodeURIComponent(m[1])] ?? []);
+    return new Response("not found", { status: 404 });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, server };
+}
+
+Deno.test("createConsulRegistry() maps catalog services, tags and node metadata", async () => {
+  const catalog: Record<string, unknown[]> = {
+    productpage: [
+      {
+        Node: "n1",
+        Address: "10.0.0.1",
+        Datacenter: "dc1",
+        ServiceAddress: "172.16.0.5",
+        ServicePort: 9080,
+        ServiceTags: ["version|v1", "plain-tag"],
+        NodeMeta: { protocol: "http" },
+      },
+      {
+        Node: "n2",
+        Address: "10.0.0.2",
+        Datacenter: "dc2",
+        ServiceAddress: "",
+        ServicePort: 9080,
+        ServiceTags: ["version|v2"],
+        NodeMeta: null,
+      },
+    ],
+    db: [{ Node: "n3", Address: "10.0.0.3", ServicePort: 5432, NodeMeta: { protocol: "tcp" } }],
+  };
+  const fake = fakeConsul(catalog);
+  const reg = createConsulRegistry(fake.url, 60_000);
+  try {
+    await reg.start();
+    const svcs = reg.services();
+    assert.deepEqual(svcs.map((s) => s.hostname), ["db.service.consul", "productpage.service.consul"]);
+    const pp = svcs[1];
+    assert.deepEqual(pp.ports, [{ name: "http", port: 9080, protocol: "HTTP" }]);
+    assert.equal(pp.address, "0.0.0.0");
+    assert.equal(svcs[0].ports[0].protocol, "TCP");
+    const insts = reg.instances().filter((i) => i.hostname === "productpage.service.consul");
+    assert.deepEqual(
+      insts.map((i) => [i.address, i.port, i.labels, i.locality]),
+      [["172.16.0.5", 9080, { version: "v1" }, "dc1"], ["10.0.0.2", 9080, { version: "v2" }, "dc2"]],
+    );
+    // A change in the catalog is seen on the next poll and reported as an endpoint change.
+    let seen = "";
+    reg.onChange((k) => seen = k);
+    (catalog.productpage[1] as { ServicePort: number; Address: string }).Address = "10.0.0.9";
+    await reg.pollNow();
+    assert.equal(seen, "endpoints");
+    assert.ok(reg.instances().some((i) => i.address === "10.0.0.9"));
+  } finally {
+    await reg.stop();
+    await fake.server.shutdown();
+  }
+});
+
+Deno.test("createConsulRegistry() keeps the last good view when the catalog fails", async () => {
+  let fail = false;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    if (fail) return new Response("boom", { status: 500 });
+    const url = new URL(req.url);
+    if (url.pathname === "/v1/catalog/services") return Response.json({ a: [] });
+    return Response.json([{ Address: "10.1.1.1", ServicePort: 80 }]);
+  });
+  const reg = createConsulRegistry(`http://127.0.0.1:${server.addr.port}`, 60_000);
+  try {
+    await reg.start();
+    assert.equal(reg.instances().length, 1);
+    fail = true;
+    await assert.rejects(reg.pollNow(), /HTTP 500: boom/);
+    assert.equal(reg.instances().length, 1);
+  } finally {
+    await reg.stop();
+    await server.shutdown();
+  }
+});

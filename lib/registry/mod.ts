@@ -1,0 +1,15 @@
+/**
+ * Service registries for mesh-discovery: Mock, ServiceEntry, RegistryA (Consul catalog),
+ * RegistryB (Eureka), PlatformC (Copilot-style routes) and their aggregation. The orchestrator
+ * registry lives in `orchestrator.ts` and is loaded on demand (it needs the Kubernetes client).
+ * @module
+ */
+export { aggregateRegistries, parseRegistries, REGISTRY_NAMES } from "./aggregate.ts";
+export type { RegistryName } from "./aggregate.ts";
+export { createMockRegistry, MOCK_PORTS, mockEndpointAddress, mockEndpointPort } from "./mock.ts";
+export { convertServiceEntries, createServiceEntryRegistry } from "./serviceentry.ts";
+export { convertConsulService, createConsulRegistry } from "./consul.ts";
+export { convertEurekaApps, createEurekaRegistry } from "./eureka.ts";
+export { convertPlatformC, createPlatformCRegistry, parsePlatformCConfig } from "./platformc.ts";
+export type { PlatformCConfig } from "./platformc.ts";
+export { isHttpProtocol, parseProtocolName, protocolFromPortName } from "./protocol.ts";

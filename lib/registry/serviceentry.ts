@@ -1,0 +1,121 @@
+/**
+ * The ServiceEntry registry (always on): services and instances from `ServiceEntry` configs.
+ *
+ * Rules (reference §1.10): one service per host × address (address `0.0.0.0` when none);
+ * resolution NONE → passthrough, STATIC → client-side load balancing over the listed endpoints,
+ * DNS → DNS load balancing (endpoints, or the host itself when none are listed); location
+ * MESH_EXTERNAL (the default) marks the service mesh-external. An endpoint's port is
+ * `endpoints[].ports[<port name>]`, else the service port number.
+ * @module
+ */
+import type {
+  ConfigObject,
+  Resolution,
+  Service,
+  ServiceInstance,
+  ServicePort,
+  ServiceRegistry,
+} from "../model/types.ts";
+import type { ConfigStore } from "../store/types.ts";
+import { parseProtocolName } from "./protocol.ts";
+
+interface SESpec {
+  hosts?: string[];
+  addresses?: string[];
+  ports?: { number: number; protocol?: string; name?: string }[];
+  location?: string | number;
+  resolution?: string | number;
+  endpoints?: { address: string; ports?: Record<string, number>; labels?: Record<string, string> }[];
+}
+
+function resolutionOf(r: SESpec["resolution"]): Resolution {
+  if (r === "STATIC" || r === 1) return "ClientSideLB";
+  if (r === "DNS" || r === 2) return "DNSLB";
+  return "Passthrough";
+}
+
+/** Converts ServiceEntry configs to services and instances (pure). */
+export function convertServiceEntries(
+  configs: readonly ConfigObject[],
+): { services: Service[]; instances: ServiceInstance[] } {
+  const services: Service[] = [];
+  const instances: ServiceInstance[] = [];
+  for (const cfg of configs) {
+    const spec = cfg.spec as SESpec;
+    const ports: ServicePort[] = (spec.ports ?? []).map((p) => ({
+      name: p.name ?? String(p.number),
+      port: p.number,
+      protocol: parseProtocolName(p.protocol ?? "TCP"),
+    }));
+    const resolution = resolutionOf(spec.resolution);
+    const meshExternal = !(spec.location === "MESH_INTERNAL" || spec.location === 1);
+    const addresses = spec.addresses?.length ? spec.addresses : ["0.0.0.0"];
+    for (const host of spec.hosts ?? []) {
+      for (const address of addresses) {
+        services.push({
+          hostname: host,
+          address,
+          ports,
+          namespace: cfg.metadata.namespace ?? "default",
+          meshExternal,
+          resolution,
+          serviceAccounts: [],
+          registry: "ServiceEntry",
+        });
+      }
+      if (resolution === "Passthrough") continue;
+      const endpoints = spec.endpoints?.length
+        ? spec.endpoints
+        : resolution === "DNSLB"
+        ? [{ address: host, ports: undefined, labels: undefined }]
+        : [];
+      for (const ep of endpoints) {
+        for (const port of ports) {
+          instances.push({
+            hostname: host,
+            servicePort: port,
+            address: ep.address,
+            port: ep.ports?.[port.name] ?? port.port,
+            labels: { ...(ep.labels ?? {}) },
+            locality: "",
+            serviceAccount: "",
+          });
+        }
+      }
+    }
+  }
+  return { services, instances };
+}
+
+/** A registry fed by the ServiceEntry configs of a store; it follows the store's watch. */
+export function createServiceEntryRegistry(store: ConfigStore): ServiceRegistry {
+  let state: { services: Service[]; instances: ServiceInstance[] } = {
+    services: [],
+    instances: [],
+  };
+  const handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  let watch: { close(): void } | undefined;
+  let chain = Promise.resolve();
+  // Reloads run one after another so a slow list never overwrites a newer one.
+  const reload = () =>
+    chain = chain.then(async () => {
+      state = convertServiceEntries(await store.list("serviceentry"));
+      for (const h of handlers) h("services");
+    });
+  return {
+    name: "ServiceEntry",
+    services: () => state.services,
+    instances: () => state.instances,
+    onChange: (h) => void handlers.push(h),
+    async start() {
+      watch = store.watch((ev) => {
+        if (ev.object.kind === "ServiceEntry") void reload();
+      });
+      await reload();
+    },
+    stop() {
+      watch?.close();
+      return Promise.resolve();
+    },
+  };
+}
