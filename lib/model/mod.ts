@@ -1,0 +1,77 @@
+/**
+ * The configuration model: types of configuration objects, their schemas and validation,
+ * mesh and injection configuration, Ingress parsing, CRD manifests. Pure (no I/O).
+ *
+ * @example
+ * ```ts
+ * import { normalizeObject, formatIssues } from "./mod.ts";
+ * const { object, issues } = normalizeObject(doc, "file.yaml document 1");
+ * if (issues.length) throw new Error(formatIssues(issues));
+ * ```
+ * @module
+ */
+export type * from "./types.ts";
+export {
+  ADAPTER_KINDS,
+  allSchemas,
+  GROUPS,
+  hyphenatedTypeError,
+  INSTANCE_KINDS,
+  meshctlSchemas,
+  type ModelSchema,
+  type PolicyCategory,
+  policySchemas,
+  resolveMeshctlType,
+  schemaByKind,
+  schemaByType,
+  schemasByKindOnly,
+  toOurGroup,
+  typeListText,
+} from "./registry.ts";
+export {
+  formatIssue,
+  formatIssues,
+  normalizeObject,
+  type NormalizeOptions,
+  type NormalizeResult,
+  objectLabel,
+} from "./object.ts";
+export {
+  type AuthPolicy,
+  type ControlPlaneAuthPolicy,
+  defaultInjectConfig,
+  defaultMeshConfig,
+  defaultProxyConfig,
+  type IngressControllerMode,
+  type InjectConfig,
+  type InjectionPolicy,
+  type InterceptionMode,
+  type MeshConfig,
+  type OutboundTrafficPolicyMode,
+  parseInjectConfig,
+  parseMeshConfig,
+  type ProxyConfig,
+  validateMeshConfig,
+} from "./meshconfig.ts";
+export {
+  type Ingress,
+  INGRESS_CLASS_ANNOTATION,
+  type IngressBackend,
+  ingressClassMatches,
+  type IngressPath,
+  type IngressRule,
+  normalizeIngress,
+  type PathType,
+} from "./ingress.ts";
+export { crdManifest, crdManifests, crdsYaml } from "./crds.ts";
+export {
+  checkDuration,
+  checkHost,
+  checkHostPort,
+  formatDuration,
+  isDns1123Label,
+  isDns1123Subdomain,
+  isIp,
+  parseDurationMs,
+  pluralize,
+} from "./values.ts";

@@ -1,0 +1,193 @@
+/**
+ * Normalization of configuration objects read from files, meshctl input or the orchestrator:
+ * apiVersion/kind lookup (reference groups rewritten to ours), metadata checks and spec
+ * validation, every problem reported.
+ * @module
+ */
+import type { ConfigObject, ObjectMeta, ValidationIssue } from "./types.ts";
+import { clean, describe, keyPath } from "./dsl.ts";
+import { type ModelSchema, schemaByKind, schemasByKindOnly } from "./registry.ts";
+import { checkLabelKey, checkLabelValue, checkNamespace, checkObjectName } from "./values.ts";
+
+/** Result of `normalizeObject`. `object` is set only when there are no issues. */
+export interface NormalizeResult {
+  object?: ConfigObject;
+  issues: ValidationIssue[];
+  /** The type of the object when its apiVersion/kind are known (even if invalid). */
+  schema?: ModelSchema;
+}
+
+/** Options of `normalizeObject`. */
+export interface NormalizeOptions {
+  /** Namespace given to objects without `metadata.namespace`. */
+  defaultNamespace?: string;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `<Kind>/<namespace>/<name>` (or `<Kind>/<name>` without namespace). */
+export function objectLabel(kind: string, name: string, namespace?: string): string {
+  return namespace ? `${kind}/${namespace}/${name}` : `${kind}/${name}`;
+}
+
+/**
+ * Checks and normalizes one decoded object `{apiVersion, kind, metadata, spec}`:
+ * - `kind` must name a known type; `apiVersion` (when present) must be that type's
+ *   group/version, in our group (`networking.mesh.io/v1alpha3`) or the reference group
+ *   (`networking.istio.io/v1alpha3`); absent apiVersion is taken from the kind;
+ * - `metadata.name` must be a DNS-1123 subdomain, `metadata.namespace` a DNS-1123 label;
+ *   labels and annotations must be string maps;
+ * - `spec` is validated against the type's schema.
+ *
+ * The returned object is in our group, with null fields removed from the spec. Issues name
+ * the object as `<Kind>/<namespace>/<name>`, or `label` while the name is unknown
+ * (e.g. `file.yaml document 2`).
+ */
+export function normalizeObject(
+  raw: unknown,
+  label: string,
+  options: NormalizeOptions = {},
+): NormalizeResult {
+  const issues: ValidationIssue[] = [];
+  if (!isRecord(raw)) {
+    return {
+      issues: [{ object: label, path: "", reason: `must be an object, got ${describe(raw)}` }],
+    };
+  }
+  const at = (path: string, reason: string) => ({ object: label, path, reason });
+
+  // metadata first, so that later issues can name the object
+  const meta: ObjectMeta = { name: "" };
+  const rawMeta = raw.metadata;
+  let metaOk = true;
+  if (rawMeta === undefined || rawMeta === null) {
+    issues.push(at("metadata.name", "is required"));
+    metaOk = false;
+  } else if (!isRecord(rawMeta)) {
+    issues.push(at("metadata", `must be an object, got ${describe(rawMeta)}`));
+    metaOk = false;
+  }
+  const m = isRecord(rawMeta) ? rawMeta : {};
+  const metaIssues: ValidationIssue[] = [];
+  if (metaOk) {
+    if (m.name === undefined || m.name === null || m.name === "") {
+      metaIssues.push(at("metadata.name", "is required"));
+    } else if (typeof m.name !== "string") {
+      metaIssues.push(at("metadata.name", `must be a string, got ${describe(m.name)}`));
+    } else {
+      const bad = checkObjectName(m.name);
+      if (bad) metaIssues.push(at("metadata.name", bad));
+      meta.name = m.name;
+    }
+  }
+  if (m.namespace !== undefined && m.namespace !== null && m.namespace !== "") {
+    if (typeof m.namespace !== "string") {
+      metaIssues.push(at("metadata.namespace", `must be a string, got ${describe(m.namespace)}`));
+    } else {
+      const bad = checkNamespace(m.namespace);
+      if (bad) metaIssues.push(at("metadata.namespace", bad));
+      meta.namespace = m.namespace;
+    }
+  } else if (options.defaultNamespace) {
+    meta.namespace = options.defaultNamespace;
+  }
+  for (const field of ["labels", "annotations"] as const) {
+    const v = m[field];
+    if (v === undefined || v === null) continue;
+    if (!isRecord(v)) {
+      metaIssues.push(at(`metadata.${field}`, `must be a map of strings, got ${describe(v)}`));
+      continue;
+    }
+    const out: Record<string, string> = {};
+    for (const [k, val] of Object.entries(v)) {
+      const p = keyPath(`metadata.${field}`, k);
+      if (typeof val !== "string") {
+        metaIssues.push(at(p, `must be a string, got ${describe(val)}`));
+        continue;
+      }
+      if (field === "labels") {
+        const bad = checkLabelKey(k) ?? checkLabelValue(val);
+        if (bad) metaIssues.push(at(p, bad));
+      }
+      out[k] = val;
+    }
+    meta[field] = out;
+  }
+  if (typeof m.resourceVersion === "string" && m.resourceVersion) {
+    meta.resourceVersion = m.resourceVersion;
+  }
+  if (typeof m.uid === "string" && m.uid) meta.uid = m.uid;
+  if (typeof m.creationTimestamp === "string") meta.creationTimestamp = m.creationTimestamp;
+  if (typeof m.generation === "number") meta.generation = m.generation;
+
+  // type
+  let schema: ModelSchema | undefined;
+  const kind = raw.kind;
+  const apiVersion = raw.apiVersion;
+  if (kind === undefined || kind === null || kind === "") {
+    issues.push(at("kind", "is required"));
+  } else if (typeof kind !== "string") {
+    issues.push(at("kind", `must be a string, got ${describe(kind)}`));
+  } else if (apiVersion !== undefined && apiVersion !== null && apiVersion !== "") {
+    if (typeof apiVersion !== "string") {
+      issues.push(at("apiVersion", `must be a string, got ${describe(apiVersion)}`));
+    } else {
+      schema = schemaByKind(apiVersion, kind);
+      if (!schema) {
+        const candidates = schemasByKindOnly(kind);
+        if (candidates.length) {
+          const c = candidates[0];
+          issues.push(at(
+            "apiVersion",
+            `kind ${kind} belongs to ${c.group}/${c.version} (or ${c.referenceGroup}/${c.version}), got ${
+              JSON.stringify(apiVersion)
+            }`,
+          ));
+        } else issues.push(at("kind", unknownKindReason(kind)));
+      }
+    }
+  } else {
+    const candidates = schemasByKindOnly(kind);
+    if (candidates.length === 1) schema = candidates[0];
+    else issues.push(at("kind", unknownKindReason(kind)));
+  }
+
+  // from here on, name the object by kind/namespace/name when possible
+  const objectName = meta.name && typeof kind === "string" && kind
+    ? objectLabel(kind, meta.name, meta.namespace)
+    : label;
+  const rename = (i: ValidationIssue) => ({ ...i, object: objectName });
+  const all = [...issues.map(rename), ...metaIssues.map(rename)];
+
+  if (schema) {
+    const spec = raw.spec ?? {};
+    for (const i of schema.validate(spec)) {
+      all.push({ object: objectName, path: i.path, reason: i.reason });
+    }
+  }
+  if (all.length || !schema) return { issues: all, schema };
+
+  const object: ConfigObject = {
+    apiVersion: `${schema.group}/${schema.version}`,
+    kind: schema.kind,
+    metadata: meta,
+    spec: (clean(schema.specSchema, raw.spec ?? {}) ?? {}) as Record<string, unknown>,
+  };
+  return { object, issues: [], schema };
+}
+
+function unknownKindReason(kind: string): string {
+  return `unknown kind ${JSON.stringify(kind)}`;
+}
+
+/** One line per issue: `<object>: <path>: <reason>` (path omitted when empty). */
+export function formatIssues(issues: readonly ValidationIssue[]): string {
+  return issues.map(formatIssue).join("\n");
+}
+
+/** `<object>: <path>: <reason>`. */
+export function formatIssue(i: ValidationIssue): string {
+  return i.path ? `${i.object}: ${i.path}: ${i.reason}` : `${i.object}: ${i.reason}`;
+}

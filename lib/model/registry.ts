@@ -1,0 +1,365 @@
+/**
+ * The table of configuration types: the 14 meshctl types and the policy-server kinds, with
+ * lookups by type name and by apiVersion/kind.
+ * @module
+ */
+import type { TypeSchema } from "./types.ts";
+import { type Schema, validate } from "./dsl.ts";
+import * as specs from "./specs.ts";
+import { pluralize } from "./values.ts";
+
+/** Policy-server kind categories (`mesh-policy crd` prints core, adapter, instance). */
+export type PolicyCategory = "core" | "meta" | "adapter" | "instance";
+
+/** A TypeSchema with what the CRD generator and normalizer need. */
+export interface ModelSchema extends TypeSchema {
+  /** The declarative spec schema (DSL). */
+  readonly specSchema: Schema;
+  /** The reference system's group (`networking.istio.io`), accepted on input. */
+  readonly referenceGroup: string;
+  /** `<Kind>List`. */
+  readonly listKind: string;
+  /** CRD categories: `mesh-io` plus the group with dots as dashes. */
+  readonly categories: readonly string[];
+  /** Only for policy-server kinds. */
+  readonly policyCategory?: PolicyCategory;
+  /** Only for policy-server kinds: implementing package (CRD label `package`). */
+  readonly package?: string;
+}
+
+/** Our API groups. */
+export const GROUPS = {
+  networking: "networking.mesh.io",
+  config: "config.mesh.io",
+  authentication: "authentication.mesh.io",
+} as const;
+
+/** Maps a reference-system group (`*.istio.io`) to ours (`*.mesh.io`); other groups unchanged. */
+export function toOurGroup(group: string): string {
+  return group.endsWith(".istio.io") ? group.slice(0, -".istio.io".length) + ".mesh.io" : group;
+}
+
+function toReferenceGroup(group: string): string {
+  return group.endsWith(".mesh.io") ? group.slice(0, -".mesh.io".length) + ".istio.io" : group;
+}
+
+function define(
+  opts: {
+    type: string;
+    plural?: string;
+    internalType: string;
+    kind: string;
+    group: string;
+    version: string;
+    legacy?: boolean;
+    meshctl: boolean;
+    spec: Schema;
+    policyCategory?: PolicyCategory;
+    package?: string;
+  },
+): ModelSchema {
+  const spec = opts.spec;
+  const categories = ["mesh-io", opts.group.replaceAll(".", "-")];
+  if (opts.policyCategory) categories.push("policy-mesh-io");
+  return Object.freeze({
+    type: opts.type,
+    plural: opts.plural ?? pluralize(opts.type),
+    internalType: opts.internalType,
+    kind: opts.kind,
+    group: opts.group,
+    version: opts.version,
+    legacy: opts.legacy ?? false,
+    meshctl: opts.meshctl,
+    specSchema: spec,
+    referenceGroup: toReferenceGroup(opts.group),
+    listKind: `${opts.kind}List`,
+    categories: Object.freeze(categories),
+    ...(opts.policyCategory ? { policyCategory: opts.policyCategory, package: opts.package } : {}),
+    validate: (value: unknown) => validate(spec, value ?? {}, "spec"),
+  });
+}
+
+const N = GROUPS.networking;
+const C = GROUPS.config;
+const A = GROUPS.authentication;
+
+/**
+ * The 14 meshctl types, in the reference system's descriptor order (which is also the order
+ * of `typeListText()`).
+ */
+export const meshctlSchemas: readonly ModelSchema[] = Object.freeze([
+  define({
+    type: "routerule",
+    internalType: "route-rule",
+    kind: "RouteRule",
+    group: C,
+    version: "v1alpha2",
+    legacy: true,
+    meshctl: true,
+    spec: specs.routeRuleSpec,
+  }),
+  define({
+    type: "virtualservice",
+    internalType: "virtual-service",
+    kind: "VirtualService",
+    group: N,
+    version: "v1alpha3",
+    meshctl: true,
+    spec: specs.virtualServiceSpec,
+  }),
+  define({
+    type: "gateway",
+    internalType: "gateway",
+    kind: "Gateway",
+    group: N,
+    version: "v1alpha3",
+    meshctl: true,
+    spec: specs.gatewaySpec,
+  }),
+  define({
+    type: "egressrule",
+    internalType: "egress-rule",
+    kind: "EgressRule",
+    group: C,
+    version: "v1alpha2",
+    legacy: true,
+    meshctl: true,
+    spec: specs.egressRuleSpec,
+  }),
+  define({
+    type: "serviceentry",
+    internalType: "service-entry",
+    kind: "ServiceEntry",
+    group: N,
+    version: "v1alpha3",
+    meshctl: true,
+    spec: specs.serviceEntrySpec,
+  }),
+  define({
+    type: "destinationpolicy",
+    internalType: "destination-policy",
+    kind: "DestinationPolicy",
+    group: C,
+    version: "v1alpha2",
+    legacy: true,
+    meshctl: true,
+    spec: specs.destinationPolicySpec,
+  }),
+  define({
+    type: "destinationrule",
+    internalType: "destination-rule",
+    kind: "DestinationRule",
+    group: N,
+    version: "v1alpha3",
+    meshctl: true,
+    spec: specs.destinationRuleSpec,
+  }),
+  define({
+    type: "httpapispec",
+    internalType: "http-api-spec",
+    kind: "HTTPAPISpec",
+    group: C,
+    version: "v1alpha2",
+    meshctl: true,
+    spec: specs.httpApiSpecSpec,
+  }),
+  define({
+    type: "httpapispecbinding",
+    internalType: "http-api-spec-binding",
+    kind: "HTTPAPISpecBinding",
+    group: C,
+    version: "v1alpha2",
+    meshctl: true,
+    spec: specs.httpApiSpecBindingSpec,
+  }),
+  define({
+    type: "quotaspec",
+    internalType: "quota-spec",
+    kind: "QuotaSpec",
+    group: C,
+    version: "v1alpha2",
+    meshctl: true,
+    spec: specs.quotaSpecSpec,
+  }),
+  define({
+    type: "quotaspecbinding",
+    internalType: "quota-spec-binding",
+    kind: "QuotaSpecBinding",
+    group: C,
+    version: "v1alpha2",
+    meshctl: true,
+    spec: specs.quotaSpecBindingSpec,
+  }),
+  define({
+    type: "policy",
+    plural: "policies",
+    internalType: "policy",
+    kind: "Policy",
+    group: A,
+    version: "v1alpha1",
+    meshctl: true,
+    spec: specs.authPolicySpec,
+  }),
+  define({
+    type: "servicerole",
+    internalType: "service-role",
+    kind: "ServiceRole",
+    group: C,
+    version: "v1alpha2",
+    meshctl: true,
+    spec: specs.serviceRoleSpec,
+  }),
+  define({
+    type: "servicerolebinding",
+    internalType: "service-role-binding",
+    kind: "ServiceRoleBinding",
+    group: C,
+    version: "v1alpha2",
+    meshctl: true,
+    spec: specs.serviceRoleBindingSpec,
+  }),
+]);
+
+/** Adapter (handler) kinds of the policy server, in `mesh-policy crd adapter` order. */
+export const ADAPTER_KINDS: readonly string[] = Object.freeze([
+  "circonus",
+  "cloudwatch",
+  "denier",
+  "dogstatsd",
+  "fluentd",
+  "kubernetesenv",
+  "listchecker",
+  "memquota",
+  "noop",
+  "opa",
+  "prometheus",
+  "rbac",
+  "servicecontrol",
+  "solarwinds",
+  "stackdriver",
+  "statsd",
+  "stdio",
+]);
+
+/** Template (instance) kinds of the policy server, sorted by name. */
+export const INSTANCE_KINDS: readonly string[] = Object.freeze([
+  "apikey",
+  "authorization",
+  "checknothing",
+  "kubernetes",
+  "listentry",
+  "logentry",
+  "metric",
+  "quota",
+  "reportnothing",
+  "servicecontrolreport",
+  "tracespan",
+]);
+
+function policyKind(
+  kind: string,
+  category: PolicyCategory,
+  pkg: string,
+  spec: Schema,
+): ModelSchema {
+  return define({
+    type: kind,
+    internalType: kind,
+    kind,
+    group: C,
+    version: "v1alpha2",
+    meshctl: false,
+    spec,
+    policyCategory: category,
+    package: pkg,
+  });
+}
+
+/** Policy-server kinds: rule, attributemanifest, adapter, template, then handlers and instances. */
+export const policySchemas: readonly ModelSchema[] = Object.freeze([
+  policyKind("rule", "core", "mesh.io.mixer", specs.ruleSpec),
+  policyKind("attributemanifest", "core", "mesh.io.mixer", specs.attributeManifestSpec),
+  policyKind("adapter", "meta", "adapter", specs.freeformSpec),
+  policyKind("template", "meta", "template", specs.freeformSpec),
+  ...ADAPTER_KINDS.map((k) => policyKind(k, "adapter", k, specs.freeformSpec)),
+  ...INSTANCE_KINDS.map((k) =>
+    policyKind(
+      k,
+      "instance",
+      k === "kubernetes" ? "adapter.template.kubernetes" : k,
+      specs.freeformSpec,
+    )
+  ),
+]);
+
+/** Every storable type: the 14 meshctl types, then the policy-server kinds. */
+export const allSchemas: readonly ModelSchema[] = Object.freeze([
+  ...meshctlSchemas,
+  ...policySchemas,
+]);
+
+const byTypeName = new Map<string, ModelSchema>();
+for (const s of allSchemas) {
+  byTypeName.set(s.type, s);
+  byTypeName.set(s.plural, s);
+}
+
+/**
+ * Finds a type by its singular or plural name, case-insensitively (`virtualservice`,
+ * `VirtualServices`, `policies`, `rule`). Hyphenated names are not accepted (see
+ * `hyphenatedTypeError`).
+ */
+export function schemaByType(name: string): ModelSchema | undefined {
+  return byTypeName.get(name.toLowerCase());
+}
+
+/**
+ * Finds a type by apiVersion (`<group>/<version>`) and kind. Accepts our groups
+ * (`networking.mesh.io/v1alpha3`) and the reference groups (`networking.istio.io/v1alpha3`).
+ */
+export function schemaByKind(apiVersion: string, kind: string): ModelSchema | undefined {
+  const slash = apiVersion.indexOf("/");
+  if (slash < 0) return undefined;
+  const group = toOurGroup(apiVersion.slice(0, slash));
+  const version = apiVersion.slice(slash + 1);
+  return allSchemas.find((s) => s.kind === kind && s.group === group && s.version === version);
+}
+
+/** Finds the types with a given kind, whatever the apiVersion (used when apiVersion is absent). */
+export function schemasByKindOnly(kind: string): ModelSchema[] {
+  return allSchemas.filter((s) => s.kind === kind);
+}
+
+/** Comma-separated singular names of the 14 meshctl types, for error messages. */
+export function typeListText(): string {
+  return meshctlSchemas.map((s) => s.type).join(", ");
+}
+
+/**
+ * For a hyphenated legacy name of a meshctl type (`route-rule`, `virtual-services`), the error
+ * message `"route-rule" not recognized. Please use non-hyphenated resource name "routerule"`;
+ * undefined for any other name.
+ */
+export function hyphenatedTypeError(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  if (!lower.includes("-")) return undefined;
+  const known = meshctlSchemas.some((s) =>
+    s.internalType === lower || pluralize(s.internalType) === lower
+  );
+  if (!known) return undefined;
+  return `${JSON.stringify(name)} not recognized. Please use non-hyphenated resource name ${
+    JSON.stringify(name.replaceAll("-", ""))
+  }`;
+}
+
+/**
+ * Resolves a meshctl type argument: the schema, or the exact error message (hyphenated name,
+ * or `configuration type <t> not found, the types are <list>`). Only the 14 meshctl types.
+ */
+export function resolveMeshctlType(name: string): { schema: ModelSchema } | { error: string } {
+  const s = schemaByType(name);
+  if (s?.meshctl) return { schema: s };
+  const hyphen = hyphenatedTypeError(name);
+  if (hyphen) return { error: hyphen };
+  return { error: `configuration type ${name} not found, the types are ${typeListText()}` };
+}
