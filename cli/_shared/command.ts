@@ -1,0 +1,297 @@
+/**
+ * Declarative command trees and the one runner every program uses.
+ *
+ * A program is a {@link ProgramSpec}: a tree of {@link CommandSpec}s, each with its own flags,
+ * the flag groups it accepts, its positional arguments and a lazy `load` of the module that
+ * implements it. {@link runCli} parses the command line with commander, validates every flag,
+ * configures logging from group L, loads the command module with a dynamic import and calls
+ * `run(options, args, ctx)`. It is the single place that turns errors into exit codes:
+ * usage errors print `Error: <message>` and `Run '<command> --help' for usage.` and return 2;
+ * other failures print `Error: <message>` and return 1.
+ *
+ * Flags behave like Go's (cobra/pflag) persistent flags: a flag given before a subcommand name
+ * is parsed by the parent, after it by the subcommand; the value closest to the leaf wins.
+ * @module
+ */
+
+import { Command, CommanderError, Help, type Option } from "../../lib/deps/commander.ts";
+import {
+  addFlags,
+  type AnyFlag,
+  defaultText,
+  FLAG_SPEC,
+  FlagValueError,
+  type FlagValues,
+  normalizeBoolArgs,
+  type OptionsOf,
+  resolveOptions,
+  type SpecOption,
+} from "../../lib/flags/mod.ts";
+import { type CliContext, UsageError } from "./context.ts";
+import type { FlagGroup } from "./groups.ts";
+import { type LoggingFlagValues, startLogging, toLogOptions } from "./logging.ts";
+
+/** The module implementing one command, loaded only when that command runs. */
+export interface CommandModule<O> {
+  /**
+   * Runs the command. `opts` holds every flag the command accepts (defaults filled, validated,
+   * durations in milliseconds); `args` the positional arguments (variadic ones flattened).
+   * Return an exit code (default 0); throw {@link UsageError} for wrong usage (exit 2) or any
+   * Error for a failure (exit 1).
+   */
+  run(opts: O, args: string[], ctx: CliContext): Promise<number | void>;
+}
+
+/** One command of a program's tree. */
+export interface CommandSpec {
+  /** Name as typed (`proxy-config`). */
+  readonly name: string;
+  /** Other names (`pc`). */
+  readonly aliases?: readonly string[];
+  /** One-line description. */
+  readonly summary: string;
+  /** Positional arguments in commander syntax: `<proxyID>`, `[name]`, `<ports...>`. */
+  readonly args?: readonly string[];
+  /** Flags of this command only (its own table). */
+  readonly flags: readonly AnyFlag[];
+  /** Shared flag groups this command also accepts (L, I, probe, version, globals...). */
+  readonly groups: readonly FlagGroup[];
+  /** Loads the implementation; absent: the command is not implemented yet (exit 1). */
+  // deno-lint-ignore no-explicit-any
+  readonly load?: () => Promise<CommandModule<any>>;
+  /** Subcommands. */
+  readonly subcommands: readonly CommandSpec[];
+  /** Not listed in help. */
+  readonly hidden?: boolean;
+}
+
+/** Union of the flags of a command declared with {@link command}. */
+type FlagsOf<F extends readonly AnyFlag[], G extends readonly FlagGroup[]> =
+  | F[number]
+  | G[number]["flags"][number];
+
+/**
+ * Declares a command; `load` must return a module whose `run` accepts the options object of
+ * exactly these flags and groups, so the type checker catches a mismatch.
+ */
+export function command<
+  const F extends readonly AnyFlag[] = readonly [],
+  const G extends readonly FlagGroup[] = readonly [],
+>(spec: {
+  name: string;
+  aliases?: readonly string[];
+  summary: string;
+  args?: readonly string[];
+  flags?: F;
+  groups?: G;
+  load?: () => Promise<CommandModule<OptionsOf<FlagsOf<F, G>>>>;
+  subcommands?: readonly CommandSpec[];
+  hidden?: boolean;
+}): CommandSpec {
+  return Object.freeze({
+    ...spec,
+    flags: spec.flags ?? [],
+    groups: spec.groups ?? [],
+    subcommands: spec.subcommands ?? [],
+    load: spec.load as CommandSpec["load"],
+  });
+}
+
+/** A whole program. */
+export interface ProgramSpec {
+  /** Program name (`meshctl`). */
+  readonly name: string;
+  /** Log scopes of group L. */
+  readonly logScopes: readonly string[];
+  /** The root command (its name is the program name). */
+  readonly root: CommandSpec;
+  /**
+   * Fills defaults that come from the environment (read once, from `ctx.env`) into the options
+   * object before the action runs, e.g. meshctl's `--orchconfig`.
+   */
+  readonly envDefaults?: (
+    opts: Record<string, unknown>,
+    env: Readonly<Record<string, string>>,
+  ) => Record<string, unknown>;
+}
+
+/** Every flag a command accepts: its own, then its groups'. */
+export function allFlags(spec: CommandSpec): AnyFlag[] {
+  return [...spec.flags, ...spec.groups.flatMap((g) => g.flags)];
+}
+
+/** Signals the end of parsing when help was shown. */
+class HelpShown {
+  constructor(readonly exitCode: number) {}
+}
+
+/** Commander's "error: unknown option '--x'\n(Did you mean --y?)" → "Unknown option '--x' (did you mean --y?)". */
+function cleanMessage(message: string): string {
+  const one = message.replace(/^error:\s*/, "").replace(/\s*\n\s*/g, " ").replace(
+    /\(Did you mean/,
+    "(did you mean",
+  ).trim();
+  return one.charAt(0).toUpperCase() + one.slice(1);
+}
+
+class MeshHelp extends Help {
+  constructor() {
+    super();
+    this.helpWidth = 10_000; // never wrap: one flag per line, like cobra
+  }
+  override optionTerm(option: Option): string {
+    const spec = (option as SpecOption)[FLAG_SPEC];
+    if (!spec) return super.optionTerm(option);
+    const short = spec.short ? `-${spec.short}, ` : "    ";
+    return `${short}--${spec.name}${spec.type.isBool ? "" : ` ${spec.type.name}`}`;
+  }
+  override optionDescription(option: Option): string {
+    const spec = (option as SpecOption)[FLAG_SPEC];
+    if (!spec) return super.optionDescription(option);
+    const text = defaultText(spec);
+    return text === "" ? spec.help : `${spec.help.replace(/\.$/, "")} (default: ${text})`;
+  }
+}
+
+interface Selected {
+  chain: { spec: CommandSpec; values: FlagValues }[];
+  args: string[];
+}
+
+/**
+ * Parses `argv` for `program` and runs the selected command. Returns the exit code; never calls
+ * `Deno.exit` (the entry file does).
+ */
+export async function runCli(
+  program: ProgramSpec,
+  argv: readonly string[],
+  ctx: CliContext,
+): Promise<number> {
+  let out = "";
+  let err = "";
+  let parsingPath: string[] = [program.name];
+  let selected: Selected | undefined;
+
+  const build = (spec: CommandSpec, parents: { spec: CommandSpec; values: FlagValues }[]) => {
+    const values: FlagValues = new Map();
+    const chain = [...parents, { spec, values }];
+    const path = chain.map((c) => c.spec.name);
+    const cmd = new Command(spec.name);
+    cmd.description(spec.summary);
+    for (const alias of spec.aliases ?? []) cmd.alias(alias);
+    for (const a of spec.args ?? []) cmd.argument(a);
+    addFlags(cmd, spec.flags, values);
+    for (const g of spec.groups) addFlags(cmd, g.flags, values, g.heading);
+    cmd.helpOption("-h, --help", `Help for ${path.join(" ")}.`);
+    cmd.configureOutput({
+      writeOut: (s) => void (out += s),
+      writeErr: (s) => void (err += s),
+      outputError: () => {},
+    });
+    cmd.createHelp = () => Object.assign(new MeshHelp(), cmd.configureHelp());
+    cmd.exitOverride((e: CommanderError) => {
+      if (e.code === "commander.helpDisplayed" || e.code === "commander.help") {
+        throw new HelpShown(e.exitCode);
+      }
+      throw new UsageError(cleanMessage(e.message), path);
+    });
+    const flags = allFlags(spec);
+    const parseOptions = cmd.parseOptions.bind(cmd);
+    const subNames = new Set(spec.subcommands.flatMap((s) => [s.name, ...(s.aliases ?? [])]));
+    cmd.parseOptions = (args: string[]) => {
+      parsingPath = path;
+      // Options after a subcommand name belong to the subcommand: leave them as typed.
+      const cut = args.findIndex((a) => subNames.has(a));
+      const mine = cut === -1 ? args : args.slice(0, cut);
+      const rest = cut === -1 ? [] : args.slice(cut);
+      return parseOptions([...normalizeBoolArgs(mine, flags), ...rest]);
+    };
+    if (spec.subcommands.length > 0) {
+      cmd.enablePositionalOptions();
+      cmd.allowExcessArguments(true);
+      for (const sub of spec.subcommands) {
+        cmd.addCommand(build(sub, chain), sub.hidden ? { hidden: true } : {});
+      }
+    }
+    cmd.action(() => {
+      const args = (cmd.processedArgs as unknown[]).flatMap((a) =>
+        a === undefined ? [] : Array.isArray(a) ? a.map(String) : [String(a)]
+      );
+      if (spec.subcommands.length > 0 && (spec.args ?? []).length === 0 && cmd.args.length > 0) {
+        const name = JSON.stringify(cmd.args[0]);
+        throw new UsageError(`Unknown command ${name} for ${JSON.stringify(path.join(" "))}`, path);
+      }
+      selected = { chain, args };
+    });
+    return cmd;
+  };
+
+  const root = build(program.root, []);
+  try {
+    await root.parseAsync([...argv], { from: "user" });
+  } catch (e) {
+    await flush();
+    if (e instanceof HelpShown) return e.exitCode;
+    if (e instanceof FlagValueError) return await usage(e.message, parsingPath);
+    if (e instanceof UsageError) return await usage(e.message, e.commandPath ?? parsingPath);
+    throw e; // programmer error in the tree
+  }
+  await flush();
+  if (!selected) return 0;
+
+  const { chain, args } = selected;
+  const leaf = chain[chain.length - 1].spec;
+  const path = chain.map((c) => c.spec.name);
+  // A command with subcommands and nothing of its own to do prints its help, like cobra.
+  if (!leaf.load && leaf.subcommands.length > 0 && leaf !== program.root) {
+    await ctx.stdout.write(findCommander(root, path.slice(1)).helpInformation());
+    return 0;
+  }
+  if (!leaf.load && leaf === program.root && leaf.flags.length === 0) {
+    await ctx.stdout.write(root.helpInformation());
+    return 0;
+  }
+  if (!leaf.load) {
+    await ctx.stderr.write(`Error: ${path.join(" ")} is not implemented yet\n`);
+    return 1;
+  }
+  const flags = allFlags(leaf);
+  let opts = resolveOptions(flags, chain.map((c) => c.values).reverse());
+  if (program.envDefaults) opts = Object.freeze(program.envDefaults({ ...opts }, ctx.env));
+  const runCtx: CliContext = { ...ctx, commandPath: path };
+  let logging: { dispose(): Promise<void> } | undefined;
+  try {
+    if (leaf.groups.some((g) => g.id === "L")) {
+      logging = await startLogging(
+        toLogOptions(opts as unknown as LoggingFlagValues, program.logScopes),
+      );
+    }
+    const mod = await leaf.load();
+    return (await mod.run(opts, args, runCtx)) ?? 0;
+  } catch (e) {
+    if (e instanceof UsageError) return await usage(e.message, e.commandPath ?? path);
+    const message = e instanceof Error ? e.message : String(e);
+    await ctx.stderr.write(`Error: ${message.split("\n").join(" ")}\n`);
+    return 1;
+  } finally {
+    await logging?.dispose();
+  }
+
+  async function flush() {
+    if (out) await ctx.stdout.write(out);
+    if (err) await ctx.stderr.write(err);
+    out = err = "";
+  }
+  async function usage(message: string, at: readonly string[]): Promise<number> {
+    await ctx.stderr.write(
+      `Error: ${message.split("\n").join(" ")}\nRun '${at.join(" ")} --help' for usage.\n`,
+    );
+    return 2;
+  }
+}
+
+function findCommander(root: Command, names: string[]): Command {
+  let cmd = root;
+  for (const n of names) cmd = cmd.commands.find((c) => c.name() === n) as Command ?? cmd;
+  return cmd;
+}

@@ -1,0 +1,46 @@
+/**
+ * mesh-agent: runs in the sidecar or gateway container and bootstraps the proxy.
+ *
+ * `deno run -A cli/mesh-agent.ts <command> [flags]`
+ * @module
+ */
+
+import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
+import { processContext } from "./_shared/context.ts";
+import { LOG_SCOPES, versionGroup } from "./_shared/groups.ts";
+import { logging, proxyFlags } from "./mesh-agent/flags.ts";
+
+/** The command tree of mesh-agent. */
+export const program: ProgramSpec = {
+  name: "mesh-agent",
+  logScopes: LOG_SCOPES["mesh-agent"],
+  root: command({
+    name: "mesh-agent",
+    summary: "Mesh agent: bootstraps the proxy in the sidecar or gateway container.",
+    groups: [logging],
+    subcommands: [
+      command({
+        name: "debug",
+        summary: "Debugs the local proxy: prints one kind of its configuration.",
+        args: ["<configuration-type>"],
+        groups: [logging],
+      }),
+      command({
+        name: "proxy",
+        summary: "Proxy agent: generates the proxy bootstrap and runs the proxy.",
+        // The role (sidecar, ingress, router) is an optional positional argument, default sidecar.
+        args: ["[role]"],
+        flags: proxyFlags,
+        groups: [logging],
+      }),
+      command({
+        name: "version",
+        summary: "Prints build version information.",
+        groups: [versionGroup, logging],
+        load: () => import("./_shared/version_cmd.ts"),
+      }),
+    ],
+  }),
+};
+
+if (import.meta.main) Deno.exit(await runCli(program, Deno.args, processContext()));

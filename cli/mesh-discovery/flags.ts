@@ -1,0 +1,140 @@
+/**
+ * Flag tables of mesh-discovery (spec: "mesh-discovery"). Declared once; help, parsing, the
+ * options types and the README tables come from here.
+ * @module
+ */
+
+import {
+  bool,
+  duration,
+  flag,
+  int,
+  type OptionsOf,
+  string,
+  stringSlice,
+} from "../../lib/flags/mod.ts";
+import { introspectionGroup, LOG_SCOPES, loggingGroup, versionGroup } from "../_shared/groups.ts";
+
+/** Group L with mesh-discovery's scopes (ads, default). */
+export const logging = loggingGroup(LOG_SCOPES["mesh-discovery"]);
+
+/** Groups every mesh-discovery command accepts. */
+export const common = [logging, introspectionGroup] as const;
+
+/** Flags of `mesh-discovery discovery`. */
+export const discoveryFlags = [
+  flag({
+    name: "appNamespace",
+    short: "a",
+    type: string,
+    default: "",
+    help: "Restrict the application namespace managed; when unset, all namespaces are watched.",
+  }),
+  flag({ name: "platformcConfig", type: string, default: "", help: "PlatformC config file." }),
+  flag({
+    name: "clusterRegistriesConfigMap",
+    type: string,
+    default: "",
+    help: "Configuration map for the cluster configuration store.",
+  }),
+  flag({
+    name: "clusterRegistriesNamespace",
+    type: string,
+    default: "mesh-system",
+    help: "Namespace of that configuration map.",
+  }),
+  flag({
+    name: "configDir",
+    type: string,
+    default: "",
+    help: "Directory watched for config YAML files; when set, files are the config source " +
+      "instead of the CRD client.",
+  }),
+  flag({
+    name: "regaserverInterval",
+    type: duration,
+    default: 2000,
+    help: "Polling interval of RegistryA.",
+  }),
+  flag({ name: "regaserverURL", type: string, default: "", help: "URL of RegistryA server." }),
+  flag({
+    name: "regbserverInterval",
+    type: duration,
+    default: 2000,
+    help: "Polling interval of RegistryB.",
+  }),
+  flag({ name: "regbserverURL", type: string, default: "", help: "URL of RegistryB server." }),
+  flag({
+    name: "discovery_cache",
+    type: bool,
+    default: false,
+    help: "Enable caching of discovery responses.",
+  }),
+  flag({ name: "domain", type: string, default: "cluster.local", help: "DNS domain suffix." }),
+  flag({
+    name: "grpcAddr",
+    type: string,
+    default: ":15010",
+    help: "gRPC address of the discovery service.",
+  }),
+  flag({
+    name: "secureGrpcAddr",
+    type: string,
+    default: ":15012",
+    help: "gRPC address with TLS.",
+  }),
+  flag({
+    name: "orchconfig",
+    type: string,
+    default: "",
+    help: "Orchestrator configuration file instead of in-cluster configuration.",
+  }),
+  flag({
+    name: "meshConfig",
+    type: string,
+    default: "/etc/mesh/config/mesh",
+    help: "Mesh configuration file; a default mesh is used if unspecified.",
+  }),
+  flag({
+    name: "monitoringPort",
+    type: int,
+    default: 9093,
+    help: "HTTP port of self-monitoring information.",
+  }),
+  flag({
+    name: "namespace",
+    short: "n",
+    type: string,
+    default: "",
+    help: "Namespace where the controller resides; when unset, the environment variable " +
+      "POD_NAMESPACE is used.",
+  }),
+  flag({ name: "port", type: int, default: 8080, help: "Discovery service port." }),
+  flag({
+    name: "profile",
+    type: bool,
+    default: false,
+    help: "Enable profiling via web interface at {host}:<port>/debug/pprof.",
+  }),
+  flag({
+    name: "registries",
+    type: stringSlice,
+    default: ["Orchestrator"],
+    help: "Platform registries to read from; one or more of Orchestrator, RegistryA, RegistryB, " +
+      "PlatformC, Mock.",
+  }),
+  flag({ name: "resync", type: duration, default: 60_000, help: "Controller resync interval." }),
+  flag({
+    name: "webhookEndpoint",
+    type: string,
+    default: "",
+    help: "Webhook API endpoint; forms http://<sockethost> and unix:///<absolute_socket_path>.",
+  }),
+] as const;
+
+/** Options of `mesh-discovery debug` (and the root): groups L and I. */
+export type CommonOptions = OptionsOf<typeof common[number]["flags"][number]>;
+/** Options of `mesh-discovery discovery`. */
+export type DiscoveryOptions = OptionsOf<typeof discoveryFlags[number]> & CommonOptions;
+/** Options of `mesh-discovery version`. */
+export type VersionOptions = OptionsOf<typeof versionGroup.flags[number]> & CommonOptions;

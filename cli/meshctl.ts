@@ -1,0 +1,146 @@
+/**
+ * meshctl: create, list, modify and delete mesh configuration; inject sidecars; register
+ * service instances; query proxy configuration and metrics; check RBAC policies.
+ *
+ * `deno run -A cli/meshctl.ts <command> [flags]`
+ * @module
+ */
+
+import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
+import { processContext } from "./_shared/context.ts";
+import { LOG_SCOPES, versionGroup } from "./_shared/groups.ts";
+import {
+  common,
+  contextCreateFlags,
+  convertFlags,
+  createFlags,
+  deleteFlags,
+  genDeployFlags,
+  getFlags,
+  kubeInjectFlags,
+  orchconfigDefault,
+  rbacCanFlags,
+  registerFlags,
+  replaceFlags,
+} from "./meshctl/flags.ts";
+
+/** The command tree of meshctl. */
+export const program: ProgramSpec = {
+  name: "meshctl",
+  logScopes: LOG_SCOPES.meshctl,
+  envDefaults: orchconfigDefault,
+  root: command({
+    name: "meshctl",
+    summary: "Mesh configuration command line utility.",
+    groups: common,
+    subcommands: [
+      command({
+        name: "context-create",
+        summary: "Creates an orchestrator-style config file for use in a non-orchestrator " +
+          "environment.",
+        flags: contextCreateFlags,
+        groups: common,
+      }),
+      command({
+        name: "create",
+        summary: "Creates resources from a file (standard input when no file is given).",
+        flags: createFlags,
+        groups: common,
+      }),
+      command({
+        name: "replace",
+        summary: "Replaces existing resources from a file (standard input when no file).",
+        flags: replaceFlags,
+        groups: common,
+      }),
+      command({
+        name: "delete",
+        summary: "Deletes resources by type and names, or by file contents.",
+        args: ["[type]", "[names...]"],
+        flags: deleteFlags,
+        groups: common,
+      }),
+      command({
+        name: "get",
+        summary: "Lists all resources of a type, or one named resource.",
+        args: ["<type>", "[name]"],
+        flags: getFlags,
+        groups: common,
+      }),
+      command({
+        name: "register",
+        summary: "Registers a service instance (for example a VM) joining the mesh.",
+        args: ["<svcname>", "<ip>", "<ports...>"],
+        flags: registerFlags,
+        groups: common,
+      }),
+      command({
+        name: "deregister",
+        summary: "De-registers a service instance.",
+        args: ["<svcname>", "<ip>"],
+        groups: common,
+      }),
+      command({
+        name: "kube-inject",
+        summary: "Injects the proxy sidecar into workloads.",
+        flags: kubeInjectFlags,
+        groups: common,
+      }),
+      command({
+        name: "proxy-config",
+        aliases: ["pc"],
+        summary: "Retrieves proxy configuration from the endpoint proxy or the discovery service.",
+        args: ["<endpoint|discovery>", "<pod-name|mesh>", "[configuration-type]"],
+        groups: common,
+      }),
+      command({
+        name: "gen-deploy",
+        summary: "Produces deployment files to run the mesh.",
+        flags: genDeployFlags,
+        groups: common,
+      }),
+      command({
+        name: "experimental",
+        summary: "Experimental commands that may be modified or deprecated.",
+        groups: common,
+        subcommands: [
+          command({
+            name: "convert-networking-config",
+            summary: "Converts a set of v1alpha1 configs to v1alpha3 equivalents, best effort.",
+            flags: convertFlags,
+            groups: common,
+          }),
+          command({
+            name: "metrics",
+            aliases: ["m"],
+            summary: "Prints metrics per requested service.",
+            args: ["<service...>"],
+            groups: common,
+          }),
+          command({
+            name: "rbac",
+            summary: "Interacts with RBAC policies.",
+            groups: common,
+            subcommands: [
+              command({
+                name: "can",
+                summary: "Evaluates whether a request is allowed (METHOD SERVICE PATH).",
+                args: ["<METHOD>", "<SERVICE>", "<PATH>"],
+                flags: rbacCanFlags,
+                groups: common,
+              }),
+            ],
+          }),
+        ],
+      }),
+      command({
+        name: "version",
+        summary: "Prints build version information.",
+        groups: [versionGroup, ...common],
+        load: () => import("./_shared/version_cmd.ts"),
+      }),
+    ],
+  }),
+};
+
+if (import.meta.main) Deno.exit(await runCli(program, Deno.args, processContext()));
