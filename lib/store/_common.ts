@@ -1,0 +1,186 @@
+/**
+ * Private helpers shared by the store implementations.
+ * @module
+ */
+import { getLogger } from "../log/mod.ts";
+import { normalizeObject } from "../model/mod.ts";
+import type { ConfigObject, TypeSchema, ValidationIssue } from "../model/types.ts";
+import { type StoreEvent, ValidationError } from "./types.ts";
+
+/** `<Kind>/<namespace>/<name>` of an object. */
+export function describe(obj: ConfigObject): string {
+  return `${obj.kind}/${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+}
+
+/** The map key of an object within one type. */
+export function nsName(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/** Structural equality of JSON-like values (object key order is ignored). */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((v, i) => deepEqual(v, bb[i]));
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  return ak.length === bk.length && ak.every((k) => deepEqual(ao[k], bo[k]));
+}
+
+/** Equality of two config objects ignoring `metadata.resourceVersion`. */
+export function sameContent(a: ConfigObject, b: ConfigObject): boolean {
+  const strip = (o: ConfigObject) => ({
+    ...o,
+    metadata: { ...o.metadata, resourceVersion: undefined },
+  });
+  return deepEqual(strip(a), strip(b));
+}
+
+/** Fan-out of store events to watch handlers; a throwing handler is logged, never breaks others. */
+export class Watchers {
+  #handlers = new Set<(event: StoreEvent) => void>();
+
+  /** Registers a handler; the returned handle removes it. */
+  add(handler: (event: StoreEvent) => void): { close(): void } {
+    const h = (e: StoreEvent) => handler(e);
+    this.#handlers.add(h);
+    return { close: () => void this.#handlers.delete(h) };
+  }
+
+  /** Delivers one event (a deep copy per handler) to every handler, in registration order. */
+  emit(type: StoreEvent["type"], object: ConfigObject): void {
+    for (const h of [...this.#handlers]) {
+      try {
+        h({ type, object: structuredClone(object) });
+      } catch (err) {
+        getLogger("default").error(
+          `Config store watch handler failed on ${type} ${describe(object)}: ${
+            (err as Error).message
+          }`,
+        );
+      }
+    }
+  }
+
+  /** Drops every handler. */
+  clear(): void {
+    this.#handlers.clear();
+  }
+}
+
+/** Lookup of a store's schemas by type name. */
+export class SchemaSet {
+  readonly byType: ReadonlyMap<string, TypeSchema>;
+
+  constructor(readonly schemas: readonly TypeSchema[]) {
+    this.byType = new Map(schemas.map((s) => [s.type, s]));
+  }
+
+  /** The schema of `type`; throws Error naming the type when this store does not hold it. */
+  require(type: string): TypeSchema {
+    const s = this.byType.get(type);
+    if (!s) {
+      throw new Error(
+        `Unknown config type "${type}" (this store holds: ${[...this.byType.keys()].join(", ")})`,
+      );
+    }
+    return s;
+  }
+}
+
+/** Result of {@link checkObject}. `schema` is the model's type when apiVersion/kind are known. */
+export type CheckResult =
+  | { ok: true; object: ConfigObject; schema: TypeSchema }
+  | {
+    ok: false;
+    issues: ValidationIssue[];
+    schema?: TypeSchema;
+    unknownKind?: boolean;
+    notHeld?: boolean;
+  };
+
+/**
+ * Validates and normalises a raw object for a store: the namespace defaults to `defaultNamespace`,
+ * the group is rewritten to ours, the type must be one the store holds. `unknownKind` tells that
+ * the model does not know the kind at all.
+ */
+export function checkObject(
+  raw: unknown,
+  set: SchemaSet,
+  label: string,
+  defaultNamespace: string,
+): CheckResult {
+  const res = normalizeObject(raw, label, { defaultNamespace });
+  const held = res.schema ? set.byType.get(res.schema.type) : undefined;
+  if (res.issues.length > 0 || !res.object) {
+    const issues = res.issues.length
+      ? res.issues
+      : [{ object: label, path: "", reason: "invalid object" }];
+    const unknownKind = !res.schema &&
+      issues.some((i) => i.path === "kind" && i.reason.startsWith("unknown kind"));
+    return { ok: false, issues, schema: held, unknownKind };
+  }
+  if (!held) {
+    return {
+      ok: false,
+      notHeld: true,
+      issues: [{
+        object: label,
+        path: "kind",
+        reason: `kind ${res.object.kind} (${res.object.apiVersion}) is not held by this store`,
+      }],
+    };
+  }
+  res.object.metadata.namespace ??= defaultNamespace;
+  return { ok: true, object: res.object, schema: held };
+}
+
+/** One-line text of validation issues: `Kind/ns/name: spec.x: reason; ...`. */
+export function issuesText(issues: readonly ValidationIssue[], omitObject?: string): string {
+  return issues
+    .map((i) =>
+      `${i.object === omitObject ? "" : i.object + ": "}${i.path ? i.path + ": " : ""}${i.reason}`
+    )
+    .join("; ");
+}
+
+/** Like {@link checkObject} but throws {@link ValidationError} listing every issue. */
+export function mustCheck(
+  raw: unknown,
+  set: SchemaSet,
+  defaultNamespace: string,
+): { object: ConfigObject; schema: TypeSchema } {
+  const label = labelOf(raw);
+  const r = checkObject(raw, set, label, defaultNamespace);
+  if (!r.ok) throw new ValidationError(`Invalid config: ${issuesText(r.issues)}`, r.issues);
+  return { object: r.object, schema: r.schema };
+}
+
+/** A label for an object before validation: `Kind/ns/name` when readable, else `object`. */
+export function labelOf(raw: unknown): string {
+  if (typeof raw !== "object" || raw === null) return "object";
+  const r = raw as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } };
+  const kind = typeof r.kind === "string" ? r.kind : "object";
+  const name = typeof r.metadata?.name === "string" ? r.metadata.name : "";
+  const ns = typeof r.metadata?.namespace === "string" ? r.metadata.namespace : "";
+  return name ? `${kind}/${ns}/${name}` : kind;
+}
+
+/** Orders objects by (namespace, name). */
+export function byNsName(a: ConfigObject, b: ConfigObject): number {
+  const an = a.metadata.namespace ?? "";
+  const bn = b.metadata.namespace ?? "";
+  if (an !== bn) return an < bn ? -1 : 1;
+  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}
+
+/** Runs `fn` and returns its result as a promise (a throw becomes a rejection). */
+export function attempt<T>(fn: () => T | Promise<T>): Promise<T> {
+  return new Promise<T>((resolve) => resolve(fn()));
+}

@@ -1,0 +1,650 @@
+/**
+ * File config store (`--configDir`, `fs://<dir>`): a directory tree of multi-document YAML/JSON
+ * files. See docs/stores.md for the layout convention and the error behaviour.
+ * @module
+ */
+import { parseAllDocuments, stringify } from "../deps/yaml.ts";
+import { getLogger } from "../log/mod.ts";
+import { allSchemas } from "../model/mod.ts";
+import type { ConfigObject, TypeSchema } from "../model/types.ts";
+import {
+  attempt,
+  byNsName,
+  checkObject,
+  describe,
+  issuesText,
+  mustCheck,
+  sameContent,
+  SchemaSet,
+  Watchers,
+} from "./_common.ts";
+import { type ConfigStore, ConflictError, NotFoundError, type StoreEvent } from "./types.ts";
+
+/** Options of {@link createFileStore}. */
+export interface FileStoreOptions {
+  /** The directory holding the config files (walked recursively). */
+  dir: string;
+  /** Types this store holds (default: every schema of the model). Other kinds are skipped. */
+  schemas?: readonly TypeSchema[];
+  /** Polling period in milliseconds (default 100), on top of file-system notifications. */
+  pollMs?: number;
+  /** Namespace given to objects without one (default "default"). */
+  defaultNamespace?: string;
+  /** Use `Deno.watchFs` notifications for fast pick-up (default true). */
+  watchFs?: boolean;
+}
+
+/** A current problem with one file (or the directory itself when `file` is ""). */
+export interface FileStoreError {
+  /** Path relative to the store directory (`team/bad.yaml`). */
+  file: string;
+  /** 1-based document index within the file, when the problem is in one document. */
+  document?: number;
+  /** One line: `bad.yaml document 2: VirtualService/default/x: spec.http[0]...: ...`. */
+  message: string;
+}
+
+/** A {@link ConfigStore} backed by a directory, with its current file errors. */
+export interface FileStore extends ConfigStore {
+  /** The directory (as given). */
+  readonly dir: string;
+  /** The current file errors (parse, validation, duplicates); empty when every file is good. */
+  errors(): FileStoreError[];
+  /** Rescans the directory now; resolves when the scan (and its watch events) is done. */
+  sync(): Promise<void>;
+}
+
+/**
+ * A file modified less than this long ago may still be being written (non-atomic writers
+ * truncate then write): its change is taken once it has been quiet this long.
+ */
+const SETTLE_MS = 25;
+
+/** Text of a file state whose file could not be read (never equal to real content). */
+const UNREAD = "\u0000unreadable";
+
+/** File names the store reads. */
+const CONFIG_FILE = /\.(ya?ml|json)$/i;
+
+interface DocEntry {
+  /** 1-based index of the document in its file. */
+  index: number;
+  object: ConfigObject;
+  schema: TypeSchema;
+}
+
+interface FileState {
+  stamp: string;
+  mtimeMs: number;
+  text: string;
+  /** The documents in force: those of the last good content of the file. */
+  docs: DocEntry[];
+  /** Errors of the current content (empty when the current content is the one in force). */
+  errors: FileStoreError[];
+}
+
+interface ViewEntry {
+  object: ConfigObject;
+  schema: TypeSchema;
+  file: string;
+  index: number;
+}
+
+const key = (type: string, ns: string, name: string) => `${type}\u0000${ns}\u0000${name}`;
+
+/**
+ * Opens a file store on `dir` and loads it; resolves once the first scan is done.
+ *
+ * Reading: every `.yaml`, `.yml` and `.json` file below `dir` (dot-files and dot-directories are
+ * skipped, symbolic links followed), in sorted path order, each a stream of documents
+ * `{apiVersion, kind, metadata, spec}`. Changes are picked up within ~100 ms (notifications plus
+ * polling every `pollMs`). A file that fails to read, parse or validate keeps its previously loaded
+ * objects in force; its problems are logged once per change and listed by `errors()`. Unknown
+ * kinds are skipped with a warning. When two documents define the same object, the first in path
+ * order wins and the other is reported.
+ *
+ * Writing: created objects go to `<dir>/<namespace>/<plural>/<name>.yaml`; update and delete
+ * rewrite the file that holds the object (only that document changes). Every write goes to a temp
+ * file in the same directory, renamed over the target.
+ *
+ * `resourceVersion` is a store-wide counter assigned when an object's content changes; update
+ * fails with {@link ConflictError} when the given one is stale.
+ */
+export async function createFileStore(options: FileStoreOptions): Promise<FileStore> {
+  const dir = options.dir.replace(/\/+$/, "") || "/";
+  const schemas = options.schemas ?? allSchemas;
+  const set = new SchemaSet(schemas);
+  const pollMs = options.pollMs ?? 100;
+  const defaultNamespace = options.defaultNamespace ?? "default";
+  const log = getLogger("default");
+  if (!Number.isFinite(pollMs) || pollMs <= 0) {
+    throw new Error(`Invalid file store pollMs ${pollMs}: must be a positive number`);
+  }
+  try {
+    const st = await Deno.stat(dir);
+    if (!st.isDirectory) throw new Error("not a directory");
+  } catch (err) {
+    throw new Error(`Cannot use config directory "${options.dir}": ${(err as Error).message}`);
+  }
+
+  const watchers = new Watchers();
+  let files = new Map<string, FileState>();
+  let view = new Map<string, ViewEntry>();
+  let dirError: FileStoreError | undefined;
+  let dupErrors: FileStoreError[] = [];
+  let reportedDups = new Set<string>();
+  let counter = 0;
+  let closed = false;
+  let settleTimer: number | undefined;
+  /** Whether the last scan left a file aside because it was still being written. */
+  let unsettled = false;
+  /** Text of files this store just wrote (complete by construction: no settling needed). */
+  const ownWrites = new Map<string, string>();
+
+  // ---- reading ---------------------------------------------------------------------------
+
+  async function walk(): Promise<string[]> {
+    const out: string[] = [];
+    const seenDirs = new Set<string>();
+    async function visit(rel: string) {
+      const abs = rel ? `${dir}/${rel}` : dir;
+      const entries: Deno.DirEntry[] = [];
+      try {
+        const real = await Deno.realPath(abs);
+        if (seenDirs.has(real)) return;
+        seenDirs.add(real);
+        for await (const e of Deno.readDir(abs)) entries.push(e);
+      } catch (err) {
+        // a subdirectory removed while walking is simply gone
+        if (rel && err instanceof Deno.errors.NotFound) return;
+        throw err;
+      }
+      for (const e of entries) {
+        if (e.name.startsWith(".")) continue;
+        const childRel = rel ? `${rel}/${e.name}` : e.name;
+        let isDir = e.isDirectory;
+        let isFile = e.isFile;
+        if (e.isSymlink) {
+          try {
+            const st = await Deno.stat(`${dir}/${childRel}`);
+            isDir = st.isDirectory;
+            isFile = st.isFile;
+          } catch {
+            continue; // dangling link
+          }
+        }
+        if (isDir) await visit(childRel);
+        else if (isFile && CONFIG_FILE.test(e.name)) out.push(childRel);
+      }
+    }
+    await visit("");
+    return out.sort();
+  }
+
+  /** Parses one file's text into documents in force, or errors. */
+  function parseFile(rel: string, text: string): { docs: DocEntry[]; errors: FileStoreError[] } {
+    const docs: DocEntry[] = [];
+    const errors: FileStoreError[] = [];
+    const fail = (index: number, msg: string) =>
+      errors.push({ file: rel, document: index, message: `${rel} document ${index}: ${msg}` });
+    let parsed;
+    try {
+      parsed = parseAllDocuments(text, { prettyErrors: false });
+    } catch (err) {
+      errors.push({ file: rel, message: `${rel}: ${(err as Error).message}` });
+      return { docs, errors };
+    }
+    const list = Array.isArray(parsed) ? parsed : [];
+    list.forEach((doc, i) => {
+      const index = i + 1;
+      if (doc.errors.length > 0) {
+        fail(index, `cannot parse: ${doc.errors[0].message.split("\n")[0]}`);
+        return;
+      }
+      let raw: unknown;
+      try {
+        raw = doc.toJS();
+      } catch (err) {
+        fail(index, `cannot parse: ${(err as Error).message}`);
+        return;
+      }
+      if (raw === null || raw === undefined) return; // empty document
+      if (typeof raw !== "object" || Array.isArray(raw)) {
+        fail(index, "must be an object with apiVersion, kind, metadata and spec");
+        return;
+      }
+      const label = `document ${index}`;
+      const res = checkObject(raw, set, label, defaultNamespace);
+      if (!res.ok) {
+        const r = raw as { apiVersion?: unknown; kind?: unknown };
+        if (res.unknownKind) {
+          log.warn(
+            `Skipping ${rel} document ${index}: unknown kind ${JSON.stringify(r.kind)} ` +
+              `(apiVersion ${JSON.stringify(r.apiVersion ?? "")})`,
+          );
+        } else if (res.notHeld) {
+          log.debug(`Skipping ${rel} document ${index}: kind ${r.kind} is not held by this store`);
+        } else {
+          fail(index, issuesText(res.issues, label));
+        }
+        return;
+      }
+      delete res.object.metadata.resourceVersion;
+      docs.push({ index, object: res.object, schema: res.schema });
+    });
+    return { docs, errors };
+  }
+
+  async function scanOnce(): Promise<void> {
+    let paths: string[];
+    try {
+      paths = await walk();
+    } catch (err) {
+      const message = `Cannot read config directory "${options.dir}": ${(err as Error).message}`;
+      if (dirError?.message !== message) log.error(message);
+      dirError = { file: "", message };
+      return; // keep everything in force
+    }
+    dirError = undefined;
+    const next = new Map<string, FileState>();
+    let settleAgain = false;
+    for (const rel of paths) {
+      const abs = `${dir}/${rel}`;
+      const prev = files.get(rel);
+      let st: Deno.FileInfo;
+      try {
+        st = await Deno.stat(abs);
+      } catch (err) {
+        if (err instanceof Deno.errors.NotFound) continue;
+        keepWithError(next, rel, prev, `${rel}: cannot read: ${(err as Error).message}`);
+        continue;
+      }
+      const mtimeMs = st.mtime?.getTime() ?? 0;
+      const stamp = `${mtimeMs}:${st.size}:${st.ino ?? ""}`;
+      if (prev && prev.stamp === stamp && Date.now() - mtimeMs > 2000) {
+        next.set(rel, prev);
+        continue;
+      }
+      let text: string;
+      try {
+        text = await Deno.readTextFile(abs);
+      } catch (err) {
+        if (err instanceof Deno.errors.NotFound) continue;
+        keepWithError(next, rel, prev, `${rel}: cannot read: ${(err as Error).message}`);
+        continue;
+      }
+      if (prev && prev.text === text) {
+        next.set(rel, { ...prev, stamp, mtimeMs });
+        continue;
+      }
+      const age = Date.now() - mtimeMs;
+      if (age >= 0 && age < SETTLE_MS && ownWrites.get(rel) !== text) {
+        // possibly still being written: look again once it has settled
+        if (prev) next.set(rel, prev);
+        settleAgain = true;
+        continue;
+      }
+      ownWrites.delete(rel);
+      const { docs, errors } = parseFile(rel, text);
+      if (errors.length > 0) {
+        const keep = prev?.docs.length
+          ? "its previous content stays in force"
+          : "nothing of it applies";
+        for (const e of errors) log.error(`Config file error (${keep}): ${e.message}`);
+        next.set(rel, { stamp, mtimeMs, text, docs: prev?.docs ?? [], errors });
+      } else {
+        if (prev?.errors.length) log.info(`Config file ${rel} is valid again`);
+        next.set(rel, { stamp, mtimeMs, text, docs, errors: [] });
+      }
+    }
+    files = next;
+    merge();
+    unsettled = settleAgain;
+    if (settleAgain && !closed && settleTimer === undefined) {
+      settleTimer = setTimeout(() => {
+        settleTimer = undefined;
+        requestScan();
+      }, SETTLE_MS);
+    }
+  }
+
+  function keepWithError(
+    next: Map<string, FileState>,
+    rel: string,
+    prev: FileState | undefined,
+    message: string,
+  ) {
+    if (prev?.errors[0]?.message !== message) log.error(message);
+    next.set(rel, {
+      stamp: "",
+      mtimeMs: 0,
+      text: UNREAD,
+      docs: prev?.docs ?? [],
+      errors: [{ file: rel, message }],
+    });
+  }
+
+  /** Builds the merged view from the files in force, diffs it with the old one, emits events. */
+  function merge() {
+    const merged = new Map<string, ViewEntry>();
+    const dups: FileStoreError[] = [];
+    for (const [rel, fs] of files) {
+      for (const d of fs.docs) {
+        const k = key(d.schema.type, d.object.metadata.namespace!, d.object.metadata.name);
+        const first = merged.get(k);
+        if (first) {
+          dups.push({
+            file: rel,
+            document: d.index,
+            message: `${rel} document ${d.index}: ${describe(d.object)}: ` +
+              `duplicate of ${first.file} document ${first.index} (ignored)`,
+          });
+          continue;
+        }
+        merged.set(k, { object: d.object, schema: d.schema, file: rel, index: d.index });
+      }
+    }
+    const nowReported = new Set<string>();
+    for (const d of dups) {
+      nowReported.add(d.message);
+      if (!reportedDups.has(d.message)) log.error(`Config file error: ${d.message}`);
+    }
+    reportedDups = nowReported;
+    dupErrors = dups;
+
+    const events: { type: StoreEvent["type"]; entry: ViewEntry; k: string }[] = [];
+    for (const [k, e] of merged) {
+      const old = view.get(k);
+      if (old && sameContent(old.object, e.object)) {
+        e.object = old.object; // keeps the resourceVersion and identity
+        continue;
+      }
+      e.object = { ...e.object, metadata: { ...e.object.metadata, resourceVersion: "" } };
+      events.push({ type: old ? "MODIFIED" : "ADDED", entry: e, k });
+    }
+    for (const [k, old] of view) {
+      if (!merged.has(k)) events.push({ type: "DELETED", entry: old, k });
+    }
+    events.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
+    for (const ev of events) {
+      if (ev.type !== "DELETED") ev.entry.object.metadata.resourceVersion = String(++counter);
+    }
+    view = merged;
+    for (const ev of events) watchers.emit(ev.type, ev.entry.object);
+  }
+
+  // ---- scan scheduling -------------------------------------------------------------------
+
+  let running: Promise<void> | null = null;
+  let pending: Promise<void> | null = null;
+  function requestScan(): Promise<void> {
+    if (closed) return running ?? Promise.resolve();
+    if (!running) {
+      running = scanOnce()
+        .catch((err) => log.error(`Config directory scan failed: ${(err as Error).message}`))
+        .finally(() => (running = null));
+      return running;
+    }
+    pending ??= running.then(() => {
+      pending = null;
+      return requestScan();
+    });
+    return pending;
+  }
+
+  /** Scans until no file is left aside as possibly still being written (at most ~1 s). */
+  async function syncSettled(): Promise<void> {
+    await requestScan();
+    for (let i = 0; unsettled && !closed && i < 40; i++) {
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      await requestScan();
+    }
+  }
+
+  await syncSettled();
+
+  let pollTimer: number | undefined;
+  const poll = () => {
+    pollTimer = setTimeout(() => {
+      pollTimer = undefined;
+      requestScan().then(() => {
+        if (!closed) poll();
+      });
+    }, pollMs);
+  };
+  poll();
+
+  let fsWatcher: Deno.FsWatcher | undefined;
+  let watchLoop: Promise<void> | undefined;
+  let debounce: number | undefined;
+  if (options.watchFs ?? true) {
+    try {
+      fsWatcher = Deno.watchFs(dir, { recursive: true });
+      const w = fsWatcher;
+      watchLoop = (async () => {
+        try {
+          for await (const _ of w) {
+            if (closed) break;
+            if (debounce === undefined) {
+              debounce = setTimeout(() => {
+                debounce = undefined;
+                requestScan();
+              }, 10);
+            }
+          }
+        } catch (err) {
+          if (!closed) {
+            log.warn(`File notifications for "${dir}" stopped: ${(err as Error).message}`);
+          }
+        }
+      })();
+    } catch (err) {
+      log.warn(`No file notifications for "${dir}" (polling only): ${(err as Error).message}`);
+    }
+  }
+
+  // ---- writing ---------------------------------------------------------------------------
+
+  let writeChain: Promise<unknown> = Promise.resolve();
+  function serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const p = writeChain.then(() => {
+      if (closed) throw new Error("Config store is closed");
+      return fn();
+    });
+    writeChain = p.catch(() => {});
+    return p;
+  }
+
+  async function atomicWrite(path: string, text: string): Promise<void> {
+    ownWrites.set(path.slice(dir.length + 1), text);
+    const slash = path.lastIndexOf("/");
+    const parent = path.slice(0, slash);
+    const tmp = `${parent}/.${path.slice(slash + 1)}.tmp-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      let mode: number | undefined;
+      try {
+        mode = (await Deno.stat(path)).mode ?? undefined;
+      } catch {
+        // new file
+      }
+      await Deno.writeTextFile(tmp, text, mode !== undefined ? { mode: mode & 0o777 } : {});
+      if (mode !== undefined) await Deno.chmod(tmp, mode & 0o777);
+      await Deno.rename(tmp, path);
+    } catch (err) {
+      await Deno.remove(tmp).catch(() => {});
+      throw err;
+    }
+  }
+
+  function fileObject(obj: ConfigObject): Record<string, unknown> {
+    const { resourceVersion: _rv, ...meta } = obj.metadata;
+    return JSON.parse(JSON.stringify({ ...obj, metadata: meta }));
+  }
+
+  function documentText(rel: string, obj: ConfigObject): string {
+    const o = fileObject(obj);
+    return /\.json$/i.test(rel) ? JSON.stringify(o, null, 2) + "\n" : stringify(o);
+  }
+
+  /** Splits a file into its prefix and one source segment per document. */
+  function segments(text: string): { prefix: string; segs: string[] } {
+    const parsed = parseAllDocuments(text);
+    const list = Array.isArray(parsed) ? parsed : [];
+    const starts = list.map((d) => d.range[0]);
+    const segs = starts.map((s, i) => text.slice(s, starts[i + 1] ?? text.length));
+    return { prefix: text.slice(0, starts[0] ?? text.length), segs };
+  }
+
+  /** Finds the current entry for a write and checks that its file is unchanged and healthy. */
+  async function locate(schema: TypeSchema, name: string, namespace: string) {
+    for (let attempt = 0;; attempt++) {
+      await requestScan();
+      const entry = view.get(key(schema.type, namespace, name));
+      if (!entry) {
+        throw new NotFoundError(`${schema.kind} "${name}" not found in namespace "${namespace}"`);
+      }
+      const fs = files.get(entry.file)!;
+      if (fs.errors.length > 0) {
+        throw new Error(
+          `Cannot change ${schema.kind} "${name}" in namespace "${namespace}": its file ` +
+            `${entry.file} has errors (fix it first): ${fs.errors[0].message}`,
+        );
+      }
+      const text = await Deno.readTextFile(`${dir}/${entry.file}`).catch(() => undefined);
+      if (text === fs.text) return { entry, text };
+      if (attempt >= 3) {
+        throw new ConflictError(`${entry.file} keeps changing; try again`);
+      }
+    }
+  }
+
+  function stored(schema: TypeSchema, ns: string, name: string): ConfigObject {
+    const e = view.get(key(schema.type, ns, name));
+    if (!e) {
+      throw new Error(
+        `${schema.kind} "${name}" in namespace "${ns}" was written but is not in force ` +
+          `(see the store errors)`,
+      );
+    }
+    return structuredClone(e.object);
+  }
+
+  return {
+    dir: options.dir,
+    schemas,
+    errors() {
+      const out: FileStoreError[] = dirError ? [dirError] : [];
+      for (const fs of files.values()) out.push(...fs.errors);
+      out.push(...dupErrors);
+      return structuredClone(out);
+    },
+    sync: () => syncSettled(),
+    get(type, name, namespace) {
+      return attempt(() => {
+        const s = set.require(type);
+        const e = view.get(key(s.type, namespace, name));
+        return e && structuredClone(e.object);
+      });
+    },
+    list(type, namespace) {
+      return attempt(() => {
+        const s = set.require(type);
+        const out: ConfigObject[] = [];
+        for (const e of view.values()) {
+          if (
+            e.schema === s && (namespace === undefined || e.object.metadata.namespace === namespace)
+          ) {
+            out.push(structuredClone(e.object));
+          }
+        }
+        return out.sort(byNsName);
+      });
+    },
+    create(raw) {
+      return serialized(async () => {
+        const { object, schema } = mustCheck(raw, set, defaultNamespace);
+        const ns = object.metadata.namespace!;
+        const name = object.metadata.name;
+        await requestScan();
+        if (view.has(key(schema.type, ns, name))) {
+          throw new ConflictError(`${schema.kind} "${name}" already exists in namespace "${ns}"`);
+        }
+        const folder = `${ns}/${schema.plural}`;
+        await Deno.mkdir(`${dir}/${folder}`, { recursive: true });
+        let rel = `${folder}/${name}.yaml`;
+        for (let i = 1; await exists(`${dir}/${rel}`); i++) rel = `${folder}/${name}-${i}.yaml`;
+        await atomicWrite(`${dir}/${rel}`, documentText(rel, object));
+        await requestScan();
+        return stored(schema, ns, name);
+      });
+    },
+    update(raw) {
+      return serialized(async () => {
+        const { object, schema } = mustCheck(raw, set, defaultNamespace);
+        const ns = object.metadata.namespace!;
+        const name = object.metadata.name;
+        const { entry, text } = await locate(schema, name, ns);
+        const given = object.metadata.resourceVersion;
+        if (given && given !== entry.object.metadata.resourceVersion) {
+          throw new ConflictError(
+            `${schema.kind} "${name}" in namespace "${ns}" was modified: resourceVersion ` +
+              `"${given}" is stale (current "${entry.object.metadata.resourceVersion}")`,
+          );
+        }
+        const { prefix, segs } = segments(text);
+        const i = entry.index - 1;
+        const marker = i > 0 || segs[i].startsWith("---") ? "---\n" : "";
+        segs[i] = marker + documentText(entry.file, object);
+        await atomicWrite(`${dir}/${entry.file}`, prefix + segs.join(""));
+        await requestScan();
+        return stored(schema, ns, name);
+      });
+    },
+    delete(type, name, namespace) {
+      return serialized(async () => {
+        const schema = set.require(type);
+        const { entry, text } = await locate(schema, name, namespace);
+        const { prefix, segs } = segments(text);
+        segs.splice(entry.index - 1, 1);
+        const rest = prefix + segs.join("");
+        const remaining = parseAllDocuments(rest);
+        const left = Array.isArray(remaining) &&
+          remaining.some((d) => d.toJS() !== null && d.toJS() !== undefined);
+        if (left) await atomicWrite(`${dir}/${entry.file}`, rest);
+        else await Deno.remove(`${dir}/${entry.file}`);
+        await requestScan();
+      });
+    },
+    watch(handler: (event: StoreEvent) => void) {
+      return watchers.add(handler);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (pollTimer !== undefined) clearTimeout(pollTimer);
+      if (debounce !== undefined) clearTimeout(debounce);
+      try {
+        fsWatcher?.close();
+      } catch {
+        // already closed
+      }
+      await watchLoop;
+      await writeChain;
+      await running;
+      await pending;
+      if (debounce !== undefined) clearTimeout(debounce);
+      if (pollTimer !== undefined) clearTimeout(pollTimer);
+      if (settleTimer !== undefined) clearTimeout(settleTimer);
+      watchers.clear();
+    },
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

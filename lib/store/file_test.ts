@@ -1,0 +1,322 @@
+import assert from "node:assert/strict";
+import { stringify } from "../deps/yaml.ts";
+import { allSchemas } from "../model/mod.ts";
+import { createFileStore, type FileStore } from "./file.ts";
+import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
+import { eventLines, fixture, fixtures, recordEvents, until, withLabel } from "./_testutil.ts";
+
+async function withStore(
+  fn: (store: FileStore, dir: string) => Promise<void>,
+  files: Record<string, string> = {},
+  opts: { pollMs?: number; watchFs?: boolean } = {},
+) {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-filestore-" });
+  try {
+    for (const [rel, text] of Object.entries(files)) {
+      const slash = rel.lastIndexOf("/");
+      if (slash > 0) await Deno.mkdir(`${dir}/${rel.slice(0, slash)}`, { recursive: true });
+      await Deno.writeTextFile(`${dir}/${rel}`, text);
+    }
+    const store = await createFileStore({ dir, ...opts });
+    try {
+      await fn(store, dir);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function listFiles(dir: string, rel = ""): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(rel ? `${dir}/${rel}` : dir)) {
+    const r = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory) out.push(...await listFiles(dir, r));
+    else out.push(r);
+  }
+  return out.sort();
+}
+
+const VS = (name: string, host = name, extra = "") =>
+  `apiVersion: networking.istio.io/v1alpha3
+kind: VirtualService
+metadata:
+  name: ${name}${extra}
+spec:
+  hosts: [${host}]
+  http:
+  - route:
+    - destination: { host: ${host} }
+`;
+
+const BAD_VS = `apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata: { name: x, namespace: default }
+spec:
+  hosts: [x]
+  http:
+  - route:
+    - destination: { subset: v1 }
+`;
+
+Deno.test("createFileStore() round-trips every kind through files", async () => {
+  await withStore(async (store, dir) => {
+    const objs = await fixtures();
+    for (const obj of objs) {
+      const schema = allSchemas.find((s) => s.kind === obj.kind)!;
+      const created = await store.create(obj);
+      assert.ok(created.metadata.resourceVersion);
+      assert.deepEqual(created.spec, obj.spec, `${obj.kind} spec`);
+      assert.deepEqual(await store.get(schema.type, obj.metadata.name, "default"), created);
+      assert.ok(
+        (await Deno.stat(`${dir}/default/${schema.plural}/${obj.metadata.name}.yaml`)).isFile,
+        `${obj.kind} written to default/${schema.plural}/${obj.metadata.name}.yaml`,
+      );
+    }
+    // a second store over the same directory reads the same objects
+    const again = await createFileStore({ dir });
+    try {
+      for (const obj of objs) {
+        const schema = allSchemas.find((s) => s.kind === obj.kind)!;
+        const got = await again.get(schema.type, obj.metadata.name, "default");
+        assert.deepEqual(got?.spec, obj.spec, `${obj.kind} read back`);
+      }
+      assert.deepEqual(again.errors(), []);
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+Deno.test("createFileStore() reads multi-document files, skips unknown kinds, defaults the namespace", async () => {
+  const files = {
+    "a/two.yaml": `${VS("one")}---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: cm }\n---\n${
+      VS("two", "two", "\n  namespace: team")
+    }---\n`,
+    "b.json": JSON.stringify({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "DestinationRule",
+      metadata: { name: "one" },
+      spec: { host: "one" },
+    }),
+    "ignored.txt": VS("nope"),
+    ".hidden.yaml": VS("hidden"),
+  };
+  await withStore(async (store) => {
+    const vs = await store.list("virtualservice");
+    assert.deepEqual(vs.map((o) => `${o.metadata.namespace}/${o.metadata.name}`), [
+      "default/one",
+      "team/two",
+    ]);
+    assert.equal(vs[0].apiVersion, "networking.mesh.io/v1alpha3");
+    assert.equal((await store.get("destinationrule", "one", "default"))?.spec.host, "one");
+    assert.deepEqual(store.errors(), []);
+  }, files);
+});
+
+Deno.test("createFileStore() keeps loaded config when a file breaks and applies it once fixed", async () => {
+  await withStore(async (store, dir) => {
+    const rec = recordEvents(store);
+    assert.ok(await store.get("virtualservice", "a", "default"));
+    // a good second document plus a bad third one: nothing of the new content applies
+    await Deno.writeTextFile(`${dir}/cfg.yaml`, `${VS("a", "a2")}---\n${VS("b")}---\n${BAD_VS}`);
+    await until(() => store.errors().length > 0, 2000, "the error to be reported");
+    assert.deepEqual(store.errors(), [{
+      file: "cfg.yaml",
+      document: 3,
+      message: "cfg.yaml document 3: VirtualService/default/x: " +
+        "spec.http[0].route[0].destination.host: is required",
+    }]);
+    assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
+    assert.equal(await store.get("virtualservice", "b", "default"), undefined);
+    // half-written file: a parse error, previous content still in force
+    await Deno.writeTextFile(`${dir}/cfg.yaml`, `${VS("a", "a3")}---\nkind: [VirtualServ`);
+    await until(() => store.errors()[0]?.message.includes("cannot parse"), 2000, "parse error");
+    assert.match(store.errors()[0].message, /^cfg\.yaml document 2: cannot parse: /);
+    assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
+    // other files still load meanwhile
+    await Deno.writeTextFile(`${dir}/other.yaml`, VS("c"));
+    await until(async () => !!(await store.get("virtualservice", "c", "default")), 2000, "c");
+    // fixed: the new content applies, the error goes away
+    await Deno.writeTextFile(`${dir}/cfg.yaml`, `${VS("a", "a4")}---\n${VS("b")}`);
+    await until(() => store.errors().length === 0, 2000, "errors to clear");
+    assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a4"]);
+    assert.ok(await store.get("virtualservice", "b", "default"));
+    assert.deepEqual(eventLines(rec.events), [
+      "ADDED VirtualService/default/c",
+      "MODIFIED VirtualService/default/a",
+      "ADDED VirtualService/default/b",
+    ]);
+    rec.close();
+  }, { "cfg.yaml": VS("a") });
+});
+
+Deno.test("createFileStore() sees a new file within 200 ms", async () => {
+  await withStore(async (store, dir) => {
+    const latencies: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await Deno.writeTextFile(`${dir}/new-${i}.yaml`, VS(`n${i}`));
+      latencies.push(
+        await until(async () => !!(await store.get("virtualservice", `n${i}`, "default")), 1000),
+      );
+    }
+    console.log(
+      `file store pick-up latency (ms): ${latencies.map((l) => l.toFixed(0)).join(", ")}`,
+    );
+    assert.ok(Math.max(...latencies) < 1000);
+  });
+});
+
+Deno.test("createFileStore() sees changes by polling when notifications are off", async () => {
+  await withStore(
+    async (store, dir) => {
+      const t0 = performance.now();
+      await Deno.writeTextFile(`${dir}/p.yaml`, VS("p"));
+      await until(async () => !!(await store.get("virtualservice", "p", "default")), 1000);
+      console.log(
+        `file store pick-up latency, polling only (ms): ${(performance.now() - t0).toFixed(0)}`,
+      );
+    },
+    {},
+    { watchFs: false, pollMs: 50 },
+  );
+});
+
+Deno.test("createFileStore() update and delete edit only their document, atomically", async () => {
+  const userFile = `# team config, keep this comment
+${VS("a")}---
+# the second one
+${VS("b")}---
+apiVersion: networking.mesh.io/v1alpha3
+kind: DestinationRule
+metadata: { name: a }   # inline comment
+spec: { host: a }
+`;
+  await withStore(async (store, dir) => {
+    const a = (await store.get("virtualservice", "a", "default"))!;
+    const b = (await store.get("virtualservice", "b", "default"))!;
+    const updated = await store.update(withLabel(a, "edited", "yes"));
+    assert.equal(updated.metadata.labels?.edited, "yes");
+    assert.notEqual(updated.metadata.resourceVersion, a.metadata.resourceVersion);
+    const text = await Deno.readTextFile(`${dir}/team.yaml`);
+    assert.ok(text.startsWith("# team config, keep this comment\n"), text);
+    assert.ok(text.includes(`---\n# the second one\n${VS("b")}---\n`), text);
+    assert.ok(text.includes("metadata: { name: a }   # inline comment"), text);
+    assert.match(text, /edited: "?yes"?/);
+    // stale version
+    await assert.rejects(store.update(withLabel(a, "edited", "again")), ConflictError);
+    // unchanged content keeps its version
+    assert.equal(
+      (await store.get("virtualservice", "b", "default"))!.metadata.resourceVersion,
+      b.metadata.resourceVersion,
+    );
+    await store.delete("virtualservice", "b", "default");
+    const after = await Deno.readTextFile(`${dir}/team.yaml`);
+    assert.ok(!after.includes("name: b"), after);
+    assert.ok(after.includes("# inline comment"), after);
+    assert.equal(await store.get("virtualservice", "b", "default"), undefined);
+    assert.ok(await store.get("virtualservice", "a", "default"));
+    assert.ok(await store.get("destinationrule", "a", "default"));
+    await assert.rejects(store.delete("virtualservice", "b", "default"), NotFoundError);
+    // deleting the last objects removes the file; no temp files anywhere
+    await store.delete("virtualservice", "a", "default");
+    await store.delete("destinationrule", "a", "default");
+    assert.deepEqual(await listFiles(dir), []);
+  }, { "team.yaml": userFile });
+});
+
+Deno.test("createFileStore() create refuses existing objects and invalid ones", async () => {
+  await withStore(async (store, dir) => {
+    const vs = await fixture("VirtualService");
+    await store.create(vs);
+    await assert.rejects(store.create(vs), ConflictError);
+    const bad = structuredClone(vs);
+    bad.metadata.name = "bad";
+    bad.spec = { hosts: [] };
+    await assert.rejects(store.create(bad), ValidationError);
+    assert.deepEqual(await listFiles(dir), ["default/virtualservices/reviews.yaml"]);
+    // a created file in JSON format is edited as JSON
+    await Deno.writeTextFile(
+      `${dir}/j.json`,
+      JSON.stringify({ ...vs, metadata: { name: "j" }, apiVersion: "networking.mesh.io/v1alpha3" }),
+    );
+    await store.sync();
+    const j = (await store.get("virtualservice", "j", "default"))!;
+    await store.update(withLabel(j, "k", "v"));
+    const parsed = JSON.parse(await Deno.readTextFile(`${dir}/j.json`));
+    assert.equal(parsed.metadata.labels.k, "v");
+    assert.equal(parsed.metadata.resourceVersion, undefined);
+  });
+});
+
+Deno.test("createFileStore() reports duplicates and lets the first file in path order win", async () => {
+  await withStore(async (store, dir) => {
+    assert.deepEqual((await store.get("virtualservice", "d", "default"))?.spec.hosts, ["first"]);
+    assert.deepEqual(store.errors(), [{
+      file: "2.yaml",
+      document: 1,
+      message:
+        "2.yaml document 1: VirtualService/default/d: duplicate of 1.yaml document 1 (ignored)",
+    }]);
+    await Deno.remove(`${dir}/1.yaml`);
+    await store.sync();
+    assert.deepEqual((await store.get("virtualservice", "d", "default"))?.spec.hosts, ["second"]);
+    assert.deepEqual(store.errors(), []);
+  }, { "1.yaml": VS("d", "first"), "2.yaml": VS("d", "second") });
+});
+
+Deno.test("createFileStore() emits events only for real changes", async () => {
+  await withStore(async (store, dir) => {
+    const rec = recordEvents(store);
+    // same content, different formatting and key order
+    const same = stringify({
+      spec: { http: [{ route: [{ destination: { host: "a" } }] }], hosts: ["a"] },
+      metadata: { namespace: "default", name: "a" },
+      kind: "VirtualService",
+      apiVersion: "networking.mesh.io/v1alpha3",
+    });
+    await Deno.writeTextFile(`${dir}/a.yaml`, same);
+    await store.sync();
+    await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "a2"));
+    await store.sync();
+    await Deno.remove(`${dir}/a.yaml`);
+    await store.sync();
+    assert.deepEqual(eventLines(rec.events), [
+      "MODIFIED VirtualService/default/a",
+      "DELETED VirtualService/default/a",
+    ]);
+    rec.close();
+  }, { "a.yaml": VS("a") });
+});
+
+Deno.test("createFileStore() fails clearly on a missing directory", async () => {
+  await assert.rejects(
+    createFileStore({ dir: "/nonexistent/mesh-config" }),
+    /Cannot use config directory "\/nonexistent\/mesh-config"/,
+  );
+});
+
+Deno.test("createFileStore() follows a mounted config map's symlinks and sees its swaps", async () => {
+  await withStore(async (store, dir) => {
+    await Deno.mkdir(`${dir}/..2024_01`);
+    await Deno.writeTextFile(`${dir}/..2024_01/vs.yaml`, VS("cm", "v1"));
+    await Deno.symlink("..2024_01", `${dir}/..data`);
+    await Deno.symlink("..data/vs.yaml", `${dir}/vs.yaml`);
+    await store.sync();
+    assert.deepEqual((await store.list("virtualservice")).map((o) => o.spec.hosts), [["v1"]]);
+    // the kubelet's update: a new timestamped directory, ..data relinked atomically
+    await Deno.mkdir(`${dir}/..2024_02`);
+    await Deno.writeTextFile(`${dir}/..2024_02/vs.yaml`, VS("cm", "v2"));
+    await Deno.symlink("..2024_02", `${dir}/..data_tmp`);
+    await Deno.rename(`${dir}/..data_tmp`, `${dir}/..data`);
+    await Deno.remove(`${dir}/..2024_01`, { recursive: true });
+    await until(
+      async () =>
+        ((await store.get("virtualservice", "cm", "default"))?.spec.hosts as string[])[0] === "v2",
+      1000,
+      "the swapped content",
+    );
+    assert.deepEqual(store.errors(), []);
+  });
+});

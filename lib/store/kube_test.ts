@@ -1,0 +1,271 @@
+import assert from "node:assert/strict";
+import { type JsonObject, startFakeKube } from "../../tests/harness/fake_kube.ts";
+import { allSchemas, crdManifests } from "../model/mod.ts";
+import { createKubeStore, type KubeStore, type KubeStoreOptions } from "./kube.ts";
+import { openStoreFromURL } from "./mod.ts";
+import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
+import { eventLines, fixture, fixtures, recordEvents, until, withLabel } from "./_testutil.ts";
+
+type Fake = Awaited<ReturnType<typeof startFakeKube>>;
+
+async function withKube(
+  fn: (store: KubeStore, kube: Fake) => Promise<void>,
+  opts: Omit<KubeStoreOptions, "kubeconfigPath"> = {},
+  objects: JsonObject[] = [],
+) {
+  const kube = await startFakeKube({
+    objects: [...(crdManifests() as JsonObject[]), ...objects],
+    namespaces: ["default", "team", "mesh-system"],
+  });
+  try {
+    const store = await createKubeStore({
+      kubeconfigPath: kube.kubeconfigPath,
+      resyncMs: 0,
+      ...opts,
+    });
+    try {
+      await fn(store, kube);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await kube.close();
+  }
+}
+
+const vsRaw = (name: string, ns: string, host = name): JsonObject => ({
+  apiVersion: "networking.mesh.io/v1alpha3",
+  kind: "VirtualService",
+  metadata: { name, namespace: ns },
+  spec: { hosts: [host], http: [{ route: [{ destination: { host } }] }] },
+});
+
+Deno.test("createKubeStore() round-trips every kind through the API server", async () => {
+  await withKube(async (store, kube) => {
+    for (const obj of await fixtures()) {
+      const schema = allSchemas.find((s) => s.kind === obj.kind)!;
+      const created = await store.create(obj);
+      assert.ok(created.metadata.resourceVersion, `${obj.kind} has a resourceVersion`);
+      assert.deepEqual(created.spec, obj.spec, `${obj.kind} spec`);
+      // served from the watch cache right after the write
+      assert.deepEqual(await store.get(schema.type, obj.metadata.name, "default"), created);
+      assert.equal((await store.list(schema.type)).length, 1);
+      const stored = kube.get(`${schema.plural}.${schema.group}`, "default", obj.metadata.name);
+      assert.deepEqual(stored?.spec, obj.spec, `${obj.kind} stored by the API server`);
+    }
+    // a second store lists what is there
+    const again = await createKubeStore({ kubeconfigPath: kube.kubeconfigPath, resyncMs: 0 });
+    try {
+      for (const s of allSchemas) assert.equal((await again.list(s.type)).length, 1, s.type);
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+Deno.test("createKubeStore() maps conflicts, missing objects and API validation errors", async () => {
+  await withKube(async (store, kube) => {
+    const vs = await fixture("VirtualService");
+    const v1 = await store.create(vs);
+    await assert.rejects(store.create(vs), ConflictError);
+    const v2 = await store.update(withLabel(v1, "a", "b"));
+    assert.notEqual(v2.metadata.resourceVersion, v1.metadata.resourceVersion);
+    assert.equal(
+      (await store.get("virtualservice", "reviews", "default"))?.metadata.labels?.a,
+      "b",
+    );
+    await assert.rejects(store.update(withLabel(v1, "a", "c")), ConflictError);
+    const noRv = withLabel(v2, "a", "d");
+    delete noRv.metadata.resourceVersion;
+    assert.equal((await store.update(noRv)).metadata.labels?.a, "d");
+    const missing = structuredClone(vs);
+    missing.metadata.name = "nope";
+    await assert.rejects(store.update(missing), NotFoundError);
+    await assert.rejects(store.delete("virtualservice", "nope", "default"), NotFoundError);
+    const bad = structuredClone(vs);
+    bad.spec = { hosts: [] };
+    await assert.rejects(store.create(bad), ValidationError);
+    kube.failNext({ method: "POST", code: 422, reason: "Invalid", message: "spec.hosts: Invalid" });
+    const other = structuredClone(vs);
+    other.metadata.name = "other";
+    await assert.rejects(store.create(other), (e: Error) => {
+      assert.ok(e instanceof ValidationError);
+      assert.match(e.message, /spec\.hosts: Invalid/);
+      return true;
+    });
+    await store.delete("virtualservice", "reviews", "default");
+    assert.equal(await store.get("virtualservice", "reviews", "default"), undefined);
+  });
+});
+
+Deno.test("createKubeStore() watch delivers changes made by others, in order", async () => {
+  await withKube(async (store, kube) => {
+    const rec = recordEvents(store);
+    kube.upsert(vsRaw("a", "default"));
+    kube.upsert(vsRaw("b", "team"));
+    kube.upsert(vsRaw("a", "default", "a2"));
+    // same content again: no event
+    kube.upsert(vsRaw("a", "default", "a2"));
+    kube.remove("virtualservices.networking.mesh.io", "team", "b");
+    await until(() => rec.events.length >= 4, 3000, "4 events");
+    assert.deepEqual(eventLines(rec.events), [
+      "ADDED VirtualService/default/a",
+      "ADDED VirtualService/team/b",
+      "MODIFIED VirtualService/default/a",
+      "DELETED VirtualService/team/b",
+    ]);
+    assert.deepEqual(rec.events[2].object.spec.hosts, ["a2"]);
+    assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), ["a"]);
+    rec.close();
+  });
+});
+
+Deno.test("createKubeStore() relists after 410 Gone and repairs missed changes", async () => {
+  await withKube(async (store, kube) => {
+    const rec = recordEvents(store);
+    // the next watch reconnect of virtual services fails, leaving a gap
+    kube.failNext({ method: "GET", path: /\/virtualservices$/, code: 500 });
+    await until(
+      () => kube.requests.some((r) => r.path.endsWith("/virtualservices") && r.status === 500),
+      5000,
+      "the watch reconnect to fail",
+    );
+    kube.upsert(vsRaw("missed", "default"));
+    kube.expireHistory();
+    await until(async () => !!(await store.get("virtualservice", "missed", "default")), 5000);
+    // after the failure: a watch from the old version (answered 410), a relist, a new watch
+    const sequence = () => {
+      const vs = kube.requests.filter((r) => r.path.endsWith("/virtualservices"));
+      return vs.slice(vs.findIndex((r) => r.status === 500) + 1)
+        .map((r) => (r.search.includes("watch") ? "watch" : "list"));
+    };
+    await until(() => sequence().length >= 3, 3000, "the watch to resume");
+    assert.deepEqual(sequence().slice(0, 3), ["watch", "list", "watch"]);
+    assert.deepEqual(eventLines(rec.events), ["ADDED VirtualService/default/missed"]);
+    rec.close();
+  }, { watchTimeoutSeconds: 1 });
+});
+
+Deno.test("createKubeStore() periodic resync repairs the cache", async () => {
+  await withKube(
+    async (store, kube) => {
+      const before = kube.requests.filter((r) => r.path.endsWith("/virtualservices")).length;
+      await store.resync();
+      const lists = kube.requests.filter((r) =>
+        r.path.endsWith("/virtualservices") && !r.search.includes("watch")
+      );
+      assert.ok(lists.length >= 2, "relisted");
+      assert.ok(kube.requests.filter((r) => r.path.endsWith("/virtualservices")).length > before);
+      assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), ["pre"]);
+    },
+    {},
+    [vsRaw("pre", "default")],
+  );
+});
+
+Deno.test("createKubeStore() restricted to a namespace sees and writes only that namespace", async () => {
+  await withKube(
+    async (store, kube) => {
+      assert.deepEqual(
+        (await store.list("virtualservice")).map((o) =>
+          `${o.metadata.namespace}/${o.metadata.name}`
+        ),
+        ["team/t"],
+      );
+      assert.equal(await store.get("virtualservice", "d", "default"), undefined);
+      const vs = await fixture("VirtualService");
+      await assert.rejects(store.create(vs), /Namespace "default" is outside this config store/);
+      delete vs.metadata.namespace;
+      const created = await store.create(vs);
+      assert.equal(created.metadata.namespace, "team");
+      kube.upsert(vsRaw("late", "default"));
+      kube.upsert(vsRaw("late", "team"));
+      await until(async () => !!(await store.get("virtualservice", "late", "team")), 3000);
+      assert.deepEqual(
+        (await store.list("virtualservice")).map((o) => o.metadata.name),
+        ["late", "reviews", "t"],
+      );
+      assert.ok(
+        kube.requests.every((r) =>
+          !r.path.includes("virtualservices") || r.path.includes("/namespaces/team/")
+        ),
+      );
+    },
+    { namespace: "team" },
+    [vsRaw("d", "default"), vsRaw("t", "team")],
+  );
+});
+
+Deno.test("createKubeStore() reports a type whose definition is not installed as empty", async () => {
+  const kube = await startFakeKube({
+    objects: crdManifests().filter((c) =>
+      (c as { spec: { names: { kind: string } } }).spec.names.kind !== "Gateway"
+    ) as JsonObject[],
+  });
+  try {
+    const store = await createKubeStore({ kubeconfigPath: kube.kubeconfigPath, resyncMs: 0 });
+    try {
+      assert.deepEqual(await store.list("gateway"), []);
+      assert.equal(store.errors().length, 1);
+      assert.match(
+        store.errors()[0].message,
+        /cannot list gateways\.networking\.mesh\.io.*not found/,
+      );
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await kube.close();
+  }
+});
+
+Deno.test("openStoreFromURL() opens orch://, fs:// and mem:// stores and rejects others", async () => {
+  const kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
+  const dir = await Deno.makeTempDir();
+  try {
+    const orch = await openStoreFromURL(`orch://${kube.kubeconfigPath}`, { resyncMs: 0 });
+    await orch.create(await fixture("VirtualService"));
+    assert.equal((await orch.list("virtualservice")).length, 1);
+    await orch.close();
+    const fs = await openStoreFromURL(`fs://${dir}`);
+    assert.deepEqual(await fs.list("virtualservice"), []);
+    await fs.close();
+    const mem = await openStoreFromURL("mem://");
+    assert.deepEqual(await mem.list("gateway"), []);
+    await mem.close();
+    await assert.rejects(
+      openStoreFromURL("ftp://x"),
+      /config store URL "ftp:\/\/x".*unsupported scheme/,
+    );
+    await assert.rejects(openStoreFromURL("/etc/mesh"), /Invalid config store URL "\/etc\/mesh"/);
+    await assert.rejects(openStoreFromURL("fs://"), /fs:\/\/ needs a directory/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await kube.close();
+  }
+});
+
+Deno.test("createKubeStore() keeps the last valid version of an object made invalid in the orchestrator", async () => {
+  await withKube(
+    async (store, kube) => {
+      const rec = recordEvents(store);
+      const invalid = vsRaw("a", "default");
+      invalid.spec = { hosts: ["a"] }; // no http or tcp routes: refused by our validation
+      kube.upsert(invalid);
+      kube.upsert(vsRaw("b", "default"));
+      await until(async () => !!(await store.get("virtualservice", "b", "default")), 3000);
+      assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
+      assert.deepEqual(store.errors().map((e) => e.object), ["VirtualService/default/a"]);
+      assert.match(store.errors()[0].message, /a virtual service must set http or tcp routes/);
+      kube.upsert(vsRaw("a", "default", "fixed"));
+      await until(() => store.errors().length === 0, 3000, "the error to clear");
+      assert.deepEqual(eventLines(rec.events), [
+        "ADDED VirtualService/default/b",
+        "MODIFIED VirtualService/default/a",
+      ]);
+      rec.close();
+    },
+    {},
+    [vsRaw("a", "default")],
+  );
+});
