@@ -1,0 +1,150 @@
+/**
+ * Indexes over a PushContext, built once per context object (cached in a WeakMap) so that each
+ * generator call is proportional to what it emits, not to the size of the mesh.
+ * @module
+ */
+
+import type { ConfigObject, Service, ServiceInstance } from "../../model/types.ts";
+import type { PushContext } from "../types.ts";
+import { cmp, resolveShortName } from "./util.ts";
+import { ingressesToConfigs } from "./ingress.ts";
+
+/** A VirtualService with its hosts and gateways expanded to FQDNs. */
+export interface VsEntry {
+  config: ConfigObject;
+  // deno-lint-ignore no-explicit-any
+  spec: any;
+  namespace: string;
+  hosts: string[];
+  /** Expanded gateway names; `mesh` stays `mesh`. */
+  gateways: string[];
+}
+
+/** A Gateway with its expanded name. */
+export interface GatewayEntry {
+  config: ConfigObject;
+  // deno-lint-ignore no-explicit-any
+  spec: any;
+  /** `<name>.<namespace>.svc.<domain>` */
+  fqdn: string;
+  /** True for gateways generated from Ingress objects (also apply to `ingress` proxies). */
+  fromIngress: boolean;
+}
+
+/** The indexes of one push context. */
+export interface PushIndex {
+  services: Service[];
+  serviceByHost: Map<string, Service>;
+  instancesByHostPort: Map<string, ServiceInstance[]>;
+  instancesByIp: Map<string, ServiceInstance[]>;
+  /** Services sorted by hostname, per HTTP-or-not port number. */
+  servicesByPort: Map<number, Service[]>;
+  destinationRuleByHost: Map<string, ConfigObject>;
+  virtualServices: VsEntry[];
+  /** VirtualServices bound to `mesh`, by expanded host. */
+  meshVsByHost: Map<string, VsEntry[]>;
+  gateways: GatewayEntry[];
+}
+
+const cache = new WeakMap<PushContext, PushIndex>();
+
+/** Config ordering: oldest first, then namespace/name. */
+export function configOrder(a: ConfigObject, b: ConfigObject): number {
+  const ta = a.metadata.creationTimestamp ?? "";
+  const tb = b.metadata.creationTimestamp ?? "";
+  return cmp(ta, tb) || cmp(a.metadata.namespace ?? "", b.metadata.namespace ?? "") ||
+    cmp(a.metadata.name, b.metadata.name);
+}
+
+/** `host|port` key. */
+export function hostPortKey(host: string, port: number): string {
+  return `${host}|${port}`;
+}
+
+/** Returns (building once) the indexes of a push context. */
+export function indexOf(ctx: PushContext): PushIndex {
+  const hit = cache.get(ctx);
+  if (hit) return hit;
+  const services = [...ctx.services].sort((a, b) => cmp(a.hostname, b.hostname));
+  const serviceByHost = new Map<string, Service>();
+  for (const s of services) if (!serviceByHost.has(s.hostname)) serviceByHost.set(s.hostname, s);
+  const servicesByPort = new Map<number, Service[]>();
+  for (const s of serviceByHost.values()) {
+    for (const p of s.ports) {
+      const list = servicesByPort.get(p.port);
+      if (list) list.push(s);
+      else servicesByPort.set(p.port, [s]);
+    }
+  }
+  const instancesByHostPort = new Map<string, ServiceInstance[]>();
+  const instancesByIp = new Map<string, ServiceInstance[]>();
+  for (const inst of ctx.instances) {
+    const k = hostPortKey(inst.hostname, inst.servicePort.port);
+    const l = instancesByHostPort.get(k);
+    if (l) l.push(inst);
+    else instancesByHostPort.set(k, [inst]);
+    const li = instancesByIp.get(inst.address);
+    if (li) li.push(inst);
+    else instancesByIp.set(inst.address, [inst]);
+  }
+  const destinationRuleByHost = new Map<string, ConfigObject>();
+  for (const dr of [...(ctx.configs.destinationRules ?? [])].sort(configOrder)) {
+    const spec = dr.spec as { host?: unknown };
+    if (typeof spec.host !== "string") continue;
+    const host = resolveShortName(spec.host, dr.metadata.namespace ?? "", ctx.domain);
+    if (!destinationRuleByHost.has(host)) destinationRuleByHost.set(host, dr);
+  }
+  const derived = ingressesToConfigs(ctx);
+  const vsConfigs = [...(ctx.configs.virtualServices ?? []), ...derived.virtualServices].sort(
+    configOrder,
+  );
+  const virtualServices: VsEntry[] = vsConfigs.map((config) => {
+    // deno-lint-ignore no-explicit-any
+    const spec = config.spec as any;
+    const ns = config.metadata.namespace ?? "";
+    const hosts = (Array.isArray(spec.hosts) ? spec.hosts : []).filter((h: unknown) =>
+      typeof h === "string"
+    ).map((h: string) => resolveShortName(h, ns, ctx.domain));
+    const gws = Array.isArray(spec.gateways) && spec.gateways.length
+      ? spec.gateways.filter((g: unknown) => typeof g === "string")
+      : ["mesh"];
+    const gateways = gws.map((g: string) => g === "mesh" ? g : resolveShortName(g, ns, ctx.domain));
+    return { config, spec, namespace: ns, hosts, gateways };
+  });
+  const meshVsByHost = new Map<string, VsEntry[]>();
+  for (const vs of virtualServices) {
+    if (!vs.gateways.includes("mesh")) continue;
+    for (const h of vs.hosts) {
+      const l = meshVsByHost.get(h);
+      if (l) l.push(vs);
+      else meshVsByHost.set(h, [vs]);
+    }
+  }
+  const gateways: GatewayEntry[] = [
+    ...[...(ctx.configs.gateways ?? [])].sort(configOrder).map((config) => ({
+      config,
+      spec: config.spec,
+      fqdn: resolveShortName(config.metadata.name, config.metadata.namespace ?? "", ctx.domain),
+      fromIngress: false,
+    })),
+    ...derived.gateways.map((config) => ({
+      config,
+      spec: config.spec,
+      fqdn: resolveShortName(config.metadata.name, config.metadata.namespace ?? "", ctx.domain),
+      fromIngress: true,
+    })),
+  ];
+  const index: PushIndex = {
+    services,
+    serviceByHost,
+    instancesByHostPort,
+    instancesByIp,
+    servicesByPort,
+    destinationRuleByHost,
+    virtualServices,
+    meshVsByHost,
+    gateways,
+  };
+  cache.set(ctx, index);
+  return index;
+}

@@ -1,0 +1,69 @@
+/**
+ * EDS: one ClusterLoadAssignment per requested cluster name, endpoints grouped by locality.
+ * @module
+ */
+
+import type { ServiceInstance } from "../../model/types.ts";
+import type { PushContext, XdsResource } from "../types.ts";
+import { hostPortKey, indexOf } from "./context.ts";
+import { cmp, parseClusterName, socketAddress } from "./util.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+/** `region/zone` → Locality; `zone` alone → `{zone}`; empty → `{}` (always present). */
+export function localityOf(loc: string): Record<string, string> {
+  if (!loc) return {};
+  const i = loc.indexOf("/");
+  if (i < 0) return { zone: loc };
+  const region = loc.slice(0, i);
+  const zone = loc.slice(i + 1);
+  const out: Record<string, string> = {};
+  if (region) out.region = region;
+  if (zone) out.zone = zone;
+  return out;
+}
+
+/** Instances behind an `outbound|<port>|<subset>|<host>` cluster (subset labels applied). */
+export function clusterInstances(ctx: PushContext, clusterName: string): ServiceInstance[] {
+  const key = parseClusterName(clusterName);
+  if (!key || key.direction !== "outbound") return [];
+  const idx = indexOf(ctx);
+  const all = idx.instancesByHostPort.get(hostPortKey(key.host, key.port)) ?? [];
+  if (!key.subset) return all;
+  const dr = idx.destinationRuleByHost.get(key.host)?.spec as Any;
+  const ss = (Array.isArray(dr?.subsets) ? dr.subsets : []).find((s: Any) =>
+    s?.name === key.subset
+  );
+  if (!ss) return [];
+  const labels = Object.entries((ss.labels ?? {}) as Record<string, string>);
+  return all.filter((i) => labels.every(([k, v]) => i.labels[k] === v));
+}
+
+/**
+ * Builds the ClusterLoadAssignment of each name, in the order given. Names that are not outbound
+ * clusters, or have no endpoints, get an assignment with no endpoints. Each locality group carries
+ * a `locality` (possibly empty) and `load_balancing_weight` = its endpoint count (never 0), as
+ * grpc-js-xds requires.
+ */
+export function buildEndpoints(ctx: PushContext, clusterNames: string[]): XdsResource[] {
+  return clusterNames.map((name) => {
+    const groups = new Map<string, ServiceInstance[]>();
+    for (const i of clusterInstances(ctx, name)) {
+      const g = groups.get(i.locality);
+      if (g) g.push(i);
+      else groups.set(i.locality, [i]);
+    }
+    const endpoints = [...groups.keys()].sort(cmp).map((loc) => {
+      const insts = groups.get(loc)!;
+      return {
+        locality: localityOf(loc),
+        lb_endpoints: insts.map((i) => ({
+          endpoint: { address: socketAddress(i.address, i.port) },
+        })),
+        load_balancing_weight: { value: insts.length },
+      };
+    });
+    return { cluster_name: name, endpoints };
+  });
+}

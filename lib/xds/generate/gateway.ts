@@ -1,0 +1,191 @@
+/**
+ * Gateways (router and ingress proxies): listeners from the servers of the Gateways selecting the
+ * proxy, and route configurations `<port>` from the VirtualServices bound to those Gateways.
+ * @module
+ */
+
+import { EXT_TYPE_URLS } from "../protos.ts";
+import type { Proxy, PushContext, XdsResource } from "../types.ts";
+import { proxyLabels } from "../node.ts";
+import { type GatewayEntry, indexOf } from "./context.ts";
+import { hcmFilter, httpFilter, tcpProxyFilter } from "./listeners.ts";
+import { dedupeDomains, destinationCluster, translateHttpRoutes } from "./routes.ts";
+import { downstreamTlsSocket } from "./security.ts";
+import { labelsMatch, socketAddress } from "./util.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+/** Gateways whose `selector` matches the proxy's labels (Ingress-derived ones also match `ingress` proxies). */
+export function selectedGateways(ctx: PushContext, proxy: Proxy): GatewayEntry[] {
+  const labels = proxyLabels(proxy);
+  return indexOf(ctx).gateways.filter((g) =>
+    (g.fromIngress && proxy.type === "ingress") ||
+    labelsMatch(
+      g.spec?.selector && typeof g.spec.selector === "object" ? g.spec.selector : {},
+      labels,
+    )
+  );
+}
+
+interface ServerRef {
+  gw: GatewayEntry;
+  server: Any;
+}
+
+function serversByPort(gws: GatewayEntry[]): Map<number, ServerRef[]> {
+  const out = new Map<number, ServerRef[]>();
+  for (const gw of gws) {
+    for (const server of Array.isArray(gw.spec?.servers) ? gw.spec.servers : []) {
+      const n = server?.port?.number;
+      if (typeof n !== "number") continue;
+      const l = out.get(n);
+      if (l) l.push({ gw, server });
+      else out.set(n, [{ gw, server }]);
+    }
+  }
+  return out;
+}
+
+function isHttpServer(server: Any): boolean {
+  const p = String(server?.port?.protocol ?? "").toUpperCase();
+  if (p === "HTTP" || p === "HTTP2" || p === "GRPC") return true;
+  return p === "HTTPS" && server?.tls?.mode !== "PASSTHROUGH";
+}
+
+const HTTP_FILTERS = () => [
+  httpFilter("envoy.filters.http.cors", { "@type": EXT_TYPE_URLS.cors }),
+  httpFilter("envoy.filters.http.fault", { "@type": EXT_TYPE_URLS.fault }),
+];
+
+/** Listeners `0.0.0.0_<port>` for every Gateway server port selected by the proxy. */
+export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] {
+  const gws = selectedGateways(ctx, proxy);
+  const byPort = serversByPort(gws);
+  const out: XdsResource[] = [];
+  for (const port of [...byPort.keys()].sort((a, b) => a - b)) {
+    const refs = byPort.get(port)!;
+    const name = `0.0.0.0_${port}`;
+    const httpRefs = refs.filter((r) => isHttpServer(r.server));
+    if (httpRefs.length) {
+      const chains: Any[] = [];
+      const seen = new Set<string>();
+      let sni = false;
+      for (const { server } of httpRefs) {
+        const tls = server.tls;
+        const terminate = tls && (tls.mode === "SIMPLE" || tls.mode === "MUTUAL" || !tls.mode) &&
+          tls.serverCertificate && tls.privateKey;
+        const chain: Any = {
+          filters: [hcmFilter({
+            statPrefix: `gateway_${port}`,
+            rds: String(port),
+            filters: HTTP_FILTERS(),
+            accessLogFile: ctx.meshConfig.accessLogFile,
+            useRemoteAddress: true,
+          })],
+        };
+        if (terminate) {
+          const hosts: string[] = (Array.isArray(server.hosts) ? server.hosts : []).filter((
+            h: unknown,
+          ) => typeof h === "string");
+          if (hosts.length && !hosts.includes("*")) {
+            chain.filter_chain_match = { server_names: hosts };
+            sni = true;
+          }
+          chain.transport_socket = downstreamTlsSocket({
+            certChain: tls.serverCertificate,
+            privateKey: tls.privateKey,
+            caCertificates: tls.caCertificates,
+            requireClientCertificate: tls.mode === "MUTUAL",
+            sans: Array.isArray(tls.subjectAltNames) ? tls.subjectAltNames : undefined,
+            alpn: ["h2", "http/1.1"],
+          });
+        }
+        const key = JSON.stringify(chain.filter_chain_match ?? {});
+        if (seen.has(key)) continue;
+        seen.add(key);
+        chains.push(chain);
+      }
+      const l: Any = { name, address: socketAddress("0.0.0.0", port), filter_chains: chains };
+      if (sni) {
+        l.listener_filters = [{
+          name: "envoy.filters.listener.tls_inspector",
+          typed_config: { "@type": EXT_TYPE_URLS.tlsInspector },
+        }];
+      }
+      out.push(l);
+      continue;
+    }
+    // TCP-like servers: forward to the first matching tcp route of a VirtualService bound here.
+    const gwNames = new Set(refs.map((r) => r.gw.fqdn));
+    let target: string | undefined;
+    for (const vs of indexOf(ctx).virtualServices) {
+      if (target || !vs.gateways.some((g) => gwNames.has(g))) continue;
+      for (const r of Array.isArray(vs.spec.tcp) ? vs.spec.tcp : []) {
+        const ms = Array.isArray(r?.match) && r.match.length ? r.match : [{}];
+        if (!ms.some((m: Any) => m?.port === undefined || m.port === port)) continue;
+        const d = (Array.isArray(r.route) ? r.route : []).find((x: Any) => x?.destination);
+        if (d) {
+          target = destinationCluster(ctx, d.destination, vs.namespace, port);
+          break;
+        }
+      }
+    }
+    if (target) {
+      out.push({
+        name,
+        address: socketAddress("0.0.0.0", port),
+        filter_chains: [{ filters: [tcpProxyFilter(target, target)] }],
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * Gateway RouteConfiguration `<port>`: one virtual host `<vs name>:<port>` per VirtualService bound
+ * to a selected Gateway with an HTTP server on that port (domains = its hosts and `host:port`), or
+ * `blackhole:<port>` answering 404 when there is none.
+ */
+export function gatewayRouteConfig(
+  ctx: PushContext,
+  proxy: Proxy,
+  gws: GatewayEntry[],
+  port: number,
+): XdsResource {
+  const refs = (serversByPort(gws).get(port) ?? []).filter((r) => isHttpServer(r.server));
+  const gwNames = new Set(refs.map((r) => r.gw.fqdn));
+  const redirect = refs.some((r) => r.server?.tls?.httpsRedirect === true);
+  const labels = proxyLabels(proxy);
+  const vhosts: XdsResource[] = [];
+  if (gwNames.size) {
+    for (const vs of indexOf(ctx).virtualServices) {
+      const bound = vs.gateways.filter((g) => gwNames.has(g));
+      if (!bound.length) continue;
+      const routes = translateHttpRoutes(ctx, [vs], {
+        port,
+        gateways: new Set(bound),
+        labels,
+        sidecar: false,
+      });
+      if (!routes.length) continue;
+      const domains: string[] = [];
+      for (const h of vs.hosts) {
+        domains.push(h);
+        if (h !== "*") domains.push(`${h}:${port}`);
+      }
+      const vh: Any = { name: `${vs.config.metadata.name}:${port}`, domains, routes };
+      if (redirect) vh.require_tls = "ALL";
+      vhosts.push(vh);
+    }
+  }
+  const deduped = dedupeDomains(vhosts);
+  if (!deduped.length) {
+    deduped.push({
+      name: `blackhole:${port}`,
+      domains: ["*"],
+      routes: [{ match: { prefix: "/" }, direct_response: { status: 404 } }],
+    });
+  }
+  return { name: String(port), virtual_hosts: deduped, validate_clusters: { value: false } };
+}

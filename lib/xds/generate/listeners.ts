@@ -1,0 +1,300 @@
+/**
+ * LDS: sidecar listeners (capture, inbound, outbound TCP and HTTP), gateway listeners for routers,
+ * and proxyless api listeners (`<host>:<port>`).
+ * @module
+ */
+
+import type { Service, ServicePort } from "../../model/types.ts";
+import { EXT_TYPE_URLS } from "../protos.ts";
+import type { Proxy, PushContext, XdsResource } from "../types.ts";
+import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER, proxyInstances } from "./clusters.ts";
+import { indexOf } from "./context.ts";
+import { gatewayListeners } from "./gateway.ts";
+import { rbacConfig } from "./rbac.ts";
+import { resolveTarget } from "./routes.ts";
+import { meshMtlsDownstream, mtlsModeOf } from "./security.ts";
+import { destinationCluster } from "./routes.ts";
+import { inboundClusterName, isHttpProtocol, outboundClusterName, socketAddress } from "./util.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+const ADS_SOURCE = { ads: {}, resource_api_version: "V3" };
+
+/** An HTTP filter entry. */
+export function httpFilter(name: string, typedConfig: XdsResource): XdsResource {
+  return { name, typed_config: typedConfig };
+}
+
+/** The router filter (always last). */
+export function routerFilter(): XdsResource {
+  return httpFilter("envoy.filters.http.router", { "@type": EXT_TYPE_URLS.router });
+}
+
+/** Options of an HTTP connection manager. */
+export interface HcmOptions {
+  statPrefix: string;
+  /** RDS route name (mutually exclusive with `routeConfig`). */
+  rds?: string;
+  routeConfig?: XdsResource;
+  /** Filters before the router. */
+  filters?: XdsResource[];
+  accessLogFile?: string;
+  useRemoteAddress?: boolean;
+}
+
+/** HttpConnectionManager typed config (`@type` form). */
+export function hcmConfig(o: HcmOptions): XdsResource {
+  const hcm: Any = { "@type": EXT_TYPE_URLS.hcm, stat_prefix: o.statPrefix, codec_type: "AUTO" };
+  if (o.rds !== undefined) {
+    hcm.rds = { config_source: ADS_SOURCE, route_config_name: o.rds };
+  } else hcm.route_config = o.routeConfig;
+  hcm.http_filters = [...(o.filters ?? []), routerFilter()];
+  if (o.accessLogFile) {
+    hcm.access_log = [{
+      name: "envoy.access_loggers.file",
+      typed_config: { "@type": EXT_TYPE_URLS.fileAccessLog, path: o.accessLogFile },
+    }];
+  }
+  if (o.useRemoteAddress) hcm.use_remote_address = { value: true };
+  return hcm;
+}
+
+/** Network filter wrapping an HCM. */
+export function hcmFilter(o: HcmOptions): XdsResource {
+  return { name: "envoy.filters.network.http_connection_manager", typed_config: hcmConfig(o) };
+}
+
+/** Network filter: tcp_proxy to one cluster or weighted clusters. */
+export function tcpProxyFilter(
+  statPrefix: string,
+  target: string | { name: string; weight: number }[],
+): XdsResource {
+  const cfg: Any = { "@type": EXT_TYPE_URLS.tcpProxy, stat_prefix: statPrefix };
+  if (typeof target === "string") cfg.cluster = target;
+  else cfg.weighted_clusters = { clusters: target };
+  return { name: "envoy.filters.network.tcp_proxy", typed_config: cfg };
+}
+
+/** Outbound HTTP filters: cors, fault (route-level configs switch them on), router last. */
+function outboundHttpFilters(): XdsResource[] {
+  return [
+    httpFilter("envoy.filters.http.cors", { "@type": EXT_TYPE_URLS.cors }),
+    httpFilter("envoy.filters.http.fault", { "@type": EXT_TYPE_URLS.fault }),
+  ];
+}
+
+/** The `virtualOutbound` capture listener on `proxyListenPort`. */
+export function virtualListener(ctx: PushContext, proxy: Proxy): XdsResource {
+  const port = ctx.meshConfig.proxyListenPort || 15001;
+  const cluster = ctx.meshConfig.outboundTrafficPolicy === "ALLOW_ANY"
+    ? PASSTHROUGH_CLUSTER
+    : BLACKHOLE_CLUSTER;
+  const l: Any = {
+    name: "virtualOutbound",
+    address: socketAddress("0.0.0.0", port),
+    use_original_dst: { value: true },
+    filter_chains: [{ filters: [tcpProxyFilter(cluster, cluster)] }],
+    traffic_direction: "OUTBOUND",
+  };
+  if (proxy.metadata?.["INTERCEPTION_MODE"] === "TPROXY") l.transparent = { value: true };
+  return l;
+}
+
+function inboundListener(
+  ctx: PushContext,
+  proxy: Proxy,
+  svc: Service,
+  sp: ServicePort,
+  endpointPort: number,
+): XdsResource {
+  const cluster = inboundClusterName(sp.port, svc.hostname);
+  let filters: XdsResource[];
+  if (isHttpProtocol(sp.protocol)) {
+    const extra: XdsResource[] = [];
+    const rbac = rbacConfig(ctx, svc);
+    if (rbac) extra.push(httpFilter("envoy.filters.http.rbac", rbac));
+    filters = [hcmFilter({
+      statPrefix: `inbound_${endpointPort}`,
+      routeConfig: {
+        name: cluster,
+        virtual_hosts: [{
+          name: `inbound|http|${sp.port}`,
+          domains: ["*"],
+          routes: [{
+            match: { prefix: "/" },
+            route: { cluster, timeout: { seconds: 0 } },
+            decorator: { operation: "default-route" },
+          }],
+        }],
+      },
+      filters: extra,
+      accessLogFile: ctx.meshConfig.accessLogFile,
+    })];
+  } else {
+    filters = [tcpProxyFilter(cluster, cluster)];
+  }
+  const l: Any = {
+    name: `${proxy.ip}_${endpointPort}`,
+    address: socketAddress(proxy.ip, endpointPort),
+    bind_to_port: { value: false },
+    traffic_direction: "INBOUND",
+  };
+  const mode = mtlsModeOf(ctx, svc, sp);
+  if (mode === "NONE") l.filter_chains = [{ filters }];
+  else if (mode === "STRICT") {
+    l.filter_chains = [{ filters, transport_socket: meshMtlsDownstream(true) }];
+  } else {
+    l.listener_filters = [{
+      name: "envoy.filters.listener.tls_inspector",
+      typed_config: { "@type": EXT_TYPE_URLS.tlsInspector },
+    }];
+    l.filter_chains = [
+      {
+        filter_chain_match: { transport_protocol: "tls" },
+        filters,
+        transport_socket: meshMtlsDownstream(false),
+      },
+      { filter_chain_match: { transport_protocol: "raw_buffer" }, filters },
+    ];
+  }
+  return l;
+}
+
+function tcpTarget(
+  ctx: PushContext,
+  svc: Service,
+  sp: ServicePort,
+): string | { name: string; weight: number }[] {
+  const vss = indexOf(ctx).meshVsByHost.get(svc.hostname) ?? [];
+  for (const vs of vss) {
+    for (const r of Array.isArray(vs.spec.tcp) ? vs.spec.tcp : []) {
+      const matches = Array.isArray(r?.match) && r.match.length ? r.match : [{}];
+      if (!matches.some((m: Any) => m?.port === undefined || m.port === sp.port)) continue;
+      const dests = (Array.isArray(r.route) ? r.route : []).filter((d: Any) => d?.destination);
+      if (!dests.length) continue;
+      if (dests.length === 1) {
+        return destinationCluster(ctx, dests[0].destination, vs.namespace, sp.port);
+      }
+      const ws = dests.map((d: Any) => ({
+        name: destinationCluster(ctx, d.destination, vs.namespace, sp.port),
+        weight: typeof d.weight === "number" ? d.weight : 0,
+      })).filter((w: Any) => w.weight > 0);
+      if (ws.length === 1) return ws[0].name;
+      if (ws.length) return ws;
+    }
+  }
+  return outboundClusterName(sp.port, "", svc.hostname);
+}
+
+/**
+ * Builds a proxy's listeners. Sidecars: `virtualOutbound`, one inbound listener per own instance
+ * port (`<ip>_<endpointPort>`), outbound TCP listeners (`<vip>_<port>`, or `0.0.0.0_<port>` without
+ * a VIP; external TLS services on one address share a listener through SNI filter chains), then
+ * outbound HTTP listeners `0.0.0.0_<port>` using RDS route `<port>`. Routers/ingress: gateway
+ * listeners. On a name collision the first listener wins.
+ */
+export function buildListeners(ctx: PushContext, proxy: Proxy): XdsResource[] {
+  if (proxy.type !== "sidecar") return gatewayListeners(ctx, proxy);
+  const idx = indexOf(ctx);
+  const byName = new Map<string, XdsResource>();
+  const order: string[] = [];
+  const add = (l: XdsResource) => {
+    if (byName.has(l.name)) return false;
+    byName.set(l.name, l);
+    order.push(l.name);
+    return true;
+  };
+  add(virtualListener(ctx, proxy));
+  for (const inst of proxyInstances(ctx, proxy)) {
+    if (inst.servicePort.protocol === "UDP") continue;
+    const svc = idx.serviceByHost.get(inst.hostname);
+    if (!svc) continue;
+    add(inboundListener(ctx, proxy, svc, inst.servicePort, inst.port));
+  }
+  const sniShared = new Map<string, XdsResource>();
+  for (const svc of idx.services) {
+    if (idx.serviceByHost.get(svc.hostname) !== svc) continue;
+    for (const sp of svc.ports) {
+      if (sp.protocol === "UDP" || isHttpProtocol(sp.protocol)) continue;
+      const addr = svc.address && svc.address !== "0.0.0.0" && !svc.address.includes("/")
+        ? svc.address
+        : "0.0.0.0";
+      const name = `${addr}_${sp.port}`;
+      const target = tcpTarget(ctx, svc, sp);
+      const stat = typeof target === "string"
+        ? target
+        : outboundClusterName(sp.port, "", svc.hostname);
+      const tls = (sp.protocol === "HTTPS" || sp.protocol === "TLS") && svc.meshExternal;
+      const chain: Any = { filters: [tcpProxyFilter(stat, target)] };
+      if (tls) chain.filter_chain_match = { server_names: [svc.hostname] };
+      const shared = sniShared.get(name);
+      if (tls && shared) {
+        shared.filter_chains.push(chain);
+        continue;
+      }
+      const l: Any = {
+        name,
+        address: socketAddress(addr, sp.port),
+        bind_to_port: { value: false },
+        traffic_direction: "OUTBOUND",
+        filter_chains: [chain],
+      };
+      if (tls) {
+        l.listener_filters = [{
+          name: "envoy.filters.listener.tls_inspector",
+          typed_config: { "@type": EXT_TYPE_URLS.tlsInspector },
+        }];
+      }
+      if (add(l) && tls) sniShared.set(name, l);
+    }
+  }
+  const httpPorts = new Set<number>();
+  for (const svc of idx.services) {
+    for (const sp of svc.ports) if (isHttpProtocol(sp.protocol)) httpPorts.add(sp.port);
+  }
+  for (const port of [...httpPorts].sort((a, b) => a - b)) {
+    add({
+      name: `0.0.0.0_${port}`,
+      address: socketAddress("0.0.0.0", port),
+      bind_to_port: { value: false },
+      traffic_direction: "OUTBOUND",
+      filter_chains: [{
+        filters: [hcmFilter({
+          statPrefix: "http",
+          rds: String(port),
+          filters: outboundHttpFilters(),
+          accessLogFile: ctx.meshConfig.accessLogFile,
+        })],
+      }],
+    });
+  }
+  return order.map((n) => byName.get(n)!);
+}
+
+/**
+ * The proxyless gRPC listener `<host>:<port>` (an `api_listener` whose HCM uses RDS route
+ * `<host>:<port>`, filters fault and router); undefined when the name matches no service port.
+ * Short hosts are resolved relative to the proxy's domain.
+ */
+export function buildApiListener(
+  ctx: PushContext,
+  proxy: Proxy,
+  name: string,
+): XdsResource | undefined {
+  if (!resolveTarget(ctx, proxy, name)) return undefined;
+  return {
+    name,
+    api_listener: {
+      api_listener: {
+        "@type": EXT_TYPE_URLS.hcm,
+        stat_prefix: name,
+        rds: { config_source: ADS_SOURCE, route_config_name: name },
+        http_filters: [
+          httpFilter("envoy.filters.http.fault", { "@type": EXT_TYPE_URLS.fault }),
+          routerFilter(),
+        ],
+      },
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import type { ConfigObject } from "../../model/types.ts";
+import { ECHO_INGRESS, model, SERVICES } from "../testdata/model.ts";
+import { ingressesToConfigs } from "./ingress.ts";
+import { serviceNameMatches } from "./rbac.ts";
+import { mtlsModeOf } from "./security.ts";
+
+const HELLO = SERVICES[0];
+const HTTP = HELLO.ports[0];
+const TCP = HELLO.ports[2];
+
+function policy(name: string, spec: unknown, namespace = "default"): ConfigObject {
+  return {
+    apiVersion: "authentication.mesh.io/v1alpha1",
+    kind: "Policy",
+    metadata: { name, namespace },
+    spec: spec as Record<string, unknown>,
+  };
+}
+
+Deno.test("mtlsModeOf() prefers a targeted Policy over a namespace-wide one and the mesh default", () => {
+  const nsWide = policy("all", { peers: [{ mtls: {} }] });
+  const targeted = policy("hello", {
+    targets: [{ name: "hello", ports: [{ number: 80 }] }],
+    peers: [{ mtls: { allowTls: true } }],
+  });
+  const ctx = model({ configs: { policies: [nsWide, targeted] } });
+  assert.equal(mtlsModeOf(ctx, HELLO, HTTP), "PERMISSIVE");
+  assert.equal(mtlsModeOf(ctx, HELLO, TCP), "STRICT");
+  assert.equal(mtlsModeOf(model(), HELLO, HTTP), "NONE");
+  assert.equal(mtlsModeOf(model({ mesh: { authPolicy: "MUTUAL_TLS" } }), HELLO, HTTP), "STRICT");
+});
+
+Deno.test("mtlsModeOf() ignores Policies of other namespaces and mesh-external services", () => {
+  const other = policy("all", { peers: [{ mtls: {} }] }, "prod");
+  assert.equal(mtlsModeOf(model({ configs: { policies: [other] } }), HELLO, HTTP), "NONE");
+  const ctx = model({ mesh: { authPolicy: "MUTUAL_TLS" } });
+  assert.equal(mtlsModeOf(ctx, SERVICES[2], SERVICES[2].ports[0]), "NONE");
+});
+
+Deno.test("mtlsModeOf() falls back to the auth.mesh.io/<port> service attribute", () => {
+  const svc = { ...HELLO, attributes: { "auth.mesh.io/80": "NONE" } };
+  assert.equal(mtlsModeOf(model({ mesh: { authPolicy: "MUTUAL_TLS" } }), svc, HTTP), "NONE");
+});
+
+Deno.test("ingressesToConfigs() follows ingressControllerMode and the class annotation", () => {
+  const unannotated = { ...ECHO_INGRESS, metadata: { name: "plain", namespace: "default" } };
+  const strict = model({ configs: { ingresses: [ECHO_INGRESS, unannotated] } });
+  const vs = ingressesToConfigs(strict).virtualServices[0].spec as { http: unknown[] };
+  assert.equal(vs.http.length, 2, "STRICT: only the annotated ingress (one path + default)");
+  const def = model({
+    configs: { ingresses: [unannotated] },
+    mesh: { ingressControllerMode: "DEFAULT" },
+  });
+  assert.equal(ingressesToConfigs(def).gateways.length, 1);
+  const off = model({
+    configs: { ingresses: [ECHO_INGRESS] },
+    mesh: { ingressControllerMode: "OFF" },
+  });
+  assert.deepEqual(ingressesToConfigs(off), { gateways: [], virtualServices: [] });
+});
+
+Deno.test("serviceNameMatches() accepts exact, short, wildcard, prefix and suffix names", () => {
+  const h = "hello.default.svc.cluster.local";
+  assert.equal(serviceNameMatches(h, h), true);
+  assert.equal(serviceNameMatches("hello", h), true);
+  assert.equal(serviceNameMatches("*", h), true);
+  assert.equal(serviceNameMatches("hel*", h), true);
+  assert.equal(serviceNameMatches("*.cluster.local", h), true);
+  assert.equal(serviceNameMatches("world", h), false);
+});

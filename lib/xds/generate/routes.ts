@@ -1,0 +1,432 @@
+/**
+ * RDS: VirtualService HTTP routes → Envoy routes; sidecar route configurations named `<port>`
+ * and proxyless route configurations named `<host>:<port>`.
+ * @module
+ */
+
+import type { Service, ServicePort } from "../../model/types.ts";
+import { EXT_TYPE_URLS } from "../protos.ts";
+import type { Proxy, PushContext, XdsResource } from "../types.ts";
+import { proxyLabels } from "../node.ts";
+import { indexOf, type VsEntry } from "./context.ts";
+import { policyForPort } from "./clusters.ts";
+import { gatewayRouteConfig, selectedGateways } from "./gateway.ts";
+import {
+  durationOf,
+  findPort,
+  isHttpProtocol,
+  labelsMatch,
+  outboundClusterName,
+  parseClusterName,
+  resolveShortName,
+  serviceDomains,
+  stringMatcher,
+} from "./util.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+/** Where routes are being generated: which port, which gateways, which workload. */
+export interface RouteScope {
+  /** The listener/virtual-host port the routes serve. */
+  port: number;
+  /** Gateway names in force: `mesh` for sidecars, expanded Gateway names for routers. */
+  gateways: Set<string>;
+  /** Labels of the proxy (for `sourceLabels`). */
+  labels: Record<string, string>;
+  /** True for sidecars: a match `port` is compared with the service port. */
+  sidecar: boolean;
+}
+
+const GRPC_CODES: Record<string, number> = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+  UNAUTHENTICATED: 16,
+};
+
+/** Percent (0–100, fractional allowed) → FractionalPercent. */
+export function fractionalPercent(p: number): Record<string, unknown> {
+  if (Number.isInteger(p)) return { numerator: p, denominator: "HUNDRED" };
+  return { numerator: Math.round(p * 10000), denominator: "MILLION" };
+}
+
+function percentOf(f: Any): number {
+  if (typeof f?.percentage?.value === "number") return f.percentage.value;
+  if (typeof f?.percent === "number") return f.percent;
+  return 100;
+}
+
+/** Istio HTTPFaultInjection → Envoy HTTPFault (as typed_per_filter_config); undefined if empty. */
+export function faultConfig(fault: Any): XdsResource | undefined {
+  if (!fault || typeof fault !== "object") return undefined;
+  const out: Any = { "@type": EXT_TYPE_URLS.fault };
+  const d = fault.delay;
+  if (d && typeof d === "object" && d.fixedDelay) {
+    out.delay = {
+      fixed_delay: durationOf(d.fixedDelay),
+      percentage: fractionalPercent(percentOf(d)),
+    };
+  }
+  const a = fault.abort;
+  if (a && typeof a === "object") {
+    const abort: Any = { percentage: fractionalPercent(percentOf(a)) };
+    if (typeof a.httpStatus === "number") abort.http_status = a.httpStatus;
+    else if (typeof a.grpcStatus === "number") abort.grpc_status = a.grpcStatus;
+    else if (typeof a.grpcStatus === "string" && a.grpcStatus.toUpperCase() in GRPC_CODES) {
+      abort.grpc_status = GRPC_CODES[a.grpcStatus.toUpperCase()];
+    }
+    if (abort.http_status !== undefined || abort.grpc_status !== undefined) out.abort = abort;
+  }
+  return out.delay || out.abort ? out : undefined;
+}
+
+/** Istio CorsPolicy → Envoy CorsPolicy (typed_per_filter_config); undefined if empty. */
+export function corsConfig(c: Any): XdsResource | undefined {
+  if (!c || typeof c !== "object") return undefined;
+  const out: Any = { "@type": EXT_TYPE_URLS.corsPolicy };
+  const list = (v: unknown) => Array.isArray(v) ? v.filter((x) => typeof x === "string") : [];
+  const origins = list(c.allowOrigin).map((o: string) => o === "*" ? { prefix: "" } : { exact: o });
+  if (origins.length) out.allow_origin_string_match = origins;
+  if (list(c.allowMethods).length) out.allow_methods = list(c.allowMethods).join(",");
+  if (list(c.allowHeaders).length) out.allow_headers = list(c.allowHeaders).join(",");
+  if (list(c.exposeHeaders).length) out.expose_headers = list(c.exposeHeaders).join(",");
+  if (c.maxAge) out.max_age = String(Math.round(durationOf(c.maxAge)!.seconds));
+  if (typeof c.allowCredentials === "boolean") {
+    out.allow_credentials = { value: c.allowCredentials };
+  }
+  return out;
+}
+
+/** Istio HTTPMatchRequest → Envoy RouteMatch; undefined when it cannot apply in `scope`. */
+export function routeMatch(m: Any, scope: RouteScope): XdsResource | undefined {
+  if (!m || typeof m !== "object") return { prefix: "/" };
+  if (typeof m.port === "number" && m.port !== scope.port) return undefined;
+  if (Array.isArray(m.gateways) && m.gateways.length) {
+    if (!m.gateways.some((g: string) => scope.gateways.has(g))) return undefined;
+  }
+  if (m.sourceLabels && !labelsMatch(m.sourceLabels, scope.labels)) return undefined;
+  const out: Any = {};
+  const uri = m.uri;
+  if (typeof uri?.exact === "string") out.path = uri.exact;
+  else if (typeof uri?.prefix === "string") out.prefix = uri.prefix;
+  else if (typeof uri?.regex === "string") out.safe_regex = { regex: uri.regex };
+  else out.prefix = "/";
+  const headers: Any[] = [];
+  const addHeader = (name: string, sm: unknown) => {
+    const s = stringMatcher(sm);
+    if (s) headers.push({ name, string_match: s });
+  };
+  if (m.headers && typeof m.headers === "object") {
+    for (const [name, sm] of Object.entries(m.headers)) addHeader(name.toLowerCase(), sm);
+  }
+  if (m.authority) addHeader(":authority", m.authority);
+  if (m.method) addHeader(":method", m.method);
+  if (m.scheme) addHeader(":scheme", m.scheme);
+  if (headers.length) out.headers = headers;
+  return out;
+}
+
+/** Resolves the destination of a DestinationWeight into an outbound cluster name. */
+export function destinationCluster(
+  ctx: PushContext,
+  dest: Any,
+  vsNamespace: string,
+  defaultPort: number,
+): string {
+  const host = resolveShortName(String(dest?.host ?? ""), vsNamespace, ctx.domain);
+  const svc = indexOf(ctx).serviceByHost.get(host);
+  let port: number | undefined;
+  if (typeof dest?.port?.number === "number") port = dest.port.number;
+  else if (typeof dest?.port?.name === "string" && svc) port = findPort(svc.ports, dest.port)?.port;
+  if (port === undefined && svc) {
+    if (svc.ports.length === 1) port = svc.ports[0].port;
+    else if (svc.ports.some((p) => p.port === defaultPort)) port = defaultPort;
+    else port = svc.ports.find((p) => isHttpProtocol(p.protocol))?.port;
+  }
+  return outboundClusterName(
+    port ?? defaultPort,
+    typeof dest?.subset === "string" ? dest.subset : "",
+    host,
+  );
+}
+
+/**
+ * Route hash policy for a cluster whose DestinationRule (subset, port level or top level) asks
+ * for consistent hashing on a header, a cookie or the source IP.
+ */
+export function hashPolicy(ctx: PushContext, clusterName: string): XdsResource[] | undefined {
+  const key = parseClusterName(clusterName);
+  if (!key) return undefined;
+  const dr = indexOf(ctx).destinationRuleByHost.get(key.host)?.spec as Any;
+  if (!dr) return undefined;
+  const svc = indexOf(ctx).serviceByHost.get(key.host);
+  const port = svc?.ports.find((p) => p.port === key.port);
+  const subset = key.subset && Array.isArray(dr.subsets)
+    ? dr.subsets.find((x: Any) => x?.name === key.subset)
+    : undefined;
+  let ch: Any;
+  for (const pol of [dr.trafficPolicy, subset?.trafficPolicy]) {
+    const p = port ? policyForPort(pol, port) : pol;
+    if (p?.loadBalancer?.consistentHash) ch = p.loadBalancer.consistentHash;
+    else if (p?.loadBalancer?.simple) ch = undefined;
+  }
+  if (!ch) return undefined;
+  if (typeof ch.httpHeader === "string") return [{ header: { header_name: ch.httpHeader } }];
+  if (typeof ch.httpHeaderName === "string") {
+    return [{ header: { header_name: ch.httpHeaderName } }];
+  }
+  if (ch.httpCookie && typeof ch.httpCookie.name === "string") {
+    const c: Any = { name: ch.httpCookie.name };
+    const ttl = durationOf(ch.httpCookie.ttl);
+    if (ttl) c.ttl = ttl;
+    if (typeof ch.httpCookie.path === "string") c.path = ch.httpCookie.path;
+    return [{ cookie: c }];
+  }
+  if (ch.useSourceIp === true) return [{ connection_properties: { source_ip: true } }];
+  return undefined;
+}
+
+const RETRY_ON_HTTP = "5xx,connect-failure,refused-stream";
+const RETRY_ON_GRPC = "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable";
+
+/** Route action (or redirect) plus per-route extras for one Istio HTTPRoute. */
+function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grpc: boolean): Any {
+  const body: Any = {};
+  if (r.redirect && typeof r.redirect === "object") {
+    const red: Any = {};
+    if (typeof r.redirect.uri === "string") red.path_redirect = r.redirect.uri;
+    if (typeof r.redirect.authority === "string") red.host_redirect = r.redirect.authority;
+    body.redirect = red;
+  } else {
+    const dests = (Array.isArray(r.route) ? r.route : []).filter((d: Any) => d?.destination);
+    const action: Any = {};
+    if (dests.length === 1) {
+      action.cluster = destinationCluster(ctx, dests[0].destination, vs.namespace, scope.port);
+    } else if (dests.length > 1) {
+      const clusters = dests.map((d: Any) => ({
+        name: destinationCluster(ctx, d.destination, vs.namespace, scope.port),
+        weight: { value: typeof d.weight === "number" ? d.weight : 0 },
+      })).filter((c: Any) => c.weight.value > 0);
+      if (clusters.length === 1) action.cluster = clusters[0].name;
+      else if (clusters.length) action.weighted_clusters = { clusters };
+    }
+    if (!action.cluster && !action.weighted_clusters) {
+      return { direct_response: { status: 503 } };
+    }
+    const hp = hashPolicy(ctx, action.cluster ?? action.weighted_clusters.clusters[0].name);
+    if (hp) action.hash_policy = hp;
+    const t = durationOf(r.timeout);
+    if (t) action.timeout = t;
+    if (r.retries && typeof r.retries.attempts === "number") {
+      const rp: Any = {
+        retry_on: typeof r.retries.retryOn === "string"
+          ? r.retries.retryOn
+          : grpc
+          ? `${RETRY_ON_HTTP},${RETRY_ON_GRPC}`
+          : RETRY_ON_HTTP,
+        num_retries: { value: r.retries.attempts },
+      };
+      const pt = durationOf(r.retries.perTryTimeout);
+      if (pt) rp.per_try_timeout = pt;
+      action.retry_policy = rp;
+    }
+    if (r.rewrite && typeof r.rewrite === "object") {
+      if (typeof r.rewrite.uri === "string") action.prefix_rewrite = r.rewrite.uri;
+      if (typeof r.rewrite.authority === "string") {
+        action.host_rewrite_literal = r.rewrite.authority;
+      }
+    }
+    if (r.mirror && typeof r.mirror === "object") {
+      action.request_mirror_policies = [{
+        cluster: destinationCluster(ctx, r.mirror, vs.namespace, scope.port),
+      }];
+    }
+    if (r.websocketUpgrade === true) action.upgrade_configs = [{ upgrade_type: "websocket" }];
+    body.route = action;
+  }
+  const tpfc: Any = {};
+  const f = faultConfig(r.fault);
+  if (f) tpfc["envoy.filters.http.fault"] = f;
+  const c = corsConfig(r.corsPolicy);
+  // Wrapped in an optional FilterConfig: proxyless gRPC clients have no CORS filter and would
+  // otherwise reject the whole RouteConfiguration.
+  if (c) {
+    tpfc["envoy.filters.http.cors"] = {
+      "@type": EXT_TYPE_URLS.routeFilterConfig,
+      config: c,
+      is_optional: true,
+    };
+  }
+  if (Object.keys(tpfc).length) body.typed_per_filter_config = tpfc;
+  if (r.appendHeaders && typeof r.appendHeaders === "object") {
+    const hs = Object.entries(r.appendHeaders).filter(([, v]) => typeof v === "string");
+    if (hs.length) {
+      body.request_headers_to_add = hs.map(([key, value]) => ({ header: { key, value } }));
+    }
+  }
+  return body;
+}
+
+/**
+ * Translates the `http` routes of VirtualServices into Envoy routes for `scope`. One Envoy route
+ * per match (a route without matches becomes a catch-all `prefix: /`). Routes whose matches all
+ * exclude the scope (port, gateways, sourceLabels) are skipped.
+ */
+export function translateHttpRoutes(
+  ctx: PushContext,
+  vss: VsEntry[],
+  scope: RouteScope,
+  grpc = false,
+): XdsResource[] {
+  const out: XdsResource[] = [];
+  for (const vs of vss) {
+    const http = Array.isArray(vs.spec.http) ? vs.spec.http : [];
+    for (const r of http) {
+      if (!r || typeof r !== "object") continue;
+      const matches = Array.isArray(r.match) && r.match.length ? r.match : [undefined];
+      const envoyMatches = matches.map((m: Any) =>
+        routeMatch(
+          Array.isArray(m?.gateways)
+            ? {
+              ...m,
+              gateways: m.gateways.map((g: string) =>
+                g === "mesh" ? g : resolveShortName(String(g), vs.namespace, ctx.domain)
+              ),
+            }
+            : m,
+          scope,
+        )
+      ).filter(Boolean);
+      if (!envoyMatches.length) continue;
+      const body = routeBody(ctx, vs, r, scope, grpc);
+      for (const match of envoyMatches) out.push({ match, ...body });
+    }
+  }
+  return out;
+}
+
+/** The default route to `outbound|port||host`. */
+export function defaultRoute(host: string, port: number): XdsResource {
+  return { match: { prefix: "/" }, route: { cluster: outboundClusterName(port, "", host) } };
+}
+
+/** One virtual host of a sidecar (or proxyless) route config for a service port. */
+function serviceVirtualHost(
+  ctx: PushContext,
+  proxy: Proxy,
+  svc: Service,
+  port: ServicePort,
+  labels: Record<string, string>,
+): XdsResource {
+  const vss = indexOf(ctx).meshVsByHost.get(svc.hostname) ?? [];
+  const scope: RouteScope = { port: port.port, gateways: new Set(["mesh"]), labels, sidecar: true };
+  let routes = vss.length ? translateHttpRoutes(ctx, vss, scope, port.protocol === "GRPC") : [];
+  if (!routes.length) routes = [defaultRoute(svc.hostname, port.port)];
+  return {
+    name: `${svc.hostname}:${port.port}`,
+    domains: serviceDomains(svc.hostname, port.port, proxy.domain, svc.address),
+    routes,
+  };
+}
+
+/** Removes domains already used by an earlier virtual host; drops hosts left without domains. */
+export function dedupeDomains(vhosts: XdsResource[]): XdsResource[] {
+  const used = new Set<string>();
+  const out: XdsResource[] = [];
+  for (const vh of vhosts) {
+    const domains = (vh.domains as string[]).filter((d) => !used.has(d));
+    for (const d of domains) used.add(d);
+    if (domains.length) out.push({ ...vh, domains });
+  }
+  return out;
+}
+
+/** Sidecar RouteConfiguration `<port>`: a virtual host per HTTP service port with that number. */
+export function sidecarRouteConfig(ctx: PushContext, proxy: Proxy, port: number): XdsResource {
+  const idx = indexOf(ctx);
+  const labels = proxyLabels(proxy);
+  const vhosts: XdsResource[] = [];
+  for (const svc of idx.servicesByPort.get(port) ?? []) {
+    const sp = svc.ports.find((p) => p.port === port && isHttpProtocol(p.protocol));
+    if (sp) vhosts.push(serviceVirtualHost(ctx, proxy, svc, sp, labels));
+  }
+  return {
+    name: String(port),
+    virtual_hosts: dedupeDomains(vhosts),
+    validate_clusters: { value: false },
+  };
+}
+
+/**
+ * Resolves a proxyless target `<host>:<port>` (FQDN, or a short form relative to the proxy's
+ * domain: `hello:80`, `hello.default:80`) to a service port; undefined when unknown.
+ */
+export function resolveTarget(
+  ctx: PushContext,
+  proxy: Proxy,
+  name: string,
+): { service: Service; port: ServicePort } | undefined {
+  const m = /^(.+):(\d{1,5})$/.exec(name);
+  if (!m) return undefined;
+  const host = m[1];
+  const portNum = Number(m[2]);
+  const idx = indexOf(ctx);
+  const candidates = [host];
+  const dl = proxy.domain ? proxy.domain.split(".") : [];
+  for (let i = 0; i < dl.length; i++) candidates.push(`${host}.${dl.slice(i).join(".")}`);
+  if (!host.includes(".")) candidates.push(`${host}.default.svc.${ctx.domain}`);
+  for (const c of candidates) {
+    const svc = idx.serviceByHost.get(c);
+    const port = svc?.ports.find((p) => p.port === portNum);
+    if (svc && port) return { service: svc, port };
+  }
+  return undefined;
+}
+
+/** Proxyless RouteConfiguration named `<host>:<port>` (one vhost; domains include the name). */
+export function apiRouteConfig(
+  ctx: PushContext,
+  proxy: Proxy,
+  name: string,
+): XdsResource | undefined {
+  const t = resolveTarget(ctx, proxy, name);
+  if (!t) return undefined;
+  const vh = serviceVirtualHost(ctx, proxy, t.service, t.port, proxyLabels(proxy));
+  const domains = [name, ...(vh.domains as string[]).filter((d) => d !== name)];
+  return { name, virtual_hosts: [{ ...vh, domains }] };
+}
+
+/**
+ * Builds the requested route configurations. `<port>` names give the sidecar (or, for routers,
+ * the gateway) configuration of that port; `<host>:<port>` names give proxyless configurations.
+ * Unknown names are left out.
+ */
+export function buildRoutes(ctx: PushContext, proxy: Proxy, names: string[]): XdsResource[] {
+  const out: XdsResource[] = [];
+  const gws = proxy.type === "sidecar" ? [] : selectedGateways(ctx, proxy);
+  for (const name of names) {
+    if (/^\d{1,5}$/.test(name)) {
+      const port = Number(name);
+      if (proxy.type === "sidecar") out.push(sidecarRouteConfig(ctx, proxy, port));
+      else out.push(gatewayRouteConfig(ctx, proxy, gws, port));
+      continue;
+    }
+    const api = apiRouteConfig(ctx, proxy, name);
+    if (api) out.push(api);
+  }
+  return out;
+}

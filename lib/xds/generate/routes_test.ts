@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { parseNodeId } from "../node.ts";
+import { model, WORLD_DR, WORLD_VS } from "../testdata/model.ts";
+import { indexOf } from "./context.ts";
+import {
+  buildRoutes,
+  destinationCluster,
+  faultConfig,
+  fractionalPercent,
+  resolveTarget,
+  routeMatch,
+  type RouteScope,
+  translateHttpRoutes,
+} from "./routes.ts";
+
+const scope: RouteScope = {
+  port: 80,
+  gateways: new Set(["mesh"]),
+  labels: { app: "a" },
+  sidecar: true,
+};
+
+Deno.test("routeMatch() maps uri, headers, authority, method and scheme", () => {
+  assert.deepEqual(
+    routeMatch({
+      uri: { regex: "/v[0-9]+/.*" },
+      headers: { "X-User": { prefix: "adm" } },
+      authority: { exact: "a.example.com" },
+      method: { exact: "GET" },
+      scheme: { exact: "https" },
+    }, scope),
+    {
+      safe_regex: { regex: "/v[0-9]+/.*" },
+      headers: [
+        { name: "x-user", string_match: { prefix: "adm" } },
+        { name: ":authority", string_match: { exact: "a.example.com" } },
+        { name: ":method", string_match: { exact: "GET" } },
+        { name: ":scheme", string_match: { exact: "https" } },
+      ],
+    },
+  );
+  assert.deepEqual(routeMatch({ uri: { exact: "/x" } }, scope), { path: "/x" });
+});
+
+Deno.test("routeMatch() drops a match for another port, gateway or source", () => {
+  assert.equal(routeMatch({ port: 81 }, scope), undefined);
+  assert.equal(routeMatch({ gateways: ["gw.default.svc.cluster.local"] }, scope), undefined);
+  assert.equal(routeMatch({ sourceLabels: { app: "b" } }, scope), undefined);
+  assert.deepEqual(routeMatch({ port: 80, sourceLabels: { app: "a" } }, scope), { prefix: "/" });
+});
+
+Deno.test("faultConfig() uses HUNDRED for whole percents and MILLION for fractions", () => {
+  assert.deepEqual(fractionalPercent(10), { numerator: 10, denominator: "HUNDRED" });
+  assert.deepEqual(fractionalPercent(0.5), { numerator: 5000, denominator: "MILLION" });
+  const f = faultConfig({ abort: { percent: 50, grpcStatus: "UNAVAILABLE" } });
+  assert.deepEqual(f?.abort, {
+    percentage: { numerator: 50, denominator: "HUNDRED" },
+    grpc_status: 14,
+  });
+  assert.equal(faultConfig({}), undefined);
+});
+
+Deno.test("destinationCluster() picks the port by number, name, or the only/current port", () => {
+  const ctx = model();
+  const w = "world.default.svc.cluster.local";
+  assert.equal(
+    destinationCluster(ctx, { host: "world", port: { name: "grpc" } }, "default", 80),
+    `outbound|7070||${w}`,
+  );
+  assert.equal(
+    destinationCluster(ctx, { host: "world", subset: "v1" }, "default", 9000),
+    `outbound|9000|v1|${w}`,
+  );
+  assert.equal(
+    destinationCluster(ctx, { host: "api.example.com" }, "default", 80),
+    "outbound|443||api.example.com",
+  );
+});
+
+Deno.test("translateHttpRoutes() makes one route per match and weighted clusters for splits", () => {
+  const ctx = model({ configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] } });
+  const vss = indexOf(ctx).meshVsByHost.get("world.default.svc.cluster.local")!;
+  const routes = translateHttpRoutes(ctx, vss, { ...scope, port: 7070 }, true);
+  assert.equal(routes.length, 2);
+  assert.equal(routes[0].route.cluster, "outbound|7070|v2|world.default.svc.cluster.local");
+  assert.deepEqual(
+    routes[1].route.weighted_clusters.clusters.map((c: { weight: { value: number } }) =>
+      c.weight.value
+    ),
+    [80, 20],
+  );
+  assert.match(routes[1].route.retry_policy.retry_on, /unavailable/);
+});
+
+Deno.test("buildRoutes() answers <port> and <host>:<port> names and skips unknown ones", () => {
+  const ctx = model({ configs: { virtualServices: [WORLD_VS] } });
+  const proxy = parseNodeId("sidecar~10.9.9.9~c.default~default.svc.cluster.local");
+  const out = buildRoutes(ctx, proxy, ["80", "world:7070", "nope:1", "bogus"]);
+  assert.deepEqual(out.map((r) => r.name), ["80", "world:7070"]);
+  assert.equal(out[1].virtual_hosts[0].domains[0], "world:7070");
+  assert.equal(out[0].virtual_hosts.length, 2);
+});
+
+Deno.test("resolveTarget() resolves FQDN and short hosts relative to the proxy's domain", () => {
+  const ctx = model();
+  const proxy = parseNodeId("sidecar~10.9.9.9~c.default~default.svc.cluster.local");
+  assert.equal(
+    resolveTarget(ctx, proxy, "hello:80")?.service.hostname,
+    "hello.default.svc.cluster.local",
+  );
+  assert.equal(resolveTarget(ctx, proxy, "hello.default:7070")?.port.name, "grpc");
+  assert.equal(resolveTarget(ctx, proxy, "hello.default.svc.cluster.local:9000")?.port.name, "tcp");
+  assert.equal(resolveTarget(ctx, proxy, "hello:81"), undefined);
+  assert.equal(resolveTarget(ctx, proxy, "hello"), undefined);
+});

@@ -1,0 +1,43 @@
+/**
+ * xDS v3 generation for mesh-discovery: Envoy protos (lazy), node ids, and pure builders from a
+ * {@link PushContext} and a {@link Proxy} to Listener, RouteConfiguration, Cluster and
+ * ClusterLoadAssignment objects (proto field names). See docs/xds.md.
+ *
+ * @example
+ * ```ts ignore
+ * import { buildClusters, encodeAny, loadXdsProtos, parseNodeId, TYPE_URLS } from "./mod.ts";
+ * await loadXdsProtos();
+ * const proxy = parseNodeId("sidecar~10.1.1.1~a.default~default.svc.cluster.local");
+ * const anys = buildClusters(ctx, proxy).map((c) => encodeAny(TYPE_URLS.cluster, c));
+ * ```
+ * @module
+ */
+
+export {
+  type AnyMessage,
+  decodeAny,
+  decodeMessage,
+  encodeAny,
+  encodeMessage,
+  EXT_TYPE_URLS,
+  LOADER_OPTIONS,
+  loadXdsProtos,
+  TYPE_URLS,
+  xdsProtoRoot,
+} from "./protos.ts";
+export { isIp, parseNodeId, proxyLabels } from "./node.ts";
+export {
+  DEFAULT_XDS_MESH_CONFIG,
+  type Proxy,
+  type ProxyType,
+  type PushConfigs,
+  type PushContext,
+  type XdsMeshConfig,
+  type XdsResource,
+} from "./types.ts";
+export { BLACKHOLE_CLUSTER, buildClusters, PASSTHROUGH_CLUSTER } from "./generate/clusters.ts";
+export { buildEndpoints } from "./generate/endpoints.ts";
+export { buildApiListener, buildListeners } from "./generate/listeners.ts";
+export { buildRoutes, resolveTarget } from "./generate/routes.ts";
+export { parseClusterName, serviceDomains } from "./generate/util.ts";
+export { ingressesToConfigs } from "./generate/ingress.ts";
