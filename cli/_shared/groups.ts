@@ -10,13 +10,12 @@ import {
   duration,
   flag,
   int,
-  parseLogLevels,
-  parseLogScopes,
   refine,
   string,
   stringArray,
   uint16,
 } from "../../lib/flags/mod.ts";
+import { parseLevels, parseScopes } from "../../lib/log/levels.ts";
 
 /** A named set of flags that several commands accept (rendered once in the README). */
 export interface FlagGroup<F extends readonly AnyFlag[] = readonly AnyFlag[]> {
@@ -44,7 +43,7 @@ export const LOG_SCOPES = {
 export function loggingGroup(scopes: readonly string[]) {
   const levels = (name: string) =>
     refine(string, (v) => {
-      parseLogLevels(v, scopes, name);
+      parseLevels(v, [...scopes], `--${name}`);
     });
   const list = scopes.join(", ");
   const flags = [
@@ -57,7 +56,7 @@ export function loggingGroup(scopes: readonly string[]) {
     flag({
       name: "log_caller",
       type: refine(string, (v) => {
-        parseLogScopes(v, scopes, "log_caller");
+        parseScopes(v, [...scopes], "--log_caller");
       }),
       default: "",
       help: `Comma-separated scopes for which caller information is included (scopes: ${list}).`,

@@ -4,21 +4,10 @@
  * @module
  */
 
-import { type LogLevel, parseLogLevels, parseLogScopes } from "../../lib/flags/mod.ts";
+import { configureLogging, type LoggingHandle, type LogOptions } from "../../lib/log/mod.ts";
+import { parseLevels, parseScopes } from "../../lib/log/levels.ts";
 
-/** Mirror of lib/log's `LogOptions` (the argument of `configureLogging`). */
-export interface LogOptions {
-  asJson: boolean;
-  caller: string[];
-  outputLevels: Record<string, LogLevel>;
-  stacktraceLevels: Record<string, LogLevel>;
-  rotate: string;
-  rotateMaxAgeDays: number;
-  rotateMaxBackups: number;
-  rotateMaxSizeMB: number;
-  targets: string[];
-  scopes: string[];
-}
+export type { LoggingHandle, LogOptions };
 
 /** Values of group L as a command's options object holds them. */
 export interface LoggingFlagValues {
@@ -40,9 +29,9 @@ export interface LoggingFlagValues {
 export function toLogOptions(v: LoggingFlagValues, scopes: readonly string[]): LogOptions {
   return {
     asJson: v.log_as_json,
-    caller: parseLogScopes(v.log_caller, scopes, "log_caller"),
-    outputLevels: parseLogLevels(v.log_output_level, scopes, "log_output_level"),
-    stacktraceLevels: parseLogLevels(v.log_stacktrace_level, scopes, "log_stacktrace_level"),
+    caller: parseScopes(v.log_caller, [...scopes], "--log_caller"),
+    outputLevels: parseLevels(v.log_output_level, [...scopes], "--log_output_level"),
+    stacktraceLevels: parseLevels(v.log_stacktrace_level, [...scopes], "--log_stacktrace_level"),
     rotate: v.log_rotate,
     rotateMaxAgeDays: v.log_rotate_max_age,
     rotateMaxBackups: v.log_rotate_max_backups,
@@ -52,21 +41,7 @@ export function toLogOptions(v: LoggingFlagValues, scopes: readonly string[]): L
   };
 }
 
-/** Handle returned by {@link startLogging}. */
-export interface LoggingHandle {
-  /** Flushes and closes log sinks. */
-  dispose(): Promise<void>;
-}
-
-type Configure = (opts: LogOptions) => Promise<LoggingHandle>;
-
-/**
- * Configures logging through lib/log's `configureLogging` (loaded lazily). Adapter: while
- * lib/log does not export `configureLogging`, logging keeps lib/log's built-in behaviour.
- */
-export async function startLogging(options: LogOptions): Promise<LoggingHandle> {
-  const log = await import("../../lib/log/mod.ts") as Record<string, unknown>;
-  const configure = log.configureLogging as Configure | undefined;
-  if (typeof configure !== "function") return { dispose: () => Promise.resolve() };
-  return await configure(options);
+/** Configures logging (lib/log) for one run of a command. */
+export function startLogging(options: LogOptions): Promise<LoggingHandle> {
+  return configureLogging(options);
 }

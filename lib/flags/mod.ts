@@ -20,7 +20,6 @@ import type { FlagType } from "./types.ts";
 
 export * from "./types.ts";
 export { formatDuration, parseDuration } from "./duration.ts";
-export { LOG_LEVELS, type LogLevel, parseLogLevels, parseLogScopes } from "./levels.ts";
 
 /** One flag: exact name (without dashes), optional one-letter short form, type and default. */
 export interface FlagSpec<T = unknown, N extends string = string> {

@@ -7,8 +7,6 @@ import {
   FlagValueError,
   normalizeBoolArgs,
   optionKey,
-  parseLogLevels,
-  parseLogScopes,
   resolveOptions,
   string,
   stringArray,
@@ -77,31 +75,4 @@ Deno.test("FlagValueError names the flag once", () => {
     'Invalid value for --port: Cannot parse int "x": not a whole number',
   );
   assert.equal(new FlagValueError("log_caller", "Bad --log_caller").message, "Bad --log_caller");
-});
-
-Deno.test("parseLogLevels() reads scope:level pairs and bare levels for scope default", () => {
-  const scopes = ["ads", "default"];
-  assert.deepEqual(parseLogLevels("ads:debug,default:warn", scopes, "log_output_level"), {
-    ads: "debug",
-    default: "warn",
-  });
-  assert.deepEqual(parseLogLevels("none", scopes, "f"), { default: "none" });
-  assert.deepEqual(parseLogLevels("", scopes, "f"), {});
-  assert.throws(() => parseLogLevels("foo:info", scopes, "log_output_level"), {
-    message: 'Invalid scope "foo" in --log_output_level "foo:info": known scopes are ads, default',
-  });
-  assert.throws(() => parseLogLevels("ads:loud", scopes, "log_output_level"), {
-    message:
-      'Invalid level "loud" in --log_output_level "ads:loud": levels are debug, info, warn, error, none',
-  });
-});
-
-Deno.test("parseLogScopes() accepts known scopes only", () => {
-  assert.deepEqual(parseLogScopes("ads,default,ads", ["ads", "default"], "log_caller"), [
-    "ads",
-    "default",
-  ]);
-  assert.throws(() => parseLogScopes("x", ["default"], "log_caller"), {
-    message: 'Invalid scope "x" in --log_caller "x": known scopes are default',
-  });
 });

@@ -33,8 +33,8 @@ export function unknownLevelMessage(level: string): string {
  * Parses `--log_output_level` / `--log_stacktrace_level`.
  *
  * Accepts a comma-separated list whose elements are either `<scope>:<level>` or a plain
- * `<level>`; a plain level applies to every scope in `scopes`. Later elements win, so
- * `debug,ads:info` sets every scope to debug except `ads`. The result holds only the scopes
+ * `<level>`; a plain level is the `default` scope's, and scopes not named follow `default`.
+ * Later elements win, so `debug,ads:info` sets everything to debug except `ads`. The result holds only the scopes
  * the value names; callers merge it over their defaults.
  *
  * @example
@@ -46,7 +46,7 @@ export function unknownLevelMessage(level: string): string {
  */
 export function parseLevels(value: string, scopes: string[], flag: string): Record<string, Level> {
   const fail = (problem: string): never => {
-    throw new Error(`invalid value "${value}" for ${flag}: ${problem}`);
+    throw new Error(`Invalid value "${value}" for ${flag}: ${problem}`);
   };
   const out: Record<string, Level> = {};
   if (value.trim() === "") fail("empty value");
@@ -58,7 +58,8 @@ export function parseLevels(value: string, scopes: string[], flag: string): Reco
     const level = (colon >= 0 ? item.slice(colon + 1) : item).trim();
     if (!isLevel(level)) fail(unknownLevelMessage(level));
     if (scope === undefined) {
-      for (const s of scopes) out[s] = level as Level;
+      // A plain level is the `default` scope's (as in Istio); scopes not named follow `default`.
+      out.default = level as Level;
     } else {
       if (!scopes.includes(scope)) fail(unknownScopeMessage(scope, scopes));
       out[scope] = level as Level;
@@ -77,7 +78,7 @@ export function parseScopes(value: string, scopes: string[], flag: string): stri
     const s = raw.trim();
     if (s === "") continue;
     if (!scopes.includes(s)) {
-      throw new Error(`invalid value "${value}" for ${flag}: ${unknownScopeMessage(s, scopes)}`);
+      throw new Error(`Invalid value "${value}" for ${flag}: ${unknownScopeMessage(s, scopes)}`);
     }
     if (!out.includes(s)) out.push(s);
   }

@@ -11,8 +11,9 @@ Deno.test("parseLevels() reads the scoped form", () => {
   });
 });
 
-Deno.test("parseLevels() applies a plain level to every scope", () => {
-  assert.deepEqual(parseLevels("warn", SCOPES, FLAG), { ads: "warn", default: "warn" });
+Deno.test("parseLevels() gives a plain level to the default scope", () => {
+  assert.deepEqual(parseLevels("warn", SCOPES, FLAG), { default: "warn" });
+  assert.deepEqual(parseLevels("ads:debug,warn", SCOPES, FLAG), { ads: "debug", default: "warn" });
 });
 
 Deno.test("parseLevels() lets later elements win", () => {
@@ -31,7 +32,7 @@ Deno.test("parseLevels() rejects an unknown level naming the flag", () => {
     () => parseLevels("verbose", SCOPES, FLAG),
     {
       message:
-        'invalid value "verbose" for --log_output_level: unknown level "verbose" (want debug, info, warn, error or none)',
+        'Invalid value "verbose" for --log_output_level: unknown level "verbose" (want debug, info, warn, error or none)',
     },
   );
 });
@@ -41,7 +42,7 @@ Deno.test("parseLevels() rejects an unknown scope listing the known ones", () =>
     () => parseLevels("foo:info", SCOPES, "--log_stacktrace_level"),
     {
       message:
-        'invalid value "foo:info" for --log_stacktrace_level: unknown scope "foo" (scopes: ads, default)',
+        'Invalid value "foo:info" for --log_stacktrace_level: unknown scope "foo" (scopes: ads, default)',
     },
   );
 });
@@ -55,7 +56,7 @@ Deno.test("parseScopes() reads --log_caller and rejects unknown scopes", () => {
   assert.deepEqual(parseScopes("", SCOPES, "--log_caller"), []);
   assert.deepEqual(parseScopes("ads,default,ads", SCOPES, "--log_caller"), ["ads", "default"]);
   assert.throws(() => parseScopes("ads,x", SCOPES, "--log_caller"), {
-    message: 'invalid value "ads,x" for --log_caller: unknown scope "x" (scopes: ads, default)',
+    message: 'Invalid value "ads,x" for --log_caller: unknown scope "x" (scopes: ads, default)',
   });
 });
 

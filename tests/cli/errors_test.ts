@@ -90,31 +90,31 @@ Deno.test("bad log levels and unknown log scopes exit 2", async () => {
     [
       "mesh-discovery",
       ["discovery", "--log_output_level", "foo:info"],
-      'Invalid scope "foo" in --log_output_level "foo:info": known scopes are ads, default',
+      'Invalid value "foo:info" for --log_output_level: unknown scope "foo" (scopes: ads, default)',
       "mesh-discovery discovery",
     ],
     [
       "mesh-policy",
       ["server", "--log_stacktrace_level=attributes:trace"],
-      'Invalid level "trace" in --log_stacktrace_level "attributes:trace": levels are debug, info, warn, error, none',
+      'Invalid value "attributes:trace" for --log_stacktrace_level: unknown level "trace" (want debug, info, warn, error or none)',
       "mesh-policy server",
     ],
     [
       "meshctl",
       ["get", "x", "--log_output_level", "ads:info"],
-      'Invalid scope "ads" in --log_output_level "ads:info": known scopes are default',
+      'Invalid value "ads:info" for --log_output_level: unknown scope "ads" (scopes: default)',
       "meshctl get",
     ],
     [
       "mesh-agent",
       ["proxy", "--log_output_level", "verbose"],
-      'Invalid level "verbose" in --log_output_level "verbose": levels are debug, info, warn, error, none',
+      'Invalid value "verbose" for --log_output_level: unknown level "verbose" (want debug, info, warn, error or none)',
       "mesh-agent proxy",
     ],
     [
       "mesh-policy",
       ["probe", "--log_caller", "api,nope"],
-      'Invalid scope "nope" in --log_caller "api,nope": known scopes are adapters, api, attributes, default',
+      'Invalid value "api,nope" for --log_caller: unknown scope "nope" (scopes: adapters, api, attributes, default)',
       "mesh-policy probe",
     ],
   ];
