@@ -25,7 +25,7 @@
  * @module
  */
 import { getLogger } from "../log/mod.ts";
-import { apiErrorStatus, type KubeConfig, kubeClient } from "./mod.ts";
+import { apiErrorStatus, kubeClient, type KubeConfig } from "./mod.ts";
 
 /** One page of a list answer, as returned by the client library's typed `list*` calls. */
 export interface ListPage {
@@ -156,7 +156,11 @@ export function createInformer(opts: InformerOptions): Informer {
       };
       const onEvent = (type: string, obj: unknown) => {
         if (finished || closed) return;
-        const o = obj as { code?: number; message?: string; metadata?: { resourceVersion?: string } };
+        const o = obj as {
+          code?: number;
+          message?: string;
+          metadata?: { resourceVersion?: string };
+        };
         if (type === "ERROR") {
           if (o?.code === 410) return stopWith("gone");
           log.warn(`Watch of ${opts.name} reported an error: ${o?.message ?? JSON.stringify(obj)}`);

@@ -1,13 +1,19 @@
 /**
  * The aggregate registry discovery reads: the registries of `--registries` in order, then the
- * always-on ServiceEntry registry. A hostname known to several registries is taken from the
- * first; instances of that hostname come from the same registry.
+ * always-on ServiceEntry registry. A hostname known to several registries is described by the
+ * first of them; its instances are merged from all of them.
  * @module
  */
 import type { Service, ServiceInstance, ServiceRegistry } from "../model/types.ts";
 
 /** Registry names accepted by `--registries`, exactly as spelled. */
-export const REGISTRY_NAMES = ["Orchestrator", "RegistryA", "RegistryB", "PlatformC", "Mock"] as const;
+export const REGISTRY_NAMES = [
+  "Orchestrator",
+  "RegistryA",
+  "RegistryB",
+  "PlatformC",
+  "Mock",
+] as const;
 
 /** One of {@linkcode REGISTRY_NAMES}. */
 export type RegistryName = typeof REGISTRY_NAMES[number];
@@ -37,31 +43,25 @@ export function parseRegistries(values: readonly string[]): {
   return { names, warnings };
 }
 
-/** Combines registries (first wins per hostname). */
+/** Combines registries: services first-wins per hostname, instances from all registries. */
 export function aggregateRegistries(registries: readonly ServiceRegistry[]): ServiceRegistry & {
   readonly members: readonly ServiceRegistry[];
 } {
   const handlers: ((kind: "services" | "endpoints") => void)[] = [];
   for (const r of registries) r.onChange((kind) => handlers.forEach((h) => h(kind)));
-  const owners = () => {
-    const owner = new Map<string, number>();
-    registries.forEach((r, i) => {
-      for (const s of r.services()) if (!owner.has(s.hostname)) owner.set(s.hostname, i);
-    });
-    return owner;
-  };
   return {
     name: "Aggregate",
     members: registries,
     services(): Service[] {
-      const owner = owners();
-      return registries.flatMap((r, i) => r.services().filter((s) => owner.get(s.hostname) === i));
+      const seen = new Set<string>();
+      return registries.flatMap((r) =>
+        r.services().filter((s) => !seen.has(s.hostname) && seen.add(s.hostname))
+      );
     },
     instances(): ServiceInstance[] {
-      const owner = owners();
-      return registries.flatMap((r, i) =>
-        r.instances().filter((inst) => owner.get(inst.hostname) === i)
-      );
+      // Endpoints of one hostname are merged across registries (a service spread over several
+      // clusters has endpoints in each), as the reference system's aggregate registry does.
+      return registries.flatMap((r) => r.instances());
     },
     onChange: (h) => void handlers.push(h),
     async start() {

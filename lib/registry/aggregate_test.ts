@@ -3,7 +3,10 @@ import { aggregateRegistries, parseRegistries } from "./aggregate.ts";
 import { createMockRegistry } from "./mock.ts";
 
 Deno.test("parseRegistries() rejects unknown names and skips duplicates with a warning", () => {
-  assert.throws(() => parseRegistries(["Kubernetes"]), /Service registry Kubernetes is not supported/);
+  assert.throws(
+    () => parseRegistries(["Kubernetes"]),
+    /Service registry Kubernetes is not supported/,
+  );
   const r = parseRegistries(["Mock", "RegistryA", "Mock"]);
   assert.deepEqual(r.names, ["Mock", "RegistryA"]);
   assert.equal(r.warnings.length, 1);
@@ -25,12 +28,12 @@ Deno.test("createMockRegistry() serves hello and world with two versions on loop
   await reg.stop();
 });
 
-Deno.test("aggregateRegistries() takes a hostname from the first registry that has it", async () => {
+Deno.test("aggregateRegistries() takes a service from the first registry and merges instances", async () => {
   const a = createMockRegistry("cluster.local");
   const b = createMockRegistry("cluster.local");
   const agg = aggregateRegistries([a, b]);
   await agg.start();
   assert.equal(agg.services().length, 2);
-  assert.equal(agg.instances().length, a.instances().length);
+  assert.equal(agg.instances().length, a.instances().length + b.instances().length);
   await agg.stop();
 });

@@ -44,7 +44,10 @@ Deno.test("createConsulRegistry() maps catalog services, tags and node metadata"
   try {
     await reg.start();
     const svcs = reg.services();
-    assert.deepEqual(svcs.map((s) => s.hostname), ["db.service.consul", "productpage.service.consul"]);
+    assert.deepEqual(svcs.map((s) => s.hostname), [
+      "db.service.consul",
+      "productpage.service.consul",
+    ]);
     const pp = svcs[1];
     assert.deepEqual(pp.ports, [{ name: "http", port: 9080, protocol: "HTTP" }]);
     assert.equal(pp.address, "0.0.0.0");
@@ -52,7 +55,12 @@ Deno.test("createConsulRegistry() maps catalog services, tags and node metadata"
     const insts = reg.instances().filter((i) => i.hostname === "productpage.service.consul");
     assert.deepEqual(
       insts.map((i) => [i.address, i.port, i.labels, i.locality]),
-      [["172.16.0.5", 9080, { version: "v1" }, "dc1"], ["10.0.0.2", 9080, { version: "v2" }, "dc2"]],
+      [["172.16.0.5", 9080, { version: "v1" }, "dc1"], [
+        "10.0.0.2",
+        9080,
+        { version: "v2" },
+        "dc2",
+      ]],
     );
     // A change in the catalog is seen on the next poll and reported as an endpoint change.
     let seen = "";

@@ -13,7 +13,11 @@ const apps = {
             status: "UP",
             port: { $: 9080, "@enabled": "true" },
             securePort: { $: 9443, "@enabled": "false" },
-            metadata: { "@class": "java.util.Collections$EmptyMap", "mesh.protocol": "http", version: "v1" },
+            metadata: {
+              "@class": "java.util.Collections$EmptyMap",
+              "mesh.protocol": "http",
+              version: "v1",
+            },
           },
           {
             hostName: "reviews.eureka",

@@ -50,8 +50,8 @@ export function createPollingRegistry(opts: PollingOptions): ServiceRegistry & {
       snap = next;
       lastServices = s;
       lastInstances = i;
-      if (servicesChanged) for (const h of handlers) h("services");
-      else if (instancesChanged) for (const h of handlers) h("endpoints");
+      if (servicesChanged) { for (const h of handlers) h("services"); }
+      else if (instancesChanged) { for (const h of handlers) h("endpoints"); }
     } catch (err) {
       if (abort.signal.aborted) return;
       const msg = err instanceof Error ? err.message : String(err);

@@ -25,7 +25,11 @@ interface SESpec {
   ports?: { number: number; protocol?: string; name?: string }[];
   location?: string | number;
   resolution?: string | number;
-  endpoints?: { address: string; ports?: Record<string, number>; labels?: Record<string, string> }[];
+  endpoints?: {
+    address: string;
+    ports?: Record<string, number>;
+    labels?: Record<string, string>;
+  }[];
 }
 
 function resolutionOf(r: SESpec["resolution"]): Resolution {

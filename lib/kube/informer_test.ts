@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
+import { waitUntil } from "../../tests/harness/procs.ts";
+import { createInformer, type InformerEventType } from "./informer.ts";
+import { kubeClient, loadKubeConfig } from "./mod.ts";
+
+async function configMapInformer(kube: FakeKube, pageSize: number) {
+  const k8s = await kubeClient();
+  const kc = await loadKubeConfig(kube.kubeconfigPath);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const lists: string[][] = [];
+  const events: [InformerEventType, string][] = [];
+  const inf = createInformer({
+    name: "configmaps",
+    kubeConfig: kc,
+    watchPath: "/api/v1/namespaces/default/configmaps",
+    list: (cont) =>
+      core.listNamespacedConfigMap({ namespace: "default", limit: pageSize, _continue: cont }),
+    resyncMs: 0,
+    onList: (items) =>
+      lists.push(items.map((o) => (o as { metadata: { name: string } }).metadata.name)),
+    onEvent: (type, o) => events.push([type, (o as { metadata: { name: string } }).metadata.name]),
+  });
+  return { inf, lists, events };
+}
+
+const cm = (name: string, v = "1") => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace: "default" },
+  data: { v },
+});
+
+Deno.test("createInformer() lists in pages, then delivers watch events until stopped", async () => {
+  await using kube = await startFakeKube();
+  for (const n of ["a", "b", "c"]) kube.upsert(cm(n));
+  const { inf, lists, events } = await configMapInformer(kube, 2);
+  try {
+    await inf.start();
+    assert.deepEqual(lists, [["a", "b", "c"]]);
+    const pages = kube.requests.filter((r) =>
+      r.path === "/api/v1/namespaces/default/configmaps" && !r.search.includes("watch")
+    );
+    assert.equal(pages.length, 2);
+    assert.match(pages[1].search, /continue=/);
+    kube.upsert(cm("b", "2"));
+    kube.remove("configmaps", "default", "a");
+    await waitUntil(() => events.length === 2, 5000, "two events");
+    assert.deepEqual(events, [["MODIFIED", "b"], ["DELETED", "a"]]);
+  } finally {
+    await inf.stop();
+  }
+  await waitUntil(() => kube.watchCount === 0, 5000, "the watch to close");
+});
+
+Deno.test("createInformer() retries a failing relist and stop() ends the retry loop", async () => {
+  await using kube = await startFakeKube();
+  const { inf, lists } = await configMapInformer(kube, 100);
+  await inf.start();
+  kube.failNext({
+    method: "GET",
+    path: "/api/v1/namespaces/default/configmaps",
+    code: 500,
+    times: 1000,
+  });
+  await inf.resync(); // fails; the loop now backs off and retries
+  assert.equal(lists.length, 1);
+  await waitUntil(
+    () => kube.requests.filter((r) => r.status === 500).length >= 2,
+    5000,
+    "a retry",
+  );
+  await inf.stop();
+});
+
+Deno.test("createInformer() start() rejects with the collection name when the first list fails", async () => {
+  await using kube = await startFakeKube();
+  kube.failNext({ method: "GET", path: "/api/v1/namespaces/default/configmaps", code: 403 });
+  const { inf } = await configMapInformer(kube, 100);
+  await assert.rejects(inf.start(), /^Error: cannot list configmaps: .*\(HTTP 403\)$/);
+  await inf.stop();
+});

@@ -1,0 +1,142 @@
+import assert from "node:assert/strict";
+import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
+import { waitUntil } from "../../tests/harness/procs.ts";
+import { createClusterRegistries } from "./multicluster.ts";
+
+function seed(kube: FakeKube, svc: string, ip: string) {
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: svc, namespace: "default" },
+    spec: { ports: [{ name: "http", port: 80 }] },
+  });
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "Endpoints",
+    metadata: { name: svc, namespace: "default" },
+    subsets: [{ addresses: [{ ip }], ports: [{ name: "http", port: 8080 }] }],
+  });
+}
+
+function configMap(kube: FakeKube, data: Record<string, string>) {
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "clusters", namespace: "mesh-system" },
+    data,
+  });
+}
+
+Deno.test("createClusterRegistries() runs one registry per config map key and follows changes", async () => {
+  await using local = await startFakeKube();
+  await using east = await startFakeKube();
+  await using west = await startFakeKube();
+  seed(east, "shared", "10.10.0.1");
+  seed(east, "east-only", "10.10.0.2");
+  seed(west, "shared", "10.20.0.1");
+  configMap(local, {
+    east: east.kubeconfig(),
+    west: west.kubeconfig(),
+    broken: "clusters: [unclosed",
+    empty: "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n",
+  });
+  const mc = await createClusterRegistries({
+    kubeconfigPath: local.kubeconfigPath,
+    configMapName: "clusters",
+    namespace: "mesh-system",
+    domain: "cluster.local",
+    resyncMs: 0,
+  });
+  const changes: string[] = [];
+  const sets: string[][] = [];
+  mc.onChange((k) => changes.push(k));
+  mc.onClustersChange((ids) => sets.push(ids));
+  try {
+    await mc.start();
+    assert.deepEqual(mc.registries().map((r) => r.clusterId), ["east", "west"]);
+    assert.deepEqual(mc.errors().map((e) => e.cluster), ["broken", "empty"]);
+    assert.match(
+      mc.errors()[0].message,
+      /^Cluster "broken" in config map mesh-system\/clusters: invalid kubeconfig: /,
+    );
+    assert.match(
+      mc.errors()[1].message,
+      /^Cluster "empty" in .*: invalid kubeconfig: no current context/,
+    );
+    assert.deepEqual(mc.services().map((s) => s.hostname), [
+      "east-only.default.svc.cluster.local",
+      "shared.default.svc.cluster.local",
+    ]);
+    // Endpoints of a service present in both clusters are merged.
+    assert.deepEqual(
+      mc.instances().filter((i) => i.hostname.startsWith("shared.")).map((i) => i.address),
+      ["10.10.0.1", "10.20.0.1"],
+    );
+
+    // A remote endpoints change comes through as an endpoints change.
+    seed(west, "shared", "10.20.0.9");
+    await waitUntil(() => mc.instances().some((i) => i.address === "10.20.0.9"), 5000, "west");
+    assert.deepEqual(changes, ["endpoints"]);
+
+    // Dropping a key stops that cluster's registry; fixing a key starts it.
+    changes.length = 0;
+    configMap(local, { east: east.kubeconfig(), broken: west.kubeconfig() });
+    await waitUntil(
+      () => mc.registries().map((r) => r.clusterId).join() === "broken,east",
+      5000,
+      "the new cluster set",
+    );
+    assert.deepEqual(mc.errors(), []);
+    assert.deepEqual(sets.at(-1), ["broken", "east"]);
+    assert.ok(changes.includes("services"));
+    await waitUntil(() => west.watchCount === 5, 5000, "one registry (five watches) on west");
+
+    // Deleting the config map removes every remote cluster.
+    local.remove("configmaps", "mesh-system", "clusters");
+    await waitUntil(() => mc.registries().length === 0, 5000, "no clusters");
+    assert.deepEqual(mc.services(), []);
+    await waitUntil(() => east.watchCount === 0, 5000, "east watches to close");
+  } finally {
+    await mc.stop();
+  }
+  await waitUntil(() => west.watchCount === 0, 5000, "west watches to close");
+});
+
+Deno.test("createClusterRegistries() reports an unreachable cluster by key and starts without the config map", async () => {
+  await using local = await startFakeKube();
+  const mc = await createClusterRegistries({
+    kubeconfigPath: local.kubeconfigPath,
+    configMapName: "clusters",
+    namespace: "mesh-system",
+    domain: "cluster.local",
+    resyncMs: 0,
+  });
+  try {
+    await mc.start();
+    assert.deepEqual(mc.registries(), []);
+    const gone = await startFakeKube();
+    const text = gone.kubeconfig();
+    await gone.close();
+    configMap(local, { far: text });
+    await waitUntil(() => mc.errors().length === 1, 10_000, "the error for far");
+    assert.match(
+      mc.errors()[0].message,
+      /^Cluster "far" in config map mesh-system\/clusters: Cannot start/,
+    );
+    assert.deepEqual(mc.registries(), []);
+  } finally {
+    await mc.stop();
+  }
+});
+
+Deno.test("createClusterRegistries() rejects empty names", async () => {
+  await assert.rejects(
+    createClusterRegistries({
+      configMapName: "",
+      namespace: "mesh-system",
+      domain: "cluster.local",
+      resyncMs: 0,
+    }),
+    /config map name: must not be empty/,
+  );
+});
