@@ -25,12 +25,14 @@ export const program: ProgramSpec = {
         summary: "Retrieves the configuration of the specified proxy.",
         args: ["<proxyID>", "<configuration-type>"],
         groups: common,
+        load: () => import("./mesh-discovery/debug.ts"),
       }),
       command({
         name: "discovery",
         summary: "Starts the proxy discovery service.",
         flags: discoveryFlags,
         groups: common,
+        load: () => import("./mesh-discovery/discovery.ts"),
       }),
       command({
         name: "version",

@@ -40,18 +40,21 @@ export const program: ProgramSpec = {
           "environment.",
         flags: contextCreateFlags,
         groups: common,
+        load: () => import("./meshctl/context_create.ts"),
       }),
       command({
         name: "create",
         summary: "Creates resources from a file (standard input when no file is given).",
         flags: createFlags,
         groups: common,
+        load: () => import("./meshctl/create.ts"),
       }),
       command({
         name: "replace",
         summary: "Replaces existing resources from a file (standard input when no file).",
         flags: replaceFlags,
         groups: common,
+        load: () => import("./meshctl/replace.ts"),
       }),
       command({
         name: "delete",
@@ -59,13 +62,15 @@ export const program: ProgramSpec = {
         args: ["[type]", "[names...]"],
         flags: deleteFlags,
         groups: common,
+        load: () => import("./meshctl/delete.ts"),
       }),
       command({
         name: "get",
         summary: "Lists all resources of a type, or one named resource.",
-        args: ["<type>", "[name]"],
+        args: ["[type]", "[name]"],
         flags: getFlags,
         groups: common,
+        load: () => import("./meshctl/get.ts"),
       }),
       command({
         name: "register",
@@ -92,6 +97,7 @@ export const program: ProgramSpec = {
         summary: "Retrieves proxy configuration from the endpoint proxy or the discovery service.",
         args: ["<endpoint|discovery>", "<pod-name|mesh>", "[configuration-type]"],
         groups: common,
+        load: () => import("./meshctl/proxy_config.ts"),
       }),
       command({
         name: "gen-deploy",

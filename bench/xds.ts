@@ -1,0 +1,474 @@
+/**
+ * xDS scale benchmark: mesh-discovery (the real program, as a subprocess, so its RSS is measured
+ * alone) serving `--services` ServiceEntries × `--endpoints` endpoints from a config directory to
+ * `--proxies` simulated sidecars (raw HTTP/2 ADS streams, `_ads_sim.ts`).
+ *
+ * Measures: server RSS idle and per connected proxy, initial sync time, endpoint-change
+ * propagation (one endpoint edited → every proxy received the EDS update), full push (a new
+ * service → every proxy received the new CDS), and bytes on the wire for a one-endpoint change,
+ * SotW vs delta. A baseline at `--baseline` proxies is measured in the same run.
+ *
+ * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import process from "node:process";
+import type http2 from "node:http2";
+import { connectSession, SimProxy, type SimResponse, type TypeName } from "./_ads_sim.ts";
+
+const REPO = new URL("../", import.meta.url);
+
+interface Options {
+  proxies: number;
+  baseline: number;
+  services: number;
+  endpoints: number;
+  delta: number;
+  changes: number;
+  fullPushes: number;
+  perSession: number;
+}
+
+function parse(args: string[]): Options {
+  const { values } = parseArgs({
+    args,
+    options: {
+      proxies: { type: "string", default: "1000" },
+      baseline: { type: "string", default: "100" },
+      services: { type: "string", default: "1000" },
+      endpoints: { type: "string", default: "5" },
+      delta: { type: "string", default: "10" },
+      changes: { type: "string", default: "20" },
+      "full-pushes": { type: "string", default: "5" },
+      "per-session": { type: "string", default: "1" },
+    },
+    strict: true,
+  });
+  const num = (name: string, v: string | undefined, min: number) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) {
+      throw new Error(`Flag --${name} must be a whole number >= ${min}, got "${v}"`);
+    }
+    return n;
+  };
+  const o = {
+    proxies: num("proxies", values.proxies, 1),
+    baseline: num("baseline", values.baseline, 1),
+    services: num("services", values.services, 1),
+    endpoints: num("endpoints", values.endpoints, 1),
+    delta: num("delta", values.delta, 0),
+    changes: num("changes", values.changes, 1),
+    fullPushes: num("full-pushes", values["full-pushes"], 1),
+    perSession: num("per-session", values["per-session"], 1),
+  };
+  if (o.baseline > o.proxies) o.baseline = o.proxies;
+  return o;
+}
+
+const svcName = (i: number) => `svc-${String(i).padStart(4, "0")}.bench.example`;
+const clusterName = (i: number) => `outbound|8080||${svcName(i)}`;
+
+function serviceEntry(i: number, endpoints: number, bump = 0): string {
+  const a = 1 + Math.floor(i / 250), b = i % 250;
+  const eps = Array.from({ length: endpoints }, (_, e) => {
+    const last = e === 0 && bump ? 100 + (bump % 150) : e + 1;
+    return `    - address: 10.${a}.${b}.${last}\n      labels: {version: v${(e % 2) + 1}}`;
+  }).join("\n");
+  return `apiVersion: networking.mesh.io/v1alpha3
+kind: ServiceEntry
+metadata: {name: svc-${i}, namespace: bench}
+spec:
+  hosts: [${svcName(i)}]
+  ports:
+    - {number: 8080, name: http, protocol: HTTP}
+  location: MESH_INTERNAL
+  resolution: STATIC
+  endpoints:
+${eps}
+`;
+}
+
+async function writeAtomic(file: string, text: string) {
+  await Deno.writeTextFile(file + ".tmp", text);
+  await Deno.rename(file + ".tmp", file);
+}
+
+function rssOf(pid: number): number {
+  const s = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const m = s.match(/VmRSS:\s+(\d+) kB/);
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+function cpuOf(pid: number): number {
+  const f = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, seconds (USER_HZ 100)
+}
+
+const mb = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MB`;
+const ms = (s: number) => `${s.toFixed(0)} ms`;
+
+function pct(sorted: number[], p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function until(what: string, pred: () => boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > deadline) {
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A watch for one resource name in responses of one type, per proxy. */
+interface Watch {
+  type: TypeName;
+  needle: Uint8Array;
+  since: number;
+  seen: Map<SimProxy, number>;
+  bytes: Map<SimProxy, number>;
+}
+
+function contains(hay: Uint8Array, needle: Uint8Array): boolean {
+  // Buffer.indexOf is native and fast.
+  return (hay as unknown as { indexOf(n: Uint8Array): number }).indexOf(needle) >= 0;
+}
+
+/** Runs the benchmark; prints a report to stdout. */
+export async function main(args: string[] = Deno.args): Promise<void> {
+  const o = parse(args);
+  const out = (s = "") => console.log(s);
+  out(
+    `## xDS benchmark: ${o.services} services × ${o.endpoints} endpoints, ${o.proxies} proxies ` +
+      `(+${o.delta} delta), ${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}`,
+  );
+
+  const dir = await Deno.makeTempDir({ prefix: "mesh-bench-xds-" });
+  let child: Deno.ChildProcess | undefined;
+  const sessions: http2.ClientHttp2Session[] = [];
+  const proxies: SimProxy[] = [];
+  try {
+    const t0 = performance.now();
+    for (let i = 0; i < o.services; i++) {
+      await Deno.writeTextFile(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints));
+    }
+    out(`config: ${o.services} ServiceEntry files written in ${ms(performance.now() - t0)}`);
+
+    let log = "";
+    child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "/tmp/mywork/disc_runner.ts",
+        "discovery",
+        "--registries",
+        "Mock",
+        "--configDir",
+        dir,
+        "--port",
+        "0",
+        "--monitoringPort",
+        "0",
+        "--grpcAddr",
+        "127.0.0.1:0",
+        "--secureGrpcAddr",
+        "",
+        "--ctrlz_port",
+        "0",
+        "--ctrlz_address",
+        "127.0.0.1",
+        "--log_output_level",
+        "default:info,ads:error",
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const pid = child.pid;
+    const pump = async (s: ReadableStream<Uint8Array>) => {
+      const d = new TextDecoder();
+      for await (const c of s) {
+        log += d.decode(c, { stream: true });
+        if (log.length > 200_000) log = log.slice(-100_000);
+      }
+    };
+    const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+    pumps.catch(() => {});
+    await until("mesh-discovery to print its addresses", () => /grpc=\S+:\d+/.test(log), 60_000)
+      .catch((e) => {
+        throw new Error(`${e.message}; output:\n${log.slice(-2000)}`);
+      });
+    const grpcPort = Number(log.match(/grpc=\S+:(\d+)/)![1]);
+    await until("mesh-discovery to be ready", () => log.includes("discovery is ready"), 120_000);
+
+    const watches = new Set<Watch>();
+    const onResponse = (p: SimProxy, r: SimResponse) => {
+      for (const w of watches) {
+        if (r.type === w.type && !w.seen.has(p) && contains(r.raw, w.needle)) {
+          w.seen.set(p, performance.now() - w.since);
+          w.bytes.set(p, r.bytes);
+        }
+      }
+    };
+    const openProxy = async (i: number, delta: boolean) => {
+      if (!sessions.length || proxies.length % o.perSession === 0 || delta) {
+        sessions.push(await connectSession(grpcPort));
+      }
+      const p = new SimProxy({
+        session: sessions[sessions.length - 1],
+        nodeId: `sidecar~10.200.${Math.floor(i / 250)}.${
+          i % 250
+        }~proxy-${i}.bench~bench.svc.cluster.local`,
+        delta,
+        routeNames: ["8080"],
+        onResponse,
+      });
+      if (delta) deltaSet.add(p);
+      proxies.push(p);
+      return p;
+    };
+
+    // Wait for the full config to be visible to one probe proxy.
+    const probe = await openProxy(-1, false);
+    await until(
+      `the probe proxy to see ${o.services} bench clusters`,
+      () =>
+        probe.synced &&
+        probe.edsNames.filter((n) => n.endsWith(".bench.example")).length >= o.services,
+      120_000,
+    );
+    const edsFull = probe.bytes.eds;
+    probe.close();
+    proxies.pop();
+    sessions.pop()?.close();
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssIdle = rssOf(pid);
+    out(
+      `server idle (config loaded, no proxies): RSS ${mb(rssIdle)}; SotW initial EDS state ` +
+        `${(edsFull / 1024).toFixed(1)} kB per proxy`,
+    );
+
+    const clientRss0 = process.memoryUsage().rss;
+    const connectWave = async (target: number, deltaCount: number) => {
+      const start = performance.now();
+      const cpu0 = cpuOf(pid);
+      const fresh: SimProxy[] = [];
+      while (proxies.length < target) {
+        const batch = Math.min(50, target - proxies.length);
+        const wave: SimProxy[] = [];
+        for (let k = 0; k < batch; k++) wave.push(await openProxy(proxies.length, false));
+        fresh.push(...wave);
+        await until(
+          "a wave of proxies to sync",
+          () => wave.every((p) => p.synced || p.ended),
+          300_000,
+        );
+      }
+      for (let k = 0; k < deltaCount; k++) fresh.push(await openProxy(100_000 + k, true));
+      await until("all proxies to sync", () => fresh.every((p) => p.synced || p.ended), 300_000);
+      const bad = fresh.filter((p) => p.ended);
+      if (bad.length) throw new Error(`${bad.length} proxies failed: ${bad[0].ended}`);
+      return { seconds: (performance.now() - start) / 1000, cpu: cpuOf(pid) - cpu0 };
+    };
+
+    const measureChanges = async (label: string, count: number) => {
+      const perChange: number[] = [];
+      const perProxy: number[] = [];
+      let sotwBytes = 0, deltaBytes = 0;
+      const sotw = proxies.filter((p) => !isDelta(p));
+      const deltas = proxies.filter((p) => isDelta(p));
+      for (let c = 0; c < count; c++) {
+        const i = (c * 37) % o.services;
+        const w: Watch = {
+          type: "eds",
+          needle: new TextEncoder().encode(clusterName(i)),
+          since: performance.now(),
+          seen: new Map(),
+          bytes: new Map(),
+        };
+        watches.add(w);
+        await writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints, c + 1));
+        await until(
+          `endpoint change ${c} to reach every proxy`,
+          () => w.seen.size >= proxies.length,
+          30_000,
+        )
+          .catch((e) => {
+            throw new Error(`${e.message} (${w.seen.size}/${proxies.length} got it)`);
+          });
+        watches.delete(w);
+        const lat = [...w.seen.values()];
+        perProxy.push(...lat);
+        perChange.push(Math.max(...lat));
+        if (c === 0) {
+          sotwBytes = sotw.length ? w.bytes.get(sotw[0]) ?? NaN : NaN;
+          deltaBytes = deltas.length ? w.bytes.get(deltas[0]) ?? NaN : NaN;
+        }
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      perProxy.sort((a, b) => a - b);
+      perChange.sort((a, b) => a - b);
+      out(
+        `${label}: endpoint change → every proxy (${count} changes): p50 ${
+          ms(pct(perChange, 50))
+        }, ` +
+          `p99 ${ms(pct(perChange, 99))}, max ${
+            ms(perChange[perChange.length - 1])
+          }; per proxy p50 ` +
+          `${ms(pct(perProxy, 50))}, p99 ${ms(pct(perProxy, 99))}`,
+      );
+      return { perChange, perProxy, sotwBytes, deltaBytes };
+    };
+
+    let added = 0;
+    const measureFullPush = async (label: string, count: number) => {
+      const times: number[] = [];
+      for (let c = 0; c < count; c++) {
+        const i = o.services + added++;
+        const w: Watch = {
+          type: "cds",
+          needle: new TextEncoder().encode(clusterName(i)),
+          since: performance.now(),
+          seen: new Map(),
+          bytes: new Map(),
+        };
+        watches.add(w);
+        await writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints));
+        await until(
+          `full push ${c} to reach every proxy`,
+          () => w.seen.size >= proxies.length,
+          60_000,
+        )
+          .catch((e) => {
+            throw new Error(`${e.message} (${w.seen.size}/${proxies.length} got it)`);
+          });
+        watches.delete(w);
+        times.push(Math.max(...w.seen.values()));
+        // let EDS/RDS for the new service settle
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      times.sort((a, b) => a - b);
+      out(
+        `${label}: full push (new service → every proxy has the new CDS, ${count} pushes): ` +
+          `p50 ${ms(pct(times, 50))}, p90 ${ms(pct(times, 90))}, max ${
+            ms(times[times.length - 1])
+          }`,
+      );
+      return times;
+    };
+
+    // ---- baseline ----
+    const w1 = await connectWave(o.baseline, 0);
+    await new Promise((r) => setTimeout(r, 1000));
+    const rssBase = rssOf(pid);
+    out(
+      `baseline ${o.baseline} proxies: connected+synced in ${w1.seconds.toFixed(1)} s ` +
+        `(server CPU ${w1.cpu.toFixed(1)} s); RSS ${mb(rssBase)}, ` +
+        `${mb((rssBase - rssIdle) / o.baseline)} per proxy`,
+    );
+    const baseChanges = await measureChanges(`baseline ${o.baseline}`, Math.min(o.changes, 10));
+    const baseFull = await measureFullPush(`baseline ${o.baseline}`, Math.min(o.fullPushes, 3));
+
+    // ---- full scale ----
+    const w2 = await connectWave(o.proxies, o.delta);
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssN = rssOf(pid);
+    const n = proxies.length;
+    const perProxy = (rssN - rssIdle) / n;
+    out(
+      `${n} proxies (${o.proxies} SotW + ${o.delta} delta): connected+synced in ` +
+        `${w2.seconds.toFixed(1)} s more (server CPU ${w2.cpu.toFixed(1)} s); server RSS ${
+          mb(rssN)
+        }, ` +
+        `${(perProxy / 1024).toFixed(0)} kB per proxy (marginal ` +
+        `${((rssN - rssBase) / (n - o.baseline) / 1024).toFixed(0)} kB)`,
+    );
+    const clientRss = process.memoryUsage().rss;
+    const cpu = process.cpuUsage();
+    out(
+      `client overhead (this process, ${sessions.length} HTTP/2 connections): RSS ${
+        mb(clientRss)
+      } ` +
+        `(+${mb(clientRss - clientRss0)} for the proxies), CPU so far ${
+          ((cpu.user + cpu.system) / 1e6).toFixed(1)
+        } s`,
+    );
+
+    const cpuC0 = cpuOf(pid);
+    const big = await measureChanges(`${n} proxies`, o.changes);
+    const cpuC = cpuOf(pid) - cpuC0;
+    const full = await measureFullPush(`${n} proxies`, o.fullPushes);
+    const projected = rssIdle + perProxy * 2000;
+
+    out();
+    out("| figure | measured | target |");
+    out("| --- | --- | --- |");
+    out(`| server RSS idle (config loaded) | ${mb(rssIdle)} | |`);
+    out(`| server RSS at ${o.baseline} proxies (baseline) | ${mb(rssBase)} | |`);
+    out(`| server RSS at ${n} proxies | ${mb(rssN)} | |`);
+    out(
+      `| memory per connected proxy | ${
+        (perProxy / 1024).toFixed(0)
+      } kB | 2000 proxies within 1.5 GB ` +
+        `(projected for 2000: ${mb(projected)}${n >= 2000 ? ", measured above" : ""}) |`,
+    );
+    out(
+      `| endpoint change → all, p50 / p99 (${o.baseline} proxies) | ${
+        ms(pct(baseChanges.perChange, 50))
+      } / ` +
+        `${ms(pct(baseChanges.perChange, 99))} | |`,
+    );
+    out(
+      `| endpoint change → all, p50 / p99 (${n} proxies) | ${ms(pct(big.perChange, 50))} / ` +
+        `${ms(pct(big.perChange, 99))} | p99 ≤ 1000 ms at 2000 |`,
+    );
+    out(
+      `| server CPU for ${o.changes} endpoint changes at ${n} proxies | ${cpuC.toFixed(2)} s | |`,
+    );
+    out(
+      `| full push → all, p50 / p90 (${o.baseline} proxies) | ${ms(pct(baseFull, 50))} / ` +
+        `${ms(pct(baseFull, 90))} | |`,
+    );
+    out(
+      `| full push → all, p50 / p90 (${n} proxies) | ${ms(pct(full, 50))} / ${
+        ms(pct(full, 90))
+      } | ` +
+        `p90 ≤ 1500 ms |`,
+    );
+    const ratioPush = big.deltaBytes / big.sotwBytes;
+    const ratioState = big.deltaBytes / edsFull;
+    out(
+      `| bytes for a one-endpoint change: SotW push / delta push | ${big.sotwBytes} B / ` +
+        `${big.deltaBytes} B (${(100 * ratioPush).toFixed(1)}%) | delta ≤ 2% of SotW |`,
+    );
+    out(
+      `| same, vs a full SotW EDS state (${(edsFull / 1024).toFixed(1)} kB) | ` +
+        `${(100 * ratioState).toFixed(2)}% | delta ≤ 2% of SotW |`,
+    );
+  } finally {
+    for (const p of proxies) p.close();
+    for (const s of sessions) s.destroy();
+    if (child) {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* gone */ }
+      const t = setTimeout(() => {
+        try {
+          child?.kill("SIGKILL");
+        } catch { /* gone */ }
+      }, 5000);
+      await child.status;
+      clearTimeout(t);
+    }
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+const deltaSet = new WeakSet<SimProxy>();
+function isDelta(p: SimProxy): boolean {
+  return deltaSet.has(p);
+}
+
+if (import.meta.main) await main();

@@ -1,0 +1,334 @@
+/**
+ * `deno task demo`: the mesh on one machine, no cluster needed.
+ *
+ * Starts mesh-discovery (`--registries Mock --configDir docs/demo/config`) as a child process,
+ * two WhoAmI gRPC backends on the Mock endpoint addresses of `hello`'s grpc port
+ * (v1 on 127.0.1.1:17070, v2 on 127.0.1.2:17070), and a proxyless gRPC client (grpc-js-xds)
+ * calling `xds:///hello.default.svc.cluster.local:7070` continuously. Once a second it prints
+ * the split it saw, e.g. `last 1s: v1 80% (160)  v2 20% (40)`. Edit the weights in
+ * `docs/demo/config/hello-virtualservice.yaml` and the split follows. Ctrl-C stops everything.
+ * See docs/demo/README.md.
+ * @module
+ */
+
+import { Command, InvalidArgumentError } from "../lib/deps/commander.ts";
+import {
+  startWhoAmI,
+  WHOAMI_METHOD,
+  type WhoAmIBackend,
+  whoAmIClientConstructor,
+} from "./demo/whoami.ts";
+import { Buffer } from "node:buffer";
+
+/** Default ports of the demo (chosen away from the spec defaults and the Mock endpoint ports). */
+export const DEMO_DEFAULTS = {
+  grpcPort: 25010,
+  httpPort: 25080,
+  monitoringPort: 25093,
+  ctrlzPort: 25876,
+  rate: 200,
+} as const;
+
+const TARGET = "xds:///hello.default.svc.cluster.local:7070";
+const REPO = new URL("../", import.meta.url);
+
+function portArg(name: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < 1 || n > 65535) {
+      throw new InvalidArgumentError(`--${name} must be a port from 1 to 65535, got "${v}"`);
+    }
+    return n;
+  };
+}
+
+function rateArg(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n < 1 || n > 5000) {
+    throw new InvalidArgumentError(
+      `--rate must be a whole number of calls/s from 1 to 5000, got "${v}"`,
+    );
+  }
+  return n;
+}
+
+const write = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
+const writeErr = (line: string) => Deno.stderr.writeSync(new TextEncoder().encode(line + "\n"));
+
+/** Formats one second of results: `last 1s: v1 80% (160)  v2 20% (40)`. */
+export function formatSplit(versions: Map<string, number>, errors: Map<string, number>): string {
+  const ok = [...versions.values()].reduce((a, b) => a + b, 0);
+  const parts = [...versions.entries()].sort(([a], [b]) => a.localeCompare(b))
+    .map(([v, n]) => `${v} ${Math.round((100 * n) / ok)}% (${n})`);
+  let line = `last 1s: ${parts.length ? parts.join("  ") : "no successful calls"}`;
+  const failed = [...errors.values()].reduce((a, b) => a + b, 0);
+  if (failed) {
+    line += `  errors ${failed} (${
+      [...errors.entries()].map(([e, n]) => `${e} x${n}`).join(", ")
+    })`;
+  }
+  return line;
+}
+
+async function waitForPort(port: number, deadlineMs: number, alive: () => boolean) {
+  const deadline = Date.now() + deadlineMs;
+  while (Date.now() < deadline) {
+    if (!alive()) return false;
+    try {
+      const c = await Deno.connect({ hostname: "127.0.0.1", port });
+      c.close();
+      return true;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return false;
+}
+
+async function main(args: string[]): Promise<number> {
+  const cmd = new Command("demo")
+    .description(
+      "Runs mesh-discovery, two gRPC backends and a proxyless client that prints the split.",
+    )
+    .option(
+      "--configDir <dir>",
+      "config directory watched by mesh-discovery",
+      new URL("docs/demo/config", REPO).pathname,
+    )
+    .option(
+      "--grpcPort <port>",
+      "plaintext ADS port of mesh-discovery",
+      portArg("grpcPort"),
+      DEMO_DEFAULTS.grpcPort,
+    )
+    .option(
+      "--httpPort <port>",
+      "HTTP port of mesh-discovery (/debug/...)",
+      portArg("httpPort"),
+      DEMO_DEFAULTS.httpPort,
+    )
+    .option(
+      "--monitoringPort <port>",
+      "monitoring port of mesh-discovery",
+      portArg("monitoringPort"),
+      DEMO_DEFAULTS.monitoringPort,
+    )
+    .option(
+      "--ctrlzPort <port>",
+      "ControlZ port of mesh-discovery",
+      portArg("ctrlzPort"),
+      DEMO_DEFAULTS.ctrlzPort,
+    )
+    .option("--rate <n>", "calls per second made by the client", rateArg, DEMO_DEFAULTS.rate)
+    .option("--verbose", "copy mesh-discovery's output to stderr", false)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => Deno.stdout.writeSync(new TextEncoder().encode(s)),
+      writeErr: (s) => Deno.stderr.writeSync(new TextEncoder().encode(s)),
+    });
+  try {
+    cmd.parse(args, { from: "user" });
+  } catch (e) {
+    const code = (e as { exitCode?: number; code?: string }).code;
+    if (code === "commander.helpDisplayed" || code === "commander.version") return 0;
+    return 2;
+  }
+  const o = cmd.opts();
+  try {
+    const st = await Deno.stat(o.configDir);
+    if (!st.isDirectory) throw new Error("not a directory");
+  } catch (e) {
+    writeErr(
+      `Error: --configDir "${o.configDir}" is not a readable directory: ${(e as Error).message}`,
+    );
+    return 2;
+  }
+
+  // Backends first: they bind the fixed Mock endpoint addresses.
+  const backends: WhoAmIBackend[] = [];
+  try {
+    backends.push(await startWhoAmI({ host: "127.0.1.1", port: 17070, version: "v1" }));
+    backends.push(await startWhoAmI({ host: "127.0.1.2", port: 17070, version: "v2" }));
+  } catch (e) {
+    writeErr(`Error: ${(e as Error).message}`);
+    for (const b of backends) await b.shutdown();
+    return 1;
+  }
+
+  const tail: string[] = [];
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "/tmp/mywork/disc_runner.ts",
+      "discovery",
+      "--registries",
+      "Mock",
+      "--configDir",
+      o.configDir,
+      "--port",
+      String(o.httpPort),
+      "--grpcAddr",
+      `127.0.0.1:${o.grpcPort}`,
+      "--secureGrpcAddr",
+      "",
+      "--monitoringPort",
+      String(o.monitoringPort),
+      "--ctrlz_port",
+      String(o.ctrlzPort),
+      "--ctrlz_address",
+      "127.0.0.1",
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let childExited = false;
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const chunk of s) {
+      buf += dec.decode(chunk, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        tail.push(line);
+        if (tail.length > 40) tail.shift();
+        if (o.verbose) writeErr(`[mesh-discovery] ${line}`);
+      }
+    }
+  };
+  const childStatus = Promise.all([child.status, pump(child.stdout), pump(child.stderr)])
+    .then(([s]) => {
+      childExited = true;
+      return s;
+    });
+
+  let stopping = false;
+  let timers: number[] = [];
+  let client: { close(): void } | undefined;
+  let resolveDone!: (code: number) => void;
+  const done = new Promise<number>((r) => (resolveDone = r));
+
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    for (const t of timers) clearInterval(t);
+    timers = [];
+    client?.close();
+    if (!childExited) {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      const t = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* already gone */ }
+      }, 5000);
+      await childStatus;
+      clearTimeout(t);
+    }
+    for (const b of backends) await b.shutdown();
+    resolveDone(code);
+  };
+  const onSignal = () => {
+    write("demo: stopping");
+    stop(0);
+  };
+  Deno.addSignalListener("SIGINT", onSignal);
+  Deno.addSignalListener("SIGTERM", onSignal);
+  childStatus.then((s) => {
+    if (stopping) return;
+    writeErr(
+      `Error: mesh-discovery exited with code ${s.code}; its last output:\n${tail.join("\n")}`,
+    );
+    stop(1);
+  });
+
+  if (!(await waitForPort(o.grpcPort, 30_000, () => !childExited && !stopping))) {
+    if (!stopping && !childExited) {
+      writeErr(
+        `Error: mesh-discovery did not open 127.0.0.1:${o.grpcPort} within 30 s; its last output:\n${
+          tail.join("\n")
+        }`,
+      );
+      await stop(1);
+    }
+  }
+
+  if (!stopping) {
+    write(
+      `demo: mesh-discovery (pid ${child.pid}) ADS 127.0.0.1:${o.grpcPort}, HTTP 127.0.0.1:${o.httpPort}; ` +
+        `backends v1 ${backends[0].address}, v2 ${backends[1].address}; config ${o.configDir}`,
+    );
+    write(
+      `demo: calling ${TARGET} at ${o.rate}/s; edit the weights in ${o.configDir} to change the split; Ctrl-C stops`,
+    );
+    Deno.env.set(
+      "GRPC_XDS_BOOTSTRAP_CONFIG",
+      JSON.stringify({
+        xds_servers: [{
+          server_uri: `127.0.0.1:${o.grpcPort}`,
+          channel_creds: [{ type: "insecure" }],
+          server_features: ["xds_v3"],
+        }],
+        node: {
+          id: "sidecar~127.0.0.1~demo-client.default~default.svc.cluster.local",
+          cluster: "demo-client",
+          locality: { region: "mock-region", zone: "mock-zone" },
+        },
+      }),
+    );
+    const grpc = await import("../lib/deps/grpc.ts");
+    const xds = await import("../lib/deps/grpc_xds.ts");
+    xds.register();
+    const Client = whoAmIClientConstructor(grpc);
+    const c = new Client(TARGET, grpc.credentials.createInsecure());
+    client = c;
+    const versions = new Map<string, number>();
+    const errors = new Map<string, number>();
+    let inFlight = 0;
+    const perTick = o.rate / 20;
+    let credit = 0;
+    const callOnce = () => {
+      inFlight++;
+      c.makeUnaryRequest(
+        WHOAMI_METHOD,
+        (v: unknown) => Buffer.from(JSON.stringify(v)),
+        (b: Buffer) => JSON.parse(b.toString("utf8")),
+        {},
+        new grpc.Metadata(),
+        { deadline: Date.now() + 2000 },
+        (err: { code?: number } | null, reply?: { version: string }) => {
+          inFlight--;
+          if (stopping) return;
+          if (err || !reply) {
+            const name = grpc.status[err?.code ?? 2] ?? String(err?.code);
+            errors.set(name, (errors.get(name) ?? 0) + 1);
+          } else versions.set(reply.version, (versions.get(reply.version) ?? 0) + 1);
+        },
+      );
+    };
+    timers.push(setInterval(() => {
+      credit += perTick;
+      while (credit >= 1 && inFlight < 200) {
+        credit--;
+        callOnce();
+      }
+      if (credit > perTick) credit = perTick;
+    }, 50));
+    timers.push(setInterval(() => {
+      write(formatSplit(versions, errors));
+      versions.clear();
+      errors.clear();
+    }, 1000));
+  }
+
+  const code = await done;
+  Deno.removeSignalListener("SIGINT", onSignal);
+  Deno.removeSignalListener("SIGTERM", onSignal);
+  return code;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,84 @@
+/**
+ * `mesh-discovery debug <proxyID> <configuration-type>`: prints what a running discovery
+ * instance serves a proxy, from its monitoring port (`127.0.0.1:9093`, or `host:port` from the
+ * environment variable `MESH_DISCOVERY_ADDR`).
+ *
+ * Types: `ads` (/debug/adsz), `eds` (/debug/edsz), `syncz` (/debug/syncz), `all` (the three in
+ * turn). proxyID `all` means every proxy. A 404 prints
+ * `proxy not connected to this discovery instance` on stderr (exit 0); any other non-200 status
+ * fails with `received <code> status from discovery: <body>`.
+ * @module
+ */
+
+import type { CliContext } from "../_shared/context.ts";
+import { UsageError } from "../_shared/context.ts";
+
+/** Environment variable overriding the discovery monitoring address (`host:port`). */
+export const DISCOVERY_ADDR_ENV = "MESH_DISCOVERY_ADDR";
+/** Default monitoring address of a local discovery instance. */
+export const DEFAULT_DISCOVERY_ADDR = "127.0.0.1:9093";
+
+/** Debug types and their pages. */
+export const DEBUG_TYPES: Record<string, string[]> = {
+  ads: ["adsz"],
+  eds: ["edsz"],
+  syncz: ["syncz"],
+  all: ["adsz", "edsz", "syncz"],
+};
+
+/** Message printed when the proxy is not connected (404). */
+export const NOT_CONNECTED = "proxy not connected to this discovery instance";
+
+/** The outcome of {@link fetchDebug}: the body on 200, or `notConnected` on 404. */
+export type DebugResult = { body: string } | { notConnected: true };
+
+/**
+ * GETs one debug type from a discovery monitoring address.
+ * @throws UsageError for an unknown type; Error for other statuses or when unreachable.
+ */
+export async function fetchDebug(
+  addr: string,
+  proxyID: string,
+  type: string,
+): Promise<DebugResult[]> {
+  const pages = DEBUG_TYPES[type];
+  if (!pages) throw new UsageError(`"${type}" is not a supported debugging config type`);
+  if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):\d{1,5}$/.test(addr)) {
+    throw new Error(`Invalid discovery address ${JSON.stringify(addr)}: want <host>:<port>`);
+  }
+  const out: DebugResult[] = [];
+  for (const page of pages) {
+    const q = proxyID === "all" ? "" : `?proxyID=${encodeURIComponent(proxyID)}`;
+    const url = `http://${addr}/debug/${page}${q}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+    } catch (e) {
+      throw new Error(`Cannot reach discovery at ${addr}: ${(e as Error).message}`);
+    }
+    const body = await res.text();
+    if (res.status === 200) out.push({ body });
+    else if (res.status === 404) out.push({ notConnected: true });
+    else throw new Error(`received ${res.status} status from discovery: ${body.trim()}`);
+  }
+  return out;
+}
+
+/** Prints the results: bodies on stdout, the not-connected message on stderr. */
+export async function printDebug(results: DebugResult[], ctx: CliContext): Promise<void> {
+  for (const r of results) {
+    if ("body" in r) await ctx.stdout.write(r.body.endsWith("\n") ? r.body : r.body + "\n");
+    else await ctx.stderr.write(NOT_CONNECTED + "\n");
+  }
+}
+
+/** Runs `debug`. */
+export async function run(_opts: unknown, args: string[], ctx: CliContext) {
+  const [proxyID, type] = args;
+  if (!DEBUG_TYPES[type]) {
+    throw new UsageError(`"${type}" is not a supported debugging config type`);
+  }
+  const addr = ctx.env[DISCOVERY_ADDR_ENV] || DEFAULT_DISCOVERY_ADDR;
+  await printDebug(await fetchDebug(addr, proxyID, type), ctx);
+  return 0;
+}

@@ -1,0 +1,37 @@
+/**
+ * `mesh-discovery discovery`: validates the flags, starts the discovery server
+ * (servers/discovery) and runs until SIGINT/SIGTERM, then shuts down and exits 0.
+ * @module
+ */
+
+import type { CliContext } from "../_shared/context.ts";
+import { UsageError } from "../_shared/context.ts";
+import type { DiscoveryOptions } from "./flags.ts";
+
+/** Runs the discovery server. */
+export async function run(opts: DiscoveryOptions, _args: string[], ctx: CliContext) {
+  const { goawayWarning } = await import("../../lib/runtime/mod.ts");
+  const warning = goawayWarning();
+  if (warning) await ctx.stderr.write(warning + "\n");
+  const discovery = await import("../../servers/discovery/mod.ts");
+  const { runUntilSignal } = await import("../../lib/process/mod.ts");
+  let config;
+  try {
+    config = discovery.toConfig(opts, {
+      POD_NAMESPACE: ctx.env.POD_NAMESPACE,
+      MESH_CERT_DIR: ctx.env.MESH_CERT_DIR,
+    });
+  } catch (e) {
+    if (e instanceof discovery.ConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+  const { certs, reason } = config.secureGrpcAddr
+    ? await discovery.readMeshCerts(config.certDir)
+    : { certs: null, reason: "" };
+  const handle = await discovery.start(config, {
+    certs,
+    certsMissingReason: reason,
+    args: [...ctx.commandPath, ...Deno.args.slice(1)],
+  });
+  return await runUntilSignal(handle);
+}

@@ -1,0 +1,351 @@
+/**
+ * Shared plumbing of `meshctl create`, `replace`, `delete` and `get`: opening the store the
+ * global flags select (`--platform orch` → the orchestrator store, `--platform fs` → the file
+ * store on `--configDir`), reading and validating input documents (every document is checked
+ * before anything is written), namespace resolution and message formatting.
+ * @module
+ */
+import { isAbsolute, resolve } from "node:path";
+import { type CliContext, UsageError } from "../_shared/context.ts";
+import type { CommonOptions } from "./flags.ts";
+import { parseAllDocuments } from "../../lib/deps/yaml.ts";
+import { currentNamespace, loadKubeConfig, resolveKubeconfigPath } from "../../lib/kube/mod.ts";
+import {
+  type ConfigObject,
+  formatIssue,
+  type ModelSchema,
+  normalizeObject,
+  schemaByKind,
+  schemasByKindOnly,
+  type ValidationIssue,
+} from "../../lib/model/mod.ts";
+import { type ConfigStore, ConflictError, NotFoundError } from "../../lib/store/types.ts";
+
+/** The platforms meshctl works on. */
+export type Platform = "orch" | "fs";
+
+/** Checks `--platform` (and `--configDir` for fs); throws {@link UsageError} otherwise. */
+export function checkPlatform(opts: CommonOptions): Platform {
+  const p = opts.platform;
+  if (p !== "orch" && p !== "fs") {
+    throw new UsageError(
+      `Unknown platform ${JSON.stringify(p)}: want "orch" (orchestrator API) or "fs" ` +
+        `(a --configDir directory)`,
+    );
+  }
+  if (p === "fs" && !opts.configDir) {
+    throw new UsageError(`--configDir is required with --platform fs`);
+  }
+  return p;
+}
+
+/** A store opened for one command, with the namespace objects without one go to. */
+export interface OpenedStore {
+  readonly store: ConfigStore;
+  /**
+   * Problems the store saw while loading: `errors` make a read meaningless (a type that cannot be
+   * listed), `warnings` do not (a file or a stored object that fails validation is left out).
+   */
+  problems(): { errors: string[]; warnings: string[] };
+  close(): Promise<void>;
+}
+
+/** Where the store of a platform lives, resolved before opening it. */
+export interface StoreTarget {
+  platform: Platform;
+  /** fs: the directory; orch: the kubeconfig path. */
+  path: string;
+}
+
+/** Resolves `--configDir` / `--orchconfig` against the working directory. */
+export function storeTarget(opts: CommonOptions, ctx: CliContext): StoreTarget {
+  const platform = checkPlatform(opts);
+  if (platform === "fs") return { platform, path: absolute(opts.configDir, ctx) };
+  return { platform, path: kubeconfigPath(opts, ctx) };
+}
+
+/** The kubeconfig file meant by `--orchconfig` (first entry of a `:` list), absolute. */
+export function kubeconfigPath(opts: CommonOptions, ctx: CliContext): string {
+  const p = resolveKubeconfigPath(undefined, {
+    KUBECONFIG: opts.orchconfig,
+    HOME: ctx.env.HOME,
+    USERPROFILE: ctx.env.USERPROFILE,
+  });
+  if (!p) throw new UsageError("No orchestrator configuration file: set --orchconfig or HOME");
+  return absolute(p, ctx);
+}
+
+function absolute(path: string, ctx: CliContext): string {
+  return isAbsolute(path) ? path : resolve(ctx.cwd, path);
+}
+
+/** Options of {@link Connection.open}. */
+export interface OpenStoreOptions {
+  /** Types the command touches (the store loads only these). */
+  schemas: readonly ModelSchema[];
+  /** Restrict the orchestrator store to this namespace (reads of one namespace). */
+  namespace?: string;
+}
+
+/** A platform ready to open stores: its default namespace is known. */
+export interface Connection {
+  /** The default namespace: the current context's on orch, `default` on fs. */
+  readonly defaultNamespace: string;
+  /**
+   * Opens the store holding `schemas`. The orchestrator store lists only those types (in
+   * `namespace` when given); the file store reads the directory once, without watching it.
+   */
+  open(options: OpenStoreOptions): Promise<OpenedStore>;
+}
+
+/** Prepares `target`: on orch, loads the kubeconfig (a missing or bad file is an Error). */
+export async function connect(target: StoreTarget): Promise<Connection> {
+  if (target.platform === "fs") {
+    return {
+      defaultNamespace: "default",
+      async open(options) {
+        const { createFileStore } = await import("../../lib/store/file.ts");
+        const store = await createFileStore({
+          dir: target.path,
+          schemas: options.schemas,
+          watchFs: false,
+          pollMs: 3_600_000,
+          defaultNamespace: "default",
+        });
+        return {
+          store,
+          problems: () => ({ errors: [], warnings: store.errors().map((e) => e.message) }),
+          close: () => store.close(),
+        };
+      },
+    };
+  }
+  const kc = await loadKubeConfig(target.path);
+  const defaultNamespace = currentNamespace(kc);
+  return {
+    defaultNamespace,
+    async open(options) {
+      const { createKubeStore } = await import("../../lib/store/kube.ts");
+      const store = await createKubeStore({
+        kubeConfig: kc,
+        schemas: options.schemas,
+        namespace: options.namespace,
+        defaultNamespace,
+        resyncMs: 0,
+      });
+      return {
+        store,
+        problems: () => {
+          const all = store.errors();
+          return {
+            errors: all.filter((e) => !e.object).map((e) => e.message),
+            warnings: all.filter((e) => e.object).map((e) => `${e.object}: ${e.message}`),
+          };
+        },
+        close: () => store.close(),
+      };
+    },
+  };
+}
+
+// ---- input ---------------------------------------------------------------------------------
+
+/** Reads `-f <file>` (relative to the working directory), or standard input for "" and "-". */
+export async function readInput(
+  file: string,
+  ctx: CliContext,
+): Promise<{ label: string; text: string }> {
+  if (file === "" || file === "-") {
+    const text = await new Response(ctx.stdin).text();
+    return { label: "stdin", text };
+  }
+  try {
+    return { label: file, text: await Deno.readTextFile(absolute(file, ctx)) };
+  } catch (err) {
+    const reason = err instanceof Deno.errors.NotFound ? "no such file" : (err as Error).message;
+    throw new Error(`Cannot read ${JSON.stringify(file)}: ${reason}`);
+  }
+}
+
+/** One input document, checked. */
+export interface InputObject {
+  /** 1-based index of the document in the input. */
+  document: number;
+  /** The normalized object (our group, namespace resolved). */
+  object: ConfigObject;
+  schema: ModelSchema;
+}
+
+/**
+ * The namespace an object goes to (the reference's handleNamespaces): the object's and `-n` must
+ * agree when both are set; else `-n`, else the object's, else the default namespace.
+ */
+export function resolveNamespace(
+  objectNamespace: string,
+  flagNamespace: string,
+  defaultNamespace: string,
+): { namespace: string } | { error: string } {
+  if (objectNamespace && flagNamespace && objectNamespace !== flagNamespace) {
+    return {
+      error:
+        `the namespace from the provided object ${
+          JSON.stringify(objectNamespace)
+        } does not match the namespace ${JSON.stringify(flagNamespace)}. ` +
+        `You must pass '--namespace=${objectNamespace}' to perform this operation`,
+    };
+  }
+  return { namespace: flagNamespace || objectNamespace || defaultNamespace };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** What {@link parseInput} checks beyond the document structure. */
+export interface ParseOptions {
+  /** `-n`. */
+  flagNamespace: string;
+  /** The platform's default namespace. */
+  defaultNamespace: string;
+  /**
+   * `full`: the whole object is validated (create, replace). `identity`: only kind, name and
+   * namespace matter (delete by file), so an outdated spec does not block a delete.
+   */
+  check: "full" | "identity";
+}
+
+/**
+ * Parses a multi-document YAML (or JSON) input and checks every document. Returns the objects,
+ * or every problem as one line each (`<label> document 3: VirtualService/default/x: spec...:
+ * reason`). Empty documents are skipped. The same object twice is a problem.
+ */
+export function parseInput(
+  label: string,
+  text: string,
+  options: ParseOptions,
+): { objects: InputObject[]; problems: string[] } {
+  const problems: string[] = [];
+  const objects: InputObject[] = [];
+  const seen = new Map<string, number>();
+  const docs = parseAllDocuments(text);
+  const list = Array.isArray(docs) ? docs : [];
+  if (!Array.isArray(docs)) {
+    // an empty stream (only comments / nothing)
+    return { objects, problems };
+  }
+  list.forEach((doc, i) => {
+    const n = i + 1;
+    const where = `${label} document ${n}`;
+    if (doc.errors.length > 0) {
+      const msg = doc.errors[0].message.split("\n")[0];
+      problems.push(`${where}: cannot parse YAML: ${msg}`);
+      return;
+    }
+    const raw = doc.toJS();
+    if (raw === null || raw === undefined) return;
+    const p = checkDocument(raw, where, options);
+    if ("problems" in p) {
+      problems.push(...p.problems);
+      return;
+    }
+    const o = p.object;
+    const id = `${p.schema.type}/${o.metadata.namespace}/${o.metadata.name}`;
+    const first = seen.get(id);
+    if (first !== undefined) {
+      problems.push(
+        `${where}: ${o.kind}/${o.metadata.namespace}/${o.metadata.name}: ` +
+          `defined again (first in document ${first})`,
+      );
+      return;
+    }
+    seen.set(id, n);
+    objects.push({ document: n, object: o, schema: p.schema });
+  });
+  return { objects, problems };
+}
+
+function checkDocument(
+  raw: unknown,
+  where: string,
+  options: ParseOptions,
+): { object: ConfigObject; schema: ModelSchema } | { problems: string[] } {
+  const line = (i: ValidationIssue) =>
+    i.object === where ? formatIssue(i) : `${where}: ${formatIssue(i)}`;
+  if (!isRecord(raw)) {
+    return { problems: [`${where}: must be an object with apiVersion, kind, metadata and spec`] };
+  }
+  // kind first: an unknown kind is one clear line
+  const kind = raw.kind;
+  if (typeof kind === "string" && kind !== "" && schemasByKindOnly(kind).length === 0) {
+    return { problems: [`${where}: kind ${kind} is not known`] };
+  }
+  const meta = isRecord(raw.metadata) ? raw.metadata : {};
+  const objNs = typeof meta.namespace === "string" ? meta.namespace : "";
+  const ns = resolveNamespace(objNs, options.flagNamespace, options.defaultNamespace);
+  if ("error" in ns) return { problems: [`${where}: ${ns.error}`] };
+  const withNs = { ...raw, metadata: { ...meta, namespace: ns.namespace } };
+  const res = normalizeObject(withNs, where);
+  if (res.object && res.schema) return { object: res.object, schema: res.schema };
+  if (options.check === "identity" && res.schema) {
+    const idIssues = res.issues.filter((i) => !i.path.startsWith("spec"));
+    if (idIssues.length === 0) {
+      const s = res.schema;
+      return {
+        object: {
+          apiVersion: `${s.group}/${s.version}`,
+          kind: s.kind,
+          metadata: { name: String(meta.name), namespace: ns.namespace },
+          spec: {},
+        },
+        schema: s,
+      };
+    }
+    return { problems: idIssues.map(line) };
+  }
+  if (res.issues.length === 0) return { problems: [`${where}: invalid object`] };
+  return { problems: res.issues.map(line) };
+}
+
+// ---- output ----------------------------------------------------------------------------------
+
+/**
+ * How a message names an object's type: the hyphenated internal type for the 14 meshctl types
+ * (`virtual-service`), the kind for policy-server kinds (`rule`, `denier`).
+ */
+export function typeLabel(schema: ModelSchema): string {
+  return schema.meshctl ? schema.internalType : schema.kind;
+}
+
+/** `<type>/<ns>/<name>` of an object, as messages print it. */
+export function objectPath(schema: ModelSchema, obj: ConfigObject): string {
+  return `${typeLabel(schema)}/${obj.metadata.namespace}/${obj.metadata.name}`;
+}
+
+/** One line for a failed write of `what` (`create virtual-service/default/x`). */
+export function writeFailure(op: "create" | "replace" | "delete", what: string, err: unknown) {
+  const msg = err instanceof Error ? err.message : String(err);
+  if (err instanceof ConflictError) {
+    if (op === "create") return `cannot create ${what}: it already exists (${msg})`;
+    return `cannot ${op} ${what}: conflict: it was modified since it was read (${msg})`;
+  }
+  if (err instanceof NotFoundError && op !== "create") {
+    return `cannot ${op} ${what}: it does not exist (${msg})`;
+  }
+  return `cannot ${op} ${what}: ${msg}`;
+}
+
+/** Writes each line as `Error: <line>` on stderr and returns exit code 1. */
+export async function fail(ctx: CliContext, lines: readonly string[]): Promise<number> {
+  await ctx.stderr.write(lines.map((l) => `Error: ${l}\n`).join(""));
+  return 1;
+}
+
+/** The model schema of a stored object (our group). */
+export function schemaOf(obj: ConfigObject): ModelSchema | undefined {
+  return schemaByKind(obj.apiVersion, obj.kind);
+}
+
+/** Distinct schemas of some input objects, in first-seen order. */
+export function schemasOf(objects: readonly InputObject[]): ModelSchema[] {
+  return [...new Set(objects.map((o) => o.schema))];
+}

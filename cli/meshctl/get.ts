@@ -1,0 +1,105 @@
+/**
+ * `meshctl get <type> [<name>] [-o short|yaml]`: lists every object of a type (in `-n`, or in
+ * all namespaces when `-n` is empty), or the named one (in `-n` or the default namespace).
+ * @module
+ */
+import { type CliContext, UsageError } from "../_shared/context.ts";
+import { stringify } from "../../lib/deps/yaml.ts";
+import {
+  type ConfigObject,
+  resolveMeshctlType,
+  typeListText,
+  type TypeSchema,
+} from "../../lib/model/mod.ts";
+import type { GetOptions } from "./flags.ts";
+import { connect, fail, storeTarget } from "./_config_io.ts";
+
+/** Output formats of `get`. */
+export const OUTPUT_FORMATS = ["yaml", "short"] as const;
+
+/** Runs `meshctl get`. */
+export async function run(opts: GetOptions, args: string[], ctx: CliContext): Promise<number> {
+  const [typeArg, name] = args;
+  if (!typeArg) {
+    throw new UsageError(`specify the type of resource to get. Types are ${typeListText()}`);
+  }
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(opts.output)) {
+    throw new UsageError(`unknown output format ${opts.output}. Types are yaml|short`);
+  }
+  const t = resolveMeshctlType(typeArg);
+  if ("error" in t) throw new UsageError(t.error);
+  const schema = t.schema;
+  const target = storeTarget(opts, ctx);
+  const conn = await connect(target);
+  // one object: -n or the default namespace; a list: -n, or every namespace
+  const namespace = name ? opts.namespace || conn.defaultNamespace : opts.namespace || undefined;
+  const opened = await conn.open({ schemas: [schema], namespace });
+  let objects: ConfigObject[];
+  try {
+    const { errors, warnings } = opened.problems();
+    if (errors.length > 0) return await fail(ctx, errors);
+    if (warnings.length > 0) {
+      await ctx.stderr.write(warnings.map((w) => `Warning: ${w}\n`).join(""));
+    }
+    if (name) {
+      const one = await opened.store.get(schema.type, name, namespace!);
+      objects = one ? [one] : [];
+    } else {
+      objects = await opened.store.list(schema.type, namespace);
+    }
+  } finally {
+    await opened.close();
+  }
+  if (objects.length === 0) {
+    await ctx.stderr.write("No resources found.\n");
+    return 0;
+  }
+  await ctx.stdout.write(
+    opts.output === "yaml" ? yamlOutput(objects) : shortOutput(objects, schema),
+  );
+  return 0;
+}
+
+/** `yaml` output: each object in full, followed by a `---` line. Keys sorted, like the reference. */
+export function yamlOutput(objects: readonly ConfigObject[]): string {
+  return objects.map((o) =>
+    stringify(o, { sortMapEntries: true, lineWidth: 0, aliasDuplicateObjects: false }) + "---\n"
+  ).join("");
+}
+
+/** `short` output: the NAME KIND NAMESPACE table. */
+export function shortOutput(objects: readonly ConfigObject[], schema: TypeSchema): string {
+  const kind = `${schema.kind}.${schema.group}.${schema.version}`;
+  return tabwrite([
+    ["NAME", "KIND", "NAMESPACE"],
+    ...objects.map((o) => [o.metadata.name, kind, o.metadata.namespace ?? ""]),
+  ]);
+}
+
+/** Options of {@link tabwrite}, as Go's `text/tabwriter`. */
+export interface TabwriterOptions {
+  minwidth: number;
+  padding: number;
+}
+
+/**
+ * Aligns rows of cells like Go's `text/tabwriter` with space padding (the reference's
+ * `tabwriter.NewWriter(w, 10, 4, 3, ' ', 0)`): every cell but the last of a row is padded to its
+ * column's width, `max(minwidth, widest cell + padding)`; the last cell is written as is.
+ */
+export function tabwrite(
+  rows: readonly (readonly string[])[],
+  options: TabwriterOptions = { minwidth: 10, padding: 3 },
+): string {
+  const width = (s: string) => [...s].length;
+  const widths: number[] = [];
+  for (const row of rows) {
+    for (let c = 0; c < row.length - 1; c++) {
+      widths[c] = Math.max(widths[c] ?? options.minwidth, width(row[c]) + options.padding);
+    }
+  }
+  return rows.map((row) =>
+    row.map((cell, c) => c < row.length - 1 ? cell + " ".repeat(widths[c] - width(cell)) : cell)
+      .join("") + "\n"
+  ).join("");
+}

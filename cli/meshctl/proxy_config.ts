@@ -1,0 +1,81 @@
+/**
+ * `meshctl proxy-config <endpoint|discovery> <pod-name|mesh> [<configuration-type>]`.
+ *
+ * `discovery`: asks mesh-discovery what it serves the proxy `<pod>.<namespace>` (`mesh`: every
+ * proxy) through its debug pages (types `ads`, `eds`, `syncz`, `all`; default `all`).
+ * With `--platform fs` the discovery monitoring address is `$MESH_DISCOVERY_ADDR` (default
+ * `127.0.0.1:9093`); with `--platform orch` every pod labelled `app=mesh-discovery` in
+ * `--meshNamespace` is asked at `<pod IP>:9093`. For one proxy the first instance that knows it
+ * answers; for `mesh` each instance's answer is printed under a `<pod> <type>` line.
+ *
+ * `endpoint` (the proxy's own admin interface) is not implemented yet (exit 1).
+ * @module
+ */
+
+import { type CliContext, UsageError } from "../_shared/context.ts";
+import {
+  DEBUG_TYPES,
+  DEFAULT_DISCOVERY_ADDR,
+  DISCOVERY_ADDR_ENV,
+  fetchDebug,
+  NOT_CONNECTED,
+  printDebug,
+} from "../mesh-discovery/debug.ts";
+import type { CommonOptions } from "./flags.ts";
+
+/** Monitoring port of discovery pods. */
+export const DISCOVERY_MONITORING_PORT = 9093;
+/** Label selecting discovery pods. */
+export const DISCOVERY_POD_SELECTOR = "app=mesh-discovery";
+
+/** Runs `proxy-config`. */
+export async function run(opts: CommonOptions, args: string[], ctx: CliContext) {
+  const [location, pod, type = "all"] = args;
+  if (location === "endpoint") {
+    throw new Error("meshctl proxy-config endpoint is not implemented yet");
+  }
+  if (location !== "discovery") {
+    throw new UsageError(`"${location}" debug not supported: want endpoint or discovery`);
+  }
+  if (!DEBUG_TYPES[type]) {
+    throw new UsageError(`"${type}" is not a supported debugging config type`);
+  }
+  const proxyID = pod === "mesh" ? "all" : `${pod}.${opts.namespace || "default"}`;
+  if (opts.platform !== "orch") {
+    const addr = ctx.env[DISCOVERY_ADDR_ENV] || DEFAULT_DISCOVERY_ADDR;
+    await printDebug(await fetchDebug(addr, proxyID, type), ctx);
+    return 0;
+  }
+  const { kubeClient, loadKubeConfig } = await import("../../lib/kube/mod.ts");
+  const kc = await loadKubeConfig(opts.orchconfig);
+  const k8s = await kubeClient();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  let pods;
+  try {
+    pods = await core.listNamespacedPod({
+      namespace: opts.meshNamespace,
+      labelSelector: DISCOVERY_POD_SELECTOR,
+    });
+  } catch (e) {
+    throw new Error(
+      `Cannot list discovery pods in ${opts.meshNamespace}: ${(e as Error).message.split("\n")[0]}`,
+    );
+  }
+  const instances = (pods.items ?? []).filter((p) => p.status?.podIP);
+  if (!instances.length) throw new Error("unable to find any discovery instances");
+  for (const p of instances) {
+    const addr = `${p.status!.podIP}:${DISCOVERY_MONITORING_PORT}`;
+    const results = await fetchDebug(addr, proxyID, type);
+    if (pod === "mesh") {
+      await ctx.stdout.write(`${p.metadata?.name} ${type}\n`);
+      await printDebug(results, ctx);
+      continue;
+    }
+    if (results.some((r) => "body" in r)) {
+      await printDebug(results.filter((r) => "body" in r), ctx);
+      return 0;
+    }
+  }
+  if (pod !== "mesh") await ctx.stderr.write(NOT_CONNECTED + "\n");
+  return 0;
+}

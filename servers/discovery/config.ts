@@ -1,0 +1,260 @@
+/**
+ * `toConfig(flags, env)`: the flags of `mesh-discovery discovery` (plus groups L and I) turned
+ * into a validated, frozen {@link DiscoveryConfig}. Pure: no I/O.
+ * @module
+ */
+
+import { parseRegistries, type RegistryName } from "../../lib/registry/mod.ts";
+
+/** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
+export interface ListenAddress {
+  /** Host or IP as given (IPv6 without brackets); "" = all interfaces. */
+  readonly host: string;
+  /** Port, 0 = pick a free one. */
+  readonly port: number;
+}
+
+/** Where `--webhookEndpoint` points. */
+export type WebhookTarget =
+  | { readonly kind: "http"; readonly url: string }
+  | { readonly kind: "unix"; readonly path: string };
+
+/** The validated configuration of the discovery server. */
+export interface DiscoveryConfig {
+  /** Only this application namespace is watched; "" = all. */
+  readonly appNamespace: string;
+  readonly platformcConfig: string;
+  readonly clusterRegistriesConfigMap: string;
+  readonly clusterRegistriesNamespace: string;
+  /** File store directory; "" = orchestrator (CRD) store. */
+  readonly configDir: string;
+  readonly regaserverURL: string;
+  readonly regaserverIntervalMs: number;
+  readonly regbserverURL: string;
+  readonly regbserverIntervalMs: number;
+  /** Cache REST xDS responses until the next push. */
+  readonly discoveryCache: boolean;
+  readonly domain: string;
+  readonly grpcAddr: ListenAddress;
+  /** null when disabled (`--secureGrpcAddr ""`). */
+  readonly secureGrpcAddr: ListenAddress | null;
+  readonly orchconfig: string;
+  readonly meshConfigPath: string;
+  readonly monitoringPort: number;
+  /** Controller namespace (`--namespace`, else `POD_NAMESPACE`). */
+  readonly namespace: string;
+  readonly port: number;
+  readonly profile: boolean;
+  /** `--registries`, validated, duplicates removed, in order. */
+  readonly registries: readonly RegistryName[];
+  /** Warnings found while validating (duplicate registries), logged at start. */
+  readonly warnings: readonly string[];
+  readonly resyncMs: number;
+  readonly webhook: WebhookTarget | null;
+  readonly ctrlz: { readonly address: string; readonly port: number };
+  /** Directory of `cert-chain.pem`, `key.pem`, `root-cert.pem` for the TLS port. */
+  readonly certDir: string;
+}
+
+/** The flag values `toConfig` reads (the options object of `discovery`). */
+export interface DiscoveryFlags {
+  readonly appNamespace: string;
+  readonly platformcConfig: string;
+  readonly clusterRegistriesConfigMap: string;
+  readonly clusterRegistriesNamespace: string;
+  readonly configDir: string;
+  readonly regaserverInterval: number;
+  readonly regaserverURL: string;
+  readonly regbserverInterval: number;
+  readonly regbserverURL: string;
+  readonly discovery_cache: boolean;
+  readonly domain: string;
+  readonly grpcAddr: string;
+  readonly secureGrpcAddr: string;
+  readonly orchconfig: string;
+  readonly meshConfig: string;
+  readonly monitoringPort: number;
+  readonly namespace: string;
+  readonly port: number;
+  readonly profile: boolean;
+  readonly registries: readonly string[];
+  readonly resync: number;
+  readonly webhookEndpoint: string;
+  readonly ctrlz_address: string;
+  readonly ctrlz_port: number;
+}
+
+/** Environment variables `toConfig` reads (read once by the CLI). */
+export interface DiscoveryEnv {
+  readonly POD_NAMESPACE?: string;
+  /** Directory of the mesh certificate files (default `/etc/certs/`). */
+  readonly MESH_CERT_DIR?: string;
+}
+
+/** Default directory of the mesh certificate files. */
+export const DEFAULT_CERT_DIR = "/etc/certs/";
+
+/** A bad flag value: the message lists every problem, one per `; `-separated part. */
+export class ConfigError extends Error {
+  /** Creates the error from the list of problems. */
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join("; "));
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Parses a listen address: `:15010` (all interfaces), `host:port`, `[v6]:port`.
+ * @throws Error naming `flag` and the reason.
+ */
+export function parseListenAddress(value: string, flag: string): ListenAddress {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\[\]\s]*)):(\d{1,5})$/.exec(value);
+  if (!m) {
+    throw new Error(
+      `Flag --${flag} ${
+        JSON.stringify(value)
+      }: want ":<port>", "<host>:<port>" or "[<ipv6>]:<port>"`,
+    );
+  }
+  const port = Number(m[3]);
+  if (port > 65535) {
+    throw new Error(`Flag --${flag} ${JSON.stringify(value)}: port ${port} > 65535`);
+  }
+  return { host: m[1] ?? m[2] ?? "", port };
+}
+
+/**
+ * Parses `--webhookEndpoint`: `http://<sockethost>` (host[:port], no path) or
+ * `unix:///<absolute socket path>`.
+ */
+export function parseWebhook(value: string): WebhookTarget {
+  const want = 'want "http://<host>[:<port>]" or "unix:///<absolute socket path>"';
+  if (value.startsWith("unix://")) {
+    const path = value.slice("unix://".length);
+    if (!path.startsWith("/") || path === "/") {
+      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+    }
+    return { kind: "unix", path };
+  }
+  if (value.startsWith("http://")) {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+    }
+    if (!url.hostname || (url.pathname !== "/" && url.pathname !== "") || url.search) {
+      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want} (no path)`);
+    }
+    return { kind: "http", url: `http://${url.host}` };
+  }
+  throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+}
+
+function checkPort(value: number, flag: string, problems: string[]): void {
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    problems.push(`Flag --${flag} ${value}: want a port number from 0 to 65535`);
+  }
+}
+
+/**
+ * Validates every flag and returns the frozen configuration.
+ * @throws ConfigError listing every problem found.
+ */
+export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): DiscoveryConfig {
+  const problems: string[] = [];
+  const attempt = <T>(fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (e) {
+      problems.push((e as Error).message);
+      return undefined;
+    }
+  };
+  const grpcAddr = attempt(() => parseListenAddress(flags.grpcAddr, "grpcAddr"));
+  const secureGrpcAddr = flags.secureGrpcAddr === ""
+    ? null
+    : attempt(() => parseListenAddress(flags.secureGrpcAddr, "secureGrpcAddr"));
+  checkPort(flags.port, "port", problems);
+  checkPort(flags.monitoringPort, "monitoringPort", problems);
+  checkPort(flags.ctrlz_port, "ctrlz_port", problems);
+  if (flags.port !== 0 && flags.port === flags.monitoringPort) {
+    problems.push(`Flags --port and --monitoringPort must differ (both ${flags.port})`);
+  }
+  const parsed = attempt(() => parseRegistries(flags.registries));
+  if (parsed && parsed.names.length === 0) {
+    problems.push("Flag --registries: name at least one registry");
+  }
+  const webhook = flags.webhookEndpoint === ""
+    ? null
+    : attempt(() => parseWebhook(flags.webhookEndpoint));
+  for (
+    const [name, ms] of [
+      ["regaserverInterval", flags.regaserverInterval],
+      ["regbserverInterval", flags.regbserverInterval],
+    ] as const
+  ) {
+    if (!(ms > 0)) problems.push(`Flag --${name}: must be greater than 0s`);
+  }
+  if (!(flags.resync >= 0)) problems.push("Flag --resync: must not be negative");
+  for (
+    const [name, url] of [["regaserverURL", flags.regaserverURL], [
+      "regbserverURL",
+      flags.regbserverURL,
+    ]] as const
+  ) {
+    if (url === "") continue;
+    let ok = false;
+    try {
+      ok = ["http:", "https:"].includes(new URL(url).protocol);
+    } catch { /* reported below */ }
+    if (!ok) {
+      problems.push(`Flag --${name} ${JSON.stringify(url)}: want an http:// or https:// URL`);
+    }
+  }
+  const registries = parsed?.names ?? [];
+  if (registries.includes("RegistryA") && flags.regaserverURL === "") {
+    problems.push("Registry RegistryA needs --regaserverURL");
+  }
+  if (registries.includes("RegistryB") && flags.regbserverURL === "") {
+    problems.push("Registry RegistryB needs --regbserverURL");
+  }
+  if (registries.includes("PlatformC") && flags.platformcConfig === "") {
+    problems.push("Registry PlatformC needs --platformcConfig");
+  }
+  if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(flags.domain)) {
+    problems.push(
+      `Flag --domain ${JSON.stringify(flags.domain)}: want a DNS suffix like cluster.local`,
+    );
+  }
+  if (flags.meshConfig === "") problems.push("Flag --meshConfig: must not be empty");
+  if (flags.ctrlz_address === "") problems.push("Flag --ctrlz_address: must not be empty");
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze({
+    appNamespace: flags.appNamespace,
+    platformcConfig: flags.platformcConfig,
+    clusterRegistriesConfigMap: flags.clusterRegistriesConfigMap,
+    clusterRegistriesNamespace: flags.clusterRegistriesNamespace,
+    configDir: flags.configDir,
+    regaserverURL: flags.regaserverURL,
+    regaserverIntervalMs: flags.regaserverInterval,
+    regbserverURL: flags.regbserverURL,
+    regbserverIntervalMs: flags.regbserverInterval,
+    discoveryCache: flags.discovery_cache,
+    domain: flags.domain,
+    grpcAddr: Object.freeze(grpcAddr!),
+    secureGrpcAddr: secureGrpcAddr ? Object.freeze(secureGrpcAddr) : null,
+    orchconfig: flags.orchconfig,
+    meshConfigPath: flags.meshConfig,
+    monitoringPort: flags.monitoringPort,
+    namespace: flags.namespace || env.POD_NAMESPACE || "",
+    port: flags.port,
+    profile: flags.profile,
+    registries: Object.freeze([...registries]),
+    warnings: Object.freeze([...(parsed?.warnings ?? [])]),
+    resyncMs: flags.resync,
+    webhook: webhook ? Object.freeze(webhook) : null,
+    ctrlz: Object.freeze({ address: flags.ctrlz_address, port: flags.ctrlz_port }),
+    certDir: env.MESH_CERT_DIR || DEFAULT_CERT_DIR,
+  });
+}

@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import {
+  ConfigError,
+  type DiscoveryFlags,
+  parseListenAddress,
+  parseWebhook,
+  toConfig,
+} from "./config.ts";
+
+const FLAGS: DiscoveryFlags = {
+  appNamespace: "",
+  platformcConfig: "",
+  clusterRegistriesConfigMap: "",
+  clusterRegistriesNamespace: "mesh-system",
+  configDir: "",
+  regaserverInterval: 2000,
+  regaserverURL: "",
+  regbserverInterval: 2000,
+  regbserverURL: "",
+  discovery_cache: false,
+  domain: "cluster.local",
+  grpcAddr: ":15010",
+  secureGrpcAddr: ":15012",
+  orchconfig: "",
+  meshConfig: "/etc/mesh/config/mesh",
+  monitoringPort: 9093,
+  namespace: "",
+  port: 8080,
+  profile: false,
+  registries: ["Orchestrator"],
+  resync: 60_000,
+  webhookEndpoint: "",
+  ctrlz_address: "127.0.0.1",
+  ctrlz_port: 9876,
+};
+
+Deno.test("toConfig() returns a frozen config with the spec defaults", () => {
+  const c = toConfig(FLAGS, {});
+  assert.ok(Object.isFrozen(c));
+  assert.deepEqual(c.grpcAddr, { host: "", port: 15010 });
+  assert.deepEqual(c.secureGrpcAddr, { host: "", port: 15012 });
+  assert.deepEqual(c.registries, ["Orchestrator"]);
+  assert.equal(c.certDir, "/etc/certs/");
+  assert.equal(c.webhook, null);
+});
+
+Deno.test("toConfig() falls back to POD_NAMESPACE and MESH_CERT_DIR when flags are unset", () => {
+  const c = toConfig(FLAGS, { POD_NAMESPACE: "mesh-system", MESH_CERT_DIR: "/certs" });
+  assert.equal(c.namespace, "mesh-system");
+  assert.equal(c.certDir, "/certs");
+  assert.equal(toConfig({ ...FLAGS, namespace: "x" }, { POD_NAMESPACE: "y" }).namespace, "x");
+});
+
+Deno.test("toConfig() disables the TLS port when --secureGrpcAddr is empty", () => {
+  assert.equal(toConfig({ ...FLAGS, secureGrpcAddr: "" }).secureGrpcAddr, null);
+});
+
+Deno.test("toConfig() lists every problem when several flags are bad", () => {
+  try {
+    toConfig({
+      ...FLAGS,
+      grpcAddr: "15010",
+      port: 70000,
+      registries: ["RegistryA", "Nope"],
+      webhookEndpoint: "ftp://x",
+    });
+    assert.fail("no error");
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    assert.equal(e.problems.length, 4, e.message);
+    assert.match(e.message, /Flag --grpcAddr "15010": want ":<port>"/);
+    assert.match(e.message, /Flag --port 70000/);
+    assert.match(e.message, /Service registry Nope is not supported/);
+    assert.match(e.message, /Flag --webhookEndpoint "ftp:\/\/x"/);
+  }
+});
+
+Deno.test("toConfig() names the missing flag of a registry that needs one", () => {
+  assert.throws(
+    () => toConfig({ ...FLAGS, registries: ["RegistryA", "RegistryB", "PlatformC"] }),
+    /RegistryA needs --regaserverURL; Registry RegistryB needs --regbserverURL; Registry PlatformC needs --platformcConfig/,
+  );
+});
+
+Deno.test("toConfig() skips a duplicate registry with a warning", () => {
+  const c = toConfig({ ...FLAGS, registries: ["Mock", "Mock"] });
+  assert.deepEqual(c.registries, ["Mock"]);
+  assert.equal(c.warnings.length, 1);
+});
+
+Deno.test("parseListenAddress() accepts :port, host:port and [v6]:port", () => {
+  assert.deepEqual(parseListenAddress(":0", "x"), { host: "", port: 0 });
+  assert.deepEqual(parseListenAddress("127.0.0.1:15010", "x"), { host: "127.0.0.1", port: 15010 });
+  assert.deepEqual(parseListenAddress("[::1]:80", "x"), { host: "::1", port: 80 });
+  assert.throws(() => parseListenAddress("host", "grpcAddr"), /--grpcAddr "host"/);
+  assert.throws(() => parseListenAddress(":99999", "grpcAddr"), /port 99999 > 65535/);
+});
+
+Deno.test("parseWebhook() accepts http://host and unix:///abs/path only", () => {
+  assert.deepEqual(parseWebhook("http://hook:8080"), { kind: "http", url: "http://hook:8080" });
+  assert.deepEqual(parseWebhook("unix:///run/hook.sock"), { kind: "unix", path: "/run/hook.sock" });
+  assert.throws(() => parseWebhook("unix://rel.sock"), /absolute socket path/);
+  assert.throws(() => parseWebhook("http://hook/path"), /no path/);
+});

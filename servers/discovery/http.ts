@@ -1,0 +1,407 @@
+/**
+ * The HTTP mux of mesh-discovery, served on `--port` and `--monitoringPort` alike (reference
+ * §1.2–1.5): REST-JSON xDS v3, debug pages, readiness, version, metrics, the REST cache
+ * statistics and (with `--profile`) heap and CPU profiles. See docs/mesh-discovery.md.
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { Hono } from "../../lib/deps/hono.ts";
+import type { Context } from "../../lib/deps/hono.ts";
+import type { Logger } from "../../lib/log/mod.ts";
+import type { ConfigObject } from "../../lib/model/mod.ts";
+import {
+  buildEndpoints,
+  decodeAny,
+  parseNodeId,
+  type Proxy,
+  TYPE_URLS,
+  type XdsResource,
+} from "../../lib/xds/mod.ts";
+import {
+  type ConnectionStatus,
+  type ResourceCache,
+  typeShortName,
+  type XdsServer,
+} from "../../lib/xds/server/mod.ts";
+import type { DiscoveryMetrics } from "./metrics.ts";
+import type { DiscoveryModel, DiscoveryRegistry } from "./model.ts";
+import type { ProtoJson } from "./protojson.ts";
+import type { WebhookClient } from "./webhook.ts";
+
+/** REST xDS paths → type URL and short name. */
+const REST_TYPES: Record<string, { typeUrl: string; short: string; webhook: boolean }> = {
+  "/v3/discovery:clusters": { typeUrl: TYPE_URLS.cluster, short: "cds", webhook: true },
+  "/v3/discovery:listeners": { typeUrl: TYPE_URLS.listener, short: "lds", webhook: true },
+  "/v3/discovery:routes": { typeUrl: TYPE_URLS.route, short: "rds", webhook: true },
+  "/v3/discovery:endpoints": { typeUrl: TYPE_URLS.endpoint, short: "eds", webhook: false },
+};
+
+/** Cached REST responses (`--discovery_cache`), cleared on every push, with hit/miss counts. */
+export class RestCache {
+  readonly #entries = new Map<string, Record<string, unknown>>();
+  readonly #stats: Record<string, { hit: number; miss: number }> = {};
+
+  /** The cached response for `key`, counting a hit or miss for `type`. */
+  get(type: string, key: string): Record<string, unknown> | undefined {
+    const v = this.#entries.get(key);
+    const s = this.#stats[type] ??= { hit: 0, miss: 0 };
+    if (v) s.hit++;
+    else s.miss++;
+    return v;
+  }
+  /** Stores a response. */
+  set(key: string, value: Record<string, unknown>): void {
+    this.#entries.set(key, value);
+  }
+  /** Forgets every response (a push happened). */
+  clear(): void {
+    this.#entries.clear();
+  }
+  /** `{"cache_stats": {<type>: {hit, miss}}}` */
+  stats(): { cache_stats: Record<string, { hit: number; miss: number }> } {
+    return { cache_stats: structuredClone(this.#stats) };
+  }
+  /** Resets the counters. */
+  resetStats(): void {
+    for (const k of Object.keys(this.#stats)) delete this.#stats[k];
+  }
+}
+
+/** What the mux reads. */
+export interface HttpDeps {
+  model: DiscoveryModel;
+  server: XdsServer<Proxy>;
+  cache: ResourceCache;
+  registry: DiscoveryRegistry;
+  metrics: DiscoveryMetrics;
+  protojson: ProtoJson;
+  restCache: RestCache | null;
+  webhook: WebhookClient | null;
+  profile: boolean;
+  isReady(): boolean;
+  versionText: string;
+  logger: Logger;
+}
+
+const json = (v: unknown) => JSON.stringify(v, null, 2);
+
+function sha16(s: string): string {
+  return createHash("sha256").update(s).digest("hex").slice(0, 16);
+}
+
+/** Builds the hono app. */
+export function discoveryApp(d: HttpDeps): Hono {
+  const app = new Hono({ strict: false });
+  const text = (c: Context, status: number, body: string, type = "text/plain; charset=utf-8") =>
+    c.body(body, status as 200, { "content-type": type });
+  const jsonBody = (c: Context, v: unknown, status = 200) =>
+    text(c, status, json(v) + "\n", "application/json");
+
+  // ---- REST xDS ------------------------------------------------------------------------------
+  app.post("/v3/*", async (c) => {
+    const t = REST_TYPES[c.req.path];
+    if (!t) return text(c, 404, `Unknown discovery path ${c.req.path}\n`);
+    let ok = false;
+    try {
+      let req: Record<string, unknown>;
+      try {
+        req = await c.req.json();
+      } catch {
+        return text(c, 400, "DiscoveryRequest: body is not valid JSON\n");
+      }
+      if (!req || typeof req !== "object" || Array.isArray(req)) {
+        return text(c, 400, "DiscoveryRequest: body must be a JSON object\n");
+      }
+      const node = req.node as { id?: unknown; metadata?: unknown } | undefined;
+      if (!node || typeof node.id !== "string" || node.id === "") {
+        return text(c, 400, "DiscoveryRequest: node.id is required\n");
+      }
+      const reqType = req.type_url ?? req.typeUrl;
+      if (reqType !== undefined && reqType !== "" && reqType !== t.typeUrl) {
+        return text(
+          c,
+          400,
+          `DiscoveryRequest: type_url ${JSON.stringify(reqType)} does not match ${c.req.path} ` +
+            `(want ${JSON.stringify(t.typeUrl)})\n`,
+        );
+      }
+      const rawNames = req.resource_names ?? req.resourceNames ?? [];
+      if (!Array.isArray(rawNames) || rawNames.some((n) => typeof n !== "string")) {
+        return text(c, 400, "DiscoveryRequest: resource_names must be an array of strings\n");
+      }
+      const metadata = node.metadata && typeof node.metadata === "object"
+        ? node.metadata as Record<string, unknown>
+        : {};
+      let proxy: Proxy;
+      try {
+        proxy = parseNodeId(node.id, metadata);
+      } catch (e) {
+        return text(
+          c,
+          400,
+          `Invalid node id ${JSON.stringify(node.id)}: ${(e as Error).message}\n`,
+        );
+      }
+      const names = rawNames.length ? rawNames as string[] : null;
+      const cacheKey = JSON.stringify([t.short, node.id, metadata, names]);
+      const cached = d.restCache?.get(t.short, cacheKey);
+      if (cached) {
+        d.metrics.cache(t.short, true);
+        ok = true;
+        return jsonBody(c, cached);
+      }
+      if (d.restCache) d.metrics.cache(t.short, false);
+      const objs = d.model.resourceObjects(proxy, t.typeUrl, names);
+      const resources = objs.map((o) => ({
+        "@type": t.typeUrl,
+        ...(d.protojson.message(t.typeUrl.slice(t.typeUrl.lastIndexOf("/") + 1), o) as object),
+      }));
+      let response: Record<string, unknown> = {
+        version_info: sha16(JSON.stringify(resources)),
+        resources,
+        type_url: t.typeUrl,
+      };
+      if (d.webhook && t.webhook) {
+        try {
+          response = await d.webhook.post(c.req.path, response);
+          d.metrics.webhook(t.short, true);
+        } catch (e) {
+          d.metrics.webhook(t.short, false);
+          d.logger.warn(`Webhook failed, serving the unmodified response: ${(e as Error).message}`);
+        }
+      }
+      d.restCache?.set(cacheKey, response);
+      ok = true;
+      return jsonBody(c, response);
+    } finally {
+      d.metrics.restCall(t.short, ok);
+    }
+  });
+
+  // ---- cache, readiness, version, metrics ---------------------------------------------------
+  app.get("/cache_stats", (c) => jsonBody(c, (d.restCache ?? new RestCache()).stats()));
+  app.post("/cache_stats_delete", (c) => {
+    d.restCache?.resetStats();
+    return text(c, 200, "");
+  });
+  app.get(
+    "/ready",
+    (c) =>
+      d.isReady()
+        ? text(c, 200, "ready\n")
+        : text(c, 503, "not ready: registries or config store not synced\n"),
+  );
+  app.get(
+    "/version",
+    (c) => text(c, 200, d.versionText.endsWith("\n") ? d.versionText : d.versionText + "\n"),
+  );
+  app.get("/metrics", async (c) => text(c, 200, await d.metrics.text(), d.metrics.contentType));
+
+  // ---- debug ---------------------------------------------------------------------------------
+  const decoded = (conn: ConnectionStatus<Proxy>, typeUrl: string): unknown[] => {
+    const st = conn.types[typeUrl];
+    if (!st) return [];
+    const short = typeUrl.slice(typeUrl.lastIndexOf("/") + 1);
+    return Object.entries(st.resources).flatMap(([name, version]) => {
+      const e = d.cache.get(typeUrl, `${name}|${version}`);
+      if (!e) return [];
+      return [d.protojson.message(short, decodeAny({ type_url: typeUrl, value: e.bytes }))];
+    });
+  };
+  const byProxyId = (id: string | undefined) => {
+    const all = d.server.connections();
+    return id ? all.filter((c) => c.proxy.id === id) : all;
+  };
+
+  app.get("/debug/adsz", (c) => {
+    if (c.req.query("push")) {
+      const n = d.server.connectionCount;
+      d.server.push({ kind: "full" });
+      return text(c, 200, `Pushed to ${n} servers\n`);
+    }
+    const id = c.req.query("proxyID");
+    const conns = byProxyId(id);
+    if (id) {
+      if (!conns.length) return text(c, 404, `Proxy ${id} is not connected\n`);
+      const parts = conns.flatMap((conn) => [
+        ...decoded(conn, TYPE_URLS.listener),
+        ...decoded(conn, TYPE_URLS.cluster),
+      ]);
+      return text(c, 200, parts.map(json).join("\n") + "\n", "application/json");
+    }
+    return jsonBody(
+      c,
+      conns.map((conn) => ({
+        node: conn.conId,
+        addr: conn.peer,
+        connect: conn.connectedAt,
+        listeners: decoded(conn, TYPE_URLS.listener),
+        clusters: decoded(conn, TYPE_URLS.cluster),
+      })),
+    );
+  });
+
+  app.get("/debug/cdsz", (c) =>
+    jsonBody(
+      c,
+      byProxyId(c.req.query("proxyID")).map((conn) => ({
+        node: conn.conId,
+        addr: conn.peer,
+        connect: conn.connectedAt,
+        Clusters: decoded(conn, TYPE_URLS.cluster),
+      })),
+    ));
+
+  app.get("/debug/edsz", async (c) => {
+    if (c.req.query("push")) {
+      d.server.push({ kind: "full" });
+      await d.server.flush();
+    }
+    const id = c.req.query("proxyID");
+    const conns = byProxyId(id);
+    if (id && !conns.length) return text(c, 404, `Proxy ${id} is not connected\n`);
+    const names = new Set<string>();
+    for (const conn of conns) {
+      const st = conn.types[TYPE_URLS.endpoint];
+      for (const n of [...(st?.subscribed ?? []), ...Object.keys(st?.resources ?? {})]) {
+        names.add(n);
+      }
+    }
+    if (!names.size) return text(c, 404, "No EDS clusters are watched\n");
+    const ctx = d.model.context();
+    return jsonBody(
+      c,
+      buildEndpoints(ctx, [...names].sort()).map((cla) =>
+        d.protojson.message("envoy.config.endpoint.v3.ClusterLoadAssignment", cla)
+      ),
+    );
+  });
+
+  app.get("/debug/registryz", (c) => jsonBody(c, [...d.model.context().services, {}]));
+
+  app.get("/debug/endpointz", (c) => {
+    const ctx = d.model.context();
+    const brief = !!c.req.query("brief");
+    const lines: string[] = [];
+    const out: unknown[] = [];
+    for (const svc of ctx.services) {
+      for (const port of svc.ports) {
+        const eps = ctx.instances.filter((i) =>
+          i.hostname === svc.hostname && i.servicePort.port === port.port
+        );
+        if (brief) {
+          for (const i of eps) {
+            const family = i.address.startsWith("unix://") ? "unix" : "tcp";
+            const labels = Object.entries(i.labels).map(([k, v]) => `${k}=${v}`).join(",");
+            lines.push(
+              `${svc.hostname}:${port.name} ${family} ${i.address}:${i.port} ${labels} ` +
+                `${i.locality} ${i.serviceAccount}`,
+            );
+          }
+        } else out.push({ svc: `${svc.hostname}:${port.name}`, ep: [...eps, {}] });
+      }
+    }
+    return brief ? text(c, 200, lines.map((l) => l + "\n").join("")) : jsonBody(c, out);
+  });
+
+  app.get("/debug/configz", (c) => jsonBody(c, [...d.model.configs() as ConfigObject[], {}]));
+
+  app.get("/debug/syncz", (c) => {
+    const id = c.req.query("proxyID");
+    const conns = byProxyId(id);
+    if (id && !conns.length) return text(c, 404, `Proxy ${id} is not connected\n`);
+    return jsonBody(c, conns.map(syncStatus));
+  });
+
+  // ---- profiling -----------------------------------------------------------------------------
+  app.get("/debug/pprof/heap", async (c) => {
+    if (!d.profile) return text(c, 404, "Profiling is off (start with --profile)\n");
+    const v8 = await import("node:v8");
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of v8.getHeapSnapshot()) {
+      chunks.push(typeof chunk === "string" ? new TextEncoder().encode(chunk) : chunk);
+    }
+    return c.body(new Blob(chunks as BlobPart[]).stream(), 200, {
+      "content-type": "application/octet-stream",
+      "content-disposition": 'attachment; filename="mesh-discovery.heapsnapshot"',
+    });
+  });
+  app.get("/debug/pprof/profile", async (c) => {
+    if (!d.profile) return text(c, 404, "Profiling is off (start with --profile)\n");
+    const raw = c.req.query("seconds") ?? "30";
+    const seconds = Number(raw);
+    if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
+      return text(c, 400, `Bad seconds ${JSON.stringify(raw)}: want a number in (0, 600]\n`);
+    }
+    const profile = await cpuProfile(seconds * 1000);
+    return c.body(JSON.stringify(profile), 200, {
+      "content-type": "application/json",
+      "content-disposition": 'attachment; filename="mesh-discovery.cpuprofile"',
+    });
+  });
+  app.get(
+    "/debug/pprof/*",
+    (c) =>
+      d.profile
+        ? text(c, 404, "Available: /debug/pprof/heap, /debug/pprof/profile?seconds=N\n")
+        : text(c, 404, "Profiling is off (start with --profile)\n"),
+  );
+
+  app.notFound((c) => text(c, 404, `404 page not found: ${c.req.path}\n`));
+  app.onError((err, c) => {
+    d.logger.error(`HTTP ${c.req.method} ${c.req.path} failed: ${err.message}`);
+    return text(c, 500, `Internal error: ${err.message}\n`);
+  });
+  return app;
+}
+
+/** One entry of /debug/syncz. */
+export function syncStatus(conn: ConnectionStatus<Proxy>): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    proxy: conn.proxy.id,
+    node: conn.nodeId,
+    conId: conn.conId,
+    mode: conn.mode,
+    connectedAt: conn.connectedAt,
+  };
+  for (const t of [TYPE_URLS.cluster, TYPE_URLS.listener, TYPE_URLS.route, TYPE_URLS.endpoint]) {
+    const st = conn.types[t];
+    if (!st) continue;
+    const e: Record<string, unknown> = {
+      sent: st.lastSent?.version ?? "",
+      acked: st.lastAcked?.version ?? "",
+      sentNonce: st.lastSent?.nonce ?? "",
+      ackedNonce: st.lastAcked?.nonce ?? "",
+      resources: Object.keys(st.resources).length,
+    };
+    if (st.lastNack) e.nack = st.lastNack;
+    out[typeShortName(t)] = e;
+  }
+  return out;
+}
+
+let profiling = false;
+
+/** Records a CPU profile for `ms` through the inspector (one at a time). */
+async function cpuProfile(ms: number): Promise<XdsResource> {
+  if (profiling) throw new Error("A CPU profile is already being recorded");
+  profiling = true;
+  const { Session } = await import("node:inspector");
+  const s = new Session();
+  s.connect();
+  const post = (method: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) =>
+      s.post(method, (e: Error | null, r?: unknown) => e ? reject(e) : resolve(r as XdsResource))
+    );
+  try {
+    await post("Profiler.enable");
+    await post("Profiler.start");
+    await new Promise((r) => setTimeout(r, ms));
+    const r = await post("Profiler.stop");
+    return r.profile as XdsResource;
+  } finally {
+    s.disconnect();
+    profiling = false;
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * Prometheus metrics of mesh-discovery (prom-client, loaded lazily): the ADS server's
+ * {@link XdsMetrics} hooks, gauges read at scrape time, REST cache and webhook counters, and the
+ * process metrics. Names follow Istio's `pilot_*` with `mesh_` instead.
+ * @module
+ */
+
+import type { XdsMetrics } from "../../lib/xds/server/mod.ts";
+import { typeShortName } from "../../lib/xds/server/mod.ts";
+import type { ContextCounts } from "./model.ts";
+
+/** Everything the discovery server records, plus the exposition. */
+export interface DiscoveryMetrics {
+  /** Hooks given to the ADS server. */
+  readonly xds: XdsMetrics;
+  /** A REST xDS call (`cds`, `lds`, `rds`, `eds`), failed or not. */
+  restCall(type: string, ok: boolean): void;
+  /** A REST response served from the cache (hit) or built (miss). */
+  cache(type: string, hit: boolean): void;
+  /** A webhook call, failed or not. */
+  webhook(type: string, ok: boolean): void;
+  /** Prometheus text exposition. */
+  text(): Promise<string>;
+  /** The exposition content type. */
+  readonly contentType: string;
+}
+
+const PUSH_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
+
+/**
+ * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges
+ * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`.
+ */
+export async function createMetrics(
+  counts: () => ContextCounts,
+  connections: () => number,
+): Promise<DiscoveryMetrics> {
+  const prom = await import("../../lib/deps/prom.ts");
+  const register = new prom.Registry();
+  prom.collectDefaultMetrics({ register });
+  const registers = [register];
+  new prom.Gauge({
+    name: "mesh_xds",
+    help: "Number of proxies connected to this discovery instance over ADS.",
+    registers,
+    collect() {
+      this.set(connections());
+    },
+  });
+  new prom.Gauge({
+    name: "mesh_services",
+    help: "Total services known to discovery.",
+    registers,
+    collect() {
+      this.set(counts().services);
+    },
+  });
+  new prom.Gauge({
+    name: "mesh_virt_services",
+    help: "Total virtual services known to discovery.",
+    registers,
+    collect() {
+      this.set(counts().virtualServices);
+    },
+  });
+  new prom.Gauge({
+    name: "mesh_configs",
+    help: "Configuration objects known to discovery, by kind.",
+    labelNames: ["type"] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [k, n] of Object.entries(counts().configsByKind)) this.set({ type: k }, n);
+    },
+  });
+  const pushes = new prom.Counter({
+    name: "mesh_xds_pushes",
+    help: "xDS responses sent, by type (cds, eds, lds, rds).",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const pushErrors = new prom.Counter({
+    name: "mesh_xds_push_errors",
+    help: "xDS push failures, by type (<type>_senderr, <type>_builderr).",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const writeTimeouts = new prom.Counter({
+    name: "mesh_xds_write_timeout",
+    help: "xDS sends that timed out (the stream is closed).",
+    registers,
+  });
+  const rejects = new prom.Counter({
+    name: "mesh_xds_rejects",
+    help: "xDS responses rejected by proxies (NACK), by type.",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const pushTime = new prom.Histogram({
+    name: "mesh_xds_push_time",
+    help: "Seconds from the flush of a debounced push until every affected proxy was sent it.",
+    buckets: PUSH_BUCKETS,
+    registers,
+  });
+  const convergence = new prom.Histogram({
+    name: "mesh_xds_convergence_time",
+    help: "Seconds from the first change of a push until every affected proxy was sent it.",
+    buckets: PUSH_BUCKETS,
+    registers,
+  });
+  const calls = new prom.Counter({
+    name: "mesh_discovery_calls",
+    help: "REST xDS calls, by type.",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const errors = new prom.Counter({
+    name: "mesh_discovery_errors",
+    help: "Failed REST xDS calls, by type.",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const hits = new prom.Counter({
+    name: "mesh_discovery_cache_hit",
+    help: "REST xDS responses served from the discovery cache, by type.",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const misses = new prom.Counter({
+    name: "mesh_discovery_cache_miss",
+    help: "REST xDS responses built because the discovery cache had none, by type.",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const webhookCalls = new prom.Counter({
+    name: "mesh_discovery_webhook_calls",
+    help: "Calls to the --webhookEndpoint, by type.",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  const webhookErrors = new prom.Counter({
+    name: "mesh_discovery_webhook_errors",
+    help: "Failed calls to the --webhookEndpoint, by type.",
+    labelNames: ["type"] as const,
+    registers,
+  });
+  return {
+    xds: {
+      pushed: (t) => pushes.inc({ type: typeShortName(t) }),
+      sendError: (t, reason) => {
+        pushErrors.inc({ type: `${typeShortName(t)}_senderr` });
+        if (reason === "timeout") writeTimeouts.inc();
+      },
+      buildError: (t) => pushErrors.inc({ type: `${typeShortName(t)}_builderr` }),
+      nack: (t) => rejects.inc({ type: typeShortName(t) }),
+      pushDuration: (s) => pushTime.observe(s),
+      convergence: (s) => convergence.observe(s),
+    },
+    restCall(type, ok) {
+      calls.inc({ type });
+      if (!ok) errors.inc({ type });
+    },
+    cache: (type, hit) => (hit ? hits : misses).inc({ type }),
+    webhook(type, ok) {
+      webhookCalls.inc({ type });
+      if (!ok) webhookErrors.inc({ type });
+    },
+    text: () => register.metrics(),
+    contentType: register.contentType,
+  };
+}

@@ -1,0 +1,424 @@
+/**
+ * mesh-discovery's server: registries + config store → push context → xDS over ADS (gRPC,
+ * plaintext and TLS) and REST, plus the debug/monitoring HTTP mux and ControlZ.
+ *
+ * ```ts ignore
+ * const config = toConfig(flags, env);           // throws ConfigError listing every problem
+ * const handle = await start(config, { certs: await readMeshCerts(config.certDir) });
+ * await handle.ready;                            // registries and config store synced
+ * await handle.shutdown();
+ * ```
+ * See docs/mesh-discovery.md.
+ * @module
+ */
+
+import * as path from "node:path";
+import { startCtrlz } from "../../lib/ctrlz/mod.ts";
+import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import {
+  type ConfigObject,
+  defaultMeshConfig,
+  type MeshConfig,
+  meshctlSchemas,
+  parseMeshConfig,
+  type ServiceRegistry,
+} from "../../lib/model/mod.ts";
+import {
+  aggregateRegistries,
+  createConsulRegistry,
+  createEurekaRegistry,
+  createMockRegistry,
+  createPlatformCRegistry,
+  createServiceEntryRegistry,
+  parsePlatformCConfig,
+} from "../../lib/registry/mod.ts";
+import { type ConfigStore, createFileStore, openKubeStore } from "../../lib/store/mod.ts";
+import { formatVersion, versionInfo } from "../../lib/version/mod.ts";
+import { loadXdsProtos, parseNodeId, type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
+import { ResourceCache, startAdsServer, XdsServer } from "../../lib/xds/server/mod.ts";
+import type { DiscoveryConfig, ListenAddress } from "./config.ts";
+import { discoveryApp, RestCache } from "./http.ts";
+import { createMetrics } from "./metrics.ts";
+import {
+  affectedClusters,
+  changedKeys,
+  ConfigSnapshot,
+  DiscoveryModel,
+  instanceFingerprints,
+} from "./model.ts";
+import { ProtoJson } from "./protojson.ts";
+import { createWebhookClient } from "./webhook.ts";
+
+export {
+  ConfigError,
+  DEFAULT_CERT_DIR,
+  type DiscoveryConfig,
+  type DiscoveryEnv,
+  type DiscoveryFlags,
+  type ListenAddress,
+  parseListenAddress,
+  parseWebhook,
+  toConfig,
+  type WebhookTarget,
+} from "./config.ts";
+
+/** The mesh certificate files served on the TLS port (PEM text). */
+export interface MeshCerts {
+  certChain: string;
+  key: string;
+  root: string;
+}
+
+/** File names of the mesh certificates in the cert directory. */
+export const CERT_FILES = {
+  certChain: "cert-chain.pem",
+  key: "key.pem",
+  root: "root-cert.pem",
+} as const;
+
+/**
+ * Reads `cert-chain.pem`, `key.pem` and `root-cert.pem` from `dir`. Returns `{certs: null, reason}`
+ * when a file is missing (the TLS port is then not started); other read errors throw.
+ */
+export async function readMeshCerts(
+  dir: string,
+): Promise<{ certs: MeshCerts | null; reason: string }> {
+  const out: Partial<MeshCerts> = {};
+  for (const [k, file] of Object.entries(CERT_FILES) as [keyof MeshCerts, string][]) {
+    const p = path.join(dir, file);
+    try {
+      out[k] = await Deno.readTextFile(p);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return { certs: null, reason: `${p} does not exist` };
+      throw new Error(`Cannot read ${p}: ${(e as Error).message}`);
+    }
+  }
+  return { certs: out as MeshCerts, reason: "" };
+}
+
+/** What {@link start} needs besides the config. */
+export interface DiscoveryDeps {
+  /** Certificates for `--secureGrpcAddr` (see {@link readMeshCerts}); null/absent = no TLS port. */
+  certs?: MeshCerts | null;
+  /** Why `certs` is null, for the log line. */
+  certsMissingReason?: string;
+  /** Program arguments, shown by ControlZ. */
+  args?: string[];
+  /** Logger (default scope `default`). */
+  logger?: Logger;
+  /** Debounce of pushes in ms (default: the ADS server's, 100). */
+  debounceAfterMs?: number;
+}
+
+/** Addresses actually bound (`host:port`). */
+export interface DiscoveryAddresses {
+  http: string;
+  grpc: string;
+  secureGrpc?: string;
+  monitoring: string;
+  ctrlz: string;
+}
+
+/** A running discovery server. */
+export interface DiscoveryHandle {
+  readonly addresses: DiscoveryAddresses;
+  /** Resolves once the registries and the config store have synced. */
+  readonly ready: Promise<void>;
+  /** Closes every listener and stops watching; idempotent. */
+  shutdown(): Promise<void>;
+}
+
+function hostOf(a: ListenAddress): string {
+  return a.host === "" ? "0.0.0.0" : a.host;
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Reads the mesh configuration: a missing file gives the defaults (logged once). */
+async function loadMeshConfig(file: string, log: Logger): Promise<MeshConfig> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      log.info(`Mesh configuration ${file} not found; using the default mesh configuration`);
+      return defaultMeshConfig();
+    }
+    throw new Error(`Cannot read mesh configuration ${file}: ${(e as Error).message}`);
+  }
+  return parseMeshConfig(text, file);
+}
+
+/**
+ * Starts the discovery server. Rejects (after closing whatever was opened) when a listener cannot
+ * be bound, the mesh configuration is invalid, or a store/registry cannot be created.
+ */
+export async function start(
+  config: DiscoveryConfig,
+  deps: DiscoveryDeps = {},
+): Promise<DiscoveryHandle> {
+  const log = deps.logger ?? getLogger("default");
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const cleanup = async () => {
+    for (const fn of cleanups.splice(0).reverse()) {
+      try {
+        await fn();
+      } catch (e) {
+        log.warn(`Shutdown step failed: ${(e as Error).message}`);
+      }
+    }
+  };
+  try {
+    for (const w of config.warnings) log.warn(w);
+    const meshConfig = await loadMeshConfig(config.meshConfigPath, log);
+    const defs = await loadXdsProtos();
+
+    // Config store.
+    let store: ConfigStore;
+    if (config.configDir) {
+      store = await createFileStore({ dir: config.configDir, schemas: meshctlSchemas });
+    } else {
+      store = await openKubeStore({
+        kubeconfigPath: config.orchconfig,
+        schemas: meshctlSchemas,
+        resyncMs: config.resyncMs,
+        namespace: config.appNamespace,
+      });
+    }
+    cleanups.push(() => store.close());
+
+    // Registries, in --registries order, then ServiceEntry.
+    const members: ServiceRegistry[] = [];
+    for (const name of config.registries) {
+      switch (name) {
+        case "Orchestrator": {
+          const { createOrchestratorRegistry } = await import(
+            "../../lib/registry/orchestrator.ts"
+          );
+          members.push(
+            await createOrchestratorRegistry({
+              kubeconfigPath: config.orchconfig,
+              domain: config.domain,
+              appNamespace: config.appNamespace,
+              resyncMs: config.resyncMs,
+            }),
+          );
+          break;
+        }
+        case "RegistryA":
+          members.push(createConsulRegistry(config.regaserverURL, config.regaserverIntervalMs));
+          break;
+        case "RegistryB":
+          members.push(createEurekaRegistry(config.regbserverURL, config.regbserverIntervalMs));
+          break;
+        case "PlatformC": {
+          let text: string;
+          try {
+            text = await Deno.readTextFile(config.platformcConfig);
+          } catch (e) {
+            throw new Error(
+              `Cannot read --platformcConfig ${config.platformcConfig}: ${(e as Error).message}`,
+            );
+          }
+          members.push(
+            await createPlatformCRegistry(parsePlatformCConfig(text, config.platformcConfig)),
+          );
+          break;
+        }
+        case "Mock":
+          members.push(createMockRegistry(config.domain));
+          break;
+      }
+    }
+    members.push(createServiceEntryRegistry(store));
+    const aggregate = aggregateRegistries(members);
+    const ingressSource = members.find((m) =>
+      typeof (m as { ingresses?: unknown }).ingresses === "function"
+    ) as { ingresses(): ConfigObject[] } | undefined;
+    const registry = {
+      services: () => aggregate.services(),
+      instances: () => aggregate.instances(),
+      ingresses: () => ingressSource?.ingresses() ?? [],
+    };
+
+    // Model, ADS server, metrics.
+    const cache = new ResourceCache();
+    const configs = new ConfigSnapshot();
+    cleanups.push(() => configs.close());
+    const model = new DiscoveryModel({
+      registry,
+      configs,
+      meshConfig,
+      domain: config.domain,
+      cache,
+      logger: log,
+    });
+    const holder: { server?: XdsServer<Proxy> } = {};
+    const metrics = await createMetrics(
+      () => model.counts(),
+      () => holder.server?.connectionCount ?? 0,
+    );
+    const server = holder.server = new XdsServer<Proxy>({
+      parseNode: (n) => parseNodeId(n.id, n.metadata ?? {}),
+      resourcesFor: (proxy, typeUrl, names) => model.resourcesFor(proxy, typeUrl, names),
+      metrics: metrics.xds,
+      logger: getLogger("ads"),
+      ...(deps.debounceAfterMs !== undefined ? { debounceAfter: deps.debounceAfterMs } : {}),
+    });
+    cleanups.push(() => server.close());
+    model.referencedKeys = function* () {
+      for (const c of server.connections()) {
+        for (const [t, st] of Object.entries(c.types)) {
+          for (const [n, v] of Object.entries(st.resources)) yield `${t} ${n}|${v}`;
+        }
+      }
+    };
+    const restCache = config.discoveryCache ? new RestCache() : null;
+
+    // Change events → pushes.
+    let fingerprints = instanceFingerprints(registry.instances());
+    const configChanged = () => {
+      model.invalidate();
+      restCache?.clear();
+      server.push({ kind: "config" });
+    };
+    aggregate.onChange((kind) => {
+      const next = instanceFingerprints(registry.instances());
+      const changed = changedKeys(fingerprints, next);
+      fingerprints = next;
+      if (kind === "services") return configChanged();
+      model.invalidate();
+      restCache?.clear();
+      const watched = new Set<string>();
+      const proxyIps = new Set<string>();
+      for (const c of server.connections()) {
+        proxyIps.add(c.proxy.ip);
+        const st = c.types[TYPE_URLS.endpoint];
+        for (const n of [...(st?.subscribed ?? []), ...Object.keys(st?.resources ?? {})]) {
+          watched.add(n);
+        }
+      }
+      const clusters = affectedClusters(watched, changed);
+      if (clusters.length) server.push({ kind: "eds", clusters });
+      // Clusters and listeners also depend on instances for DNS services and a proxy's own
+      // instances: recompute those (only proxies whose output changed are sent anything).
+      const ctx = model.context();
+      const dns = new Set(
+        ctx.services.filter((s) => s.resolution === "DNSLB").map((s) => s.hostname),
+      );
+      const touchesProxy = ctx.instances.some((i) =>
+        proxyIps.has(i.address) && changed.has(`${i.hostname}|${i.servicePort.port}`)
+      );
+      if ([...changed].some((k) => dns.has(k.split("|")[0])) || touchesProxy) {
+        server.push({ kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] });
+      }
+    });
+    await configs.open(store, () => configChanged());
+
+    // Listeners.
+    const grpcHost = hostOf(config.grpcAddr);
+    const ads = await startAdsServer({
+      address: hostPort(grpcHost, config.grpcAddr.port),
+      server,
+      logger: getLogger("ads"),
+    });
+    cleanups.push(() => ads.shutdown());
+    let secureGrpc: string | undefined;
+    if (config.secureGrpcAddr) {
+      if (deps.certs) {
+        const host = hostOf(config.secureGrpcAddr);
+        const secure = await startAdsServer({
+          address: hostPort(host, config.secureGrpcAddr.port),
+          server,
+          logger: getLogger("ads"),
+          tls: { ...deps.certs, requireClientCert: true },
+        });
+        cleanups.push(() => secure.shutdown());
+        secureGrpc = hostPort(host, secure.port);
+      } else {
+        log.info(
+          `Secure gRPC (--secureGrpcAddr) not started: ${
+            deps.certsMissingReason || `no certificates in ${config.certDir}`
+          }`,
+        );
+      }
+    }
+
+    let ready = false;
+    const webhook = config.webhook ? createWebhookClient(config.webhook) : null;
+    if (webhook) cleanups.push(() => webhook.close());
+    const app = discoveryApp({
+      model,
+      server,
+      cache,
+      registry,
+      metrics,
+      protojson: new ProtoJson(defs),
+      restCache,
+      webhook,
+      profile: config.profile,
+      isReady: () => ready,
+      versionText: formatVersion(versionInfo(), false),
+      logger: log,
+    });
+    const serve = (port: number, what: string) => {
+      let s: Deno.HttpServer<Deno.NetAddr>;
+      try {
+        s = Deno.serve({ hostname: "0.0.0.0", port, onListen: () => {} }, app.fetch);
+      } catch (e) {
+        const reason = e instanceof Deno.errors.AddrInUse ? "address in use" : (e as Error).message;
+        throw new Error(`Cannot listen on ${what} ${port}: ${reason}`);
+      }
+      cleanups.push(async () => {
+        await s.shutdown();
+        await s.finished;
+      });
+      return s.addr.port;
+    };
+    const httpPort = serve(config.port, "--port");
+    const monitoringPort = serve(config.monitoringPort, "--monitoringPort");
+    const ctrlz = await startCtrlz({
+      address: config.ctrlz.address,
+      port: config.ctrlz.port,
+      program: "mesh-discovery",
+      args: deps.args ?? [],
+      scopes: ["ads", "default"],
+    });
+    cleanups.push(() => ctrlz.shutdown());
+
+    const addresses: DiscoveryAddresses = {
+      http: hostPort("0.0.0.0", httpPort),
+      grpc: hostPort(grpcHost, ads.port),
+      ...(secureGrpc ? { secureGrpc } : {}),
+      monitoring: hostPort("0.0.0.0", monitoringPort),
+      ctrlz: new URL(ctrlz.url).host,
+    };
+    log.info(
+      `listening http=${addresses.http} grpc=${addresses.grpc}` +
+        (secureGrpc ? ` secureGrpc=${secureGrpc}` : "") +
+        ` monitoring=${addresses.monitoring} ctrlz=${addresses.ctrlz}`,
+    );
+
+    const readyPromise = aggregate.start().then(() => {
+      ready = true;
+      model.invalidate();
+      fingerprints = instanceFingerprints(registry.instances());
+      server.push({ kind: "full" });
+      log.info("Registries and config store synced; discovery is ready");
+    });
+    cleanups.push(() => aggregate.stop());
+    readyPromise.catch((e) => log.error(`Registries failed to start: ${(e as Error).message}`));
+
+    let stopping: Promise<void> | undefined;
+    return {
+      addresses,
+      ready: readyPromise,
+      shutdown: () => stopping ??= cleanup(),
+    };
+  } catch (e) {
+    await cleanup();
+    throw e;
+  }
+}

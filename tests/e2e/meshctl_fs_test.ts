@@ -1,0 +1,325 @@
+/**
+ * meshctl create / replace / delete / get on the `fs` platform (a --configDir directory, no
+ * cluster): the real program as a subprocess for the main paths, in-process for the many error
+ * paths.
+ */
+import assert from "node:assert/strict";
+import { createFileStore } from "../../lib/store/file.ts";
+import {
+  allSamplesText,
+  expected,
+  listFiles,
+  meshctl,
+  meshctlProcess,
+  parseYamlOutput,
+  samples,
+  withDir,
+} from "./_meshctl.ts";
+
+const fs = (dir: string) => ["-p", "fs", "--configDir", dir];
+
+const vs = (name: string, ns?: string, host = "reviews") =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata:
+  name: ${name}${ns ? `\n  namespace: ${ns}` : ""}
+spec:
+  hosts: [${host}]
+  http:
+    - route:
+        - destination: { host: ${host} }
+`;
+
+Deno.test("meshctl create -f then get -o yaml round-trips every kind on the fs platform", async () => {
+  await withDir(async (dir) => {
+    const all = await samples();
+    await Deno.writeTextFile(`${dir}/all.yaml`, await allSamplesText());
+    const store = `${dir}/store`;
+    await Deno.mkdir(store);
+    // the real program, relative -f resolved against its working directory
+    const r = await meshctlProcess(["create", "-f", "all.yaml", ...fs(store)], { cwd: dir });
+    assert.equal(r.stderr, "");
+    assert.equal(r.code, 0);
+    const lines = r.stdout.trimEnd().split("\n");
+    assert.equal(lines.length, all.length);
+    all.forEach(({ schema, raw }, i) => {
+      const meta = raw.metadata as { name: string; namespace: string };
+      const type = schema.meshctl ? schema.internalType : schema.kind;
+      assert.match(
+        lines[i],
+        new RegExp(`^Created config ${type}/${meta.namespace}/${meta.name} at revision \\d+$`),
+      );
+    });
+    // files where mesh-discovery --configDir reads them
+    assert.ok((await listFiles(store)).includes("default/virtualservices/reviews.yaml"));
+
+    for (const { schema, raw } of all.filter((s) => s.schema.meshctl)) {
+      const g = await meshctl(["get", schema.plural, "-o", "yaml", ...fs(store)]);
+      assert.equal(g.code, 0, g.stderr);
+      assert.match(g.stdout, /\n---\n$/);
+      const got = parseYamlOutput(g.stdout);
+      assert.equal(got.length, 1, schema.type);
+      const want = expected(raw);
+      assert.ok(got[0].metadata.resourceVersion, `${schema.type} has a resourceVersion`);
+      delete got[0].metadata.resourceVersion;
+      assert.deepEqual(got[0], want, schema.type);
+    }
+  });
+});
+
+Deno.test("meshctl get prints the short table, one object, and No resources found", async () => {
+  await withDir(async (dir) => {
+    const input = vs("reviews") + "---\n" + vs("a-very-long-virtual-service-name", "team") +
+      "---\n" + vs("ratings", "default", "ratings");
+    const c = await meshctl(["create", ...fs(dir)], { stdin: input });
+    assert.equal(c.code, 0, c.stderr);
+    const r = await meshctlProcess(["get", "VirtualServices", ...fs(dir)]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stdout,
+      "NAME                               KIND                                         NAMESPACE\n" +
+        "ratings                            VirtualService.networking.mesh.io.v1alpha3   default\n" +
+        "reviews                            VirtualService.networking.mesh.io.v1alpha3   default\n" +
+        "a-very-long-virtual-service-name   VirtualService.networking.mesh.io.v1alpha3   team\n",
+    );
+    // one namespace
+    const team = await meshctl(["get", "virtualservice", "-n", "team", ...fs(dir)]);
+    assert.equal(team.stdout.split("\n").length, 3);
+    // one object: -n or the default namespace
+    const one = await meshctl(["get", "virtualservice", "reviews", "-o", "yaml", ...fs(dir)]);
+    assert.equal(parseYamlOutput(one.stdout)[0].metadata.name, "reviews");
+    const none = await meshctl(["get", "virtualservice", "reviews", "-n", "team", ...fs(dir)]);
+    assert.deepEqual(none, { code: 0, stdout: "", stderr: "No resources found.\n" });
+    const empty = await meshctl(["get", "gateways", ...fs(dir)]);
+    assert.deepEqual(empty, { code: 0, stdout: "", stderr: "No resources found.\n" });
+    // policy (authentication group) short output
+    await meshctl(["create", "-f", "-", ...fs(dir)], {
+      stdin: "apiVersion: authentication.mesh.io/v1alpha1\nkind: Policy\n" +
+        "metadata: { name: p1 }\nspec: { targets: [{ name: reviews }] }\n",
+    });
+    const p = await meshctl(["get", "policies", ...fs(dir)]);
+    assert.equal(
+      p.stdout,
+      "NAME      KIND                                     NAMESPACE\n" +
+        "p1        Policy.authentication.mesh.io.v1alpha1   default\n",
+    );
+  });
+});
+
+Deno.test("meshctl create reads standard input when -f is absent or -", async () => {
+  await withDir(async (dir) => {
+    const r = await meshctlProcess(["create", ...fs(dir)], { stdin: vs("from-stdin") });
+    assert.deepEqual(r, {
+      code: 0,
+      stdout: "Created config virtual-service/default/from-stdin at revision 1\n",
+      stderr: "",
+    });
+    const r2 = await meshctl(["create", "-f", "-", ...fs(dir)], { stdin: vs("dash") });
+    assert.equal(r2.stdout, "Created config virtual-service/default/dash at revision 2\n");
+    const empty = await meshctl(["create", ...fs(dir)], { stdin: "# nothing\n---\n" });
+    assert.deepEqual(empty, { code: 1, stdout: "", stderr: "Error: nothing to create\n" });
+  });
+});
+
+Deno.test("meshctl create writes nothing when one document of a file is bad", async () => {
+  await withDir(async (dir) => {
+    const store = `${dir}/store`;
+    await Deno.mkdir(store);
+    const bad = vs("one") + "---\n" + vs("two") + "---\n" +
+      "apiVersion: networking.mesh.io/v1alpha3\nkind: VirtualService\n" +
+      "metadata: { name: x }\nspec: { hosts: [x], http: [{ route: [] }] }\n" +
+      "---\nkind: Frobnicator\nmetadata: { name: f }\n";
+    await Deno.writeTextFile(`${dir}/bad.yaml`, bad);
+    const r = await meshctl(["create", "-f", "bad.yaml", ...fs(store)], { cwd: dir });
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, "");
+    const lines = r.stderr.trimEnd().split("\n");
+    assert.match(
+      lines[0],
+      /^Error: bad\.yaml document 3: VirtualService\/default\/x: spec\.http\[0\]: /,
+    );
+    assert.equal(lines[1], "Error: bad.yaml document 4: kind Frobnicator is not known");
+    assert.equal(lines[2], "Error: bad.yaml: 2 problems found; nothing was created");
+    assert.deepEqual(await listFiles(store), []);
+    // YAML syntax errors and the same object twice are problems too
+    const r2 = await meshctl(["create", ...fs(store)], {
+      stdin: vs("one") + "---\n" + vs("one") + "---\nkind: [unclosed\n",
+    });
+    assert.equal(r2.code, 1);
+    assert.match(
+      r2.stderr,
+      /^Error: stdin document 2: VirtualService\/default\/one: defined again \(first in document 1\)\n/,
+    );
+    assert.match(r2.stderr, /\nError: stdin document 3: cannot parse YAML: /);
+    assert.deepEqual(await listFiles(store), []);
+    // a missing file
+    const r3 = await meshctl(["create", "-f", "nope.yaml", ...fs(store)], { cwd: dir });
+    assert.deepEqual(r3, {
+      code: 1,
+      stdout: "",
+      stderr: 'Error: Cannot read "nope.yaml": no such file\n',
+    });
+  });
+});
+
+Deno.test("meshctl reports usage errors with exit 2", async () => {
+  await withDir(async (dir) => {
+    const usage = async (args: string[], message: string, at: string) => {
+      const r = await meshctl(args);
+      assert.deepEqual(r, {
+        code: 2,
+        stdout: "",
+        stderr: `Error: ${message}\nRun '${at} --help' for usage.\n`,
+      }, args.join(" "));
+    };
+    const types = "routerule, virtualservice, gateway, egressrule, serviceentry, " +
+      "destinationpolicy, destinationrule, httpapispec, httpapispecbinding, quotaspec, " +
+      "quotaspecbinding, policy, servicerole, servicerolebinding";
+    await usage(
+      ["get", "frob", ...fs(dir)],
+      `configuration type frob not found, the types are ${types}`,
+      "meshctl get",
+    );
+    await usage(
+      ["get", "virtual-services", ...fs(dir)],
+      '"virtual-services" not recognized. Please use non-hyphenated resource name "virtualservices"',
+      "meshctl get",
+    );
+    await usage(
+      ["delete", "route-rule", "x", ...fs(dir)],
+      '"route-rule" not recognized. Please use non-hyphenated resource name "routerule"',
+      "meshctl delete",
+    );
+    await usage(
+      ["get", "vs", "-o", "json", ...fs(dir)],
+      "unknown output format json. Types are yaml|short",
+      "meshctl get",
+    );
+    await usage(["get"], "Missing required argument 'type'", "meshctl get");
+    await usage(
+      ["create", "extra", ...fs(dir)],
+      "Too many arguments for 'create'. Expected 0 arguments but got 1: extra.",
+      "meshctl create",
+    );
+    await usage(
+      ["delete", "virtualservice", ...fs(dir)],
+      "provide configuration type and name or -f option",
+      "meshctl delete",
+    );
+    await usage(
+      ["delete", "virtualservice", "x", "-f", "a.yaml", ...fs(dir)],
+      "delete takes no arguments when the file option is used",
+      "meshctl delete",
+    );
+    await usage(
+      ["get", "virtualservices", "-p", "kube"],
+      'Unknown platform "kube": want "orch" (orchestrator API) or "fs" (a --configDir directory)',
+      "meshctl get",
+    );
+    await usage(
+      ["get", "virtualservices", "-p", "fs"],
+      "--configDir is required with --platform fs",
+      "meshctl get",
+    );
+    assert.deepEqual(await listFiles(dir), []);
+  });
+});
+
+Deno.test("meshctl create refuses a namespace mismatch and an existing object", async () => {
+  await withDir(async (dir) => {
+    const mismatch = await meshctl(["create", "-n", "team", ...fs(dir)], {
+      stdin: vs("a", "default"),
+    });
+    assert.equal(mismatch.code, 1);
+    assert.equal(
+      mismatch.stderr.split("\n")[0],
+      'Error: stdin document 1: the namespace from the provided object "default" does not match ' +
+        `the namespace "team". You must pass '--namespace=default' to perform this operation`,
+    );
+    // -n applies to objects without a namespace
+    const ok = await meshctl(["create", "-n", "team", ...fs(dir)], { stdin: vs("a") });
+    assert.equal(ok.stdout, "Created config virtual-service/team/a at revision 1\n");
+    const again = await meshctl(["create", "-n", "team", ...fs(dir)], {
+      stdin: vs("a") + "---\n" + vs("b"),
+    });
+    assert.equal(again.code, 1);
+    assert.equal(again.stdout, "Created config virtual-service/team/b at revision 2\n");
+    assert.equal(
+      again.stderr,
+      "Error: cannot create virtual-service/team/a: it already exists " +
+        '(VirtualService "a" already exists in namespace "team")\n',
+    );
+  });
+});
+
+Deno.test("meshctl replace updates, fetches the revision, and reports conflicts", async () => {
+  await withDir(async (dir) => {
+    await meshctl(["create", ...fs(dir)], { stdin: vs("r") });
+    const r = await meshctlProcess(["replace", ...fs(dir)], { stdin: vs("r", "default", "v2") });
+    assert.deepEqual(r, {
+      code: 0,
+      stdout: "Updated config virtual-service/default/r to revision 2\n",
+      stderr: "",
+    });
+    const got = await meshctl(["get", "virtualservice", "r", "-o", "yaml", ...fs(dir)]);
+    assert.deepEqual(parseYamlOutput(got.stdout)[0].spec.hosts, ["v2"]);
+    // a stale resourceVersion is a conflict; nothing changes
+    const stale = vs("r").replace("  name: r\n", '  name: r\n  resourceVersion: "999"\n');
+    const c = await meshctl(["replace", ...fs(dir)], { stdin: stale });
+    assert.equal(c.code, 1);
+    assert.match(
+      c.stderr,
+      /^Error: cannot replace virtual-service\/default\/r: conflict: it was modified since it was read \(.*stale.*\)\n$/,
+    );
+    const missing = await meshctl(["replace", ...fs(dir)], { stdin: vs("ghost") });
+    assert.equal(missing.code, 1);
+    assert.match(
+      missing.stderr,
+      /^Error: cannot replace virtual-service\/default\/ghost: it does not exist/,
+    );
+    const after = await meshctl(["get", "virtualservice", "r", "-o", "yaml", ...fs(dir)]);
+    assert.deepEqual(parseYamlOutput(after.stdout)[0].spec.hosts, ["v2"]);
+  });
+});
+
+Deno.test("meshctl delete by names and by file, aggregating failures", async () => {
+  await withDir(async (dir) => {
+    const input = vs("a") + "---\n" + vs("b") + "---\n" + vs("c") + "---\n" + vs("d", "team");
+    await meshctl(["create", ...fs(dir)], { stdin: input });
+    const r = await meshctlProcess(["delete", "VirtualService", "a", "missing", "b", ...fs(dir)]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, "Deleted config: VirtualService a\nDeleted config: VirtualService b\n");
+    assert.equal(
+      r.stderr,
+      'Error: cannot delete missing: VirtualService "missing" not found in namespace "default"\n',
+    );
+    // by file (the spec does not matter, the identity does)
+    const byFile = await meshctl(["delete", "-f", "-", ...fs(dir)], {
+      stdin: "apiVersion: networking.mesh.io/v1alpha3\nkind: VirtualService\n" +
+        "metadata: { name: c }\nspec: { hosts: 7 }\n---\n" + vs("d", "team") + "---\n" + vs("z"),
+    });
+    assert.equal(byFile.code, 1);
+    assert.equal(
+      byFile.stdout,
+      "Deleted config: virtual-service/default/c\nDeleted config: virtual-service/team/d\n",
+    );
+    assert.match(byFile.stderr, /^Error: cannot delete virtual-service\/default\/z: /);
+    // no file and no arguments: standard input
+    await meshctl(["create", ...fs(dir)], { stdin: vs("e") });
+    const viaStdin = await meshctl(["delete", ...fs(dir)], { stdin: vs("e") });
+    assert.deepEqual(viaStdin, {
+      code: 0,
+      stdout: "Deleted config: virtual-service/default/e\n",
+      stderr: "",
+    });
+    const nothing = await meshctl(["delete", ...fs(dir)]);
+    assert.deepEqual(nothing, { code: 1, stdout: "", stderr: "Error: nothing to delete\n" });
+    const left = await createFileStore({ dir, watchFs: false });
+    try {
+      assert.deepEqual(await left.list("virtualservice"), []);
+    } finally {
+      await left.close();
+    }
+    assert.deepEqual(await listFiles(dir), []);
+  });
+});

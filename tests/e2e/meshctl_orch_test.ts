@@ -1,0 +1,184 @@
+/**
+ * meshctl create / replace / delete / get on the `orch` platform, against the fake API server
+ * with the mesh CRDs registered; `kubectl` reads what meshctl wrote.
+ */
+import assert from "node:assert/strict";
+import { parse } from "../../lib/deps/yaml.ts";
+import { startFakeKube } from "../harness/fake_kube.ts";
+import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
+import {
+  allSamplesText,
+  expected,
+  meshctl,
+  meshctlProcess,
+  parseYamlOutput,
+  samples,
+  startKubeWithCrds,
+  withDir,
+} from "./_meshctl.ts";
+
+const vs = (name: string, ns?: string, host = "reviews") =>
+  `apiVersion: networking.istio.io/v1alpha3
+kind: VirtualService
+metadata:
+  name: ${name}${ns ? `\n  namespace: ${ns}` : ""}
+spec:
+  hosts: [${host}]
+  http:
+    - route:
+        - destination: { host: ${host} }
+`;
+
+Deno.test("meshctl create -f then get -o yaml round-trips every kind on the orch platform", async () => {
+  await using kube = await startKubeWithCrds();
+  const c = ["-c", kube.kubeconfigPath];
+  await withDir(async (dir) => {
+    const all = await samples();
+    await Deno.writeTextFile(`${dir}/all.yaml`, await allSamplesText());
+    // the real program; the kubeconfig comes from KUBECONFIG
+    const r = await meshctlProcess(["create", "-f", `${dir}/all.yaml`], {
+      env: { KUBECONFIG: kube.kubeconfigPath },
+    });
+    assert.equal(r.stderr, "");
+    assert.equal(r.code, 0);
+    const lines = r.stdout.trimEnd().split("\n");
+    assert.equal(lines.length, all.length);
+    all.forEach(({ schema, raw }, i) => {
+      const meta = raw.metadata as { name: string; namespace: string };
+      const type = schema.meshctl ? schema.internalType : schema.kind;
+      const stored = kube.get(`${schema.plural}.${schema.group}`, meta.namespace, meta.name);
+      assert.ok(stored, `${schema.kind} stored by the API server`);
+      assert.equal(
+        lines[i],
+        `Created config ${type}/${meta.namespace}/${meta.name} at revision ${
+          (stored.metadata as { resourceVersion: string }).resourceVersion
+        }`,
+      );
+    });
+  });
+  for (const { schema, raw } of (await samples()).filter((s) => s.schema.meshctl)) {
+    const g = await meshctl(["get", schema.type, "-o", "yaml", ...c]);
+    assert.equal(g.code, 0, g.stderr);
+    const got = parseYamlOutput(g.stdout);
+    assert.equal(got.length, 1, schema.type);
+    const meta = raw.metadata as { name: string; namespace: string };
+    const stored = kube.get(`${schema.plural}.${schema.group}`, meta.namespace, meta.name)!;
+    // the full object as the orchestrator holds it
+    assert.equal(got[0].metadata.resourceVersion, stored.metadata.resourceVersion);
+    assert.equal(got[0].metadata.uid, stored.metadata.uid);
+    assert.ok(got[0].metadata.creationTimestamp);
+    const { resourceVersion: _r, uid: _u, creationTimestamp: _c, generation: _g, ...meta2 } =
+      got[0].metadata;
+    assert.deepEqual({ ...got[0], metadata: meta2 }, expected(raw), schema.type);
+  }
+});
+
+Deno.test("kubectl sees what meshctl created; get lists all namespaces or one", async () => {
+  await using kube = await startKubeWithCrds();
+  const c = ["-c", kube.kubeconfigPath];
+  const r = await meshctl(["create", ...c], {
+    stdin: vs("reviews") + "---\n" + vs("ratings", "team", "ratings"),
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^Created config virtual-service\/default\/reviews at revision \d+\n/);
+
+  const short = await meshctl(["get", "virtualservices", ...c]);
+  assert.equal(
+    short.stdout,
+    "NAME      KIND                                         NAMESPACE\n" +
+      "reviews   VirtualService.networking.mesh.io.v1alpha3   default\n" +
+      "ratings   VirtualService.networking.mesh.io.v1alpha3   team\n",
+  );
+  const team = await meshctl(["get", "virtualservices", "-n", "team", ...c]);
+  assert.equal(team.stdout.trimEnd().split("\n").length, 2);
+  assert.match(team.stdout, /^ratings /m);
+  const none = await meshctl(["get", "gateway", ...c]);
+  assert.deepEqual(none, { code: 0, stdout: "", stderr: "No resources found.\n" });
+
+  assert.ok(await kubectlAvailable(), "kubectl is on PATH");
+  const k = await runKubectl(kube.kubeconfigPath, [
+    "get",
+    "virtualservices.networking.mesh.io",
+    "-A",
+    "-o",
+    "yaml",
+  ]);
+  assert.equal(k.code, 0, k.stderr);
+  const list = parse(k.stdout) as {
+    items: { metadata: { name: string; namespace: string }; spec: { hosts: string[] } }[];
+  };
+  assert.deepEqual(
+    list.items.map((i) => `${i.metadata.namespace}/${i.metadata.name} ${i.spec.hosts}`).sort(),
+    ["default/reviews reviews", "team/ratings ratings"],
+  );
+});
+
+Deno.test("meshctl on orch: default namespace from the context, conflicts, missing objects", async () => {
+  await using kube = await startKubeWithCrds();
+  await withDir(async (dir) => {
+    // a kubeconfig whose context namespace is "team"
+    const kc = `${dir}/config`;
+    await kube.writeKubeconfig(kc, { namespace: "team" });
+    const c = ["-c", kc];
+    const created = await meshctl(["create", ...c], { stdin: vs("a") });
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /^Created config virtual-service\/team\/a at revision \d+\n$/);
+    assert.ok(kube.get("virtualservices.networking.mesh.io", "team", "a"));
+
+    const exists = await meshctl(["create", ...c], { stdin: vs("a") });
+    assert.equal(exists.code, 1);
+    assert.match(
+      exists.stderr,
+      /^Error: cannot create virtual-service\/team\/a: it already exists/,
+    );
+
+    // replace without resourceVersion takes the current one
+    const rv1 = kube.get("virtualservices.networking.mesh.io", "team", "a")!.metadata
+      .resourceVersion;
+    const upd = await meshctl(["replace", ...c], { stdin: vs("a", undefined, "v2") });
+    assert.equal(upd.code, 0, upd.stderr);
+    const rv2 = kube.get("virtualservices.networking.mesh.io", "team", "a")!.metadata
+      .resourceVersion;
+    assert.notEqual(rv2, rv1);
+    assert.equal(upd.stdout, `Updated config virtual-service/team/a to revision ${rv2}\n`);
+    // a stale one is a conflict, reported as such
+    const stale = vs("a").replace("  name: a\n", `  name: a\n  resourceVersion: "${rv1}"\n`);
+    const conflict = await meshctl(["replace", ...c], { stdin: stale });
+    assert.equal(conflict.code, 1);
+    assert.match(
+      conflict.stderr,
+      /^Error: cannot replace virtual-service\/team\/a: conflict: it was modified since it was read/,
+    );
+    const one = await meshctl(["get", "virtualservice", "a", "-o", "yaml", ...c]);
+    assert.deepEqual(parseYamlOutput(one.stdout)[0].spec.hosts, ["v2"]);
+
+    const del = await meshctl(["delete", "virtualservices", "a", "nope", ...c]);
+    assert.equal(del.code, 1);
+    assert.equal(del.stdout, "Deleted config: virtualservices a\n");
+    assert.match(del.stderr, /^Error: cannot delete nope: .*not found/);
+    assert.equal(kube.get("virtualservices.networking.mesh.io", "team", "a"), undefined);
+
+    // a kubeconfig that does not exist
+    const bad = await meshctl(["get", "virtualservices", "-c", `${dir}/missing`]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^Error: Cannot read kubeconfig ".*missing"/);
+  });
+});
+
+Deno.test("meshctl on orch fails clearly when the CRD is not installed", async () => {
+  await using kube = await startFakeKube();
+  const c = ["-c", kube.kubeconfigPath, "--log_output_level", "none"];
+  const get = await meshctl(["get", "virtualservices", ...c]);
+  assert.equal(get.code, 1);
+  assert.match(
+    get.stderr,
+    /^Error: cannot list virtualservices\.networking\.mesh\.io\/v1alpha3 from http:\/\/127\.0\.0\.1:\d+: not found \(is the custom resource definition installed\?\)\n$/,
+  );
+  const create = await meshctl(["create", ...c], { stdin: vs("a") });
+  assert.equal(create.code, 1);
+  assert.equal(create.stdout, "");
+  assert.match(
+    create.stderr,
+    /\(is the custom resource definition installed\?\)\nError: nothing was created\n$/,
+  );
+});
