@@ -28,10 +28,11 @@ export async function run(opts: DiscoveryOptions, _args: string[], ctx: CliConte
   const { certs, reason } = config.secureGrpcAddr
     ? await discovery.readMeshCerts(config.certDir)
     : { certs: null, reason: "" };
-  const handle = await discovery.start(config, {
+  // Signals are handled from before start() so one that arrives while it starts still ends in
+  // a clean shutdown.
+  return await runUntilSignal(discovery.start(config, {
     certs,
     certsMissingReason: reason,
     args: [...ctx.commandPath, ...Deno.args.slice(1)],
-  });
-  return await runUntilSignal(handle);
+  }));
 }

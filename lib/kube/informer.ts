@@ -1,11 +1,16 @@
 /**
- * A small list + watch cache ("informer") over one orchestrator collection, for the registries.
+ * A small list + watch cache ("informer") over one orchestrator collection, for the registries
+ * and the orchestrator config store.
  *
  * It lists the collection (in pages), then watches from the list's resourceVersion; a watch that
  * ends is resumed from the last resourceVersion seen, a `410 Gone`/`Expired` answer triggers a
  * relist, and every `resyncMs` the collection is relisted so that a missed event cannot stay
  * wrong for long. The caller receives the full state after every (re)list and every event after
  * that; it owns the cache. Stopping aborts the open watch and clears every timer.
+ *
+ * A collection that may not exist (a custom resource whose definition is not installed) can be
+ * declared absent by {@linkcode InformerOptions.onListError}: it is then delivered as empty, not
+ * watched, and listed again at the next resync.
  *
  * @example
  * ```ts ignore
@@ -56,6 +61,16 @@ export interface InformerOptions {
   onEvent(type: InformerEventType, obj: unknown): void;
   /** Server-side watch timeout in seconds (default 300-599, random), after which it resumes. */
   watchTimeoutSeconds?: number;
+  /**
+   * Called on every failed list with the error (`cannot list <name>: <reason>`, the client
+   * library's error as `cause`). Returning `"absent"` means the collection does not exist (e.g. a
+   * 404 for a custom resource whose definition is not installed): it is delivered as empty
+   * (`onList([])`, start() resolves), no watch is opened, and it is listed again at the next resync
+   * (periodic or {@linkcode Informer.resync}). Otherwise the failure takes the usual path (start()
+   * rejects; later failures are retried with backoff). When this hook is given, the informer
+   * leaves the logging of list failures to it.
+   */
+  onListError?(err: Error): "absent" | void;
 }
 
 /** Handle of a running informer. */
@@ -69,6 +84,9 @@ export interface Informer {
 }
 
 const PAGE_ERROR_PREFIX = "cannot list";
+
+/** A failed list page, already handed to {@linkcode InformerOptions.onListError} when given. */
+class ListFailure extends Error {}
 
 /** Message of an API error: `<Status message> (HTTP <code>)` or the error text. */
 export function describeApiError(err: unknown): string {
@@ -87,7 +105,7 @@ export function createInformer(opts: InformerOptions): Informer {
   let resyncWaiters: (() => void)[] = [];
   let loop: Promise<void> | undefined;
   let resyncTimer: number | undefined;
-  const sleepers = new Set<{ timer: number; resolve: () => void }>();
+  const sleepers = new Set<{ timer?: number; resolve: () => void }>();
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -100,6 +118,11 @@ export function createInformer(opts: InformerOptions): Informer {
       };
       sleepers.add(s);
     });
+  /** Waits, without a timer, until resync() or stop() wakes the loop. */
+  const idle = () =>
+    new Promise<void>((resolve) => {
+      sleepers.add({ resolve });
+    });
   const wakeSleepers = () => {
     for (const s of sleepers) {
       clearTimeout(s.timer);
@@ -108,7 +131,8 @@ export function createInformer(opts: InformerOptions): Informer {
     sleepers.clear();
   };
 
-  async function relist(): Promise<void> {
+  /** Lists every page and delivers the items; resolves "absent" when onListError said so. */
+  async function relist(): Promise<"listed" | "absent"> {
     const items: unknown[] = [];
     let cont: string | undefined;
     let listRv = "";
@@ -117,15 +141,23 @@ export function createInformer(opts: InformerOptions): Informer {
       try {
         page = await opts.list(cont);
       } catch (err) {
-        throw new Error(`${PAGE_ERROR_PREFIX} ${opts.name}: ${describeApiError(err)}`);
+        const failure = new ListFailure(
+          `${PAGE_ERROR_PREFIX} ${opts.name}: ${describeApiError(err)}`,
+          { cause: err },
+        );
+        if (closed || opts.onListError?.(failure) !== "absent") throw failure;
+        rv = "";
+        opts.onList([]);
+        return "absent";
       }
       items.push(...(page.items ?? []));
       listRv = page.metadata?.resourceVersion ?? listRv;
       cont = page.metadata?._continue || page.metadata?.continue || undefined;
     } while (cont && !closed);
-    if (closed) return;
+    if (closed) return "listed";
     rv = listRv;
     opts.onList(items);
+    return "listed";
   }
 
   type WatchEnd = "gone" | "ended" | "error" | "resync" | "closed";
@@ -197,15 +229,16 @@ export function createInformer(opts: InformerOptions): Informer {
       resyncRequested = false;
       const waiters = resyncWaiters;
       resyncWaiters = [];
+      let listed: Awaited<ReturnType<typeof relist>>;
       try {
-        await relist();
+        listed = await relist();
         backoff = 100;
       } catch (err) {
         if (initial) {
           failed(err as Error);
           return;
         }
-        log.warn((err as Error).message);
+        if (!(err instanceof ListFailure && opts.onListError)) log.warn((err as Error).message);
         await sleep(backoff);
         backoff = Math.min(backoff * 2, 10_000);
         continue;
@@ -215,6 +248,11 @@ export function createInformer(opts: InformerOptions): Informer {
       if (initial) {
         initial = false;
         started();
+      }
+      if (listed === "absent") {
+        // nothing to watch: wait for the next resync
+        while (!closed && !resyncRequested) await idle();
+        continue;
       }
       while (!closed) {
         const end = await watchOnce();
@@ -252,7 +290,7 @@ export function createInformer(opts: InformerOptions): Informer {
       if (loop) return Promise.reject(new Error(`Informer for ${opts.name} already started`));
       return new Promise<void>((resolve, reject) => {
         loop = run(() => {
-          if (opts.resyncMs > 0) {
+          if (opts.resyncMs > 0 && !closed) {
             resyncTimer = setInterval(() => void resync(), opts.resyncMs);
           }
           resolve();

@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
 import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
-import { createInformer, type InformerEventType } from "./informer.ts";
-import { kubeClient, loadKubeConfig } from "./mod.ts";
+import { createInformer, type InformerEventType, type InformerOptions } from "./informer.ts";
+import { apiErrorStatus, kubeClient, loadKubeConfig } from "./mod.ts";
 
-async function configMapInformer(kube: FakeKube, pageSize: number) {
+async function configMapInformer(
+  kube: FakeKube,
+  pageSize: number,
+  extra: Partial<InformerOptions> = {},
+) {
   const k8s = await kubeClient();
   const kc = await loadKubeConfig(kube.kubeconfigPath);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -20,6 +24,7 @@ async function configMapInformer(kube: FakeKube, pageSize: number) {
     onList: (items) =>
       lists.push(items.map((o) => (o as { metadata: { name: string } }).metadata.name)),
     onEvent: (type, o) => events.push([type, (o as { metadata: { name: string } }).metadata.name]),
+    ...extra,
   });
   return { inf, lists, events };
 }
@@ -78,5 +83,46 @@ Deno.test("createInformer() start() rejects with the collection name when the fi
   kube.failNext({ method: "GET", path: "/api/v1/namespaces/default/configmaps", code: 403 });
   const { inf } = await configMapInformer(kube, 100);
   await assert.rejects(inf.start(), /^Error: cannot list configmaps: .*\(HTTP 403\)$/);
+  await inf.stop();
+});
+
+Deno.test("createInformer() delivers a collection declared absent as empty and lists it again on resync", async () => {
+  await using kube = await startFakeKube();
+  const path = "/api/v1/namespaces/default/configmaps";
+  kube.failNext({ method: "GET", path, code: 404 });
+  const reported: string[] = [];
+  const { inf, lists, events } = await configMapInformer(kube, 100, {
+    onListError(err) {
+      reported.push(err.message);
+      return apiErrorStatus(err.cause)?.code === 404 ? "absent" : undefined;
+    },
+  });
+  try {
+    await inf.start();
+    assert.deepEqual(lists, [[]]);
+    assert.deepEqual(reported, ["cannot list configmaps: injected failure (HTTP 404)"]);
+    assert.equal(kube.requests.filter((r) => r.search.includes("watch")).length, 0);
+    kube.upsert(cm("a"));
+    await inf.resync();
+    assert.deepEqual(lists, [[], ["a"]]);
+    kube.upsert(cm("a", "2"));
+    await waitUntil(() => events.length === 1, 5000, "an event");
+    assert.deepEqual(events, [["MODIFIED", "a"]]);
+  } finally {
+    await inf.stop();
+  }
+  await waitUntil(() => kube.watchCount === 0, 5000, "the watch to close");
+});
+
+Deno.test("createInformer() start() still rejects when onListError does not declare the collection absent", async () => {
+  await using kube = await startFakeKube();
+  kube.failNext({ method: "GET", path: "/api/v1/namespaces/default/configmaps", code: 500 });
+  const { inf, lists } = await configMapInformer(kube, 100, { onListError: () => undefined });
+  await assert.rejects(inf.start(), (e: Error) => {
+    assert.equal(e.message, "cannot list configmaps: injected failure (HTTP 500)");
+    assert.equal(apiErrorStatus(e.cause)?.code, 500);
+    return true;
+  });
+  assert.deepEqual(lists, []);
   await inf.stop();
 });

@@ -35,23 +35,38 @@ export interface RunOptions {
  * (flushing log files). Resolves to the exit code: 0 after a clean shutdown, 1 when shutdown
  * failed, or 1 at once when a second signal arrives before shutdown finished. Signal listeners
  * are removed before the promise resolves.
+ *
+ * `handle` may be the promise of a server that is still starting: the listeners are installed
+ * at once, so a signal that arrives while the server starts shuts it down once it is up (pass
+ * `runUntilSignal(start(config))`, not `runUntilSignal(await start(config))`). When that promise
+ * rejects, the returned promise rejects with the same error.
  */
 export function runUntilSignal(
-  handle: Shutdownable,
+  handle: Shutdownable | Promise<Shutdownable>,
   logging?: Disposer,
   opts: RunOptions = {},
 ): Promise<number> {
   const log = opts.logger ?? getLogger("default");
   const signals = opts.signals ?? ["SIGINT", "SIGTERM"];
-  const { promise, resolve } = Promise.withResolvers<number>();
+  const { promise, resolve, reject } = Promise.withResolvers<number>();
   let shuttingDown = false;
   let done = false;
+  const removeListeners = () => {
+    for (const s of signals) Deno.removeSignalListener(s, listeners.get(s)!);
+  };
   const finish = (code: number) => {
     if (done) return;
     done = true;
-    for (const s of signals) Deno.removeSignalListener(s, listeners.get(s)!);
+    removeListeners();
     resolve(code);
   };
+  const started = Promise.resolve(handle);
+  started.catch((err) => {
+    if (done) return;
+    done = true;
+    removeListeners();
+    reject(err);
+  });
   const onSignal = (signal: Deno.Signal) => {
     if (shuttingDown) {
       log.error("second signal received, exiting without waiting for shutdown", { signal });
@@ -63,7 +78,7 @@ export function runUntilSignal(
     (async () => {
       let code = 0;
       try {
-        await handle.shutdown();
+        await (await started).shutdown();
         log.info("shutdown complete");
       } catch (err) {
         code = 1;

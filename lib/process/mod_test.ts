@@ -91,3 +91,27 @@ Deno.test("waitUntil() returns the first truthy value or times out", async () =>
     message: "timed out after 0.03s waiting for nothing",
   });
 });
+
+Deno.test("runUntilSignal() shuts down a server whose start was still pending at the signal", async () => {
+  const { runUntilSignal } = await import("./mod.ts");
+  const events: string[] = [];
+  const note = (msg: string) => void events.push(msg);
+  const logger = { debug: note, info: note, warn: note, error: note };
+  const { promise: starting, resolve: started } = Promise.withResolvers<
+    { shutdown(): Promise<void> }
+  >();
+  const run = runUntilSignal(starting, undefined, { signals: ["SIGUSR2"], logger });
+  Deno.kill(Deno.pid, "SIGUSR2");
+  await waitUntil(() => events.includes("signal received, shutting down"));
+  started({ shutdown: () => (events.push("shutdown"), Promise.resolve()) });
+  assert.equal(await run, 0);
+  assert.deepEqual(events, ["signal received, shutting down", "shutdown", "shutdown complete"]);
+});
+
+Deno.test("runUntilSignal() rejects when the server fails to start", async () => {
+  const { runUntilSignal } = await import("./mod.ts");
+  await assert.rejects(
+    runUntilSignal(Promise.reject(new Error("port in use")), undefined, { signals: ["SIGUSR2"] }),
+    { message: "port in use" },
+  );
+});

@@ -5,14 +5,15 @@
  * loaded when {@link createKubeStore} runs.
  * @module
  */
+import { createInformer, type Informer, type ListPage } from "../kube/informer.ts";
 import {
+  apiErrorStatus,
   currentNamespace,
   kubeClient,
   type KubeConfig,
   loadKubeConfig,
   toStoreError,
 } from "../kube/mod.ts";
-import { apiErrorStatus } from "../kube/mod.ts";
 import { getLogger } from "../log/mod.ts";
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, ObjectMeta, TypeSchema } from "../model/types.ts";
@@ -79,15 +80,12 @@ export interface KubeStore extends ConfigStore {
 interface TypeCache {
   schema: TypeSchema;
   items: Map<string, ConfigObject>;
-  rv: string;
   listError?: string;
   invalid: Map<string, string>;
-  abort?: AbortController;
-  resyncRequested: boolean;
-  /** Resolvers of resync() calls waiting for the next completed relist. */
-  relistWaiters: (() => void)[];
-  loop?: Promise<void>;
 }
+
+/** Page size of the lists (the API server's continue tokens make a long list consistent). */
+const PAGE_SIZE = 500;
 
 const META_KEYS: (keyof ObjectMeta)[] = [
   "name",
@@ -105,8 +103,8 @@ const META_KEYS: (keyof ObjectMeta)[] = [
  * installed counts as empty and is retried on resync) and starts one watch per type. Resolves
  * once every type has been listed.
  *
- * - get/list are served from the watch cache (kept by list + watch, relisted on 410 Gone and every
- *   `resyncMs`); writes go to the API and then wait (up to `writeWaitMs`) until the cache shows
+ * - get/list are served from the watch cache (kept by one informer of `lib/kube/informer.ts` per
+ *   type: paged list + watch, relisted on 410 Gone and every `resyncMs`); writes go to the API and then wait (up to `writeWaitMs`) until the cache shows
  *   them, so a get after a write sees the write.
  * - API errors map to store errors: 409 → ConflictError, 404 → NotFoundError, 422 →
  *   ValidationError with the API's message. Objects are validated locally before writing.
@@ -135,26 +133,8 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
   const caches = new Map<string, TypeCache>(schemas.map((s) => [s.type, {
     schema: s,
     items: new Map(),
-    rv: "",
     invalid: new Map(),
-    resyncRequested: false,
-    relistWaiters: [],
   }]));
-
-  // ---- timers that close() can cancel ------------------------------------------------------
-  const sleepers = new Set<{ timer: number; resolve: () => void }>();
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const s = {
-        timer: setTimeout(() => {
-          sleepers.delete(s);
-          resolve();
-        }, ms),
-        resolve,
-      };
-      sleepers.add(s);
-    });
-  }
 
   // ---- write waiters ----------------------------------------------------------------------
   const waiters = new Set<() => void>();
@@ -178,10 +158,8 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
   }
 
   // ---- conversion -------------------------------------------------------------------------
-  function fromApi(
-    tc: TypeCache,
-    raw: unknown,
-  ): { key: string; object?: ConfigObject; problem?: string } | undefined {
+  type Converted = { key: string; object?: ConfigObject; problem?: string };
+  function fromApi(tc: TypeCache, raw: unknown): Converted | undefined {
     if (typeof raw !== "object" || raw === null) return undefined;
     const r = raw as { metadata?: Record<string, unknown>; [k: string]: unknown };
     const meta: Record<string, unknown> = {};
@@ -215,9 +193,7 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
   }
 
   /** Applies one object (valid or not) to a cache, emitting an event when its content changed. */
-  function applyUpsert(tc: TypeCache, raw: unknown) {
-    const c = fromApi(tc, raw);
-    if (!c) return;
+  function applyUpsert(tc: TypeCache, c: Converted) {
     if (!c.object) {
       const msg = `${tc.schema.kind}/${c.key}: ${c.problem}`;
       if (tc.invalid.get(c.key) !== msg) {
@@ -241,203 +217,78 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
     watchers.emit("DELETED", old);
   }
 
-  // ---- list + watch ------------------------------------------------------------------------
-  const group = (s: TypeSchema) => ({ group: s.group, version: s.version, plural: s.plural });
-
-  async function relist(tc: TypeCache): Promise<void> {
-    const s = tc.schema;
-    let list: { items?: unknown[]; metadata?: { resourceVersion?: string } };
-    try {
-      list = restrict
-        ? await api.listNamespacedCustomObject({ ...group(s), namespace: restrict })
-        : await api.listClusterCustomObject(group(s));
-    } catch (err) {
-      const st = apiErrorStatus(err);
-      const msg = st?.code === 404
-        ? `cannot list ${s.plural}.${s.group}/${s.version} from ${server}: not found ` +
-          `(is the custom resource definition installed?)`
-        : `cannot list ${s.plural}.${s.group}/${s.version} from ${server}: ${
-          st ? `${st.message} (HTTP ${st.code})` : (err as Error).message
-        }`;
-      if (tc.listError !== msg) log.warn(`Orchestrator config store: ${msg}`);
-      tc.listError = msg;
-      if (st?.code === 404) {
-        // no CRD: the type is empty until it appears
-        for (const k of [...tc.items.keys()]) applyDelete(tc, k);
-        tc.rv = "";
-        return;
-      }
-      throw new Error(msg);
-    }
-    tc.listError = undefined;
+  /** Replaces a type's content with a complete list, emitting only the differences. */
+  function applyList(tc: TypeCache, items: unknown[]) {
     const seen = new Set<string>();
-    for (const raw of list.items ?? []) {
+    for (const raw of items) {
       const c = fromApi(tc, raw);
-      if (c) seen.add(c.key);
-      applyUpsert(tc, raw);
+      if (!c) continue;
+      seen.add(c.key);
+      applyUpsert(tc, c);
     }
     for (const k of [...tc.items.keys()]) if (!seen.has(k)) applyDelete(tc, k);
     for (const k of [...tc.invalid.keys()]) if (!seen.has(k)) tc.invalid.delete(k);
-    tc.rv = list.metadata?.resourceVersion ?? "";
     notify();
   }
 
-  type WatchEnd = "gone" | "ended" | "error" | "resync" | "closed";
+  // ---- list + watch: one informer per type -------------------------------------------------
+  const group = (s: TypeSchema) => ({ group: s.group, version: s.version, plural: s.plural });
 
-  function watchOnce(tc: TypeCache): Promise<WatchEnd> {
+  function informerOf(tc: TypeCache): Informer {
     const s = tc.schema;
-    const path = `/apis/${s.group}/${s.version}${
-      restrict ? `/namespaces/${encodeURIComponent(restrict)}` : ""
-    }/${s.plural}`;
-    return new Promise<WatchEnd>((resolve) => {
-      let result: WatchEnd | undefined;
-      let ctrl: AbortController | undefined;
-      let finished = false;
-      const stop = (r: WatchEnd) => {
-        result ??= r;
-        ctrl?.abort();
-      };
-      const finish = (err: unknown) => {
-        if (finished) return;
-        finished = true;
-        tc.abort = undefined;
-        if (closed) return resolve("closed");
-        if (tc.resyncRequested) return resolve("resync");
-        if (result) return resolve(result);
-        if (err) {
-          const st = apiErrorStatus(err);
-          if (st?.code === 410) return resolve("gone");
-          log.warn(
-            `Orchestrator config store: watch of ${s.plural} failed: ${
-              st ? `${st.message} (HTTP ${st.code})` : (err as Error).message ?? String(err)
-            }`,
-          );
-          return resolve("error");
-        }
-        resolve("ended");
-      };
-      const onEvent = (phase: string, obj: unknown) => {
-        if (finished || closed) return;
-        const o = obj as {
-          code?: number;
-          message?: string;
-          metadata?: { resourceVersion?: string };
-        };
-        if (phase === "ERROR") {
-          if (o?.code === 410) return stop("gone");
-          log.warn(
-            `Orchestrator config store: watch of ${s.plural} reported an error: ${
-              o?.message ?? JSON.stringify(obj)
-            }`,
-          );
-          return stop("error");
-        }
-        const rv = o?.metadata?.resourceVersion;
-        if (phase === "ADDED" || phase === "MODIFIED") applyUpsert(tc, obj);
-        else if (phase === "DELETED") {
-          const c = fromApi(tc, obj);
-          if (c) applyDelete(tc, c.key);
-        }
-        if (rv) tc.rv = rv;
+    const collection = `${s.plural}.${s.group}/${s.version} from ${server}`;
+    const list = async (cont: string | undefined): Promise<ListPage> => {
+      const page = { ...group(s), limit: PAGE_SIZE, _continue: cont };
+      const res = restrict
+        ? await api.listNamespacedCustomObject({ ...page, namespace: restrict })
+        : await api.listClusterCustomObject(page);
+      tc.listError = undefined;
+      return res;
+    };
+    return createInformer({
+      name: collection,
+      kubeConfig: kc,
+      watchPath: `/apis/${s.group}/${s.version}${
+        restrict ? `/namespaces/${encodeURIComponent(restrict)}` : ""
+      }/${s.plural}`,
+      list,
+      resyncMs,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+      onListError(err) {
+        // no CRD: the type is empty until it appears (listed again on each resync)
+        const missing = apiErrorStatus(err.cause)?.code === 404;
+        const msg = missing
+          ? `cannot list ${collection}: not found (is the custom resource definition installed?)`
+          : err.message;
+        if (tc.listError !== msg) log.warn(`Orchestrator config store: ${msg}`);
+        tc.listError = msg;
+        return missing ? "absent" : undefined;
+      },
+      onList: (items) => applyList(tc, items),
+      onEvent(type, obj) {
+        const c = fromApi(tc, obj);
+        if (c && type === "DELETED") applyDelete(tc, c.key);
+        else if (c) applyUpsert(tc, c);
         notify();
-      };
-      const params: Record<string, string | number | boolean> = {
-        allowWatchBookmarks: true,
-        timeoutSeconds: options.watchTimeoutSeconds ?? 300 + Math.floor(Math.random() * 300),
-      };
-      if (tc.rv) params.resourceVersion = tc.rv;
-      new k8s.Watch(kc).watch(path, params, onEvent, finish).then((c) => {
-        ctrl = c;
-        tc.abort = c;
-        if (closed || tc.resyncRequested || result) c.abort();
-      }, finish);
+      },
     });
   }
 
-  async function runType(tc: TypeCache, first: () => void, firstFailed: (e: Error) => void) {
-    let initial = true;
-    let backoff = 100;
-    outer: while (!closed) {
-      tc.resyncRequested = false;
-      try {
-        await relist(tc);
-        backoff = 100;
-      } catch (err) {
-        if (initial) {
-          initial = false;
-          firstFailed(err as Error);
-          return;
-        }
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 10_000);
-        continue;
-      } finally {
-        const w = tc.relistWaiters.splice(0);
-        for (const f of w) f();
-      }
-      if (initial) {
-        initial = false;
-        first();
-      }
-      if (tc.listError) {
-        // no CRD: wait for the next resync
-        while (!closed && !tc.resyncRequested) await sleep(Math.min(resyncMs || 5000, 5000));
-        continue;
-      }
-      while (!closed) {
-        const end = await watchOnce(tc);
-        if (end === "closed") return;
-        if (end === "gone" || end === "resync") continue outer;
-        if (end === "error") {
-          await sleep(backoff);
-          backoff = Math.min(backoff * 2, 10_000);
-        }
-      }
-    }
-  }
+  const informers = [...caches.values()].map(informerOf);
 
   function requestResync(): Promise<void> {
     if (closed) return Promise.resolve();
-    const all: Promise<void>[] = [];
-    for (const tc of caches.values()) {
-      all.push(new Promise<void>((r) => tc.relistWaiters.push(r)));
-      tc.resyncRequested = true;
-      tc.abort?.abort();
-    }
-    // wake a type that is sleeping because its CRD is missing
-    for (const s of [...sleepers]) {
-      clearTimeout(s.timer);
-      sleepers.delete(s);
-      s.resolve();
-    }
-    return Promise.all(all).then(() => {});
+    return Promise.all(informers.map((i) => i.resync())).then(() => {});
   }
 
   // ---- start ----------------------------------------------------------------------------------
   const startErrors: Error[] = [];
-  await Promise.all(
-    [...caches.values()].map((tc) =>
-      new Promise<void>((resolve) => {
-        tc.loop = runType(tc, resolve, (e) => {
-          startErrors.push(e);
-          resolve();
-        });
-      })
-    ),
-  );
+  await Promise.all(informers.map((i) => i.start().catch((e: Error) => void startErrors.push(e))));
   if (startErrors.length > 0) {
     closed = true;
-    for (const tc of caches.values()) tc.abort?.abort();
-    for (const s of sleepers) {
-      clearTimeout(s.timer);
-      s.resolve();
-    }
-    await Promise.all([...caches.values()].map((tc) => tc.loop));
+    await Promise.all(informers.map((i) => i.stop()));
     throw new Error(`Cannot open the orchestrator config store: ${startErrors[0].message}`);
   }
-
-  let resyncTimer: number | undefined;
-  if (resyncMs > 0) resyncTimer = setInterval(() => void requestResync(), resyncMs);
 
   // ---- the store --------------------------------------------------------------------------------
   function checkNamespace(ns: string) {
@@ -563,15 +414,9 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
     async close() {
       if (closed) return;
       closed = true;
-      if (resyncTimer !== undefined) clearInterval(resyncTimer);
-      for (const tc of caches.values()) tc.abort?.abort();
-      for (const s of [...sleepers]) {
-        clearTimeout(s.timer);
-        sleepers.delete(s);
-        s.resolve();
-      }
+      const stopped = Promise.all(informers.map((i) => i.stop()));
       notify();
-      await Promise.all([...caches.values()].map((tc) => tc.loop));
+      await stopped;
       watchers.clear();
     },
   };

@@ -219,6 +219,60 @@ Deno.test("createKubeStore() reports a type whose definition is not installed as
   }
 });
 
+Deno.test("createKubeStore() lists a type again on resync once its definition is installed", async () => {
+  const isGateway = (c: unknown) =>
+    (c as { spec: { names: { kind: string } } }).spec.names.kind === "Gateway";
+  const kube = await startFakeKube({
+    objects: crdManifests().filter((c) => !isGateway(c)) as JsonObject[],
+  });
+  try {
+    const store = await createKubeStore({ kubeconfigPath: kube.kubeconfigPath, resyncMs: 0 });
+    try {
+      const rec = recordEvents(store);
+      assert.equal(store.errors().length, 1);
+      // a missing type is not watched
+      assert.ok(kube.requests.every((r) => !r.path.endsWith("/gateways") || r.status === 404));
+      kube.upsert(crdManifests().find(isGateway) as JsonObject);
+      const gw = await fixture("Gateway");
+      kube.upsert(gw as unknown as JsonObject);
+      await store.resync();
+      assert.deepEqual(store.errors(), []);
+      assert.deepEqual((await store.list("gateway")).map((o) => o.metadata.name), [
+        gw.metadata.name,
+      ]);
+      // and is watched from then on
+      kube.remove("gateways.networking.mesh.io", "default", gw.metadata.name);
+      await until(async () => (await store.list("gateway")).length === 0, 3000, "the delete");
+      assert.deepEqual(eventLines(rec.events), [
+        `ADDED Gateway/default/${gw.metadata.name}`,
+        `DELETED Gateway/default/${gw.metadata.name}`,
+      ]);
+      rec.close();
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await kube.close();
+  }
+});
+
+Deno.test("createKubeStore() rejects naming the type and server when a type cannot be listed", async () => {
+  await using kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
+  kube.failNext({ method: "GET", path: /\/virtualservices$/, code: 403, message: "forbidden" });
+  await assert.rejects(
+    createKubeStore({ kubeconfigPath: kube.kubeconfigPath, resyncMs: 0 }),
+    (e: Error) => {
+      assert.equal(
+        e.message,
+        `Cannot open the orchestrator config store: cannot list ` +
+          `virtualservices.networking.mesh.io/v1alpha3 from ${kube.url}: forbidden (HTTP 403)`,
+      );
+      return true;
+    },
+  );
+  await until(() => kube.watchCount === 0, 3000, "every watch to close");
+});
+
 Deno.test("openStoreFromURL() opens orch://, fs:// and mem:// stores and rejects others", async () => {
   const kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
   const dir = await Deno.makeTempDir();

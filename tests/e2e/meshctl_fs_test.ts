@@ -195,7 +195,11 @@ Deno.test("meshctl reports usage errors with exit 2", async () => {
       "unknown output format json. Types are yaml|short",
       "meshctl get",
     );
-    await usage(["get"], "Missing required argument 'type'", "meshctl get");
+    await usage(
+      ["get"],
+      "specify the type of resource to get. Types are routerule, virtualservice, gateway, egressrule, serviceentry, destinationpolicy, destinationrule, httpapispec, httpapispecbinding, quotaspec, quotaspecbinding, policy, servicerole, servicerolebinding",
+      "meshctl get",
+    );
     await usage(
       ["create", "extra", ...fs(dir)],
       "Too many arguments for 'create'. Expected 0 arguments but got 1: extra.",
