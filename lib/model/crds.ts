@@ -29,6 +29,7 @@ export function crdManifest(s: ModelSchema): Record<string, unknown> {
         singular: s.type,
         kind: s.kind,
         listKind: s.listKind,
+        ...(s.shortNames.length ? { shortNames: [...s.shortNames] } : {}),
         categories: [...s.categories],
       },
       scope: "Namespaced",

@@ -20,6 +20,7 @@ Deno.test("crdManifests() gives one namespaced v1 CRD per type with names and ca
     singular: "virtualservice",
     kind: "VirtualService",
     listKind: "VirtualServiceList",
+    shortNames: ["vs"],
     categories: ["mesh-io", "networking-mesh-io"],
   });
   assert.equal(vs.apiVersion, "apiextensions.k8s.io/v1");

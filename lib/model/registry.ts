@@ -21,11 +21,21 @@ export interface ModelSchema extends TypeSchema {
   readonly listKind: string;
   /** CRD categories: `mesh-io` plus the group with dots as dashes. */
   readonly categories: readonly string[];
+  /** Short names, as kubectl users type them (`vs`, `dr`, `gw`, `se`); CRD `shortNames`. */
+  readonly shortNames: readonly string[];
   /** Only for policy-server kinds. */
   readonly policyCategory?: PolicyCategory;
   /** Only for policy-server kinds: implementing package (CRD label `package`). */
   readonly package?: string;
 }
+
+/** Short names of the networking types (the reference system's later CRDs use the same). */
+const SHORT_NAMES: Record<string, readonly string[]> = {
+  virtualservice: ["vs"],
+  destinationrule: ["dr"],
+  gateway: ["gw"],
+  serviceentry: ["se"],
+};
 
 /** Our API groups. */
 export const GROUPS = {
@@ -74,6 +84,7 @@ function define(
     referenceGroup: toReferenceGroup(opts.group),
     listKind: `${opts.kind}List`,
     categories: Object.freeze(categories),
+    shortNames: Object.freeze([...(SHORT_NAMES[opts.type] ?? [])]),
     ...(opts.policyCategory ? { policyCategory: opts.policyCategory, package: opts.package } : {}),
     validate: (value: unknown) => validate(spec, value ?? {}, "spec"),
   });
@@ -302,11 +313,12 @@ const byTypeName = new Map<string, ModelSchema>();
 for (const s of allSchemas) {
   byTypeName.set(s.type, s);
   byTypeName.set(s.plural, s);
+  for (const short of s.shortNames) byTypeName.set(short, s);
 }
 
 /**
- * Finds a type by its singular or plural name, case-insensitively (`virtualservice`,
- * `VirtualServices`, `policies`, `rule`). Hyphenated names are not accepted (see
+ * Finds a type by its singular, plural or short name, case-insensitively (`virtualservice`,
+ * `VirtualServices`, `vs`, `policies`, `rule`). Hyphenated names are not accepted (see
  * `hyphenatedTypeError`).
  */
 export function schemaByType(name: string): ModelSchema | undefined {

@@ -62,6 +62,13 @@ Deno.test("policySchemas holds rule, attributemanifest, adapter, template, handl
   assert.equal(new Set(allSchemas.map((s) => s.plural)).size, allSchemas.length);
 });
 
+Deno.test("schemaByType() accepts the kubectl short names vs, dr, gw and se", () => {
+  assert.equal(schemaByType("vs")?.kind, "VirtualService");
+  assert.equal(schemaByType("DR")?.kind, "DestinationRule");
+  assert.equal(schemaByType("gw")?.kind, "Gateway");
+  assert.equal(schemaByType("se")?.kind, "ServiceEntry");
+});
+
 Deno.test("schemaByType() accepts singular or plural names in any case", () => {
   assert.equal(schemaByType("VirtualServices")?.kind, "VirtualService");
   assert.equal(schemaByType("virtualservice")?.kind, "VirtualService");
