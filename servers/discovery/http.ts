@@ -28,6 +28,12 @@ import type { DiscoveryMetrics } from "./metrics.ts";
 import type { DiscoveryModel, DiscoveryRegistry } from "./model.ts";
 import type { ProtoJson } from "./protojson.ts";
 import type { WebhookClient } from "./webhook.ts";
+import {
+  DebugInputError,
+  type DebugRegistry,
+  parseDebugInstance,
+  parseDebugService,
+} from "./debug_registry.ts";
 
 /** REST xDS paths → type URL and short name. */
 const REST_TYPES: Record<string, { typeUrl: string; short: string; webhook: boolean }> = {
@@ -77,6 +83,8 @@ export interface HttpDeps {
   metrics: DiscoveryMetrics;
   protojson: ProtoJson;
   restCache: RestCache | null;
+  /** The in-memory debug registry filled by `POST /debug/registryz|endpointz?svc=`. */
+  debugRegistry: DebugRegistry;
   webhook: WebhookClient | null;
   profile: boolean;
   isReady(): boolean;
@@ -280,7 +288,54 @@ export function discoveryApp(d: HttpDeps): Hono {
 
   app.get("/debug/registryz", (c) => jsonBody(c, [...d.model.context().services, {}]));
 
-  app.get("/debug/endpointz", (c) => {
+  /** Reads a JSON body for the debug registry; undefined after answering 400. */
+  const debugBody = async (c: Context): Promise<{ svc: string; body: unknown } | Response> => {
+    const svc = c.req.query("svc");
+    if (svc === undefined) {
+      return text(c, 400, "Query parameter svc: required (the service hostname)\n");
+    }
+    const raw = await c.req.text();
+    if (raw.trim() === "") return text(c, 400, "Request body: want a JSON object, got nothing\n");
+    try {
+      return { svc, body: JSON.parse(raw) };
+    } catch (e) {
+      return text(c, 400, `Request body: not valid JSON: ${(e as Error).message}\n`);
+    }
+  };
+  const debugAdd = (c: Context, fn: () => void, then: () => Response | Promise<Response>) => {
+    try {
+      fn();
+    } catch (e) {
+      if (e instanceof DebugInputError) return text(c, 400, e.message + "\n");
+      throw e;
+    }
+    return then();
+  };
+
+  app.post("/debug/registryz", async (c) => {
+    const r = await debugBody(c);
+    if (r instanceof Response) return r;
+    return debugAdd(
+      c,
+      () => d.debugRegistry.addService(parseDebugService(r.svc, r.body)),
+      () => jsonBody(c, [...d.model.context().services, {}]),
+    );
+  });
+
+  app.post("/debug/endpointz", async (c) => {
+    const r = await debugBody(c);
+    if (r instanceof Response) return r;
+    return debugAdd(
+      c,
+      () => {
+        const svc = d.model.context().services.find((s) => s.hostname === r.svc);
+        d.debugRegistry.addInstance(parseDebugInstance(r.svc, r.body, svc));
+      },
+      () => endpointz(c),
+    );
+  });
+
+  const endpointz = (c: Context) => {
     const ctx = d.model.context();
     const brief = !!c.req.query("brief");
     const lines: string[] = [];
@@ -303,7 +358,8 @@ export function discoveryApp(d: HttpDeps): Hono {
       }
     }
     return brief ? text(c, 200, lines.map((l) => l + "\n").join("")) : jsonBody(c, out);
-  });
+  };
+  app.get("/debug/endpointz", endpointz);
 
   app.get("/debug/configz", (c) => jsonBody(c, [...d.model.configs() as ConfigObject[], {}]));
 

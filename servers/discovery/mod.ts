@@ -36,6 +36,7 @@ import { type ConfigStore, createFileStore, openKubeStore } from "../../lib/stor
 import { formatVersion, versionInfo } from "../../lib/version/mod.ts";
 import { loadXdsProtos, parseNodeId, type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
 import { ResourceCache, startAdsServer, XdsServer } from "../../lib/xds/server/mod.ts";
+import type { IngressWatcher } from "../../lib/registry/ingress.ts";
 import type { DiscoveryConfig, ListenAddress } from "./config.ts";
 import { discoveryApp, RestCache } from "./http.ts";
 import { createMetrics } from "./metrics.ts";
@@ -48,6 +49,7 @@ import {
 } from "./model.ts";
 import { ProtoJson } from "./protojson.ts";
 import { createWebhookClient } from "./webhook.ts";
+import { DebugRegistry } from "./debug_registry.ts";
 
 export {
   ConfigError,
@@ -189,8 +191,23 @@ export async function start(
     }
     cleanups.push(() => store.close());
 
-    // Registries, in --registries order, then ServiceEntry.
+    // Registries, in --registries order (the remote clusters of --clusterRegistriesConfigMap
+    // right after Orchestrator, else after the listed ones), then ServiceEntry, then the debug
+    // registry.
     const members: ServiceRegistry[] = [];
+    let ingressWatcher: IngressWatcher | undefined;
+    let multicluster: ServiceRegistry | undefined;
+    if (config.clusterRegistriesConfigMap) {
+      const { createClusterRegistries } = await import("../../lib/registry/multicluster.ts");
+      multicluster = await createClusterRegistries({
+        kubeconfigPath: config.orchconfig,
+        configMapName: config.clusterRegistriesConfigMap,
+        namespace: config.clusterRegistriesNamespace,
+        domain: config.domain,
+        appNamespace: config.appNamespace,
+        resyncMs: config.resyncMs,
+      });
+    }
     for (const name of config.registries) {
       switch (name) {
         case "Orchestrator": {
@@ -205,6 +222,14 @@ export async function start(
               resyncMs: config.resyncMs,
             }),
           );
+          if (multicluster) members.push(multicluster);
+          const { createIngressWatcher } = await import("../../lib/registry/ingress.ts");
+          ingressWatcher = await createIngressWatcher({
+            kubeconfigPath: config.orchconfig,
+            appNamespace: config.appNamespace,
+            resyncMs: config.resyncMs,
+            meshConfig,
+          });
           break;
         }
         case "RegistryA":
@@ -232,15 +257,15 @@ export async function start(
           break;
       }
     }
+    if (multicluster && !members.includes(multicluster)) members.push(multicluster);
     members.push(createServiceEntryRegistry(store));
+    const debugRegistry = new DebugRegistry();
+    members.push(debugRegistry);
     const aggregate = aggregateRegistries(members);
-    const ingressSource = members.find((m) =>
-      typeof (m as { ingresses?: unknown }).ingresses === "function"
-    ) as { ingresses(): ConfigObject[] } | undefined;
     const registry = {
       services: () => aggregate.services(),
       instances: () => aggregate.instances(),
-      ingresses: () => ingressSource?.ingresses() ?? [],
+      ingresses: (): ConfigObject[] => ingressWatcher?.ingresses() ?? [],
     };
 
     // Model, ADS server, metrics.
@@ -315,6 +340,7 @@ export async function start(
         server.push({ kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] });
       }
     });
+    ingressWatcher?.onChange(() => configChanged());
     await configs.open(store, () => configChanged());
 
     // Listeners.
@@ -357,6 +383,7 @@ export async function start(
       metrics,
       protojson: new ProtoJson(defs),
       restCache,
+      debugRegistry,
       webhook,
       profile: config.profile,
       isReady: () => ready,
@@ -401,7 +428,7 @@ export async function start(
         ` monitoring=${addresses.monitoring} ctrlz=${addresses.ctrlz}`,
     );
 
-    const readyPromise = aggregate.start().then(() => {
+    const readyPromise = Promise.all([aggregate.start(), ingressWatcher?.start()]).then(() => {
       ready = true;
       model.invalidate();
       fingerprints = instanceFingerprints(registry.instances());
@@ -409,6 +436,7 @@ export async function start(
       log.info("Registries and config store synced; discovery is ready");
     });
     cleanups.push(() => aggregate.stop());
+    if (ingressWatcher) cleanups.push(() => ingressWatcher.stop());
     readyPromise.catch((e) => log.error(`Registries failed to start: ${(e as Error).message}`));
 
     let stopping: Promise<void> | undefined;

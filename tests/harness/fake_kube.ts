@@ -362,6 +362,7 @@ function builtinTypes(): ResourceType[] {
       },
     ),
     builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true),
+    builtin("networking.k8s.io", "v1", "ingresses", "Ingress", true, ["ing"], { hasStatus: true }),
     builtin(
       "apiextensions.k8s.io",
       "v1",

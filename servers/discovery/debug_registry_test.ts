@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import {
+  DebugInputError,
+  DebugRegistry,
+  parseDebugInstance,
+  parseDebugService,
+} from "./debug_registry.ts";
+
+const HOST = "svc.debug.svc.cluster.local";
+
+Deno.test("parseDebugService() fills the defaults and upper-cases the protocol", () => {
+  assert.deepEqual(
+    parseDebugService(HOST, { ports: [{ name: "http", port: 80, protocol: "http" }] }),
+    {
+      hostname: HOST,
+      address: "0.0.0.0",
+      ports: [{ name: "http", port: 80, protocol: "HTTP" }],
+      namespace: "",
+      meshExternal: false,
+      resolution: "ClientSideLB",
+      serviceAccounts: [],
+      registry: "memAdapter",
+    },
+  );
+});
+
+Deno.test("parseDebugService() names the field of a bad body", () => {
+  const cases: [unknown, RegExp][] = [
+    [[], /Service body: must be a JSON object/],
+    [{ hostname: "other", ports: [{ port: 1 }] }, /Service hostname "other": must equal svc/],
+    [{ ports: [{ port: 1, protocol: "SMTP" }] }, /ports\[0\]\.protocol: must be one of HTTP/],
+    [{ ports: [{ name: "a", port: 1 }, { name: "a", port: 2 }] }, /duplicate port a/],
+    [{ ports: [{ port: 1 }], resolution: "Magic" }, /Service resolution: must be one of/],
+    [{ ports: [{ port: 1 }], serviceAccounts: [1] }, /serviceAccounts: must be a list of strings/],
+  ];
+  for (const [body, want] of cases) {
+    assert.throws(() => parseDebugService(HOST, body), (e: Error) => {
+      assert.ok(e instanceof DebugInputError);
+      assert.match(e.message, want);
+      return true;
+    });
+  }
+});
+
+Deno.test("parseDebugInstance() resolves the service port by name, number or object", () => {
+  const svc = parseDebugService(HOST, {
+    ports: [{ name: "http", port: 80 }, { name: "tcp", port: 90 }],
+  });
+  for (const servicePort of ["tcp", 90, { name: "tcp" }, { port: 90 }]) {
+    const i = parseDebugInstance(HOST, { address: "10.0.0.1", servicePort }, svc);
+    assert.deepEqual(i.servicePort, { name: "tcp", port: 90, protocol: "TCP" });
+    assert.equal(i.port, 90, "port defaults to the service port");
+  }
+  assert.throws(
+    () => parseDebugInstance(HOST, { address: "10.0.0.1", servicePort: "udp" }, svc),
+    /servicePort "udp": not a port of .* \(ports: http\/80, tcp\/90\)/,
+  );
+  assert.throws(
+    () => parseDebugInstance(HOST, { address: "", servicePort: "tcp" }, svc),
+    /Instance address: must be a non-empty string/,
+  );
+  assert.throws(() => parseDebugInstance(HOST, { address: "x" }, undefined), /no such service/);
+});
+
+Deno.test("DebugRegistry reports services and endpoints changes and replaces a repeated instance", () => {
+  const r = new DebugRegistry();
+  const kinds: string[] = [];
+  r.onChange((k) => kinds.push(k));
+  const svc = parseDebugService(HOST, { ports: [{ name: "http", port: 80 }] });
+  r.addService(svc);
+  r.addInstance(parseDebugInstance(HOST, { address: "10.0.0.1", servicePort: 80 }, svc));
+  r.addInstance(
+    parseDebugInstance(HOST, { address: "10.0.0.1", servicePort: 80, labels: { v: "2" } }, svc),
+  );
+  assert.deepEqual(kinds, ["services", "endpoints", "endpoints"]);
+  assert.equal(r.instances().length, 1);
+  assert.deepEqual(r.instances()[0].labels, { v: "2" });
+});

@@ -1,0 +1,82 @@
+/**
+ * Shared helpers of the mesh-discovery end-to-end tests: start `mesh-discovery discovery` as a
+ * program on free ports and read the addresses from its `listening` line; small HTTP helpers.
+ * @module
+ */
+
+import { type ProgramProcess, spawnProgram } from "../harness/procs.ts";
+
+/** Path of the mesh-discovery entry point. */
+export const DISCOVERY_SCRIPT = new URL("../../cli/mesh-discovery.ts", import.meta.url).pathname;
+
+/** A running discovery program and its addresses (`127.0.0.1:<port>`). */
+export interface RunningDiscovery {
+  proc: ProgramProcess;
+  http: string;
+  grpc: string;
+  monitoring: string;
+  ctrlz: string;
+}
+
+const LISTENING =
+  /listening http=\S+:(\d+) grpc=\S+:(\d+)(?: secureGrpc=\S+:\d+)? monitoring=\S+:(\d+) ctrlz=\S+:(\d+)/;
+
+/**
+ * Starts discovery with every port free (`--port 0` ...), no TLS port, a mesh config path that
+ * does not exist (defaults) unless `extra` names one, plus `extra` flags. Stops the program when
+ * it does not print its listening line within 20 s.
+ */
+export async function startDiscovery(
+  extra: string[],
+  env: Record<string, string> = {},
+): Promise<RunningDiscovery> {
+  const args = [
+    "discovery",
+    "--port",
+    "0",
+    "--grpcAddr",
+    "127.0.0.1:0",
+    "--secureGrpcAddr",
+    "",
+    "--monitoringPort",
+    "0",
+    "--ctrlz_port",
+    "0",
+    ...(extra.includes("--meshConfig") ? [] : ["--meshConfig", "/nonexistent/mesh-config"]),
+    ...extra,
+  ];
+  const proc = spawnProgram(DISCOVERY_SCRIPT, args, { env });
+  let line: string;
+  try {
+    line = await proc.waitFor(LISTENING, 20_000);
+  } catch (e) {
+    await proc.stop();
+    throw e;
+  }
+  const m = LISTENING.exec(line)!;
+  return {
+    proc,
+    http: `127.0.0.1:${m[1]}`,
+    grpc: `127.0.0.1:${m[2]}`,
+    monitoring: `127.0.0.1:${m[3]}`,
+    ctrlz: `127.0.0.1:${m[4]}`,
+  };
+}
+
+/** GET (or another method) returning status and text. */
+export async function http(
+  url: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: string; headers: Headers }> {
+  const res = await fetch(url, init);
+  return { status: res.status, body: await res.text(), headers: res.headers };
+}
+
+/** POSTs JSON (or raw text when `body` is a string). */
+export function post(url: string, body: unknown): ReturnType<typeof http> {
+  return http(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
