@@ -11,6 +11,7 @@
  * @module
  */
 import type { Service, ServiceInstance, ServicePort, ServiceRegistry } from "../model/types.ts";
+import { getLogger } from "../log/mod.ts";
 import { createPollingRegistry, getJson, type Snapshot } from "./poller.ts";
 import { parseProtocolName } from "./protocol.ts";
 
@@ -24,12 +25,19 @@ interface CatalogEntry {
   NodeMeta?: Record<string, string> | null;
 }
 
-/** Converts one Consul catalog service to mesh services and instances (pure). */
-export function convertConsulService(name: string, entries: CatalogEntry[]): Snapshot {
+/**
+ * Converts one Consul catalog service to mesh services and instances (pure). Tags that are not
+ * of the form `key|value` are returned in `ignoredTags` (the registry warns about each once).
+ */
+export function convertConsulService(
+  name: string,
+  entries: CatalogEntry[],
+): Snapshot & { ignoredTags: string[] } {
   const hostname = `${name}.service.consul`;
   const ports = new Map<number, ServicePort>();
   const instances: ServiceInstance[] = [];
   let external = false;
+  const ignoredTags: string[] = [];
   for (const e of entries) {
     if (typeof e.ServicePort !== "number") continue;
     const protoWord = e.NodeMeta?.protocol ?? "http";
@@ -44,6 +52,7 @@ export function convertConsulService(name: string, entries: CatalogEntry[]): Sna
     for (const tag of e.ServiceTags ?? []) {
       const i = tag.indexOf("|");
       if (i > 0) labels[tag.slice(0, i)] = tag.slice(i + 1);
+      else if (!ignoredTags.includes(tag)) ignoredTags.push(tag);
     }
     instances.push({
       hostname,
@@ -65,7 +74,7 @@ export function convertConsulService(name: string, entries: CatalogEntry[]): Sna
     serviceAccounts: ["spiffe://cluster.local/ns/default/sa/default"],
     registry: "RegistryA",
   };
-  return { services: [service], instances };
+  return { services: [service], instances, ignoredTags };
 }
 
 /** Creates the RegistryA (Consul) registry polling `url` every `intervalMs`. */
@@ -74,6 +83,8 @@ export function createConsulRegistry(
   intervalMs: number,
 ): ServiceRegistry & { pollNow(): Promise<void> } {
   const base = url.replace(/\/+$/, "");
+  const log = getLogger("default");
+  const warned = new Set<string>();
   return createPollingRegistry({
     name: "RegistryA",
     intervalMs,
@@ -92,6 +103,13 @@ export function createConsulRegistry(
           throw new Error(`${base}/v1/catalog/service/${name}: expected a JSON array`);
         }
         const part = convertConsulService(name, entries as CatalogEntry[]);
+        for (const tag of part.ignoredTags) {
+          if (warned.has(`${name}\0${tag}`)) continue;
+          warned.add(`${name}\0${tag}`);
+          log.warn(
+            `RegistryA: service ${name}: tag "${tag}" is not of the form key|value; ignored`,
+          );
+        }
         snap.services.push(...part.services);
         snap.instances.push(...part.instances);
       }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createConsulRegistry } from "./consul.ts";
+import { convertConsulService, createConsulRegistry } from "./consul.ts";
 
 /** A fake Consul catalog speaking the real HTTP API shape (`/v1/catalog/...`). */
 function fakeConsul(catalog: Record<string, unknown[]>) {
@@ -94,4 +94,20 @@ Deno.test("createConsulRegistry() keeps the last good view when the catalog fail
     await reg.stop();
     await server.shutdown();
   }
+});
+
+Deno.test("convertConsulService() marks node-meta external services and reports odd tags", () => {
+  const snap = convertConsulService("payments", [
+    {
+      Address: "10.0.0.7",
+      ServicePort: 443,
+      ServiceTags: ["primary", "zone|a"],
+      NodeMeta: { external: "payments", protocol: "https" },
+    },
+  ]);
+  assert.equal(snap.services[0].meshExternal, true);
+  assert.equal(snap.services[0].resolution, "Passthrough");
+  assert.deepEqual(snap.services[0].ports, [{ name: "https", port: 443, protocol: "HTTPS" }]);
+  assert.deepEqual(snap.instances[0].labels, { zone: "a" });
+  assert.deepEqual(snap.ignoredTags, ["primary"]);
 });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import https from "node:https";
 import { makeTestPki } from "../../tests/harness/certs.ts";
 import { createPlatformCRegistry, parsePlatformCConfig } from "./platformc.ts";
 
@@ -26,51 +27,68 @@ Deno.test("parsePlatformCConfig() names the field of every mistake", () => {
   );
 });
 
-Deno.test("createPlatformCRegistry() polls routes and internal routes over TLS", async () => {
-  const pki = await makeTestPki();
+/** A PlatformC API over HTTPS that requires a client certificate signed by the test CA. */
+async function startMtlsApi(pki: Awaited<ReturnType<typeof makeTestPki>>) {
   const server = await pki.issue("platformc", { ips: ["127.0.0.1"] });
-  const client = await pki.issue("discovery");
-  const httpd = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
+  const peers: string[] = [];
+  const httpd = https.createServer({
     cert: await Deno.readTextFile(server.cert),
     key: await Deno.readTextFile(server.key),
-    onListen() {},
-  }, (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/v1/routes") {
-      return Response.json({
+    ca: await Deno.readTextFile(pki.caCert),
+    requestCert: true,
+    rejectUnauthorized: true,
+  }, (req, res) => {
+    // deno-lint-ignore no-explicit-any
+    peers.push((req.socket as any).getPeerCertificate()?.subject?.CN ?? "");
+    res.setHeader("content-type", "application/json");
+    if (req.url === "/v1/routes") {
+      res.end(JSON.stringify({
         backends: {
           "shop.apps.internal": {
             backends: [{ address: "10.255.0.1", port: 61001, app_guid: "g-1" }],
           },
         },
-      });
-    }
-    if (path === "/v1/internal-routes") {
-      return Response.json({
+      }));
+    } else if (req.url === "/v1/internal-routes") {
+      res.end(JSON.stringify({
         internal_routes: [{
           hostname: "db.apps.internal",
           vip: "127.128.0.1",
           backends: { backends: [{ address: "10.255.0.2", port: 61002 }] },
         }],
-      });
+      }));
+    } else {
+      res.statusCode = 404;
+      res.end("{}");
     }
-    return new Response("", { status: 404 });
   });
-  const cfg = parsePlatformCConfig(
-    [
-      "platformc:",
-      `  address: 127.0.0.1:${httpd.addr.port}`,
-      `  server_ca_cert_path: ${pki.caCert}`,
-      `  client_cert_path: ${client.cert}`,
-      `  client_key_path: ${client.key}`,
-      "  poll_interval: 1h",
-      "service_port: 8080",
-    ].join("\n"),
-    "pc.yaml",
+  await new Promise<void>((resolve) => httpd.listen(0, "127.0.0.1", resolve));
+  const port = (httpd.address() as { port: number }).port;
+  return {
+    port,
+    peers,
+    close: () => new Promise<void>((resolve) => httpd.close(() => resolve())),
+  };
+}
+
+function config(port: number, ca: string, client?: { cert: string; key: string }): string {
+  return [
+    "platformc:",
+    `  address: 127.0.0.1:${port}`,
+    `  server_ca_cert_path: ${ca}`,
+    ...(client ? [`  client_cert_path: ${client.cert}`, `  client_key_path: ${client.key}`] : []),
+    "  poll_interval: 1h",
+    "service_port: 8080",
+  ].join("\n");
+}
+
+Deno.test("createPlatformCRegistry() polls routes and internal routes over mutual TLS", async () => {
+  const pki = await makeTestPki();
+  const client = await pki.issue("discovery");
+  const api = await startMtlsApi(pki);
+  const reg = await createPlatformCRegistry(
+    parsePlatformCConfig(config(api.port, pki.caCert, client), "pc.yaml"),
   );
-  const reg = await createPlatformCRegistry(cfg);
   try {
     await reg.start();
     assert.deepEqual(
@@ -82,9 +100,28 @@ Deno.test("createPlatformCRegistry() polls routes and internal routes over TLS",
     );
     assert.deepEqual(reg.instances()[0].labels, { cfapp: "g-1" });
     assert.equal(reg.instances()[1].port, 61002);
+    // The API saw our client certificate on every request.
+    assert.deepEqual([...new Set(api.peers)], ["discovery"]);
   } finally {
     await reg.stop();
-    await httpd.shutdown();
+    await api.close();
+    await pki.remove();
+  }
+});
+
+Deno.test("createPlatformCRegistry() gets nothing from an API that wants a client certificate it lacks", async () => {
+  const pki = await makeTestPki();
+  const api = await startMtlsApi(pki);
+  const reg = await createPlatformCRegistry(
+    parsePlatformCConfig(config(api.port, pki.caCert), "pc.yaml"),
+  );
+  try {
+    await assert.rejects(reg.pollNow());
+    assert.deepEqual(reg.services(), []);
+    assert.deepEqual(api.peers, []);
+  } finally {
+    await reg.stop();
+    await api.close();
     await pki.remove();
   }
 });

@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import type { ConfigObject } from "../model/types.ts";
+import { waitUntil } from "../process/mod.ts";
+import { createMemoryStore } from "../store/mod.ts";
+import { convertServiceEntries, createServiceEntryRegistry } from "./serviceentry.ts";
+
+function se(name: string, spec: Record<string, unknown>, namespace = "default"): ConfigObject {
+  return {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "ServiceEntry",
+    metadata: { name, namespace },
+    spec,
+  };
+}
+
+Deno.test("convertServiceEntries() makes one service per host and address", () => {
+  const { services } = convertServiceEntries([
+    se("db", {
+      hosts: ["db.internal", "db2.internal"],
+      addresses: ["10.0.0.5", "192.168.0.0/16"],
+      ports: [{ number: 3306, name: "tcp", protocol: "TCP" }],
+      location: "MESH_INTERNAL",
+      resolution: "STATIC",
+      endpoints: [{ address: "10.0.0.6" }],
+    }),
+  ]);
+  assert.deepEqual(services.map((s) => [s.hostname, s.address]), [
+    ["db.internal", "10.0.0.5"],
+    ["db.internal", "192.168.0.0/16"],
+    ["db2.internal", "10.0.0.5"],
+    ["db2.internal", "192.168.0.0/16"],
+  ]);
+  assert.equal(services[0].meshExternal, false);
+  assert.equal(services[0].resolution, "ClientSideLB");
+  assert.equal(services[0].registry, "ServiceEntry");
+});
+
+Deno.test("convertServiceEntries() maps resolution and location, MESH_EXTERNAL by default", () => {
+  const { services, instances } = convertServiceEntries([
+    se("none", { hosts: ["a.com"], ports: [{ number: 443, name: "https", protocol: "HTTPS" }] }),
+    se("dns", {
+      hosts: ["b.com"],
+      ports: [{ number: 80, name: "http", protocol: "HTTP" }],
+      resolution: "DNS",
+    }),
+  ]);
+  assert.deepEqual(services.map((s) => [s.hostname, s.address, s.resolution, s.meshExternal]), [
+    ["a.com", "0.0.0.0", "Passthrough", true],
+    ["b.com", "0.0.0.0", "DNSLB", true],
+  ]);
+  // NONE has no endpoints; DNS without endpoints resolves the host itself.
+  assert.deepEqual(instances.map((i) => [i.hostname, i.address, i.port, i.servicePort.protocol]), [
+    ["b.com", "b.com", 80, "HTTP"],
+  ]);
+});
+
+Deno.test("convertServiceEntries() takes endpoint ports by port name, else the service port", () => {
+  const { instances } = convertServiceEntries([
+    se("web", {
+      hosts: ["web.mesh"],
+      ports: [{ number: 80, name: "http", protocol: "HTTP" }, {
+        number: 9000,
+        name: "grpc",
+        protocol: "GRPC",
+      }],
+      resolution: "STATIC",
+      location: "MESH_INTERNAL",
+      endpoints: [
+        { address: "127.0.0.1", ports: { http: 18080 }, labels: { version: "v1" } },
+        { address: "unix:///var/run/web.sock" },
+      ],
+    }),
+  ]);
+  assert.deepEqual(instances.map((i) => [i.address, i.servicePort.name, i.port, i.labels]), [
+    ["127.0.0.1", "http", 18080, { version: "v1" }],
+    ["127.0.0.1", "grpc", 9000, { version: "v1" }],
+    ["unix:///var/run/web.sock", "http", 80, {}],
+    ["unix:///var/run/web.sock", "grpc", 9000, {}],
+  ]);
+});
+
+Deno.test("createServiceEntryRegistry() follows the store's ServiceEntries", async () => {
+  const store = createMemoryStore();
+  const reg = createServiceEntryRegistry(store);
+  const changes: string[] = [];
+  reg.onChange((k) => changes.push(k));
+  await reg.start();
+  try {
+    assert.deepEqual(reg.services(), []);
+    await store.create(se("ext", {
+      hosts: ["api.example.com"],
+      ports: [{ number: 443, name: "https", protocol: "HTTPS" }],
+      resolution: "DNS",
+    }));
+    await waitUntil(() => reg.services().length > 0);
+    assert.deepEqual(reg.services().map((s) => s.hostname), ["api.example.com"]);
+    assert.ok(changes.includes("services"));
+    await store.delete("serviceentry", "ext", "default");
+    await waitUntil(() => reg.services().length === 0);
+    assert.deepEqual(reg.services(), []);
+  } finally {
+    await reg.stop();
+    await store.close();
+  }
+});
