@@ -4,7 +4,7 @@
  * ```sh
  * deno run -A compile.ts                       # 6 programs x 5 targets into dist/
  * deno run -A compile.ts --programs meshctl --targets x86_64-unknown-linux-gnu
- * deno run -A compile.ts --dry-run             # print the plan: one deno command per build
+ * deno run -A compile.ts --dry-run             # print the stamp and one deno command per build
  * ```
  *
  * Each build runs `deno compile -A --target <target> --output <out>/<program>-<target>[.exe]
@@ -26,7 +26,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from "node:pat
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Command, CommanderError, Option } from "./lib/deps/commander.ts";
 import { isPinnedDeno, PINNED_DENO } from "./lib/runtime/mod.ts";
-import { renderStamp, type Stamp, VERSION } from "./lib/version/mod.ts";
+import { checkoutRevision, renderStamp, type Stamp, VERSION } from "./lib/version/mod.ts";
 
 /** The programs, each built from `cli/<program>.ts`. */
 export const PROGRAMS = [
@@ -154,6 +154,15 @@ export function planBuilds(options: PlanOptions = {}): Build[] {
   return builds;
 }
 
+/**
+ * The stamp as `--dry-run` prints it before the commands: shell comment lines, so the plan
+ * stays a runnable script.
+ */
+export function formatStamp(stamp: Stamp): string {
+  return `# version: ${stamp.version}\n# git revision: ${stamp.gitRevision}\n` +
+    `# build time: ${stamp.buildTime}\n`;
+}
+
 /** Formats `deno <args>` for a shell, quoting arguments that need it. */
 export function formatCommand(args: readonly string[]): string {
   const quote = (a: string) => /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", `'\\''`)}'`;
@@ -265,21 +274,12 @@ export async function writeStampFiles(stampDir: string, stamp: Stamp): Promise<v
   await Deno.writeTextFile(join(stampDir, "import_map.json"), await stampImportMap(stampDir));
 }
 
-/** Returns the git revision of `HEAD` in {@linkcode ROOT}, or `unknown`. */
-export async function gitRevision(): Promise<string> {
-  try {
-    const out = await new Deno.Command("git", {
-      args: ["rev-parse", "HEAD"],
-      cwd: ROOT,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    const rev = new TextDecoder().decode(out.stdout).trim();
-    return out.success && /^[0-9a-f]{7,64}$/.test(rev) ? rev : "unknown";
-  } catch {
-    return "unknown";
-  }
+/**
+ * Returns the git revision of `HEAD` in {@linkcode ROOT} (with `-dirty` when the checkout has
+ * uncommitted changes), or `unknown`.
+ */
+export function gitRevision(): Promise<string> {
+  return Promise.resolve(checkoutRevision(ROOT));
 }
 
 /** Build time in RFC 3339 UTC, to the second. */
@@ -388,7 +388,10 @@ export async function main(
     .addOption(new Option("--targets <list>", "comma-separated targets (default: all)"))
     .option("--out <dir>", "output directory", "dist")
     .option("--version <version>", "version to stamp (default: VERSION of lib/version)")
-    .option("--dry-run", "print the plan (one deno command per build) and exit")
+    .option(
+      "--dry-run",
+      "print the plan (the stamp values, then one deno command per build) and exit",
+    )
     .option("--allow-any-deno", `build with a Deno other than ${PINNED_DENO}`)
     .helpOption("-h, --help", "show this help")
     .allowExcessArguments(false)
@@ -434,12 +437,12 @@ export async function main(
     return 1;
   }
 
+  const stamp: Stamp = { version, gitRevision: await gitRevision(), buildTime: buildTime() };
   if (opts.dryRun) {
-    io.stdout(plan.map((b) => formatCommand(b.args) + "\n").join(""));
+    io.stdout(formatStamp(stamp) + plan.map((b) => formatCommand(b.args) + "\n").join(""));
     return 0;
   }
 
-  const stamp: Stamp = { version, gitRevision: await gitRevision(), buildTime: buildTime() };
   try {
     await compileAll(plan, { out: opts.out, stamp, log: (line) => io.stdout(line + "\n") });
   } catch (err) {

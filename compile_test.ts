@@ -5,6 +5,7 @@ import {
   compileAll,
   explainCompileFailure,
   formatCommand,
+  gitRevision,
   main,
   outputName,
   planBuilds,
@@ -98,9 +99,11 @@ Deno.test("formatCommand() quotes only arguments that need it", () => {
   assert.equal(formatCommand(["--output", "my dir/it's"]), `deno --output 'my dir/it'\\''s'`);
 });
 
-Deno.test("compile.ts --dry-run prints one exact deno command per build", async () => {
+Deno.test("compile.ts --dry-run prints the stamp values, then one exact deno command per build", async () => {
   const r = await run(
     "--dry-run",
+    "--version",
+    "1.2.3",
     "--programs",
     "mesh-discovery,mesh_ca",
     "--targets",
@@ -111,8 +114,15 @@ Deno.test("compile.ts --dry-run prints one exact deno command per build", async 
   assert.equal(r.stderr, "");
   assert.equal(r.code, 0);
   const common = "--import-map out/.stamp/import_map.json";
+  const lines = r.stdout.split("\n");
+  const revision = await gitRevision();
+  assert.match(revision, /^[0-9a-f]{40}(-dirty)?$/);
+  assert.equal(lines[0], "# version: 1.2.3");
+  assert.equal(lines[1], `# git revision: ${revision}`);
+  assert.match(lines[2], /^# build time: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  assert.ok(Math.abs(Date.parse(lines[2].slice("# build time: ".length)) - Date.now()) < 60_000);
   assert.equal(
-    r.stdout,
+    lines.slice(3).join("\n"),
     [
       `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh-discovery-x86_64-unknown-linux-gnu ${common} cli/mesh-discovery.ts`,
       `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh-discovery-x86_64-pc-windows-msvc.exe ${common} cli/mesh-discovery.ts`,
@@ -126,7 +136,7 @@ Deno.test("compile.ts --dry-run prints one exact deno command per build", async 
 Deno.test("compile.ts --dry-run plans all 30 builds without flags", async () => {
   const r = await run("--dry-run");
   assert.equal(r.code, 0);
-  const lines = r.stdout.trimEnd().split("\n");
+  const lines = r.stdout.trimEnd().split("\n").filter((l) => !l.startsWith("# "));
   assert.equal(lines.length, 30);
   assert.ok(lines.every((l) => l.startsWith("deno compile -A --target ")));
 });

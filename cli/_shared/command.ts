@@ -134,6 +134,11 @@ function cleanMessage(message: string): string {
   return one.charAt(0).toUpperCase() + one.slice(1);
 }
 
+/** Drops one final period before `(default: ...)`, but never from an ellipsis (`...`, `..`). */
+export function stripPeriod(text: string): string {
+  return /[^.]\.$/.test(text) ? text.slice(0, -1) : text;
+}
+
 class MeshHelp extends Help {
   constructor() {
     super();
@@ -149,9 +154,12 @@ class MeshHelp extends Help {
     const spec = (option as SpecOption)[FLAG_SPEC];
     if (!spec) return super.optionDescription(option);
     const text = defaultText(spec);
-    return text === "" ? spec.help : `${spec.help.replace(/\.$/, "")} (default: ${text})`;
+    return text === "" ? spec.help : `${stripPeriod(spec.help)} (default: ${text})`;
   }
 }
+
+/** Name of the `help [command...]` subcommand every program has. */
+const HELP_COMMAND = "help";
 
 interface Selected {
   chain: { spec: CommandSpec; values: FlagValues }[];
@@ -182,22 +190,11 @@ export async function runCli(
     for (const a of spec.args ?? []) cmd.argument(a);
     addFlags(cmd, spec.flags, values);
     for (const g of spec.groups) addFlags(cmd, g.flags, values, g.heading);
-    cmd.helpOption("-h, --help", `Help for ${path.join(" ")}.`);
-    cmd.configureOutput({
-      writeOut: (s) => void (out += s),
-      writeErr: (s) => void (err += s),
-      outputError: () => {},
-    });
-    cmd.createHelp = () => Object.assign(new MeshHelp(), cmd.configureHelp());
-    cmd.exitOverride((e: CommanderError) => {
-      if (e.code === "commander.helpDisplayed" || e.code === "commander.help") {
-        throw new HelpShown(e.exitCode);
-      }
-      throw new UsageError(cleanMessage(e.message), path);
-    });
+    configure(cmd, path);
     const flags = allFlags(spec);
     const parseOptions = cmd.parseOptions.bind(cmd);
     const subNames = new Set(spec.subcommands.flatMap((s) => [s.name, ...(s.aliases ?? [])]));
+    if (parents.length === 0 && spec.subcommands.length > 0) subNames.add(HELP_COMMAND);
     cmd.parseOptions = (args: string[]) => {
       parsingPath = path;
       // Options after a subcommand name belong to the subcommand: leave them as typed.
@@ -212,6 +209,7 @@ export async function runCli(
       for (const sub of spec.subcommands) {
         cmd.addCommand(build(sub, chain), sub.hidden ? { hidden: true } : {});
       }
+      if (parents.length === 0) cmd.addCommand(helpCommand(cmd, path));
     }
     cmd.action(() => {
       const args = (cmd.processedArgs as unknown[]).flatMap((a) =>
@@ -225,6 +223,50 @@ export async function runCli(
     });
     return cmd;
   };
+
+  /** Help option, output capture, help rendering and error mapping of one commander command. */
+  function configure(cmd: Command, path: readonly string[]) {
+    cmd.helpOption("-h, --help", `Help for ${path.join(" ")}.`);
+    cmd.configureOutput({
+      writeOut: (s) => void (out += s),
+      writeErr: (s) => void (err += s),
+      outputError: () => {},
+    });
+    cmd.createHelp = () => Object.assign(new MeshHelp(), cmd.configureHelp());
+    cmd.exitOverride((e: CommanderError) => {
+      if (e.code === "commander.helpDisplayed" || e.code === "commander.help") {
+        throw new HelpShown(e.exitCode);
+      }
+      throw new UsageError(cleanMessage(e.message), path);
+    });
+  }
+
+  /**
+   * `<program> help [command...]` (as cobra and kubectl have it): prints the help of the named
+   * command, the same text as `<program> <command...> --help`, and exits 0.
+   */
+  function helpCommand(root: Command, rootPath: readonly string[]): Command {
+    const path = [...rootPath, HELP_COMMAND];
+    const cmd = new Command(HELP_COMMAND);
+    cmd.description("Help about any command.");
+    cmd.argument("[command...]", "Command path, e.g. get or experimental rbac can.");
+    configure(cmd, path);
+    cmd.action(() => {
+      const names = cmd.args;
+      type Node = { readonly commands: readonly Node[]; name(): string; aliases(): string[] };
+      let target: Node = root;
+      for (const name of names) {
+        const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        if (!next) {
+          throw new UsageError(`Unknown help topic ${JSON.stringify(names.join(" "))}`, rootPath);
+        }
+        target = next;
+      }
+      out += (target as Command).helpInformation();
+      throw new HelpShown(0);
+    });
+    return cmd;
+  }
 
   const root = build(program.root, []);
   try {
@@ -258,7 +300,7 @@ export async function runCli(
   const flags = allFlags(leaf);
   let opts = resolveOptions(flags, chain.map((c) => c.values).reverse());
   if (program.envDefaults) opts = Object.freeze(program.envDefaults({ ...opts }, ctx.env));
-  const runCtx: CliContext = { ...ctx, commandPath: path };
+  const runCtx: CliContext = { ...ctx, commandPath: path, args: Object.freeze([...argv]) };
   let logging: { dispose(): Promise<void> } | undefined;
   try {
     if (leaf.groups.some((g) => g.id === "L")) {

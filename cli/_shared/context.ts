@@ -25,6 +25,12 @@ export interface CliContext {
   /** Command path being run, e.g. `["meshctl", "experimental", "rbac", "can"]` (set by the runner). */
   readonly commandPath: readonly string[];
   /**
+   * The program's arguments exactly as given, without the program name (`Deno.args` for the
+   * real process), e.g. `["--log_output_level", "debug", "discovery", "--port", "0"]`. Set by
+   * the runner, so always present inside a command's `run`.
+   */
+  readonly args?: readonly string[];
+  /**
    * Resolves with the signal name at the first SIGINT or SIGTERM received after the call
    * (servers: `await ctx.waitForShutdown(); await handle.shutdown();`). Listeners are removed
    * once it resolves.
@@ -56,6 +62,7 @@ export function processContext(): CliContext {
     env: Object.freeze(Deno.env.toObject()),
     cwd: Deno.cwd(),
     commandPath: [],
+    args: Object.freeze([...Deno.args]),
     waitForShutdown() {
       return new Promise((resolve) => {
         const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];

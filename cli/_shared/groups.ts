@@ -39,6 +39,18 @@ export const LOG_SCOPES = {
   mesh_ca: ["default"],
 } as const;
 
+/** An int flag that must not be negative (the rotation limits, where 0 means "no limit"). */
+const nonNegativeInt = refine(int, (v) => {
+  if (v < 0) throw new Error(`must not be negative, got ${v}`);
+});
+
+/** `--log_target`: each occurrence is `stdout`, `stderr` or a non-empty path. */
+const logTargets = refine(stringArray, (v) => {
+  if (v.some((t) => t.trim() === "")) {
+    throw new Error("empty target (want stdout, stderr or a file path)");
+  }
+});
+
 /** Logging flags (group L) validating levels and scopes against `scopes`. */
 export function loggingGroup(scopes: readonly string[]) {
   const levels = (name: string) =>
@@ -46,6 +58,10 @@ export function loggingGroup(scopes: readonly string[]) {
       parseLevels(v, [...scopes], `--${name}`);
     });
   const list = scopes.join(", ");
+  const levelForm = scopes.length === 1
+    ? `a level (debug, info, warn, error, none), or <scope>:<level> pairs (scopes: ${list})`
+    : "comma-separated <scope>:<level> pairs; a plain level applies to the scopes not named " +
+      `(scopes: ${list}; levels: debug, info, warn, error, none)`;
   const flags = [
     flag({
       name: "log_as_json",
@@ -65,8 +81,7 @@ export function loggingGroup(scopes: readonly string[]) {
       name: "log_output_level",
       type: levels("log_output_level"),
       default: "default:info",
-      help: `Minimum level of output, as comma-separated <scope>:<level> pairs (scopes: ${list}; ` +
-        "levels: debug, info, warn, error, none).",
+      help: `Minimum level of output: ${levelForm}.`,
     }),
     flag({
       name: "log_rotate",
@@ -76,19 +91,19 @@ export function loggingGroup(scopes: readonly string[]) {
     }),
     flag({
       name: "log_rotate_max_age",
-      type: int,
+      type: nonNegativeInt,
       default: 30,
       help: "Max age in days before rotation; 0 means no limit.",
     }),
     flag({
       name: "log_rotate_max_backups",
-      type: int,
+      type: nonNegativeInt,
       default: 1000,
       help: "Max backup files kept; 0 means no limit.",
     }),
     flag({
       name: "log_rotate_max_size",
-      type: int,
+      type: nonNegativeInt,
       default: 104857600,
       help: "Max size (megabytes) before rotation.",
     }),
@@ -96,11 +111,11 @@ export function loggingGroup(scopes: readonly string[]) {
       name: "log_stacktrace_level",
       type: levels("log_stacktrace_level"),
       default: "default:none",
-      help: "Minimum level at which stack traces are captured, as <scope>:<level> pairs.",
+      help: `Minimum level at which stack traces are captured: ${levelForm}.`,
     }),
     flag({
       name: "log_target",
-      type: stringArray,
+      type: logTargets,
       default: ["stdout"],
       help: "Output paths; any path, or the special values stdout, stderr.",
     }),
@@ -118,7 +133,7 @@ export const introspectionGroup = {
       name: "ctrlz_address",
       type: string,
       default: "127.0.0.1",
-      help: "Address of the introspection facility; * means all addresses.",
+      help: "Address of the introspection facility; * means all IPv4 addresses (0.0.0.0).",
     }),
     flag({
       name: "ctrlz_port",
@@ -139,7 +154,8 @@ export const probeGroup = {
       name: "interval",
       type: duration,
       default: 0,
-      help: "Duration used for checking the target file's last-modified time.",
+      help: "Duration used for checking the target file's last-modified time; 0s only checks " +
+        "that the file exists.",
     }),
     flag({
       name: "probe-path",

@@ -10,9 +10,11 @@ import {
   flag,
   int,
   type OptionsOf,
+  refine,
   string,
   stringSlice,
 } from "../../lib/flags/mod.ts";
+import { parseRegistries } from "../../lib/registry/aggregate.ts";
 import { introspectionGroup, LOG_SCOPES, loggingGroup, versionGroup } from "../_shared/groups.ts";
 
 /** Group L with mesh-discovery's scopes (ads, default). */
@@ -118,7 +120,8 @@ export const discoveryFlags = [
   }),
   flag({
     name: "registries",
-    type: stringSlice,
+    // An unknown name is a usage error naming the flag (duplicates are warned about at start).
+    type: refine(stringSlice, (v) => void parseRegistries(v)),
     default: ["Orchestrator"],
     help: "Platform registries to read from; one or more of Orchestrator, RegistryA, RegistryB, " +
       "PlatformC, Mock.",

@@ -85,6 +85,8 @@ export interface OpenStoreOptions {
   schemas: readonly ModelSchema[];
   /** Restrict the orchestrator store to this namespace (reads of one namespace). */
   namespace?: string;
+  /** fs: create the directory when it is missing (create, replace); else it must exist. */
+  createDir?: boolean;
 }
 
 /** A platform ready to open stores: its default namespace is known. */
@@ -104,13 +106,17 @@ export async function connect(target: StoreTarget): Promise<Connection> {
     return {
       defaultNamespace: "default",
       async open(options) {
+        await prepareDir(target.path, options.createDir ?? false);
         const { createFileStore } = await import("../../lib/store/file.ts");
+        // log: false — file problems come back through errors() and are printed as warnings,
+        // so that stdout carries results only
         const store = await createFileStore({
           dir: target.path,
           schemas: options.schemas,
           watchFs: false,
           pollMs: 3_600_000,
           defaultNamespace: "default",
+          log: false,
         });
         return {
           store,
@@ -132,6 +138,7 @@ export async function connect(target: StoreTarget): Promise<Connection> {
         namespace: options.namespace,
         defaultNamespace,
         resyncMs: 0,
+        log: false,
       });
       return {
         store,
@@ -146,6 +153,46 @@ export async function connect(target: StoreTarget): Promise<Connection> {
       };
     },
   };
+}
+
+/**
+ * Checks the `--configDir` directory: created (with its parents) when `create` is set, else it
+ * must exist. Throws one clear line otherwise.
+ */
+async function prepareDir(dir: string, create: boolean): Promise<void> {
+  let info: Deno.FileInfo | undefined;
+  try {
+    info = await Deno.stat(dir);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) {
+      throw new Error(`Cannot use config directory "${dir}": ${osReason(err)}`);
+    }
+  }
+  if (info && !info.isDirectory) {
+    throw new Error(`Cannot use config directory "${dir}": it is not a directory`);
+  }
+  if (info) return;
+  if (!create) throw new Error(`Config directory "${dir}" does not exist`);
+  try {
+    await Deno.mkdir(dir, { recursive: true });
+  } catch (err) {
+    throw new Error(`Cannot create config directory "${dir}": ${osReason(err)}`);
+  }
+}
+
+/** An OS error's reason without Deno's `(os error N): <syscall> '<path>'` tail. */
+function osReason(err: unknown): string {
+  if (err instanceof Deno.errors.PermissionDenied) return "permission denied";
+  if (err instanceof Deno.errors.NotFound) return "no such file or directory";
+  return String((err as Error).message ?? err).replace(/ \(os error \d+\).*$/s, "");
+}
+
+/**
+ * The first line of a YAML parser message without its code frame: the parser ends the line with
+ * a colon introducing the frame (`... at line 19, column 1:`), which is cut here.
+ */
+export function yamlErrorLine(message: string): string {
+  return message.split("\n")[0].replace(/:\s*$/, "");
 }
 
 // ---- input ---------------------------------------------------------------------------------
@@ -237,7 +284,7 @@ export function parseInput(
     const n = i + 1;
     const where = `${label} document ${n}`;
     if (doc.errors.length > 0) {
-      const msg = doc.errors[0].message.split("\n")[0];
+      const msg = yamlErrorLine(doc.errors[0].message);
       problems.push(`${where}: cannot parse YAML: ${msg}`);
       return;
     }
@@ -310,10 +357,10 @@ function checkDocument(
 
 /**
  * How a message names an object's type: the hyphenated internal type for the 14 meshctl types
- * (`virtual-service`), the kind for policy-server kinds (`rule`, `denier`).
+ * (`virtual-service`) and `ingress`, the kind for policy-server kinds (`rule`, `denier`).
  */
 export function typeLabel(schema: ModelSchema): string {
-  return schema.meshctl ? schema.internalType : schema.kind;
+  return schema.meshctl || schema.apiVersions ? schema.internalType : schema.kind;
 }
 
 /** `<type>/<ns>/<name>` of an object, as messages print it. */

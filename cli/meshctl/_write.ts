@@ -48,7 +48,7 @@ export async function writeFromInput(
   }
   if (objects.length === 0) throw new Error(`nothing to ${op}`);
 
-  const opened = await conn.open({ schemas: schemasOf(objects) });
+  const opened = await conn.open({ schemas: schemasOf(objects), createDir: true });
   const failures: string[] = [];
   try {
     const { errors } = opened.problems();
@@ -56,17 +56,17 @@ export async function writeFromInput(
     for (const { object, schema } of objects) {
       const what = objectPath(schema, object);
       try {
-        if (op === "create") {
-          const stored = await opened.store.create(object);
-          await ctx.stdout.write(
-            `Created config ${what} at revision ${stored.metadata.resourceVersion ?? ""}\n`,
-          );
-        } else {
-          const stored = await opened.store.update(object);
-          await ctx.stdout.write(
-            `Updated config ${what} to revision ${stored.metadata.resourceVersion ?? ""}\n`,
-          );
-        }
+        const stored = op === "create"
+          ? await opened.store.create(object)
+          : await opened.store.update(object);
+        const rv = stored.metadata.resourceVersion ?? "";
+        // an Ingress sent to the orchestrator is converted to the version it serves: say so
+        const as = stored.apiVersion !== object.apiVersion ? ` (as ${stored.apiVersion})` : "";
+        await ctx.stdout.write(
+          op === "create"
+            ? `Created config ${what} at revision ${rv}${as}\n`
+            : `Updated config ${what} to revision ${rv}${as}\n`,
+        );
       } catch (err) {
         failures.push(writeFailure(op, what, err));
       }

@@ -69,10 +69,14 @@ export function yamlOutput(objects: readonly ConfigObject[]): string {
 
 /** `short` output: the NAME KIND NAMESPACE table. */
 export function shortOutput(objects: readonly ConfigObject[], schema: TypeSchema): string {
-  const kind = `${schema.kind}.${schema.group}.${schema.version}`;
+  // the object's own apiVersion: an Ingress in a file keeps the one it was written with
+  const kind = (o: ConfigObject) =>
+    o.apiVersion.includes("/")
+      ? `${o.kind}.${o.apiVersion.replace("/", ".")}`
+      : `${schema.kind}.${schema.group}.${schema.version}`;
   return tabwrite([
     ["NAME", "KIND", "NAMESPACE"],
-    ...objects.map((o) => [o.metadata.name, kind, o.metadata.namespace ?? ""]),
+    ...objects.map((o) => [o.metadata.name, kind(o), o.metadata.namespace ?? ""]),
   ]);
 }
 

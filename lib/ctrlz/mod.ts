@@ -36,16 +36,19 @@ import { type VersionInfo, versionInfo } from "../version/mod.ts";
 
 /** Options of {@link startCtrlz}. */
 export interface CtrlzOptions {
-  /** Listen address; `*` means all addresses (0.0.0.0). */
+  /** Listen address; `*` means all IPv4 addresses (0.0.0.0). */
   address: string;
   /** Listen port; 0 picks a free port. */
   port: number;
-  /** Program name, shown on the page and first in `/argsj/`. */
+  /** Program name, shown on the page and first in `/argsj/` (not repeated in `args`). */
   program: string;
   /** Version information; default {@link versionInfo}(). */
   version?: VersionInfo;
-  /** The program's command-line arguments. */
-  args: string[];
+  /**
+   * The program's command-line arguments as given, without the program name (`Deno.args`):
+   * `/argsj/` answers `[program, ...args]`.
+   */
+  args: readonly string[];
   /** The program's log scopes (made known to lib/log so they can be changed). */
   scopes: string[];
 }
@@ -54,7 +57,12 @@ export interface CtrlzOptions {
 export interface CtrlzHandle {
   /** The bound port. */
   port: number;
-  /** URL of the page, e.g. `http://127.0.0.1:9876/`. */
+  /** The bound address as `host:port`: `0.0.0.0:9876` for `*`, `[::1]:9876` for IPv6. */
+  address: string;
+  /**
+   * URL of the page that a client on this host can open, e.g. `http://127.0.0.1:9876/`
+   * (loopback when bound to a wildcard address).
+   */
   url: string;
   /** Stops accepting connections and waits for open requests. */
   shutdown(): Promise<void>;
@@ -281,6 +289,14 @@ export function ctrlzApp(o: CtrlzOptions): Hono {
   return app;
 }
 
+/** A short reason for a failed listen: `address already in use`, `permission denied`... */
+function listenErrorReason(e: unknown): string {
+  if (e instanceof Deno.errors.AddrInUse) return "address already in use";
+  if (e instanceof Deno.errors.AddrNotAvailable) return "address not available";
+  if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
+  return e instanceof Error ? e.message : String(e);
+}
+
 /**
  * Starts ControlZ on `address:port`.
  * @throws Error when the options are invalid or the address cannot be bound.
@@ -294,24 +310,22 @@ export async function startCtrlz(o: CtrlzOptions): Promise<CtrlzHandle> {
   try {
     server = Deno.serve({ hostname, port: o.port, onListen: () => {} }, app.fetch);
   } catch (e) {
-    const reason = e instanceof Deno.errors.AddrInUse ? "address in use" : (e as Error).message;
-    throw new Error(`cannot start ctrlz on ${o.address}:${o.port}: ${reason}`);
+    throw new Error(
+      `Cannot listen on --ctrlz_port ${o.port} (${o.address}): ${listenErrorReason(e)}`,
+    );
   }
   const port = server.addr.port;
-  const shown = hostname === "0.0.0.0"
-    ? "127.0.0.1"
-    : hostname === "::"
-    ? "[::1]"
-    : hostname.includes(":")
-    ? `[${hostname}]`
-    : hostname;
+  const bound = hostname.includes(":") ? `[${hostname}]` : hostname;
+  // The URL must be one a client on this host can open: loopback for the wildcard addresses.
+  const reachable = hostname === "0.0.0.0" ? "127.0.0.1" : hostname === "::" ? "[::1]" : bound;
   let closed: Promise<void> | undefined;
-  getLogger("default").info("ctrlz listening", { address: `${shown}:${port}` });
+  getLogger("default").info("ctrlz listening", { address: `${bound}:${port}` });
   // Nothing to await: Deno.serve binds synchronously; async keeps every failure a rejection.
   await Promise.resolve();
   return {
     port,
-    url: `http://${shown}:${port}/`,
+    address: `${bound}:${port}`,
+    url: `http://${reachable}:${port}/`,
     shutdown() {
       closed ??= server.shutdown().then(() => server.finished);
       return closed;

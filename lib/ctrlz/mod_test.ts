@@ -142,9 +142,34 @@ Deno.test("startCtrlz() rejects an invalid port and a port in use", async () => 
     const port = (listener.addr as Deno.NetAddr).port;
     await assert.rejects(
       startCtrlz({ address: "127.0.0.1", port, program: "p", args: [], scopes: [] }),
-      { message: `cannot start ctrlz on 127.0.0.1:${port}: address in use` },
+      { message: `Cannot listen on --ctrlz_port ${port} (127.0.0.1): address already in use` },
     );
   } finally {
     listener.close();
+  }
+});
+
+Deno.test("startCtrlz() with address * binds and reports 0.0.0.0", async () => {
+  const dir = await Deno.makeTempDir();
+  const logFile = join(dir, "out.log");
+  const logging = await configureLogging({ ...defaultLogOptions(SCOPES), targets: [logFile] });
+  try {
+    const ctrlz = await startCtrlz({ address: "*", port: 0, program: "p", args: [], scopes: [] });
+    try {
+      assert.equal(ctrlz.address, `0.0.0.0:${ctrlz.port}`);
+      assert.equal(ctrlz.url, `http://127.0.0.1:${ctrlz.port}/`);
+      assert.match(
+        await Deno.readTextFile(logFile),
+        new RegExp(`\tctrlz listening address=0\\.0\\.0\\.0:${ctrlz.port}\n`),
+      );
+      const res = await fetch(`${ctrlz.url}versionj/`);
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    } finally {
+      await ctrlz.shutdown();
+    }
+  } finally {
+    await logging.dispose();
+    await Deno.remove(dir, { recursive: true });
   }
 });

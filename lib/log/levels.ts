@@ -33,14 +33,18 @@ export function unknownLevelMessage(level: string): string {
  * Parses `--log_output_level` / `--log_stacktrace_level`.
  *
  * Accepts a comma-separated list whose elements are either `<scope>:<level>` or a plain
- * `<level>`; a plain level is the `default` scope's, and scopes not named follow `default`.
- * Later elements win, so `debug,ads:info` sets everything to debug except `ads`. The result holds only the scopes
- * the value names; callers merge it over their defaults.
+ * `<level>`. A plain level applies to every scope of `scopes` that the value does not name
+ * explicitly, wherever it stands in the list: `debug,ads:info` and `ads:info,debug` both give
+ * `ads` info and every other scope debug. When the same scope (or several plain levels) appear
+ * more than once, the later element wins. Without a plain level the result holds only the scopes
+ * the value names; callers merge it over their defaults (`info` / `none`).
  *
  * @example
  * ```ts
  * parseLevels("ads:debug,default:info", ["ads", "default"], "--log_output_level");
  * // => { ads: "debug", default: "info" }
+ * parseLevels("api:debug,warn", ["adapters", "api", "default"], "--log_output_level");
+ * // => { adapters: "warn", api: "debug", default: "warn" }
  * ```
  * @throws Error with a one-line message naming `flag` and the problem.
  */
@@ -48,7 +52,8 @@ export function parseLevels(value: string, scopes: string[], flag: string): Reco
   const fail = (problem: string): never => {
     throw new Error(`Invalid value "${value}" for ${flag}: ${problem}`);
   };
-  const out: Record<string, Level> = {};
+  const named: Record<string, Level> = {};
+  let plain: Level | undefined;
   if (value.trim() === "") fail("empty value");
   for (const raw of value.split(",")) {
     const item = raw.trim();
@@ -58,12 +63,16 @@ export function parseLevels(value: string, scopes: string[], flag: string): Reco
     const level = (colon >= 0 ? item.slice(colon + 1) : item).trim();
     if (!isLevel(level)) fail(unknownLevelMessage(level));
     if (scope === undefined) {
-      // A plain level is the `default` scope's (as in Istio); scopes not named follow `default`.
-      out.default = level as Level;
+      plain = level as Level;
     } else {
       if (!scopes.includes(scope)) fail(unknownScopeMessage(scope, scopes));
-      out[scope] = level as Level;
+      named[scope] = level as Level;
     }
+  }
+  const out: Record<string, Level> = {};
+  for (const s of scopes) {
+    const level = named[s] ?? plain;
+    if (level !== undefined) out[s] = level;
   }
   return out;
 }

@@ -11,16 +11,31 @@ Deno.test("parseLevels() reads the scoped form", () => {
   });
 });
 
-Deno.test("parseLevels() gives a plain level to the default scope", () => {
-  assert.deepEqual(parseLevels("warn", SCOPES, FLAG), { default: "warn" });
-  assert.deepEqual(parseLevels("ads:debug,warn", SCOPES, FLAG), { ads: "debug", default: "warn" });
+Deno.test("parseLevels() applies a plain level to every scope", () => {
+  assert.deepEqual(parseLevels("debug", SCOPES, FLAG), { ads: "debug", default: "debug" });
+  assert.deepEqual(parseLevels("warn", ["adapters", "api", "attributes", "default"], FLAG), {
+    adapters: "warn",
+    api: "warn",
+    attributes: "warn",
+    default: "warn",
+  });
 });
 
-Deno.test("parseLevels() lets later elements win", () => {
-  assert.deepEqual(parseLevels("debug, ads:none", SCOPES, FLAG), {
-    ads: "none",
-    default: "debug",
+Deno.test("parseLevels() applies a plain level to the scopes not named, in any order", () => {
+  assert.deepEqual(parseLevels("debug,ads:info", SCOPES, FLAG), { ads: "info", default: "debug" });
+  assert.deepEqual(parseLevels("ads:info,debug", SCOPES, FLAG), { ads: "info", default: "debug" });
+  const policy = ["adapters", "api", "attributes", "default"];
+  assert.deepEqual(parseLevels("api:debug,warn", policy, FLAG), {
+    adapters: "warn",
+    api: "debug",
+    attributes: "warn",
+    default: "warn",
   });
+});
+
+Deno.test("parseLevels() lets later elements win for the same scope", () => {
+  assert.deepEqual(parseLevels("ads:debug, ads:none", SCOPES, FLAG), { ads: "none" });
+  assert.deepEqual(parseLevels("debug,error", SCOPES, FLAG), { ads: "error", default: "error" });
 });
 
 Deno.test("parseLevels() returns only the scopes named when the value is scoped", () => {

@@ -377,3 +377,26 @@ export async function configureLogging(opts: LogOptions): Promise<LoggingHandle>
     },
   };
 }
+
+/** The logger interface grpc-js's `setLogger` accepts (a subset of `console`). */
+export interface ConsoleLike {
+  error(message?: unknown, ...rest: unknown[]): void;
+  info(message?: unknown, ...rest: unknown[]): void;
+  debug(message?: unknown, ...rest: unknown[]): void;
+}
+
+/**
+ * A console-like logger for libraries that log on their own, such as grpc-js
+ * (`grpc.setLogger(libraryLogger("ads"))`): each message becomes one `debug` record of `scope`,
+ * with `source` as a property, so it shows only at `--log_output_level <scope>:debug` and never
+ * as a stray line beside the program's own error.
+ */
+export function libraryLogger(scope: string, source = "grpc-js"): ConsoleLike {
+  const log = getLogger(scope);
+  const text = (parts: unknown[]) =>
+    parts.map((p) => typeof p === "string" ? p : p instanceof Error ? p.message : Deno.inspect(p))
+      .join(" ");
+  const emit = (message?: unknown, ...rest: unknown[]) =>
+    log.debug(text([message, ...rest]), { source });
+  return { error: emit, info: emit, debug: emit };
+}

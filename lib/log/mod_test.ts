@@ -4,6 +4,7 @@ import {
   configureLogging,
   defaultLogOptions,
   getLogger,
+  libraryLogger,
   type LogOptions,
   scopeLevels,
   setScopeLevel,
@@ -233,4 +234,20 @@ Deno.test("getLogger() writes info and above to stderr before configureLogging",
   assert.equal(lines.length, 2);
   assert.match(lines[0], new RegExp(`^${TIME}\tinfo\tdefault\tshown before configure n=1$`));
   assert.match(lines[1], /\twarn\tads\tother scope$/);
+});
+
+Deno.test("libraryLogger() turns a library's console output into debug records of a scope", async () => {
+  const lib = libraryLogger("ads");
+  const atInfo = await capture({}, () => lib.error("No address added out of total 1 resolved"));
+  assert.deepEqual(atInfo, [], "hidden at the default level");
+  const atDebug = await capture({ outputLevels: { ads: "debug", default: "info" } }, () => {
+    lib.error("No address added", new Error("listen EADDRINUSE"));
+    lib.info("subchannel", { state: "READY" });
+  });
+  assert.equal(atDebug.length, 2);
+  assert.match(
+    atDebug[0],
+    new RegExp(`^${TIME}\tdebug\tads\tNo address added listen EADDRINUSE source=grpc-js$`),
+  );
+  assert.match(atDebug[1], /\tdebug\tads\tsubchannel \{ state: "READY" \} source=grpc-js$/);
 });

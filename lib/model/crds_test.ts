@@ -68,3 +68,45 @@ Deno.test("crdManifests() schemas are structural: every node has a type or prese
   }
   assert.deepEqual(problems, []);
 });
+
+Deno.test("crdManifests() lets a message member of a oneOf be null (peers: - mtls:) as the API server validates after pruning nulls", () => {
+  const crds = crdManifests() as any[];
+  const policy = crds.find((c) => c.metadata.name === "policies.authentication.mesh.io");
+  const peer = policy.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.peers
+    .items;
+  assert.deepEqual(peer.oneOf, [{ required: ["mtls"] }, { required: ["jwt"] }]);
+  assert.equal(peer.properties.mtls.nullable, true);
+  assert.equal(peer.properties.jwt.nullable, true);
+  // every other oneOf: each member that is a message keeps a null too
+  const problems: string[] = [];
+  const visit = (node: any, path: string) => {
+    for (const alt of node.oneOf ?? []) {
+      for (const f of alt.required) {
+        const p = node.properties[f];
+        if (p.type === "object" && p.nullable !== true) problems.push(`${path}.${f}`);
+      }
+    }
+    for (const [k, v] of Object.entries(node.properties ?? {})) visit(v, `${path}.${k}`);
+    if (node.items) visit(node.items, `${path}[]`);
+    if (typeof node.additionalProperties === "object") visit(node.additionalProperties, path);
+  };
+  for (const c of crds) visit(c.spec.versions[0].schema.openAPIV3Schema, c.metadata.name);
+  assert.deepEqual(problems, []);
+});
+
+Deno.test("crdManifests() uses the reference system's irregular plurals (cloudwatches, prometheuses)", () => {
+  const names = new Set((crdManifests() as any[]).map((c) => c.metadata.name));
+  for (
+    const n of [
+      "cloudwatches.config.mesh.io",
+      "prometheuses.config.mesh.io",
+      "circonuses.config.mesh.io",
+      "solarwindses.config.mesh.io",
+      "kuberneteses.config.mesh.io",
+      "listentries.config.mesh.io",
+      "logentries.config.mesh.io",
+      "policies.authentication.mesh.io",
+      "serviceentries.networking.mesh.io",
+    ]
+  ) assert.ok(names.has(n), n);
+});

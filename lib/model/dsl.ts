@@ -43,6 +43,12 @@ export interface StringSchema extends Common {
   check?: (s: string) => string | undefined;
   /** Extra OpenAPI properties (pattern, format). */
   openapi?: Record<string, unknown>;
+  /**
+   * Proto number of the first enum value (the others follow in order), so that numeric input
+   * (`resolution: 2`) is read as the name, as proto JSON parsers do. `false`: names only.
+   * Default 0 for enums (not for case-insensitive ones, which are plain strings in the protos).
+   */
+  enumBase?: number | false;
 }
 
 /** An integer with optional bounds. */
@@ -251,18 +257,120 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 /**
  * Validates `value` against `schema`; returns every problem found, each with its path
  * under `path` (for specs: `spec`). Cross-field checks run only on subtrees that are
- * otherwise valid, so a problem is not reported twice.
+ * otherwise valid, so a problem is not reported twice. The value is read as
+ * {@link canonicalize} reads it (snake_case names, quoted integers, enum numbers accepted).
  */
 export function validate(schema: Schema, value: unknown, path: string): Issue[] {
   const issues: Issue[] = [];
-  walk(schema, value, path, issues);
+  walk(schema, canonicalize(schema, value, path, issues), path, issues);
   return issues;
+}
+
+/** The snake_case spelling of a lowerCamelCase proto JSON name (`apiSpecs` → `api_specs`). */
+export function snakeCase(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
+}
+
+const snakeNames = new WeakMap<ObjectSchema, Map<string, string>>();
+
+function snakeToCamel(s: ObjectSchema): Map<string, string> {
+  let m = snakeNames.get(s);
+  if (!m) {
+    m = new Map();
+    for (const f of Object.keys(s.fields)) {
+      const snake = snakeCase(f);
+      if (snake !== f) m.set(snake, f);
+    }
+    snakeNames.set(s, m);
+  }
+  return m;
+}
+
+/**
+ * Returns a copy of `value` in the canonical proto JSON form, accepting what the reference
+ * system's parser (jsonpb) accepts:
+ * - a field under its proto (snake_case) name (`api_specs`) is renamed to its JSON name
+ *   (`apiSpecs`); both spellings in one object is an issue naming both;
+ * - integers written as strings (`number: "80"`) become numbers (64-bit fields stay strings);
+ *   numbers written as strings (`"0.5"`) become numbers;
+ * - enum values written as numbers (`resolution: 2`) become their names (`DNS`).
+ *
+ * Anything else is returned unchanged for {@link validate} to judge. Map keys and free-form
+ * (`any`) values are never rewritten.
+ */
+export function canonicalize(s: Schema, v: unknown, path: string, out: Issue[]): unknown {
+  if (v === null || v === undefined) return v;
+  switch (s.type) {
+    case "string": {
+      if (typeof v === "number" && Number.isInteger(v) && s.enum && !s.caseInsensitive) {
+        const base = s.enumBase ?? 0;
+        if (base !== false && v >= base && v - base < s.enum.length) return s.enum[v - base];
+      }
+      return v;
+    }
+    case "integer":
+      if (s.format !== "int64" && typeof v === "string" && /^-?\d+$/.test(v.trim())) {
+        return Number(v.trim());
+      }
+      return v;
+    case "number":
+      if (typeof v === "string" && /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v.trim())) {
+        return Number(v.trim());
+      }
+      return v;
+    case "array":
+      return Array.isArray(v) ? v.map((x, i) => canonicalize(s.items, x, `${path}[${i}]`, out)) : v;
+    case "map": {
+      if (!isPlainObject(v)) return v;
+      const o: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) {
+        o[k] = canonicalize(s.values, x, keyPath(path, k), out);
+      }
+      return o;
+    }
+    case "object": {
+      if (!isPlainObject(v)) return v;
+      const snake = snakeToCamel(s);
+      const o: Record<string, unknown> = {};
+      const spelledAs = new Map<string, string>();
+      for (const [k, x] of Object.entries(v)) {
+        const name = s.fields[k] ? k : snake.get(k) ?? k;
+        const first = spelledAs.get(name);
+        if (first !== undefined) {
+          out.push({
+            path: keyPath(path, name),
+            reason: `given twice, as ${JSON.stringify(first)} and ${
+              JSON.stringify(k)
+            }: use one spelling`,
+          });
+          continue;
+        }
+        spelledAs.set(name, k);
+        const fs = s.fields[name];
+        o[name] = fs ? canonicalize(fs, x, keyPath(path, name), out) : x;
+      }
+      return o;
+    }
+    case "boolean":
+    case "any":
+      return v;
+  }
 }
 
 function walk(s: Schema, v: unknown, path: string, out: Issue[]): void {
   if (v === null || v === undefined) return; // proto JSON: null means "not set"
   switch (s.type) {
     case "string": {
+      const base = s.enumBase ?? 0;
+      if (typeof v === "number" && s.enum && !s.caseInsensitive && base !== false) {
+        out.push({
+          path,
+          reason: `must be one of ${s.enum.join(", ")} (or their numbers ${base} to ${
+            base + s.enum.length - 1
+          }), got ${describe(v)}`,
+        });
+        return;
+      }
       if (typeof v !== "string") {
         out.push({ path, reason: `must be a string, got ${describe(v)}` });
         return;
@@ -452,6 +560,15 @@ export function toOpenAPI(s: Schema): Record<string, unknown> {
       if (Object.keys(props).length) out.properties = props;
       const required = (s.required ?? []).filter((r) => s.fields[r]);
       if (required.length) out.required = [...required];
+      // A message member of a oneof may be written as null to select it (`peers: [{mtls: }]`):
+      // keep such nulls (an API server prunes non-nullable nulls before validating, which would
+      // then fail the oneOf below).
+      for (const o of s.oneofs ?? []) {
+        for (const f of o.fields) {
+          const p = props[f] as Record<string, unknown> | undefined;
+          if (p && s.fields[f]?.type === "object") props[f] = { ...p, nullable: true };
+        }
+      }
       const exactlyOne = (s.oneofs ?? []).filter((o) => o.required);
       if (exactlyOne.length === 1) {
         out.oneOf = exactlyOne[0].fields.map((f) => ({ required: [f] }));

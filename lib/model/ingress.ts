@@ -3,7 +3,7 @@
  * `networking.k8s.io/v1`) parsed into one normalized form, and ingress-class selection.
  * @module
  */
-import type { ValidationIssue } from "./types.ts";
+import type { ConfigObject, ValidationIssue } from "./types.ts";
 import { describe } from "./dsl.ts";
 import type { MeshConfig } from "./meshconfig.ts";
 import { checkNamespace, checkObjectName } from "./values.ts";
@@ -46,7 +46,13 @@ export interface Ingress {
   defaultBackend?: IngressBackend;
 }
 
-const API_VERSIONS = ["extensions/v1beta1", "networking.k8s.io/v1beta1", "networking.k8s.io/v1"];
+/** The Ingress apiVersions read by {@link normalizeIngress}, oldest first. */
+export const INGRESS_API_VERSIONS: readonly string[] = Object.freeze([
+  "extensions/v1beta1",
+  "networking.k8s.io/v1beta1",
+  "networking.k8s.io/v1",
+]);
+const API_VERSIONS = INGRESS_API_VERSIONS;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -306,4 +312,60 @@ export function ingressClassMatches(
     case "DEFAULT":
       return cls === undefined || cls === meshConfig.ingressClass;
   }
+}
+
+/**
+ * The `networking.k8s.io/v1` form of a valid Ingress object (current clusters no longer serve
+ * `extensions/v1beta1` or `networking.k8s.io/v1beta1`): `backend.serviceName`/`servicePort`
+ * become `backend.service.name`/`port.number|name`, `spec.backend` becomes
+ * `spec.defaultBackend`, paths without `pathType` get `ImplementationSpecific` (the v1beta1
+ * meaning). A v1 object is returned as a copy; metadata is kept. Throws an Error listing the
+ * problems when the object is not a valid Ingress.
+ */
+export function ingressToV1(obj: ConfigObject): ConfigObject {
+  const label = `Ingress/${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+  const { ingress, issues } = normalizeIngress(obj, label, obj.metadata.namespace || "default");
+  if (!ingress) {
+    throw new Error(
+      issues.map((i) => `${i.object}: ${i.path ? i.path + ": " : ""}${i.reason}`).join("; "),
+    );
+  }
+  if (obj.apiVersion === "networking.k8s.io/v1") return structuredClone(obj);
+  const backend = (b: IngressBackend) => ({
+    service: {
+      name: b.serviceName,
+      port: typeof b.servicePort === "number" ? { number: b.servicePort } : { name: b.servicePort },
+    },
+  });
+  const spec: Record<string, unknown> = {};
+  if (ingress.ingressClassName !== undefined) spec.ingressClassName = ingress.ingressClassName;
+  if (ingress.defaultBackend) spec.defaultBackend = backend(ingress.defaultBackend);
+  if (ingress.rules.length) {
+    spec.rules = ingress.rules.map((r) => ({
+      ...(r.host ? { host: r.host } : {}),
+      ...(r.paths.length
+        ? {
+          http: {
+            paths: r.paths.map((p) => ({
+              ...(p.path ? { path: p.path } : {}),
+              pathType: p.pathType,
+              backend: backend(p),
+            })),
+          },
+        }
+        : {}),
+    }));
+  }
+  if (ingress.tls.length) {
+    spec.tls = ingress.tls.map((t) => ({
+      ...(t.hosts.length ? { hosts: t.hosts } : {}),
+      ...(t.secretName ? { secretName: t.secretName } : {}),
+    }));
+  }
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "Ingress",
+    metadata: structuredClone(obj.metadata),
+    spec,
+  };
 }

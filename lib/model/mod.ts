@@ -16,6 +16,7 @@ export {
   allSchemas,
   GROUPS,
   hyphenatedTypeError,
+  ingressSchema,
   INSTANCE_KINDS,
   meshctlSchemas,
   type ModelSchema,
@@ -55,11 +56,13 @@ export {
 } from "./meshconfig.ts";
 export {
   type Ingress,
+  INGRESS_API_VERSIONS,
   INGRESS_CLASS_ANNOTATION,
   type IngressBackend,
   ingressClassMatches,
   type IngressPath,
   type IngressRule,
+  ingressToV1,
   normalizeIngress,
   type PathType,
 } from "./ingress.ts";

@@ -5,8 +5,9 @@
  * @module
  */
 import type { ConfigObject, ObjectMeta, ValidationIssue } from "./types.ts";
-import { clean, describe, keyPath } from "./dsl.ts";
+import { canonicalize, clean, describe, keyPath } from "./dsl.ts";
 import { type ModelSchema, schemaByKind, schemasByKindOnly } from "./registry.ts";
+import { normalizeIngress } from "./ingress.ts";
 import { checkLabelKey, checkLabelValue, checkNamespace, checkObjectName } from "./values.ts";
 
 /** Result of `normalizeObject`. `object` is set only when there are no issues. */
@@ -137,7 +138,14 @@ export function normalizeObject(
       schema = schemaByKind(apiVersion, kind);
       if (!schema) {
         const candidates = schemasByKindOnly(kind);
-        if (candidates.length) {
+        if (candidates.length && candidates[0].apiVersions) {
+          issues.push(at(
+            "apiVersion",
+            `kind ${kind} must be one of ${candidates[0].apiVersions.join(", ")}, got ${
+              JSON.stringify(apiVersion)
+            }`,
+          ));
+        } else if (candidates.length) {
           const c = candidates[0];
           issues.push(at(
             "apiVersion",
@@ -150,7 +158,12 @@ export function normalizeObject(
     }
   } else {
     const candidates = schemasByKindOnly(kind);
-    if (candidates.length === 1) schema = candidates[0];
+    if (candidates.length === 1 && candidates[0].apiVersions) {
+      issues.push(at(
+        "apiVersion",
+        `is required for kind ${kind} (one of ${candidates[0].apiVersions.join(", ")})`,
+      ));
+    } else if (candidates.length === 1) schema = candidates[0];
     else issues.push(at("kind", unknownKindReason(kind)));
   }
 
@@ -161,9 +174,14 @@ export function normalizeObject(
   const rename = (i: ValidationIssue) => ({ ...i, object: objectName });
   const all = [...issues.map(rename), ...metaIssues.map(rename)];
 
+  if (schema?.apiVersions) {
+    return normalizeBuiltin(raw, schema, meta, objectName, all);
+  }
+
+  // proto JSON spellings (snake_case names, quoted integers, enum numbers) → canonical form
+  const spec = schema ? canonicalize(schema.specSchema, raw.spec ?? {}, "spec", []) : undefined;
   if (schema) {
-    const spec = raw.spec ?? {};
-    for (const i of schema.validate(spec)) {
+    for (const i of schema.validate(raw.spec ?? {})) {
       all.push({ object: objectName, path: i.path, reason: i.reason });
     }
   }
@@ -173,9 +191,41 @@ export function normalizeObject(
     apiVersion: `${schema.group}/${schema.version}`,
     kind: schema.kind,
     metadata: meta,
-    spec: (clean(schema.specSchema, raw.spec ?? {}) ?? {}) as Record<string, unknown>,
+    spec: (clean(schema.specSchema, spec ?? {}) ?? {}) as Record<string, unknown>,
   };
   return { object, issues: [], schema };
+}
+
+/** An orchestrator built-in kind (Ingress): validated by `normalizeIngress`, apiVersion kept. */
+function normalizeBuiltin(
+  raw: Record<string, unknown>,
+  schema: ModelSchema,
+  meta: ObjectMeta,
+  objectName: string,
+  issues: ValidationIssue[],
+): NormalizeResult {
+  const { issues: specIssues } = normalizeIngress(
+    { ...raw, metadata: { ...meta } },
+    objectName,
+    meta.namespace || "default",
+  );
+  // metadata was checked above
+  for (const i of specIssues) if (!i.path.startsWith("metadata")) issues.push(i);
+  if (issues.length) return { issues, schema };
+  const spec = dropNulls(raw.spec ?? {}) as Record<string, unknown>;
+  return {
+    object: { apiVersion: raw.apiVersion as string, kind: schema.kind, metadata: meta, spec },
+    issues: [],
+    schema,
+  };
+}
+
+function dropNulls(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(dropNulls);
+  if (!isRecord(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) if (x !== null && x !== undefined) out[k] = dropNulls(x);
+  return out;
 }
 
 function unknownKindReason(kind: string): string {

@@ -125,12 +125,12 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     type: "virtualservice",
     edit: (s) => {
       s.hosts = "reviews";
-      s.http[0].retries.attempts = "3";
+      s.http[0].retries.attempts = "three";
       s.http[1].websocketUpgrade = "yes";
     },
     want: [
       'VirtualService/default/reviews: spec.hosts: must be a list, got string "reviews"',
-      'VirtualService/default/reviews: spec.http[0].retries.attempts: must be an integer, got string "3"',
+      'VirtualService/default/reviews: spec.http[0].retries.attempts: must be an integer, got string "three"',
       'VirtualService/default/reviews: spec.http[1].websocketUpgrade: must be a boolean, got string "yes"',
     ],
   },

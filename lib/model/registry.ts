@@ -4,7 +4,8 @@
  * @module
  */
 import type { TypeSchema } from "./types.ts";
-import { type Schema, validate } from "./dsl.ts";
+import { any, type Schema, validate } from "./dsl.ts";
+import { INGRESS_API_VERSIONS, normalizeIngress } from "./ingress.ts";
 import * as specs from "./specs.ts";
 import { pluralize } from "./values.ts";
 
@@ -27,6 +28,11 @@ export interface ModelSchema extends TypeSchema {
   readonly policyCategory?: PolicyCategory;
   /** Only for policy-server kinds: implementing package (CRD label `package`). */
   readonly package?: string;
+  /**
+   * Only for orchestrator built-in kinds (Ingress): the apiVersions accepted on input and kept
+   * as given (no group rewriting); `group`/`version` name the one the orchestrator API serves.
+   */
+  readonly apiVersions?: readonly string[];
 }
 
 /** Short names of the networking types (the reference system's later CRDs use the same). */
@@ -309,8 +315,46 @@ export const allSchemas: readonly ModelSchema[] = Object.freeze([
   ...policySchemas,
 ]);
 
+/**
+ * The orchestrator's Ingress (not a custom resource: no CRD, not in {@link allSchemas}).
+ * Storable in the file store and through meshctl (`get ingress`), in any apiVersion that
+ * `normalizeIngress` reads, kept as given; the orchestrator API is `networking.k8s.io/v1`.
+ * Its spec is validated by `normalizeIngress`.
+ */
+export const ingressSchema: ModelSchema = Object.freeze({
+  type: "ingress",
+  plural: "ingresses",
+  internalType: "ingress",
+  kind: "Ingress",
+  group: "networking.k8s.io",
+  version: "v1",
+  legacy: false,
+  meshctl: false,
+  specSchema: any({ object: true }),
+  referenceGroup: "networking.k8s.io",
+  listKind: "IngressList",
+  categories: Object.freeze([]),
+  shortNames: Object.freeze(["ing"]),
+  apiVersions: INGRESS_API_VERSIONS,
+  validate(spec: unknown) {
+    // without the apiVersion: read v1 when the spec uses a v1-only field, else extensions/v1beta1
+    const text = JSON.stringify(spec ?? {});
+    const v1 = /"(service|defaultBackend|pathType)":/.test(text);
+    const { issues } = normalizeIngress(
+      {
+        apiVersion: v1 ? "networking.k8s.io/v1" : "extensions/v1beta1",
+        kind: "Ingress",
+        metadata: { name: "x" },
+        spec,
+      },
+      "",
+    );
+    return issues.map((i) => ({ path: i.path, reason: i.reason }));
+  },
+});
+
 const byTypeName = new Map<string, ModelSchema>();
-for (const s of allSchemas) {
+for (const s of [...allSchemas, ingressSchema]) {
   byTypeName.set(s.type, s);
   byTypeName.set(s.plural, s);
   for (const short of s.shortNames) byTypeName.set(short, s);
@@ -330,6 +374,9 @@ export function schemaByType(name: string): ModelSchema | undefined {
  * (`networking.mesh.io/v1alpha3`) and the reference groups (`networking.istio.io/v1alpha3`).
  */
 export function schemaByKind(apiVersion: string, kind: string): ModelSchema | undefined {
+  if (kind === ingressSchema.kind) {
+    return ingressSchema.apiVersions!.includes(apiVersion) ? ingressSchema : undefined;
+  }
   const slash = apiVersion.indexOf("/");
   if (slash < 0) return undefined;
   const group = toOurGroup(apiVersion.slice(0, slash));
@@ -339,6 +386,7 @@ export function schemaByKind(apiVersion: string, kind: string): ModelSchema | un
 
 /** Finds the types with a given kind, whatever the apiVersion (used when apiVersion is absent). */
 export function schemasByKindOnly(kind: string): ModelSchema[] {
+  if (kind === ingressSchema.kind) return [ingressSchema];
   return allSchemas.filter((s) => s.kind === kind);
 }
 
@@ -366,11 +414,12 @@ export function hyphenatedTypeError(name: string): string | undefined {
 
 /**
  * Resolves a meshctl type argument: the schema, or the exact error message (hyphenated name,
- * or `configuration type <t> not found, the types are <list>`). Only the 14 meshctl types.
+ * or `configuration type <t> not found, the types are <list>`). The 14 meshctl types, and
+ * `ingress` (`ingresses`, `ing`), which the list does not name.
  */
 export function resolveMeshctlType(name: string): { schema: ModelSchema } | { error: string } {
   const s = schemaByType(name);
-  if (s?.meshctl) return { schema: s };
+  if (s?.meshctl || s === ingressSchema) return { schema: s };
   const hyphen = hyphenatedTypeError(name);
   if (hyphen) return { error: hyphen };
   return { error: `configuration type ${name} not found, the types are ${typeListText()}` };

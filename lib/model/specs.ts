@@ -612,7 +612,10 @@ export const authPolicySpec: ObjectSchema = obj({
     ports: arr(portSelector),
   }, { required: ["name"] })),
   peers: arr(obj({
-    mtls: obj({ allowTls: bool(), mode: enumOf(["STRICT", "TLS_PERMISSIVE", "PERMISSIVE"]) }),
+    mtls: obj({
+      allowTls: bool(),
+      mode: enumOf(["STRICT", "TLS_PERMISSIVE", "PERMISSIVE"], { enumBase: false }),
+    }),
     jwt,
   }, { oneofs: [{ fields: ["mtls", "jwt"], required: true }] })),
   peerIsOptional: bool(),
@@ -768,7 +771,7 @@ export const VALUE_TYPES = [
 export const attributeManifestSpec: ObjectSchema = obj({
   revision: str(),
   name: str(),
-  attributes: map(obj({ valueType: enumOf(VALUE_TYPES), description: str() })),
+  attributes: map(obj({ valueType: enumOf(VALUE_TYPES, { enumBase: 1 }), description: str() })),
 });
 
 /** Handler, instance, adapter and template kinds: any object (adapter/template specific). */

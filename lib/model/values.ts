@@ -189,11 +189,12 @@ export function checkLabelValue(value: string): string | undefined {
 }
 
 /**
- * Lowercase English plural used for CRD names: `+es` after s/x, consonant+`y` → `ies`,
- * else `+s` (`gateway` → `gateways`, `listentry` → `listentries`).
+ * Lowercase English plural used for CRD names: `+es` after s, x, z, ch and sh (`cloudwatch` →
+ * `cloudwatches`, `prometheus` → `prometheuses`), consonant+`y` → `ies`, else `+s` (`gateway` →
+ * `gateways`, `listentry` → `listentries`).
  */
 export function pluralize(singular: string): string {
-  if (/[sx]$/.test(singular)) return singular + "es";
+  if (/([sxz]|[cs]h)$/.test(singular)) return singular + "es";
   if (/[^aeiou]y$/.test(singular)) return singular.slice(0, -1) + "ies";
   return singular + "s";
 }

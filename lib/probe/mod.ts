@@ -3,8 +3,9 @@
  *
  * A server runs {@link startProbeUpdater}: while the server is available the probe file is
  * rewritten every `interval / 2`; when it is not, the file is removed. The `probe` subcommand
- * runs {@link checkProbe}: the probe passes when the file exists and was modified within
- * `interval + PROBE_MARGIN_MS`.
+ * runs {@link checkProbe}: with an interval of 0 (the `--interval` default, `0s`) the probe
+ * passes when the file exists; with a positive interval the file must also have been modified
+ * within `interval + PROBE_MARGIN_MS`.
  *
  * @module
  */
@@ -26,8 +27,9 @@ function seconds(ms: number): string {
 }
 
 /**
- * Checks a probe file: ok when it exists and its modification time is at most
- * `intervalMs + PROBE_MARGIN_MS` old.
+ * Checks a probe file: ok when it exists and, for `intervalMs > 0`, its modification time is at
+ * most `intervalMs + PROBE_MARGIN_MS` old. `intervalMs = 0` means no freshness check: the file
+ * only has to exist.
  * @throws Error when `path` is empty or `intervalMs` is negative (usage errors).
  */
 export async function checkProbe(
@@ -49,6 +51,7 @@ export async function checkProbe(
     return { ok: false, reason: `cannot stat probe file "${path}": ${(err as Error).message}` };
   }
   if (!stat.isFile) return { ok: false, reason: `probe path "${path}" is not a file` };
+  if (intervalMs === 0) return { ok: true };
   const mtime = stat.mtime?.getTime();
   if (mtime === undefined) {
     return { ok: false, reason: `probe file "${path}" has no modification time` };

@@ -57,6 +57,22 @@ Deno.test("checkProbe() fails naming a stale file and its age", async () => {
   });
 });
 
+Deno.test("checkProbe() with interval 0 only requires the file to exist", async () => {
+  await withDir(async (dir) => {
+    const p = join(dir, "health");
+    assert.deepEqual(await checkProbe(p, 0), {
+      ok: false,
+      reason: `probe file "${p}" does not exist`,
+    });
+    await Deno.writeTextFile(p, "");
+    const old = new Date(Date.now() - 3_600_000);
+    await Deno.utime(p, old, old);
+    assert.deepEqual(await checkProbe(p, 0), { ok: true });
+    // A positive interval still checks the modification time.
+    assert.equal((await checkProbe(p, 1000)).ok, false);
+  });
+});
+
 Deno.test("checkProbe() rejects an empty path", async () => {
   await assert.rejects(checkProbe("", 1000), { message: "probe path is empty (set --probe-path)" });
 });

@@ -2,7 +2,7 @@
  * Private helpers shared by the store implementations.
  * @module
  */
-import { getLogger } from "../log/mod.ts";
+import { getLogger, type Logger } from "../log/mod.ts";
 import { normalizeObject } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema, ValidationIssue } from "../model/types.ts";
 import { type StoreEvent, ValidationError } from "./types.ts";
@@ -42,9 +42,60 @@ export function sameContent(a: ConfigObject, b: ConfigObject): boolean {
   return deepEqual(strip(a), strip(b));
 }
 
+/** A logger that drops every record (stores opened with `log: false`). */
+export const SILENT_LOGGER: Logger = Object.freeze({
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+});
+
+/**
+ * The logger a store uses: the injected one, none for `false` (the caller reports problems itself,
+ * e.g. meshctl through `errors()`), else the `default` scope of lib/log.
+ */
+export function storeLogger(log: Logger | false | undefined): Logger {
+  if (log === false) return SILENT_LOGGER;
+  return log ?? getLogger("default");
+}
+
+/** JSON text of a value with object keys sorted (undefined members dropped), for hashing. */
+export function canonicalJson(v: unknown): string {
+  if (v === null || typeof v !== "object") return JSON.stringify(v) ?? "null";
+  if (Array.isArray(v)) {
+    return `[${v.map((x) => canonicalJson(x === undefined ? null : x)).join(",")}]`;
+  }
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o).filter((k) => o[k] !== undefined).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+}
+
+/**
+ * A resourceVersion derived from an object's content: the low 12 hex digits of a 53-bit hash (cyrb53) of
+ * its canonical JSON without `metadata.resourceVersion`. The same content gives the same value in
+ * every process, so a value read by one run stays valid for the next until the object changes.
+ */
+export function contentVersion(obj: ConfigObject): string {
+  const text = canonicalJson({ ...obj, metadata: { ...obj.metadata, resourceVersion: undefined } });
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  const n = 4294967296 * (2097151 & h2) + (h1 >>> 0);
+  return n.toString(16).padStart(14, "0").slice(-12);
+}
+
 /** Fan-out of store events to watch handlers; a throwing handler is logged, never breaks others. */
 export class Watchers {
   #handlers = new Set<(event: StoreEvent) => void>();
+
+  /** `log` receives the failures of handlers (default: the `default` scope). */
+  constructor(readonly log: Logger = getLogger("default")) {}
 
   /** Registers a handler; the returned handle removes it. */
   add(handler: (event: StoreEvent) => void): { close(): void } {
@@ -59,7 +110,7 @@ export class Watchers {
       try {
         h({ type, object: structuredClone(object) });
       } catch (err) {
-        getLogger("default").error(
+        this.log.error(
           `Config store watch handler failed on ${type} ${describe(object)}: ${
             (err as Error).message
           }`,

@@ -4,18 +4,20 @@
  * @module
  */
 import { parseAllDocuments, stringify } from "../deps/yaml.ts";
-import { getLogger } from "../log/mod.ts";
+import type { Logger } from "../log/mod.ts";
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
 import {
   attempt,
   byNsName,
   checkObject,
+  contentVersion,
   describe,
   issuesText,
   mustCheck,
   sameContent,
   SchemaSet,
+  storeLogger,
   Watchers,
 } from "./_common.ts";
 import { type ConfigStore, ConflictError, NotFoundError, type StoreEvent } from "./types.ts";
@@ -32,6 +34,12 @@ export interface FileStoreOptions {
   defaultNamespace?: string;
   /** Use `Deno.watchFs` notifications for fast pick-up (default true). */
   watchFs?: boolean;
+  /**
+   * Where the store logs file problems (`Config file error ...`), skipped kinds and watch
+   * failures: a logger, or `false` for none (the caller reads `errors()` instead, as meshctl
+   * does). Default: the `default` scope of lib/log.
+   */
+  log?: Logger | false;
 }
 
 /** A current problem with one file (or the directory itself when `file` is ""). */
@@ -107,8 +115,9 @@ const key = (type: string, ns: string, name: string) => `${type}\u0000${ns}\u000
  * rewrite the file that holds the object (only that document changes). Every write goes to a temp
  * file in the same directory, renamed over the target.
  *
- * `resourceVersion` is a store-wide counter assigned when an object's content changes; update
- * fails with {@link ConflictError} when the given one is stale.
+ * `resourceVersion` is derived from the object's content ({@link contentVersion}: the same in every
+ * process, changed by any edit, on disk or through the store); update fails with
+ * {@link ConflictError} when the given one differs from the stored object's.
  */
 export async function createFileStore(options: FileStoreOptions): Promise<FileStore> {
   const dir = options.dir.replace(/\/+$/, "") || "/";
@@ -116,7 +125,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   const set = new SchemaSet(schemas);
   const pollMs = options.pollMs ?? 100;
   const defaultNamespace = options.defaultNamespace ?? "default";
-  const log = getLogger("default");
+  const log = storeLogger(options.log);
   if (!Number.isFinite(pollMs) || pollMs <= 0) {
     throw new Error(`Invalid file store pollMs ${pollMs}: must be a positive number`);
   }
@@ -127,13 +136,12 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
     throw new Error(`Cannot use config directory "${options.dir}": ${(err as Error).message}`);
   }
 
-  const watchers = new Watchers();
+  const watchers = new Watchers(log);
   let files = new Map<string, FileState>();
   let view = new Map<string, ViewEntry>();
   let dirError: FileStoreError | undefined;
   let dupErrors: FileStoreError[] = [];
   let reportedDups = new Set<string>();
-  let counter = 0;
   let closed = false;
   let settleTimer: number | undefined;
   /** Whether the last scan left a file aside because it was still being written. */
@@ -198,7 +206,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
     list.forEach((doc, i) => {
       const index = i + 1;
       if (doc.errors.length > 0) {
-        fail(index, `cannot parse: ${doc.errors[0].message.split("\n")[0]}`);
+        fail(index, `cannot parse: ${doc.errors[0].message.split("\n")[0].replace(/:\s*$/, "")}`);
         return;
       }
       let raw: unknown;
@@ -367,7 +375,9 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
     }
     events.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
     for (const ev of events) {
-      if (ev.type !== "DELETED") ev.entry.object.metadata.resourceVersion = String(++counter);
+      if (ev.type !== "DELETED") {
+        ev.entry.object.metadata.resourceVersion = contentVersion(ev.entry.object);
+      }
     }
     view = merged;
     for (const ev of events) watchers.emit(ev.type, ev.entry.object);

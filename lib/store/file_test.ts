@@ -320,3 +320,62 @@ Deno.test("createFileStore() follows a mounted config map's symlinks and sees it
     assert.deepEqual(store.errors(), []);
   });
 });
+
+Deno.test("createFileStore() logs file problems to the injected logger, and nowhere with log: false", async () => {
+  const vs = await fixture("VirtualService");
+  const bad = stringify({ ...vs, metadata: { name: "bad" }, spec: { hosts: "x" } });
+  const dir = await Deno.makeTempDir({ prefix: "mesh-filestore-" });
+  try {
+    await Deno.writeTextFile(`${dir}/bad.yaml`, bad);
+    const lines: string[] = [];
+    const log = {
+      debug: (m: string) => void lines.push(`debug ${m}`),
+      info: (m: string) => void lines.push(`info ${m}`),
+      warn: (m: string) => void lines.push(`warn ${m}`),
+      error: (m: string) => void lines.push(`error ${m}`),
+    };
+    const logged = await createFileStore({ dir, log, watchFs: false });
+    await logged.close();
+    assert.deepEqual(lines, [
+      'error Config file error (nothing of it applies): bad.yaml document 1: VirtualService/default/bad: spec.hosts: must be a list, got string "x"',
+    ]);
+    const silent = await createFileStore({ dir, log: false, watchFs: false });
+    assert.equal(silent.errors().length, 1);
+    await silent.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("createFileStore() derives resourceVersion from content: the same in another store, changed only by an edit", async () => {
+  const vs = await fixture("VirtualService");
+  const named = (name: string) => ({ ...vs, metadata: { ...vs.metadata, name } });
+  await withStore(async (store, dir) => {
+    const a = await store.create(named("a"));
+    const b = await store.create(named("b"));
+    const other = await createFileStore({ dir, watchFs: false });
+    try {
+      assert.equal(
+        (await other.get("virtualservice", a.metadata.name, "default"))!.metadata.resourceVersion,
+        a.metadata.resourceVersion,
+      );
+      assert.match(a.metadata.resourceVersion!, /^[0-9a-f]{12}$/);
+      // an update through the other store changes b's version only
+      const b2 = await other.update({ ...b, spec: { ...b.spec, hosts: ["changed"] } });
+      assert.notEqual(b2.metadata.resourceVersion, b.metadata.resourceVersion);
+      await store.sync();
+      assert.equal(
+        (await store.get("virtualservice", b.metadata.name, "default"))!.metadata.resourceVersion,
+        b2.metadata.resourceVersion,
+      );
+      assert.equal(
+        (await store.get("virtualservice", a.metadata.name, "default"))!.metadata.resourceVersion,
+        a.metadata.resourceVersion,
+      );
+      // the version read before the other store's update is stale
+      await assert.rejects(() => store.update(b), ConflictError);
+    } finally {
+      await other.close();
+    }
+  });
+});

@@ -14,8 +14,8 @@ import {
   loadKubeConfig,
   toStoreError,
 } from "../kube/mod.ts";
-import { getLogger } from "../log/mod.ts";
-import { allSchemas } from "../model/mod.ts";
+import type { Logger } from "../log/mod.ts";
+import { allSchemas, ingressToV1 } from "../model/mod.ts";
 import type { ConfigObject, ObjectMeta, TypeSchema } from "../model/types.ts";
 import {
   attempt,
@@ -27,6 +27,7 @@ import {
   nsName,
   sameContent,
   SchemaSet,
+  storeLogger,
   Watchers,
 } from "./_common.ts";
 import { type ConfigStore, NotFoundError, type StoreEvent } from "./types.ts";
@@ -54,6 +55,11 @@ export interface KubeStoreOptions {
    * the last resourceVersion (default: random between 300 and 600, as client-go does).
    */
   watchTimeoutSeconds?: number;
+  /**
+   * Where the store logs invalid objects and unlistable types: a logger, or `false` for none (the
+   * caller reads `errors()` instead, as meshctl does). Default: the `default` scope of lib/log.
+   */
+  log?: Logger | false;
 }
 
 /** A current problem of the orchestrator store (a type that cannot be listed, an invalid object). */
@@ -126,8 +132,8 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
   }
   const api = kc.makeApiClient(k8s.CustomObjectsApi);
   const server = kc.getCurrentCluster()?.server ?? "?";
-  const log = getLogger("default");
-  const watchers = new Watchers();
+  const log = storeLogger(options.log);
+  const watchers = new Watchers(log);
   let closed = false;
 
   const caches = new Map<string, TypeCache>(schemas.map((s) => [s.type, {
@@ -167,18 +173,24 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
     const name = String(meta.name ?? "");
     const ns = String(meta.namespace ?? "");
     const key = nsName(ns, name);
+    const label = `${tc.schema.kind}/${ns}/${name}`;
     const res = checkObject(
       { apiVersion: r.apiVersion, kind: r.kind, metadata: meta, spec: r.spec ?? {} },
       set,
-      `${tc.schema.kind}/${ns}/${name}`,
+      label,
       defaultNamespace,
     );
-    if (!res.ok) return { key, problem: issuesText(res.issues) };
+    // the problem without the object's name: errors() gives the name separately
+    if (!res.ok) return { key, problem: issuesText(res.issues, label) };
     res.object.metadata.resourceVersion = String(meta.resourceVersion ?? "");
     return { key, object: res.object };
   }
 
-  function toApi(schema: TypeSchema, obj: ConfigObject): Record<string, unknown> {
+  function toApi(schema: TypeSchema, given: ConfigObject): Record<string, unknown> {
+    // Ingress: the API serves networking.k8s.io/v1 only; older forms are converted
+    const obj = given.kind === "Ingress" && given.apiVersion !== `${schema.group}/${schema.version}`
+      ? ingressToV1(given)
+      : given;
     const { name, namespace, labels, annotations, resourceVersion } = obj.metadata;
     const metadata: Record<string, unknown> = { name, namespace };
     if (labels) metadata.labels = labels;
@@ -195,9 +207,12 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
   /** Applies one object (valid or not) to a cache, emitting an event when its content changed. */
   function applyUpsert(tc: TypeCache, c: Converted) {
     if (!c.object) {
-      const msg = `${tc.schema.kind}/${c.key}: ${c.problem}`;
+      const msg = c.problem ?? "invalid object";
       if (tc.invalid.get(c.key) !== msg) {
-        log.error(`Invalid ${tc.schema.plural} object in the orchestrator (ignored): ${c.problem}`);
+        log.error(
+          `Invalid ${tc.schema.plural} object in the orchestrator (ignored): ` +
+            `${tc.schema.kind}/${c.key}: ${msg}`,
+        );
       }
       tc.invalid.set(c.key, msg);
       return;

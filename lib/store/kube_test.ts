@@ -311,6 +311,11 @@ Deno.test("createKubeStore() keeps the last valid version of an object made inva
       assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
       assert.deepEqual(store.errors().map((e) => e.object), ["VirtualService/default/a"]);
       assert.match(store.errors()[0].message, /a virtual service must set http or tcp routes/);
+      // the name is in `object`, not repeated in the message
+      assert.equal(
+        store.errors()[0].message,
+        "spec: a virtual service must set http or tcp routes",
+      );
       kube.upsert(vsRaw("a", "default", "fixed"));
       await until(() => store.errors().length === 0, 3000, "the error to clear");
       assert.deepEqual(eventLines(rec.events), [

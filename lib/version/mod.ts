@@ -2,11 +2,13 @@
  * Build version information for the `version` subcommands, ctrlz and `/version` endpoints.
  *
  * Where the values come from:
- * - A compiled program: `compile.ts` rewrites `lib/version/stamp.ts` with {@link renderStamp}
- *   so that `STAMP` holds the version, git revision and build time.
+ * - A compiled program: `compile.ts` builds with an import map that redirects
+ *   `lib/version/stamp.ts` to a copy rendered by {@link renderStamp}, so that `STAMP` holds the
+ *   version, git revision and build time (the checkout's `stamp.ts` is never rewritten).
  * - A checkout (`STAMP` is null): version = {@link VERSION}; git revision = `git rev-parse HEAD`
- *   run in the checkout directory (only when this module is loaded from a `file:` URL and
- *   running `git` is permitted; otherwise `unknown`); build time = `unknown`.
+ *   run in the checkout directory, with a `-dirty` suffix when `git status --porcelain` lists
+ *   changes (only when this module is loaded from a `file:` URL and running `git` is permitted;
+ *   otherwise `unknown`); build time = `unknown`.
  * - Runtime versions always come from `Deno.version`.
  *
  * @module
@@ -65,15 +67,34 @@ function gitRevision(moduleUrl: string): string {
     if (Deno.permissions.querySync({ name: "run", command: "git" }).state !== "granted") {
       return "unknown";
     }
-    const out = new Deno.Command("git", {
-      args: ["rev-parse", "HEAD"],
-      cwd: fileURLToPath(root),
-      stdout: "piped",
-      stderr: "null",
-      stdin: "null",
-    }).outputSync();
-    const rev = new TextDecoder().decode(out.stdout).trim();
-    return out.success && /^[0-9a-f]{7,64}$/.test(rev) ? rev : "unknown";
+  } catch {
+    return "unknown";
+  }
+  return checkoutRevision(fileURLToPath(root));
+}
+
+function git(dir: string, args: string[]): string | null {
+  const out = new Deno.Command("git", {
+    args,
+    cwd: dir,
+    stdout: "piped",
+    stderr: "null",
+    stdin: "null",
+  }).outputSync();
+  return out.success ? new TextDecoder().decode(out.stdout) : null;
+}
+
+/**
+ * The git revision of the checkout at `dir`: the full hash of `HEAD`, plus `-dirty` when
+ * `git status --porcelain` reports changes (modified, staged or untracked files); `unknown` when
+ * `dir` is not a git checkout or `git` cannot run. Needs permission to run `git`; callers check.
+ */
+export function checkoutRevision(dir: string): string {
+  try {
+    const rev = git(dir, ["rev-parse", "HEAD"])?.trim() ?? "";
+    if (!/^[0-9a-f]{7,64}$/.test(rev)) return "unknown";
+    const status = git(dir, ["status", "--porcelain"]);
+    return status !== null && status.trim() !== "" ? `${rev}-dirty` : rev;
   } catch {
     return "unknown";
   }
@@ -107,8 +128,8 @@ export function formatVersion(info: VersionInfo, short: boolean): string {
 }
 
 /**
- * Returns the source text of `lib/version/stamp.ts` for a compiled build; `compile.ts` writes it
- * before `deno compile` and restores the original file afterwards.
+ * Returns the source text of a stamped `stamp.ts` for a compiled build; `compile.ts` writes it
+ * outside the checkout and points `lib/version/stamp.ts` at it with an import map.
  * @throws Error when a field is empty or contains a line break.
  */
 export function renderStamp(stamp: Stamp): string {

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { buildVersionInfo, formatVersion, renderStamp, VERSION, versionInfo } from "./mod.ts";
+import {
+  buildVersionInfo,
+  checkoutRevision,
+  formatVersion,
+  renderStamp,
+  VERSION,
+  versionInfo,
+} from "./mod.ts";
 
 const INFO = {
   version: "1.2.3",
@@ -40,8 +47,46 @@ Deno.test("versionInfo() reports the checkout's git revision when unstamped", as
     stderr: "null",
   }).output();
   assert.ok(git.success, "the tests run in a git checkout");
-  assert.equal(info.gitRevision, new TextDecoder().decode(git.stdout).trim());
-  assert.match(info.gitRevision, /^[0-9a-f]{40}$/);
+  const rev = new TextDecoder().decode(git.stdout).trim();
+  assert.ok(
+    info.gitRevision === rev || info.gitRevision === `${rev}-dirty`,
+    `${info.gitRevision} is HEAD ${rev}, with -dirty when the checkout has changes`,
+  );
+  assert.match(info.gitRevision, /^[0-9a-f]{40}(-dirty)?$/);
+});
+
+/** Runs git in `dir` with a fixed identity; returns stdout. */
+async function git(dir: string, ...args: string[]): Promise<string> {
+  const out = await new Deno.Command("git", {
+    args: ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args],
+    cwd: dir,
+    stdout: "piped",
+    stderr: "piped",
+    env: { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+Deno.test("checkoutRevision() adds -dirty only when the checkout has uncommitted changes", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    assert.equal(checkoutRevision(dir), "unknown", "not a git checkout");
+    await git(dir, "init", "-q");
+    await Deno.writeTextFile(`${dir}/a.txt`, "one\n");
+    await git(dir, "add", "a.txt");
+    await git(dir, "commit", "-q", "-m", "first");
+    const head = await git(dir, "rev-parse", "HEAD");
+    assert.equal(checkoutRevision(dir), head);
+    await Deno.writeTextFile(`${dir}/a.txt`, "two\n");
+    assert.equal(checkoutRevision(dir), `${head}-dirty`);
+    await git(dir, "checkout", "-q", "--", "a.txt");
+    assert.equal(checkoutRevision(dir), head);
+    await Deno.writeTextFile(`${dir}/new.txt`, "untracked\n");
+    assert.equal(checkoutRevision(dir), `${head}-dirty`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("buildVersionInfo() reports unknown revision when loaded from an http URL", () => {

@@ -18,8 +18,11 @@ import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import {
   type ConfigObject,
   defaultMeshConfig,
+  ingressClassMatches,
+  ingressSchema,
   type MeshConfig,
   meshctlSchemas,
+  normalizeIngress,
   parseMeshConfig,
   type ServiceRegistry,
 } from "../../lib/model/mod.ts";
@@ -134,6 +137,22 @@ function hostOf(a: ListenAddress): string {
   return a.host === "" ? "0.0.0.0" : a.host;
 }
 
+/**
+ * `Cannot listen on <flag> <address>: address already in use`, from a Deno or grpc-js (Node
+ * `EADDRINUSE`...) listen error.
+ */
+function listenError(where: string, e: unknown): Error {
+  const text = e instanceof Error ? e.message : String(e);
+  const reason = e instanceof Deno.errors.AddrInUse || /EADDRINUSE/.test(text)
+    ? "address already in use"
+    : e instanceof Deno.errors.AddrNotAvailable || /EADDRNOTAVAIL/.test(text)
+    ? "address not available"
+    : e instanceof Deno.errors.PermissionDenied || /EACCES/.test(text)
+    ? "permission denied"
+    : text;
+  return new Error(`Cannot listen on ${where}: ${reason}`);
+}
+
 function hostPort(host: string, port: number): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
@@ -180,7 +199,11 @@ export async function start(
     // Config store.
     let store: ConfigStore;
     if (config.configDir) {
-      store = await createFileStore({ dir: config.configDir, schemas: meshctlSchemas });
+      // Ingress objects too (meshctl -p fs stores them): they feed the gateway config below
+      store = await createFileStore({
+        dir: config.configDir,
+        schemas: [...meshctlSchemas, ingressSchema],
+      });
     } else {
       store = await openKubeStore({
         kubeconfigPath: config.orchconfig,
@@ -262,16 +285,22 @@ export async function start(
     const debugRegistry = new DebugRegistry();
     members.push(debugRegistry);
     const aggregate = aggregateRegistries(members);
+    const configs = new ConfigSnapshot();
+    cleanups.push(() => configs.close());
+    const fileIngresses = config.configDir
+      ? await fileIngressSource(() => configs.byKind("Ingress"), meshConfig)
+      : undefined;
     const registry = {
       services: () => aggregate.services(),
       instances: () => aggregate.instances(),
-      ingresses: (): ConfigObject[] => ingressWatcher?.ingresses() ?? [],
+      ingresses: (): ConfigObject[] => [
+        ...(ingressWatcher?.ingresses() ?? []),
+        ...(fileIngresses?.() ?? []),
+      ],
     };
 
     // Model, ADS server, metrics.
     const cache = new ResourceCache();
-    const configs = new ConfigSnapshot();
-    cleanups.push(() => configs.close());
     const model = new DiscoveryModel({
       registry,
       configs,
@@ -288,17 +317,16 @@ export async function start(
     const server = holder.server = new XdsServer<Proxy>({
       parseNode: (n) => parseNodeId(n.id, n.metadata ?? {}),
       resourcesFor: (proxy, typeUrl, names) => model.resourcesFor(proxy, typeUrl, names),
+      knownTypes: [TYPE_URLS.cluster, TYPE_URLS.endpoint, TYPE_URLS.listener, TYPE_URLS.route],
       metrics: metrics.xds,
       logger: getLogger("ads"),
       ...(deps.debounceAfterMs !== undefined ? { debounceAfter: deps.debounceAfterMs } : {}),
     });
     cleanups.push(() => server.close());
-    model.referencedKeys = function* () {
-      for (const c of server.connections()) {
-        for (const [t, st] of Object.entries(c.types)) {
-          for (const [n, v] of Object.entries(st.resources)) yield `${t} ${n}|${v}`;
-        }
-      }
+    model.referencedKeys = () => {
+      const keys: string[] = [];
+      server.forEachHeld((t, n, v) => keys.push(`${t} ${n}|${v}`));
+      return keys;
     };
     const restCache = config.discoveryCache ? new RestCache() : null;
 
@@ -316,15 +344,8 @@ export async function start(
       if (kind === "services") return configChanged();
       model.invalidate();
       restCache?.clear();
-      const watched = new Set<string>();
-      const proxyIps = new Set<string>();
-      for (const c of server.connections()) {
-        proxyIps.add(c.proxy.ip);
-        const st = c.types[TYPE_URLS.endpoint];
-        for (const n of [...(st?.subscribed ?? []), ...Object.keys(st?.resources ?? {})]) {
-          watched.add(n);
-        }
-      }
+      const watched = server.watchedNames(TYPE_URLS.endpoint);
+      const proxyIps = new Set(server.proxies().map((p) => p.ip));
       const clusters = affectedClusters(watched, changed);
       if (clusters.length) server.push({ kind: "eds", clusters });
       // Clusters and listeners also depend on instances for DNS services and a proxy's own
@@ -349,6 +370,8 @@ export async function start(
       address: hostPort(grpcHost, config.grpcAddr.port),
       server,
       logger: getLogger("ads"),
+    }).catch((e) => {
+      throw listenError(`--grpcAddr ${hostPort(grpcHost, config.grpcAddr.port)}`, e);
     });
     cleanups.push(() => ads.shutdown());
     let secureGrpc: string | undefined;
@@ -360,6 +383,8 @@ export async function start(
           server,
           logger: getLogger("ads"),
           tls: { ...deps.certs, requireClientCert: true },
+        }).catch((e) => {
+          throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
         });
         cleanups.push(() => secure.shutdown());
         secureGrpc = hostPort(host, secure.port);
@@ -395,8 +420,7 @@ export async function start(
       try {
         s = Deno.serve({ hostname: "0.0.0.0", port, onListen: () => {} }, app.fetch);
       } catch (e) {
-        const reason = e instanceof Deno.errors.AddrInUse ? "address in use" : (e as Error).message;
-        throw new Error(`Cannot listen on ${what} ${port}: ${reason}`);
+        throw listenError(`${what} ${port}`, e);
       }
       cleanups.push(async () => {
         await s.shutdown();
@@ -420,7 +444,7 @@ export async function start(
       grpc: hostPort(grpcHost, ads.port),
       ...(secureGrpc ? { secureGrpc } : {}),
       monitoring: hostPort("0.0.0.0", monitoringPort),
-      ctrlz: new URL(ctrlz.url).host,
+      ctrlz: ctrlz.address,
     };
     log.info(
       `listening http=${addresses.http} grpc=${addresses.grpc}` +
@@ -449,4 +473,22 @@ export async function start(
     await cleanup();
     throw e;
   }
+}
+
+/**
+ * The Ingress objects of the file store (`--configDir`) in the gateway generator's form: those of
+ * the mesh ingress class (`ingressControllerMode`), converted as the orchestrator watcher does.
+ */
+async function fileIngressSource(
+  stored: () => ConfigObject[],
+  meshConfig: MeshConfig,
+): Promise<() => ConfigObject[]> {
+  const { ingressConfigObject } = await import("../../lib/registry/ingress.ts");
+  return () =>
+    stored().flatMap((o) => {
+      const { ingress } = normalizeIngress(o, o.metadata.name, o.metadata.namespace);
+      return ingress && ingressClassMatches(ingress, meshConfig)
+        ? [ingressConfigObject(ingress)]
+        : [];
+    });
 }

@@ -85,7 +85,7 @@ Deno.test("bad flag values exit 2 with one line naming the flag and a usage hint
   }
 });
 
-Deno.test("bad log levels and unknown log scopes exit 2", async () => {
+Deno.test("bad log levels, log scopes, rotation limits, targets and registries exit 2", async () => {
   const cases: [string, string[], string, string][] = [
     [
       "mesh-discovery",
@@ -110,6 +110,37 @@ Deno.test("bad log levels and unknown log scopes exit 2", async () => {
       ["proxy", "--log_output_level", "verbose"],
       'Invalid value "verbose" for --log_output_level: unknown level "verbose" (want debug, info, warn, error or none)',
       "mesh-agent proxy",
+    ],
+    [
+      "meshctl",
+      ["get", "--log_rotate_max_size", "-1"],
+      "Invalid value for --log_rotate_max_size: must not be negative, got -1",
+      "meshctl get",
+    ],
+    [
+      "mesh-agent",
+      ["proxy", "--log_rotate_max_backups=-1"],
+      "Invalid value for --log_rotate_max_backups: must not be negative, got -1",
+      "mesh-agent proxy",
+    ],
+    [
+      "mesh_ca",
+      ["--log_rotate_max_age", "-3"],
+      "Invalid value for --log_rotate_max_age: must not be negative, got -3",
+      "mesh_ca",
+    ],
+    [
+      "sidecar-injector",
+      ["--log_target", "stderr", "--log_target", ""],
+      "Invalid value for --log_target: empty target (want stdout, stderr or a file path)",
+      "sidecar-injector",
+    ],
+    [
+      "mesh-discovery",
+      ["discovery", "--registries", "Orchestrator,Bogus"],
+      "Invalid value for --registries: Service registry Bogus is not supported. Supported: " +
+      "Orchestrator, RegistryA, RegistryB, PlatformC, Mock",
+      "mesh-discovery discovery",
     ],
     [
       "mesh-policy",

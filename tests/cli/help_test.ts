@@ -1,11 +1,27 @@
 import assert from "node:assert/strict";
 import { runInProcess, runProgram } from "./_run.ts";
-import { SPEC_ALIASES, SPEC_FLAGS } from "./spec_flags.ts";
+import { SPEC_ALIASES, SPEC_FLAGS, type SpecFlag, type SpecType } from "./spec_flags.ts";
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** Finds the help line of `--name` and checks its short form and default text. */
-function checkFlag(help: string, where: string, [name, short, def]: readonly string[]) {
+/**
+ * The type word `--help` shows after the flag name for each spec type (cobra/pflag's words);
+ * boolean flags show none.
+ */
+const HELP_TYPE: Record<SpecType, string> = {
+  string: "string",
+  int: "int",
+  uint: "uint",
+  uint16: "uint16",
+  float32: "float32",
+  duration: "duration",
+  boolean: "",
+  "string slice": "strings",
+  "string array": "stringArray",
+};
+
+/** Finds the help line of `--name` and checks its short form, type and default text. */
+function checkFlag(help: string, where: string, [name, short, def, type]: SpecFlag) {
   const line = help.split("\n").find((l) =>
     new RegExp(`^\\s*(-[A-Za-z], )?--${escape(name)}( \\S+)?\\s{2,}`).test(l)
   );
@@ -13,13 +29,15 @@ function checkFlag(help: string, where: string, [name, short, def]: readonly str
   if (short) {
     assert.match(line, new RegExp(`^\\s*-${short}, --${escape(name)}\\b`), `${where}: -${short}`);
   } else assert.doesNotMatch(line, /^\s*-[A-Za-z], /, `${where}: --${name} has no short form`);
+  const shown = new RegExp(`--${escape(name)}(?: (\\S+))?\\s{2,}`).exec(line)?.[1] ?? "";
+  assert.equal(shown, HELP_TYPE[type], `${where}: --${name} has type ${type}: ${line}`);
   if (def) {
     assert.ok(line.endsWith(`(default: ${def})`), `${where}: --${name} default ${def}: ${line}`);
   } else assert.ok(!line.includes("(default:"), `${where}: --${name} shows no default: ${line}`);
 }
 
 for (const [program, commands] of Object.entries(SPEC_FLAGS)) {
-  Deno.test(`${program} --help lists every spec flag with its short form and default`, async () => {
+  Deno.test(`${program} --help lists every spec flag with its short form, type and default`, async () => {
     for (const [path, flags] of Object.entries(commands)) {
       const args = [...(path ? path.split(" ") : []), "--help"];
       const r = await runInProcess(program, args);
@@ -76,4 +94,66 @@ Deno.test("every program prints its help as a subprocess, listing its subcommand
       }
     }),
   );
+});
+
+Deno.test("help [command...] prints the same text as <command...> --help and exits 0", async () => {
+  const cases: [string, string[]][] = [
+    ["meshctl", ["get"]],
+    ["meshctl", ["experimental", "rbac", "can"]],
+    ["meshctl", ["pc"]],
+    ["meshctl", []],
+    ["mesh-discovery", ["discovery"]],
+    ["sidecar-injector", ["probe"]],
+    ["mesh-agent", ["proxy"]],
+    ["mesh-policy", ["crd", "all"]],
+    ["mesh_ca", ["version"]],
+  ];
+  for (const [program, path] of cases) {
+    const viaHelp = await runInProcess(program, ["help", ...path]);
+    const viaFlag = await runInProcess(program, [...path, "--help"]);
+    assert.equal(viaHelp.code, 0, `${program} help ${path.join(" ")}: ${viaHelp.stderr}`);
+    assert.equal(viaHelp.stderr, "");
+    assert.equal(viaHelp.stdout, viaFlag.stdout, `${program} help ${path.join(" ")}`);
+  }
+  // Flags before `help` belong to the root, as for any subcommand.
+  const afterFlag = await runInProcess("meshctl", ["-n", "x", "help", "get"]);
+  assert.equal(afterFlag.stdout, (await runInProcess("meshctl", ["get", "--help"])).stdout);
+});
+
+Deno.test("help names an unknown command in one line and exits 2", async () => {
+  assert.deepEqual(await runInProcess("meshctl", ["help", "experimental", "nope"]), {
+    code: 2,
+    stdout: "",
+    stderr: "Error: Unknown help topic \"experimental nope\"\nRun 'meshctl --help' for usage.\n",
+  });
+});
+
+Deno.test("--help keeps an ellipsis at the end of a description before the default", async () => {
+  const r = await runInProcess("meshctl", ["experimental", "rbac", "can", "--help"]);
+  const line = r.stdout.split("\n").find((l) => l.includes("--subject-properties"));
+  assert.ok(line?.endsWith("name1=value1,name2=value2,... (default: [])"), line);
+  // A single final period is still dropped.
+  const port = (await runInProcess("mesh-discovery", ["discovery", "--help"])).stdout.split("\n")
+    .find((l) => l.includes("--port "));
+  assert.ok(port?.endsWith("Discovery service port (default: 8080)"), port);
+});
+
+Deno.test("--help describes the level flags per the program's number of scopes", async () => {
+  const single = (await runInProcess("meshctl", ["--help"])).stdout;
+  assert.match(
+    single,
+    /--log_output_level string +Minimum level of output: a level \(debug, info, warn, error, none\), or <scope>:<level> pairs/,
+  );
+  assert.match(
+    single,
+    /--log_stacktrace_level string +Minimum level at which stack traces are captured: a level \(debug, info, warn, error, none\), or <scope>:<level> pairs/,
+  );
+  const multi = (await runInProcess("mesh-policy", ["server", "--help"])).stdout;
+  for (const flag of ["log_output_level", "log_stacktrace_level"]) {
+    const line = multi.split("\n").find((l) => l.includes(`--${flag} `));
+    assert.match(
+      line ?? "",
+      /comma-separated <scope>:<level> pairs; a plain level applies to the scopes not named/,
+    );
+  }
 });

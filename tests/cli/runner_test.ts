@@ -24,7 +24,12 @@ const own = [
   flag({ name: "subject-properties", short: "s", type: stringArray, default: [], help: "Props." }),
 ] as const;
 
-let seen: { opts: Record<string, unknown>; args: string[]; path: readonly string[] } | undefined;
+let seen: {
+  opts: Record<string, unknown>;
+  args: string[];
+  path: readonly string[];
+  argv?: readonly string[];
+} | undefined;
 
 const test: ProgramSpec = {
   name: "t",
@@ -44,7 +49,7 @@ const test: ProgramSpec = {
         load: () =>
           Promise.resolve({
             run(opts, args, ctx) {
-              seen = { opts: { ...opts }, args, path: ctx.commandPath };
+              seen = { opts: { ...opts }, args, path: ctx.commandPath, argv: ctx.args };
               return Promise.resolve(args[0] === "fail" ? 3 : undefined);
             },
           }),
@@ -72,6 +77,7 @@ Deno.test("runCli() passes a typed options object with defaults and env defaults
   assert.deepEqual(r, { code: 0, stdout: "", stderr: "" });
   assert.deepEqual(seen!.args, ["x"]);
   assert.deepEqual(seen!.path, ["t", "leaf"]);
+  assert.deepEqual(seen!.argv, ["leaf", "x"]);
   assert.equal(seen!.opts.resync, 60_000);
   assert.equal(seen!.opts.profile, false);
   assert.deepEqual(seen!.opts.labels, []);
@@ -109,6 +115,8 @@ Deno.test("runCli() merges flags given before and after the subcommand; the leaf
   ]);
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(seen!.args, ["a", "b", "c"]);
+  // ctx.args is the whole argument vector as given, flags before the subcommand included.
+  assert.deepEqual(seen!.argv?.slice(0, 5), ["-n", "parent", "--log_target", "stderr", "leaf"]);
   assert.equal(seen!.opts.namespace, "child");
   assert.deepEqual(seen!.opts.log_target, ["stderr"]);
   assert.equal(seen!.opts.profile, true);
@@ -151,17 +159,18 @@ Deno.test("toLogOptions() turns group L values into lib/log's LogOptions", () =>
     log_rotate_max_size: 104857600,
     log_stacktrace_level: "default:none",
     log_target: ["stdout", "stderr"],
-  }, ["default", "api"]);
+  }, ["adapters", "api", "attributes", "default"]);
   assert.deepEqual(opts, {
     asJson: true,
     caller: ["api"],
-    outputLevels: { api: "debug", default: "warn" },
+    // A plain level applies to every scope the value does not name.
+    outputLevels: { adapters: "warn", api: "debug", attributes: "warn", default: "warn" },
     stacktraceLevels: { default: "none" },
     rotate: "/tmp/x.log",
     rotateMaxAgeDays: 30,
     rotateMaxBackups: 1000,
     rotateMaxSizeMB: 104857600,
     targets: ["stdout", "stderr"],
-    scopes: ["default", "api"],
+    scopes: ["adapters", "api", "attributes", "default"],
   });
 });

@@ -56,6 +56,12 @@ Deno.test("probe succeeds for a fresh file and fails with one line for a missing
     ]);
     assert.equal(stale.code, 1);
     assert.match(stale.stderr, /^Error: [^\n]+\n$/);
+    // The default --interval (0s) only requires the file to exist.
+    const existing = await runInProcess("mesh-policy", ["probe", "--probe-path", file]);
+    assert.deepEqual(existing, { code: 0, stdout: "", stderr: "" });
+    const noFile = await runInProcess("mesh-policy", ["probe", "--probe-path", `${dir}/nope`]);
+    assert.equal(noFile.code, 1);
+    assert.match(noFile.stderr, /^Error: .*nope.* does not exist\n$/);
     const noPath = await runInProcess("mesh-policy", ["probe"]);
     assert.deepEqual(noPath, {
       code: 2,

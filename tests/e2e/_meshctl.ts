@@ -145,3 +145,25 @@ export async function listFiles(dir: string): Promise<string[]> {
   await visit("");
   return out.sort();
 }
+
+/**
+ * The spec's integration procedure, step 3: an `extensions/v1beta1` Ingress of the mesh class
+ * with one path `/echo` to `backend` port 80.
+ */
+export function ingressText(backend = "echo"): string {
+  return `apiVersion: extensions/v1beta1
+kind: Ingress
+metadata:
+  name: web
+  annotations:
+    kubernetes.io/ingress.class: mesh
+spec:
+  rules:
+    - http:
+        paths:
+          - path: /echo
+            backend:
+              serviceName: ${backend}
+              servicePort: 80
+`;
+}

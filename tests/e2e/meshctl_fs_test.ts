@@ -8,6 +8,7 @@ import { createFileStore } from "../../lib/store/file.ts";
 import {
   allSamplesText,
   expected,
+  ingressText,
   listFiles,
   meshctl,
   meshctlProcess,
@@ -47,7 +48,9 @@ Deno.test("meshctl create -f then get -o yaml round-trips every kind on the fs p
       const type = schema.meshctl ? schema.internalType : schema.kind;
       assert.match(
         lines[i],
-        new RegExp(`^Created config ${type}/${meta.namespace}/${meta.name} at revision \\d+$`),
+        new RegExp(
+          `^Created config ${type}/${meta.namespace}/${meta.name} at revision [0-9a-f]{12}$`,
+        ),
       );
     });
     // files where mesh-discovery --configDir reads them
@@ -109,13 +112,14 @@ Deno.test("meshctl get prints the short table, one object, and No resources foun
 Deno.test("meshctl create reads standard input when -f is absent or -", async () => {
   await withDir(async (dir) => {
     const r = await meshctlProcess(["create", ...fs(dir)], { stdin: vs("from-stdin") });
-    assert.deepEqual(r, {
-      code: 0,
-      stdout: "Created config virtual-service/default/from-stdin at revision 1\n",
-      stderr: "",
-    });
+    assert.equal(r.stderr, "");
+    assert.equal(r.code, 0);
+    assert.match(
+      r.stdout,
+      /^Created config virtual-service\/default\/from-stdin at revision [0-9a-f]{12}\n$/,
+    );
     const r2 = await meshctl(["create", "-f", "-", ...fs(dir)], { stdin: vs("dash") });
-    assert.equal(r2.stdout, "Created config virtual-service/default/dash at revision 2\n");
+    assert.match(r2.stdout, /^Created config virtual-service\/default\/dash at revision \w+\n$/);
     const empty = await meshctl(["create", ...fs(dir)], { stdin: "# nothing\n---\n" });
     assert.deepEqual(empty, { code: 1, stdout: "", stderr: "Error: nothing to create\n" });
   });
@@ -242,12 +246,12 @@ Deno.test("meshctl create refuses a namespace mismatch and an existing object", 
     );
     // -n applies to objects without a namespace
     const ok = await meshctl(["create", "-n", "team", ...fs(dir)], { stdin: vs("a") });
-    assert.equal(ok.stdout, "Created config virtual-service/team/a at revision 1\n");
+    assert.match(ok.stdout, /^Created config virtual-service\/team\/a at revision \w+\n$/);
     const again = await meshctl(["create", "-n", "team", ...fs(dir)], {
       stdin: vs("a") + "---\n" + vs("b"),
     });
     assert.equal(again.code, 1);
-    assert.equal(again.stdout, "Created config virtual-service/team/b at revision 2\n");
+    assert.match(again.stdout, /^Created config virtual-service\/team\/b at revision \w+\n$/);
     assert.equal(
       again.stderr,
       "Error: cannot create virtual-service/team/a: it already exists " +
@@ -260,11 +264,9 @@ Deno.test("meshctl replace updates, fetches the revision, and reports conflicts"
   await withDir(async (dir) => {
     await meshctl(["create", ...fs(dir)], { stdin: vs("r") });
     const r = await meshctlProcess(["replace", ...fs(dir)], { stdin: vs("r", "default", "v2") });
-    assert.deepEqual(r, {
-      code: 0,
-      stdout: "Updated config virtual-service/default/r to revision 2\n",
-      stderr: "",
-    });
+    assert.equal(r.stderr, "");
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /^Updated config virtual-service\/default\/r to revision \w{12}\n$/);
     const got = await meshctl(["get", "virtualservice", "r", "-o", "yaml", ...fs(dir)]);
     assert.deepEqual(parseYamlOutput(got.stdout)[0].spec.hosts, ["v2"]);
     // a stale resourceVersion is a conflict; nothing changes
@@ -324,6 +326,141 @@ Deno.test("meshctl delete by names and by file, aggregating failures", async () 
     } finally {
       await left.close();
     }
+    assert.deepEqual(await listFiles(dir), []);
+  });
+});
+
+Deno.test("meshctl get -o yaml | meshctl replace works with a broken file in the directory: stdout carries results only", async () => {
+  await withDir(async (dir) => {
+    await meshctl(["create", ...fs(dir)], { stdin: vs("r") });
+    await Deno.writeTextFile(
+      `${dir}/broken.yaml`,
+      vs("x", "", "x").replace("hosts: [x]", "hosts: x"),
+    );
+    // the real program, with logging at its defaults (stdout)
+    const g = await meshctlProcess(["get", "virtualservices", "-o", "yaml", ...fs(dir)]);
+    assert.equal(g.code, 0, g.stderr);
+    const objects = parseYamlOutput(g.stdout);
+    assert.deepEqual(objects.map((o) => o.metadata.name), ["r"]);
+    assert.doesNotMatch(g.stdout, /error|broken/i);
+    assert.deepEqual(g.stderr.trimEnd().split("\n"), [
+      'Warning: broken.yaml document 1: VirtualService/default/x: spec.hosts: must be a list, got string "x"',
+    ]);
+    const r = await meshctlProcess(["replace", ...fs(dir)], { stdin: g.stdout });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Updated config virtual-service\/default\/r to revision \w+\n$/);
+  });
+});
+
+Deno.test("meshctl replace with a resourceVersion read by an earlier run: unrelated writes are no conflict, an edit of the object is", async () => {
+  await withDir(async (dir) => {
+    await meshctl(["create", ...fs(dir)], { stdin: vs("r") });
+    const read = await meshctlProcess(["get", "virtualservice", "r", "-o", "yaml", ...fs(dir)]);
+    assert.equal(read.code, 0, read.stderr);
+    const rv = parseYamlOutput(read.stdout)[0].metadata.resourceVersion;
+    assert.ok(rv);
+    // other objects created by other runs (sorted before "r" in the directory)
+    const others = await meshctlProcess(["create", ...fs(dir)], {
+      stdin: vs("a1") + "---\n" + vs("a2") + "---\n" + vs("a3", "team"),
+    });
+    assert.equal(others.code, 0, others.stderr);
+    const edited = read.stdout.replace("- reviews", "- reviews-v2");
+    const ok = await meshctlProcess(["replace", ...fs(dir)], { stdin: edited });
+    assert.equal(ok.code, 0, ok.stderr);
+    const rv2 = /to revision (\w+)/.exec(ok.stdout)![1];
+    assert.notEqual(rv2, rv);
+
+    // someone edits the file on disk after our read: the revision read before is stale
+    const read2 = await meshctl(["get", "virtualservice", "r", "-o", "yaml", ...fs(dir)]);
+    assert.equal(parseYamlOutput(read2.stdout)[0].metadata.resourceVersion, rv2);
+    const file = `${dir}/default/virtualservices/r.yaml`;
+    await Deno.writeTextFile(
+      file,
+      (await Deno.readTextFile(file)).replace("reviews-v2", "reviews-v3"),
+    );
+    const stale = await meshctlProcess(["replace", ...fs(dir)], {
+      stdin: read2.stdout.replace("- reviews-v2", "- reviews-v4"),
+    });
+    assert.equal(stale.code, 1);
+    assert.match(
+      stale.stderr,
+      /^Error: cannot replace virtual-service\/default\/r: conflict: it was modified since it was read/,
+    );
+    const now = await meshctl(["get", "virtualservice", "r", "-o", "yaml", ...fs(dir)]);
+    assert.deepEqual(parseYamlOutput(now.stdout)[0].spec.hosts, ["reviews-v3"]);
+  });
+});
+
+Deno.test("meshctl -p fs creates a missing --configDir on create; get and delete report it in one line", async () => {
+  await withDir(async (dir) => {
+    const missing = `${dir}/new/config`;
+    const c = await meshctl(["create", ...fs(missing)], { stdin: vs("a") });
+    assert.equal(c.code, 0, c.stderr);
+    assert.deepEqual(await listFiles(missing), ["default/virtualservices/a.yaml"]);
+    const other = `${dir}/absent`;
+    for (
+      const args of [["get", "virtualservices"], ["delete", "virtualservice", "a"], [
+        "replace",
+      ]]
+    ) {
+      const r = await meshctl([...args, ...fs(other)], {
+        stdin: args[0] === "replace" ? vs("a") : "",
+      });
+      if (args[0] === "replace") {
+        // replace creates the directory too, then finds nothing to replace
+        assert.match(
+          r.stderr,
+          /^Error: cannot replace virtual-service\/default\/a: it does not exist/,
+        );
+        continue;
+      }
+      assert.deepEqual(r, {
+        code: 1,
+        stdout: "",
+        stderr: `Error: Config directory "${other}" does not exist\n`,
+      }, args.join(" "));
+    }
+  });
+});
+
+Deno.test("meshctl reports a YAML syntax error in one line without a dangling colon", async () => {
+  await withDir(async (dir) => {
+    const r = await meshctl(["create", ...fs(dir)], { stdin: "a: [\nb: c\n" });
+    assert.equal(r.code, 1);
+    const [first] = r.stderr.split("\n");
+    assert.match(first, /^Error: stdin document 1: cannot parse YAML: .* at line 2, column 1$/);
+  });
+});
+
+Deno.test("meshctl stores an extensions/v1beta1 Ingress on fs, lists and deletes it", async () => {
+  await withDir(async (dir) => {
+    const c = await meshctl(["create", "-f", "-", ...fs(dir)], { stdin: ingressText() });
+    assert.equal(c.stderr, "");
+    assert.match(c.stdout, /^Created config ingress\/default\/web at revision \w+\n$/);
+    assert.deepEqual(await listFiles(dir), ["default/ingresses/web.yaml"]);
+    const g = await meshctl(["get", "ingresses", ...fs(dir)]);
+    assert.equal(
+      g.stdout,
+      "NAME      KIND                         NAMESPACE\n" +
+        "web       Ingress.extensions.v1beta1   default\n",
+    );
+    const y = await meshctl(["get", "ing", "web", "-o", "yaml", ...fs(dir)]);
+    const [obj] = parseYamlOutput(y.stdout);
+    assert.equal(obj.apiVersion, "extensions/v1beta1");
+    assert.deepEqual(obj.metadata.annotations, { "kubernetes.io/ingress.class": "mesh" });
+    const bad = await meshctl(["create", ...fs(dir)], {
+      stdin: ingressText().replace("name: web", "name: bad").replace(
+        "servicePort: 80",
+        "servicePort: 0",
+      ),
+    });
+    assert.equal(bad.code, 1);
+    assert.match(
+      bad.stderr,
+      /^Error: stdin document 1: Ingress\/default\/bad: spec\.rules\[0\]\.http\.paths\[0\]\.backend\.servicePort: must be between 1 and 65535, got 0\n/,
+    );
+    const d = await meshctl(["delete", "ingress", "web", ...fs(dir)]);
+    assert.equal(d.stdout, "Deleted config: ingress web\n");
     assert.deepEqual(await listFiles(dir), []);
   });
 });

@@ -9,6 +9,7 @@ import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
 import {
   allSamplesText,
   expected,
+  ingressText,
   meshctl,
   meshctlProcess,
   parseYamlOutput,
@@ -181,4 +182,63 @@ Deno.test("meshctl on orch fails clearly when the CRD is not installed", async (
     create.stderr,
     /\(is the custom resource definition installed\?\)\nError: nothing was created\n$/,
   );
+});
+
+Deno.test("meshctl get on orch names an invalid stored object once, on stderr, and keeps stdout for results", async () => {
+  await using kube = await startKubeWithCrds();
+  const c = ["-c", kube.kubeconfigPath];
+  const good = `apiVersion: networking.istio.io/v1alpha3
+kind: DestinationRule
+metadata: { name: kgood, namespace: default }
+spec: { host: reviews }
+`;
+  assert.equal((await meshctl(["create", ...c], { stdin: good })).code, 0);
+  kube.upsert({
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "DestinationRule",
+    metadata: { name: "kbad", namespace: "default" },
+    spec: { subsets: [{ name: "v1" }] },
+  });
+  // the real program, logging at its defaults (stdout)
+  const g = await meshctlProcess(["get", "destinationrules", "-o", "yaml", ...c]);
+  assert.equal(g.code, 0, g.stderr);
+  assert.deepEqual(parseYamlOutput(g.stdout).map((o) => o.metadata.name), ["kgood"]);
+  assert.equal(g.stderr, "Warning: DestinationRule/default/kbad: spec.host: is required\n");
+  const r = await meshctlProcess(["replace", ...c], { stdin: g.stdout });
+  assert.equal(r.code, 0, r.stderr);
+});
+
+Deno.test("meshctl on orch creates an extensions/v1beta1 Ingress as networking.k8s.io/v1, gets and deletes it", async () => {
+  await using kube = await startKubeWithCrds();
+  const c = ["-c", kube.kubeconfigPath];
+  const created = await meshctl(["create", "-f", "-", ...c], { stdin: ingressText() });
+  assert.equal(created.stderr, "");
+  assert.match(
+    created.stdout,
+    /^Created config ingress\/default\/web at revision \d+ \(as networking\.k8s\.io\/v1\)\n$/,
+  );
+  const stored = kube.get("ingresses.networking.k8s.io", "default", "web") as unknown as {
+    apiVersion: string;
+    metadata: { annotations: Record<string, string> };
+    spec: unknown;
+  };
+  assert.equal(stored.apiVersion, "networking.k8s.io/v1");
+  assert.deepEqual(stored.metadata.annotations, { "kubernetes.io/ingress.class": "mesh" });
+  assert.deepEqual(stored.spec, {
+    rules: [{
+      http: {
+        paths: [{
+          path: "/echo",
+          pathType: "ImplementationSpecific",
+          backend: { service: { name: "echo", port: { number: 80 } } },
+        }],
+      },
+    }],
+  });
+  const g = await meshctl(["get", "ingress", ...c]);
+  assert.equal(g.code, 0, g.stderr);
+  assert.match(g.stdout, /\nweb +Ingress\.networking\.k8s\.io\.v1 +default\n$/);
+  const d = await meshctl(["delete", "ingress", "web", ...c]);
+  assert.equal(d.stdout, "Deleted config: ingress web\n", d.stderr);
+  assert.equal(kube.get("ingresses.networking.k8s.io", "default", "web"), undefined);
 });
