@@ -14,6 +14,7 @@ import {
   type XdsResource,
 } from "./mod.ts";
 import {
+  DB_ENTRIES,
   ECHO_INGRESS,
   model,
   PUBLIC_GW,
@@ -21,6 +22,7 @@ import {
   RBAC_BINDING,
   RBAC_ROLE,
   WORLD_DR,
+  WORLD_GRPC_PERMISSIVE,
   WORLD_TCP_PLAINTEXT,
   WORLD_VS,
 } from "./testdata/model.ts";
@@ -119,7 +121,7 @@ Deno.test("builders match ingress.json for an ingress proxy and an Ingress objec
 
 Deno.test("builders match mtls.json when the mesh requires mutual TLS", async () => {
   const ctx = model({
-    configs: { policies: [WORLD_TCP_PLAINTEXT] },
+    configs: { policies: [WORLD_TCP_PLAINTEXT, WORLD_GRPC_PERMISSIVE] },
     mesh: { authPolicy: "MUTUAL_TLS" },
   });
   const proxy = parseNodeId("sidecar~10.0.2.1~world-v1.default~default.svc.cluster.local");
@@ -142,5 +144,17 @@ Deno.test("builders match rbac.json when a ServiceRole names the service", async
     routes: [],
     clusters: [],
     endpoints: [],
+  });
+});
+
+Deno.test("builders match serviceentry.json for CIDR addresses and unix socket endpoints", async () => {
+  const ctx = model({ serviceEntries: DB_ENTRIES });
+  const snap = snapshot(ctx, HELLO_V1());
+  const ours = (n: string) => n.includes(".internal");
+  await checkGolden("serviceentry", {
+    listeners: snap.listeners.filter((l) => /_(3306|9091)$/.test(l.name)),
+    routes: [],
+    clusters: snap.clusters.filter((c) => ours(c.name)),
+    endpoints: snap.endpoints.filter((e) => ours(e.cluster_name)),
   });
 });

@@ -115,7 +115,7 @@ Deno.test("mesh-discovery with the Orchestrator registry serves what the API ser
     const vhost = (r: typeof rds) =>
       r.resources[0].virtual_hosts.find((v: { name: string }) => v.name === `${HELLO}:80`);
     assert.ok(vhost(rds), "no hello vhost");
-    assert.equal(vhost(rds).routes[0].route.timeout, undefined);
+    assert.deepEqual(vhost(rds).routes[0].route.timeout, { seconds: "0" });
     sidecar.send({
       type_url: TYPE_URLS.route,
       resource_names: ["80"],

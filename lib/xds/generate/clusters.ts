@@ -11,9 +11,11 @@ import { hostPortKey, indexOf } from "./context.ts";
 import { meshMtlsUpstream, mtlsModeOf, upstreamTlsSocket } from "./security.ts";
 import {
   durationOf,
+  endpointAddress,
   inboundClusterName,
   isHttp2Protocol,
   isHttpProtocol,
+  isUnixAddress,
   msToDuration,
   outboundClusterName,
   socketAddress,
@@ -166,14 +168,19 @@ function outboundCluster(
       c.lb_policy = "CLUSTER_PROVIDED";
       break;
     case "DNSLB":
-      c.type = "STRICT_DNS";
-      c.dns_lookup_family = "V4_ONLY";
+      // Unix socket endpoints need no resolution (and Envoy resolves only socket addresses).
+      if (instances.length && instances.every((i) => isUnixAddress(i.address))) {
+        c.type = "STATIC";
+      } else {
+        c.type = "STRICT_DNS";
+        c.dns_lookup_family = "V4_ONLY";
+      }
       c.lb_policy = "ROUND_ROBIN";
       c.load_assignment = {
         cluster_name: name,
         endpoints: [{
           lb_endpoints: instances.map((i) => ({
-            endpoint: { address: socketAddress(i.address, i.port) },
+            endpoint: { address: endpointAddress(i.address, i.port) },
           })),
         }],
       };

@@ -6,7 +6,7 @@
 import type { ServiceInstance } from "../../model/types.ts";
 import type { PushContext, XdsResource } from "../types.ts";
 import { hostPortKey, indexOf } from "./context.ts";
-import { cmp, parseClusterName, socketAddress } from "./util.ts";
+import { cmp, endpointAddress, parseClusterName } from "./util.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -44,7 +44,7 @@ export function clusterInstances(ctx: PushContext, clusterName: string): Service
  * Builds the ClusterLoadAssignment of each name, in the order given. Names that are not outbound
  * clusters, or have no endpoints, get an assignment with no endpoints. Each locality group carries
  * a `locality` (possibly empty) and `load_balancing_weight` = its endpoint count (never 0), as
- * grpc-js-xds requires.
+ * grpc-js-xds requires. `unix://<path>` endpoints become `Pipe` addresses.
  */
 export function buildEndpoints(ctx: PushContext, clusterNames: string[]): XdsResource[] {
   return clusterNames.map((name) => {
@@ -59,7 +59,7 @@ export function buildEndpoints(ctx: PushContext, clusterNames: string[]): XdsRes
       return {
         locality: localityOf(loc),
         lb_endpoints: insts.map((i) => ({
-          endpoint: { address: socketAddress(i.address, i.port) },
+          endpoint: { address: endpointAddress(i.address, i.port) },
         })),
         load_balancing_weight: { value: insts.length },
       };

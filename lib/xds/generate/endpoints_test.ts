@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { model, WORLD_DR } from "../testdata/model.ts";
+import type { Service } from "../../model/types.ts";
+import { parseNodeId } from "../node.ts";
+import { DB_ENTRIES, model, WORLD_DR } from "../testdata/model.ts";
+import { buildClusters } from "./clusters.ts";
 import { buildEndpoints, localityOf } from "./endpoints.ts";
 
 Deno.test("localityOf() splits region/zone and always returns an object", () => {
@@ -31,4 +34,46 @@ Deno.test("buildEndpoints() groups by locality with non-zero weights and applies
     cluster_name: "outbound|80|v9|world.default.svc.cluster.local",
     endpoints: [],
   });
+});
+
+Deno.test("buildEndpoints() turns unix:// endpoints into Envoy pipes without a port", () => {
+  const ctx = model({ serviceEntries: DB_ENTRIES });
+  const [cla] = buildEndpoints(ctx, ["outbound|9091||agent.internal"]);
+  assert.deepEqual(cla.endpoints[0].lb_endpoints, [{
+    endpoint: { address: { pipe: { path: "/var/run/agent.sock" } } },
+  }]);
+});
+
+Deno.test("buildClusters() gives a DNS service of unix sockets a STATIC load assignment of pipes", () => {
+  const base = model();
+  const svc: Service = {
+    hostname: "sock.example",
+    address: "0.0.0.0",
+    ports: [{ name: "tcp", port: 7000, protocol: "TCP" }],
+    namespace: "default",
+    meshExternal: false,
+    resolution: "DNSLB",
+    serviceAccounts: [],
+    registry: "ServiceEntry",
+  };
+  const ctx = {
+    ...base,
+    services: [...base.services, svc],
+    instances: [...base.instances, {
+      hostname: svc.hostname,
+      servicePort: svc.ports[0],
+      address: "unix:///run/sock",
+      port: 7000,
+      labels: {},
+      locality: "",
+      serviceAccount: "",
+    }],
+  };
+  const proxy = parseNodeId("sidecar~10.9.9.9~c.default~default.svc.cluster.local");
+  const c = buildClusters(ctx, proxy).find((x) => x.name === "outbound|7000||sock.example")!;
+  assert.equal(c.type, "STATIC");
+  assert.equal(c.dns_lookup_family, undefined);
+  assert.deepEqual(c.load_assignment.endpoints[0].lb_endpoints, [{
+    endpoint: { address: { pipe: { path: "/run/sock" } } },
+  }]);
 });

@@ -8,7 +8,7 @@ import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { proxyLabels } from "../node.ts";
 import { type GatewayEntry, indexOf } from "./context.ts";
-import { hcmFilter, httpFilter, tcpProxyFilter } from "./listeners.ts";
+import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./listeners.ts";
 import { dedupeDomains, destinationCluster, translateHttpRoutes } from "./routes.ts";
 import { downstreamTlsSocket } from "./security.ts";
 import { labelsMatch, socketAddress } from "./util.ts";
@@ -107,12 +107,7 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
         chains.push(chain);
       }
       const l: Any = { name, address: socketAddress("0.0.0.0", port), filter_chains: chains };
-      if (sni) {
-        l.listener_filters = [{
-          name: "envoy.filters.listener.tls_inspector",
-          typed_config: { "@type": EXT_TYPE_URLS.tlsInspector },
-        }];
-      }
+      if (sni) l.listener_filters = [tlsInspectorFilter()];
       out.push(l);
       continue;
     }

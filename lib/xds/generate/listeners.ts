@@ -12,7 +12,7 @@ import { indexOf } from "./context.ts";
 import { gatewayListeners } from "./gateway.ts";
 import { rbacConfig } from "./rbac.ts";
 import { resolveTarget } from "./routes.ts";
-import { meshMtlsDownstream, mtlsModeOf } from "./security.ts";
+import { MESH_MTLS_ALPN, meshMtlsDownstream, mtlsModeOf } from "./security.ts";
 import { destinationCluster } from "./routes.ts";
 import { inboundClusterName, isHttpProtocol, outboundClusterName, socketAddress } from "./util.ts";
 
@@ -74,6 +74,14 @@ export function tcpProxyFilter(
   if (typeof target === "string") cfg.cluster = target;
   else cfg.weighted_clusters = { clusters: target };
   return { name: "envoy.filters.network.tcp_proxy", typed_config: cfg };
+}
+
+/** The tls_inspector listener filter (SNI and ALPN for filter chain matching). */
+export function tlsInspectorFilter(): XdsResource {
+  return {
+    name: "envoy.filters.listener.tls_inspector",
+    typed_config: { "@type": EXT_TYPE_URLS.tlsInspector },
+  };
 }
 
 /** Outbound HTTP filters: cors, fault (route-level configs switch them on), router last. */
@@ -145,17 +153,17 @@ function inboundListener(
   else if (mode === "STRICT") {
     l.filter_chains = [{ filters, transport_socket: meshMtlsDownstream(true) }];
   } else {
-    l.listener_filters = [{
-      name: "envoy.filters.listener.tls_inspector",
-      typed_config: { "@type": EXT_TYPE_URLS.tlsInspector },
-    }];
+    l.listener_filters = [tlsInspectorFilter()];
+    // Mesh mTLS is told apart by the ALPN the client sidecar offers (`istio`), as Istio does:
+    // plaintext and an application's own TLS fall through to the catch-all chain untouched. Only
+    // sidecars offer `istio`, so the mTLS chain can require their certificates.
     l.filter_chains = [
       {
-        filter_chain_match: { transport_protocol: "tls" },
+        filter_chain_match: { application_protocols: [...MESH_MTLS_ALPN] },
         filters,
-        transport_socket: meshMtlsDownstream(false),
+        transport_socket: meshMtlsDownstream(true),
       },
-      { filter_chain_match: { transport_protocol: "raw_buffer" }, filters },
+      { filters },
     ];
   }
   return l;
@@ -187,10 +195,80 @@ function tcpTarget(
   return outboundClusterName(sp.port, "", svc.hostname);
 }
 
+/** `a.b.c.d/n` or `v6/n` → CidrRange; a plain IP → /32 (/128 for IPv6). */
+export function cidrRange(address: string): XdsResource {
+  const [ip, len] = address.split("/");
+  const max = ip.includes(":") ? 128 : 32;
+  return { address_prefix: ip, prefix_len: { value: len === undefined ? max : Number(len) } };
+}
+
+/**
+ * Adds the outbound TCP filter chain of one service port. A service with an IP address gets the
+ * listener `<ip>_<port>` (chain matching `<ip>/32`); one with CIDR addresses or none shares
+ * `0.0.0.0_<port>` with the other such services, its chain matching its CIDR (none: catch-all).
+ * Mesh-external HTTPS/TLS services also match their host name through SNI. A chain whose match
+ * an earlier chain already has is dropped (the first service wins).
+ */
+function addTcpChain(
+  ctx: PushContext,
+  svc: Service,
+  sp: ServicePort,
+  tcp: Map<string, XdsResource>,
+  add: (l: XdsResource) => boolean,
+): void {
+  const address = svc.address && svc.address !== "0.0.0.0" ? svc.address : "";
+  const cidr = address.includes("/");
+  const listenAddr = address && !cidr ? address : "0.0.0.0";
+  const name = `${listenAddr}_${sp.port}`;
+  const target = tcpTarget(ctx, svc, sp);
+  const stat = typeof target === "string" ? target : outboundClusterName(sp.port, "", svc.hostname);
+  const tls = (sp.protocol === "HTTPS" || sp.protocol === "TLS") && svc.meshExternal;
+  const match: Any = {};
+  if (address) match.prefix_ranges = [cidrRange(address)];
+  if (tls) match.server_names = [svc.hostname];
+  const chain: Any = Object.keys(match).length ? { filter_chain_match: match } : {};
+  chain.filters = [tcpProxyFilter(stat, target)];
+  let l = tcp.get(name);
+  if (!l) {
+    l = {
+      name,
+      address: socketAddress(listenAddr, sp.port),
+      bind_to_port: { value: false },
+      traffic_direction: "OUTBOUND",
+      filter_chains: [],
+    };
+    if (!add(l)) return;
+    tcp.set(name, l);
+  }
+  const key = JSON.stringify(chain.filter_chain_match ?? {});
+  if (l.filter_chains.some((c: Any) => JSON.stringify(c.filter_chain_match ?? {}) === key)) return;
+  l.filter_chains.push(chain);
+  if (tls && !l.listener_filters) {
+    l.listener_filters = [tlsInspectorFilter()];
+  }
+}
+
+/**
+ * A `0.0.0.0_<port>` listener whose chains all match destination CIDRs gets a last catch-all
+ * chain to PassthroughCluster (`outboundTrafficPolicy: ALLOW_ANY`) or BlackHoleCluster, so other
+ * traffic on the port is not captured by a CIDR service.
+ */
+function addFallbackChain(ctx: PushContext, l: XdsResource): void {
+  if (!l.name.startsWith("0.0.0.0_")) return;
+  const chains = l.filter_chains as Any[];
+  if (!chains.some((c) => c.filter_chain_match?.prefix_ranges)) return;
+  if (chains.some((c) => !c.filter_chain_match)) return;
+  const cluster = ctx.meshConfig.outboundTrafficPolicy === "ALLOW_ANY"
+    ? PASSTHROUGH_CLUSTER
+    : BLACKHOLE_CLUSTER;
+  chains.push({ filters: [tcpProxyFilter(cluster, cluster)] });
+}
+
 /**
  * Builds a proxy's listeners. Sidecars: `virtualOutbound`, one inbound listener per own instance
- * port (`<ip>_<endpointPort>`), outbound TCP listeners (`<vip>_<port>`, or `0.0.0.0_<port>` without
- * a VIP; external TLS services on one address share a listener through SNI filter chains), then
+ * port (`<ip>_<endpointPort>`), outbound TCP listeners (`<vip>_<port>`, or `0.0.0.0_<port>` for
+ * services with CIDR addresses or none, one filter chain per destination CIDR; external TLS
+ * services on one address share a listener through SNI filter chains), then
  * outbound HTTP listeners `0.0.0.0_<port>` using RDS route `<port>`. Routers/ingress: gateway
  * listeners. On a name collision the first listener wins.
  */
@@ -212,43 +290,20 @@ export function buildListeners(ctx: PushContext, proxy: Proxy): XdsResource[] {
     if (!svc) continue;
     add(inboundListener(ctx, proxy, svc, inst.servicePort, inst.port));
   }
-  const sniShared = new Map<string, XdsResource>();
+  const tcp = new Map<string, XdsResource>();
+  const seenAddr = new Set<string>();
   for (const svc of idx.services) {
-    if (idx.serviceByHost.get(svc.hostname) !== svc) continue;
+    // Every address of a host (a ServiceEntry with several `addresses` gives one service each);
+    // the same host and address from a later registry is a duplicate.
+    const addrKey = `${svc.hostname}|${svc.address}`;
+    if (seenAddr.has(addrKey)) continue;
+    seenAddr.add(addrKey);
     for (const sp of svc.ports) {
       if (sp.protocol === "UDP" || isHttpProtocol(sp.protocol)) continue;
-      const addr = svc.address && svc.address !== "0.0.0.0" && !svc.address.includes("/")
-        ? svc.address
-        : "0.0.0.0";
-      const name = `${addr}_${sp.port}`;
-      const target = tcpTarget(ctx, svc, sp);
-      const stat = typeof target === "string"
-        ? target
-        : outboundClusterName(sp.port, "", svc.hostname);
-      const tls = (sp.protocol === "HTTPS" || sp.protocol === "TLS") && svc.meshExternal;
-      const chain: Any = { filters: [tcpProxyFilter(stat, target)] };
-      if (tls) chain.filter_chain_match = { server_names: [svc.hostname] };
-      const shared = sniShared.get(name);
-      if (tls && shared) {
-        shared.filter_chains.push(chain);
-        continue;
-      }
-      const l: Any = {
-        name,
-        address: socketAddress(addr, sp.port),
-        bind_to_port: { value: false },
-        traffic_direction: "OUTBOUND",
-        filter_chains: [chain],
-      };
-      if (tls) {
-        l.listener_filters = [{
-          name: "envoy.filters.listener.tls_inspector",
-          typed_config: { "@type": EXT_TYPE_URLS.tlsInspector },
-        }];
-      }
-      if (add(l) && tls) sniShared.set(name, l);
+      addTcpChain(ctx, svc, sp, tcp, add);
     }
   }
+  for (const l of tcp.values()) addFallbackChain(ctx, l);
   const httpPorts = new Set<number>();
   for (const svc of idx.services) {
     for (const sp of svc.ports) if (isHttpProtocol(sp.protocol)) httpPorts.add(sp.port);

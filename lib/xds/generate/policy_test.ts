@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import type { ConfigObject } from "../../model/types.ts";
-import { ECHO_INGRESS, model, SERVICES } from "../testdata/model.ts";
+import { ECHO_INGRESS, model, RBAC_ROLE, SERVICES } from "../testdata/model.ts";
 import { ingressesToConfigs } from "./ingress.ts";
-import { serviceNameMatches } from "./rbac.ts";
+import { principalName, rbacConfig, serviceNameMatches } from "./rbac.ts";
 import { mtlsModeOf } from "./security.ts";
 
 const HELLO = SERVICES[0];
@@ -68,4 +68,33 @@ Deno.test("serviceNameMatches() accepts exact, short, wildcard, prefix and suffi
   assert.equal(serviceNameMatches("hel*", h), true);
   assert.equal(serviceNameMatches("*.cluster.local", h), true);
   assert.equal(serviceNameMatches("world", h), false);
+});
+
+Deno.test("rbacConfig() matches Istio-style users against the SPIFFE URI SAN of the peer", () => {
+  const binding: ConfigObject = {
+    apiVersion: "rbac.mesh.io/v1alpha1",
+    kind: "ServiceRoleBinding",
+    metadata: { name: "b", namespace: "default" },
+    spec: {
+      subjects: [
+        { user: "cluster.local/ns/default/sa/world" },
+        { user: "spiffe://cluster.local/ns/default/sa/hello" },
+        { user: "*" },
+        { properties: { "source.principal": "cluster.local/ns/prod/*" } },
+        { properties: { "source.user": "*/sa/batch" } },
+      ],
+      roleRef: { kind: "ServiceRole", name: "hello-viewer" },
+    },
+  };
+  const ctx = model({ configs: { serviceRoles: [RBAC_ROLE], serviceRoleBindings: [binding] } });
+  const cfg = rbacConfig(ctx, HELLO)!;
+  assert.deepEqual(cfg.rules.policies["hello-viewer"].principals, [
+    { authenticated: { principal_name: { exact: "spiffe://cluster.local/ns/default/sa/world" } } },
+    { authenticated: { principal_name: { exact: "spiffe://cluster.local/ns/default/sa/hello" } } },
+    { any: true },
+    { authenticated: { principal_name: { prefix: "spiffe://cluster.local/ns/prod/" } } },
+    { authenticated: { principal_name: { suffix: "/sa/batch" } } },
+  ]);
+  assert.equal(principalName("cluster.local/ns/a/sa/b"), "spiffe://cluster.local/ns/a/sa/b");
+  assert.equal(principalName("spiffe://td/ns/a/sa/b"), "spiffe://td/ns/a/sa/b");
 });

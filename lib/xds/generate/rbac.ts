@@ -83,15 +83,25 @@ function cidr(v: string): Any {
   };
 }
 
+/**
+ * The peer identity Envoy compares: the URI SAN of the client certificate,
+ * `spiffe://<trust domain>/ns/<ns>/sa/<sa>`. Istio writes users without the scheme
+ * (`cluster.local/ns/default/sa/world`) and adds `spiffe://`; a value that already has a scheme
+ * stays as written. `*` stays any; `*suffix` needs no prefix.
+ */
+export function principalName(v: string): string {
+  if (v === "*" || v.startsWith("*") || /^[a-z][a-z0-9+.-]*:\/\//i.test(v)) return v;
+  return `spiffe://${v}`;
+}
+
+function authenticated(v: string): Any {
+  if (v === "*") return { any: true };
+  return { authenticated: { principal_name: wildcardMatcher(principalName(v)) } };
+}
+
 function principalOf(subject: Any): Any {
   const and: Any[] = [];
-  if (typeof subject.user === "string") {
-    and.push(
-      subject.user === "*" ? { any: true } : {
-        authenticated: { principal_name: wildcardMatcher(subject.user) },
-      },
-    );
-  }
+  if (typeof subject.user === "string") and.push(authenticated(subject.user));
   if (typeof subject.group === "string") {
     and.push(subject.group === "*" ? { any: true } : NEVER_ID);
   }
@@ -99,7 +109,7 @@ function principalOf(subject: Any): Any {
     if (typeof v !== "string") continue;
     const hm = /^request\.headers\[(.+)\]$/.exec(k);
     if (k === "source.principal" || k === "source.user") {
-      and.push({ authenticated: { principal_name: wildcardMatcher(v) } });
+      and.push(authenticated(v));
     } else if (k === "source.namespace") {
       and.push({
         authenticated: {

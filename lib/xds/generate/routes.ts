@@ -200,8 +200,16 @@ export function hashPolicy(ctx: PushContext, clusterName: string): XdsResource[]
   return undefined;
 }
 
-const RETRY_ON_HTTP = "5xx,connect-failure,refused-stream";
-const RETRY_ON_GRPC = "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable";
+/**
+ * Retry conditions of a VirtualService `retries` without `retryOn`. HTTP: Istio 1.0's
+ * `5xx,connect-failure,refused-stream` (it used the same for gRPC ports). gRPC ports add the gRPC
+ * statuses later Istio versions retry on (`unavailable,cancelled,resource-exhausted`): gRPC errors
+ * arrive with HTTP 200, so `5xx` alone never fires for them. Never `deadline-exceeded` (the
+ * caller's deadline has passed; a retry only adds load) nor `internal` (not known to be safe).
+ */
+export const RETRY_ON_HTTP = "5xx,connect-failure,refused-stream";
+/** See {@link RETRY_ON_HTTP}. */
+export const RETRY_ON_GRPC = `${RETRY_ON_HTTP},unavailable,cancelled,resource-exhausted`;
 
 /** Route action (or redirect) plus per-route extras for one Istio HTTPRoute. */
 function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grpc: boolean): Any {
@@ -229,14 +237,15 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
     }
     const hp = hashPolicy(ctx, action.cluster ?? action.weighted_clusters.clusters[0].name);
     if (hp) action.hash_policy = hp;
-    const t = durationOf(r.timeout);
-    if (t) action.timeout = t;
+    // No timeout given: disabled (0s), as later Istio versions do; Envoy's own default (15 s)
+    // would cut long-running requests and gRPC streams.
+    action.timeout = durationOf(r.timeout) ?? { seconds: 0 };
     if (r.retries && typeof r.retries.attempts === "number") {
       const rp: Any = {
         retry_on: typeof r.retries.retryOn === "string"
           ? r.retries.retryOn
           : grpc
-          ? `${RETRY_ON_HTTP},${RETRY_ON_GRPC}`
+          ? RETRY_ON_GRPC
           : RETRY_ON_HTTP,
         num_retries: { value: r.retries.attempts },
       };
@@ -319,9 +328,12 @@ export function translateHttpRoutes(
   return out;
 }
 
-/** The default route to `outbound|port||host`. */
+/** The default route to `outbound|port||host` (timeout disabled). */
 export function defaultRoute(host: string, port: number): XdsResource {
-  return { match: { prefix: "/" }, route: { cluster: outboundClusterName(port, "", host) } };
+  return {
+    match: { prefix: "/" },
+    route: { cluster: outboundClusterName(port, "", host), timeout: { seconds: 0 } },
+  };
 }
 
 /** One virtual host of a sidecar (or proxyless) route config for a service port. */

@@ -113,3 +113,33 @@ Deno.test("resolveTarget() resolves FQDN and short hosts relative to the proxy's
   assert.equal(resolveTarget(ctx, proxy, "hello:81"), undefined);
   assert.equal(resolveTarget(ctx, proxy, "hello"), undefined);
 });
+
+Deno.test("translateHttpRoutes() retries gRPC on unavailable, cancelled, resource-exhausted only", () => {
+  const ctx = model({ configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] } });
+  const vss = indexOf(ctx).meshVsByHost.get("world.default.svc.cluster.local")!;
+  const grpc = translateHttpRoutes(ctx, vss, { ...scope, port: 7070 }, true)[1].route.retry_policy;
+  assert.equal(
+    grpc.retry_on,
+    "5xx,connect-failure,refused-stream,unavailable,cancelled,resource-exhausted",
+  );
+  const http = translateHttpRoutes(ctx, vss, scope, false)[1].route.retry_policy;
+  assert.equal(http.retry_on, "5xx,connect-failure,refused-stream");
+});
+
+Deno.test("buildRoutes() disables the route timeout unless a VirtualService sets one", () => {
+  const ctx = model({ configs: { virtualServices: [WORLD_VS] } });
+  const proxy = parseNodeId("sidecar~10.9.9.9~c.default~default.svc.cluster.local");
+  const [rc] = buildRoutes(ctx, proxy, ["80"]);
+  const byHost = new Map(
+    rc.virtual_hosts.map((vh: { name: string; routes: unknown[] }) => [vh.name, vh.routes]),
+  );
+  // hello has no VirtualService: the default route; world's first route sets no timeout.
+  const hello = byHost.get("hello.default.svc.cluster.local:80") as { route: unknown }[];
+  const world = byHost.get("world.default.svc.cluster.local:80") as { route: unknown }[];
+  assert.deepEqual(hello[0].route, {
+    cluster: "outbound|80||hello.default.svc.cluster.local",
+    timeout: { seconds: 0 },
+  });
+  assert.deepEqual((world[0].route as { timeout: unknown }).timeout, { seconds: 0 });
+  assert.deepEqual((world[1].route as { timeout: unknown }).timeout, { seconds: 10 });
+});

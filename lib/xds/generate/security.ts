@@ -96,7 +96,16 @@ export function upstreamTlsSocket(opts: {
   return { name: "envoy.transport_sockets.tls", typed_config: ctx };
 }
 
-/** Upstream socket for mesh mTLS (ISTIO_MUTUAL): workload certs, SPIFFE SANs of the service. */
+/**
+ * ALPN values that mark mesh mTLS: client sidecars offer them (`istio`, plus `h2` on HTTP/2
+ * ports) and PERMISSIVE inbound listeners route only connections offering them to the mTLS chain.
+ */
+export const MESH_MTLS_ALPN = ["istio"] as const;
+
+/**
+ * Upstream socket for mesh mTLS (ISTIO_MUTUAL, or mesh/Policy mutual TLS): workload certs, SPIFFE
+ * SANs of the service, ALPN `istio` (`istio`, `h2` for HTTP/2 ports).
+ */
 export function meshMtlsUpstream(sans: string[], http2: boolean, sni?: string): XdsResource {
   return upstreamTlsSocket({
     certChain: WORKLOAD_CERTS.chain,
@@ -104,7 +113,7 @@ export function meshMtlsUpstream(sans: string[], http2: boolean, sni?: string): 
     caCertificates: WORKLOAD_CERTS.root,
     sans,
     sni,
-    alpn: http2 ? ["istio", "h2"] : ["istio"],
+    alpn: http2 ? [...MESH_MTLS_ALPN, "h2"] : [...MESH_MTLS_ALPN],
   });
 }
 

@@ -168,6 +168,20 @@ export function socketAddress(address: string, port: number): Record<string, unk
   return { socket_address: { address, port_value: port } };
 }
 
+/** True for a unix domain socket endpoint address (`unix:///var/run/app.sock`). */
+export function isUnixAddress(address: string): boolean {
+  return address.startsWith("unix://");
+}
+
+/**
+ * Address of an endpoint: `unix://<path>` → an Envoy `Pipe` (`{pipe: {path}}`, no port); anything
+ * else → a socket address.
+ */
+export function endpointAddress(address: string, port: number): Record<string, unknown> {
+  if (isUnixAddress(address)) return { pipe: { path: address.slice("unix://".length) } };
+  return socketAddress(address, port);
+}
+
 /** Finds a service port by number or name selector (`{number}`/`{name}`). */
 export function findPort(ports: ServicePort[], sel: unknown): ServicePort | undefined {
   if (!sel || typeof sel !== "object") return undefined;

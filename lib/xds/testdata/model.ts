@@ -4,6 +4,7 @@
  */
 
 import type { ConfigObject, Service, ServiceInstance, ServicePort } from "../../model/types.ts";
+import { convertServiceEntries } from "../../registry/serviceentry.ts";
 import { DEFAULT_XDS_MESH_CONFIG, type PushContext, type XdsMeshConfig } from "../types.ts";
 
 const PORTS: ServicePort[] = [
@@ -213,14 +214,21 @@ export const ECHO_INGRESS: ConfigObject = {
   },
 };
 
-/** ServiceRole + binding for hello: GET /api/* for world's identity or namespace mesh-system. */
+/**
+ * ServiceRole + binding for hello: GET /api/* for world's identity (written the usual Istio way,
+ * without `spiffe://`), hello's (with the scheme), any service account of mesh-system (a
+ * `source.principal` prefix) or namespace mesh-system.
+ */
 export const RBAC_ROLE = cfg("ServiceRole", "hello-viewer", {
   rules: [{ services: ["hello.default.svc.cluster.local"], methods: ["GET"], paths: ["/api/*"] }],
 });
 export const RBAC_BINDING = cfg("ServiceRoleBinding", "bind-hello-viewer", {
-  subjects: [{ user: "spiffe://cluster.local/ns/default/sa/world" }, {
-    properties: { "source.namespace": "mesh-system" },
-  }],
+  subjects: [
+    { user: "cluster.local/ns/default/sa/world" },
+    { user: "spiffe://cluster.local/ns/default/sa/hello" },
+    { properties: { "source.principal": "cluster.local/ns/mesh-system/sa/*" } },
+    { properties: { "source.namespace": "mesh-system" } },
+  ],
   roleRef: { kind: "ServiceRole", name: "hello-viewer" },
 });
 
@@ -229,14 +237,50 @@ export const WORLD_TCP_PLAINTEXT = cfg("Policy", "world-tcp", {
   targets: [{ name: "world", ports: [{ number: 9000 }] }],
 });
 
-/** Builds a push context from the fixtures. */
+/** Policy making world's grpc port PERMISSIVE (mTLS from sidecars, plaintext or app TLS from others). */
+export const WORLD_GRPC_PERMISSIVE = cfg("Policy", "world-grpc", {
+  targets: [{ name: "world", ports: [{ number: 7070 }] }],
+  peers: [{ mtls: { mode: "PERMISSIVE" } }],
+});
+
+/**
+ * ServiceEntries: two mesh-external databases on port 3306 reached by CIDR (and one also by a
+ * plain IP), and an agent behind a unix domain socket (STATIC).
+ */
+export const DB_ENTRIES: ConfigObject[] = [
+  cfg("ServiceEntry", "mysql", {
+    hosts: ["mysql.internal"],
+    addresses: ["192.168.0.0/16", "10.20.0.5"],
+    ports: [{ number: 3306, name: "tcp-mysql", protocol: "TCP" }],
+    location: "MESH_EXTERNAL",
+    resolution: "NONE",
+  }),
+  cfg("ServiceEntry", "mariadb", {
+    hosts: ["mariadb.internal"],
+    addresses: ["172.16.0.0/12"],
+    ports: [{ number: 3306, name: "tcp-mariadb", protocol: "TCP" }],
+    location: "MESH_EXTERNAL",
+    resolution: "NONE",
+  }),
+  cfg("ServiceEntry", "agent", {
+    hosts: ["agent.internal"],
+    ports: [{ number: 9091, name: "tcp-agent", protocol: "TCP" }],
+    location: "MESH_INTERNAL",
+    resolution: "STATIC",
+    endpoints: [{ address: "unix:///var/run/agent.sock", labels: { app: "agent" } }],
+  }),
+];
+
+/** Builds a push context from the fixtures (plus services of `serviceEntries`). */
 export function model(opts: {
   configs?: Partial<PushContext["configs"]>;
   mesh?: Partial<XdsMeshConfig>;
+  serviceEntries?: ConfigObject[];
 } = {}): PushContext {
+  const se = convertServiceEntries(opts.serviceEntries ?? []);
   return {
-    services: SERVICES,
-    instances: instances(),
+    services: [...SERVICES, ...se.services],
+    instances: [...instances(), ...se.instances],
     configs: {
       virtualServices: [],
       destinationRules: [],
