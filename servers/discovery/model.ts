@@ -1,8 +1,9 @@
 /**
  * What discovery knows, kept current: the config snapshot (from the store's watch), the
  * aggregate registry, the mesh configuration; the {@link PushContext} built from them (rebuilt
- * lazily after a change); and the generator the ADS server calls (`resourcesFor`), which encodes
- * each proxy's view once per change into a shared {@link ResourceCache}.
+ * lazily after a change); and the generator the ADS server calls (`resourcesFor`), which builds and
+ * encodes each distinct resource once per context into a shared {@link ResourceCache} and gives
+ * proxies with the same inputs the same view object.
  * @module
  */
 
@@ -17,14 +18,22 @@ import {
   buildListeners,
   buildRoutes,
   encodeAny,
+  ingressesToConfigs,
   parseClusterName,
   type Proxy,
+  proxyLabels,
   type PushContext,
   TYPE_URLS,
   type XdsMeshConfig,
   type XdsResource,
 } from "../../lib/xds/mod.ts";
-import { contentVersion, type ResourceCache, type ResourceMap } from "../../lib/xds/server/mod.ts";
+import {
+  type CachedResource,
+  contentVersion,
+  type ResourceCache,
+  type ResourceEntry,
+  type ResourceMap,
+} from "../../lib/xds/server/mod.ts";
 
 /** A registry as discovery reads it (the aggregate), with optional Ingress objects. */
 export interface DiscoveryRegistry {
@@ -95,14 +104,6 @@ export class ConfigSnapshot {
   }
 }
 
-interface ProxyView {
-  generation: number;
-  clusters?: ResourceMap;
-  listeners?: Map<string, XdsResource>;
-  listenerEntries?: ResourceMap;
-  routes: Map<string, ReturnType<ResourceCache["set"]> | null>;
-}
-
 /** Counts of the push context (for metrics). */
 export interface ContextCounts {
   services: number;
@@ -110,9 +111,160 @@ export interface ContextCounts {
   configsByKind: Record<string, number>;
 }
 
+/** Matches no instance address: the proxy used to build what every sidecar shares. */
+const SHARED_IP = "\u0000shared";
+
+/** A per-proxy view of one type (shared by every proxy with the same inputs). */
+interface View {
+  readonly map: ResourceMap;
+  /** Listener views: RDS route names; cluster views: EDS service names. */
+  readonly refs: readonly string[];
+}
+
 /**
- * Holds the current push context and generates per-proxy views. Call {@link invalidate} after
- * any change; the next read rebuilds the context.
+ * Everything built for one push context, keyed by exactly the proxy fields each resource depends
+ * on (see docs/ads.md, "Shared generation in mesh-discovery"). Dropped when the context is rebuilt.
+ */
+interface Memo {
+  readonly ctx: PushContext;
+  /** Instances by address (a sidecar's own instances). */
+  readonly ownByIp: Map<string, ServiceInstance[]>;
+  /** Services by hostname, in context order (for the inbound-only contexts). */
+  readonly servicesByHost: Map<string, Service[]>;
+  /** Label keys any VirtualService matches with `sourceLabels` (the only labels routes read). */
+  readonly sourceLabelKeys: readonly string[];
+  /** Sidecar listeners without inbound ones, by "TPROXY interception". */
+  readonly sharedListeners: Map<boolean, View>;
+  /** Listener views: gateways by type + labels; sidecars with instances by mode + IP + shape. */
+  readonly listenerViews: Map<string, View>;
+  /** Cluster views by own-instance shape ("" = no own instances: outbound only). */
+  readonly clusterViews: Map<string, View>;
+  /** `<host>:<port>` api listeners by domain + name. */
+  readonly apiListeners: Map<string, CachedResource | null>;
+  /** Route configurations by type + domain + relevant labels + name. */
+  readonly routes: Map<string, CachedResource | null>;
+  /** ClusterLoadAssignments by cluster name. */
+  readonly eds: Map<string, CachedResource | null>;
+  /** EDS responses by query array (the server's interned subscription lists). */
+  readonly edsViews: WeakMap<readonly string[], ResourceMap>;
+}
+
+/** Own entries first, then the shared base's (own names win). Immutable. */
+class LayeredMap implements ReadonlyMap<string, ResourceEntry> {
+  readonly size: number;
+  constructor(
+    readonly own: ReadonlyMap<string, ResourceEntry>,
+    readonly base: ReadonlyMap<string, ResourceEntry>,
+  ) {
+    let n = own.size;
+    for (const k of base.keys()) if (!own.has(k)) n++;
+    this.size = n;
+  }
+  get(k: string): ResourceEntry | undefined {
+    return this.own.get(k) ?? this.base.get(k);
+  }
+  has(k: string): boolean {
+    return this.own.has(k) || this.base.has(k);
+  }
+  *entries(): MapIterator<[string, ResourceEntry]> {
+    yield* this.own;
+    for (const e of this.base) if (!this.own.has(e[0])) yield e;
+  }
+  *keys(): MapIterator<string> {
+    for (const [k] of this.entries()) yield k;
+  }
+  *values(): MapIterator<ResourceEntry> {
+    for (const [, v] of this.entries()) yield v;
+  }
+  [Symbol.iterator](): MapIterator<[string, ResourceEntry]> {
+    return this.entries();
+  }
+  forEach(
+    fn: (v: ResourceEntry, k: string, m: ReadonlyMap<string, ResourceEntry>) => void,
+  ): void {
+    for (const [k, v] of this.entries()) fn(v, k, this);
+  }
+}
+
+/** Canonical text of `labels` restricted to `keys` (all keys when omitted). */
+function labelsKey(labels: Record<string, string>, keys?: readonly string[]): string {
+  const ks = (keys ?? Object.keys(labels).sort()).filter((k) => Object.hasOwn(labels, k));
+  return JSON.stringify(ks.map((k) => [k, labels[k]]));
+}
+
+/** Fields of own instances that inbound clusters (and listeners, with the IP) are built from. */
+function shapeKey(own: readonly ServiceInstance[]): string {
+  return JSON.stringify(
+    own.map((i) => [
+      i.hostname,
+      i.servicePort.port,
+      i.servicePort.name,
+      i.servicePort.protocol,
+      i.port,
+    ]),
+  );
+}
+
+/** Keys of every `sourceLabels` object inside VirtualService specs, sorted. */
+function sourceLabelKeys(vss: readonly ConfigObject[]): string[] {
+  const keys = new Set<string>();
+  const walk = (o: unknown): void => {
+    if (!o || typeof o !== "object") return;
+    if (Array.isArray(o)) return o.forEach(walk);
+    for (const [k, v] of Object.entries(o)) {
+      if (k === "sourceLabels" && v && typeof v === "object") {
+        for (const l of Object.keys(v)) keys.add(l);
+      }
+      walk(v);
+    }
+  };
+  for (const vs of vss) walk(vs.spec);
+  return [...keys].sort();
+}
+
+/** RDS names referenced by listeners. */
+function routeRefs(listeners: readonly XdsResource[]): string[] {
+  const names = new Set<string>();
+  const visit = (o: unknown): void => {
+    if (!o || typeof o !== "object") return;
+    if (Array.isArray(o)) return o.forEach(visit);
+    const r = o as Record<string, unknown>;
+    const rds = r.rds as { route_config_name?: string } | undefined;
+    if (rds?.route_config_name) names.add(rds.route_config_name);
+    for (const v of Object.values(r)) visit(v);
+  };
+  visit(listeners);
+  return [...names];
+}
+
+/** EDS service names of clusters. */
+function edsRefs(clusters: readonly XdsResource[]): string[] {
+  return clusters.filter((c) => c.type === "EDS").map((c) =>
+    c.eds_cluster_config?.service_name ?? c.name
+  );
+}
+
+/** The previous generation's map when it has the same names and versions (keeps identity). */
+function stable(prev: ResourceMap | undefined, next: ResourceMap): ResourceMap {
+  if (!prev || prev.size !== next.size) return next;
+  for (const [n, e] of next) if (prev.get(n)?.version !== e.version) return next;
+  return prev;
+}
+
+/** Counters of the shared generator (tests, debugging). */
+export interface GeneratorStats {
+  /** Context rebuilds so far. */
+  generation: number;
+  /** Resources encoded so far (each distinct resource once per context). */
+  encoded: number;
+  /** Views built so far (each distinct view once per context). */
+  views: number;
+}
+
+/**
+ * Holds the current push context and generates what proxies see. Call {@link invalidate} after
+ * any change; the next read rebuilds the context. Within one context every distinct resource is
+ * built and encoded once, and proxies with the same inputs share the same view object.
  */
 export class DiscoveryModel {
   readonly #registry: DiscoveryRegistry;
@@ -122,10 +274,10 @@ export class DiscoveryModel {
   readonly #cache: ResourceCache;
   readonly #log: Logger;
   #ctx?: PushContext;
-  #generation = 0;
-  #views = new WeakMap<Proxy, ProxyView>();
-  #eds = new Map<string, ReturnType<ResourceCache["set"]>>();
-  /** Called before a rebuild with the cache keys still referenced by clients (kept). */
+  #memo?: Memo;
+  #prev?: Memo;
+  #stats: GeneratorStats = { generation: 0, encoded: 0, views: 0 };
+  /** Called before a rebuild with the cache keys (`<type> <name>|<version>`) clients hold (kept). */
   referencedKeys: () => Iterable<string> = () => [];
 
   constructor(opts: {
@@ -151,7 +303,12 @@ export class DiscoveryModel {
 
   /** Number of context rebuilds so far. */
   get generation(): number {
-    return this.#generation;
+    return this.#stats.generation;
+  }
+
+  /** Counters of the generator. */
+  stats(): GeneratorStats {
+    return { ...this.#stats };
   }
 
   /** The current push context (rebuilt when stale). */
@@ -174,19 +331,50 @@ export class DiscoveryModel {
       meshConfig: this.#mesh,
       domain: this.#domain,
     };
-    this.#generation++;
-    this.#views = new WeakMap();
-    this.#eds = new Map();
+    this.#stats.generation++;
+    if (this.#memo) this.#prev = this.#memo;
+    this.#memo = undefined;
     this.#gc();
     return this.#ctx;
   }
 
-  /** Drops cache entries no client holds and the new context does not produce. */
+  /** Drops cache entries no client holds (the new context's are added as they are built). */
   #gc(): void {
     const keep = new Set(this.referencedKeys());
     for (const t of Object.values(TYPE_URLS)) {
       for (const k of this.#cache.keys(t)) if (!keep.has(`${t} ${k}`)) this.#cache.delete(t, k);
     }
+  }
+
+  #currentMemo(): Memo {
+    const ctx = this.context();
+    if (this.#memo?.ctx === ctx) return this.#memo;
+    const ownByIp = new Map<string, ServiceInstance[]>();
+    for (const i of ctx.instances) {
+      const l = ownByIp.get(i.address);
+      if (l) l.push(i);
+      else ownByIp.set(i.address, [i]);
+    }
+    const servicesByHost = new Map<string, Service[]>();
+    for (const s of ctx.services) {
+      const l = servicesByHost.get(s.hostname);
+      if (l) l.push(s);
+      else servicesByHost.set(s.hostname, [s]);
+    }
+    const vss = [...ctx.configs.virtualServices, ...ingressesToConfigs(ctx).virtualServices];
+    return this.#memo = {
+      ctx,
+      ownByIp,
+      servicesByHost,
+      sourceLabelKeys: sourceLabelKeys(vss),
+      sharedListeners: new Map(),
+      listenerViews: new Map(),
+      clusterViews: new Map(),
+      apiListeners: new Map(),
+      routes: new Map(),
+      eds: new Map(),
+      edsViews: new WeakMap(),
+    };
   }
 
   /** Every config object (for /debug/configz). */
@@ -206,19 +394,177 @@ export class DiscoveryModel {
     };
   }
 
-  #entry(typeUrl: string, name: string, obj: XdsResource) {
+  #entry(typeUrl: string, name: string, obj: XdsResource): CachedResource {
     const bytes = encodeAny(typeUrl, obj).value;
+    this.#stats.encoded++;
     return this.#cache.set(typeUrl, name, bytes, `${name}|${contentVersion(bytes)}`);
   }
 
-  #view(proxy: Proxy): ProxyView {
-    this.context(); // rebuilds (and forgets old views) when stale
-    let v = this.#views.get(proxy);
-    if (!v || v.generation !== this.#generation) {
-      v = { generation: this.#generation, routes: new Map() };
-      this.#views.set(proxy, v);
+  /** Encodes resources into a view (later duplicates of a name are dropped, as generate does). */
+  #view(typeUrl: string, objs: readonly XdsResource[], refs: readonly string[]): View {
+    const map = new Map<string, CachedResource>();
+    for (const o of objs) if (!map.has(o.name)) map.set(o.name, this.#entry(typeUrl, o.name, o));
+    this.#stats.views++;
+    return { map, refs };
+  }
+
+  /** Keeps the previous generation's view object when its content is unchanged. */
+  #keep(prev: View | undefined, next: View): View {
+    if (!prev) return next;
+    const map = stable(prev.map, next.map);
+    return map === prev.map && prev.refs.join("\n") === next.refs.join("\n") ? prev : next;
+  }
+
+  /** A sidecar's own instances that are not UDP (what inbound clusters and listeners use). */
+  #own(m: Memo, proxy: Proxy): ServiceInstance[] {
+    if (proxy.type !== "sidecar") return [];
+    return (m.ownByIp.get(proxy.ip) ?? []).filter((i) => i.servicePort.protocol !== "UDP");
+  }
+
+  /**
+   * A context with only the proxy's own instances and services and the configs inbound resources
+   * read (DestinationRules, Policies, ServiceRoles and bindings): generating from it yields the
+   * proxy's inbound resources at the cost of its own instances, not of the mesh.
+   */
+  #inboundContext(m: Memo, own: readonly ServiceInstance[]): PushContext {
+    const hosts = new Set(own.map((i) => i.hostname));
+    const c = m.ctx.configs;
+    return {
+      services: [...hosts].flatMap((h) => m.servicesByHost.get(h) ?? []),
+      instances: [...own],
+      configs: {
+        virtualServices: [],
+        destinationRules: c.destinationRules,
+        gateways: [],
+        serviceEntries: [],
+        policies: c.policies,
+        serviceRoles: c.serviceRoles,
+        serviceRoleBindings: c.serviceRoleBindings,
+        ingresses: [],
+      },
+      meshConfig: m.ctx.meshConfig,
+      domain: m.ctx.domain,
+    };
+  }
+
+  #sharedProxy(metadata: Record<string, unknown> = {}): Proxy {
+    return { type: "sidecar", ip: SHARED_IP, id: "", domain: "", metadata };
+  }
+
+  /** What a proxy's clusters depend on: the context and the shape of its own instances. */
+  #clusterView(m: Memo, proxy: Proxy): View {
+    const own = this.#own(m, proxy);
+    const key = own.length ? shapeKey(own) : "";
+    const hit = m.clusterViews.get(key);
+    if (hit) return hit;
+    let v: View;
+    const shared = m.clusterViews.get("") ?? (() => {
+      const all = buildClusters(m.ctx, this.#sharedProxy());
+      const sv = this.#keep(
+        this.#prev?.clusterViews.get(""),
+        this.#view(TYPE_URLS.cluster, all, edsRefs(all)),
+      );
+      m.clusterViews.set("", sv);
+      return sv;
+    })();
+    if (!own.length) v = shared;
+    else {
+      const inbound = buildClusters(this.#inboundContext(m, own), proxy).filter((c) =>
+        c.name.startsWith("inbound|")
+      );
+      const part = this.#view(TYPE_URLS.cluster, inbound, edsRefs(inbound));
+      v = { map: new LayeredMap(part.map, shared.map), refs: [...part.refs, ...shared.refs] };
+    }
+    m.clusterViews.set(key, v);
+    return v;
+  }
+
+  /**
+   * What a proxy's listeners depend on. Gateways: type and labels (Gateway selection). Sidecars:
+   * TPROXY interception (capture listener), plus, for own instances, the IP and their shape.
+   */
+  #listenerView(m: Memo, proxy: Proxy): View {
+    if (proxy.type !== "sidecar") {
+      const key = `g ${proxy.type} ${labelsKey(proxyLabels(proxy))}`;
+      let v = m.listenerViews.get(key);
+      if (!v) {
+        const ls = buildListeners(m.ctx, proxy);
+        v = this.#keep(
+          this.#prev?.listenerViews.get(key),
+          this.#view(TYPE_URLS.listener, ls, routeRefs(ls)),
+        );
+        m.listenerViews.set(key, v);
+      }
+      return v;
+    }
+    const tproxy = proxy.metadata?.["INTERCEPTION_MODE"] === "TPROXY";
+    let shared = m.sharedListeners.get(tproxy);
+    if (!shared) {
+      const ls = buildListeners(
+        m.ctx,
+        this.#sharedProxy(tproxy ? { INTERCEPTION_MODE: "TPROXY" } : {}),
+      );
+      shared = this.#keep(
+        this.#prev?.sharedListeners.get(tproxy),
+        this.#view(TYPE_URLS.listener, ls, routeRefs(ls)),
+      );
+      m.sharedListeners.set(tproxy, shared);
+    }
+    const own = this.#own(m, proxy).filter((i) => m.servicesByHost.has(i.hostname));
+    if (!own.length) return shared;
+    const key = `s ${tproxy} ${proxy.ip} ${shapeKey(own)}`;
+    let v = m.listenerViews.get(key);
+    if (!v) {
+      const inbound = buildListeners(this.#inboundContext(m, own), proxy).filter((l) =>
+        l.traffic_direction === "INBOUND"
+      );
+      const part = this.#view(TYPE_URLS.listener, inbound, routeRefs(inbound));
+      v = {
+        map: new LayeredMap(part.map, shared.map),
+        refs: [...new Set([...part.refs, ...shared.refs])],
+      };
+      m.listenerViews.set(key, v);
     }
     return v;
+  }
+
+  #apiListener(m: Memo, proxy: Proxy, name: string): CachedResource | null {
+    const key = `${proxy.domain} ${name}`;
+    let e = m.apiListeners.get(key);
+    if (e === undefined) {
+      const api = buildApiListener(m.ctx, proxy, name);
+      e = api ? this.#entry(TYPE_URLS.listener, name, api) : null;
+      m.apiListeners.set(key, e);
+    }
+    return e;
+  }
+
+  /**
+   * Route configurations depend on the proxy type, its domain (short-name domains, proxyless
+   * targets) and labels: for sidecars only those `sourceLabels` match on; for gateways all of them
+   * (Gateway selection).
+   */
+  #route(m: Memo, proxy: Proxy, name: string): CachedResource | null {
+    const labels = proxyLabels(proxy);
+    const lk = proxy.type === "sidecar" ? labelsKey(labels, m.sourceLabelKeys) : labelsKey(labels);
+    const key = `${proxy.type} ${proxy.domain} ${lk} ${name}`;
+    let e = m.routes.get(key);
+    if (e === undefined) {
+      const [r] = buildRoutes(m.ctx, proxy, [name]);
+      e = r ? this.#entry(TYPE_URLS.route, name, r) : null;
+      m.routes.set(key, e);
+    }
+    return e;
+  }
+
+  #endpoints(m: Memo, name: string): CachedResource | null {
+    let e = m.eds.get(name);
+    if (e === undefined) {
+      const [cla] = buildEndpoints(m.ctx, [name]);
+      e = cla ? this.#entry(TYPE_URLS.endpoint, name, cla) : null;
+      m.eds.set(name, e);
+    }
+    return e;
   }
 
   /** The plain resource objects a proxy sees (REST xDS, debug pages). */
@@ -238,101 +584,62 @@ export class DiscoveryModel {
         });
       }
       case TYPE_URLS.route:
-        return buildRoutes(ctx, proxy, names === null ? this.#routeNames(ctx, proxy) : [...names]);
+        return buildRoutes(
+          ctx,
+          proxy,
+          names === null ? routeRefs(buildListeners(ctx, proxy)) : [...names],
+        );
       case TYPE_URLS.endpoint:
         return buildEndpoints(
           ctx,
-          names === null ? this.#edsNames(ctx, proxy) : [...names],
+          names === null ? edsRefs(buildClusters(ctx, proxy)) : [...names],
         );
       default:
         return [];
     }
   }
 
-  /** Route names used by the proxy's listeners (RDS over ADS). */
-  #routeNames(ctx: PushContext, proxy: Proxy): string[] {
-    const names = new Set<string>();
-    const visit = (o: unknown): void => {
-      if (!o || typeof o !== "object") return;
-      if (Array.isArray(o)) return o.forEach(visit);
-      const r = o as Record<string, unknown>;
-      const rds = r.rds as { route_config_name?: string } | undefined;
-      if (rds?.route_config_name) names.add(rds.route_config_name);
-      for (const v of Object.values(r)) visit(v);
-    };
-    visit(buildListeners(ctx, proxy));
-    return [...names];
-  }
-
-  /** EDS cluster names of the proxy's clusters. */
-  #edsNames(ctx: PushContext, proxy: Proxy): string[] {
-    return buildClusters(ctx, proxy).filter((c) => c.type === "EDS").map((c) =>
-      c.eds_cluster_config?.service_name ?? c.name
-    );
-  }
-
   /**
    * The generator of the ADS server: what `proxy` sees of `typeUrl` (`names` null = wildcard),
-   * as shared cache entries.
+   * as shared cache entries. Proxies with the same inputs get the same map object.
    */
   resourcesFor(proxy: Proxy, typeUrl: string, names: readonly string[] | null): ResourceMap {
-    const view = this.#view(proxy);
-    const ctx = this.context();
+    const m = this.#currentMemo();
     switch (typeUrl) {
-      case TYPE_URLS.cluster: {
-        view.clusters ??= new Map(
-          buildClusters(ctx, proxy).map((c) => [c.name, this.#entry(typeUrl, c.name, c)]),
-        );
-        return pick(view.clusters, names);
-      }
+      case TYPE_URLS.cluster:
+        return pick(this.#clusterView(m, proxy).map, names);
       case TYPE_URLS.listener: {
-        if (!view.listenerEntries) {
-          const ls = buildListeners(ctx, proxy);
-          view.listeners = new Map(ls.map((l) => [l.name, l]));
-          view.listenerEntries = new Map(ls.map((l) => [l.name, this.#entry(typeUrl, l.name, l)]));
-        }
-        if (names === null) return view.listenerEntries;
-        const out = new Map();
+        const view = this.#listenerView(m, proxy);
+        if (names === null) return view.map;
+        const out = new Map<string, ResourceEntry>();
         for (const n of names) {
-          let e = view.listenerEntries.get(n);
-          if (!e) {
-            const api = buildApiListener(ctx, proxy, n);
-            if (api) {
-              e = this.#entry(typeUrl, n, api);
-              (view.listenerEntries as Map<string, typeof e>).set(n, e);
-            }
-          }
+          const e = view.map.get(n) ?? this.#apiListener(m, proxy, n);
           if (e) out.set(n, e);
         }
         return out;
       }
       case TYPE_URLS.route: {
-        const wanted = names ?? this.#routeNames(ctx, proxy);
-        const out = new Map();
+        const wanted = names ?? this.#listenerView(m, proxy).refs;
+        const out = new Map<string, CachedResource>();
         for (const n of wanted) {
-          let e = view.routes.get(n);
-          if (e === undefined) {
-            const [r] = buildRoutes(ctx, proxy, [n]);
-            e = r ? this.#entry(typeUrl, n, r) : null;
-            view.routes.set(n, e);
-          }
+          const e = this.#route(m, proxy, n);
           if (e) out.set(n, e);
         }
         return out;
       }
       case TYPE_URLS.endpoint: {
-        const wanted = names ?? this.#edsNames(ctx, proxy);
-        const out = new Map();
+        const wanted = names ?? this.#clusterView(m, proxy).refs;
+        const hit = m.edsViews.get(wanted);
+        if (hit) return hit;
+        const out = new Map<string, CachedResource>();
         for (const n of wanted) {
-          let e = this.#eds.get(n);
-          if (!e) {
-            const [cla] = buildEndpoints(ctx, [n]);
-            e = this.#entry(typeUrl, n, cla);
-            this.#eds.set(n, e);
-          }
-          out.set(n, e);
+          const e = this.#endpoints(m, n);
+          if (e) out.set(n, e);
         }
-        return out;
+        const prev = this.#prev?.edsViews.get(wanted);
+        const v = stable(prev, out);
+        m.edsViews.set(wanted, v);
+        return v;
       }
       default:
         return new Map();

@@ -8,6 +8,7 @@
 
 import { getLogger, type Logger } from "../../log/mod.ts";
 import { Debouncer, type MergedPush } from "./debounce.ts";
+import { Held } from "./held.ts";
 import { typeShortName } from "./metrics.ts";
 import {
   type Clock,
@@ -19,6 +20,7 @@ import {
   type NamedResource,
   type PushEvent,
   type ResourceEntry,
+  type ResourceMap,
   type ResourcesFor,
   Status,
   type StreamEnd,
@@ -46,6 +48,11 @@ export interface XdsServerOptions<P> {
   sendTimeout?: number;
   /** Types where an empty subscription is a wildcard and SotW responses list everything. */
   wildcardTypes?: readonly string[];
+  /**
+   * Types the generator serves (default: every type of `XDS_TYPES`). Requests for other types are
+   * ignored, with one warning per stream and type.
+   */
+  knownTypes?: readonly string[];
   /** Metrics hooks. */
   metrics?: XdsMetrics;
   /** Injected clock (tests). */
@@ -100,14 +107,28 @@ interface Dirty {
   force: boolean;
 }
 
+/** An explicit subscription: the names and the same names as the query array (stable identity). */
+interface Subscription {
+  readonly set: ReadonlySet<string>;
+  readonly list: readonly string[];
+  /** Interning key (interned SotW subscriptions only). */
+  readonly key?: string;
+}
+
+const NO_NAMES: Subscription = Object.freeze({
+  set: new Set<string>(),
+  list: Object.freeze([]) as readonly string[],
+});
+
 interface TypeState {
   typeUrl: string;
   wildcard: boolean;
   /** Delta: wildcard implied by an empty first subscription; ends when names are subscribed. */
   legacyWildcard: boolean;
-  names: Set<string>;
+  /** SotW: interned (shared by every stream with the same names); delta: private. */
+  sub: Subscription;
   /** SotW: name → version last sent; delta: name → version the client has. */
-  sent: Map<string, string>;
+  held: Held;
   /** Delta: newly subscribed names to report in removed_resources when they do not exist. */
   notFound: Set<string>;
   nonce?: string;
@@ -126,6 +147,8 @@ interface PushRecord {
 
 class Connection<P> {
   readonly types = new Map<string, TypeState>();
+  /** Unknown type URLs already warned about. */
+  warned?: Set<string>;
   readonly dirty = new Map<string, Dirty>();
   /** True while the send loop runs (set and cleared synchronously). */
   draining = false;
@@ -170,8 +193,8 @@ function newTypeState(typeUrl: string): TypeState {
     typeUrl,
     wildcard: false,
     legacyWildcard: false,
-    names: new Set(),
-    sent: new Map(),
+    sub: NO_NAMES,
+    held: new Held(),
     notFound: new Set(),
   };
 }
@@ -199,6 +222,9 @@ export class XdsServer<P = unknown> {
   readonly #log: Logger;
   readonly #metrics: XdsMetrics;
   readonly #wildcardTypes: ReadonlySet<string>;
+  readonly #knownTypes: ReadonlySet<string>;
+  /** Interned SotW subscriptions: key → subscription and the number of type states using it. */
+  readonly #subs = new Map<string, { sub: Subscription; refs: number }>();
   readonly #sendTimeout: number;
   readonly #debouncer: Debouncer;
   readonly #conns = new Map<string, Connection<P>>();
@@ -219,6 +245,7 @@ export class XdsServer<P = unknown> {
     this.#log = opts.logger ?? getLogger("ads");
     this.#metrics = opts.metrics ?? {};
     this.#wildcardTypes = new Set(opts.wildcardTypes ?? DEFAULT_WILDCARD_TYPES);
+    this.#knownTypes = new Set(opts.knownTypes ?? Object.values(XDS_TYPES));
     this.#sendTimeout = opts.sendTimeout ?? DEFAULT_SEND_TIMEOUT_MS;
     if (!Number.isFinite(this.#sendTimeout) || this.#sendTimeout <= 0) {
       throw new Error(`Invalid sendTimeout ${this.#sendTimeout}: must be a number > 0`);
@@ -316,6 +343,7 @@ export class XdsServer<P = unknown> {
     if (conn.closed) return;
     conn.closed = true;
     conn.dirty.clear();
+    for (const st of conn.types.values()) this.#unref(st.sub);
     this.#conns.delete(conn.conId);
     this.#metrics.connections?.(this.#conns.size);
     this.#log.info(`ADS: connection ${conn.conId} closed`);
@@ -328,6 +356,42 @@ export class XdsServer<P = unknown> {
     conn.endStream(e);
   }
 
+  /** The shared subscription for `names` (one per distinct name set, reference-counted). */
+  #intern(names: ReadonlySet<string>): Subscription {
+    if (names.size === 0) return NO_NAMES;
+    const list = [...names].sort();
+    let key = "";
+    for (const n of list) key += `${n.length}:${n}`;
+    const hit = this.#subs.get(key);
+    if (hit) {
+      hit.refs++;
+      return hit.sub;
+    }
+    const sub: Subscription = Object.freeze({ set: new Set(list), list: Object.freeze(list), key });
+    this.#subs.set(key, { sub, refs: 1 });
+    return sub;
+  }
+
+  #unref(sub: Subscription): void {
+    if (sub.key === undefined) return;
+    const hit = this.#subs.get(sub.key);
+    if (hit?.sub === sub && --hit.refs <= 0) this.#subs.delete(sub.key);
+  }
+
+  /** True when `typeUrl` is served; warns once per stream and type when it is not. */
+  #known(conn: Connection<P>, typeUrl: string): boolean {
+    if (this.#knownTypes.has(typeUrl)) return true;
+    conn.warned ??= new Set();
+    if (!conn.warned.has(typeUrl)) {
+      conn.warned.add(typeUrl);
+      this.#log.warn(
+        `ADS: ${conn.conId}: unknown type ${typeUrl} requested; ignoring its requests`,
+        { conId: conn.conId, type: typeUrl },
+      );
+    }
+    return false;
+  }
+
   // ---- requests -------------------------------------------------------------------------------
 
   #onSotw(conn: Connection<P>, req: DiscoveryRequest): void {
@@ -336,6 +400,7 @@ export class XdsServer<P = unknown> {
       this.#log.warn(`ADS: ${conn.conId}: request without type_url ignored`);
       return;
     }
+    if (!this.#known(conn, typeUrl)) return;
     let st = conn.types.get(typeUrl);
     const first = !st;
     if (!st) conn.types.set(typeUrl, st = newTypeState(typeUrl));
@@ -350,14 +415,16 @@ export class XdsServer<P = unknown> {
     const wildcard = canWildcard && (names.length === 0 || names.includes("*"));
     const explicit = new Set(names.filter((n) => n !== "*"));
     const reinit = nonce === "";
-    const changed = first || wildcard !== st.wildcard || !sameSet(explicit, st.names);
+    const changed = first || wildcard !== st.wildcard || !sameSet(explicit, st.sub.set);
     if (!changed && !reinit) return;
     st.wildcard = wildcard;
-    st.names = explicit;
-    if (reinit) st.sent.clear(); // (re)initial request: the client holds nothing from us
-    if (!wildcard) {
-      for (const n of [...st.sent.keys()]) if (!explicit.has(n)) st.sent.delete(n);
+    if (!sameSet(explicit, st.sub.set)) {
+      const old = st.sub;
+      st.sub = this.#intern(explicit);
+      this.#unref(old);
     }
+    if (reinit) st.held.clear(); // (re)initial request: the client holds nothing from us
+    if (!wildcard) st.held.retain(st.sub.set);
     this.#markDirty(conn, typeUrl, { all: true, names: new Set(), force: true });
     this.#drain(conn);
   }
@@ -368,6 +435,7 @@ export class XdsServer<P = unknown> {
       this.#log.warn(`ADS: ${conn.conId}: delta request without type_url ignored`);
       return;
     }
+    if (!this.#known(conn, typeUrl)) return;
     let st = conn.types.get(typeUrl);
     const first = !st;
     if (!st) conn.types.set(typeUrl, st = newTypeState(typeUrl));
@@ -378,8 +446,9 @@ export class XdsServer<P = unknown> {
     const subscribe = req.resource_names_subscribe ?? [];
     const unsubscribe = req.resource_names_unsubscribe ?? [];
     let changed = false;
+    const names = new Set(st.sub.set);
     if (first) {
-      for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) st.sent.set(n, v);
+      for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) st.held.set(n, v);
       if (subscribe.length === 0 && this.#wildcardTypes.has(typeUrl)) {
         st.wildcard = true;
         st.legacyWildcard = true;
@@ -397,8 +466,8 @@ export class XdsServer<P = unknown> {
         st.legacyWildcard = false;
         st.wildcard = subscribe.includes("*");
       }
-      if (st.names.has(n) && !first) st.sent.delete(n); // re-subscribe: send it again
-      st.names.add(n);
+      if (names.has(n) && !first) st.held.delete(n); // re-subscribe: send it again
+      names.add(n);
       st.notFound.add(n);
       changed = true;
     }
@@ -407,14 +476,15 @@ export class XdsServer<P = unknown> {
         st.wildcard = false;
         st.legacyWildcard = false;
       } else {
-        st.names.delete(n);
+        names.delete(n);
         st.notFound.delete(n);
       }
       changed = true;
     }
-    if (changed && !st.wildcard) {
-      for (const n of [...st.sent.keys()]) if (!st.names.has(n)) st.sent.delete(n);
+    if (!sameSet(names, st.sub.set)) {
+      st.sub = names.size ? { set: names, list: [...names] } : NO_NAMES; // private, not interned
     }
+    if (changed && !st.wildcard) st.held.retain(st.sub.set);
     if (!first && !changed) return;
     this.#markDirty(conn, typeUrl, { all: true, names: new Set(), force: first });
     this.#drain(conn);
@@ -499,7 +569,7 @@ export class XdsServer<P = unknown> {
       const st = conn.types.get(eds);
       if (st && p.edsClusters.size && !p.full && !p.types.has(eds)) {
         const names = new Set(
-          [...p.edsClusters].filter((c) => st.wildcard || st.names.has(c) || st.sent.has(c)),
+          [...p.edsClusters].filter((c) => st.wildcard || st.sub.set.has(c) || st.held.has(c)),
         );
         if (names.size) {
           this.#markDirty(conn, eds, { all: false, names, force: false });
@@ -633,22 +703,31 @@ export class XdsServer<P = unknown> {
     st: TypeState,
     d: Dirty,
     scoped: boolean,
-  ): Promise<{ query: string[] | null; visible: Map<string, ResourceEntry> } | null> {
-    let query: string[] | null = st.wildcard ? null : [...st.names];
-    if (scoped && !d.all) {
-      query = query === null ? [...d.names] : query.filter((n) => d.names.has(n));
+  ): Promise<{ query: readonly string[] | null; complete: boolean; visible: ResourceMap } | null> {
+    const sub = st.sub;
+    let query: readonly string[] | null = st.wildcard ? null : sub.list;
+    const complete = !(scoped && !d.all);
+    if (!complete) {
+      query = [...d.names].filter((n) => st.wildcard || sub.set.has(n));
     }
-    if (query !== null && query.length === 0) return { query, visible: new Map() };
+    if (query !== null && query.length === 0) return { query, complete, visible: new Map() };
     const got = await this.#opts.resourcesFor(conn.proxy, st.typeUrl, query);
     if (conn.closed) return null;
-    const visible = new Map<string, ResourceEntry>();
-    const inQuery = query === null ? null : new Set(query);
-    for (const [name, entry] of got) {
-      if (!st.wildcard && !st.names.has(name)) continue;
-      if (inQuery && !inQuery.has(name)) continue;
-      visible.set(name, entry);
+    // Keep the generator's (shared) map unless it holds names outside the query.
+    const inQuery = query === null || query === sub.list ? null : new Set(query);
+    const ok = (name: string) =>
+      (st.wildcard || sub.set.has(name)) && (!inQuery || inQuery.has(name));
+    let clean = true;
+    for (const name of got.keys()) {
+      if (!ok(name)) {
+        clean = false;
+        break;
+      }
     }
-    return { query, visible };
+    if (clean) return { query, complete, visible: got };
+    const visible = new Map<string, ResourceEntry>();
+    for (const [name, entry] of got) if (ok(name)) visible.set(name, entry);
+    return { query, complete, visible };
   }
 
   async #buildSotw(
@@ -657,24 +736,22 @@ export class XdsServer<P = unknown> {
     d: Dirty,
   ): Promise<DiscoveryResponse | null> {
     const fullState = this.#wildcardTypes.has(st.typeUrl);
-    if (!st.wildcard && st.names.size === 0 && !(fullState && d.force)) return null;
+    if (!st.wildcard && st.sub.set.size === 0 && !(fullState && d.force)) return null;
     const q = await this.#query(conn, st, d, !fullState);
     if (!q) return null;
-    let resources: NamedResource[];
+    const resources: NamedResource[] = [];
     if (fullState) {
-      const all = [...q.visible].map(([name, entry]) => ({ name, entry }));
-      const changed = all.length !== st.sent.size ||
-        all.some((r) => st.sent.get(r.name) !== r.entry.version);
-      if (!changed && !d.force) return null;
-      st.sent = new Map(all.map((r) => [r.name, r.entry.version]));
-      resources = all;
+      if (st.held.sameAs(q.visible) && !d.force) return null;
+      st.held.replace(q.visible);
+      for (const [name, entry] of q.visible) resources.push({ name, entry });
     } else {
-      resources = [];
+      if (q.visible === st.held.view && !st.held.overrides?.size) return null; // shared, unchanged
       for (const [name, entry] of q.visible) {
-        if (st.sent.get(name) !== entry.version) resources.push({ name, entry });
+        if (st.held.version(name) !== entry.version) resources.push({ name, entry });
       }
       if (resources.length === 0) return null;
-      for (const r of resources) st.sent.set(r.name, r.entry.version);
+      if (q.complete && q.query === st.sub.list) st.held.replace(q.visible);
+      else for (const r of resources) st.held.set(r.name, r.entry.version);
     }
     const version = this.#nextVersion(st.typeUrl);
     const nonce = this.#nextNonce();
@@ -700,21 +777,22 @@ export class XdsServer<P = unknown> {
     if (!q) return null;
     const resources: NamedResource[] = [];
     for (const [name, entry] of q.visible) {
-      if (st.sent.get(name) !== entry.version) resources.push({ name, entry });
+      if (st.held.version(name) !== entry.version) resources.push({ name, entry });
     }
-    const candidates = q.query === null ? [...st.sent.keys()] : q.query;
+    const candidates = q.query === null ? [...st.held.names()] : q.query;
     const removed = new Set<string>();
     for (const n of candidates) {
-      if (st.sent.has(n) && !q.visible.has(n)) removed.add(n);
+      if (st.held.has(n) && !q.visible.has(n)) removed.add(n);
     }
+    const inQuery = q.query === null ? null : new Set(q.query);
     for (const n of [...st.notFound]) {
-      if (q.query !== null && !q.query.includes(n)) continue;
+      if (inQuery && !inQuery.has(n)) continue;
       if (!q.visible.has(n)) removed.add(n);
       st.notFound.delete(n);
     }
     if (resources.length === 0 && removed.size === 0 && !(d.force && st.wildcard)) return null;
-    for (const r of resources) st.sent.set(r.name, r.entry.version);
-    for (const n of removed) st.sent.delete(n);
+    for (const r of resources) st.held.set(r.name, r.entry.version);
+    for (const n of removed) st.held.delete(n);
     const version = this.#nextVersion(st.typeUrl);
     const nonce = this.#nextNonce();
     st.nonce = nonce;
@@ -769,14 +847,61 @@ export class XdsServer<P = unknown> {
           [...c.types.values()].map((st) => [st.typeUrl, {
             typeUrl: st.typeUrl,
             wildcard: st.wildcard,
-            subscribed: [...st.names].sort(),
-            resources: Object.fromEntries([...st.sent].sort(([a], [b]) => a < b ? -1 : 1)),
+            subscribed: [...st.sub.set].sort(),
+            resources: Object.fromEntries(
+              [...st.held.entries()].sort(([a], [b]) => a < b ? -1 : 1),
+            ),
             ...(st.lastSent ? { lastSent: { ...st.lastSent } } : {}),
             ...(st.lastAcked ? { lastAcked: { ...st.lastAcked } } : {}),
             ...(st.lastNack ? { lastNack: { ...st.lastNack } } : {}),
           }]),
         ),
       }));
+  }
+
+  /** The parsed proxy of every connected stream (cheap: no snapshot). */
+  proxies(): P[] {
+    return [...this.#conns.values()].map((c) => c.proxy);
+  }
+
+  /**
+   * Names of `typeUrl` that some stream subscribes to or holds (cheap: subscriptions and views
+   * shared between streams are visited once).
+   */
+  watchedNames(typeUrl: string): Set<string> {
+    const out = new Set<string>();
+    const seen = new Set<unknown>();
+    for (const c of this.#conns.values()) {
+      const st = c.types.get(typeUrl);
+      if (!st) continue;
+      if (!seen.has(st.sub)) {
+        seen.add(st.sub);
+        for (const n of st.sub.list) out.add(n);
+      }
+      this.#eachHeld(st.held, seen, (n) => out.add(n));
+    }
+    return out;
+  }
+
+  /**
+   * Calls `fn(typeUrl, name, version)` for what the streams hold (may repeat or include a few
+   * names no longer held; views shared between streams are visited once). For cache cleanup.
+   */
+  forEachHeld(fn: (typeUrl: string, name: string, version: string) => void): void {
+    const seen = new Set<unknown>();
+    for (const c of this.#conns.values()) {
+      for (const st of c.types.values()) {
+        this.#eachHeld(st.held, seen, (n, v) => fn(st.typeUrl, n, v));
+      }
+    }
+  }
+
+  #eachHeld(h: Held, seen: Set<unknown>, fn: (name: string, version: string) => void): void {
+    if (h.view && !seen.has(h.view)) {
+      seen.add(h.view);
+      for (const [n, e] of h.view) fn(n, e.version);
+    }
+    for (const [n, v] of h.overrides ?? []) if (v !== null) fn(n, v);
   }
 
   /**

@@ -367,3 +367,31 @@ Deno.test("connections() reports node, peer, subscriptions and NACKs per type", 
   assert.equal(server.connectionCount, 0);
   server.close();
 });
+
+Deno.test("XdsServer ignores requests for an unknown type URL and warns once per stream and type", async () => {
+  const warnings: string[] = [];
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server } = newServer(cache, {
+    knownTypes: [CDS, EDS, LDS, RDS],
+    logger: { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} },
+  });
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: XDS_TYPES.secret, resource_names: ["default"] });
+  h.receive({ type_url: XDS_TYPES.secret, resource_names: ["default", "ROOTCA"] });
+  h.receive({ type_url: CDS });
+  const cds = await s.next();
+  assert.equal(cds.type_url, CDS, "known types are still served");
+  await server.flush();
+  assert.equal(s.sent.length, 1, "nothing is sent for the unknown type");
+  assert.equal(warnings.length, 1);
+  assert.match(
+    warnings[0],
+    /unknown type type\.googleapis\.com\/envoy\.extensions\.transport_sockets\.tls\.v3\.Secret/,
+  );
+  // A second stream warns again (once per stream).
+  const other = sotw(server, "memory:2");
+  other.h.receive({ node: node("b"), type_url: XDS_TYPES.secret });
+  assert.equal(warnings.length, 2);
+  assert.deepEqual(server.connections()[0].types[XDS_TYPES.secret], undefined);
+  server.close();
+});

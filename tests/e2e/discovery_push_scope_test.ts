@@ -1,0 +1,182 @@
+/**
+ * End-to-end: mesh-discovery (the program) sends each change only to the proxies whose output it
+ * changes, and only the changed types: an endpoint change reaches only the EDS watchers of the
+ * affected cluster; a mesh VirtualService change reaches the sidecar's RDS, not the router.
+ * Exact counts come from `/metrics` (`mesh_xds_pushes{type}`, `mesh_xds_push_time_count`).
+ */
+
+import assert from "node:assert/strict";
+import { waitUntil } from "../harness/procs.ts";
+import { TYPE_URLS } from "../../lib/xds/mod.ts";
+import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
+import { http, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
+
+const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
+const HELLO_80 = "outbound|80||hello.default.svc.cluster.local";
+const DB_CLUSTER = "outbound|5432||db.example.internal";
+
+const serviceEntry = (ip: string) =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: ServiceEntry
+metadata: {name: db, namespace: default}
+spec:
+  hosts: [db.example.internal]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  endpoints: [{address: ${ip}}]
+`;
+
+const meshVs = (timeout: string) =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata: {name: hello, namespace: default}
+spec:
+  hosts: [hello]
+  http:
+  - route: [{destination: {host: hello.default.svc.cluster.local}}]
+    timeout: ${timeout}
+`;
+
+const GATEWAY = `apiVersion: networking.mesh.io/v1alpha3
+kind: Gateway
+metadata: {name: public, namespace: default}
+spec:
+  servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: ["*"]}]
+---
+apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata: {name: public, namespace: default}
+spec:
+  hosts: ["*"]
+  gateways: [public]
+  http: [{route: [{destination: {host: world.default.svc.cluster.local}}]}]
+`;
+
+async function writeAtomic(file: string, text: string) {
+  await Deno.writeTextFile(file + ".tmp", text);
+  await Deno.rename(file + ".tmp", file);
+}
+
+/** Pushes sent per type and completed pushes, from /metrics. */
+async function counters(d: RunningDiscovery) {
+  const text = (await http(`http://${d.monitoring}/metrics`)).body;
+  const num = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+  return {
+    cds: num(/^mesh_xds_pushes\{type="cds"\} (\d+)/m),
+    eds: num(/^mesh_xds_pushes\{type="eds"\} (\d+)/m),
+    lds: num(/^mesh_xds_pushes\{type="lds"\} (\d+)/m),
+    rds: num(/^mesh_xds_pushes\{type="rds"\} (\d+)/m),
+    done: num(/^mesh_xds_push_time_count (\d+)/m),
+  };
+}
+
+/** Subscribes like Envoy (ACKing each response) and returns the first response per type. */
+async function sync(s: AdsStream, nodeId: string, eds: string[], routes: string[]) {
+  const ack = (r: Response, names?: string[]) =>
+    s.send({
+      type_url: r.type_url,
+      version_info: r.version_info,
+      response_nonce: r.nonce,
+      ...(names ? { resource_names: names } : {}),
+    });
+  s.send({ node: { id: nodeId }, type_url: CDS });
+  ack(await s.next(CDS));
+  if (eds.length) {
+    s.send({ type_url: EDS, resource_names: eds });
+    ack(await s.next(EDS), eds);
+  }
+  s.send({ type_url: LDS });
+  ack(await s.next(LDS));
+  s.send({ type_url: RDS, resource_names: routes });
+  ack(await s.next(RDS), routes);
+}
+
+async function settled(d: RunningDiscovery) {
+  // Every push so far has completed and no new one started for a while (the debounce is 100 ms).
+  let last = await counters(d);
+  await waitUntil(
+    async () => {
+      const now = await counters(d);
+      const same = JSON.stringify(now) === JSON.stringify(last);
+      last = now;
+      return same;
+    },
+    10_000,
+    "pushes to settle",
+    300,
+  );
+  return last;
+}
+
+Deno.test("mesh-discovery sends an endpoint change only as EDS of that cluster to its watchers", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-push-scope-" });
+  await Deno.writeTextFile(`${dir}/db.yaml`, serviceEntry("10.5.0.1"));
+  const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
+  const client = adsClient(d.grpc);
+  const a = client.open();
+  const b = client.open();
+  try {
+    await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 10_000);
+    await sync(a, "sidecar~10.9.0.1~a.default~default.svc.cluster.local", [DB_CLUSTER, HELLO_80], [
+      "80",
+    ]);
+    await sync(b, "sidecar~10.9.0.2~b.default~default.svc.cluster.local", [HELLO_80], ["80"]);
+    const before = await settled(d);
+
+    await writeAtomic(`${dir}/db.yaml`, serviceEntry("10.5.0.2"));
+    const eds = await a.next(EDS, 10_000);
+    assert.deepEqual(eds.resources.map((r) => r.cluster_name), [DB_CLUSTER]);
+    const after = await settled(d);
+    assert.ok(after.done > before.done, "a push ran");
+    assert.deepEqual(
+      { cds: after.cds, eds: after.eds, lds: after.lds, rds: after.rds },
+      { cds: before.cds, eds: before.eds + 1, lds: before.lds, rds: before.rds },
+      "one EDS response in all, to the watcher of the cluster",
+    );
+    await assert.rejects(b.next(EDS, 200), /No .* response/, "b does not watch the cluster");
+  } finally {
+    await a.close();
+    await b.close();
+    client.close();
+    await d.proc.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mesh-discovery sends a mesh VirtualService change to the sidecar's RDS and nothing to a router", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-push-scope-" });
+  await Deno.writeTextFile(`${dir}/hello-vs.yaml`, meshVs("5s"));
+  await Deno.writeTextFile(`${dir}/gateway.yaml`, GATEWAY);
+  const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
+  const client = adsClient(d.grpc);
+  const sidecar = client.open();
+  const router = client.open();
+  try {
+    await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 10_000);
+    await sync(sidecar, "sidecar~10.9.0.1~a.default~default.svc.cluster.local", [], ["80"]);
+    await sync(router, "router~10.9.0.9~gw.default~default.svc.cluster.local", [], ["8080"]);
+    const before = await settled(d);
+
+    await writeAtomic(`${dir}/hello-vs.yaml`, meshVs("7s"));
+    const rds = await sidecar.next(RDS, 10_000);
+    const vh = rds.resources[0].virtual_hosts.find((v: { name: string }) =>
+      v.name === "hello.default.svc.cluster.local:80"
+    );
+    assert.equal(vh.routes[0].route.timeout.seconds, "7");
+    const after = await settled(d);
+    assert.ok(after.done > before.done, "a push ran");
+    assert.deepEqual(
+      { cds: after.cds, eds: after.eds, lds: after.lds, rds: after.rds },
+      { cds: before.cds, eds: before.eds, lds: before.lds, rds: before.rds + 1 },
+      "one RDS response in all: the sidecar's",
+    );
+    await assert.rejects(router.next(RDS, 200), /No .* response/, "the router gets nothing");
+  } finally {
+    await sidecar.close();
+    await router.close();
+    client.close();
+    await d.proc.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
