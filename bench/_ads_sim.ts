@@ -87,34 +87,44 @@ export interface SimResponse {
   type: TypeName;
   nonce: string;
   version: string;
-  /** Resource names (field 1 of each resource; delta: Resource.name). */
+  /** Resource names (SotW: field 1 of each resource, only parsed for CDS when the cluster count
+   * changed; delta: Resource.name). */
   names: string[];
+  /** Number of resources in the response. */
+  count: number;
   /** Size of the gRPC message in bytes. */
   bytes: number;
   /** The raw message, for substring checks. */
   raw: Buffer;
 }
 
-function decodeSotw(b: Buffer, parseNames: boolean): SimResponse {
+/** Decodes a DiscoveryResponse; resource names only when `wantNames(type, count)` says so. */
+function decodeSotw(b: Buffer, wantNames: (type: TypeName, count: number) => boolean): SimResponse {
   let type = "", nonce = "", version = "";
-  const names: string[] = [];
+  const resources: Uint8Array[] = [];
   eachField(b, (no, v) => {
     if (no === 1) version = dec.decode(v);
+    else if (no === 2) resources.push(v);
     else if (no === 4) type = dec.decode(v);
     else if (no === 5) nonce = dec.decode(v);
-    else if (no === 2 && parseNames) {
-      eachField(v, (ano, av) => {
-        if (ano === 2) {
-          eachField(av, (rno, rv) => {
-            if (rno === 1 && names.length >= 0) names.push(dec.decode(rv));
-          });
-        }
+  });
+  const short = SHORT[type];
+  const names: string[] = [];
+  if (short && wantNames(short, resources.length)) {
+    for (const any of resources) {
+      eachField(any, (ano, av) => {
+        if (ano !== 2) return;
+        let first = true;
+        eachField(av, (rno, rv) => {
+          if (rno === 1 && first) {
+            names.push(dec.decode(rv));
+            first = false;
+          }
+        });
       });
     }
-  });
-  // A resource message may contain several field-1 strings only at top level; keep the first per
-  // resource by construction above (nested fields are not visited).
-  return { type: SHORT[type], nonce, version, names, bytes: b.length, raw: b };
+  }
+  return { type: short, nonce, version, names, count: resources.length, bytes: b.length, raw: b };
 }
 
 function decodeDelta(b: Buffer): SimResponse {
@@ -126,7 +136,7 @@ function decodeDelta(b: Buffer): SimResponse {
     else if (no === 5) nonce = dec.decode(v);
     else if (no === 2) eachField(v, (rno, rv) => rno === 3 && names.push(dec.decode(rv)));
   });
-  return { type: SHORT[type], nonce, version, names, bytes: b.length, raw: b };
+  return { type: SHORT[type], nonce, version, names, count: names.length, bytes: b.length, raw: b };
 }
 
 // ---- proxies ---------------------------------------------------------------------------------
@@ -164,6 +174,11 @@ export class SimProxy {
       ":path": `/envoy.service.discovery.v3.AggregatedDiscoveryService/${method}`,
       "content-type": "application/grpc",
       te: "trailers",
+    });
+    this.#stream.on("response", (h) => {
+      if (h["grpc-status"] !== undefined) {
+        this.ended = `grpc-status ${h["grpc-status"]}: ${h["grpc-message"] ?? ""}`;
+      }
     });
     this.#stream.on("data", (chunk: Buffer) => this.#onData(chunk));
     this.#stream.on(
@@ -223,7 +238,9 @@ export class SimProxy {
   #onMessage(msg: Buffer) {
     const o = this.#opts;
     // CDS names are parsed only when needed (first time or cluster count changed).
-    const r = o.delta ? decodeDelta(msg) : decodeSotw(msg, true);
+    const r = o.delta
+      ? decodeDelta(msg)
+      : decodeSotw(msg, (t, n) => t === "cds" && n !== this.clusterCount);
     if (!r.type) return;
     this.received[r.type]++;
     this.bytes[r.type] += r.bytes;
@@ -240,8 +257,8 @@ export class SimProxy {
         }
       }
     } else {
-      if (r.type === "cds" && r.names.length !== this.clusterCount) {
-        this.clusterCount = r.names.length;
+      if (r.type === "cds" && r.count !== this.clusterCount) {
+        this.clusterCount = r.count;
         this.#request("cds", [], r.version, r.nonce);
         const eds = r.names.filter((n) => n.startsWith("outbound|"));
         if (eds.join("\n") !== this.edsNames.join("\n")) {

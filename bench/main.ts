@@ -1,37 +1,24 @@
 /**
- * Runs every benchmark: each `bench/*.ts` module (except this one, `_*.ts` helpers and tests)
- * that exports `main()`, in name order. `deno task bench` (extra arguments are passed to each).
+ * Benchmark runner: `deno task bench [<name>] [-- flags]`.
+ *
+ * With a bench name as the first argument (`deno task bench xds --proxies 2000`) only that bench
+ * runs, with the remaining arguments. Without one, every bench runs in turn with all arguments.
+ * Each bench module exports `main(args)`; add new ones to {@link BENCHES}.
  * @module
  */
 
-const here = new URL("./", import.meta.url);
+/** Bench modules by name, loaded on demand. */
+export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Promise<void> }>> = {
+  meshctl: () => import("./meshctl.ts"),
+  xds: () => import("./xds.ts"),
+};
 
-/** The benchmark modules, sorted by file name. */
-export async function benchModules(): Promise<string[]> {
-  const names: string[] = [];
-  for await (const e of Deno.readDir(here)) {
-    if (!e.isFile || !e.name.endsWith(".ts")) continue;
-    if (e.name === "main.ts" || e.name.startsWith("_") || e.name.endsWith("_test.ts")) continue;
-    names.push(e.name);
+if (import.meta.main) {
+  const [first, ...rest] = Deno.args;
+  const only = first !== undefined && first in BENCHES ? first : undefined;
+  for (const [name, load] of Object.entries(BENCHES)) {
+    if (only && name !== only) continue;
+    console.log(`# bench ${name}`);
+    await (await load()).main(only ? rest : Deno.args);
   }
-  return names.sort();
 }
-
-/** Runs each benchmark module's `main(args)` in turn; a failing one is reported, the rest run. */
-export async function main(args: string[] = []): Promise<number> {
-  let failed = 0;
-  for (const name of await benchModules()) {
-    const mod = await import(new URL(name, here).href);
-    if (typeof mod.main !== "function") continue;
-    console.log(`== bench/${name}`);
-    try {
-      await mod.main(args);
-    } catch (err) {
-      failed++;
-      console.error(`bench/${name} failed: ${(err as Error).stack ?? err}`);
-    }
-  }
-  return failed > 0 ? 1 : 0;
-}
-
-if (import.meta.main) Deno.exit(await main(Deno.args));

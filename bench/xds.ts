@@ -34,18 +34,19 @@ function parse(args: string[]): Options {
   const { values } = parseArgs({
     args,
     options: {
-      proxies: { type: "string", default: "1000" },
+      proxies: { type: "string", default: "500" },
       baseline: { type: "string", default: "100" },
       services: { type: "string", default: "1000" },
       endpoints: { type: "string", default: "5" },
       delta: { type: "string", default: "10" },
-      changes: { type: "string", default: "20" },
-      "full-pushes": { type: "string", default: "5" },
+      changes: { type: "string", default: "10" },
+      "full-pushes": { type: "string", default: "3" },
       "per-session": { type: "string", default: "1" },
     },
-    strict: true,
+    // Unknown flags are left to the other benches run by bench/main.ts.
+    strict: false,
   });
-  const num = (name: string, v: string | undefined, min: number) => {
+  const num = (name: string, v: string | boolean | undefined, min: number) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) {
       throw new Error(`Flag --${name} must be a whole number >= ${min}, got "${v}"`);
@@ -106,7 +107,7 @@ function cpuOf(pid: number): number {
 }
 
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MB`;
-const ms = (s: number) => `${s.toFixed(0)} ms`;
+const ms = (s: number) => (Number.isFinite(s) ? `${s.toFixed(0)} ms` : "timed out");
 
 function pct(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
@@ -162,7 +163,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       args: [
         "run",
         "-A",
-        "/tmp/mywork/disc_runner.ts",
+        new URL("cli/mesh-discovery.ts", REPO).pathname,
         "discovery",
         "--registries",
         "Mock",
@@ -218,9 +219,10 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       }
       const p = new SimProxy({
         session: sessions[sessions.length - 1],
-        nodeId: `sidecar~10.200.${Math.floor(i / 250)}.${
-          i % 250
-        }~proxy-${i}.bench~bench.svc.cluster.local`,
+        nodeId: i < 0
+          ? "sidecar~10.199.0.1~probe.bench~bench.svc.cluster.local"
+          : `sidecar~10.${200 + Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${i % 250}` +
+            `~proxy-${i}.bench~bench.svc.cluster.local`,
         delta,
         routeNames: ["8080"],
         onResponse,
@@ -235,10 +237,20 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     await until(
       `the probe proxy to see ${o.services} bench clusters`,
       () =>
+        (probe.ended
+          ? (() => {
+            throw new Error(`probe stream ended: ${probe.ended}`);
+          })()
+          : true) &&
         probe.synced &&
         probe.edsNames.filter((n) => n.endsWith(".bench.example")).length >= o.services,
       120_000,
-    );
+    ).catch((e) => {
+      throw new Error(
+        `${e.message}: received ${JSON.stringify(probe.received)}, ${probe.edsNames.length} EDS ` +
+          `names; server output:\n${log.slice(-1500)}`,
+      );
+    });
     const edsFull = probe.bytes.eds;
     probe.close();
     proxies.pop();
@@ -273,90 +285,88 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       return { seconds: (performance.now() - start) / 1000, cpu: cpuOf(pid) - cpu0 };
     };
 
-    const measureChanges = async (label: string, count: number) => {
+    /**
+     * Applies `count` changes one after the other; each sample is the time from the file write
+     * until every live proxy received a `type` response naming `cluster`. A sample that times out
+     * is recorded as Infinity and ends the series.
+     */
+    const measure = async (
+      what: string,
+      type: TypeName,
+      count: number,
+      timeoutMs: number,
+      change: (c: number) => Promise<string>,
+    ) => {
       const perChange: number[] = [];
       const perProxy: number[] = [];
-      let sotwBytes = 0, deltaBytes = 0;
-      const sotw = proxies.filter((p) => !isDelta(p));
-      const deltas = proxies.filter((p) => isDelta(p));
+      let sotwBytes = NaN, deltaBytes = NaN;
       for (let c = 0; c < count; c++) {
-        const i = (c * 37) % o.services;
         const w: Watch = {
-          type: "eds",
-          needle: new TextEncoder().encode(clusterName(i)),
-          since: performance.now(),
+          type,
+          needle: new Uint8Array(),
+          since: 0,
           seen: new Map(),
           bytes: new Map(),
         };
+        const live = () => proxies.filter((p) => !p.ended).length;
+        w.since = performance.now();
+        w.needle = new TextEncoder().encode(await change(c));
         watches.add(w);
-        await writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints, c + 1));
-        await until(
-          `endpoint change ${c} to reach every proxy`,
-          () => w.seen.size >= proxies.length,
-          30_000,
-        )
-          .catch((e) => {
-            throw new Error(`${e.message} (${w.seen.size}/${proxies.length} got it)`);
-          });
+        let timedOut = false;
+        await until(what, () => w.seen.size >= live(), timeoutMs).catch(() => (timedOut = true));
         watches.delete(w);
         const lat = [...w.seen.values()];
         perProxy.push(...lat);
-        perChange.push(Math.max(...lat));
+        perChange.push(timedOut ? Infinity : Math.max(...lat));
         if (c === 0) {
-          sotwBytes = sotw.length ? w.bytes.get(sotw[0]) ?? NaN : NaN;
-          deltaBytes = deltas.length ? w.bytes.get(deltas[0]) ?? NaN : NaN;
+          const sotw = proxies.find((p) => !isDelta(p) && w.bytes.has(p));
+          const delta = proxies.find((p) => isDelta(p) && w.bytes.has(p));
+          if (sotw) sotwBytes = w.bytes.get(sotw)!;
+          if (delta) deltaBytes = w.bytes.get(delta)!;
         }
-        await new Promise((r) => setTimeout(r, 150));
+        out(
+          `  ${what} ${c + 1}/${count}: ${
+            timedOut
+              ? `TIMED OUT after ${timeoutMs / 1000} s, ${w.seen.size}/${live()} proxies got it`
+              : `all ${w.seen.size} proxies in ${ms(perChange[c])}`
+          }${proxies.length - live() ? ` (${proxies.length - live()} streams ended)` : ""}`,
+        );
+        if (timedOut) break;
+        await new Promise((r) => setTimeout(r, 500));
       }
       perProxy.sort((a, b) => a - b);
       perChange.sort((a, b) => a - b);
-      out(
-        `${label}: endpoint change → every proxy (${count} changes): p50 ${
-          ms(pct(perChange, 50))
-        }, ` +
-          `p99 ${ms(pct(perChange, 99))}, max ${
-            ms(perChange[perChange.length - 1])
-          }; per proxy p50 ` +
-          `${ms(pct(perProxy, 50))}, p99 ${ms(pct(perProxy, 99))}`,
-      );
       return { perChange, perProxy, sotwBytes, deltaBytes };
+    };
+
+    let changeSeq = 0;
+    const measureChanges = async (label: string, count: number) => {
+      const r = await measure("endpoint change", "eds", count, 180_000, async (c) => {
+        const i = (c * 37) % o.services;
+        await writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints, ++changeSeq));
+        return clusterName(i);
+      });
+      out(
+        `${label}: endpoint change → every proxy (${r.perChange.length} changes): p50 ` +
+          `${ms(pct(r.perChange, 50))}, p99 ${ms(pct(r.perChange, 99))}; per proxy p50 ` +
+          `${ms(pct(r.perProxy, 50))}, p99 ${ms(pct(r.perProxy, 99))}`,
+      );
+      return r;
     };
 
     let added = 0;
     const measureFullPush = async (label: string, count: number) => {
-      const times: number[] = [];
-      for (let c = 0; c < count; c++) {
+      const r = await measure("full push", "cds", count, 300_000, async () => {
         const i = o.services + added++;
-        const w: Watch = {
-          type: "cds",
-          needle: new TextEncoder().encode(clusterName(i)),
-          since: performance.now(),
-          seen: new Map(),
-          bytes: new Map(),
-        };
-        watches.add(w);
         await writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints));
-        await until(
-          `full push ${c} to reach every proxy`,
-          () => w.seen.size >= proxies.length,
-          60_000,
-        )
-          .catch((e) => {
-            throw new Error(`${e.message} (${w.seen.size}/${proxies.length} got it)`);
-          });
-        watches.delete(w);
-        times.push(Math.max(...w.seen.values()));
-        // let EDS/RDS for the new service settle
-        await new Promise((r) => setTimeout(r, 500));
-      }
-      times.sort((a, b) => a - b);
+        return clusterName(i);
+      });
       out(
-        `${label}: full push (new service → every proxy has the new CDS, ${count} pushes): ` +
-          `p50 ${ms(pct(times, 50))}, p90 ${ms(pct(times, 90))}, max ${
-            ms(times[times.length - 1])
-          }`,
+        `${label}: full push (new service → every proxy has the new CDS, ` +
+          `${r.perChange.length} pushes): p50 ${ms(pct(r.perChange, 50))}, ` +
+          `p90 ${ms(pct(r.perChange, 90))}`,
       );
-      return times;
+      return r.perChange;
     };
 
     // ---- baseline ----

@@ -125,6 +125,8 @@ async function main(args: string[]): Promise<number> {
     .configureOutput({
       writeOut: (s) => Deno.stdout.writeSync(new TextEncoder().encode(s)),
       writeErr: (s) => Deno.stderr.writeSync(new TextEncoder().encode(s)),
+      outputError: (s, w) =>
+        w(`${s.trim().replace(/^error: /, "Error: ")}\nRun "deno task demo --help" for usage.\n`),
     });
   try {
     cmd.parse(args, { from: "user" });
@@ -160,7 +162,7 @@ async function main(args: string[]): Promise<number> {
     args: [
       "run",
       "-A",
-      "/tmp/mywork/disc_runner.ts",
+      new URL("cli/mesh-discovery.ts", REPO).pathname,
       "discovery",
       "--registries",
       "Mock",

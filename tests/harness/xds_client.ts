@@ -1,0 +1,219 @@
+/**
+ * Helpers around the real proxyless xDS client, `@grpc/grpc-js-xds`, for end-to-end tests.
+ *
+ * grpc-js-xds reads its bootstrap once per process, so every client identity runs as a
+ * subprocess (`xds_client_proc.ts`) that takes commands as JSON lines. {@link startXdsClient}
+ * starts one with a bootstrap pointing at a discovery server's plaintext gRPC port; `call()` makes
+ * a batch of WhoAmI calls (`cli/demo/whoami.ts`) through `xds:///<host>:<port>` and returns where
+ * they went.
+ *
+ * @example
+ * ```ts ignore
+ * await using client = await startXdsClient({ grpcPort: 15010, id: "c1" });
+ * const r = await client.call("xds:///hello.default.svc.cluster.local:7070", { n: 100 });
+ * console.log(r.versions); // { v1: 80, v2: 20 }
+ * ```
+ * @module
+ */
+
+/** Options of {@link xdsBootstrap}. */
+export interface BootstrapOptions {
+  /** Plaintext ADS port of mesh-discovery on 127.0.0.1. */
+  grpcPort: number;
+  /** Client id: the node id becomes `sidecar~127.0.0.1~<id>.default~default.svc.cluster.local`. */
+  id: string;
+  /** Server host (default 127.0.0.1). */
+  host?: string;
+}
+
+/** The bootstrap document grpc-js-xds expects (xDS v3 over insecure credentials). */
+export function xdsBootstrap(opts: BootstrapOptions): Record<string, unknown> {
+  return {
+    xds_servers: [{
+      server_uri: `${opts.host ?? "127.0.0.1"}:${opts.grpcPort}`,
+      channel_creds: [{ type: "insecure" }],
+      server_features: ["xds_v3"],
+    }],
+    node: {
+      id: `sidecar~127.0.0.1~${opts.id}.default~default.svc.cluster.local`,
+      cluster: opts.id,
+      locality: { region: "mock-region", zone: "mock-zone" },
+      metadata: { NAMESPACE: "default" },
+    },
+  };
+}
+
+/** Options of one batch of calls. */
+export interface CallOptions {
+  /** Number of calls (default 100). */
+  n?: number;
+  /** Calls in flight at once (default 10). */
+  concurrency?: number;
+  /** Request metadata (gRPC headers). */
+  metadata?: Record<string, string>;
+  /** Per-call deadline in ms (default 5000). */
+  deadlineMs?: number;
+  /** Give every call its own request id (backends in fail-first mode need it). */
+  uniqueIds?: boolean;
+}
+
+/** Outcome of a batch of calls. */
+export interface CallResult {
+  /** Successful calls per backend version. */
+  versions: Record<string, number>;
+  /** Calls per backend address. */
+  addresses: Record<string, number>;
+  /** Calls per gRPC status code (0 = OK). */
+  codes: Record<string, number>;
+  /** Successful calls per attempt number seen by the backend (2 = one retry). */
+  attempts: Record<string, number>;
+  /** Up to five distinct error messages (`<code>: <details>`). */
+  errors: string[];
+}
+
+/** A running proxyless client subprocess. */
+export interface XdsClientProcess {
+  /** The node id the client presents. */
+  readonly nodeId: string;
+  /** Makes `opts.n` calls to `target` (`xds:///host:port`) and reports where they went. */
+  call(target: string, opts?: CallOptions): Promise<CallResult>;
+  /**
+   * Calls in batches of `opts.n` (default 20) until `ok(result)` holds for one batch; throws with
+   * the last result when `timeoutMs` (default 10000) passes first.
+   */
+  callUntil(
+    target: string,
+    ok: (r: CallResult) => boolean,
+    opts?: CallOptions & { timeoutMs?: number },
+  ): Promise<CallResult>;
+  /** Stderr of the subprocess so far (grpc-js-xds tracing goes there). */
+  stderr(): string;
+  /** Ends the subprocess and waits for it. */
+  close(): Promise<void>;
+  /** Same as `close()`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Fraction (0–1) of successful calls that went to `version`. */
+export function share(r: CallResult, version: string): number {
+  const total = Object.values(r.versions).reduce((a, b) => a + b, 0);
+  return total ? (r.versions[version] ?? 0) / total : 0;
+}
+
+/**
+ * Starts a proxyless client subprocess with the bootstrap of {@link xdsBootstrap} passed through
+ * `GRPC_XDS_BOOTSTRAP_CONFIG`. `env` adds variables (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`).
+ */
+export function startXdsClient(
+  opts: BootstrapOptions & { env?: Record<string, string> },
+): Promise<XdsClientProcess> {
+  const bootstrap = xdsBootstrap(opts);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./xds_client_proc.ts", import.meta.url).pathname],
+    env: { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap), ...opts.env },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const pending = new Map<number, (v: Record<string, unknown>) => void>();
+  let nextId = 1;
+  let err = "";
+  let closed = false;
+  let exitError: Error | undefined;
+
+  const readOut = (async () => {
+    const decoder = new TextDecoder();
+    let buf = "";
+    for await (const chunk of child.stdout) {
+      buf += decoder.decode(chunk, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        let msg: Record<string, unknown>;
+        try {
+          msg = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        const resolve = pending.get(msg.id as number);
+        pending.delete(msg.id as number);
+        resolve?.(msg);
+      }
+    }
+  })();
+  const readErr = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) err += decoder.decode(chunk, { stream: true });
+  })();
+  const status = Promise.all([child.status, readOut, readErr]).then(([s]) => {
+    exitError = new Error(`xDS client exited (code ${s.code}); stderr:\n${err.slice(-2000)}`);
+    for (const r of pending.values()) r({ error: exitError.message });
+    pending.clear();
+    return s;
+  });
+
+  const send = async (cmd: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    if (exitError) throw exitError;
+    const id = nextId++;
+    const reply = new Promise<Record<string, unknown>>((r) => pending.set(id, r));
+    await writer.write(new TextEncoder().encode(JSON.stringify({ ...cmd, id }) + "\n"));
+    const msg = await reply;
+    if (typeof msg.error === "string") throw new Error(msg.error);
+    return msg;
+  };
+
+  const client: XdsClientProcess = {
+    nodeId: (bootstrap.node as { id: string }).id,
+    async call(target, o = {}) {
+      const r = await send({
+        op: "call",
+        target,
+        n: o.n ?? 100,
+        concurrency: o.concurrency ?? 10,
+        metadata: o.metadata,
+        deadlineMs: o.deadlineMs ?? 5000,
+        uniqueIds: o.uniqueIds ?? false,
+      });
+      return r as unknown as CallResult;
+    },
+    async callUntil(target, ok, o = {}) {
+      const deadline = Date.now() + (o.timeoutMs ?? 10_000);
+      let last: CallResult | undefined;
+      while (true) {
+        last = await client.call(target, { n: 20, deadlineMs: 1000, ...o });
+        if (ok(last)) return last;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `Calls to ${target} did not reach the expected state within ${
+              o.timeoutMs ?? 10_000
+            } ms; last batch: ${JSON.stringify(last)}`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    stderr: () => err,
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (!exitError) {
+        const timer = setTimeout(() => {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* gone */ }
+        }, 3000);
+        await send({ op: "exit" }).catch(() => {});
+        await status;
+        clearTimeout(timer);
+      }
+      await writer.close().catch(() => {});
+      await status;
+    },
+    async [Symbol.asyncDispose]() {
+      await client.close();
+    },
+  };
+  return Promise.resolve(client);
+}
