@@ -42,6 +42,35 @@ function message(parts: (Buffer | undefined)[]): Buffer {
   return Buffer.concat(parts.filter((p): p is Buffer => p !== undefined));
 }
 
+/**
+ * Name lists shared by proxies (every sidecar subscribes to the same ~1000 EDS names): one array
+ * and its encoding (repeated string field `no`) per distinct list, so ACKs cost a copy, not an
+ * encoding.
+ */
+const internedNames = new Map<string, { list: string[]; encoded: Map<number, Buffer> }>();
+const encodedNames = new WeakMap<readonly string[], Map<number, Buffer>>();
+
+/** The shared array equal to `names` (interned by content). */
+export function internNames(names: string[]): string[] {
+  const key = names.join("\n");
+  let hit = internedNames.get(key);
+  if (!hit) {
+    hit = { list: names, encoded: new Map() };
+    internedNames.set(key, hit);
+    encodedNames.set(names, hit.encoded);
+  }
+  return hit.list;
+}
+
+function namesField(no: number, names: readonly string[]): Buffer | undefined {
+  if (!names.length) return undefined;
+  let byNo = encodedNames.get(names);
+  if (!byNo) encodedNames.set(names, byNo = new Map());
+  let b = byNo.get(no);
+  if (!b) byNo.set(no, b = Buffer.concat(names.map((n) => field(no, n))));
+  return b;
+}
+
 function grpcFrame(msg: Buffer): Buffer {
   const head = Buffer.alloc(5);
   head.writeUInt32BE(msg.length, 1);
@@ -114,6 +143,12 @@ function decodeSotw(b: Buffer, wantNames: (type: TypeName, count: number) => boo
     for (const any of resources) {
       eachField(any, (ano, av) => {
         if (ano !== 2) return;
+        // The resource's name is field 1, encoded first by every encoder we meet.
+        if (av[0] === 0x0a) {
+          const [len, pos] = readVarint(av, 1);
+          names.push(dec.decode(av.subarray(pos, pos + len)));
+          return;
+        }
         let first = true;
         eachField(av, (rno, rv) => {
           if (rno === 1 && first) {
@@ -161,7 +196,9 @@ export class SimProxy {
   clusterCount = -1;
   ended: string | undefined;
   #stream: http2.ClientHttp2Stream;
-  #buf: Buffer = Buffer.alloc(0);
+  /** Received bytes not yet consumed: chunks (joined only when a whole message is there). */
+  #chunks: Buffer[] = [];
+  #buffered = 0;
   #opts: SimProxyOptions;
   #sentNode = false;
   #rdsSent = false;
@@ -209,14 +246,14 @@ export class SimProxy {
       msg = message([
         node && field(1, node),
         field(2, TYPE[type]),
-        ...names.map((n) => field(3, n)),
+        namesField(3, names),
         nonce ? field(6, nonce) : undefined,
       ]);
     } else {
       msg = message([
         version ? field(1, version) : undefined,
         node && field(2, node),
-        ...names.map((n) => field(3, n)),
+        namesField(3, names),
         field(4, TYPE[type]),
         nonce ? field(5, nonce) : undefined,
       ]);
@@ -225,14 +262,27 @@ export class SimProxy {
   }
 
   #onData(chunk: Buffer) {
-    this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;
-    while (this.#buf.length >= 5) {
-      const len = this.#buf.readUInt32BE(1);
-      if (this.#buf.length < 5 + len) break;
-      const msg = this.#buf.subarray(5, 5 + len);
-      this.#buf = this.#buf.subarray(5 + len);
+    this.#chunks.push(chunk);
+    this.#buffered += chunk.length;
+    while (this.#buffered >= 5) {
+      let head = this.#chunks[0];
+      if (head.length < 5) head = this.#join();
+      const len = head.readUInt32BE(1);
+      if (this.#buffered < 5 + len) break;
+      if (head.length < 5 + len) head = this.#join();
+      const msg = head.subarray(5, 5 + len);
+      const rest = head.subarray(5 + len);
+      if (rest.length) this.#chunks[0] = rest;
+      else this.#chunks.shift();
+      this.#buffered -= 5 + len;
       this.#onMessage(msg);
     }
+  }
+
+  #join(): Buffer {
+    const b = Buffer.concat(this.#chunks, this.#buffered);
+    this.#chunks = [b];
+    return b;
   }
 
   #onMessage(msg: Buffer) {
@@ -252,7 +302,7 @@ export class SimProxy {
           n.startsWith("outbound|") && !this.edsNames.includes(n)
         );
         if (fresh.length) {
-          this.edsNames.push(...fresh);
+          this.edsNames = internNames([...this.edsNames, ...fresh]);
           this.#request("eds", fresh, "", "");
         }
       }
@@ -261,9 +311,10 @@ export class SimProxy {
         this.clusterCount = r.count;
         this.#request("cds", [], r.version, r.nonce);
         const eds = r.names.filter((n) => n.startsWith("outbound|"));
-        if (eds.join("\n") !== this.edsNames.join("\n")) {
-          this.edsNames = eds;
-          this.#request("eds", eds, this.#edsVersion, this.#edsNonce);
+        const shared = internNames(eds);
+        if (shared !== this.edsNames) {
+          this.edsNames = shared;
+          this.#request("eds", shared, this.#edsVersion, this.#edsNonce);
         }
       } else if (r.type === "eds") {
         this.#edsVersion = r.version;
@@ -283,11 +334,20 @@ export class SimProxy {
   #edsNonce = "";
 }
 
+const ENVOY_WINDOW = 256 * 1024 * 1024;
+
 /** Opens an HTTP/2 session to `127.0.0.1:<port>` (resolves once connected). */
 export function connectSession(port: number): Promise<http2.ClientHttp2Session> {
   return new Promise((resolve, reject) => {
-    const s = http2.connect(`http://127.0.0.1:${port}`);
-    s.once("connect", () => resolve(s));
+    // Envoy's HTTP/2 defaults for its gRPC clients: 256 MiB stream and connection windows, so
+    // large responses are not paced by WINDOW_UPDATE round trips.
+    const s = http2.connect(`http://127.0.0.1:${port}`, {
+      settings: { initialWindowSize: ENVOY_WINDOW },
+    });
+    s.once("connect", () => {
+      s.setLocalWindowSize(ENVOY_WINDOW);
+      resolve(s);
+    });
     s.once("error", reject);
   });
 }

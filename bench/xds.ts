@@ -28,6 +28,8 @@ interface Options {
   changes: number;
   fullPushes: number;
   perSession: number;
+  /** Directory for a V8 CPU profile of the server (`deno run --cpu-prof-dir`), or "". */
+  serverCpuProf: string;
 }
 
 function parse(args: string[]): Options {
@@ -42,6 +44,7 @@ function parse(args: string[]): Options {
       changes: { type: "string", default: "10" },
       "full-pushes": { type: "string", default: "3" },
       "per-session": { type: "string", default: "1" },
+      "server-cpu-prof": { type: "string", default: "" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
     strict: false,
@@ -62,6 +65,7 @@ function parse(args: string[]): Options {
     changes: num("changes", values.changes, 1),
     fullPushes: num("full-pushes", values["full-pushes"], 1),
     perSession: num("per-session", values["per-session"], 1),
+    serverCpuProf: String(values["server-cpu-prof"] ?? ""),
   };
   if (o.baseline > o.proxies) o.baseline = o.proxies;
   return o;
@@ -88,6 +92,22 @@ spec:
   endpoints:
 ${eps}
 `;
+}
+
+/**
+ * ServiceEntries per config file. The file store stats every file every 100 ms, which with 1000
+ * files costs the server more CPU than xDS does; bundling keeps the store's cost out of the figures.
+ */
+const PER_FILE = 100;
+const bundleName = (f: number) => `bench-${String(f).padStart(3, "0")}.yaml`;
+
+/** The multi-document file `f` (services f*PER_FILE...), with each service's endpoint bump. */
+function bundle(f: number, o: { services: number; endpoints: number }, bumps: Map<number, number>) {
+  const docs: string[] = [];
+  for (let i = f * PER_FILE; i < Math.min(o.services, (f + 1) * PER_FILE); i++) {
+    docs.push(serviceEntry(i, o.endpoints, bumps.get(i) ?? 0));
+  }
+  return docs.join("---\n");
 }
 
 async function writeAtomic(file: string, text: string) {
@@ -153,16 +173,20 @@ export async function main(args: string[] = Deno.args): Promise<void> {
   const proxies: SimProxy[] = [];
   try {
     const t0 = performance.now();
-    for (let i = 0; i < o.services; i++) {
-      await Deno.writeTextFile(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints));
+    for (let f = 0; f * PER_FILE < o.services; f++) {
+      await Deno.writeTextFile(`${dir}/${bundleName(f)}`, bundle(f, o, new Map()));
     }
-    out(`config: ${o.services} ServiceEntry files written in ${ms(performance.now() - t0)}`);
+    out(
+      `config: ${o.services} ServiceEntries written in ${Math.ceil(o.services / PER_FILE)} files ` +
+        `in ${ms(performance.now() - t0)}`,
+    );
 
     let log = "";
     child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "-A",
+        ...(o.serverCpuProf ? [`--cpu-prof-dir=${o.serverCpuProf}`, "--cpu-prof-md"] : []),
         new URL("cli/mesh-discovery.ts", REPO).pathname,
         "discovery",
         "--registries",
@@ -202,6 +226,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         throw new Error(`${e.message}; output:\n${log.slice(-2000)}`);
       });
     const grpcPort = Number(log.match(/grpc=\S+:(\d+)/)![1]);
+    const httpPort = Number(log.match(/http=\S+:(\d+)/)![1]);
     await until("mesh-discovery to be ready", () => log.includes("discovery is ready"), 120_000);
 
     const watches = new Set<Watch>();
@@ -295,7 +320,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       type: TypeName,
       count: number,
       timeoutMs: number,
-      change: (c: number) => Promise<string>,
+      change: (c: number) => Promise<string | Uint8Array>,
     ) => {
       const perChange: number[] = [];
       const perProxy: number[] = [];
@@ -310,7 +335,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         };
         const live = () => proxies.filter((p) => !p.ended).length;
         w.since = performance.now();
-        w.needle = new TextEncoder().encode(await change(c));
+        const needle = await change(c);
+        w.needle = typeof needle === "string" ? new TextEncoder().encode(needle) : needle;
         watches.add(w);
         let timedOut = false;
         await until(what, () => w.seen.size >= live(), timeoutMs).catch(() => (timedOut = true));
@@ -340,14 +366,51 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     };
 
     let changeSeq = 0;
-    const measureChanges = async (label: string, count: number) => {
-      const r = await measure("endpoint change", "eds", count, 180_000, async (c) => {
+    const bumps = new Map<number, number>();
+    /** Config change: one ServiceEntry file edited (full config recompute on the server). */
+    const measureSeChanges = async (label: string, count: number) => {
+      const r = await measure("ServiceEntry edit", "eds", count, 180_000, async (c) => {
         const i = (c * 37) % o.services;
-        await writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints, ++changeSeq));
+        bumps.set(i, ++changeSeq);
+        const f = Math.floor(i / PER_FILE);
+        await writeAtomic(`${dir}/${bundleName(f)}`, bundle(f, o, bumps));
         return clusterName(i);
       });
       out(
-        `${label}: endpoint change → every proxy (${r.perChange.length} changes): p50 ` +
+        `${label}: ServiceEntry edit (config change) → every proxy (${r.perChange.length} ` +
+          `changes): p50 ${ms(pct(r.perChange, 50))}, p99 ${ms(pct(r.perChange, 99))}; per proxy ` +
+          `p50 ${ms(pct(r.perProxy, 50))}, p99 ${ms(pct(r.perProxy, 99))}`,
+      );
+      return r;
+    };
+
+    /**
+     * Registry endpoint change: a new instance of one bench service added through the debug
+     * registry (`POST /debug/endpointz`), which takes the registries' endpoint path
+     * (`onChange("endpoints")` → EDS-only push of the affected cluster). The sample runs from
+     * just before the POST until every proxy received an EDS response carrying the new address.
+     */
+    let regSeq = 0;
+    const measureChanges = async (label: string, count: number) => {
+      const r = await measure("endpoint change", "eds", count, 180_000, async (c) => {
+        const i = (c * 37 + 11) % o.services;
+        const n = ++regSeq;
+        const address = `10.250.${n >> 8}.${n & 255}`;
+        const res = await fetch(
+          `http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(i)}`,
+          {
+            method: "POST",
+            body: JSON.stringify({ address, servicePort: 8080, labels: { version: "v1" } }),
+          },
+        );
+        const body = await res.text();
+        if (!res.ok) throw new Error(`POST /debug/endpointz: ${res.status} ${body.slice(0, 200)}`);
+        // The address as a protobuf string field payload (length + bytes): exact match.
+        const a = new TextEncoder().encode(address);
+        return Uint8Array.of(a.length, ...a);
+      });
+      out(
+        `${label}: endpoint change (registry) → every proxy (${r.perChange.length} changes): p50 ` +
           `${ms(pct(r.perChange, 50))}, p99 ${ms(pct(r.perChange, 99))}; per proxy p50 ` +
           `${ms(pct(r.perProxy, 50))}, p99 ${ms(pct(r.perProxy, 99))}`,
       );
@@ -369,6 +432,19 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       return r.perChange;
     };
 
+    const clientCpu = () => {
+      const c = process.cpuUsage();
+      return (c.user + c.system) / 1e6;
+    };
+    /** Runs `fn`, returning its result with the server's and this process's CPU seconds. */
+    const withCpu = async <T>(fn: () => Promise<T>) => {
+      const s0 = cpuOf(pid), c0 = clientCpu();
+      const r = await fn();
+      return { r, server: cpuOf(pid) - s0, client: clientCpu() - c0 };
+    };
+    const cpuText = (x: { server: number; client: number }) =>
+      `server CPU ${x.server.toFixed(1)} s, client CPU ${x.client.toFixed(1)} s`;
+
     // ---- baseline ----
     const w1 = await connectWave(o.baseline, 0);
     await new Promise((r) => setTimeout(r, 1000));
@@ -379,38 +455,40 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `${mb((rssBase - rssIdle) / o.baseline)} per proxy`,
     );
     const baseChanges = await measureChanges(`baseline ${o.baseline}`, Math.min(o.changes, 10));
+    const baseSe = await measureSeChanges(`baseline ${o.baseline}`, Math.min(o.changes, 5));
     const baseFull = await measureFullPush(`baseline ${o.baseline}`, Math.min(o.fullPushes, 3));
 
     // ---- full scale ----
+    const c2 = clientCpu();
     const w2 = await connectWave(o.proxies, o.delta);
+    const c2d = clientCpu() - c2;
     await new Promise((r) => setTimeout(r, 2000));
     const rssN = rssOf(pid);
     const n = proxies.length;
     const perProxy = (rssN - rssIdle) / n;
     out(
       `${n} proxies (${o.proxies} SotW + ${o.delta} delta): connected+synced in ` +
-        `${w2.seconds.toFixed(1)} s more (server CPU ${w2.cpu.toFixed(1)} s); server RSS ${
-          mb(rssN)
-        }, ` +
+        `${w2.seconds.toFixed(1)} s more (server CPU ${w2.cpu.toFixed(1)} s, client CPU ` +
+        `${c2d.toFixed(1)} s); server RSS ${mb(rssN)}, ` +
         `${(perProxy / 1024).toFixed(0)} kB per proxy (marginal ` +
         `${((rssN - rssBase) / (n - o.baseline) / 1024).toFixed(0)} kB)`,
     );
     const clientRss = process.memoryUsage().rss;
-    const cpu = process.cpuUsage();
     out(
       `client overhead (this process, ${sessions.length} HTTP/2 connections): RSS ${
         mb(clientRss)
-      } ` +
-        `(+${mb(clientRss - clientRss0)} for the proxies), CPU so far ${
-          ((cpu.user + cpu.system) / 1e6).toFixed(1)
-        } s`,
+      } (+${mb(clientRss - clientRss0)} for the proxies), CPU so far ${clientCpu().toFixed(1)} s`,
     );
 
-    const cpuC0 = cpuOf(pid);
-    const big = await measureChanges(`${n} proxies`, o.changes);
-    const cpuC = cpuOf(pid) - cpuC0;
-    const full = await measureFullPush(`${n} proxies`, o.fullPushes);
+    const big = await withCpu(() => measureChanges(`${n} proxies`, o.changes));
+    out(`  (${o.changes} endpoint changes: ${cpuText(big)})`);
+    const se = await withCpu(() => measureSeChanges(`${n} proxies`, Math.min(o.changes, 5)));
+    out(`  (ServiceEntry edits: ${cpuText(se)})`);
+    const full = await withCpu(() => measureFullPush(`${n} proxies`, o.fullPushes));
+    out(`  (full pushes: ${cpuText(full)})`);
     const projected = rssIdle + perProxy * 2000;
+    const pair = (xs: number[], p1: number, p2: number) =>
+      `${ms(pct(xs, p1))} / ${ms(pct(xs, p2))}`;
 
     out();
     out("| figure | measured | target |");
@@ -419,39 +497,45 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     out(`| server RSS at ${o.baseline} proxies (baseline) | ${mb(rssBase)} | |`);
     out(`| server RSS at ${n} proxies | ${mb(rssN)} | |`);
     out(
-      `| memory per connected proxy | ${
-        (perProxy / 1024).toFixed(0)
-      } kB | 2000 proxies within 1.5 GB ` +
-        `(projected for 2000: ${mb(projected)}${n >= 2000 ? ", measured above" : ""}) |`,
+      `| memory per connected proxy | ${(perProxy / 1024).toFixed(0)} kB | 2000 proxies within ` +
+        `1.5 GB (projected for 2000: ${mb(projected)}${n >= 2000 ? ", measured above" : ""}) |`,
     );
     out(
-      `| endpoint change → all, p50 / p99 (${o.baseline} proxies) | ${
-        ms(pct(baseChanges.perChange, 50))
-      } / ` +
-        `${ms(pct(baseChanges.perChange, 99))} | |`,
+      `| connect + initial sync ${o.baseline} → ${n} proxies | ${w2.seconds.toFixed(1)} s ` +
+        `(server CPU ${w2.cpu.toFixed(1)} s, client CPU ${c2d.toFixed(1)} s) | |`,
     );
     out(
-      `| endpoint change → all, p50 / p99 (${n} proxies) | ${ms(pct(big.perChange, 50))} / ` +
-        `${ms(pct(big.perChange, 99))} | p99 ≤ 1000 ms at 2000 |`,
+      `| endpoint change (registry, EDS push) → all, p50 / p99 (${o.baseline} proxies) | ` +
+        `${pair(baseChanges.perChange, 50, 99)} | |`,
     );
     out(
-      `| server CPU for ${o.changes} endpoint changes at ${n} proxies | ${cpuC.toFixed(2)} s | |`,
+      `| endpoint change (registry, EDS push) → all, p50 / p99 (${n} proxies) | ` +
+        `${pair(big.r.perChange, 50, 99)} (per proxy p50 / p99 ${
+          pair(big.r.perProxy, 50, 99)
+        }) | p99 ≤ 1000 ms at 2000 |`,
+    );
+    out(`| CPU for ${o.changes} endpoint changes at ${n} proxies | ${cpuText(big)} | |`);
+    out(
+      `| ServiceEntry edit (config push) → all, p50 / p99 (${o.baseline} proxies) | ` +
+        `${pair(baseSe.perChange, 50, 99)} | |`,
     );
     out(
-      `| full push → all, p50 / p90 (${o.baseline} proxies) | ${ms(pct(baseFull, 50))} / ` +
-        `${ms(pct(baseFull, 90))} | |`,
+      `| ServiceEntry edit (config push) → all, p50 / p99 (${n} proxies) | ` +
+        `${pair(se.r.perChange, 50, 99)} (${cpuText(se)}) | |`,
     );
     out(
-      `| full push → all, p50 / p90 (${n} proxies) | ${ms(pct(full, 50))} / ${
-        ms(pct(full, 90))
-      } | ` +
-        `p90 ≤ 1500 ms |`,
+      `| full push → all, p50 / p90 (${o.baseline} proxies) | ${pair(baseFull, 50, 90)} | |`,
     );
-    const ratioPush = big.deltaBytes / big.sotwBytes;
-    const ratioState = big.deltaBytes / edsFull;
     out(
-      `| bytes for a one-endpoint change: SotW push / delta push | ${big.sotwBytes} B / ` +
-        `${big.deltaBytes} B (${(100 * ratioPush).toFixed(1)}%) | delta ≤ 2% of SotW |`,
+      `| full push → all, p50 / p90 (${n} proxies) | ${pair(full.r, 50, 90)} (${
+        cpuText(full)
+      }) | p90 ≤ 1500 ms |`,
+    );
+    const ratioPush = big.r.deltaBytes / big.r.sotwBytes;
+    const ratioState = big.r.deltaBytes / edsFull;
+    out(
+      `| bytes for a one-endpoint change: SotW push / delta push | ${big.r.sotwBytes} B / ` +
+        `${big.r.deltaBytes} B (${(100 * ratioPush).toFixed(1)}%) | delta ≤ 2% of SotW |`,
     );
     out(
       `| same, vs a full SotW EDS state (${(edsFull / 1024).toFixed(1)} kB) | ` +

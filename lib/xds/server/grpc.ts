@@ -1,8 +1,9 @@
 /**
  * The gRPC transport: serves `envoy.service.discovery.v3.AggregatedDiscoveryService` on a
- * @grpc/grpc-js server and drives an {@link XdsServer}. Requests are decoded by
- * @grpc/proto-loader; responses are encoded by `wire.ts`, which copies the shared, pre-serialized
- * resource bytes (and their cached `Any` encoding) straight into the response.
+ * @grpc/grpc-js server and drives an {@link XdsServer}. Requests are decoded by hand (`wire.ts`;
+ * first requests and NACKs by @grpc/proto-loader); responses are encoded by `wire.ts`, which
+ * copies the shared, pre-serialized resource bytes (and their cached `Any` encoding) straight into
+ * the response.
  * grpc-js and proto-loader are loaded lazily.
  * @module
  */
@@ -21,7 +22,12 @@ import type {
   XdsNode,
   XdsTransport,
 } from "./types.ts";
-import { encodeDeltaDiscoveryResponse, encodeDiscoveryResponse } from "./wire.ts";
+import {
+  decodeDeltaDiscoveryRequest,
+  decodeDiscoveryRequest,
+  encodeDeltaDiscoveryResponse,
+  encodeDiscoveryResponse,
+} from "./wire.ts";
 
 /** Full name of the ADS service. */
 export const ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService";
@@ -90,13 +96,20 @@ function adsServiceDefinition(): Promise<AnyObj> {
     ) as AnyObj;
     const svc = pkg[ADS_SERVICE];
     if (!svc) throw new Error(`${ADS_SERVICE} not found in ads.proto`);
+    const sotwFull = svc.StreamAggregatedResources.requestDeserialize;
+    const deltaFull = svc.DeltaAggregatedResources.requestDeserialize;
+    // Requests are decoded by hand (wire.ts); those with a node (first requests) or an
+    // error_detail (NACKs) go through proto-loader, with the node's metadata Struct as JSON.
+    const full = (r: AnyObj) => ({ ...r, node: normalizeNode(r.node) });
     return {
       StreamAggregatedResources: {
         ...svc.StreamAggregatedResources,
+        requestDeserialize: (b: Buffer) => decodeDiscoveryRequest(b) ?? full(sotwFull(b)),
         responseSerialize: (r: DiscoveryResponse) => encodeDiscoveryResponse(r),
       },
       DeltaAggregatedResources: {
         ...svc.DeltaAggregatedResources,
+        requestDeserialize: (b: Buffer) => decodeDeltaDiscoveryRequest(b) ?? full(deltaFull(b)),
         responseSerialize: (r: DeltaDiscoveryResponse) => encodeDeltaDiscoveryResponse(r),
       },
     };
@@ -203,7 +216,6 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
   const serve = <Req, Res>(
     call: AnyObj,
     open: (t: XdsTransport<Res>) => { receive(r: Req): void; close(): void },
-    normalize: (r: AnyObj) => Req,
   ) => {
     let ended = false;
     const pending = new Set<(e: Error) => void>();
@@ -251,7 +263,7 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     };
     call.on("data", (req: AnyObj) => {
       if (ended) return;
-      handle.receive(normalize(req));
+      handle.receive(req as Req);
     });
     call.on("end", () => {
       gone("client closed the stream");
@@ -269,13 +281,11 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
       serve<DiscoveryRequest, DiscoveryResponse>(
         call,
         (t) => opts.server.openSotw(t),
-        (r) => ({ ...r, node: normalizeNode(r.node) }),
       ),
     DeltaAggregatedResources: (call: AnyObj) =>
       serve<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
         call,
         (t) => opts.server.openDelta(t),
-        (r) => ({ ...r, node: normalizeNode(r.node) }),
       ),
   });
   const creds = creds0

@@ -86,6 +86,33 @@ export class Held {
 
   /** Drops every name not in `keep`. */
   retain(keep: ReadonlySet<string>): void {
+    if (this.view && viewWithin(this.view, keep)) {
+      // Only names outside the shared view can be outside `keep`.
+      for (const [n, v] of [...(this.overrides ?? [])]) {
+        if (v !== null && !keep.has(n)) this.overrides!.delete(n);
+      }
+      return;
+    }
     for (const n of [...this.names()]) if (!keep.has(n)) this.delete(n);
   }
+}
+
+/** Whether every name of a shared view is in a (shared, immutable) set, computed once per pair. */
+const within = new WeakMap<ResourceMap, WeakMap<ReadonlySet<string>, boolean>>();
+
+function viewWithin(view: ResourceMap, keep: ReadonlySet<string>): boolean {
+  let bySet = within.get(view);
+  if (!bySet) within.set(view, bySet = new WeakMap());
+  let r = bySet.get(keep);
+  if (r === undefined) {
+    r = true;
+    for (const n of view.keys()) {
+      if (!keep.has(n)) {
+        r = false;
+        break;
+      }
+    }
+    bySet.set(keep, r);
+  }
+  return r;
 }

@@ -61,7 +61,15 @@ export {
   type XdsNode,
   type XdsTransport,
 } from "./types.ts";
-export { encodedAny, encodeDeltaDiscoveryResponse, encodeDiscoveryResponse } from "./wire.ts";
+export {
+  decodeDeltaDiscoveryRequest,
+  decodeDiscoveryRequest,
+  encodedAny,
+  encodeDeltaDiscoveryResponse,
+  encodeDiscoveryResponse,
+  markShared,
+  sameBytes,
+} from "./wire.ts";
 export {
   ADS_SERVICE,
   type AdsServerHandle,

@@ -9,6 +9,7 @@
 import { getLogger, type Logger } from "../../log/mod.ts";
 import { Debouncer, type MergedPush } from "./debounce.ts";
 import { Held } from "./held.ts";
+import { markShared, sameBytes } from "./wire.ts";
 import { typeShortName } from "./metrics.ts";
 import {
   type Clock,
@@ -113,6 +114,12 @@ interface Subscription {
   readonly list: readonly string[];
   /** Interning key (interned SotW subscriptions only). */
   readonly key?: string;
+  /**
+   * Interned SotW subscriptions: the encoded `resource_names` of a request that listed exactly
+   * these names (no duplicates, no `*`), once one arrived; requests with the same bytes need no
+   * decoding or set comparison.
+   */
+  raw?: Uint8Array;
 }
 
 const NO_NAMES: Subscription = Object.freeze({
@@ -136,6 +143,16 @@ interface TypeState {
   lastSent?: TypeStatus["lastSent"];
   lastAcked?: TypeStatus["lastAcked"];
   lastNack?: TypeStatus["lastNack"];
+}
+
+/** What changed from one shared view to another (see XdsServer#diff). */
+interface ViewDiff {
+  /** Entries of the next view that are new or have another version (shared; do not mutate). */
+  readonly changed: NamedResource[];
+  /** Their names. */
+  readonly names: ReadonlySet<string>;
+  /** Both views hold the same names with the same versions. */
+  readonly unchanged: boolean;
 }
 
 interface PushRecord {
@@ -201,6 +218,12 @@ function newTypeState(typeUrl: string): TypeState {
 
 let bootSeq = 0;
 
+/** Stands for a wildcard subscription in XdsServer#checked. */
+const WILDCARD = Symbol("wildcard");
+
+/** How many subscriptions with raw names are compared with a request's names (see #byRaw). */
+const RECENT_RAW = 8;
+
 /**
  * The transport-independent xDS server.
  *
@@ -225,11 +248,22 @@ export class XdsServer<P = unknown> {
   readonly #knownTypes: ReadonlySet<string>;
   /** Interned SotW subscriptions: key → subscription and the number of type states using it. */
   readonly #subs = new Map<string, { sub: Subscription; refs: number }>();
+  /** Interned subscriptions with raw names, most recent first (at most RECENT_RAW). */
+  readonly #recentRaw: Subscription[] = [];
   readonly #sendTimeout: number;
   readonly #debouncer: Debouncer;
   readonly #conns = new Map<string, Connection<P>>();
   readonly #inflight = new Set<Promise<void>>();
   readonly #typeSeq = new Map<string, number>();
+  /** Generator maps known to hold only names of a subscription (or of a wildcard one). */
+  readonly #checked = new WeakMap<ResourceMap, Subscription | typeof WILDCARD>();
+  /** The last time formatted by #iso. */
+  #isoAt = NaN;
+  #isoText = "";
+  /** Response lists of shared views (see #list). */
+  readonly #lists = new WeakMap<ResourceMap, NamedResource[]>();
+  /** Diffs between shared views: previous view → next view → diff (see #diff). */
+  readonly #diffs = new WeakMap<ResourceMap, WeakMap<ResourceMap, ViewDiff>>();
   readonly #noncePrefix: string;
   #nonceSeq = 0;
   #conSeq = 0;
@@ -367,7 +401,7 @@ export class XdsServer<P = unknown> {
       hit.refs++;
       return hit.sub;
     }
-    const sub: Subscription = Object.freeze({ set: new Set(list), list: Object.freeze(list), key });
+    const sub: Subscription = { set: new Set(list), list: Object.freeze(list), key };
     this.#subs.set(key, { sub, refs: 1 });
     return sub;
   }
@@ -375,7 +409,17 @@ export class XdsServer<P = unknown> {
   #unref(sub: Subscription): void {
     if (sub.key === undefined) return;
     const hit = this.#subs.get(sub.key);
-    if (hit?.sub === sub && --hit.refs <= 0) this.#subs.delete(sub.key);
+    if (hit?.sub === sub && --hit.refs <= 0) {
+      this.#subs.delete(sub.key);
+      const i = this.#recentRaw.indexOf(sub);
+      if (i >= 0) this.#recentRaw.splice(i, 1);
+    }
+  }
+
+  /** A live interned subscription whose names were encoded as `raw` (recent ones only). */
+  #byRaw(raw: Uint8Array): Subscription | undefined {
+    for (const sub of this.#recentRaw) if (sameBytes(raw, sub.raw!)) return sub;
+    return undefined;
   }
 
   /** True when `typeUrl` is served; warns once per stream and type when it is not. */
@@ -410,19 +454,44 @@ export class XdsServer<P = unknown> {
     } else if (nonce !== "") {
       this.#log.debug(`ADS: ${conn.conId}: stale nonce for ${typeShortName(typeUrl)}`, { nonce });
     }
-    const names = req.resource_names ?? [];
-    const canWildcard = this.#wildcardTypes.has(typeUrl);
-    const wildcard = canWildcard && (names.length === 0 || names.includes("*"));
-    const explicit = new Set(names.filter((n) => n !== "*"));
     const reinit = nonce === "";
-    const changed = first || wildcard !== st.wildcard || !sameSet(explicit, st.sub.set);
+    const raw = req.resource_names_raw;
+    // An ACK repeating the subscribed names byte for byte: nothing else to do.
+    if (!first && !reinit && raw && st.sub.raw && !st.wildcard && sameBytes(raw, st.sub.raw)) {
+      return;
+    }
+    let changed: boolean, wildcard: boolean;
+    const known = raw && this.#byRaw(raw);
+    if (known) {
+      // The names of a subscription another stream sent in the same bytes (e.g. every proxy
+      // subscribing to a new cluster list after a push): no decoding, sorting or interning.
+      wildcard = false;
+      changed = first || st.wildcard || st.sub !== known;
+      if (st.sub !== known) {
+        const old = st.sub;
+        this.#subs.get(known.key!)!.refs++;
+        st.sub = known;
+        this.#unref(old);
+      }
+    } else {
+      const names = req.resource_names ?? [];
+      const canWildcard = this.#wildcardTypes.has(typeUrl);
+      wildcard = canWildcard && (names.length === 0 || names.includes("*"));
+      const explicit = new Set(names.filter((n) => n !== "*"));
+      changed = first || wildcard !== st.wildcard || !sameSet(explicit, st.sub.set);
+      if (changed && !sameSet(explicit, st.sub.set)) {
+        const old = st.sub;
+        st.sub = this.#intern(explicit);
+        this.#unref(old);
+      }
+      if (raw && !st.sub.raw && st.sub.key !== undefined && names.length === st.sub.set.size) {
+        st.sub.raw = raw.slice(); // a copy: `raw` views the whole received message
+        this.#recentRaw.unshift(st.sub);
+        if (this.#recentRaw.length > RECENT_RAW) this.#recentRaw.pop();
+      }
+    }
     if (!changed && !reinit) return;
     st.wildcard = wildcard;
-    if (!sameSet(explicit, st.sub.set)) {
-      const old = st.sub;
-      st.sub = this.#intern(explicit);
-      this.#unref(old);
-    }
     if (reinit) st.held.clear(); // (re)initial request: the client holds nothing from us
     if (!wildcard) st.held.retain(st.sub.set);
     this.#markDirty(conn, typeUrl, { all: true, names: new Set(), force: true });
@@ -713,8 +782,12 @@ export class XdsServer<P = unknown> {
     if (query !== null && query.length === 0) return { query, complete, visible: new Map() };
     const got = await this.#opts.resourcesFor(conn.proxy, st.typeUrl, query);
     if (conn.closed) return null;
-    // Keep the generator's (shared) map unless it holds names outside the query.
-    const inQuery = query === null || query === sub.list ? null : new Set(query);
+    // Keep the generator's (shared) map unless it holds names outside the query; a shared map
+    // already checked against the whole subscription (or wildcard) is not checked again.
+    const scope = st.wildcard ? WILDCARD : sub;
+    const whole = query === null || query === sub.list;
+    if (whole && this.#checked.get(got) === scope) return { query, complete, visible: got };
+    const inQuery = whole ? null : new Set(query);
     const ok = (name: string) =>
       (st.wildcard || sub.set.has(name)) && (!inQuery || inQuery.has(name));
     let clean = true;
@@ -724,7 +797,10 @@ export class XdsServer<P = unknown> {
         break;
       }
     }
-    if (clean) return { query, complete, visible: got };
+    if (clean) {
+      if (whole) this.#checked.set(got, scope);
+      return { query, complete, visible: got };
+    }
     const visible = new Map<string, ResourceEntry>();
     for (const [name, entry] of got) if (ok(name)) visible.set(name, entry);
     return { query, complete, visible };
@@ -739,19 +815,42 @@ export class XdsServer<P = unknown> {
     if (!st.wildcard && st.sub.set.size === 0 && !(fullState && d.force)) return null;
     const q = await this.#query(conn, st, d, !fullState);
     if (!q) return null;
-    const resources: NamedResource[] = [];
+    const held = st.held;
+    let resources: NamedResource[];
     if (fullState) {
-      if (st.held.sameAs(q.visible) && !d.force) return null;
-      st.held.replace(q.visible);
-      for (const [name, entry] of q.visible) resources.push({ name, entry });
+      // Clients holding a shared view compare it with the new one through a diff computed once.
+      const same = held.view && held.view !== q.visible && !held.overrides?.size
+        ? this.#diff(held.view, q.visible).unchanged
+        : held.sameAs(q.visible);
+      if (same && !d.force) return null;
+      held.replace(q.visible);
+      resources = this.#list(q.visible);
     } else {
-      if (q.visible === st.held.view && !st.held.overrides?.size) return null; // shared, unchanged
-      for (const [name, entry] of q.visible) {
-        if (st.held.version(name) !== entry.version) resources.push({ name, entry });
+      if (q.visible === held.view && !held.overrides?.size) return null; // shared, unchanged
+      const whole = q.complete && q.query === st.sub.list;
+      if (whole && held.view) {
+        // What changed between the shared views (computed once), adjusted for this client's
+        // own differences from its view (scoped EDS pushes).
+        const diff = this.#diff(held.view, q.visible);
+        if (!held.overrides?.size) resources = diff.changed;
+        else {
+          resources = diff.changed.filter((r) => held.version(r.name) !== r.entry.version);
+          for (const [name] of held.overrides) {
+            const entry = q.visible.get(name);
+            if (entry && held.version(name) !== entry.version && !diff.names.has(name)) {
+              resources.push({ name, entry });
+            }
+          }
+        }
+      } else {
+        resources = [];
+        for (const [name, entry] of q.visible) {
+          if (held.version(name) !== entry.version) resources.push({ name, entry });
+        }
       }
       if (resources.length === 0) return null;
-      if (q.complete && q.query === st.sub.list) st.held.replace(q.visible);
-      else for (const r of resources) st.held.set(r.name, r.entry.version);
+      if (whole) held.replace(q.visible);
+      else for (const r of resources) held.set(r.name, r.entry.version);
     }
     const version = this.#nextVersion(st.typeUrl);
     const nonce = this.#nextNonce();
@@ -766,6 +865,42 @@ export class XdsServer<P = unknown> {
     };
     if (this.#opts.controlPlaneId) res.control_plane = { identifier: this.#opts.controlPlaneId };
     return res;
+  }
+
+  /** Every entry of a shared view as a response list, built once per view (and marked shared). */
+  #list(view: ResourceMap): NamedResource[] {
+    let list = this.#lists.get(view);
+    if (!list) {
+      list = [];
+      for (const [name, entry] of view) list.push({ name, entry });
+      markShared(list);
+      this.#lists.set(view, list);
+    }
+    return list;
+  }
+
+  /**
+   * The difference between two views, computed once per pair: entries of `next` that are new or
+   * have another version than in `prev`, and whether both hold the same names and versions.
+   */
+  #diff(prev: ResourceMap, next: ResourceMap): ViewDiff {
+    let byNext = this.#diffs.get(prev);
+    if (!byNext) this.#diffs.set(prev, byNext = new WeakMap());
+    let diff = byNext.get(next);
+    if (!diff) {
+      const changed: NamedResource[] = [];
+      for (const [name, entry] of next) {
+        if (prev.get(name)?.version !== entry.version) changed.push({ name, entry });
+      }
+      markShared(changed);
+      diff = {
+        changed,
+        names: new Set(changed.map((r) => r.name)),
+        unchanged: changed.length === 0 && prev.size === next.size,
+      };
+      byNext.set(next, diff);
+    }
+    return diff;
   }
 
   async #buildDelta(
@@ -820,7 +955,12 @@ export class XdsServer<P = unknown> {
   }
 
   #iso(): string {
-    return new Date(this.#clock.now()).toISOString();
+    const now = this.#clock.now();
+    if (now !== this.#isoAt) {
+      this.#isoAt = now;
+      this.#isoText = new Date(now).toISOString();
+    }
+    return this.#isoText;
   }
 
   // ---- introspection and lifecycle --------------------------------------------------------------

@@ -395,3 +395,97 @@ Deno.test("XdsServer ignores requests for an unknown type URL and warns once per
   assert.deepEqual(server.connections()[0].types[XDS_TYPES.secret], undefined);
   server.close();
 });
+
+/** Encoded `resource_names` fields (3), as `decodeDiscoveryRequest` gives them. */
+function rawNames(list: string[]): Uint8Array {
+  const out: number[] = [];
+  for (const n of list) out.push(0x1a, n.length, ...new TextEncoder().encode(n));
+  return Uint8Array.from(out);
+}
+
+Deno.test("SotW request repeating the subscribed names' bytes is an ACK without decoding the names", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"]]);
+  const { server } = newServer(cache);
+  const a = sotw(server);
+  a.h.receive({
+    node: node("a"),
+    type_url: EDS,
+    resource_names: ["c1", "c2"],
+    resource_names_raw: rawNames(["c1", "c2"]),
+  });
+  const r1 = await a.s.next();
+  assert.deepEqual(names(r1), ["c1", "c2"]);
+  const ack = {
+    type_url: EDS,
+    version_info: r1.version_info,
+    response_nonce: r1.nonce,
+    resource_names_raw: rawNames(["c1", "c2"]),
+    get resource_names(): string[] {
+      throw new Error("names decoded");
+    },
+  };
+  a.h.receive(ack);
+  await server.flush();
+  assert.equal(a.s.unread, 0);
+  assert.equal(server.connections()[0].types[EDS].lastAcked?.nonce, r1.nonce);
+  // Other bytes: decoded and compared; a new name is answered.
+  a.h.receive({
+    type_url: EDS,
+    version_info: r1.version_info,
+    response_nonce: r1.nonce,
+    resource_names: ["c1", "c2", "c3"],
+    resource_names_raw: rawNames(["c1", "c2", "c3"]),
+  });
+  assert.deepEqual(names(await a.s.next()), ["c3"]);
+  // Another stream sending the same bytes shares the subscription, again without decoding.
+  const b = sotw(server, "memory:b");
+  b.h.receive({ node: node("b"), type_url: CDS });
+  await b.s.next();
+  b.h.receive({
+    type_url: EDS,
+    resource_names_raw: rawNames(["c1", "c2", "c3"]),
+    get resource_names(): string[] {
+      throw new Error("names decoded");
+    },
+  });
+  assert.deepEqual(names(await b.s.next()), ["c1", "c2", "c3"]);
+  assert.deepEqual(server.connections()[1].types[EDS].subscribed, ["c1", "c2", "c3"]);
+  server.close();
+});
+
+Deno.test("push({kind: config}) after EDS pushes sends each client only the assignments it lacks", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"]]);
+  // A generator that shares one view per query (like mesh-discovery's) until invalidated.
+  let memo = new Map<unknown, ReturnType<ResourceCache["select"]>>();
+  const { server } = newServer(cache, {
+    resourcesFor: (_p, t, n) => {
+      let v = memo.get(n);
+      if (!v) memo.set(n, v = cache.select(t, n));
+      return v;
+    },
+  });
+  const clients = [sotw(server, "memory:a"), sotw(server, "memory:b")];
+  for (const [i, c] of clients.entries()) {
+    c.h.receive({ node: node(`p${i}`), type_url: EDS, resource_names: ["c1", "c2", "c3"] });
+    assert.deepEqual(names(await c.s.next()), ["c1", "c2", "c3"]);
+  }
+  cache.set(EDS, "c1", bytes("e1b"));
+  memo = new Map();
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  for (const c of clients) assert.deepEqual(names(await c.s.next()), ["c1"]);
+  cache.set(EDS, "c2", bytes("e2b"));
+  memo = new Map();
+  server.push({ kind: "config" });
+  await server.flush();
+  for (const c of clients) {
+    const r = await c.s.next();
+    assert.deepEqual(names(r), ["c2"], "c1 was already sent by the EDS push");
+    assert.equal(r.resources[0].entry.version, cache.get(EDS, "c2")!.version);
+  }
+  memo = new Map();
+  server.push({ kind: "config" });
+  await server.flush();
+  for (const c of clients) assert.equal(c.s.unread, 0);
+  server.close();
+});

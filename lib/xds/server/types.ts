@@ -73,6 +73,12 @@ export interface DiscoveryRequest {
   type_url?: string;
   response_nonce?: string;
   error_detail?: RpcStatus | null;
+  /**
+   * The encoded `resource_names` fields (tag, length and bytes of each, in order), when the
+   * transport has them (`decodeDiscoveryRequest`): equal bytes mean equal names, so a request
+   * repeating the names of the subscription is recognized without decoding them.
+   */
+  resource_names_raw?: Uint8Array;
 }
 
 /** A `DeltaDiscoveryRequest`. */

@@ -8,7 +8,9 @@
 
 import { Buffer } from "node:buffer";
 import type {
+  DeltaDiscoveryRequest,
   DeltaDiscoveryResponse,
+  DiscoveryRequest,
   DiscoveryResponse,
   NamedResource,
   ResourceEntry,
@@ -82,22 +84,56 @@ function controlPlane(cp: { identifier: string } | undefined): Uint8Array | unde
   return w.buf;
 }
 
+/** Resource lists shared by many responses (see {@link markShared}). */
+const shared = new WeakSet<readonly NamedResource[]>();
+/** Encoded `resources` fields of shared lists, per list (and type URL). */
+const bodies = new WeakMap<readonly NamedResource[], { typeUrl: string; body: Uint8Array }>();
+
+/**
+ * Marks a resource list (never mutated afterwards) as shared by many responses: the encoding of
+ * its `resources` fields is then built once and copied into each response, whose own fields
+ * (version, nonce) differ.
+ */
+export function markShared(list: readonly NamedResource[]): void {
+  shared.add(list);
+}
+
+/** The `resources` fields (2) of a SotW response: `Any` encodings, each with tag and length. */
+function resourcesBody(typeUrl: string, list: readonly NamedResource[]): Uint8Array {
+  const anys = list.map((x) => encodedAny(typeUrl, x.entry));
+  let size = 0;
+  for (const a of anys) size += fieldSize(a.length, 2);
+  const w = new Writer(Buffer.allocUnsafe(size));
+  for (const a of anys) w.bytes(2, a);
+  return w.buf;
+}
+
 /** Encodes a state-of-the-world `DiscoveryResponse`. */
 export function encodeDiscoveryResponse(r: DiscoveryResponse): Buffer {
   const version = str(r.version_info);
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
-  const anys = r.resources.map((x) => encodedAny(r.type_url, x.entry));
-  let size = 0;
+  let body: Uint8Array;
+  if (shared.has(r.resources)) {
+    let hit = bodies.get(r.resources);
+    if (!hit || hit.typeUrl !== r.type_url) {
+      hit = { typeUrl: r.type_url, body: resourcesBody(r.type_url, r.resources) };
+      bodies.set(r.resources, hit);
+    }
+    body = hit.body;
+  } else {
+    body = resourcesBody(r.type_url, r.resources);
+  }
+  let size = body.length;
   if (version) size += fieldSize(version.length, 1);
-  for (const a of anys) size += fieldSize(a.length, 2);
   if (typeUrl) size += fieldSize(typeUrl.length, 4);
   if (nonce) size += fieldSize(nonce.length, 5);
   if (cp) size += fieldSize(cp.length, 6);
   const w = new Writer(Buffer.allocUnsafe(size));
   if (version) w.bytes(1, version);
-  for (const a of anys) w.bytes(2, a);
+  w.buf.set(body, w.pos);
+  w.pos += body.length;
   if (typeUrl) w.bytes(4, typeUrl);
   if (nonce) w.bytes(5, nonce);
   if (cp) w.bytes(6, cp);
@@ -142,4 +178,205 @@ export function encodeDeltaDiscoveryResponse(r: DeltaDiscoveryResponse): Buffer 
   for (const n of removed) w.bytes(6, n);
   if (cp) w.bytes(7, cp);
   return w.buf;
+}
+
+// ---- requests ---------------------------------------------------------------------------------
+
+const td = new TextDecoder();
+
+/** Decodes UTF-8 `b[start, end)`; short ASCII strings without a TextDecoder call. */
+function utf8(b: Uint8Array, start: number, end: number): string {
+  if (end - start <= 48) {
+    let s = "";
+    for (let i = start; i < end; i++) {
+      const c = b[i];
+      if (c >= 0x80) return td.decode(b.subarray(start, end));
+      s += String.fromCharCode(c);
+    }
+    return s;
+  }
+  return td.decode(b.subarray(start, end));
+}
+
+/** Thrown inside the decoders when the message needs the full (proto-loader) decoder. */
+const FALLBACK = Symbol("fallback");
+
+/** Reads a varint at `r.pos` (up to 2^53). */
+function readVarint(b: Uint8Array, r: { pos: number }): number {
+  let n = 0, mul = 1;
+  for (let i = 0; i < 8; i++) {
+    if (r.pos >= b.length) throw FALLBACK;
+    const c = b[r.pos++];
+    n += (c & 0x7f) * mul;
+    if (c < 0x80) return n;
+    mul *= 128;
+  }
+  throw FALLBACK; // > 2^56: not a length or tag we handle
+}
+
+/** Skips a field of `wire` type; groups and unknown types need the full decoder. */
+function skip(b: Uint8Array, r: { pos: number }, wire: number): void {
+  if (wire === 0) readVarint(b, r);
+  else if (wire === 1) r.pos += 8;
+  else if (wire === 5) r.pos += 4;
+  else if (wire === 2) {
+    const len = readVarint(b, r); // (not `r.pos += readVarint()`: that adds to the old pos)
+    r.pos += len;
+  } else throw FALLBACK;
+  if (r.pos > b.length) throw FALLBACK;
+}
+
+/** Reads a length-delimited payload's bounds (after its tag). */
+function span(b: Uint8Array, r: { pos: number }): [number, number] {
+  const len = readVarint(b, r);
+  const start = r.pos;
+  r.pos += len;
+  if (r.pos > b.length) throw FALLBACK;
+  return [start, r.pos];
+}
+
+/** Decodes the repeated string field `no` of an encoded span holding only that field. */
+function decodeNames(raw: Uint8Array): string[] {
+  const out: string[] = [];
+  const r = { pos: 0 };
+  while (r.pos < raw.length) {
+    readVarint(raw, r); // tag
+    const [s, e] = span(raw, r);
+    out.push(utf8(raw, s, e));
+  }
+  return out;
+}
+
+/** A hand-decoded SotW request: `resource_names` is decoded from the raw bytes on first use. */
+class DecodedRequest implements DiscoveryRequest {
+  version_info?: string;
+  type_url?: string;
+  response_nonce?: string;
+  resource_names_raw?: Uint8Array;
+  #names?: string[];
+  constructor(names?: string[]) {
+    this.#names = names;
+  }
+  get resource_names(): string[] {
+    return this.#names ??= this.resource_names_raw ? decodeNames(this.resource_names_raw) : [];
+  }
+}
+
+/**
+ * Decodes a state-of-the-world `DiscoveryRequest` by hand, or returns `null` when it carries
+ * `node` or `error_detail` (first requests and NACKs: decode those with proto-loader) or is not
+ * well-formed. `resource_names` is decoded lazily; `resource_names_raw` holds the encoded names
+ * (tag, length, bytes of each, in order) when they are contiguous in the message, so that a
+ * request repeating the previous names can be recognized with one byte comparison. Unknown
+ * fields are skipped.
+ */
+export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
+  try {
+    const r = { pos: 0 };
+    let version: string | undefined, typeUrl: string | undefined, nonce: string | undefined;
+    let namesStart = -1, namesEnd = -1, contiguous = true, lastWasName = false;
+    while (r.pos < b.length) {
+      const tagAt = r.pos;
+      const tag = readVarint(b, r);
+      const no = tag >>> 3, wire = tag & 7;
+      if (no === 3 && wire === 2) {
+        span(b, r);
+        if (namesStart < 0) namesStart = tagAt;
+        else if (!lastWasName) contiguous = false;
+        namesEnd = r.pos;
+        lastWasName = true;
+        continue;
+      }
+      lastWasName = false;
+      if ((no === 1 || no === 4 || no === 5) && wire === 2) {
+        const [s, e] = span(b, r);
+        const v = utf8(b, s, e);
+        if (no === 1) version = v;
+        else if (no === 4) typeUrl = v;
+        else nonce = v;
+      } else if (no === 2 || no === 6) {
+        return null; // node, error_detail
+      } else {
+        skip(b, r, wire);
+      }
+    }
+    let loose: string[] | undefined;
+    if (!contiguous) {
+      // Names interleaved with other fields (unusual): decode them now, in order.
+      loose = [];
+      r.pos = 0;
+      while (r.pos < b.length) {
+        const tag = readVarint(b, r);
+        if (tag === ((3 << 3) | LEN)) {
+          const [s, e] = span(b, r);
+          loose.push(utf8(b, s, e));
+        } else skip(b, r, tag & 7);
+      }
+    }
+    const out = new DecodedRequest(loose);
+    if (version !== undefined) out.version_info = version;
+    if (typeUrl !== undefined) out.type_url = typeUrl;
+    if (nonce !== undefined) out.response_nonce = nonce;
+    if (namesStart >= 0 && contiguous) out.resource_names_raw = b.subarray(namesStart, namesEnd);
+    return out;
+  } catch (e) {
+    if (e === FALLBACK) return null;
+    throw e;
+  }
+}
+
+/**
+ * Decodes a `DeltaDiscoveryRequest` by hand, or returns `null` when it carries `node` or
+ * `error_detail` (decode those with proto-loader) or is not well-formed. Unknown fields are
+ * skipped.
+ */
+export function decodeDeltaDiscoveryRequest(b: Uint8Array): DeltaDiscoveryRequest | null {
+  try {
+    const r = { pos: 0 };
+    const out: DeltaDiscoveryRequest = {};
+    while (r.pos < b.length) {
+      const tag = readVarint(b, r);
+      const no = tag >>> 3, wire = tag & 7;
+      if (no === 1 || no === 7) return null; // node, error_detail
+      if (wire !== 2 || no < 2 || no > 6) {
+        skip(b, r, wire);
+        continue;
+      }
+      const [s, e] = span(b, r);
+      if (no === 2) out.type_url = utf8(b, s, e);
+      else if (no === 3) (out.resource_names_subscribe ??= []).push(utf8(b, s, e));
+      else if (no === 4) (out.resource_names_unsubscribe ??= []).push(utf8(b, s, e));
+      else if (no === 6) out.response_nonce = utf8(b, s, e);
+      else {
+        // map<string, string> entry: key = 1, value = 2
+        const m = { pos: s };
+        let k = "", v = "";
+        while (m.pos < e) {
+          const t = readVarint(b, m);
+          if ((t & 7) !== 2) {
+            skip(b, m, t & 7);
+            continue;
+          }
+          const [ks, ke] = span(b, m);
+          if (t >>> 3 === 1) k = utf8(b, ks, ke);
+          else if (t >>> 3 === 2) v = utf8(b, ks, ke);
+        }
+        if (m.pos !== e) return null;
+        (out.initial_resource_versions ??= {})[k] = v;
+      }
+    }
+    return out;
+  } catch (e) {
+    if (e === FALLBACK) return null;
+    throw e;
+  }
+}
+
+/** True when two byte arrays hold the same bytes. */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  return Buffer.from(a.buffer, a.byteOffset, a.length).equals(
+    Buffer.from(b.buffer, b.byteOffset, b.length),
+  );
 }
