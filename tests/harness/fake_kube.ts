@@ -29,7 +29,7 @@ import {
   PatchError,
   strategicMergePatch,
 } from "./_patch.ts";
-import { decodeKubeProtobuf } from "./_protobuf.ts";
+import { decodeKubeProtobuf, encodeOpenApiV2, OPENAPI_V2_PROTOBUF_TYPES } from "./_protobuf.ts";
 import {
   type Matcher,
   parseFieldSelector,
@@ -1249,6 +1249,89 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     };
   }
 
+  // ---- OpenAPI v2 (kubectl 1.20 fetches it before `create -f`/`apply` to build its validator,
+  // and reads the PATCH operations to see whether a kind supports `dryRun`; 1.32 prefers v3)
+
+  function openapiV2(): JsonObject {
+    const paths: JsonObject = {};
+    const sorted = [...types.values()].sort((a, b) =>
+      groupVersion(a).localeCompare(groupVersion(b)) || a.resource.localeCompare(b.resource)
+    );
+    const query = (name: string, description: string): JsonObject => ({
+      name,
+      in: "query",
+      description,
+      type: "string",
+      uniqueItems: true,
+    });
+    for (const t of sorted) {
+      const base = t.group === "" ? `/api/${t.version}` : `/apis/${t.group}/${t.version}`;
+      const prefix = `${base}${t.namespaced ? "/namespaces/{namespace}" : ""}/${t.resource}`;
+      const title = (w: string) => w === "" ? "Core" : w[0].toUpperCase() + w.slice(1);
+      const opGv = `${title(t.group.split(".")[0])}${title(t.version)}`; // patchCoreV1...
+      paths[`${prefix}/{name}`] = {
+        patch: {
+          operationId: `patch${opGv}${t.namespaced ? "Namespaced" : ""}${t.kind}`,
+          consumes: [
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+          ],
+          produces: ["application/json", "application/yaml"],
+          parameters: [
+            query("dryRun", "When present, indicates that modifications should not be persisted."),
+            query(
+              "fieldManager",
+              "fieldManager is a name associated with the actor making changes.",
+            ),
+            query("fieldValidation", "Strict, Warn or Ignore: how to treat unknown fields."),
+          ],
+          responses: { "200": { description: "OK" } },
+          "x-kubernetes-action": "patch",
+          "x-kubernetes-group-version-kind": { group: t.group, version: t.version, kind: t.kind },
+        },
+      };
+    }
+    return {
+      swagger: "2.0",
+      info: { title: "Kubernetes", version: "v1.32.0-fake" },
+      paths,
+    };
+  }
+
+  /**
+   * `/openapi/v2` as protobuf or JSON, whichever comes first in `Accept` (kubectl asks only for
+   * protobuf); 406 when neither is acceptable, like kube-openapi's handler.
+   */
+  function openapiV2Response(req: Request): Response {
+    const accepted = (req.headers.get("accept") ?? "*/*").split(",")
+      .map((a) => a.split(";")[0].trim().toLowerCase()).filter((a) => a !== "");
+    for (const a of accepted.length > 0 ? accepted : ["*/*"]) {
+      if ((OPENAPI_V2_PROTOBUF_TYPES as readonly string[]).includes(a)) {
+        return new Response(encodeOpenApiV2(openapiV2()), {
+          headers: {
+            "content-type": OPENAPI_V2_PROTOBUF_TYPES[1],
+            "cache-control": "no-cache, private",
+            vary: "Accept",
+          },
+        });
+      }
+      if (a === "application/json" || a === "application/*" || a === "*/*") {
+        return jsonResponse(openapiV2());
+      }
+    }
+    return statusResponse(
+      new KubeStatusError(
+        406,
+        "NotAcceptable",
+        `only the following media types are accepted: application/json, ${
+          OPENAPI_V2_PROTOBUF_TYPES.join(", ")
+        }`,
+      ),
+    );
+  }
+
   // ---- routing
 
   function route(parts: string[]): Route | Response {
@@ -1823,6 +1906,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     if (path === "/healthz" || path === "/readyz" || path === "/livez") {
       return new Response("ok", { headers: { "content-type": "text/plain; charset=utf-8" } });
     }
+    if (path === "/openapi/v2" && req.method === "GET") return openapiV2Response(req);
     if (parts[0] === "openapi" && parts[1] === "v3" && req.method === "GET") {
       const doc = openapiV3(parts.slice(2));
       if (doc) return jsonResponse(doc);

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { type FakeKube, type Json, type KubeObject, startFakeKube } from "./fake_kube.ts";
+import { parse as parseYaml } from "../../lib/deps/yaml.ts";
+import {
+  type FakeKube,
+  type Json,
+  type JsonObject,
+  type KubeObject,
+  startFakeKube,
+} from "./fake_kube.ts";
 import { runKubectl } from "./kubectl.ts";
 import { waitUntil } from "./procs.ts";
 
@@ -205,6 +212,63 @@ Deno.test("kubectl delete removes an object and get of a missing object exits 1 
   assert.match(again.stderr, /NotFound.*services "web" not found/);
 });
 
+Deno.test("kubectl apply --dry-run=server reports the change and stores nothing, for built-ins and CRDs", async () => {
+  // kubectl 1.20 allows a server dry run only for kinds whose PATCH operation in /openapi/v2
+  // takes a `dryRun` parameter; kubectl 1.32 reads /openapi/v3.
+  await using kube = await startFakeKube({ namespaces: ["default", "team-a"] });
+  await kubectlOk(kube, ["apply", "-f", "-"], SERVICE_AND_CONFIGMAP + "---\n" + WIDGET_CRD);
+  assert.equal(
+    await kubectlOk(
+      kube,
+      ["apply", "--dry-run=server", "-f", "-"],
+      SERVICE_AND_CONFIGMAP.replace("port: 80", "port: 8080"),
+    ),
+    "service/web configured (server dry run)\nconfigmap/cfg unchanged (server dry run)\n",
+  );
+  const widget =
+    "apiVersion: example.mesh.io/v1\nkind: Widget\nmetadata: {name: w1, namespace: team-a}\nspec: {size: 1}\n";
+  assert.equal(
+    await kubectlOk(kube, ["apply", "--dry-run=server", "-f", "-"], widget),
+    "widget.example.mesh.io/w1 created (server dry run)\n",
+  );
+  const ports =
+    (kube.get("services", "team-a", "web")!.spec as { ports: { port: number }[] }).ports;
+  assert.deepEqual(ports.map((p) => p.port), [80]);
+  assert.deepEqual(kube.objects("widgets.example.mesh.io"), []);
+  assert.ok(kube.requests.some((r) => r.search.includes("dryRun=All")));
+});
+
+Deno.test("kubectl wait sees a CRD established and returns once a watched object is deleted", async () => {
+  await using kube = await startFakeKube();
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "c", namespace: "default" },
+  });
+  await kubectlOk(kube, ["apply", "-f", "-"], WIDGET_CRD);
+  assert.equal(
+    await kubectlOk(kube, [
+      "wait",
+      "--for=condition=established",
+      "crd/widgets.example.mesh.io",
+      "--timeout=5s",
+    ]),
+    "customresourcedefinition.apiextensions.k8s.io/widgets.example.mesh.io condition met\n",
+  );
+  const waiting = kubectl(kube, ["wait", "--for=delete", "configmap/c", "--timeout=10s"]);
+  await waitUntil(() => kube.watchCount === 1, 10_000, "kubectl wait to open a watch");
+  kube.remove("configmaps", "default", "c");
+  const done = await waiting;
+  assert.equal(done.code, 0, done.stderr);
+  assert.equal(done.stdout, "configmap/c condition met\n");
+  assert.ok(
+    kube.requests.some((r) =>
+      r.path === "/api/v1/namespaces/default/configmaps" && r.search.includes("watch=true") &&
+      r.search.includes("fieldSelector=metadata.name%3Dc")
+    ),
+  );
+});
+
 // ---------------------------------------------------------------------------------------------
 // @kubernetes/client-node
 
@@ -406,6 +470,87 @@ Deno.test("the fake answers Status bodies like the real API for 404, 409, 422, 4
     stale.body.message,
     'Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your changes to the latest version and try again',
   );
+});
+
+/** Fields of one protobuf message by number: strings/sub-messages as bytes, varints as bigint. */
+function protoFields(buf: Uint8Array): Map<number, (Uint8Array | bigint)[]> {
+  const out = new Map<number, (Uint8Array | bigint)[]>();
+  let i = 0;
+  const varint = () => {
+    let v = 0n;
+    for (let shift = 0n;; shift += 7n) {
+      const b = buf[i++];
+      v |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+  };
+  while (i < buf.length) {
+    const key = Number(varint());
+    let value: Uint8Array | bigint;
+    if ((key & 7) === 0) value = varint();
+    else if ((key & 7) === 2) {
+      const len = Number(varint());
+      value = buf.subarray(i, i + len);
+      i += len;
+    } else throw new Error(`unexpected wire type ${key & 7}`);
+    out.set(key >>> 3, [...(out.get(key >>> 3) ?? []), value]);
+  }
+  return out;
+}
+
+Deno.test("/openapi/v2 answers kubectl's protobuf Accept with a gnostic Document, others with JSON", async () => {
+  await using kube = await startFakeKube({ objects: [parseYaml(WIDGET_CRD) as JsonObject] });
+  const widgetPath = "/apis/example.mesh.io/v1/namespaces/{namespace}/widgets/{name}";
+
+  const json = await fetch(`${kube.url}/openapi/v2`, { headers: { accept: "application/json" } });
+  assert.equal(json.headers.get("content-type"), "application/json");
+  const doc = await json.json();
+  assert.equal(doc.swagger, "2.0");
+  const patch = doc.paths[widgetPath].patch;
+  assert.deepEqual(patch["x-kubernetes-group-version-kind"], {
+    group: "example.mesh.io",
+    version: "v1",
+    kind: "Widget",
+  });
+  assert.ok(patch.parameters.some((p: { name: string }) => p.name === "dryRun"));
+
+  // Field numbers of github.com/google/gnostic openapiv2/OpenAPIv2.proto.
+  const pb = await fetch(`${kube.url}/openapi/v2`, {
+    headers: { accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" },
+  });
+  assert.equal(
+    pb.headers.get("content-type"),
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+  );
+  const dec = new TextDecoder();
+  const text = (b: Uint8Array | bigint | undefined) => dec.decode(b as Uint8Array);
+  const msg = (b: Uint8Array | bigint | undefined) => protoFields(b as Uint8Array);
+  const document = protoFields(new Uint8Array(await pb.arrayBuffer()));
+  assert.equal(text(document.get(1)?.[0]), "2.0"); // Document.swagger
+  assert.equal(text(msg(document.get(2)?.[0]).get(1)?.[0]), "Kubernetes"); // Info.title
+  const pathItems = msg(document.get(8)?.[0]).get(2)!.map(msg); // Paths.path: NamedPathItem
+  assert.deepEqual(pathItems.map((p) => text(p.get(1)?.[0])), Object.keys(doc.paths));
+  const operation = msg(
+    msg(pathItems.find((p) => text(p.get(1)?.[0]) === widgetPath)!.get(2)?.[0])
+      .get(8)?.[0],
+  ); // PathItem.patch
+  assert.equal(text(operation.get(5)?.[0]), patch.operationId);
+  const extensions = operation.get(13)!.map(msg); // Operation.vendor_extension: NamedAny
+  const gvk = extensions.find((e) => text(e.get(1)?.[0]) === "x-kubernetes-group-version-kind")!;
+  assert.deepEqual(parseYaml(text(msg(gvk.get(2)?.[0]).get(2)?.[0])), {
+    group: "example.mesh.io",
+    version: "v1",
+    kind: "Widget",
+  }); // Any.yaml
+  const queryNames = operation.get(8)!.map((item) => {
+    const nonBody = msg(msg(msg(item).get(1)?.[0]).get(2)?.[0]); // ParametersItem → Parameter
+    return text(msg(nonBody.get(3)?.[0]).get(4)?.[0]); // QueryParameterSubSchema.name
+  });
+  assert.deepEqual(queryNames, patch.parameters.map((p: { name: string }) => p.name));
+
+  const refused = await fetch(`${kube.url}/openapi/v2`, { headers: { accept: "text/html" } });
+  assert.equal(refused.status, 406);
+  assert.equal((await refused.json()).reason, "NotAcceptable");
 });
 
 Deno.test("list filters by labelSelector and fieldSelector", async () => {
