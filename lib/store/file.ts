@@ -28,12 +28,27 @@ export interface FileStoreOptions {
   dir: string;
   /** Types this store holds (default: every schema of the model). Other kinds are skipped. */
   schemas?: readonly TypeSchema[];
-  /** Polling period in milliseconds (default 100), on top of file-system notifications. */
+  /**
+   * Rescan period in milliseconds while file-system notifications are unavailable (`watchFs:
+   * false`, or `Deno.watchFs` failed or stopped); default 100.
+   */
   pollMs?: number;
+  /**
+   * Safety-net rescan period in milliseconds while notifications work (they trigger a rescan
+   * within ~10 ms themselves; this catches the changes they miss, e.g. to files behind symbolic
+   * links pointing outside the directory); default 2000.
+   */
+  rescanMs?: number;
   /** Namespace given to objects without one (default "default"). */
   defaultNamespace?: string;
   /** Use `Deno.watchFs` notifications for fast pick-up (default true). */
   watchFs?: boolean;
+  /**
+   * Keep watching the directory after the first scan (default true). `false` reads it once, as
+   * a one-shot reader (meshctl) wants: no notifications, no timers; `sync()` and writes still
+   * rescan.
+   */
+  watch?: boolean;
   /**
    * Where the store logs file problems (`Config file error ...`), skipped kinds and watch
    * failures: a logger, or `false` for none (the caller reads `errors()` instead, as meshctl
@@ -105,8 +120,10 @@ const key = (type: string, ns: string, name: string) => `${type}\u0000${ns}\u000
  *
  * Reading: every `.yaml`, `.yml` and `.json` file below `dir` (dot-files and dot-directories are
  * skipped, symbolic links followed), in sorted path order, each a stream of documents
- * `{apiVersion, kind, metadata, spec}`. Changes are picked up within ~100 ms (notifications plus
- * polling every `pollMs`). A file that fails to read, parse or validate keeps its previously loaded
+ * `{apiVersion, kind, metadata, spec}`. Changes are picked up within ~100 ms: notifications
+ * trigger a rescan, with a safety-net rescan every `rescanMs` (2 s); without notifications the
+ * directory is rescanned every `pollMs` (100 ms). `watch: false` reads it once (no watcher, no
+ * timer). A file that fails to read, parse or validate keeps its previously loaded
  * objects in force; its problems are logged once per change and listed by `errors()`. Unknown
  * kinds are skipped with a warning. When two documents define the same object, the first in path
  * order wins and the other is reported.
@@ -124,10 +141,15 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   const schemas = options.schemas ?? allSchemas;
   const set = new SchemaSet(schemas);
   const pollMs = options.pollMs ?? 100;
+  const rescanMs = options.rescanMs ?? 2000;
+  const watching = options.watch ?? true;
   const defaultNamespace = options.defaultNamespace ?? "default";
   const log = storeLogger(options.log);
   if (!Number.isFinite(pollMs) || pollMs <= 0) {
     throw new Error(`Invalid file store pollMs ${pollMs}: must be a positive number`);
+  }
+  if (!Number.isFinite(rescanMs) || rescanMs <= 0) {
+    throw new Error(`Invalid file store rescanMs ${rescanMs}: must be a positive number`);
   }
   try {
     const st = await Deno.stat(dir);
@@ -146,22 +168,30 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   let settleTimer: number | undefined;
   /** Whether the last scan left a file aside because it was still being written. */
   let unsettled = false;
+  /** Whether scans use blocking file calls (the first scan; every scan with `watch: false`). */
+  let syncIO = true;
   /** Text of files this store just wrote (complete by construction: no settling needed). */
   const ownWrites = new Map<string, string>();
 
   // ---- reading ---------------------------------------------------------------------------
 
-  async function walk(): Promise<string[]> {
+  /**
+   * The config files below `dir`, sorted. `sync` uses blocking calls: much cheaper per file than
+   * async ones (no thread hop and promise per call), used where blocking is fine (the first scan,
+   * one-shot readers).
+   */
+  async function walk(sync: boolean): Promise<string[]> {
     const out: string[] = [];
     const seenDirs = new Set<string>();
     async function visit(rel: string) {
       const abs = rel ? `${dir}/${rel}` : dir;
       const entries: Deno.DirEntry[] = [];
       try {
-        const real = await Deno.realPath(abs);
+        const real = sync ? Deno.realPathSync(abs) : await Deno.realPath(abs);
         if (seenDirs.has(real)) return;
         seenDirs.add(real);
-        for await (const e of Deno.readDir(abs)) entries.push(e);
+        if (sync) entries.push(...Deno.readDirSync(abs));
+        else for await (const e of Deno.readDir(abs)) entries.push(e);
       } catch (err) {
         // a subdirectory removed while walking is simply gone
         if (rel && err instanceof Deno.errors.NotFound) return;
@@ -174,7 +204,9 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         let isFile = e.isFile;
         if (e.isSymlink) {
           try {
-            const st = await Deno.stat(`${dir}/${childRel}`);
+            const st = sync
+              ? Deno.statSync(`${dir}/${childRel}`)
+              : await Deno.stat(`${dir}/${childRel}`);
             isDir = st.isDirectory;
             isFile = st.isFile;
           } catch {
@@ -243,10 +275,10 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
     return { docs, errors };
   }
 
-  async function scanOnce(): Promise<void> {
+  async function scanOnce(sync: boolean): Promise<void> {
     let paths: string[];
     try {
-      paths = await walk();
+      paths = await walk(sync);
     } catch (err) {
       const message = `Cannot read config directory "${options.dir}": ${(err as Error).message}`;
       if (dirError?.message !== message) log.error(message);
@@ -261,7 +293,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
       const prev = files.get(rel);
       let st: Deno.FileInfo;
       try {
-        st = await Deno.stat(abs);
+        st = sync ? Deno.statSync(abs) : await Deno.stat(abs);
       } catch (err) {
         if (err instanceof Deno.errors.NotFound) continue;
         keepWithError(next, rel, prev, `${rel}: cannot read: ${(err as Error).message}`);
@@ -275,7 +307,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
       }
       let text: string;
       try {
-        text = await Deno.readTextFile(abs);
+        text = sync ? Deno.readTextFileSync(abs) : await Deno.readTextFile(abs);
       } catch (err) {
         if (err instanceof Deno.errors.NotFound) continue;
         keepWithError(next, rel, prev, `${rel}: cannot read: ${(err as Error).message}`);
@@ -305,8 +337,12 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         next.set(rel, { stamp, mtimeMs, text, docs, errors: [] });
       }
     }
+    // The merged view depends only on the documents in force, file by file: when none changed
+    // (the usual rescan), there is nothing to merge or emit.
+    const same = next.size === files.size &&
+      [...next].every(([rel, fs]) => files.get(rel)?.docs === fs.docs);
     files = next;
-    merge();
+    if (!same) merge();
     unsettled = settleAgain;
     if (settleAgain && !closed && settleTimer === undefined) {
       settleTimer = setTimeout(() => {
@@ -390,7 +426,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   function requestScan(): Promise<void> {
     if (closed) return running ?? Promise.resolve();
     if (!running) {
-      running = scanOnce()
+      running = scanOnce(syncIO)
         .catch((err) => log.error(`Config directory scan failed: ${(err as Error).message}`))
         .finally(() => (running = null));
       return running;
@@ -411,25 +447,27 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
     }
   }
 
-  await syncSettled();
-
+  // Notifications first, so that a change made during the first scan is not missed.
   let pollTimer: number | undefined;
-  const poll = () => {
-    pollTimer = setTimeout(() => {
-      pollTimer = undefined;
-      requestScan().then(() => {
-        if (!closed) poll();
-      });
-    }, pollMs);
-  };
-  poll();
-
   let fsWatcher: Deno.FsWatcher | undefined;
   let watchLoop: Promise<void> | undefined;
   let debounce: number | undefined;
-  if (options.watchFs ?? true) {
+  /** Whether notifications currently work (the rescan is then only a safety net). */
+  let notifying = false;
+  /** Falls back to polling every `pollMs` when notifications stop. */
+  const notificationsStopped = (why: string) => {
+    notifying = false;
+    log.warn(`File notifications for "${dir}" stopped (polling every ${pollMs} ms): ${why}`);
+    // re-arm a waiting timer with the shorter period (a running poll re-arms itself)
+    if (pollTimer !== undefined) {
+      clearTimeout(pollTimer);
+      poll();
+    }
+  };
+  if (watching && (options.watchFs ?? true)) {
     try {
       fsWatcher = Deno.watchFs(dir, { recursive: true });
+      notifying = true;
       const w = fsWatcher;
       watchLoop = (async () => {
         try {
@@ -442,16 +480,29 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
               }, 10);
             }
           }
+          if (!closed) notificationsStopped("the watcher ended");
         } catch (err) {
-          if (!closed) {
-            log.warn(`File notifications for "${dir}" stopped: ${(err as Error).message}`);
-          }
+          if (!closed) notificationsStopped((err as Error).message);
         }
       })();
     } catch (err) {
       log.warn(`No file notifications for "${dir}" (polling only): ${(err as Error).message}`);
     }
   }
+
+  await syncSettled();
+  // Later scans run beside other work (servers): non-blocking calls, unless nobody else runs.
+  syncIO = !watching;
+
+  function poll() {
+    pollTimer = setTimeout(() => {
+      pollTimer = undefined;
+      requestScan().then(() => {
+        if (!closed) poll();
+      });
+    }, notifying ? rescanMs : pollMs);
+  }
+  if (watching) poll();
 
   // ---- writing ---------------------------------------------------------------------------
 

@@ -342,7 +342,8 @@ export async function start(
       const changed = changedKeys(fingerprints, next);
       fingerprints = next;
       if (kind === "services") return configChanged();
-      model.invalidate();
+      // only the affected clusters' assignments are rebuilt (a DNS service's change rebuilds all)
+      model.updateEndpoints(changed);
       restCache?.clear();
       const watched = server.watchedNames(TYPE_URLS.endpoint);
       const proxyIps = new Set(server.proxies().map((p) => p.ip));

@@ -147,6 +147,12 @@ interface Memo {
   readonly eds: Map<string, CachedResource | null>;
   /** EDS responses by query array (the server's interned subscription lists). */
   readonly edsViews: WeakMap<readonly string[], ResourceMap>;
+  /**
+   * After {@link DiscoveryModel.updateEndpoints}: the `host|port` keys whose instances changed and
+   * a small context with only their instances (and the DestinationRules, for subsets), from which
+   * their assignments are rebuilt without indexing the whole new context.
+   */
+  readonly edsChanged?: { keys: ReadonlySet<string>; ctx: PushContext };
 }
 
 /** Own entries first, then the shared base's (own names win). Immutable. */
@@ -277,6 +283,8 @@ export class DiscoveryModel {
   #memo?: Memo;
   #prev?: Memo;
   #stats: GeneratorStats = { generation: 0, encoded: 0, views: 0 };
+  /** Cache keys of EDS entries replaced by endpoint updates since the last collection. */
+  #replaced = new Set<string>();
   /** Called before a rebuild with the cache keys (`<type> <name>|<version>`) clients hold (kept). */
   referencedKeys: () => Iterable<string> = () => [];
 
@@ -299,6 +307,87 @@ export class DiscoveryModel {
   /** Marks the context stale (rebuilt on next use). */
   invalidate(): void {
     this.#ctx = undefined;
+  }
+
+  /**
+   * Applies an endpoints-only registry change: the instances of the `host|port` keys in `changed`
+   * differ, services and configs do not. Every view of the current context stays (clusters,
+   * listeners and routes do not read other services' endpoints); only the assignments (EDS) of the
+   * affected clusters are dropped, rebuilt on demand from the new instances, and the next context
+   * shares everything else. When the change can alter more (a DNS service's clusters carry its
+   * endpoints) or there is no current context, it falls back to {@link invalidate}. Returns
+   * whether the incremental path was taken.
+   */
+  updateEndpoints(changed: ReadonlySet<string>): boolean {
+    const m = this.#memo;
+    if (!this.#ctx || !m || m.ctx !== this.#ctx) {
+      this.invalidate();
+      return false;
+    }
+    for (const k of changed) {
+      const host = k.slice(0, k.lastIndexOf("|"));
+      if (m.servicesByHost.get(host)?.some((s) => s.resolution === "DNSLB")) {
+        this.invalidate();
+        return false;
+      }
+    }
+    const instances = this.#registry.instances();
+    const ctx: PushContext = { ...m.ctx, instances };
+    const ownByIp = new Map<string, ServiceInstance[]>();
+    for (const i of instances) {
+      const l = ownByIp.get(i.address);
+      if (l) l.push(i);
+      else ownByIp.set(i.address, [i]);
+    }
+    const keys = new Set(changed);
+    const eds = new Map<string, CachedResource | null>();
+    for (const [name, e] of m.eds) {
+      const c = parseClusterName(name);
+      if (c && c.direction === "outbound" && keys.has(`${c.host}|${c.port}`)) {
+        if (e) this.#replaced.add(`${name}|${e.version}`);
+        continue;
+      }
+      eds.set(name, e);
+    }
+    const edsCtx: PushContext = {
+      services: [],
+      instances: instances.filter((i) => keys.has(`${i.hostname}|${i.servicePort.port}`)),
+      configs: {
+        virtualServices: [],
+        destinationRules: m.ctx.configs.destinationRules,
+        gateways: [],
+        serviceEntries: [],
+        policies: [],
+        serviceRoles: [],
+        serviceRoleBindings: [],
+        ingresses: [],
+      },
+      meshConfig: m.ctx.meshConfig,
+      domain: m.ctx.domain,
+    };
+    this.#ctx = ctx;
+    this.#prev = m;
+    this.#memo = {
+      ...m,
+      ctx,
+      ownByIp,
+      eds,
+      edsViews: new WeakMap(),
+      edsChanged: { keys, ctx: edsCtx },
+    };
+    // Replaced assignments no client holds any more are dropped now and then (a collection walks
+    // every client's resources, too costly for each change).
+    if (this.#replaced.size >= 1000) this.#collectReplaced();
+    return true;
+  }
+
+  /** Drops the replaced EDS entries that no client holds. */
+  #collectReplaced(): void {
+    const held = new Set(this.referencedKeys());
+    for (const k of this.#replaced) {
+      if (!held.has(`${TYPE_URLS.endpoint} ${k}`)) this.#cache.delete(TYPE_URLS.endpoint, k);
+    }
+    this.#replaced.clear();
   }
 
   /** Number of context rebuilds so far. */
@@ -340,6 +429,7 @@ export class DiscoveryModel {
 
   /** Drops cache entries no client holds (the new context's are added as they are built). */
   #gc(): void {
+    this.#replaced.clear();
     const keep = new Set(this.referencedKeys());
     for (const t of Object.values(TYPE_URLS)) {
       for (const k of this.#cache.keys(t)) if (!keep.has(`${t} ${k}`)) this.#cache.delete(t, k);
@@ -560,8 +650,13 @@ export class DiscoveryModel {
   #endpoints(m: Memo, name: string): CachedResource | null {
     let e = m.eds.get(name);
     if (e === undefined) {
-      const [cla] = buildEndpoints(m.ctx, [name]);
+      const c = m.edsChanged && parseClusterName(name);
+      const changed = c && c.direction === "outbound" &&
+        m.edsChanged!.keys.has(`${c.host}|${c.port}`);
+      const [cla] = buildEndpoints(changed ? m.edsChanged!.ctx : m.ctx, [name]);
       e = cla ? this.#entry(TYPE_URLS.endpoint, name, cla) : null;
+      // an assignment back to an earlier content is in use again: not to be collected
+      if (e && this.#replaced.size) this.#replaced.delete(`${name}|${e.version}`);
       m.eds.set(name, e);
     }
     return e;

@@ -27,7 +27,7 @@ import {
   WORLD_TCP_PLAINTEXT,
   WORLD_VS,
 } from "../../lib/xds/testdata/model.ts";
-import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
+import { changedKeys, ConfigSnapshot, DiscoveryModel, instanceFingerprints } from "./model.ts";
 
 await loadXdsProtos();
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -215,4 +215,94 @@ Deno.test("DiscoveryModel.resourcesFor() builds each view once and shares it bet
   m.invalidate();
   assert.equal(m.resourcesFor(client(70), TYPE_URLS.cluster, null), cds);
   assert.equal(m.resourcesFor(client(70), TYPE_URLS.endpoint, edsNames), eds);
+});
+
+Deno.test("DiscoveryModel.updateEndpoints() serves what generate builds from the new instances, keeping every other view", async () => {
+  const fixture = model({
+    configs: {
+      virtualServices: [WORLD_VS, PUBLIC_VS, SOURCE_VS],
+      destinationRules: [WORLD_DR],
+      gateways: [PUBLIC_GW],
+      serviceRoles: [RBAC_ROLE],
+      serviceRoleBindings: [RBAC_BINDING],
+    },
+    serviceEntries: DB_ENTRIES,
+  });
+  const { m, ctx } = await discoveryModel(fixture);
+  const edsNames = (p: Proxy) =>
+    Object.freeze(buildClusters(ctx, p).filter((c) => c.type === "EDS").map((c) => c.name));
+  const before = PROXIES.map(([, p]) => ({
+    cds: m.resourcesFor(p, TYPE_URLS.cluster, null),
+    lds: m.resourcesFor(p, TYPE_URLS.listener, null),
+    names: edsNames(p),
+  }));
+  const edsBefore = before.map((b, i) =>
+    m.resourcesFor(PROXIES[i][1], TYPE_URLS.endpoint, b.names)
+  );
+  const generation = m.generation;
+
+  // a new world:80 endpoint, and a world:9000 instance on hello v1's own address
+  const old = instanceFingerprints(fixture.instances);
+  const [w80, w9000] = ["http", "tcp"].map((n) =>
+    fixture.instances.find((i) => i.hostname.startsWith("world.") && i.servicePort.name === n)!
+  );
+  fixture.instances = [
+    ...fixture.instances,
+    { ...w80, address: "10.0.2.3", labels: { app: "world", version: "v1" } },
+    { ...w9000, address: "10.0.1.1" },
+  ];
+  const changed = changedKeys(old, instanceFingerprints(fixture.instances));
+  assert.deepEqual([...changed].sort(), [
+    "world.default.svc.cluster.local|80",
+    "world.default.svc.cluster.local|9000",
+  ]);
+  assert.equal(m.updateEndpoints(changed), true);
+  assert.equal(m.generation, generation, "no context rebuild");
+
+  const fresh: PushContext = { ...ctx, instances: fixture.instances };
+  for (const [i, [what, proxy]] of PROXIES.entries()) {
+    assert.deepEqual(
+      sorted(served(m.resourcesFor(proxy, TYPE_URLS.cluster, null))),
+      sorted(encoded(TYPE_URLS.cluster, buildClusters(fresh, proxy))),
+      `${what}: clusters`,
+    );
+    assert.deepEqual(
+      sorted(served(m.resourcesFor(proxy, TYPE_URLS.listener, null))),
+      sorted(encoded(TYPE_URLS.listener, buildListeners(fresh, proxy))),
+      `${what}: listeners`,
+    );
+    const names = before[i].names;
+    const eds = m.resourcesFor(proxy, TYPE_URLS.endpoint, names);
+    assert.deepEqual(
+      sorted(served(eds)),
+      sorted(encoded(TYPE_URLS.endpoint, buildEndpoints(fresh, [...names]))),
+      `${what}: endpoints`,
+    );
+    // unchanged assignments keep their object; those with the new endpoints (subset v1) are new
+    for (const n of names) {
+      const hit = /^outbound\|(80|9000)\|(v1)?\|world\./.test(n);
+      assert.equal(eds.get(n) === edsBefore[i].get(n), !hit, n);
+    }
+  }
+  // sidecars whose own instances did not change keep their cluster and listener views
+  const client = PROXIES.findIndex(([w]) => w === "sidecar without instances");
+  assert.equal(m.resourcesFor(PROXIES[client][1], TYPE_URLS.cluster, null), before[client].cds);
+  assert.equal(m.resourcesFor(PROXIES[client][1], TYPE_URLS.listener, null), before[client].lds);
+});
+
+Deno.test("DiscoveryModel.updateEndpoints() rebuilds the context when a DNS service's endpoints change", async () => {
+  const fixture = model();
+  const { m } = await discoveryModel(fixture);
+  const proxy = PROXIES[3][1];
+  m.resourcesFor(proxy, TYPE_URLS.cluster, null);
+  const generation = m.generation;
+  const old = instanceFingerprints(fixture.instances);
+  fixture.instances = fixture.instances.map((i) =>
+    i.hostname === "api.example.com" ? { ...i, address: "api2.example.com" } : i
+  );
+  const changed = changedKeys(old, instanceFingerprints(fixture.instances));
+  assert.equal(m.updateEndpoints(changed), false);
+  const dns = m.resourcesFor(proxy, TYPE_URLS.cluster, ["outbound|443||api.example.com"]);
+  assert.equal(m.generation, generation + 1);
+  assert.match(new TextDecoder().decode(dns.get("outbound|443||api.example.com")!.bytes), /api2/);
 });
