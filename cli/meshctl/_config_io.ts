@@ -109,12 +109,11 @@ export async function connect(target: StoreTarget): Promise<Connection> {
         await prepareDir(target.path, options.createDir ?? false);
         const { createFileStore } = await import("../../lib/store/file.ts");
         // log: false — file problems come back through errors() and are printed as warnings,
-        // so that stdout carries results only
+        // so that stdout carries results only; watch: false — one read, no watcher or timer.
         const store = await createFileStore({
           dir: target.path,
           schemas: options.schemas,
-          watchFs: false,
-          pollMs: 3_600_000,
+          watch: false,
           defaultNamespace: "default",
           log: false,
         });
