@@ -370,7 +370,7 @@ export function discoveryApp(d: HttpDeps): Hono {
     }
     return jsonBody(c, groups.map((g) => ({ svc: g.svc, ep: [...g.eps, {}] })));
   };
-  app.get("/debug/endpointz", endpointz);
+  app.get("/debug/endpointz", (c) => endpointz(c));
 
   app.get("/debug/configz", (c) => jsonBody(c, [...d.model.configs() as ConfigObject[], {}]));
 

@@ -81,6 +81,17 @@ Deno.test("mesh-discovery adds services and instances to its debug registry thro
     assert.equal(ep.ep.length, 2, "one instance, then {}");
     assert.equal(ep.ep[0].address, "10.9.0.1");
 
+    // The full listing (GET) has it too, as JSON and as brief text lines.
+    const listing = await fetch(`${base}/debug/endpointz`);
+    assert.equal(listing.status, 200);
+    const group = (await listing.json()).find((e: { svc: string }) =>
+      e.svc === `${DEBUG_HOST}:http`
+    );
+    assert.equal(group.ep[0].address, "10.9.0.1");
+    const brief = await fetch(`${base}/debug/endpointz?brief=1`);
+    assert.equal(brief.status, 200);
+    assert.match(await brief.text(), /^debug\.example\S*:http .*10\.9\.0\.1:18080/m);
+
     // Proxies see it: a cluster and its endpoint.
     const cds = await post(`${base}/v3/discovery:clusters`, { node: { id: NODE } });
     assert.ok(
