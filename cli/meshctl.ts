@@ -9,6 +9,8 @@
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, versionGroup } from "./_shared/groups.ts";
+import { DELETE_HELP, GET_HELP, writeHelp } from "./meshctl/_help.ts";
+import type { MeshctlContext } from "./meshctl/_config_io.ts";
 import {
   common,
   contextCreateFlags,
@@ -47,6 +49,7 @@ export const program: ProgramSpec = {
         summary: "Creates resources from a file (standard input when no file is given).",
         flags: createFlags,
         groups: common,
+        helpAfter: writeHelp("create"),
         load: () => import("./meshctl/create.ts"),
       }),
       command({
@@ -54,6 +57,7 @@ export const program: ProgramSpec = {
         summary: "Replaces existing resources from a file (standard input when no file).",
         flags: replaceFlags,
         groups: common,
+        helpAfter: writeHelp("replace"),
         load: () => import("./meshctl/replace.ts"),
       }),
       command({
@@ -62,14 +66,16 @@ export const program: ProgramSpec = {
         args: ["[type]", "[names...]"],
         flags: deleteFlags,
         groups: common,
+        helpAfter: DELETE_HELP,
         load: () => import("./meshctl/delete.ts"),
       }),
       command({
         name: "get",
-        summary: "Lists all resources of a type, or one named resource.",
-        args: ["[type]", "[name]"],
+        summary: "Lists all resources of a type, or the named ones.",
+        args: ["[type]", "[names...]"],
         flags: getFlags,
         groups: common,
+        helpAfter: GET_HELP,
         load: () => import("./meshctl/get.ts"),
       }),
       command({
@@ -149,4 +155,7 @@ export const program: ProgramSpec = {
   }),
 };
 
-if (import.meta.main) Deno.exit(await runCli(program, Deno.args, processContext()));
+if (import.meta.main) {
+  const ctx: MeshctlContext = { ...processContext(), stdinIsTerminal: Deno.stdin.isTerminal() };
+  Deno.exit(await runCli(program, Deno.args, ctx));
+}

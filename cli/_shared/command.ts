@@ -63,6 +63,12 @@ export interface CommandSpec {
   readonly subcommands: readonly CommandSpec[];
   /** Not listed in help. */
   readonly hidden?: boolean;
+  /**
+   * Text printed at the end of the command's help (`--help` and `help <command>`): accepted
+   * values, examples. Lines are printed as written (no wrapping); keep them within
+   * {@link HELP_WIDTH} columns.
+   */
+  readonly helpAfter?: string;
 }
 
 /** Union of the flags of a command declared with {@link command}. */
@@ -87,6 +93,7 @@ export function command<
   load?: () => Promise<CommandModule<OptionsOf<FlagsOf<F, G>>>>;
   subcommands?: readonly CommandSpec[];
   hidden?: boolean;
+  helpAfter?: string;
 }): CommandSpec {
   return Object.freeze({
     ...spec,
@@ -139,10 +146,16 @@ export function stripPeriod(text: string): string {
   return /[^.]\.$/.test(text) ? text.slice(0, -1) : text;
 }
 
+/**
+ * Width help is laid out for: descriptions wrap (indented under their column) so that lines fit
+ * in this many columns, whatever the terminal; flag and command names are never broken.
+ */
+export const HELP_WIDTH = 100;
+
 class MeshHelp extends Help {
-  constructor() {
+  constructor(private readonly after = "") {
     super();
-    this.helpWidth = 10_000; // never wrap: one flag per line, like cobra
+    this.helpWidth = HELP_WIDTH;
   }
   override optionTerm(option: Option): string {
     const spec = (option as SpecOption)[FLAG_SPEC];
@@ -155,6 +168,18 @@ class MeshHelp extends Help {
     if (!spec) return super.optionDescription(option);
     const text = defaultText(spec);
     return text === "" ? spec.help : `${stripPeriod(spec.help)} (default: ${text})`;
+  }
+  /**
+   * A command in its parent's list: the name and first alias only (`proxy-config|pc`), as cobra
+   * lists them; arguments and flags are in the command's own help.
+   */
+  override subcommandTerm(cmd: Command): string {
+    const alias = cmd.aliases()[0];
+    return alias ? `${cmd.name()}|${alias}` : cmd.name();
+  }
+  override formatHelp(cmd: Command, helper: Help): string {
+    const text = super.formatHelp(cmd, helper);
+    return this.after ? `${text}${this.after.replace(/\n*$/, "\n")}` : text;
   }
 }
 
@@ -190,7 +215,7 @@ export async function runCli(
     for (const a of spec.args ?? []) cmd.argument(a);
     addFlags(cmd, spec.flags, values);
     for (const g of spec.groups) addFlags(cmd, g.flags, values, g.heading);
-    configure(cmd, path);
+    configure(cmd, path, spec.helpAfter);
     const flags = allFlags(spec);
     const parseOptions = cmd.parseOptions.bind(cmd);
     const subNames = new Set(spec.subcommands.flatMap((s) => [s.name, ...(s.aliases ?? [])]));
@@ -225,14 +250,14 @@ export async function runCli(
   };
 
   /** Help option, output capture, help rendering and error mapping of one commander command. */
-  function configure(cmd: Command, path: readonly string[]) {
+  function configure(cmd: Command, path: readonly string[], helpAfter?: string) {
     cmd.helpOption("-h, --help", `Help for ${path.join(" ")}.`);
     cmd.configureOutput({
       writeOut: (s) => void (out += s),
       writeErr: (s) => void (err += s),
       outputError: () => {},
     });
-    cmd.createHelp = () => Object.assign(new MeshHelp(), cmd.configureHelp());
+    cmd.createHelp = () => Object.assign(new MeshHelp(helpAfter), cmd.configureHelp());
     cmd.exitOverride((e: CommanderError) => {
       if (e.code === "commander.helpDisplayed" || e.code === "commander.help") {
         throw new HelpShown(e.exitCode);
@@ -243,7 +268,9 @@ export async function runCli(
 
   /**
    * `<program> help [command...]` (as cobra and kubectl have it): prints the help of the named
-   * command, the same text as `<program> <command...> --help`, and exits 0.
+   * command, the same text as `<program> <command...> --help`, and exits 0. Words after a command
+   * without subcommands are ignored, as cobra does (`help get vs` is the help of `get`); an
+   * unknown name where subcommands are expected is a usage error.
    */
   function helpCommand(root: Command, rootPath: readonly string[]): Command {
     const path = [...rootPath, HELP_COMMAND];
@@ -256,6 +283,7 @@ export async function runCli(
       type Node = { readonly commands: readonly Node[]; name(): string; aliases(): string[] };
       let target: Node = root;
       for (const name of names) {
+        if (target !== root && target.commands.length === 0) break;
         const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
         if (!next) {
           throw new UsageError(`Unknown help topic ${JSON.stringify(names.join(" "))}`, rootPath);

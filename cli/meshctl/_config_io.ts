@@ -15,11 +15,22 @@ import {
   formatIssue,
   type ModelSchema,
   normalizeObject,
+  resolveMeshctlType,
   schemaByKind,
+  schemaByType,
   schemasByKindOnly,
   type ValidationIssue,
 } from "../../lib/model/mod.ts";
 import { type ConfigStore, ConflictError, NotFoundError } from "../../lib/store/types.ts";
+
+/** What meshctl's commands get besides the common CLI context. */
+export interface MeshctlContext extends CliContext {
+  /**
+   * Whether standard input is a terminal (read once at start-up; absent: not a terminal). Then
+   * create, replace and delete without `-f` fail at once instead of waiting for typed input.
+   */
+  readonly stdinIsTerminal?: boolean;
+}
 
 /** The platforms meshctl works on. */
 export type Platform = "orch" | "fs";
@@ -125,8 +136,10 @@ export async function connect(target: StoreTarget): Promise<Connection> {
       },
     };
   }
+  await checkKubeconfigExists(target.path);
   const kc = await loadKubeConfig(target.path);
   const defaultNamespace = currentNamespace(kc);
+  const server = kc.getCurrentCluster()?.server ?? "";
   return {
     defaultNamespace,
     async open(options) {
@@ -143,8 +156,12 @@ export async function connect(target: StoreTarget): Promise<Connection> {
         store,
         problems: () => {
           const all = store.errors();
+          const listErrors = all.filter((e) => !e.object);
+          const noCrd = listErrors.filter((e) => isMissingCrd(e.type, e.message));
+          const errors = listErrors.filter((e) => !noCrd.includes(e)).map((e) => e.message);
+          if (noCrd.length > 0) errors.unshift(missingCrdsLine(noCrd.map((e) => e.type), server));
           return {
-            errors: all.filter((e) => !e.object).map((e) => e.message),
+            errors,
             warnings: all.filter((e) => e.object).map((e) => `${e.object}: ${e.message}`),
           };
         },
@@ -152,6 +169,45 @@ export async function connect(target: StoreTarget): Promise<Connection> {
       };
     },
   };
+}
+
+/** Where the CRD manifests of the mesh live in the repository (`kubectl apply -f` them). */
+export const CRDS_FILE = "lib/model/crds/crds.yaml";
+
+/**
+ * Whether a list error of the orchestrator store means the custom resource definition of a
+ * type is missing (the API answered 404 for its collection); never for built-in kinds (Ingress).
+ */
+function isMissingCrd(type: string, message: string): boolean {
+  const schema = schemaByType(type);
+  return !!schema && !schema.apiVersions && / not found \(is the custom resource definition /
+    .test(message);
+}
+
+/** The one line for types whose CRDs are missing: what is wrong and what to do. */
+function missingCrdsLine(types: readonly string[], server: string): string {
+  const names = types.map((t) => {
+    const s = schemaByType(t)!;
+    return `${s.plural}.${s.group}`;
+  });
+  return `the CRDs of mesh are not installed in the cluster${server ? ` at ${server}` : ""} ` +
+    `(kubectl apply -f ${CRDS_FILE}); missing: ${names.join(", ")}`;
+}
+
+/**
+ * A missing kubeconfig file is the first thing a new user meets: one line that says what to do.
+ * Other problems (unreadable, malformed) are left to `loadKubeConfig`.
+ */
+async function checkKubeconfigExists(path: string): Promise<void> {
+  try {
+    await Deno.stat(path);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) return;
+    throw new Error(
+      `Cannot read kubeconfig "${path}": no such file (give -c/--orchconfig, or use -p fs ` +
+        `--configDir <dir> to work without a cluster)`,
+    );
+  }
 }
 
 /**
@@ -180,7 +236,7 @@ async function prepareDir(dir: string, create: boolean): Promise<void> {
 }
 
 /** An OS error's reason without Deno's `(os error N): <syscall> '<path>'` tail. */
-function osReason(err: unknown): string {
+export function osReason(err: unknown): string {
   if (err instanceof Deno.errors.PermissionDenied) return "permission denied";
   if (err instanceof Deno.errors.NotFound) return "no such file or directory";
   return String((err as Error).message ?? err).replace(/ \(os error \d+\).*$/s, "");
@@ -194,13 +250,37 @@ export function yamlErrorLine(message: string): string {
   return message.split("\n")[0].replace(/:\s*$/, "");
 }
 
+/**
+ * Resolves the type argument of `get` and `delete`: the 14 meshctl types and `ingress` (as the
+ * reference resolves them, with its error messages for hyphenated and unknown names), and every
+ * other storable kind (policy-server kinds: `rule`, `denier`, `checknothing`...) by singular or
+ * plural name. Throws {@link UsageError} with the reference message for names matching nothing.
+ */
+export function resolveType(name: string): ModelSchema {
+  const t = resolveMeshctlType(name);
+  if ("schema" in t) return t.schema;
+  const other = schemaByType(name);
+  if (other) return other;
+  throw new UsageError(t.error);
+}
+
 // ---- input ---------------------------------------------------------------------------------
 
-/** Reads `-f <file>` (relative to the working directory), or standard input for "" and "-". */
+/**
+ * Reads `-f <file>` (relative to the working directory), or standard input for "" and "-".
+ * Without `-f` on a terminal, nothing was piped: a usage error (as kubectl), instead of waiting
+ * for typed input; `ways` names the other ways to give input (delete: `<type> <name>`).
+ */
 export async function readInput(
   file: string,
-  ctx: CliContext,
+  ctx: MeshctlContext,
+  ways = "",
 ): Promise<{ label: string; text: string }> {
+  if (file === "" && ctx.stdinIsTerminal) {
+    throw new UsageError(
+      `no input: give ${ways}-f <file>, or pipe YAML on standard input (-f -)`,
+    );
+  }
   if (file === "" || file === "-") {
     const text = await new Response(ctx.stdin).text();
     return { label: "stdin", text };
@@ -208,7 +288,7 @@ export async function readInput(
   try {
     return { label: file, text: await Deno.readTextFile(absolute(file, ctx)) };
   } catch (err) {
-    const reason = err instanceof Deno.errors.NotFound ? "no such file" : (err as Error).message;
+    const reason = err instanceof Deno.errors.NotFound ? "no such file" : osReason(err);
     throw new Error(`Cannot read ${JSON.stringify(file)}: ${reason}`);
   }
 }

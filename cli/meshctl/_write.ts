@@ -3,11 +3,11 @@
  * document, then write each object and report it.
  * @module
  */
-import type { CliContext } from "../_shared/context.ts";
 import type { CommonOptions } from "./flags.ts";
 import {
   connect,
   fail,
+  type MeshctlContext,
   objectPath,
   parseInput,
   readInput,
@@ -26,7 +26,7 @@ export async function writeFromInput(
   op: "create" | "replace",
   opts: CommonOptions & { file: string },
   args: string[],
-  ctx: CliContext,
+  ctx: MeshctlContext,
 ): Promise<number> {
   // the command declares no arguments: the runner already refused any (exit 2)
   void args;
@@ -52,7 +52,7 @@ export async function writeFromInput(
   const failures: string[] = [];
   try {
     const { errors } = opened.problems();
-    if (errors.length > 0) return await fail(ctx, [...errors, `nothing was ${past(op)}`]);
+    if (errors.length > 0) return await fail(ctx, errors);
     for (const { object, schema } of objects) {
       const what = objectPath(schema, object);
       try {

@@ -9,7 +9,7 @@ import { basename, dirname, isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import { parse, stringify } from "../../lib/deps/yaml.ts";
 import type { ContextCreateOptions } from "./flags.ts";
-import { kubeconfigPath } from "./_config_io.ts";
+import { kubeconfigPath, osReason, yamlErrorLine } from "./_config_io.ts";
 
 type Entry = { name: string; [key: string]: unknown };
 
@@ -70,13 +70,13 @@ async function readKubeconfig(path: string): Promise<Record<string, unknown>> {
     text = await Deno.readTextFile(path);
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return {};
-    throw new Error(`Cannot read kubeconfig "${path}": ${(err as Error).message}`);
+    throw new Error(`Cannot read kubeconfig "${path}": ${osReason(err)}`);
   }
   let doc: unknown;
   try {
     doc = parse(text);
   } catch (err) {
-    throw new Error(`Cannot parse kubeconfig "${path}": ${(err as Error).message.split("\n")[0]}`);
+    throw new Error(`Cannot parse kubeconfig "${path}": ${yamlErrorLine((err as Error).message)}`);
   }
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== "object" || Array.isArray(doc)) {

@@ -44,7 +44,7 @@ const globalFlags = [
     short: "p",
     type: string,
     default: "orch",
-    help: "Mesh host platform.",
+    help: "Mesh host platform: orch (a cluster) or fs (a local directory, with --configDir).",
   }),
   flag({
     name: "configDir",
@@ -96,14 +96,25 @@ const fileFlag = (help: string) =>
 
 /** `create` flags. */
 export const createFlags = [
-  fileFlag("Input file with resources to create; standard input when unset."),
+  fileFlag(
+    "Input file with resources to create; - for standard input (also read when unset " +
+      "and piped).",
+  ),
 ] as const;
 /** `replace` flags. */
 export const replaceFlags = [
-  fileFlag("Input file with resources to replace; standard input when unset."),
+  fileFlag(
+    "Input file with resources to replace; - for standard input (also read when unset " +
+      "and piped).",
+  ),
 ] as const;
 /** `delete` flags. */
-export const deleteFlags = [fileFlag("Input file with resources to delete.")] as const;
+export const deleteFlags = [
+  fileFlag(
+    "Input file with resources to delete; - for standard input (also read when " +
+      "neither a file nor names are given and input is piped).",
+  ),
+] as const;
 
 /** `get` flags. */
 export const getFlags = [
@@ -113,6 +124,14 @@ export const getFlags = [
     type: string,
     default: "short",
     help: "Output format: yaml or short.",
+  }),
+  flag({
+    name: "all-namespaces",
+    short: "A",
+    type: bool,
+    default: false,
+    help: "List the objects of every namespace, even when -n is given (without -n, get " +
+      "lists every namespace anyway).",
   }),
 ] as const;
 

@@ -1,62 +1,66 @@
 /**
- * `meshctl get <type> [<name>] [-o short|yaml]`: lists every object of a type (in `-n`, or in
- * all namespaces when `-n` is empty), or the named one (in `-n` or the default namespace).
+ * `meshctl get <type> [<name>...] [-o short|yaml] [-A]`: lists every object of a type (in `-n`,
+ * or in all namespaces when `-n` is empty or `-A` is given), or the named ones (in `-n` or the
+ * default namespace). A named object that does not exist is an error (exit 1, after printing the
+ * ones found), as kubectl has it; istioctl 0.8 printed `No resources found.` instead.
  * @module
  */
-import { type CliContext, UsageError } from "../_shared/context.ts";
+import { UsageError } from "../_shared/context.ts";
 import { stringify } from "../../lib/deps/yaml.ts";
-import {
-  type ConfigObject,
-  resolveMeshctlType,
-  typeListText,
-  type TypeSchema,
-} from "../../lib/model/mod.ts";
+import { type ConfigObject, typeListText, type TypeSchema } from "../../lib/model/mod.ts";
 import type { GetOptions } from "./flags.ts";
-import { connect, fail, storeTarget } from "./_config_io.ts";
+import { connect, fail, type MeshctlContext, resolveType, storeTarget } from "./_config_io.ts";
 
 /** Output formats of `get`. */
 export const OUTPUT_FORMATS = ["yaml", "short"] as const;
 
 /** Runs `meshctl get`. */
-export async function run(opts: GetOptions, args: string[], ctx: CliContext): Promise<number> {
-  const [typeArg, name] = args;
+export async function run(opts: GetOptions, args: string[], ctx: MeshctlContext): Promise<number> {
+  const [typeArg, ...names] = args;
   if (!typeArg) {
     throw new UsageError(`specify the type of resource to get. Types are ${typeListText()}`);
   }
   if (!(OUTPUT_FORMATS as readonly string[]).includes(opts.output)) {
     throw new UsageError(`unknown output format ${opts.output}. Types are yaml|short`);
   }
-  const t = resolveMeshctlType(typeArg);
-  if ("error" in t) throw new UsageError(t.error);
-  const schema = t.schema;
+  if (opts.allNamespaces && names.length > 0) {
+    throw new UsageError("a resource cannot be retrieved by name across all namespaces");
+  }
+  const schema = resolveType(typeArg);
   const target = storeTarget(opts, ctx);
   const conn = await connect(target);
-  // one object: -n or the default namespace; a list: -n, or every namespace
-  const namespace = name ? opts.namespace || conn.defaultNamespace : opts.namespace || undefined;
+  // named objects: -n or the default namespace; a list: -n, or every namespace
+  const namespace = names.length > 0
+    ? opts.namespace || conn.defaultNamespace
+    : (opts.allNamespaces ? undefined : opts.namespace || undefined);
   const opened = await conn.open({ schemas: [schema], namespace });
-  let objects: ConfigObject[];
+  const objects: ConfigObject[] = [];
+  const missing: string[] = [];
   try {
     const { errors, warnings } = opened.problems();
     if (errors.length > 0) return await fail(ctx, errors);
     if (warnings.length > 0) {
       await ctx.stderr.write(warnings.map((w) => `Warning: ${w}\n`).join(""));
     }
-    if (name) {
-      const one = await opened.store.get(schema.type, name, namespace!);
-      objects = one ? [one] : [];
+    if (names.length > 0) {
+      for (const name of names) {
+        const one = await opened.store.get(schema.type, name, namespace!);
+        if (one) objects.push(one);
+        else missing.push(`${schema.type} "${name}" not found in namespace "${namespace}"`);
+      }
     } else {
-      objects = await opened.store.list(schema.type, namespace);
+      objects.push(...await opened.store.list(schema.type, namespace));
     }
   } finally {
     await opened.close();
   }
-  if (objects.length === 0) {
-    await ctx.stderr.write("No resources found.\n");
-    return 0;
+  if (objects.length > 0) {
+    await ctx.stdout.write(
+      opts.output === "yaml" ? yamlOutput(objects) : shortOutput(objects, schema),
+    );
   }
-  await ctx.stdout.write(
-    opts.output === "yaml" ? yamlOutput(objects) : shortOutput(objects, schema),
-  );
+  if (missing.length > 0) return await fail(ctx, missing);
+  if (objects.length === 0) await ctx.stderr.write("No resources found.\n");
   return 0;
 }
 

@@ -4,11 +4,11 @@
  * wins); a stale one is reported as a conflict.
  * @module
  */
-import type { CliContext } from "../_shared/context.ts";
 import type { ReplaceOptions } from "./flags.ts";
 import { writeFromInput } from "./_write.ts";
+import type { MeshctlContext } from "./_config_io.ts";
 
 /** Runs `meshctl replace`. */
-export function run(opts: ReplaceOptions, args: string[], ctx: CliContext): Promise<number> {
+export function run(opts: ReplaceOptions, args: string[], ctx: MeshctlContext): Promise<number> {
   return writeFromInput("replace", opts, args, ctx);
 }

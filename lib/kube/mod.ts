@@ -69,14 +69,16 @@ export async function loadKubeConfig(path?: string, context?: string): Promise<K
     try {
       text = await Deno.readTextFile(path);
     } catch (err) {
-      throw new Error(`Cannot read kubeconfig "${path}": ${(err as Error).message}`);
+      throw new Error(`Cannot read kubeconfig "${path}": ${readFailure(err)}`);
     }
     try {
       kc.loadFromString(text);
       const slash = path.lastIndexOf("/");
       kc.makePathsAbsolute(slash >= 0 ? path.slice(0, slash) || "/" : Deno.cwd());
     } catch (err) {
-      throw new Error(`Cannot parse kubeconfig "${path}": ${(err as Error).message}`);
+      // the parser's first line, without the code frame it introduces with a colon
+      const reason = String((err as Error).message).split("\n")[0].replace(/:\s*$/, "");
+      throw new Error(`Cannot parse kubeconfig "${path}": ${reason}`);
     }
   }
   if (context) {
@@ -93,6 +95,14 @@ export async function loadKubeConfig(path?: string, context?: string): Promise<K
     );
   }
   return kc;
+}
+
+/** Why a file could not be read, without Deno's `(os error N): <syscall> '<path>'` tail. */
+function readFailure(err: unknown): string {
+  if (err instanceof Deno.errors.NotFound) return "no such file";
+  if (err instanceof Deno.errors.PermissionDenied) return "permission denied";
+  if (err instanceof Deno.errors.IsADirectory) return "is a directory";
+  return String((err as Error).message ?? err).replace(/ \(os error \d+\).*$/s, "");
 }
 
 /** The namespace of the kubeconfig's current context, else "default". */

@@ -250,7 +250,8 @@ function parseDoc(text: string, what: string, label: string): unknown {
   try {
     return parseYaml(text);
   } catch (e) {
-    const msg = (e as Error).message.split("\n")[0];
+    // the parser's first line, without the colon that introduces its code frame
+    const msg = (e as Error).message.split("\n")[0].replace(/:\s*$/, "");
     throw new Error(`Cannot parse ${what} ${label}: ${msg}`);
   }
 }

@@ -1,8 +1,16 @@
 import assert from "node:assert/strict";
-import { runInProcess, runProgram } from "./_run.ts";
+import type { CommandSpec } from "../../cli/_shared/command.ts";
+import { meshctlSchemas } from "../../lib/model/mod.ts";
+import { PROGRAMS, runInProcess, runProgram } from "./_run.ts";
 import { SPEC_ALIASES, SPEC_FLAGS, type SpecFlag, type SpecType } from "./spec_flags.ts";
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * Help text with each wrapped description joined back onto its flag's (or command's) line:
+ * continuation lines are indented to the description column, flag lines by 2 or 6 spaces.
+ */
+const unwrap = (help: string) => help.replace(/\n {10,}(?=\S)/g, " ");
 
 /**
  * The type word `--help` shows after the flag name for each spec type (cobra/pflag's words);
@@ -48,7 +56,7 @@ for (const [program, commands] of Object.entries(SPEC_FLAGS)) {
         r.stdout,
         new RegExp(`^Usage: ${escape([program, path].filter(Boolean).join(" "))}[ |]`),
       );
-      for (const f of flags) checkFlag(r.stdout, where, f);
+      for (const f of flags) checkFlag(unwrap(r.stdout), where, f);
     }
   });
 }
@@ -130,16 +138,17 @@ Deno.test("help names an unknown command in one line and exits 2", async () => {
 
 Deno.test("--help keeps an ellipsis at the end of a description before the default", async () => {
   const r = await runInProcess("meshctl", ["experimental", "rbac", "can", "--help"]);
-  const line = r.stdout.split("\n").find((l) => l.includes("--subject-properties"));
+  const line = unwrap(r.stdout).split("\n").find((l) => l.includes("--subject-properties"));
   assert.ok(line?.endsWith("name1=value1,name2=value2,... (default: [])"), line);
   // A single final period is still dropped.
-  const port = (await runInProcess("mesh-discovery", ["discovery", "--help"])).stdout.split("\n")
+  const port = unwrap((await runInProcess("mesh-discovery", ["discovery", "--help"])).stdout)
+    .split("\n")
     .find((l) => l.includes("--port "));
   assert.ok(port?.endsWith("Discovery service port (default: 8080)"), port);
 });
 
 Deno.test("--help describes the level flags per the program's number of scopes", async () => {
-  const single = (await runInProcess("meshctl", ["--help"])).stdout;
+  const single = unwrap((await runInProcess("meshctl", ["--help"])).stdout);
   assert.match(
     single,
     /--log_output_level string +Minimum level of output: a level \(debug, info, warn, error, none\), or <scope>:<level> pairs/,
@@ -148,7 +157,7 @@ Deno.test("--help describes the level flags per the program's number of scopes",
     single,
     /--log_stacktrace_level string +Minimum level at which stack traces are captured: a level \(debug, info, warn, error, none\), or <scope>:<level> pairs/,
   );
-  const multi = (await runInProcess("mesh-policy", ["server", "--help"])).stdout;
+  const multi = unwrap((await runInProcess("mesh-policy", ["server", "--help"])).stdout);
   for (const flag of ["log_output_level", "log_stacktrace_level"]) {
     const line = multi.split("\n").find((l) => l.includes(`--${flag} `));
     assert.match(
@@ -156,4 +165,77 @@ Deno.test("--help describes the level flags per the program's number of scopes",
       /comma-separated <scope>:<level> pairs; a plain level applies to the scopes not named/,
     );
   }
+});
+
+Deno.test("--help of every command of every program fits in 100 columns", async () => {
+  for (const [name, program] of Object.entries(PROGRAMS)) {
+    const visit = async (spec: CommandSpec, path: string[]) => {
+      const r = await runInProcess(name, [...path, "--help"]);
+      assert.equal(r.code, 0, `${name} ${path.join(" ")}`);
+      for (const line of r.stdout.split("\n")) {
+        assert.ok(line.length <= 100, `${name} ${path.join(" ")} --help: ${line.length}: ${line}`);
+      }
+      for (const sub of spec.subcommands) await visit(sub, [...path, sub.name]);
+    };
+    await visit(program.root, []);
+  }
+});
+
+Deno.test("meshctl --help lists commands by name and alias; arguments are in each command's help", async () => {
+  const root = (await runInProcess("meshctl", ["--help"])).stdout;
+  const commands = root.split("Commands:\n")[1];
+  assert.match(commands, /^ {2}proxy-config\|pc +Retrieves proxy configuration/m);
+  assert.match(commands, /^ {2}get +Lists all resources of a type/m);
+  assert.doesNotMatch(commands, /\[options\]|<|\[type\]/);
+  // descriptions start in the flags' column, not after the longest command line
+  const lines = root.split("\n");
+  const getColumn = lines.find((l) => l.startsWith("  get "))!.indexOf("Lists all");
+  const flagColumn = lines.find((l) => l.includes("--log_rotate_max_backups"))!.indexOf("Max ");
+  assert.equal(getColumn, flagColumn);
+  assert.ok(flagColumn < 40, `description column ${flagColumn}`);
+  const pc = (await runInProcess("meshctl", ["pc", "--help"])).stdout;
+  assert.match(
+    pc,
+    /^Usage: meshctl proxy-config\|pc \[options\] <endpoint\|discovery> <pod-name\|mesh> \[configuration-type\]\n/,
+  );
+});
+
+Deno.test("meshctl help <command> ignores the words after a command without subcommands", async () => {
+  const get = await runInProcess("meshctl", ["get", "--help"]);
+  for (const args of [["help", "get", "vs"], ["help", "get", "vs", "reviews"]]) {
+    const r = await runInProcess("meshctl", args);
+    assert.deepEqual(r, get, args.join(" "));
+  }
+  const del = await runInProcess("meshctl", ["help", "delete", "virtualservice", "x"]);
+  assert.equal(del.stdout, (await runInProcess("meshctl", ["delete", "--help"])).stdout);
+  // an unknown name where subcommands are expected is still an error
+  assert.equal((await runInProcess("meshctl", ["help", "frob"])).code, 2);
+});
+
+Deno.test("meshctl get and delete help list the accepted types and examples", async () => {
+  for (const command of ["get", "delete"]) {
+    const help = (await runInProcess("meshctl", ["help", command])).stdout;
+    const types = help.split("Types (")[1] ?? "";
+    assert.ok(types, `${command}: no type list`);
+    for (const s of meshctlSchemas) {
+      const shown = s.shortNames.length ? `${s.type} (${s.shortNames.join(", ")})` : s.type;
+      assert.match(types, new RegExp(`[ ,]${escape(shown)}[,\n]`), `${command}: ${s.type}`);
+    }
+    assert.match(types, /ingress \(ing\)/);
+    assert.match(types, /rule, attributemanifest/);
+    const examples = help.split("\nExamples:\n")[1] ?? "";
+    const lines = examples.trimEnd().split("\n");
+    assert.ok(lines.length >= 2 && lines.every((l) => l.includes(`meshctl `)), examples);
+    assert.ok(lines.some((l) => l.trimStart().startsWith(`meshctl ${command} `)), examples);
+  }
+  const create = (await runInProcess("meshctl", ["create", "--help"])).stdout;
+  assert.match(create, /\nExamples:\n {2}meshctl create -f routes\.yaml\n/);
+});
+
+Deno.test("meshctl -p help names both platforms", async () => {
+  const help = unwrap((await runInProcess("meshctl", ["--help"])).stdout);
+  assert.match(
+    help,
+    /\n {2}-p, --platform string +Mesh host platform: orch \(a cluster\) or fs \(a local directory, with --configDir\) \(default: orch\)\n/,
+  );
 });

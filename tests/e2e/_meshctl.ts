@@ -5,7 +5,7 @@
  * @module
  */
 import { runCli } from "../../cli/_shared/command.ts";
-import type { CliContext } from "../../cli/_shared/context.ts";
+import type { MeshctlContext } from "../../cli/meshctl/_config_io.ts";
 import { program } from "../../cli/meshctl.ts";
 import { parseAllDocuments } from "../../lib/deps/yaml.ts";
 import {
@@ -34,6 +34,11 @@ export interface MeshctlOptions {
   env?: Record<string, string>;
   /** Working directory (default `/`). */
   cwd?: string;
+  /**
+   * In-process only: standard input is a terminal (default false, as when input is piped). Then
+   * `stdin` must not be read: a read fails the command with "Error: standard input was read".
+   */
+  stdinIsTerminal?: boolean;
 }
 
 /** Runs `meshctl ...args` in this process through the real command runner. */
@@ -41,15 +46,18 @@ export async function meshctl(args: string[], opts: MeshctlOptions = {}): Promis
   let stdout = "";
   let stderr = "";
   const text = opts.stdin ?? "";
-  const ctx: CliContext = {
+  const terminal = opts.stdinIsTerminal ?? false;
+  const ctx: MeshctlContext = {
     stdout: { write: (t) => Promise.resolve(void (stdout += t)) },
     stderr: { write: (t) => Promise.resolve(void (stderr += t)) },
     stdin: new ReadableStream({
       start(c) {
+        if (terminal && !text) return c.error(new Error("standard input was read"));
         if (text) c.enqueue(new TextEncoder().encode(text));
         c.close();
       },
     }),
+    stdinIsTerminal: terminal,
     env: opts.env ?? { HOME: "/nonexistent" },
     cwd: opts.cwd ?? "/",
     commandPath: [],

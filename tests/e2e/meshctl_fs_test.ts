@@ -4,6 +4,7 @@
  * paths.
  */
 import assert from "node:assert/strict";
+import { parseMeshConfig } from "../../lib/model/mod.ts";
 import { createFileStore } from "../../lib/store/file.ts";
 import {
   allSamplesText,
@@ -91,8 +92,14 @@ Deno.test("meshctl get prints the short table, one object, and No resources foun
     // one object: -n or the default namespace
     const one = await meshctl(["get", "virtualservice", "reviews", "-o", "yaml", ...fs(dir)]);
     assert.equal(parseYamlOutput(one.stdout)[0].metadata.name, "reviews");
+    // a name that does not exist is an error (kubectl's habit; istioctl 0.8 printed "No
+    // resources found." and exited 0)
     const none = await meshctl(["get", "virtualservice", "reviews", "-n", "team", ...fs(dir)]);
-    assert.deepEqual(none, { code: 0, stdout: "", stderr: "No resources found.\n" });
+    assert.deepEqual(none, {
+      code: 1,
+      stdout: "",
+      stderr: 'Error: virtualservice "reviews" not found in namespace "team"\n',
+    });
     const empty = await meshctl(["get", "gateways", ...fs(dir)]);
     assert.deepEqual(empty, { code: 0, stdout: "", stderr: "No resources found.\n" });
     // policy (authentication group) short output
@@ -432,6 +439,15 @@ Deno.test("meshctl reports a YAML syntax error in one line without a dangling co
   });
 });
 
+Deno.test("parseMeshConfig() reports a YAML syntax error of a mesh configuration file in one line without a dangling colon", () => {
+  // the file behind --meshConfig (mesh-discovery, sidecar-injector) and kube-inject's
+  // --meshConfigFile; same parser, same message shape as meshctl's input files
+  assert.throws(() => parseMeshConfig("a: [\nb: c\n", "mesh.yaml"), {
+    message: "Cannot parse mesh configuration mesh.yaml: Flow sequence in block collection must " +
+      "be sufficiently indented and end with a ] at line 2, column 1",
+  });
+});
+
 Deno.test("meshctl stores an extensions/v1beta1 Ingress on fs, lists and deletes it", async () => {
   await withDir(async (dir) => {
     const c = await meshctl(["create", "-f", "-", ...fs(dir)], { stdin: ingressText() });
@@ -462,5 +478,154 @@ Deno.test("meshctl stores an extensions/v1beta1 Ingress on fs, lists and deletes
     const d = await meshctl(["delete", "ingress", "web", ...fs(dir)]);
     assert.equal(d.stdout, "Deleted config: ingress web\n");
     assert.deepEqual(await listFiles(dir), []);
+  });
+});
+
+Deno.test("meshctl create, replace and delete without -f fail at once when standard input is a terminal", async () => {
+  await withDir(async (dir) => {
+    const usage = (command: string, ways: string) => ({
+      code: 2,
+      stdout: "",
+      stderr: `Error: no input: give ${ways}-f <file>, or pipe YAML on standard input (-f -)\n` +
+        `Run 'meshctl ${command} --help' for usage.\n`,
+    });
+    // the helper's terminal stdin fails any read: these must not read it
+    for (const command of ["create", "replace"]) {
+      const r = await meshctl([command, ...fs(dir)], { stdinIsTerminal: true });
+      assert.deepEqual(r, usage(command, ""), command);
+    }
+    const d = await meshctl(["delete", ...fs(dir)], { stdinIsTerminal: true });
+    assert.deepEqual(d, usage("delete", "<type> <name>, "));
+    assert.deepEqual(await listFiles(dir), []);
+    // an explicit -f - still reads the terminal, as kubectl does
+    const typed = await meshctl(["create", "-f", "-", ...fs(dir)], {
+      stdinIsTerminal: true,
+      stdin: vs("typed"),
+    });
+    assert.equal(typed.code, 0, typed.stderr);
+    assert.match(
+      typed.stdout,
+      /^Created config virtual-service\/default\/typed at revision \w+\n$/,
+    );
+    // names and files need no standard input
+    const byName = await meshctl(["delete", "vs", "typed", ...fs(dir)], { stdinIsTerminal: true });
+    assert.deepEqual(byName, { code: 0, stdout: "Deleted config: vs typed\n", stderr: "" });
+    await Deno.writeTextFile(`${dir}/in.yaml`, vs("fromfile"));
+    const byFile = await meshctl(["create", "-f", "in.yaml", ...fs(`${dir}/store`)], {
+      cwd: dir,
+      stdinIsTerminal: true,
+    });
+    assert.equal(byFile.code, 0, byFile.stderr);
+  });
+});
+
+Deno.test("meshctl get and delete accept every storable kind: rules, handlers, instances, manifests", async () => {
+  await withDir(async (dir) => {
+    const input = `apiVersion: config.istio.io/v1alpha2
+kind: denier
+metadata: { name: handler }
+spec: { status: { code: 7, message: Not allowed } }
+---
+apiVersion: config.istio.io/v1alpha2
+kind: checknothing
+metadata: { name: denyrequest, namespace: team }
+spec: {}
+---
+apiVersion: config.istio.io/v1alpha2
+kind: rule
+metadata: { name: denyreviewsv3 }
+spec:
+  match: destination.labels["app"] == "ratings"
+  actions: [{ handler: handler.denier, instances: [denyrequest.checknothing] }]
+---
+apiVersion: config.istio.io/v1alpha2
+kind: attributemanifest
+metadata: { name: extra }
+spec: { name: extra, attributes: { a.b: { valueType: STRING } } }
+`;
+    const c = await meshctl(["create", ...fs(dir)], { stdin: input });
+    assert.equal(c.code, 0, c.stderr);
+    const rules = await meshctl(["get", "rules", ...fs(dir)]);
+    assert.deepEqual(rules, {
+      code: 0,
+      stdout: "NAME            KIND                           NAMESPACE\n" +
+        "denyreviewsv3   rule.config.mesh.io.v1alpha2   default\n",
+      stderr: "",
+    });
+    const inst = await meshctl(["get", "checknothing", ...fs(dir)]);
+    assert.equal(
+      inst.stdout,
+      "NAME          KIND                                   NAMESPACE\n" +
+        "denyrequest   checknothing.config.mesh.io.v1alpha2   team\n",
+    );
+    const handler = await meshctl(["get", "Deniers", "handler", "-o", "yaml", ...fs(dir)]);
+    assert.equal(handler.code, 0, handler.stderr);
+    assert.deepEqual(parseYamlOutput(handler.stdout)[0].spec, {
+      status: { code: 7, message: "Not allowed" },
+    });
+    const manifests = await meshctl(["get", "attributemanifests", ...fs(dir)]);
+    assert.match(
+      manifests.stdout,
+      /\nextra +attributemanifest\.config\.mesh\.io\.v1alpha2 +default\n$/,
+    );
+    // delete by name prints the type as typed
+    const d = await meshctl(["delete", "rule", "denyreviewsv3", ...fs(dir)]);
+    assert.deepEqual(d, { code: 0, stdout: "Deleted config: rule denyreviewsv3\n", stderr: "" });
+    const d2 = await meshctl(["delete", "checknothings", "denyrequest", "-n", "team", ...fs(dir)]);
+    assert.equal(d2.stdout, "Deleted config: checknothings denyrequest\n", d2.stderr);
+    assert.deepEqual(await meshctl(["get", "rules", ...fs(dir)]), {
+      code: 0,
+      stdout: "",
+      stderr: "No resources found.\n",
+    });
+    assert.deepEqual(await listFiles(dir), [
+      "default/attributemanifests/extra.yaml",
+      "default/deniers/handler.yaml",
+    ]);
+  });
+});
+
+Deno.test("meshctl get takes several names and -A, and reports missing names like kubectl", async () => {
+  await withDir(async (dir) => {
+    const input = vs("a") + "---\n" + vs("b") + "---\n" + vs("c", "team");
+    assert.equal((await meshctl(["create", ...fs(dir)], { stdin: input })).code, 0);
+    const both = await meshctl(["get", "vs", "b", "a", ...fs(dir)]);
+    assert.deepEqual(both, {
+      code: 0,
+      stdout: "NAME      KIND                                         NAMESPACE\n" +
+        "b         VirtualService.networking.mesh.io.v1alpha3   default\n" +
+        "a         VirtualService.networking.mesh.io.v1alpha3   default\n",
+      stderr: "",
+    });
+    // the found ones are printed, then each missing one is an error (exit 1)
+    const some = await meshctl(["get", "vs", "a", "x", "b", "y", "-o", "yaml", ...fs(dir)]);
+    assert.equal(some.code, 1);
+    assert.deepEqual(parseYamlOutput(some.stdout).map((o) => o.metadata.name), ["a", "b"]);
+    assert.equal(
+      some.stderr,
+      'Error: virtualservice "x" not found in namespace "default"\n' +
+        'Error: virtualservice "y" not found in namespace "default"\n',
+    );
+    const one = await meshctl(["get", "virtualservices", "c", ...fs(dir)]);
+    assert.deepEqual(one, {
+      code: 1,
+      stdout: "",
+      stderr: 'Error: virtualservice "c" not found in namespace "default"\n',
+    });
+    // -A: every namespace, even with -n (as kubectl); the default without -n anyway
+    const all = await meshctl(["get", "vs", ...fs(dir)]);
+    assert.equal(all.stdout.trimEnd().split("\n").length, 4);
+    for (const flags of [["-A"], ["--all-namespaces", "-n", "team"]]) {
+      const r = await meshctl(["get", "vs", ...flags, ...fs(dir)]);
+      assert.deepEqual(r, all, flags.join(" "));
+    }
+    const team = await meshctl(["get", "vs", "-n", "team", ...fs(dir)]);
+    assert.equal(team.stdout.trimEnd().split("\n").length, 2);
+    assert.deepEqual(await meshctl(["get", "vs", "a", "-A", ...fs(dir)]), {
+      code: 2,
+      stdout: "",
+      stderr: "Error: a resource cannot be retrieved by name across all namespaces\n" +
+        "Run 'meshctl get --help' for usage.\n",
+    });
   });
 });

@@ -1,0 +1,70 @@
+/**
+ * Text shown at the end of the help of meshctl's configuration commands: the accepted type
+ * names (from the model's table, so they cannot drift) and examples.
+ * @module
+ */
+import { meshctlSchemas } from "../../lib/model/registry.ts";
+
+/** Joins `words` with ", " into lines of at most `width` columns, each prefixed by `indent`. */
+function wrapList(words: readonly string[], indent: string, width: number): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const [i, w] of words.entries()) {
+    const item = i < words.length - 1 ? `${w},` : w;
+    if (line && indent.length + line.length + 1 + item.length > width) {
+      lines.push(indent + line);
+      line = item;
+    } else line = line ? `${line} ${item}` : item;
+  }
+  if (line) lines.push(indent + line);
+  return lines.join("\n");
+}
+
+/** The 14 types with their short names: `virtualservice (vs)`. */
+function typeWords(): string[] {
+  return meshctlSchemas.map((s) =>
+    s.shortNames.length > 0 ? `${s.type} (${s.shortNames.join(", ")})` : s.type
+  );
+}
+
+const TYPES = `Types (singular or plural, any case; short names in parentheses):
+${wrapList(typeWords(), "  ", 96)}
+  Also ingress (ing), and the policy-server kinds files may hold: rule, attributemanifest,
+  handlers such as denier, instances such as checknothing.
+`;
+
+/** After `meshctl get --help`. */
+export const GET_HELP = `
+${TYPES}
+Without a name, get lists every namespace unless -n is given. A name that does not exist is an
+error (exit 1); a list with nothing in it prints "No resources found." (exit 0).
+
+Examples:
+  meshctl get virtualservices                       # every namespace
+  meshctl get vs reviews ratings -n team -o yaml    # two objects, in full
+  meshctl -p fs --configDir ./config get rules      # a local directory, no cluster
+`;
+
+/** After `meshctl delete --help`. */
+export const DELETE_HELP = `
+${TYPES}
+Examples:
+  meshctl delete virtualservice reviews ratings     # by names, in -n or the default namespace
+  meshctl delete -f routes.yaml                     # every object the file names
+  cat routes.yaml | meshctl delete -f -
+`;
+
+/** After `meshctl create --help` and `meshctl replace --help`. */
+export function writeHelp(op: "create" | "replace"): string {
+  const piped = op === "create"
+    ? "  cat routes.yaml | meshctl create                  # standard input, when piped"
+    : "  meshctl get vs reviews -o yaml > r.yaml; (edit r.yaml); meshctl replace -f r.yaml";
+  return `
+Every document is checked before anything is written: one bad document writes nothing.
+
+Examples:
+  meshctl ${op} -f routes.yaml
+${piped}
+  meshctl -p fs --configDir ./config ${op} -f routes.yaml
+`;
+}
