@@ -5,6 +5,7 @@
  * before anything is written), namespace resolution and message formatting.
  * @module
  */
+import { firstErrorLine } from "../../lib/model/errors.ts";
 import { isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import type { CommonOptions } from "./flags.ts";
@@ -243,14 +244,6 @@ export function osReason(err: unknown): string {
 }
 
 /**
- * The first line of a YAML parser message without its code frame: the parser ends the line with
- * a colon introducing the frame (`... at line 19, column 1:`), which is cut here.
- */
-export function yamlErrorLine(message: string): string {
-  return message.split("\n")[0].replace(/:\s*$/, "");
-}
-
-/**
  * Resolves the type argument of `get` and `delete`: the 14 meshctl types and `ingress` (as the
  * reference resolves them, with its error messages for hyphenated and unknown names), and every
  * other storable kind (policy-server kinds: `rule`, `denier`, `checknothing`...) by singular or
@@ -363,7 +356,7 @@ export function parseInput(
     const n = i + 1;
     const where = `${label} document ${n}`;
     if (doc.errors.length > 0) {
-      const msg = yamlErrorLine(doc.errors[0].message);
+      const msg = firstErrorLine(doc.errors[0].message);
       problems.push(`${where}: cannot parse YAML: ${msg}`);
       return;
     }

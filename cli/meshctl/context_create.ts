@@ -9,7 +9,8 @@ import { basename, dirname, isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import { parse, stringify } from "../../lib/deps/yaml.ts";
 import type { ContextCreateOptions } from "./flags.ts";
-import { kubeconfigPath, osReason, yamlErrorLine } from "./_config_io.ts";
+import { firstErrorLine } from "../../lib/model/errors.ts";
+import { kubeconfigPath, osReason } from "./_config_io.ts";
 
 type Entry = { name: string; [key: string]: unknown };
 
@@ -76,7 +77,7 @@ async function readKubeconfig(path: string): Promise<Record<string, unknown>> {
   try {
     doc = parse(text);
   } catch (err) {
-    throw new Error(`Cannot parse kubeconfig "${path}": ${yamlErrorLine((err as Error).message)}`);
+    throw new Error(`Cannot parse kubeconfig "${path}": ${firstErrorLine((err as Error).message)}`);
   }
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== "object" || Array.isArray(doc)) {

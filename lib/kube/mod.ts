@@ -13,6 +13,7 @@
  * ```
  * @module
  */
+import { firstErrorLine } from "../model/errors.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../store/types.ts";
 
 /** The client library's module namespace (`lib/deps/kube.ts`). */
@@ -77,7 +78,7 @@ export async function loadKubeConfig(path?: string, context?: string): Promise<K
       kc.makePathsAbsolute(slash >= 0 ? path.slice(0, slash) || "/" : Deno.cwd());
     } catch (err) {
       // the parser's first line, without the code frame it introduces with a colon
-      const reason = String((err as Error).message).split("\n")[0].replace(/:\s*$/, "");
+      const reason = firstErrorLine(String((err as Error).message));
       throw new Error(`Cannot parse kubeconfig "${path}": ${reason}`);
     }
   }

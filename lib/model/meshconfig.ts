@@ -3,6 +3,7 @@
  * configuration: types, code defaults, YAML parsing with validation.
  * @module
  */
+import { firstErrorLine } from "./errors.ts";
 import { parse as parseYaml } from "../deps/yaml.ts";
 import {
   arr,
@@ -251,7 +252,7 @@ function parseDoc(text: string, what: string, label: string): unknown {
     return parseYaml(text);
   } catch (e) {
     // the parser's first line, without the colon that introduces its code frame
-    const msg = (e as Error).message.split("\n")[0].replace(/:\s*$/, "");
+    const msg = firstErrorLine((e as Error).message);
     throw new Error(`Cannot parse ${what} ${label}: ${msg}`);
   }
 }

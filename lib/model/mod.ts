@@ -78,3 +78,4 @@ export {
   parseDurationMs,
   pluralize,
 } from "./values.ts";
+export { firstErrorLine } from "./errors.ts";

@@ -22,6 +22,7 @@
  *   `tcp` = `service_port`.
  * @module
  */
+import { firstErrorLine } from "../model/errors.ts";
 import type { Service, ServiceInstance, ServicePort, ServiceRegistry } from "../model/types.ts";
 import { parse as parseYaml } from "../deps/yaml.ts";
 import { parseDuration } from "../flags/duration.ts";
@@ -52,7 +53,7 @@ export function parsePlatformCConfig(text: string, label: string): PlatformCConf
   try {
     doc = parseYaml(text);
   } catch (err) {
-    throw new Error(`${label}: cannot parse YAML: ${(err as Error).message.split("\n")[0]}`);
+    throw new Error(`${label}: cannot parse YAML: ${firstErrorLine((err as Error).message)}`);
   }
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) {
     throw new Error(`${label}: expected a YAML mapping`);

@@ -3,6 +3,7 @@
  * files. See docs/stores.md for the layout convention and the error behaviour.
  * @module
  */
+import { firstErrorLine } from "../model/errors.ts";
 import { parseAllDocuments, stringify } from "../deps/yaml.ts";
 import type { Logger } from "../log/mod.ts";
 import { allSchemas } from "../model/mod.ts";
@@ -238,7 +239,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
     list.forEach((doc, i) => {
       const index = i + 1;
       if (doc.errors.length > 0) {
-        fail(index, `cannot parse: ${doc.errors[0].message.split("\n")[0].replace(/:\s*$/, "")}`);
+        fail(index, `cannot parse: ${firstErrorLine(doc.errors[0].message)}`);
         return;
       }
       let raw: unknown;
