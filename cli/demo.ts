@@ -11,7 +11,8 @@
  * @module
  */
 
-import { Command, InvalidArgumentError } from "../lib/deps/commander.ts";
+import { Command } from "../lib/deps/commander.ts";
+import { FlagValueError } from "../lib/flags/mod.ts";
 import {
   startWhoAmI,
   WHOAMI_METHOD,
@@ -36,7 +37,7 @@ function portArg(name: string) {
   return (v: string): number => {
     const n = Number(v);
     if (!/^\d+$/.test(v) || n < 1 || n > 65535) {
-      throw new InvalidArgumentError(`--${name} must be a port from 1 to 65535, got "${v}"`);
+      throw new FlagValueError(name, `must be a port from 1 to 65535, got "${v}"`);
     }
     return n;
   };
@@ -45,21 +46,70 @@ function portArg(name: string) {
 function rateArg(v: string): number {
   const n = Number(v);
   if (!/^\d+$/.test(v) || n < 1 || n > 5000) {
-    throw new InvalidArgumentError(
-      `--rate must be a whole number of calls/s from 1 to 5000, got "${v}"`,
+    throw new FlagValueError(
+      "rate",
+      `must be a whole number of calls/s from 1 to 5000, got "${v}"`,
     );
   }
   return n;
 }
 
+/** mesh-discovery's listen flags → the demo flag that sets them. */
+const DEMO_FLAG_OF: Record<string, string> = {
+  "--port": "--httpPort",
+  "--grpcAddr": "--grpcPort",
+  "--monitoringPort": "--monitoringPort",
+  "--ctrlz_port": "--ctrlzPort",
+};
+
+/**
+ * Rewrites mesh-discovery's `Cannot listen on --port 25080: address already in use` (a line of
+ * its output) in terms of the demo's flags: `Cannot listen on --httpPort 25080: ...`; undefined
+ * for other lines.
+ */
+export function demoListenError(line: string): string | undefined {
+  const m = /Cannot listen on (--[A-Za-z_]+) (\S+?)(: | \()(.*)$/.exec(line);
+  if (!m || !DEMO_FLAG_OF[m[1]]) return undefined;
+  const port = m[1] === "--grpcAddr" ? m[2].slice(m[2].lastIndexOf(":") + 1) : m[2];
+  return `Cannot listen on ${DEMO_FLAG_OF[m[1]]} ${port}${m[3]}${m[4]}`;
+}
+
+/**
+ * The config problem in a line of mesh-discovery's output (`Config file error ...` from its
+ * file store), from that phrase on; undefined for other lines.
+ */
+export function configErrorOf(line: string): string | undefined {
+  const i = line.indexOf("Config file error");
+  return i < 0 ? undefined : line.slice(i).trim();
+}
+
 const write = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 const writeErr = (line: string) => Deno.stderr.writeSync(new TextEncoder().encode(line + "\n"));
 
-/** Formats one second of results: `last 1s: v1 80% (160)  v2 20% (40)`. */
+/**
+ * Whole percentages of `counts` that add up to exactly 100 (largest remainders get the
+ * rounding), in the order given; all 0 when the total is 0.
+ */
+export function percentages(counts: number[]): number[] {
+  const total = counts.reduce((a, b) => a + b, 0);
+  if (!total) return counts.map(() => 0);
+  const exact = counts.map((n) => (100 * n) / total);
+  const out = exact.map(Math.floor);
+  let left = 100 - out.reduce((a, b) => a + b, 0);
+  const order = exact.map((e, i) => [e - out[i], i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  for (const [, i] of order) {
+    if (left <= 0) break;
+    out[i]++;
+    left--;
+  }
+  return out;
+}
+
+/** Formats one second of results: `last 1s: v1 80% (160)  v2 20% (40)` (percentages add to 100). */
 export function formatSplit(versions: Map<string, number>, errors: Map<string, number>): string {
-  const ok = [...versions.values()].reduce((a, b) => a + b, 0);
-  const parts = [...versions.entries()].sort(([a], [b]) => a.localeCompare(b))
-    .map(([v, n]) => `${v} ${Math.round((100 * n) / ok)}% (${n})`);
+  const entries = [...versions.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const pct = percentages(entries.map(([, n]) => n));
+  const parts = entries.map(([v, n], i) => `${v} ${pct[i]}% (${n})`);
   let line = `last 1s: ${parts.length ? parts.join("  ") : "no successful calls"}`;
   const failed = [...errors.values()].reduce((a, b) => a + b, 0);
   if (failed) {
@@ -131,6 +181,10 @@ async function main(args: string[]): Promise<number> {
   try {
     cmd.parse(args, { from: "user" });
   } catch (e) {
+    if (e instanceof FlagValueError) {
+      writeErr(`Error: ${e.message}\nRun "deno task demo --help" for usage.`);
+      return 2;
+    }
     const code = (e as { exitCode?: number; code?: string }).code;
     if (code === "commander.helpDisplayed" || code === "commander.version") return 0;
     return 2;
@@ -198,6 +252,8 @@ async function main(args: string[]): Promise<number> {
         tail.push(line);
         if (tail.length > 40) tail.shift();
         if (o.verbose) writeErr(`[mesh-discovery] ${line}`);
+        // a rejected config edit explains why the split did not change: always shown
+        else if (configErrorOf(line)) writeErr(`demo: ${configErrorOf(line)}`);
       }
     }
   };
@@ -235,6 +291,8 @@ async function main(args: string[]): Promise<number> {
     resolveDone(code);
   };
   const onSignal = () => {
+    // Ctrl-C under `deno task` can deliver SIGINT twice (the task runner forwards it too)
+    if (stopping) return;
     write("demo: stopping");
     stop(0);
   };
@@ -242,9 +300,14 @@ async function main(args: string[]): Promise<number> {
   Deno.addSignalListener("SIGTERM", onSignal);
   childStatus.then((s) => {
     if (stopping) return;
-    writeErr(
-      `Error: mesh-discovery exited with code ${s.code}; its last output:\n${tail.join("\n")}`,
-    );
+    // a busy port: name the demo's flag, not mesh-discovery's
+    const busy = tail.map(demoListenError).find((l) => l);
+    if (busy) writeErr(`Error: ${busy}`);
+    else {
+      writeErr(
+        `Error: mesh-discovery exited with code ${s.code}; its last output:\n${tail.join("\n")}`,
+      );
+    }
     stop(1);
   });
 

@@ -4,9 +4,10 @@
  * environment variable `MESH_DISCOVERY_ADDR`).
  *
  * Types: `ads` (/debug/adsz), `eds` (/debug/edsz), `syncz` (/debug/syncz), `all` (the three in
- * turn). proxyID `all` means every proxy. A 404 prints
- * `proxy not connected to this discovery instance` on stderr (exit 0); any other non-200 status
- * fails with `received <code> status from discovery: <body>`.
+ * turn, each after a `--- <type> ---` line on stdout). proxyID `all` means every proxy. For one
+ * proxy, a 404 prints `proxy not connected to this discovery instance` on stderr (exit 0); for
+ * `all`, a 404 (no EDS watched yet) prints `[]`. Any other non-200 status fails with
+ * `received <code> status from discovery: <body>`.
  * @module
  */
 
@@ -29,8 +30,16 @@ export const DEBUG_TYPES: Record<string, string[]> = {
 /** Message printed when the proxy is not connected (404). */
 export const NOT_CONNECTED = "proxy not connected to this discovery instance";
 
-/** The outcome of {@link fetchDebug}: the body on 200, or `notConnected` on 404. */
-export type DebugResult = { body: string } | { notConnected: true };
+/** Section label of each debug page (`--- ads ---`). */
+export const PAGE_LABELS: Record<string, string> = { adsz: "ads", edsz: "eds", syncz: "syncz" };
+
+/**
+ * The outcome of {@link fetchDebug} for one page (`adsz`...): the body on 200, or `notConnected`
+ * when the proxy is not connected (404 for one proxy).
+ */
+export type DebugResult =
+  | { page: string; body: string }
+  | { page: string; notConnected: true };
 
 /**
  * GETs one debug type from a discovery monitoring address.
@@ -57,16 +66,23 @@ export async function fetchDebug(
       throw new Error(`Cannot reach discovery at ${addr}: ${(e as Error).message}`);
     }
     const body = await res.text();
-    if (res.status === 200) out.push({ body });
-    else if (res.status === 404) out.push({ notConnected: true });
+    if (res.status === 200) out.push({ page, body });
+    // every proxy: a 404 means nothing is watched yet (EDS is not per proxy), not a lost proxy
+    else if (res.status === 404 && proxyID === "all") out.push({ page, body: "[]" });
+    else if (res.status === 404) out.push({ page, notConnected: true });
     else throw new Error(`received ${res.status} status from discovery: ${body.trim()}`);
   }
   return out;
 }
 
-/** Prints the results: bodies on stdout, the not-connected message on stderr. */
+/**
+ * Prints the results: bodies on stdout, the not-connected message on stderr. With several
+ * results (type `all`) each section starts with `--- <type> ---` on stdout.
+ */
 export async function printDebug(results: DebugResult[], ctx: CliContext): Promise<void> {
+  const labelled = results.length > 1;
   for (const r of results) {
+    if (labelled) await ctx.stdout.write(`--- ${PAGE_LABELS[r.page] ?? r.page} ---\n`);
     if ("body" in r) await ctx.stdout.write(r.body.endsWith("\n") ? r.body : r.body + "\n");
     else await ctx.stderr.write(NOT_CONNECTED + "\n");
   }

@@ -297,7 +297,10 @@ export const gatewaySpec: ObjectSchema = obj({
 
 const loadBalancer = obj({
   simple: enumOf(["ROUND_ROBIN", "LEAST_CONN", "RANDOM", "PASSTHROUGH"]),
-  consistentHash: obj({ httpHeader: str(), minimumRingSize: int({ min: 0, format: "uint32" }) }, {
+  consistentHash: obj({
+    httpHeader: str(),
+    minimumRingSize: int({ min: 0, max: 8_388_608, format: "uint32" }),
+  }, {
     required: ["httpHeader"],
   }),
 }, { oneofs: [{ fields: ["simple", "consistentHash"], required: true }] });

@@ -36,7 +36,7 @@ export {
   type XdsResource,
 } from "./types.ts";
 export { BLACKHOLE_CLUSTER, buildClusters, PASSTHROUGH_CLUSTER } from "./generate/clusters.ts";
-export { buildEndpoints } from "./generate/endpoints.ts";
+export { buildEndpoints, isKnownCluster, loadAssignment } from "./generate/endpoints.ts";
 export { buildApiListener, buildListeners } from "./generate/listeners.ts";
 export { buildRoutes, resolveTarget } from "./generate/routes.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";

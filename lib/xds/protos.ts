@@ -54,8 +54,8 @@ export interface AnyMessage {
   value: Uint8Array;
 }
 
-/** The .proto files loaded (relative to envoy-api); their imports come along. */
-const PROTO_FILES = [
+/** The .proto files loaded (relative to `envoy-api/`); their imports come along. */
+export const PROTO_FILES: readonly string[] = [
   "envoy/config/listener/v3/listener.proto",
   "envoy/config/route/v3/route.proto",
   "envoy/config/cluster/v3/cluster.proto",
@@ -77,7 +77,7 @@ const PROTO_FILES = [
 ];
 
 /** The include folders inside `deps/`, in the order grpc-js-xds uses them. */
-const INCLUDE_DIRS = [
+export const INCLUDE_DIRS: readonly string[] = [
   "envoy-api",
   "xds",
   "googleapis",

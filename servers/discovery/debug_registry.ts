@@ -13,6 +13,7 @@ import type {
   ServicePort,
   ServiceRegistry,
 } from "../../lib/model/mod.ts";
+import { isIp } from "../../lib/xds/mod.ts";
 
 /** Name of the debug registry (as in the reference system). */
 export const DEBUG_REGISTRY_NAME = "memAdapter";
@@ -154,9 +155,33 @@ export function parseDebugService(svc: string, body: unknown): Service {
 }
 
 /**
+ * An instance address Envoy accepts in an assignment: an IP address, a `unix:///absolute/path`,
+ * or, only for a service resolved through DNS (`resolution: DNSLB`), a DNS name.
+ * @throws DebugInputError naming `Instance address`.
+ */
+function checkInstanceAddress(address: string, service: Service): void {
+  if (isIp(address)) return;
+  if (address.startsWith("unix://")) {
+    const path = address.slice("unix://".length);
+    if (path.startsWith("/") && path.length > 1 && !/[\0\s]/.test(path)) return;
+    throw new DebugInputError(
+      `Instance address ${JSON.stringify(address)}: a unix socket must be unix:///absolute/path`,
+    );
+  }
+  const dns = service.resolution === "DNSLB";
+  if (dns && address.length <= 253 && HOST_RE.test(address) && !address.startsWith("*")) return;
+  throw new DebugInputError(
+    `Instance address ${JSON.stringify(address)}: must be an IP address or unix:///path` +
+      (dns ? " or a DNS name" : ` (a DNS name only when the service resolution is DNSLB, ` +
+        `${service.hostname} is ${service.resolution})`),
+  );
+}
+
+/**
  * Parses the body of `POST /debug/endpointz?svc=<host>`: an instance `{address, port,
- * servicePort, labels?, locality?, serviceAccount?}` where `servicePort` is a port name, a port
- * number or `{name|port}` of a port of `service` (the service as discovery knows it).
+ * servicePort, labels?, locality?, serviceAccount?}` where `servicePort` (required) is a port
+ * name, a port number or `{name|port}` of a port of `service` (the service as discovery knows it)
+ * and `address` an IP address, `unix:///path`, or a DNS name when the service resolution is DNSLB.
  * @throws DebugInputError naming the field.
  */
 export function parseDebugInstance(
@@ -195,7 +220,15 @@ export function parseDebugInstance(
       `Instance address: must be a non-empty string, got ${describe(address)}`,
     );
   }
+  checkInstanceAddress(address, service);
   const sp = body.servicePort;
+  if (sp === undefined || sp === null) {
+    throw new DebugInputError(
+      `Instance servicePort: is required: a port name, number or {name|port} of ${svc} (ports: ${
+        service.ports.map((p) => `${p.name}/${p.port}`).join(", ")
+      })`,
+    );
+  }
   const want = isRec(sp) ? (sp.name ?? sp.port) : sp;
   const servicePort = service.ports.find((p) =>
     typeof want === "number" ? p.port === want : typeof want === "string" && p.name === want

@@ -62,6 +62,41 @@ Deno.test("parseDebugInstance() resolves the service port by name, number or obj
   assert.throws(() => parseDebugInstance(HOST, { address: "x" }, undefined), /no such service/);
 });
 
+Deno.test("parseDebugInstance() rejects an address Envoy would NACK, naming address", () => {
+  const svc = parseDebugService(HOST, { ports: [{ name: "http", port: 80 }] });
+  const dns = parseDebugService(HOST, { ports: [{ name: "http", port: 80 }], resolution: "DNSLB" });
+  const bad = (address: string, s = svc) =>
+    assert.throws(
+      () => parseDebugInstance(HOST, { address, servicePort: "http" }, s),
+      (e: Error) => {
+        assert.ok(e instanceof DebugInputError);
+        assert.match(e.message, /^Instance address /);
+        return true;
+      },
+    );
+  bad("not-an-ip");
+  bad("10.0.0.256");
+  bad("unix://relative.sock");
+  bad("-bad-.example.com", dns);
+  for (const address of ["10.0.0.1", "fd00::1", "unix:///var/run/a.sock"]) {
+    assert.equal(parseDebugInstance(HOST, { address, servicePort: "http" }, svc).address, address);
+  }
+  const i = parseDebugInstance(HOST, { address: "db.example.com", servicePort: 80 }, dns);
+  assert.equal(i.address, "db.example.com", "a DNS name is fine for a DNSLB service");
+  assert.throws(
+    () => parseDebugInstance(HOST, { address: "not-an-ip", servicePort: "http" }, svc),
+    /Instance address "not-an-ip": must be an IP address or unix:\/\/\/path \(a DNS name only when the service resolution is DNSLB/,
+  );
+});
+
+Deno.test("parseDebugInstance() reports a missing servicePort as required", () => {
+  const svc = parseDebugService(HOST, { ports: [{ name: "http", port: 80 }] });
+  assert.throws(
+    () => parseDebugInstance(HOST, { address: "10.0.0.1" }, svc),
+    /^DebugInputError: Instance servicePort: is required: a port name, number or \{name\|port\} of svc\.debug\.svc\.cluster\.local \(ports: http\/80\)$/,
+  );
+});
+
 Deno.test("DebugRegistry reports services and endpoints changes and replaces a repeated instance", () => {
   const r = new DebugRegistry();
   const kinds: string[] = [];

@@ -13,6 +13,7 @@ import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
 import {
   buildEndpoints,
   decodeAny,
+  isIp,
   parseNodeId,
   type Proxy,
   TYPE_URLS,
@@ -42,6 +43,9 @@ const REST_TYPES: Record<string, { typeUrl: string; short: string; webhook: bool
   "/v3/discovery:routes": { typeUrl: TYPE_URLS.route, short: "rds", webhook: true },
   "/v3/discovery:endpoints": { typeUrl: TYPE_URLS.endpoint, short: "eds", webhook: false },
 };
+
+/** Paths served for POST only: other methods get 405 with `Allow: POST`. */
+const POST_ONLY = new Set([...Object.keys(REST_TYPES), "/cache_stats_delete"]);
 
 /** Cached REST responses (`--discovery_cache`), cleared on every push, with hit/miss counts. */
 export class RestCache {
@@ -94,6 +98,33 @@ export interface HttpDeps {
 
 const json = (v: unknown) => JSON.stringify(v, null, 2);
 
+/**
+ * True when `host` is a loopback address: IPv4 127.0.0.0/8, IPv6 `::1` (any spelling), or an
+ * IPv4-mapped `::ffff:127.x.y.z`.
+ */
+export function isLoopbackAddress(host: string): boolean {
+  const h = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(h)) return isIp(h) && h.startsWith("127.");
+  if (!h.includes(":") || !isIp(h)) return false;
+  const norm = new URL(`http://[${h}]/`).hostname; // canonical form, e.g. [::ffff:7f00:1]
+  return norm === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(norm);
+}
+
+/**
+ * True when the peer of a request is on this host: a loopback TCP address or a unix socket.
+ * `env` is what hono passes as the environment: Deno.serve's handler info (`remoteAddr`).
+ * Unknown peers are not local.
+ */
+export function isLocalPeer(env: unknown): boolean {
+  const addr = (env as { remoteAddr?: Deno.Addr } | undefined)?.remoteAddr;
+  if (!addr) return false;
+  if (addr.transport === "unix" || addr.transport === "unixpacket") return true;
+  return "hostname" in addr && isLoopbackAddress(addr.hostname);
+}
+
+/** The answer to a debug change from another host. */
+export const LOCAL_ONLY_MESSAGE = "debug registry changes are accepted from localhost only";
+
 function sha16(s: string): string {
   return createHash("sha256").update(s).digest("hex").slice(0, 16);
 }
@@ -105,6 +136,19 @@ export function discoveryApp(d: HttpDeps): Hono {
     c.body(body, status as 200, { "content-type": type });
   const jsonBody = (c: Context, v: unknown, status = 200) =>
     text(c, status, json(v) + "\n", "application/json");
+
+  // ---- debug changes: from this host only ---------------------------------------------------
+  // Both ports listen on every interface; adding services/instances or forcing a push is only
+  // for operators on the host (the peer comes from Deno.serve's handler info).
+  app.use("/debug/*", async (c, next) => {
+    const path = c.req.path.replace(/\/+$/, "");
+    const change = (c.req.method === "POST" &&
+      (path === "/debug/registryz" || path === "/debug/endpointz")) ||
+      (Boolean(c.req.query("push")) && (path === "/debug/adsz" || path === "/debug/edsz"));
+    if (change && !isLocalPeer(c.env)) return text(c, 403, LOCAL_ONLY_MESSAGE + "\n");
+    await next();
+    return undefined;
+  });
 
   // ---- REST xDS ------------------------------------------------------------------------------
   app.post("/v3/*", async (c) => {
@@ -415,7 +459,16 @@ export function discoveryApp(d: HttpDeps): Hono {
         : text(c, 404, "Profiling is off (start with --profile)\n"),
   );
 
-  app.notFound((c) => text(c, 404, `404 page not found: ${c.req.path}\n`));
+  app.notFound((c) => {
+    const path = c.req.path.replace(/\/+$/, "");
+    if (POST_ONLY.has(path)) {
+      return c.body(`Method ${c.req.method} not allowed on ${path}: use POST\n`, 405, {
+        "content-type": "text/plain; charset=utf-8",
+        allow: "POST",
+      });
+    }
+    return text(c, 404, `404 page not found: ${c.req.path}\n`);
+  });
   app.onError((err, c) => {
     d.logger.error(`HTTP ${c.req.method} ${c.req.path} failed: ${err.message}`);
     return text(c, 500, `Internal error: ${err.message}\n`);

@@ -25,7 +25,7 @@ export interface DiscoveryMetrics {
   readonly contentType: string;
 }
 
-const PUSH_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
+const PUSH_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
 
 /**
  * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges

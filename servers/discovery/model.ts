@@ -19,6 +19,8 @@ import {
   buildRoutes,
   encodeAny,
   ingressesToConfigs,
+  isKnownCluster,
+  loadAssignment,
   parseClusterName,
   type Proxy,
   proxyLabels,
@@ -153,6 +155,12 @@ interface Memo {
    * their assignments are rebuilt without indexing the whole new context.
    */
   readonly edsChanged?: { keys: ReadonlySet<string>; ctx: PushContext };
+  /**
+   * The context whose index holds the current services and DestinationRules (the memo's own
+   * context, kept across {@link DiscoveryModel.updateEndpoints}, which changes neither): which
+   * cluster names are real.
+   */
+  readonly shape: PushContext;
 }
 
 /** Own entries first, then the shared base's (own names win). Immutable. */
@@ -454,6 +462,7 @@ export class DiscoveryModel {
     const vss = [...ctx.configs.virtualServices, ...ingressesToConfigs(ctx).virtualServices];
     return this.#memo = {
       ctx,
+      shape: ctx,
       ownByIp,
       servicesByHost,
       sourceLabelKeys: sourceLabelKeys(vss),
@@ -653,8 +662,15 @@ export class DiscoveryModel {
       const c = m.edsChanged && parseClusterName(name);
       const changed = c && c.direction === "outbound" &&
         m.edsChanged!.keys.has(`${c.host}|${c.port}`);
-      const [cla] = buildEndpoints(changed ? m.edsChanged!.ctx : m.ctx, [name]);
-      e = cla ? this.#entry(TYPE_URLS.endpoint, name, cla) : null;
+      // only real clusters get an assignment (checked against the context that holds the
+      // services and DestinationRules; endpoint-only updates keep it)
+      e = isKnownCluster(m.shape, name)
+        ? this.#entry(
+          TYPE_URLS.endpoint,
+          name,
+          loadAssignment(changed ? m.edsChanged!.ctx : m.ctx, name),
+        )
+        : null;
       // an assignment back to an earlier content is in use again: not to be collected
       if (e && this.#replaced.size) this.#replaced.delete(`${name}|${e.version}`);
       m.eds.set(name, e);

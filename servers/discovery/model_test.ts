@@ -15,7 +15,14 @@ import {
   TYPE_URLS,
   type XdsResource,
 } from "../../lib/xds/mod.ts";
-import { ResourceCache, type ResourceMap } from "../../lib/xds/server/mod.ts";
+import {
+  type DeltaDiscoveryResponse,
+  MemoryStream,
+  ResourceCache,
+  type ResourceMap,
+  XdsCounters,
+  XdsServer,
+} from "../../lib/xds/server/mod.ts";
 import {
   DB_ENTRIES,
   model,
@@ -305,4 +312,45 @@ Deno.test("DiscoveryModel.updateEndpoints() rebuilds the context when a DNS serv
   const dns = m.resourcesFor(proxy, TYPE_URLS.cluster, ["outbound|443||api.example.com"]);
   assert.equal(m.generation, generation + 1);
   assert.match(new TextDecoder().decode(dns.get("outbound|443||api.example.com")!.bytes), /api2/);
+});
+
+Deno.test("DiscoveryModel over delta ADS reports EDS and RDS names of nothing real in removed_resources", async () => {
+  const { m } = await discoveryModel(
+    model({ configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] } }),
+  );
+  const server = new XdsServer<Proxy>({
+    parseNode: (n) => parseNodeId(n.id, n.metadata ?? {}),
+    resourcesFor: (p, t, names) => m.resourcesFor(p, t, names),
+    metrics: new XdsCounters(),
+    debounceAfter: 0,
+    logger: quiet,
+  });
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  const world = "world.default.svc.cluster.local";
+  h.receive({
+    node: { id: "sidecar~10.9.0.1~c.default~default.svc.cluster.local" },
+    type_url: TYPE_URLS.endpoint,
+    resource_names_subscribe: [
+      `outbound|80|v1|${world}`,
+      "outbound|3306||mysql.internal", // no such ServiceEntry in this model
+      `outbound|80|v9|${world}`,
+      `outbound|81||${world}`,
+      "typo",
+    ],
+  });
+  const eds = await s.next();
+  assert.deepEqual(eds.resources.map((r) => r.name), [`outbound|80|v1|${world}`]);
+  assert.deepEqual(eds.removed_resources, [
+    "outbound|3306||mysql.internal",
+    `outbound|80|v9|${world}`,
+    `outbound|81||${world}`,
+    "typo",
+  ]);
+  h.receive({ type_url: TYPE_URLS.route, resource_names_subscribe: ["80", "9000", "81", "x:1"] });
+  const rds = await s.next();
+  assert.deepEqual(rds.resources.map((r) => r.name), ["80"]);
+  assert.deepEqual(rds.removed_resources, ["81", "9000", "x:1"]);
+  server.close();
+  await s.waitEnded();
 });

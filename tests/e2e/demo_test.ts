@@ -52,10 +52,19 @@ Deno.test("demo prints the split, follows a weight edit and stops cleanly on SIG
       // The printed split follows within about a second (plus one reporting interval).
       assert.ok(Date.now() - changedAt < 5_000);
 
+      // A broken edit is rejected by mesh-discovery; the demo says why (without --verbose).
+      await Deno.writeTextFile(`${vs}.tmp`, edited.replace(/hosts:\n(\s+)- .*\n/, "hosts: x\n"));
+      await Deno.rename(`${vs}.tmp`, vs);
+      const rejected = await demo.waitFor(/^demo: Config file error.*$/m, 10_000, "stderr");
+      assert.match(rejected, /hello-virtualservice\.yaml.*spec\.hosts: must be a list/);
+      assert.equal(demo.stderr().match(/Config file error/g)?.length, 1, "one line, no log noise");
+
+      // Ctrl-C may arrive twice (deno task forwards it): one "stopping" line, exit 0.
+      demo.kill("SIGINT");
       demo.kill("SIGINT");
       const status = await demo.status;
       assert.equal(status.code, 0, demo.output());
-      assert.match(demo.stdout(), /demo: stopping/);
+      assert.equal(demo.stdout().match(/demo: stopping/g)?.length, 1, demo.stdout());
       // The mesh-discovery child is gone and its port closed.
       await waitUntil(
         async () => {
@@ -80,5 +89,9 @@ Deno.test("demo rejects a bad flag with exit code 2", async () => {
   const demo = spawnProgram("cli/demo.ts", ["--grpcPort", "70000"]);
   const status = await demo.status;
   assert.equal(status.code, 2);
-  assert.match(demo.stderr(), /--grpcPort must be a port from 1 to 65535, got "70000"/);
+  assert.equal(
+    demo.stderr(),
+    'Error: Invalid value for --grpcPort: must be a port from 1 to 65535, got "70000"\n' +
+      'Run "deno task demo --help" for usage.\n',
+  );
 });

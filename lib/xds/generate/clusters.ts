@@ -29,6 +29,9 @@ export const BLACKHOLE_CLUSTER = "BlackHoleCluster";
 /** Name of the cluster that forwards to the original destination. */
 export const PASSTHROUGH_CLUSTER = "PassthroughCluster";
 
+/** Envoy's upper bound for `ring_hash_lb_config.minimum_ring_size` (8M entries). */
+export const MAX_RING_SIZE = 8_388_608;
+
 const EDS_CONFIG = { ads: {}, resource_api_version: "V3" };
 
 /** The traffic policy applying to a port: `portLevelSettings` entry replaces the policy. */
@@ -47,7 +50,10 @@ function applyLb(cluster: Any, lb: Any): void {
     cluster.lb_policy = "RING_HASH";
     const min = lb.consistentHash.minimumRingSize;
     if (typeof min === "number" && min > 0) {
-      cluster.ring_hash_lb_config = { minimum_ring_size: { value: min } };
+      // Envoy rejects the whole CDS update above 8M (cluster.proto: lte 8388608); the schema
+      // refuses such values, this guards configs that bypassed it.
+      const value = Math.min(Math.floor(min), MAX_RING_SIZE);
+      cluster.ring_hash_lb_config = { minimum_ring_size: { value } };
     }
     return;
   }

@@ -1,5 +1,5 @@
 /**
- * EDS: one ClusterLoadAssignment per requested cluster name, endpoints grouped by locality.
+ * EDS: one ClusterLoadAssignment per requested (known) cluster name, endpoints grouped by locality.
  * @module
  */
 
@@ -41,29 +41,57 @@ export function clusterInstances(ctx: PushContext, clusterName: string): Service
 }
 
 /**
- * Builds the ClusterLoadAssignment of each name, in the order given. Names that are not outbound
- * clusters, or have no endpoints, get an assignment with no endpoints. Each locality group carries
- * a `locality` (possibly empty) and `load_balancing_weight` = its endpoint count (never 0), as
- * grpc-js-xds requires. `unix://<path>` endpoints become `Pipe` addresses.
+ * True when `name` is a cluster the mesh really has: `outbound|<port>|<subset>|<host>` of a known
+ * service port (UDP aside) whose subset is empty or defined by the host's DestinationRule, or
+ * `inbound|<port>||<host>` of a known service port. Other names (typos, removed services or
+ * subsets, BlackHoleCluster) are not clusters anyone can ask EDS about.
+ */
+export function isKnownCluster(ctx: PushContext, name: string): boolean {
+  const key = parseClusterName(name);
+  if (!key) return false;
+  const idx = indexOf(ctx);
+  const svc = idx.serviceByHost.get(key.host);
+  if (!svc?.ports.some((p) => p.port === key.port && p.protocol !== "UDP")) return false;
+  if (key.direction === "inbound") return key.subset === "";
+  if (!key.subset) return true;
+  const dr = idx.destinationRuleByHost.get(key.host)?.spec as Any;
+  return (Array.isArray(dr?.subsets) ? dr.subsets : []).some((s: Any) => s?.name === key.subset);
+}
+
+/**
+ * Builds the ClusterLoadAssignment of each known cluster name (see {@link isKnownCluster}), in the
+ * order given; unknown names are left out, so ADS reports them as absent (SotW) or removed
+ * (delta). A known cluster without endpoints gets an assignment with no endpoints, as Envoy
+ * expects. Each locality group carries a `locality` (possibly empty) and `load_balancing_weight` =
+ * its endpoint count (never 0), as grpc-js-xds requires. `unix://<path>` endpoints become `Pipe`
+ * addresses.
  */
 export function buildEndpoints(ctx: PushContext, clusterNames: string[]): XdsResource[] {
-  return clusterNames.map((name) => {
-    const groups = new Map<string, ServiceInstance[]>();
-    for (const i of clusterInstances(ctx, name)) {
-      const g = groups.get(i.locality);
-      if (g) g.push(i);
-      else groups.set(i.locality, [i]);
-    }
-    const endpoints = [...groups.keys()].sort(cmp).map((loc) => {
-      const insts = groups.get(loc)!;
-      return {
-        locality: localityOf(loc),
-        lb_endpoints: insts.map((i) => ({
-          endpoint: { address: endpointAddress(i.address, i.port) },
-        })),
-        load_balancing_weight: { value: insts.length },
-      };
-    });
-    return { cluster_name: name, endpoints };
+  return clusterNames.filter((name) => isKnownCluster(ctx, name)).map((name) =>
+    loadAssignment(ctx, name)
+  );
+}
+
+/**
+ * The ClusterLoadAssignment of `name` from the instances of `ctx`, without checking that the
+ * cluster exists (callers check {@link isKnownCluster} against the full context first).
+ */
+export function loadAssignment(ctx: PushContext, name: string): XdsResource {
+  const groups = new Map<string, ServiceInstance[]>();
+  for (const i of clusterInstances(ctx, name)) {
+    const g = groups.get(i.locality);
+    if (g) g.push(i);
+    else groups.set(i.locality, [i]);
+  }
+  const endpoints = [...groups.keys()].sort(cmp).map((loc) => {
+    const insts = groups.get(loc)!;
+    return {
+      locality: localityOf(loc),
+      lb_endpoints: insts.map((i) => ({
+        endpoint: { address: endpointAddress(i.address, i.port) },
+      })),
+      load_balancing_weight: { value: insts.length },
+    };
   });
+  return { cluster_name: name, endpoints };
 }

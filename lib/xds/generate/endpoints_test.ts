@@ -3,7 +3,7 @@ import type { Service } from "../../model/types.ts";
 import { parseNodeId } from "../node.ts";
 import { DB_ENTRIES, model, WORLD_DR } from "../testdata/model.ts";
 import { buildClusters } from "./clusters.ts";
-import { buildEndpoints, localityOf } from "./endpoints.ts";
+import { buildEndpoints, isKnownCluster, localityOf } from "./endpoints.ts";
 
 Deno.test("localityOf() splits region/zone and always returns an object", () => {
   assert.deepEqual(localityOf("us-east/zone-a"), { region: "us-east", zone: "zone-a" });
@@ -30,10 +30,25 @@ Deno.test("buildEndpoints() groups by locality with non-zero weights and applies
     }],
     load_balancing_weight: { value: 1 },
   }]);
-  assert.deepEqual(none, {
-    cluster_name: "outbound|80|v9|world.default.svc.cluster.local",
-    endpoints: [],
-  });
+  assert.equal(none, undefined, "subset v9 is not defined: no assignment");
+});
+
+Deno.test("buildEndpoints() leaves out unknown clusters and keeps an empty assignment for known ones", () => {
+  const ctx = model({ configs: { destinationRules: [WORLD_DR] }, serviceEntries: DB_ENTRIES });
+  const out = buildEndpoints(ctx, [
+    "outbound|3306||mysql.internal", // known, no endpoints
+    "outbound|81||world.default.svc.cluster.local", // no such port
+    "outbound|80||nope.default.svc.cluster.local", // no such service
+    "outbound|80|v9|world.default.svc.cluster.local", // no such subset
+    "BlackHoleCluster",
+    "anything",
+    "inbound|80||hello.default.svc.cluster.local",
+  ]);
+  assert.deepEqual(out, [
+    { cluster_name: "outbound|3306||mysql.internal", endpoints: [] },
+    { cluster_name: "inbound|80||hello.default.svc.cluster.local", endpoints: [] },
+  ]);
+  assert.equal(isKnownCluster(ctx, "outbound|80|v1|world.default.svc.cluster.local"), true);
 });
 
 Deno.test("buildEndpoints() turns unix:// endpoints into Envoy pipes without a port", () => {

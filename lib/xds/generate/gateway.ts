@@ -140,15 +140,17 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
 /**
  * Gateway RouteConfiguration `<port>`: one virtual host `<vs name>:<port>` per VirtualService bound
  * to a selected Gateway with an HTTP server on that port (domains = its hosts and `host:port`), or
- * `blackhole:<port>` answering 404 when there is none.
+ * `blackhole:<port>` answering 404 when there is none; undefined when no selected Gateway has an
+ * HTTP server on the port.
  */
 export function gatewayRouteConfig(
   ctx: PushContext,
   proxy: Proxy,
   gws: GatewayEntry[],
   port: number,
-): XdsResource {
+): XdsResource | undefined {
   const refs = (serversByPort(gws).get(port) ?? []).filter((r) => isHttpServer(r.server));
+  if (!refs.length) return undefined; // no HTTP server on this port: no listener refers to it
   const gwNames = new Set(refs.map((r) => r.gw.fqdn));
   const redirect = refs.some((r) => r.server?.tls?.httpsRedirect === true);
   const labels = proxyLabels(proxy);

@@ -99,7 +99,11 @@ export function corsConfig(c: Any): XdsResource | undefined {
   if (!c || typeof c !== "object") return undefined;
   const out: Any = { "@type": EXT_TYPE_URLS.corsPolicy };
   const list = (v: unknown) => Array.isArray(v) ? v.filter((x) => typeof x === "string") : [];
-  const origins = list(c.allowOrigin).map((o: string) => o === "*" ? { prefix: "" } : { exact: o });
+  // Istio's "*" (any origin) stays `{exact: "*"}`: Envoy's CORS filter allows an origin when a
+  // matcher matches the origin *or the literal "*"* (CorsFilter::isOriginAllowed), so this is
+  // Envoy's own "any origin" form. (`{prefix: ""}` breaks PGV's min_len 1 and gets the whole
+  // RouteConfiguration rejected.)
+  const origins = list(c.allowOrigin).map((o: string) => ({ exact: o }));
   if (origins.length) out.allow_origin_string_match = origins;
   if (list(c.allowMethods).length) out.allow_methods = list(c.allowMethods).join(",");
   if (list(c.allowHeaders).length) out.allow_headers = list(c.allowHeaders).join(",");
@@ -367,8 +371,15 @@ export function dedupeDomains(vhosts: XdsResource[]): XdsResource[] {
   return out;
 }
 
-/** Sidecar RouteConfiguration `<port>`: a virtual host per HTTP service port with that number. */
-export function sidecarRouteConfig(ctx: PushContext, proxy: Proxy, port: number): XdsResource {
+/**
+ * Sidecar RouteConfiguration `<port>`: a virtual host per HTTP service port with that number;
+ * undefined when no service has an HTTP port with that number (no listener refers to it).
+ */
+export function sidecarRouteConfig(
+  ctx: PushContext,
+  proxy: Proxy,
+  port: number,
+): XdsResource | undefined {
   const idx = indexOf(ctx);
   const labels = proxyLabels(proxy);
   const vhosts: XdsResource[] = [];
@@ -376,6 +387,7 @@ export function sidecarRouteConfig(ctx: PushContext, proxy: Proxy, port: number)
     const sp = svc.ports.find((p) => p.port === port && isHttpProtocol(p.protocol));
     if (sp) vhosts.push(serviceVirtualHost(ctx, proxy, svc, sp, labels));
   }
+  if (!vhosts.length) return undefined; // no HTTP service port with this number: no such route
   return {
     name: String(port),
     virtual_hosts: dedupeDomains(vhosts),
@@ -425,7 +437,9 @@ export function apiRouteConfig(
 /**
  * Builds the requested route configurations. `<port>` names give the sidecar (or, for routers,
  * the gateway) configuration of that port; `<host>:<port>` names give proxyless configurations.
- * Unknown names are left out.
+ * Names no listener of the proxy can refer to (a port with no HTTP service, or no HTTP Gateway
+ * server for routers; an unknown `<host>:<port>`) are left out, so ADS reports them as absent
+ * (SotW) or removed (delta).
  */
 export function buildRoutes(ctx: PushContext, proxy: Proxy, names: string[]): XdsResource[] {
   const out: XdsResource[] = [];
@@ -433,8 +447,10 @@ export function buildRoutes(ctx: PushContext, proxy: Proxy, names: string[]): Xd
   for (const name of names) {
     if (/^\d{1,5}$/.test(name)) {
       const port = Number(name);
-      if (proxy.type === "sidecar") out.push(sidecarRouteConfig(ctx, proxy, port));
-      else out.push(gatewayRouteConfig(ctx, proxy, gws, port));
+      const r = proxy.type === "sidecar"
+        ? sidecarRouteConfig(ctx, proxy, port)
+        : gatewayRouteConfig(ctx, proxy, gws, port);
+      if (r) out.push(r);
       continue;
     }
     const api = apiRouteConfig(ctx, proxy, name);

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
 import { parseNodeId } from "../node.ts";
-import { model, WORLD_DR, WORLD_VS } from "../testdata/model.ts";
+import { model, PUBLIC_GW, PUBLIC_VS, WORLD_DR, WORLD_VS } from "../testdata/model.ts";
+import { gatewayRouter } from "../testdata/scenarios.ts";
 import { indexOf } from "./context.ts";
+import { pgvProblems } from "../pgv.ts";
+import { EXT_TYPE_URLS } from "../protos.ts";
 import {
   buildRoutes,
+  corsConfig,
   destinationCluster,
   faultConfig,
   fractionalPercent,
@@ -12,6 +16,8 @@ import {
   type RouteScope,
   translateHttpRoutes,
 } from "./routes.ts";
+
+const typeName = (url: string) => url.slice(url.lastIndexOf("/") + 1);
 
 const scope: RouteScope = {
   port: 80,
@@ -95,10 +101,16 @@ Deno.test("translateHttpRoutes() makes one route per match and weighted clusters
 Deno.test("buildRoutes() answers <port> and <host>:<port> names and skips unknown ones", () => {
   const ctx = model({ configs: { virtualServices: [WORLD_VS] } });
   const proxy = parseNodeId("sidecar~10.9.9.9~c.default~default.svc.cluster.local");
-  const out = buildRoutes(ctx, proxy, ["80", "world:7070", "nope:1", "bogus"]);
-  assert.deepEqual(out.map((r) => r.name), ["80", "world:7070"]);
+  const out = buildRoutes(ctx, proxy, ["80", "world:7070", "nope:1", "bogus", "9000", "81"]);
+  assert.deepEqual(out.map((r) => r.name), ["80", "world:7070"], "9000 is TCP, 81 unused");
   assert.equal(out[1].virtual_hosts[0].domains[0], "world:7070");
   assert.equal(out[0].virtual_hosts.length, 2);
+});
+
+Deno.test("buildRoutes() serves a router only the ports of its HTTP Gateway servers", () => {
+  const ctx = model({ configs: { virtualServices: [PUBLIC_VS], gateways: [PUBLIC_GW] } });
+  const out = buildRoutes(ctx, gatewayRouter(), ["80", "443", "8080", "9000"]);
+  assert.deepEqual(out.map((r) => r.name), ["80", "443"]);
 });
 
 Deno.test("resolveTarget() resolves FQDN and short hosts relative to the proxy's domain", () => {
@@ -142,4 +154,13 @@ Deno.test("buildRoutes() disables the route timeout unless a VirtualService sets
   });
   assert.deepEqual((world[0].route as { timeout: unknown }).timeout, { seconds: 0 });
   assert.deepEqual((world[1].route as { timeout: unknown }).timeout, { seconds: 10 });
+});
+
+Deno.test('corsConfig() keeps Istio\'s any-origin "*" as {exact: "*"}, Envoy\'s any-origin form', () => {
+  const c = corsConfig({ allowOrigin: ["*", "https://a.example.com"], allowMethods: ["GET"] });
+  assert.deepEqual(c?.allow_origin_string_match, [
+    { exact: "*" },
+    { exact: "https://a.example.com" },
+  ]);
+  assert.deepEqual(pgvProblems(typeName(EXT_TYPE_URLS.corsPolicy), c), []);
 });

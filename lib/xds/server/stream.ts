@@ -289,7 +289,7 @@ export class XdsServer<P = unknown> {
       max: opts.debounceMax,
       clock: this.#clock,
     });
-    this.#noncePrefix = `${(this.#clock.now() % 0x1000000).toString(36)}${
+    this.#noncePrefix = `${(Math.floor(this.#clock.now()) % 0x1000000).toString(36)}${
       (bootSeq++).toString(36)
     }`;
   }
@@ -955,7 +955,7 @@ export class XdsServer<P = unknown> {
   }
 
   #iso(): string {
-    const now = this.#clock.now();
+    const now = Math.floor(this.#clock.now());
     if (now !== this.#isoAt) {
       this.#isoAt = now;
       this.#isoText = new Date(now).toISOString();

@@ -489,3 +489,29 @@ Deno.test("push({kind: config}) after EDS pushes sends each client only the assi
   for (const c of clients) assert.equal(c.s.unread, 0);
   server.close();
 });
+
+Deno.test("push and convergence times keep sub-millisecond precision with the real clock", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
+  for (let i = 0; i < 3; i++) {
+    cache.set(CDS, "c1", bytes(`v${i}`));
+    server.push({ kind: "config", types: [CDS] });
+    await server.flush();
+    const r = await s.next();
+    h.receive({ type_url: CDS, version_info: r.version_info, response_nonce: r.nonce });
+  }
+  assert.equal(metrics.pushDurations.count, 3);
+  assert.ok(metrics.pushDurations.sum > 0, `push time sum ${metrics.pushDurations.sum}`);
+  // whole milliseconds (Date.now) sum to 0 for in-memory pushes, or to a whole number of ms
+  const micros = Math.round(metrics.pushDurations.sum * 1e6);
+  assert.notEqual(micros % 1000, 0, `sub-millisecond precision: ${micros} µs`);
+  assert.ok(metrics.pushDurations.max < 1, "seconds, not milliseconds");
+  assert.ok(metrics.convergenceTimes.sum >= metrics.pushDurations.sum);
+  assert.match(r1.nonce, /^[0-9a-z]+-/, "nonces stay integral base 36");
+  server.close();
+  await s.waitEnded();
+});

@@ -172,14 +172,18 @@ export interface XdsMetrics {
 
 /** Timer functions; injectable so tests can drive the debouncer without real time. */
 export interface Clock {
+  /**
+   * Milliseconds since the epoch, fractional: push and convergence times are often below a
+   * millisecond and must not round to 0.
+   */
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
 
-/** The real clock. */
+/** The real clock (sub-millisecond `now()` from the monotonic `performance` timer). */
 export const systemClock: Clock = {
-  now: () => Date.now(),
+  now: () => performance.timeOrigin + performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (h) => clearTimeout(h as number),
 };

@@ -181,7 +181,7 @@ export const PUBLIC_GW = cfg("Gateway", "public-gw", {
   ],
 });
 
-/** VirtualService bound to public-gw: /api → hello:80 with rewrite. */
+/** VirtualService bound to public-gw: /api → hello:80 with rewrite and CORS for any origin. */
 export const PUBLIC_VS = cfg("VirtualService", "hello-public", {
   hosts: ["hello.example.com"],
   gateways: ["public-gw"],
@@ -189,6 +189,7 @@ export const PUBLIC_VS = cfg("VirtualService", "hello-public", {
     match: [{ uri: { prefix: "/api" } }],
     rewrite: { uri: "/" },
     route: [{ destination: { host: "hello", port: { number: 80 } } }],
+    corsPolicy: { allowOrigin: ["*"], allowMethods: ["GET"] },
   }, {
     match: [{ uri: { exact: "/old" } }],
     redirect: { uri: "/new", authority: "www.example.com" },

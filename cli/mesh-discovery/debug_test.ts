@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import type { CliContext } from "../_shared/context.ts";
+import { run } from "./debug.ts";
+
+/** A fake discovery monitoring port: adsz and syncz answer `[]`, edsz 404 (nothing watched). */
+function fakeDiscovery() {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const url = new URL(req.url);
+    const id = url.searchParams.get("proxyID");
+    if (id) return new Response(`Proxy ${id} is not connected\n`, { status: 404 });
+    if (url.pathname === "/debug/edsz") {
+      return new Response("No EDS clusters are watched\n", { status: 404 });
+    }
+    return new Response("[]\n");
+  });
+  return { addr: `127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+function context(addr: string) {
+  const out = { stdout: "", stderr: "" };
+  const ctx = {
+    stdout: { write: (t: string) => Promise.resolve(void (out.stdout += t)) },
+    stderr: { write: (t: string) => Promise.resolve(void (out.stderr += t)) },
+    env: { MESH_DISCOVERY_ADDR: addr },
+  } as unknown as CliContext;
+  return { ctx, out };
+}
+
+Deno.test("debug all all labels each section and never says a proxy is not connected", async () => {
+  const d = fakeDiscovery();
+  try {
+    const { ctx, out } = context(d.addr);
+    assert.equal(await run({}, ["all", "all"], ctx), 0);
+    assert.equal(out.stdout, "--- ads ---\n[]\n--- eds ---\n[]\n--- syncz ---\n[]\n");
+    assert.equal(out.stderr, "");
+  } finally {
+    await d.close();
+  }
+});
+
+Deno.test("debug <proxy> all labels each section and reports a proxy that is not connected", async () => {
+  const d = fakeDiscovery();
+  try {
+    const { ctx, out } = context(d.addr);
+    assert.equal(await run({}, ["p1.default", "all"], ctx), 0);
+    assert.equal(out.stdout, "--- ads ---\n--- eds ---\n--- syncz ---\n");
+    assert.equal(out.stderr, "proxy not connected to this discovery instance\n".repeat(3));
+    const one = context(d.addr);
+    assert.equal(await run({}, ["all", "ads"], one.ctx), 0);
+    assert.equal(one.out.stdout, "[]\n", "a single type has no label");
+  } finally {
+    await d.close();
+  }
+});

@@ -1,0 +1,35 @@
+import assert from "node:assert/strict";
+import { formatIssues, normalizeObject } from "../../model/mod.ts";
+import { pgvProblems } from "../pgv.ts";
+import { helloV1 } from "../testdata/scenarios.ts";
+import { model } from "../testdata/model.ts";
+import { buildClusters, MAX_RING_SIZE } from "./clusters.ts";
+
+const ringDr = (minimumRingSize: number) => ({
+  apiVersion: "networking.mesh.io/v1alpha3",
+  kind: "DestinationRule",
+  metadata: { name: "world", namespace: "default" },
+  spec: {
+    host: "world",
+    trafficPolicy: { loadBalancer: { consistentHash: { httpHeader: "x-user", minimumRingSize } } },
+  },
+});
+
+Deno.test("buildClusters() clamps minimumRingSize to Envoy's 8388608 when a config bypassed the schema", () => {
+  const ctx = model({ configs: { destinationRules: [ringDr(50_000_000)] } });
+  const c = buildClusters(ctx, helloV1()).find((c) =>
+    c.name === "outbound|80||world.default.svc.cluster.local"
+  )!;
+  assert.equal(c.lb_policy, "RING_HASH");
+  assert.deepEqual(c.ring_hash_lb_config, { minimum_ring_size: { value: MAX_RING_SIZE } });
+  assert.deepEqual(pgvProblems("envoy.config.cluster.v3.Cluster", c), []);
+});
+
+Deno.test("DestinationRule schema rejects minimumRingSize above 8388608", () => {
+  const { issues } = normalizeObject(ringDr(8_388_609), "dr.yaml");
+  assert.match(
+    formatIssues(issues),
+    /spec\.trafficPolicy\.loadBalancer\.consistentHash\.minimumRingSize: must be between 0 and 8388608, got 8388609/,
+  );
+  assert.deepEqual(normalizeObject(ringDr(8_388_608), "dr.yaml").issues, []);
+});

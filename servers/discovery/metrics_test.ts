@@ -1,0 +1,56 @@
+import assert from "node:assert/strict";
+import {
+  type DiscoveryResponse,
+  MemoryStream,
+  ResourceCache,
+  XDS_TYPES,
+  XdsServer,
+} from "../../lib/xds/server/mod.ts";
+import { createMetrics } from "./metrics.ts";
+
+const CDS = XDS_TYPES.cluster;
+
+/** The value of a sample line `name value` in a Prometheus text exposition. */
+function sample(text: string, name: string): number {
+  const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+  assert.ok(m, `${name} in the exposition`);
+  return Number(m[1]);
+}
+
+Deno.test("/metrics push and convergence histograms are in seconds with a sum above 0 after pushes", async () => {
+  const metrics = await createMetrics(
+    () => ({ services: 0, virtualServices: 0, configsByKind: {} }),
+    () => 1,
+  );
+  const cache = new ResourceCache();
+  cache.set(CDS, "c1", new TextEncoder().encode("a"));
+  const server = new XdsServer<{ id: string }>({
+    parseNode: (n) => ({ id: n.id }),
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    metrics: metrics.xds,
+    debounceAfter: 0,
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  });
+  const s = new MemoryStream<DiscoveryResponse>();
+  const h = server.openSotw(s);
+  h.receive({
+    node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
+    type_url: CDS,
+  });
+  let r = await s.next();
+  for (let i = 0; i < 2; i++) {
+    h.receive({ type_url: CDS, version_info: r.version_info, response_nonce: r.nonce });
+    cache.set(CDS, "c1", new TextEncoder().encode(`v${i}`));
+    server.push({ kind: "config", types: [CDS] });
+    await server.flush();
+    r = await s.next();
+  }
+  const text = await metrics.text();
+  assert.equal(sample(text, "mesh_xds_push_time_count"), 2);
+  const sum = sample(text, "mesh_xds_push_time_sum");
+  assert.ok(sum > 0 && sum < 1, `push time sum ${sum} s`);
+  assert.ok(sample(text, "mesh_xds_convergence_time_sum") > 0);
+  assert.match(text, /^mesh_xds_push_time_bucket\{le="0\.0001"\} \d+$/m);
+  server.close();
+  await s.waitEnded();
+});
