@@ -7,16 +7,9 @@
 import assert from "node:assert/strict";
 import { extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { PROGRAMS } from "../compile.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
-const PROGRAMS = [
-  "mesh-discovery",
-  "sidecar-injector",
-  "mesh-agent",
-  "mesh-policy",
-  "meshctl",
-  "mesh_ca",
-] as const;
 const RUN_TIMEOUT_MS = 60_000;
 
 const CONTENT_TYPES: Record<string, string> = {

@@ -23,6 +23,7 @@ export {
   LOADER_OPTIONS,
   loadXdsProtos,
   TYPE_URLS,
+  xdsIncludeDirs,
   xdsProtoRoot,
 } from "./protos.ts";
 export { isIp, parseNodeId, proxyLabels } from "./node.ts";

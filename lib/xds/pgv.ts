@@ -29,7 +29,7 @@
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import * as fs from "node:fs";
-import { INCLUDE_DIRS, PROTO_FILES, xdsProtoRoot } from "./protos.ts";
+import { PROTO_FILES, xdsIncludeDirs, xdsProtoRoot } from "./protos.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -49,7 +49,7 @@ function load(): { pb: Any; root: Any } {
   const include = [
     // google/protobuf/*.proto ship with protobufjs itself
     path.dirname(fromLoader.resolve("protobufjs/package.json")),
-    ...INCLUDE_DIRS.map((d) => path.join(deps, d)),
+    ...xdsIncludeDirs(),
   ];
   const root = new pb.Root();
   root.resolvePath = (_origin: string, target: string) => {

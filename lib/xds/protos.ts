@@ -77,7 +77,7 @@ export const PROTO_FILES: readonly string[] = [
 ];
 
 /** The include folders inside `deps/`, in the order grpc-js-xds uses them. */
-export const INCLUDE_DIRS: readonly string[] = [
+const INCLUDE_DIRS: readonly string[] = [
   "envoy-api",
   "xds",
   "googleapis",
@@ -167,6 +167,12 @@ export function xdsProtoRoot(): string {
   );
 }
 
+/** The include folders of the Envoy protos ({@link xdsProtoRoot} `/envoy-api`, `/xds`...). */
+export function xdsIncludeDirs(): string[] {
+  const root = xdsProtoRoot();
+  return INCLUDE_DIRS.map((d) => path.join(root, d));
+}
+
 interface MessageDef {
   serialize(value: unknown): Uint8Array;
   deserialize(bytes: Uint8Array): Record<string, unknown>;
@@ -184,7 +190,7 @@ export async function loadXdsProtos(): Promise<Record<string, unknown>> {
   const root = xdsProtoRoot();
   defsCache = loader.loadSync(PROTO_FILES.map((f) => path.join(root, "envoy-api", f)), {
     ...LOADER_OPTIONS,
-    includeDirs: INCLUDE_DIRS.map((d) => path.join(root, d)),
+    includeDirs: xdsIncludeDirs(),
   }) as unknown as Record<string, unknown>;
   return defsCache;
 }

@@ -39,30 +39,30 @@ export async function createMetrics(
   const register = new prom.Registry();
   prom.collectDefaultMetrics({ register });
   const registers = [register];
-  new prom.Gauge({
-    name: "mesh_xds",
-    help: "Number of proxies connected to this discovery instance over ADS.",
-    registers,
-    collect() {
-      this.set(connections());
-    },
-  });
-  new prom.Gauge({
-    name: "mesh_services",
-    help: "Total services known to discovery.",
-    registers,
-    collect() {
-      this.set(counts().services);
-    },
-  });
-  new prom.Gauge({
-    name: "mesh_virt_services",
-    help: "Total virtual services known to discovery.",
-    registers,
-    collect() {
-      this.set(counts().virtualServices);
-    },
-  });
+  /** A gauge set from `read()` at every scrape. */
+  const gauge = (name: string, help: string, read: () => number) =>
+    new prom.Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(read());
+      },
+    });
+  /** A counter with one label, `type`. */
+  const byType = (name: string, help: string) =>
+    new prom.Counter({ name, help, labelNames: ["type"] as const, registers });
+  gauge(
+    "mesh_xds",
+    "Number of proxies connected to this discovery instance over ADS.",
+    connections,
+  );
+  gauge("mesh_services", "Total services known to discovery.", () => counts().services);
+  gauge(
+    "mesh_virt_services",
+    "Total virtual services known to discovery.",
+    () => counts().virtualServices,
+  );
   new prom.Gauge({
     name: "mesh_configs",
     help: "Configuration objects known to discovery, by kind.",
@@ -73,29 +73,17 @@ export async function createMetrics(
       for (const [k, n] of Object.entries(counts().configsByKind)) this.set({ type: k }, n);
     },
   });
-  const pushes = new prom.Counter({
-    name: "mesh_xds_pushes",
-    help: "xDS responses sent, by type (cds, eds, lds, rds).",
-    labelNames: ["type"] as const,
-    registers,
-  });
-  const pushErrors = new prom.Counter({
-    name: "mesh_xds_push_errors",
-    help: "xDS push failures, by type (<type>_senderr, <type>_builderr).",
-    labelNames: ["type"] as const,
-    registers,
-  });
+  const pushes = byType("mesh_xds_pushes", "xDS responses sent, by type (cds, eds, lds, rds).");
+  const pushErrors = byType(
+    "mesh_xds_push_errors",
+    "xDS push failures, by type (<type>_senderr, <type>_builderr).",
+  );
   const writeTimeouts = new prom.Counter({
     name: "mesh_xds_write_timeout",
     help: "xDS sends that timed out (the stream is closed).",
     registers,
   });
-  const rejects = new prom.Counter({
-    name: "mesh_xds_rejects",
-    help: "xDS responses rejected by proxies (NACK), by type.",
-    labelNames: ["type"] as const,
-    registers,
-  });
+  const rejects = byType("mesh_xds_rejects", "xDS responses rejected by proxies (NACK), by type.");
   const pushTime = new prom.Histogram({
     name: "mesh_xds_push_time",
     help: "Seconds from the flush of a debounced push until every affected proxy was sent it.",
@@ -108,42 +96,24 @@ export async function createMetrics(
     buckets: PUSH_BUCKETS,
     registers,
   });
-  const calls = new prom.Counter({
-    name: "mesh_discovery_calls",
-    help: "REST xDS calls, by type.",
-    labelNames: ["type"] as const,
-    registers,
-  });
-  const errors = new prom.Counter({
-    name: "mesh_discovery_errors",
-    help: "Failed REST xDS calls, by type.",
-    labelNames: ["type"] as const,
-    registers,
-  });
-  const hits = new prom.Counter({
-    name: "mesh_discovery_cache_hit",
-    help: "REST xDS responses served from the discovery cache, by type.",
-    labelNames: ["type"] as const,
-    registers,
-  });
-  const misses = new prom.Counter({
-    name: "mesh_discovery_cache_miss",
-    help: "REST xDS responses built because the discovery cache had none, by type.",
-    labelNames: ["type"] as const,
-    registers,
-  });
-  const webhookCalls = new prom.Counter({
-    name: "mesh_discovery_webhook_calls",
-    help: "Calls to the --webhookEndpoint, by type.",
-    labelNames: ["type"] as const,
-    registers,
-  });
-  const webhookErrors = new prom.Counter({
-    name: "mesh_discovery_webhook_errors",
-    help: "Failed calls to the --webhookEndpoint, by type.",
-    labelNames: ["type"] as const,
-    registers,
-  });
+  const calls = byType("mesh_discovery_calls", "REST xDS calls, by type.");
+  const errors = byType("mesh_discovery_errors", "Failed REST xDS calls, by type.");
+  const hits = byType(
+    "mesh_discovery_cache_hit",
+    "REST xDS responses served from the discovery cache, by type.",
+  );
+  const misses = byType(
+    "mesh_discovery_cache_miss",
+    "REST xDS responses built because the discovery cache had none, by type.",
+  );
+  const webhookCalls = byType(
+    "mesh_discovery_webhook_calls",
+    "Calls to the --webhookEndpoint, by type.",
+  );
+  const webhookErrors = byType(
+    "mesh_discovery_webhook_errors",
+    "Failed calls to the --webhookEndpoint, by type.",
+  );
   return {
     xds: {
       pushed: (t) => pushes.inc({ type: typeShortName(t) }),

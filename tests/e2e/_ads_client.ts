@@ -5,7 +5,7 @@
  */
 
 import * as path from "node:path";
-import { decodeAny, loadXdsProtos, xdsProtoRoot } from "../../lib/xds/mod.ts";
+import { decodeAny, loadXdsProtos, xdsIncludeDirs, xdsProtoRoot } from "../../lib/xds/mod.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
@@ -22,9 +22,7 @@ const pkg = (() => {
     enums: String,
     defaults: false,
     oneofs: true,
-    includeDirs: ["envoy-api", "xds", "googleapis", "protoc-gen-validate"].map((d) =>
-      path.join(root, d)
-    ),
+    includeDirs: xdsIncludeDirs(),
   }) as AnyObj;
 })();
 const AdsClient = (grpc.loadPackageDefinition(pkg) as AnyObj).envoy.service.discovery.v3

@@ -5,55 +5,12 @@
  */
 
 import assert from "node:assert/strict";
-import { runProgram, spawnProgram, waitUntil } from "../harness/procs.ts";
+import { runProgram, waitUntil } from "../harness/procs.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { adsClient } from "./_ads_client.ts";
-const DISCOVERY_SCRIPT = new URL("../../cli/mesh-discovery.ts", import.meta.url).pathname;
+import { DISCOVERY_SCRIPT, http, startDiscovery } from "./discovery_harness.ts";
 
 const NODE = "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local";
-
-/** Starts discovery on free ports; returns the process and its parsed addresses. */
-async function startDiscovery(configDir: string, extra: string[] = [], env = {}) {
-  const proc = spawnProgram(DISCOVERY_SCRIPT, [
-    "discovery",
-    "--registries",
-    "Mock",
-    "--configDir",
-    configDir,
-    "--meshConfig",
-    `${configDir}/missing-mesh-config`,
-    "--port",
-    "0",
-    "--grpcAddr",
-    "127.0.0.1:0",
-    "--secureGrpcAddr",
-    "",
-    "--monitoringPort",
-    "0",
-    "--ctrlz_port",
-    "0",
-    ...extra,
-  ], { env });
-  const line = await proc.waitFor(
-    /listening http=\S+:(\d+) grpc=\S+:(\d+)(?: secureGrpc=\S+:(\d+))? monitoring=\S+:(\d+)/,
-    20_000,
-  );
-  const m = /http=\S+:(\d+) grpc=\S+:(\d+)(?: secureGrpc=\S+:(\d+))? monitoring=\S+:(\d+)/.exec(
-    line,
-  )!;
-  return {
-    proc,
-    http: `127.0.0.1:${m[1]}`,
-    grpc: `127.0.0.1:${m[2]}`,
-    secureGrpc: m[3] ? `127.0.0.1:${m[3]}` : undefined,
-    monitoring: `127.0.0.1:${m[4]}`,
-  };
-}
-
-async function get(url: string): Promise<{ status: number; body: string }> {
-  const res = await fetch(url);
-  return { status: res.status, body: await res.text() };
-}
 
 const VS = (timeout: string) =>
   `apiVersion: networking.mesh.io/v1alpha3
@@ -72,14 +29,14 @@ spec:
 
 Deno.test("mesh-discovery discovery serves ADS, REST, debug pages and metrics when run with the Mock registry", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-disc-" });
-  const d = await startDiscovery(dir);
+  const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
   const client = adsClient(d.grpc);
   const stream = client.open();
   try {
     assert.match(d.proc.output(), /Mesh configuration .* not found; using the default mesh/);
 
     // /ready turns 200 once synced.
-    await waitUntil(async () => (await get(`http://${d.http}/ready`)).status === 200, 10_000);
+    await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 10_000);
 
     // CDS (wildcard) → EDS → LDS → RDS, each ACKed.
     stream.send({ node: { id: NODE }, type_url: TYPE_URLS.cluster });
@@ -124,17 +81,17 @@ Deno.test("mesh-discovery discovery serves ADS, REST, debug pages and metrics wh
     });
 
     // /debug/adsz shows the connection; ?proxyID filters; unknown proxy → 404.
-    const adsz = JSON.parse((await get(`http://${d.monitoring}/debug/adsz`)).body);
+    const adsz = JSON.parse((await http(`http://${d.monitoring}/debug/adsz`)).body);
     assert.equal(adsz.length, 1);
     assert.match(adsz[0].node, /^sidecar~127\.0\.1\.1~hello-v1\.default~/);
     assert.ok(adsz[0].clusters.some((c: { name: string }) => c.name.includes("world")));
-    assert.equal((await get(`http://${d.http}/debug/adsz?proxyID=hello-v1.default`)).status, 200);
-    assert.equal((await get(`http://${d.http}/debug/adsz?proxyID=nobody.default`)).status, 404);
+    assert.equal((await http(`http://${d.http}/debug/adsz?proxyID=hello-v1.default`)).status, 200);
+    assert.equal((await http(`http://${d.http}/debug/adsz?proxyID=nobody.default`)).status, 404);
 
     // /debug/syncz shows acked versions.
     await waitUntil(
       async () => {
-        const s = JSON.parse((await get(`http://${d.monitoring}/debug/syncz`)).body);
+        const s = JSON.parse((await http(`http://${d.monitoring}/debug/syncz`)).body);
         return s[0]?.rds?.acked === rds.version_info && s[0]?.cds?.acked === cds.version_info;
       },
       5000,
@@ -164,14 +121,14 @@ Deno.test("mesh-discovery discovery serves ADS, REST, debug pages and metrics wh
     await waitUntil(
       async () => {
         const s = JSON.parse(
-          (await get(`http://${d.http}/debug/syncz?proxyID=hello-v1.default`)).body,
+          (await http(`http://${d.http}/debug/syncz?proxyID=hello-v1.default`)).body,
         );
         return s[0]?.rds?.nack?.error === "route rejected by test";
       },
       5000,
       "syncz to show the NACK",
     );
-    const metrics = (await get(`http://${d.monitoring}/metrics`)).body;
+    const metrics = (await http(`http://${d.monitoring}/metrics`)).body;
     assert.match(metrics, /^mesh_xds_rejects\{type="rds"\} 1$/m);
     assert.match(metrics, /^mesh_xds 1$/m);
     assert.match(metrics, /^mesh_services 2$/m);

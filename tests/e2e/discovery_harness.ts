@@ -12,18 +12,23 @@ export const DISCOVERY_SCRIPT = new URL("../../cli/mesh-discovery.ts", import.me
 /** A running discovery program and its addresses (`127.0.0.1:<port>`). */
 export interface RunningDiscovery {
   proc: ProgramProcess;
+  /** The `listening ...` line, up to the ctrlz address. */
+  listening: string;
   http: string;
   grpc: string;
+  /** The TLS ADS address, when `--secureGrpcAddr` is in `extra` and the port started. */
+  secureGrpc?: string;
   monitoring: string;
   ctrlz: string;
 }
 
 const LISTENING =
-  /listening http=\S+:(\d+) grpc=\S+:(\d+)(?: secureGrpc=\S+:\d+)? monitoring=\S+:(\d+) ctrlz=\S+:(\d+)/;
+  /listening http=\S+:(\d+) grpc=\S+:(\d+)(?: secureGrpc=\S+:(\d+))? monitoring=\S+:(\d+) ctrlz=\S+:(\d+)/;
 
 /**
- * Starts discovery with every port free (`--port 0` ...), no TLS port, a mesh config path that
- * does not exist (defaults) unless `extra` names one, plus `extra` flags. Stops the program when
+ * Starts discovery with every port free (`--port 0` ...), no TLS port unless `extra` gives
+ * `--secureGrpcAddr`, a mesh config path that does not exist (defaults) unless `extra` names one,
+ * plus `extra` flags (a flag given again in `extra` wins). Stops the program when
  * it does not print its listening line within 20 s.
  */
 export async function startDiscovery(
@@ -56,10 +61,12 @@ export async function startDiscovery(
   const m = LISTENING.exec(line)!;
   return {
     proc,
+    listening: line,
     http: `127.0.0.1:${m[1]}`,
     grpc: `127.0.0.1:${m[2]}`,
-    monitoring: `127.0.0.1:${m[3]}`,
-    ctrlz: `127.0.0.1:${m[4]}`,
+    secureGrpc: m[3] ? `127.0.0.1:${m[3]}` : undefined,
+    monitoring: `127.0.0.1:${m[4]}`,
+    ctrlz: `127.0.0.1:${m[5]}`,
   };
 }
 

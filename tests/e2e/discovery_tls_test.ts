@@ -5,31 +5,16 @@
 
 import assert from "node:assert/strict";
 import { makeTestPki } from "../harness/certs.ts";
-import { spawnProgram } from "../harness/procs.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { adsClient, tlsCreds } from "./_ads_client.ts";
-const DISCOVERY_SCRIPT = new URL("../../cli/mesh-discovery.ts", import.meta.url).pathname;
+import { type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
 
-function args(dir: string): string[] {
-  return [
-    "discovery",
-    "--registries",
-    "Mock",
-    "--configDir",
-    dir,
-    "--meshConfig",
-    `${dir}/none`,
-    "--port",
-    "0",
-    "--grpcAddr",
-    "127.0.0.1:0",
-    "--secureGrpcAddr",
-    "127.0.0.1:0",
-    "--monitoringPort",
-    "0",
-    "--ctrlz_port",
-    "0",
-  ];
+/** Discovery with the Mock registry, `dir` as config folder and the TLS port on a free port. */
+function startWithTls(dir: string, certDir: string): Promise<RunningDiscovery> {
+  return startDiscovery(
+    ["--registries", "Mock", "--configDir", dir, "--secureGrpcAddr", "127.0.0.1:0"],
+    { MESH_CERT_DIR: certDir },
+  );
 }
 
 Deno.test("mesh-discovery serves ADS over TLS to a client with a mesh certificate when the cert files exist", async () => {
@@ -43,12 +28,11 @@ Deno.test("mesh-discovery serves ADS over TLS to a client with a mesh certificat
   const client = await pki.issue("client", {
     uris: ["spiffe://cluster.local/ns/default/sa/hello"],
   });
-  const proc = spawnProgram(DISCOVERY_SCRIPT, args(cfg), { env: { MESH_CERT_DIR: certDir } });
+  const { proc, secureGrpc } = await startWithTls(cfg, certDir);
   try {
-    const line = await proc.waitFor(/secureGrpc=\S+:(\d+)/, 20_000);
-    const port = /secureGrpc=\S+:(\d+)/.exec(line)![1];
+    assert.ok(secureGrpc, proc.output().slice(-2000));
     const ads = adsClient(
-      `127.0.0.1:${port}`,
+      secureGrpc,
       await tlsCreds(pki.caCert, client.cert, client.key),
       {
         "grpc.ssl_target_name_override": "localhost",
@@ -79,12 +63,9 @@ Deno.test("mesh-discovery serves ADS over TLS to a client with a mesh certificat
 
 Deno.test("mesh-discovery does not start the TLS port and says why when the cert files are missing", async () => {
   const cfg = await Deno.makeTempDir({ prefix: "mesh-disc-" });
-  const proc = spawnProgram(DISCOVERY_SCRIPT, args(cfg), {
-    env: { MESH_CERT_DIR: `${cfg}/nocerts` },
-  });
+  const { proc, listening } = await startWithTls(cfg, `${cfg}/nocerts`);
   try {
-    const line = await proc.waitFor(/listening http=.*/, 20_000);
-    assert.doesNotMatch(line, /secureGrpc=/);
+    assert.doesNotMatch(listening, /secureGrpc=/);
     assert.match(
       proc.output(),
       /Secure gRPC \(--secureGrpcAddr\) not started: .*cert-chain\.pem does not exist/,

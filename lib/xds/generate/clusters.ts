@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Service, ServiceInstance, ServicePort } from "../../model/types.ts";
+import type { Protocol, Service, ServiceInstance, ServicePort } from "../../model/types.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { hostPortKey, indexOf } from "./context.ts";
@@ -212,11 +212,21 @@ function outboundCluster(
       c.transport_socket = meshMtlsUpstream(svc.serviceAccounts, isHttp2Protocol(port.protocol));
     }
   }
-  if (isHttp2Protocol(port.protocol)) {
+  setHttpProtocolOptions(c, http, port.protocol);
+  return c;
+}
+
+/**
+ * Sets the cluster's upstream `HttpProtocolOptions` from the connection-pool settings already in
+ * `http`: HTTP/2 (bounded concurrent streams) for HTTP/2 ports, HTTP/1 when a pool setting needs
+ * the options on an HTTP port; nothing otherwise.
+ */
+function setHttpProtocolOptions(c: Any, http: Any, protocol: Protocol): void {
+  if (isHttp2Protocol(protocol)) {
     http.explicit_http_config = {
       http2_protocol_options: { max_concurrent_streams: { value: 1073741824 } },
     };
-  } else if (http.common_http_protocol_options && isHttpProtocol(port.protocol)) {
+  } else if (http.common_http_protocol_options && isHttpProtocol(protocol)) {
     http.explicit_http_config = { http_protocol_options: {} };
   }
   if (http.explicit_http_config) {
@@ -227,7 +237,6 @@ function outboundCluster(
       },
     };
   }
-  return c;
 }
 
 /** The static BlackHoleCluster (no hosts, 5s connect timeout). */
@@ -301,21 +310,7 @@ export function buildClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
     const pol = policyForPort(dr?.trafficPolicy, inst.servicePort);
     const http: Any = {};
     applyConnectionPool(c, pol?.connectionPool, http);
-    if (isHttp2Protocol(inst.servicePort.protocol)) {
-      http.explicit_http_config = {
-        http2_protocol_options: { max_concurrent_streams: { value: 1073741824 } },
-      };
-    } else if (http.common_http_protocol_options && isHttpProtocol(inst.servicePort.protocol)) {
-      http.explicit_http_config = { http_protocol_options: {} };
-    }
-    if (http.explicit_http_config) {
-      c.typed_extension_protocol_options = {
-        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-          "@type": EXT_TYPE_URLS.httpProtocolOptions,
-          ...http,
-        },
-      };
-    }
+    setHttpProtocolOptions(c, http, inst.servicePort.protocol);
     out.push(c);
   }
   out.push(blackHoleCluster(), passthroughCluster(ctx));

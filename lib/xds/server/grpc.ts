@@ -11,7 +11,7 @@
 import { Buffer } from "node:buffer";
 import * as path from "node:path";
 import { getLogger, type Logger } from "../../log/mod.ts";
-import { xdsProtoRoot } from "../protos.ts";
+import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
 import type { XdsServer } from "./stream.ts";
 import type {
   DeltaDiscoveryRequest,
@@ -89,9 +89,7 @@ function adsServiceDefinition(): Promise<AnyObj> {
       path.join(root, "envoy-api", "envoy", "service", "discovery", "v3", "ads.proto"),
       {
         ...LOADER_OPTIONS,
-        includeDirs: ["envoy-api", "xds", "googleapis", "protoc-gen-validate"].map((d) =>
-          path.join(root, d)
-        ),
+        includeDirs: xdsIncludeDirs(),
       },
     ) as AnyObj;
     const svc = pkg[ADS_SERVICE];

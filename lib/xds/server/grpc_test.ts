@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import * as path from "node:path";
-import { xdsProtoRoot } from "../protos.ts";
+import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
 import { ResourceCache } from "./cache.ts";
 import { startAdsServer } from "./grpc.ts";
 import { XdsServer } from "./stream.ts";
@@ -28,9 +28,7 @@ const pkg = (() => {
       defaults: false,
       oneofs: true,
       json: true,
-      includeDirs: ["envoy-api", "xds", "googleapis", "protoc-gen-validate"].map((d) =>
-        path.join(root, d)
-      ),
+      includeDirs: xdsIncludeDirs(),
     },
   ) as AnyObj;
 })();
