@@ -7,7 +7,7 @@
 
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
-import { LOG_SCOPES, versionGroup } from "./_shared/groups.ts";
+import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
 import { logging, proxyFlags } from "./mesh-agent/flags.ts";
 
 /** The command tree of mesh-agent. */
@@ -33,12 +33,7 @@ export const program: ProgramSpec = {
         flags: proxyFlags,
         groups: [logging],
       }),
-      command({
-        name: "version",
-        summary: "Prints build version information.",
-        groups: [versionGroup, logging],
-        load: () => import("./_shared/version_cmd.ts"),
-      }),
+      versionCommand(logging),
     ],
   }),
 };

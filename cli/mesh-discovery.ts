@@ -8,7 +8,7 @@
 
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
-import { LOG_SCOPES, versionGroup } from "./_shared/groups.ts";
+import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
 import { common, discoveryFlags } from "./mesh-discovery/flags.ts";
 
 /** The command tree of mesh-discovery. */
@@ -34,12 +34,7 @@ export const program: ProgramSpec = {
         groups: common,
         load: () => import("./mesh-discovery/discovery.ts"),
       }),
-      command({
-        name: "version",
-        summary: "Prints build version information.",
-        groups: [versionGroup, ...common],
-        load: () => import("./_shared/version_cmd.ts"),
-      }),
+      versionCommand(...common),
     ],
   }),
 };

@@ -7,7 +7,7 @@
 
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
-import { introspectionGroup, LOG_SCOPES, probeGroup, versionGroup } from "./_shared/groups.ts";
+import { introspectionGroup, LOG_SCOPES, probeCommand, versionCommand } from "./_shared/groups.ts";
 import { logging, serverFlags } from "./mesh-policy/flags.ts";
 
 /** The command tree of mesh-policy. */
@@ -37,24 +37,14 @@ export const program: ProgramSpec = {
           }),
         ],
       }),
-      command({
-        name: "probe",
-        summary: "Checks the liveness or readiness of a locally running server.",
-        groups: [probeGroup, logging],
-        load: () => import("./_shared/probe_cmd.ts"),
-      }),
+      probeCommand(logging),
       command({
         name: "server",
         summary: "Starts the policy server.",
         flags: serverFlags,
         groups: [logging, introspectionGroup],
       }),
-      command({
-        name: "version",
-        summary: "Prints build version information.",
-        groups: [versionGroup],
-        load: () => import("./_shared/version_cmd.ts"),
-      }),
+      versionCommand(),
     ],
   }),
 };

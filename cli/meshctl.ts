@@ -8,7 +8,7 @@
 
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
-import { LOG_SCOPES, versionGroup } from "./_shared/groups.ts";
+import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
 import { DELETE_HELP, GET_HELP, writeHelp } from "./meshctl/_help.ts";
 import type { MeshctlContext } from "./meshctl/_config_io.ts";
 import {
@@ -145,12 +145,7 @@ export const program: ProgramSpec = {
           }),
         ],
       }),
-      command({
-        name: "version",
-        summary: "Prints build version information.",
-        groups: [versionGroup, ...common],
-        load: () => import("./_shared/version_cmd.ts"),
-      }),
+      versionCommand(...common),
     ],
   }),
 };

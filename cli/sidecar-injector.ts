@@ -7,7 +7,7 @@
 
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
-import { LOG_SCOPES, probeGroup, versionGroup } from "./_shared/groups.ts";
+import { LOG_SCOPES, probeCommand, versionCommand } from "./_shared/groups.ts";
 import { logging, serverFlags, serverGroup } from "./sidecar-injector/flags.ts";
 
 /** The command tree of sidecar-injector. */
@@ -20,18 +20,8 @@ export const program: ProgramSpec = {
     flags: serverFlags,
     groups: [logging],
     subcommands: [
-      command({
-        name: "probe",
-        summary: "Checks the liveness or readiness of a locally running server.",
-        groups: [probeGroup, serverGroup, logging],
-        load: () => import("./_shared/probe_cmd.ts"),
-      }),
-      command({
-        name: "version",
-        summary: "Prints build version information.",
-        groups: [versionGroup, serverGroup, logging],
-        load: () => import("./_shared/version_cmd.ts"),
-      }),
+      probeCommand(serverGroup, logging),
+      versionCommand(serverGroup, logging),
     ],
   }),
 };

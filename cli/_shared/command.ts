@@ -29,7 +29,8 @@ import {
 } from "../../lib/flags/mod.ts";
 import { type CliContext, UsageError } from "./context.ts";
 import type { FlagGroup } from "./groups.ts";
-import { type LoggingFlagValues, startLogging, toLogOptions } from "./logging.ts";
+import { configureLogging } from "../../lib/log/mod.ts";
+import { type LoggingFlagValues, toLogOptions } from "./logging.ts";
 
 /** The module implementing one command, loaded only when that command runs. */
 export interface CommandModule<O> {
@@ -332,7 +333,7 @@ export async function runCli(
   let logging: { dispose(): Promise<void> } | undefined;
   try {
     if (leaf.groups.some((g) => g.id === "L")) {
-      logging = await startLogging(
+      logging = await configureLogging(
         toLogOptions(opts as unknown as LoggingFlagValues, program.logScopes),
       );
     }

@@ -1,6 +1,7 @@
 /**
  * Flag groups shared by several programs: logging (group L of the spec, per program scopes),
- * introspection (group I), the probe flags and the version flag.
+ * introspection (group I), the probe flags and the version flag; and the `probe` and `version`
+ * commands that take them.
  * @module
  */
 
@@ -16,6 +17,7 @@ import {
   uint16,
 } from "../../lib/flags/mod.ts";
 import { parseLevels, parseScopes } from "../../lib/log/levels.ts";
+import { command, type CommandSpec } from "./command.ts";
 
 /** A named set of flags that several commands accept (rendered once in the README). */
 export interface FlagGroup<F extends readonly AnyFlag[] = readonly AnyFlag[]> {
@@ -181,3 +183,23 @@ export const versionGroup = {
     }),
   ] as const,
 } as const;
+
+/** The `version` command of every program; it also accepts `groups` (after the version flag). */
+export function versionCommand(...groups: readonly FlagGroup[]): CommandSpec {
+  return command({
+    name: "version",
+    summary: "Prints build version information.",
+    groups: [versionGroup, ...groups],
+    load: () => import("./version_cmd.ts"),
+  });
+}
+
+/** The `probe` command of the servers; it also accepts `groups` (after the probe flags). */
+export function probeCommand(...groups: readonly FlagGroup[]): CommandSpec {
+  return command({
+    name: "probe",
+    summary: "Checks the liveness or readiness of a locally running server.",
+    groups: [probeGroup, ...groups],
+    load: () => import("./probe_cmd.ts"),
+  });
+}

@@ -1,13 +1,12 @@
 /**
- * Turns the logging flags (group L) into lib/log's `LogOptions` and configures logging once per
- * run. The one place where flag values become logging configuration.
+ * Turns the logging flags (group L) into lib/log's `LogOptions` (the runner passes them to
+ * `configureLogging` once per run). The one place where flag values become logging
+ * configuration.
  * @module
  */
 
-import { configureLogging, type LoggingHandle, type LogOptions } from "../../lib/log/mod.ts";
+import type { LogOptions } from "../../lib/log/mod.ts";
 import { parseLevels, parseScopes } from "../../lib/log/levels.ts";
-
-export type { LoggingHandle, LogOptions };
 
 /** Values of group L as a command's options object holds them. */
 export interface LoggingFlagValues {
@@ -39,9 +38,4 @@ export function toLogOptions(v: LoggingFlagValues, scopes: readonly string[]): L
     targets: [...v.log_target],
     scopes: [...scopes],
   };
-}
-
-/** Configures logging (lib/log) for one run of a command. */
-export function startLogging(options: LogOptions): Promise<LoggingHandle> {
-  return configureLogging(options);
 }

@@ -27,6 +27,19 @@ export const DEBUG_TYPES: Record<string, string[]> = {
   all: ["adsz", "edsz", "syncz"],
 };
 
+/** The pages of a debug type. @throws UsageError for an unknown type. */
+export function debugPages(type: string): string[] {
+  // Own keys only: "constructor" or "toString" are not debugging types.
+  const pages = Object.hasOwn(DEBUG_TYPES, type) ? DEBUG_TYPES[type] : undefined;
+  if (!pages) throw new UsageError(`"${type}" is not a supported debugging config type`);
+  return pages;
+}
+
+/** The monitoring address of a local discovery instance: `$MESH_DISCOVERY_ADDR`, else the default. */
+export function localDiscoveryAddr(env: Readonly<Record<string, string>>): string {
+  return env[DISCOVERY_ADDR_ENV] || DEFAULT_DISCOVERY_ADDR;
+}
+
 /** Message printed when the proxy is not connected (404). */
 export const NOT_CONNECTED = "proxy not connected to this discovery instance";
 
@@ -50,8 +63,7 @@ export async function fetchDebug(
   proxyID: string,
   type: string,
 ): Promise<DebugResult[]> {
-  const pages = DEBUG_TYPES[type];
-  if (!pages) throw new UsageError(`"${type}" is not a supported debugging config type`);
+  const pages = debugPages(type);
   if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):\d{1,5}$/.test(addr)) {
     throw new Error(`Invalid discovery address ${JSON.stringify(addr)}: want <host>:<port>`);
   }
@@ -91,10 +103,6 @@ export async function printDebug(results: DebugResult[], ctx: CliContext): Promi
 /** Runs `debug`. */
 export async function run(_opts: unknown, args: string[], ctx: CliContext) {
   const [proxyID, type] = args;
-  if (!DEBUG_TYPES[type]) {
-    throw new UsageError(`"${type}" is not a supported debugging config type`);
-  }
-  const addr = ctx.env[DISCOVERY_ADDR_ENV] || DEFAULT_DISCOVERY_ADDR;
-  await printDebug(await fetchDebug(addr, proxyID, type), ctx);
+  await printDebug(await fetchDebug(localDiscoveryAddr(ctx.env), proxyID, type), ctx);
   return 0;
 }

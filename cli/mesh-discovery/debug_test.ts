@@ -52,3 +52,14 @@ Deno.test("debug <proxy> all labels each section and reports a proxy that is not
     await d.close();
   }
 });
+
+Deno.test("debugPages() refuses names inherited from Object, like any unknown type", async () => {
+  const { debugPages } = await import("./debug.ts");
+  assert.deepEqual(debugPages("eds"), ["edsz"]);
+  for (const type of ["constructor", "toString", "nope"]) {
+    assert.throws(() => debugPages(type), {
+      name: "UsageError",
+      message: `"${type}" is not a supported debugging config type`,
+    });
+  }
+});

@@ -17,7 +17,6 @@ import {
   type ModelSchema,
   normalizeObject,
   resolveMeshctlType,
-  schemaByKind,
   schemaByType,
   schemasByKindOnly,
   type ValidationIssue,
@@ -37,7 +36,7 @@ export interface MeshctlContext extends CliContext {
 export type Platform = "orch" | "fs";
 
 /** Checks `--platform` (and `--configDir` for fs); throws {@link UsageError} otherwise. */
-export function checkPlatform(opts: CommonOptions): Platform {
+function checkPlatform(opts: CommonOptions): Platform {
   const p = opts.platform;
   if (p !== "orch" && p !== "fs") {
     throw new UsageError(
@@ -173,7 +172,7 @@ export async function connect(target: StoreTarget): Promise<Connection> {
 }
 
 /** Where the CRD manifests of the mesh live in the repository (`kubectl apply -f` them). */
-export const CRDS_FILE = "lib/model/crds/crds.yaml";
+const CRDS_FILE = "lib/model/crds/crds.yaml";
 
 /**
  * Whether a list error of the orchestrator store means the custom resource definition of a
@@ -264,7 +263,7 @@ export function resolveType(name: string): ModelSchema {
  * Without `-f` on a terminal, nothing was piped: a usage error (as kubectl), instead of waiting
  * for typed input; `ways` names the other ways to give input (delete: `<type> <name>`).
  */
-export async function readInput(
+async function readInput(
   file: string,
   ctx: MeshctlContext,
   ways = "",
@@ -299,7 +298,7 @@ export interface InputObject {
  * The namespace an object goes to (the reference's handleNamespaces): the object's and `-n` must
  * agree when both are set; else `-n`, else the object's, else the default namespace.
  */
-export function resolveNamespace(
+function resolveNamespace(
   objectNamespace: string,
   flagNamespace: string,
   defaultNamespace: string,
@@ -338,7 +337,7 @@ export interface ParseOptions {
  * or every problem as one line each (`<label> document 3: VirtualService/default/x: spec...:
  * reason`). Empty documents are skipped. The same object twice is a problem.
  */
-export function parseInput(
+function parseInput(
   label: string,
   text: string,
   options: ParseOptions,
@@ -347,12 +346,9 @@ export function parseInput(
   const objects: InputObject[] = [];
   const seen = new Map<string, number>();
   const docs = parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs : [];
-  if (!Array.isArray(docs)) {
-    // an empty stream (only comments / nothing)
-    return { objects, problems };
-  }
-  list.forEach((doc, i) => {
+  // not an array: an empty stream (only comments / nothing)
+  if (!Array.isArray(docs)) return { objects, problems };
+  docs.forEach((doc, i) => {
     const n = i + 1;
     const where = `${label} document ${n}`;
     if (doc.errors.length > 0) {
@@ -431,7 +427,7 @@ function checkDocument(
  * How a message names an object's type: the hyphenated internal type for the 14 meshctl types
  * (`virtual-service`) and `ingress`, the kind for policy-server kinds (`rule`, `denier`).
  */
-export function typeLabel(schema: ModelSchema): string {
+function typeLabel(schema: ModelSchema): string {
   return schema.meshctl || schema.apiVersions ? schema.internalType : schema.kind;
 }
 
@@ -459,9 +455,69 @@ export async function fail(ctx: CliContext, lines: readonly string[]): Promise<n
   return 1;
 }
 
-/** The model schema of a stored object (our group). */
-export function schemaOf(obj: ConfigObject): ModelSchema | undefined {
-  return schemaByKind(obj.apiVersion, obj.kind);
+/** The operations that read objects from `-f`. */
+export type InputOp = "create" | "replace" | "delete";
+
+/**
+ * The input step of `create`, `replace` and `delete -f`: resolves the store, reads `-f` and
+ * checks every document (`check` as {@link ParseOptions}). Returns the connection and the
+ * objects; or, when a document has a problem, prints every problem and `<label>: N problems
+ * found; nothing was <op>d` and returns exit code 1. Empty input is an Error (`nothing to <op>`).
+ */
+export async function readObjects(
+  op: InputOp,
+  opts: CommonOptions & { readonly file: string },
+  ctx: MeshctlContext,
+  check: ParseOptions["check"],
+  ways?: string,
+): Promise<{ conn: Connection; objects: InputObject[] } | number> {
+  const target = storeTarget(opts, ctx);
+  const input = await readInput(opts.file, ctx, ways);
+  const conn = await connect(target);
+  const { objects, problems } = parseInput(input.label, input.text, {
+    flagNamespace: opts.namespace,
+    defaultNamespace: conn.defaultNamespace,
+    check,
+  });
+  if (problems.length > 0) {
+    return await fail(ctx, [
+      ...problems,
+      `${input.label}: ${problems.length} problem${
+        problems.length === 1 ? "" : "s"
+      } found; nothing was ${op}d`,
+    ]);
+  }
+  if (objects.length === 0) throw new Error(`nothing to ${op}`);
+  return { conn, objects };
+}
+
+/**
+ * The write step of `create`, `replace` and `delete`: unless the store reports errors (printed,
+ * exit 1), runs `apply` on every item and prints the line it returns; a failing item gives the
+ * line `failure` makes, and every failure is printed at the end (exit 1). Closes the store.
+ */
+export async function applyEach<T>(
+  ctx: CliContext,
+  opened: OpenedStore,
+  items: readonly T[],
+  apply: (store: ConfigStore, item: T) => Promise<string>,
+  failure: (item: T, err: unknown) => string,
+): Promise<number> {
+  const failures: string[] = [];
+  try {
+    const { errors } = opened.problems();
+    if (errors.length > 0) return await fail(ctx, errors);
+    for (const item of items) {
+      try {
+        await ctx.stdout.write(await apply(opened.store, item));
+      } catch (err) {
+        failures.push(failure(item, err));
+      }
+    }
+  } finally {
+    await opened.close();
+  }
+  return failures.length > 0 ? await fail(ctx, failures) : 0;
 }
 
 /** Distinct schemas of some input objects, in first-seen order. */

@@ -5,14 +5,11 @@
  */
 import type { CommonOptions } from "./flags.ts";
 import {
-  connect,
-  fail,
+  applyEach,
   type MeshctlContext,
   objectPath,
-  parseInput,
-  readInput,
+  readObjects,
   schemasOf,
-  storeTarget,
   writeFailure,
 } from "./_config_io.ts";
 
@@ -30,53 +27,18 @@ export async function writeFromInput(
 ): Promise<number> {
   // the command declares no arguments: the runner already refused any (exit 2)
   void args;
-  const target = storeTarget(opts, ctx);
-  const input = await readInput(opts.file, ctx);
-  const conn = await connect(target);
-  const { objects, problems } = parseInput(input.label, input.text, {
-    flagNamespace: opts.namespace,
-    defaultNamespace: conn.defaultNamespace,
-    check: "full",
-  });
-  if (problems.length > 0) {
-    return await fail(ctx, [
-      ...problems,
-      `${input.label}: ${problems.length} problem${
-        problems.length === 1 ? "" : "s"
-      } found; nothing was ${past(op)}`,
-    ]);
-  }
-  if (objects.length === 0) throw new Error(`nothing to ${op}`);
-
+  const read = await readObjects(op, opts, ctx, "full");
+  if (typeof read === "number") return read;
+  const { conn, objects } = read;
   const opened = await conn.open({ schemas: schemasOf(objects), createDir: true });
-  const failures: string[] = [];
-  try {
-    const { errors } = opened.problems();
-    if (errors.length > 0) return await fail(ctx, errors);
-    for (const { object, schema } of objects) {
-      const what = objectPath(schema, object);
-      try {
-        const stored = op === "create"
-          ? await opened.store.create(object)
-          : await opened.store.update(object);
-        const rv = stored.metadata.resourceVersion ?? "";
-        // an Ingress sent to the orchestrator is converted to the version it serves: say so
-        const as = stored.apiVersion !== object.apiVersion ? ` (as ${stored.apiVersion})` : "";
-        await ctx.stdout.write(
-          op === "create"
-            ? `Created config ${what} at revision ${rv}${as}\n`
-            : `Updated config ${what} to revision ${rv}${as}\n`,
-        );
-      } catch (err) {
-        failures.push(writeFailure(op, what, err));
-      }
-    }
-  } finally {
-    await opened.close();
-  }
-  return failures.length > 0 ? await fail(ctx, failures) : 0;
-}
-
-function past(op: "create" | "replace"): string {
-  return op === "create" ? "created" : "replaced";
+  return await applyEach(ctx, opened, objects, async (store, { object, schema }) => {
+    const what = objectPath(schema, object);
+    const stored = op === "create" ? await store.create(object) : await store.update(object);
+    const rv = stored.metadata.resourceVersion ?? "";
+    // an Ingress sent to the orchestrator is converted to the version it serves: say so
+    const as = stored.apiVersion !== object.apiVersion ? ` (as ${stored.apiVersion})` : "";
+    return op === "create"
+      ? `Created config ${what} at revision ${rv}${as}\n`
+      : `Updated config ${what} to revision ${rv}${as}\n`;
+  }, ({ object, schema }, err) => writeFailure(op, objectPath(schema, object), err));
 }

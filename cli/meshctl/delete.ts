@@ -11,12 +11,11 @@
 import { UsageError } from "../_shared/context.ts";
 import type { DeleteOptions } from "./flags.ts";
 import {
+  applyEach,
   connect,
-  fail,
   type MeshctlContext,
   objectPath,
-  parseInput,
-  readInput,
+  readObjects,
   resolveType,
   schemasOf,
   storeTarget,
@@ -47,58 +46,26 @@ async function byName(
   const conn = await connect(target);
   const namespace = opts.namespace || conn.defaultNamespace;
   const opened = await conn.open({ schemas: [schema], namespace });
-  const failures: string[] = [];
-  try {
-    const { errors } = opened.problems();
-    if (errors.length > 0) return await fail(ctx, errors);
-    for (const name of names) {
-      try {
-        await opened.store.delete(schema.type, name, namespace);
-        await ctx.stdout.write(`Deleted config: ${typeArg} ${name}\n`);
-      } catch (err) {
-        failures.push(`cannot delete ${name}: ${(err as Error).message}`);
-      }
-    }
-  } finally {
-    await opened.close();
-  }
-  return failures.length > 0 ? await fail(ctx, failures) : 0;
+  return await applyEach(ctx, opened, names, async (store, name) => {
+    await store.delete(schema.type, name, namespace);
+    return `Deleted config: ${typeArg} ${name}\n`;
+  }, (name, err) => `cannot delete ${name}: ${(err as Error).message}`);
 }
 
 async function byFile(opts: DeleteOptions, ctx: MeshctlContext): Promise<number> {
-  const target = storeTarget(opts, ctx);
-  const input = await readInput(opts.file, ctx, "<type> <name>, ");
-  const conn = await connect(target);
-  const { objects, problems } = parseInput(input.label, input.text, {
-    flagNamespace: opts.namespace,
-    defaultNamespace: conn.defaultNamespace,
-    check: "identity",
-  });
-  if (problems.length > 0) {
-    return await fail(ctx, [
-      ...problems,
-      `${input.label}: ${problems.length} problem${
-        problems.length === 1 ? "" : "s"
-      } found; nothing was deleted`,
-    ]);
-  }
-  if (objects.length === 0) throw new Error("nothing to delete");
+  const read = await readObjects("delete", opts, ctx, "identity", "<type> <name>, ");
+  if (typeof read === "number") return read;
+  const { conn, objects } = read;
   const opened = await conn.open({ schemas: schemasOf(objects) });
-  const failures: string[] = [];
-  try {
-    const { errors } = opened.problems();
-    if (errors.length > 0) return await fail(ctx, errors);
-    for (const { object, schema } of objects) {
-      const what = objectPath(schema, object);
-      try {
-        await opened.store.delete(schema.type, object.metadata.name, object.metadata.namespace!);
-        await ctx.stdout.write(`Deleted config: ${what}\n`);
-      } catch (err) {
-        failures.push(`cannot delete ${what}: ${(err as Error).message}`);
-      }
-    }
-  } finally {
-    await opened.close();
-  }
-  return failures.length > 0 ? await fail(ctx, failures) : 0;
+  return await applyEach(
+    ctx,
+    opened,
+    objects,
+    async (store, { object, schema }) => {
+      await store.delete(schema.type, object.metadata.name, object.metadata.namespace!);
+      return `Deleted config: ${objectPath(schema, object)}\n`;
+    },
+    ({ object, schema }, err) =>
+      `cannot delete ${objectPath(schema, object)}: ${(err as Error).message}`,
+  );
 }

@@ -14,10 +14,9 @@
 
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import {
-  DEBUG_TYPES,
-  DEFAULT_DISCOVERY_ADDR,
-  DISCOVERY_ADDR_ENV,
+  debugPages,
   fetchDebug,
+  localDiscoveryAddr,
   NOT_CONNECTED,
   printDebug,
 } from "../mesh-discovery/debug.ts";
@@ -37,13 +36,11 @@ export async function run(opts: CommonOptions, args: string[], ctx: CliContext) 
   if (location !== "discovery") {
     throw new UsageError(`"${location}" debug not supported: want endpoint or discovery`);
   }
-  if (!DEBUG_TYPES[type]) {
-    throw new UsageError(`"${type}" is not a supported debugging config type`);
-  }
+  // an unknown type is a usage error before any I/O (listing pods); fetchDebug checks it too
+  debugPages(type);
   const proxyID = pod === "mesh" ? "all" : `${pod}.${opts.namespace || "default"}`;
   if (opts.platform !== "orch") {
-    const addr = ctx.env[DISCOVERY_ADDR_ENV] || DEFAULT_DISCOVERY_ADDR;
-    await printDebug(await fetchDebug(addr, proxyID, type), ctx);
+    await printDebug(await fetchDebug(localDiscoveryAddr(ctx.env), proxyID, type), ctx);
     return 0;
   }
   const { kubeClient, loadKubeConfig } = await import("../../lib/kube/mod.ts");

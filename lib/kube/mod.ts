@@ -29,10 +29,6 @@ export function kubeClient(): Promise<KubeModule> {
   return kubeModule;
 }
 
-/** Where the service-account namespace lives inside a pod. */
-export const SERVICE_ACCOUNT_NAMESPACE_FILE =
-  "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-
 /**
  * Picks the kubeconfig path: the flag when non-empty, else the first entry of `KUBECONFIG`, else
  * `$HOME/.kube/config`. Returns "" (meaning in-cluster configuration) when none applies.

@@ -5,7 +5,7 @@
 import { getLogger, type Logger } from "../log/mod.ts";
 import { normalizeObject } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema, ValidationIssue } from "../model/types.ts";
-import { type StoreEvent, ValidationError } from "./types.ts";
+import { ConflictError, NotFoundError, type StoreEvent, ValidationError } from "./types.ts";
 
 /** `<Kind>/<namespace>/<name>` of an object. */
 export function describe(obj: ConfigObject): string {
@@ -43,7 +43,7 @@ export function sameContent(a: ConfigObject, b: ConfigObject): boolean {
 }
 
 /** A logger that drops every record (stores opened with `log: false`). */
-export const SILENT_LOGGER: Logger = Object.freeze({
+const SILENT_LOGGER: Logger = Object.freeze({
   debug() {},
   info() {},
   warn() {},
@@ -60,7 +60,7 @@ export function storeLogger(log: Logger | false | undefined): Logger {
 }
 
 /** JSON text of a value with object keys sorted (undefined members dropped), for hashing. */
-export function canonicalJson(v: unknown): string {
+function canonicalJson(v: unknown): string {
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? "null";
   if (Array.isArray(v)) {
     return `[${v.map((x) => canonicalJson(x === undefined ? null : x)).join(",")}]`;
@@ -214,13 +214,37 @@ export function mustCheck(
 }
 
 /** A label for an object before validation: `Kind/ns/name` when readable, else `object`. */
-export function labelOf(raw: unknown): string {
+function labelOf(raw: unknown): string {
   if (typeof raw !== "object" || raw === null) return "object";
   const r = raw as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } };
   const kind = typeof r.kind === "string" ? r.kind : "object";
   const name = typeof r.metadata?.name === "string" ? r.metadata.name : "";
   const ns = typeof r.metadata?.namespace === "string" ? r.metadata.namespace : "";
   return name ? `${kind}/${ns}/${name}` : kind;
+}
+
+/** The error of every store for an object that does not exist. */
+export function notFound(kind: string, name: string, namespace: string): NotFoundError {
+  return new NotFoundError(`${kind} "${name}" not found in namespace "${namespace}"`);
+}
+
+/** The error of every store for a create of an object that exists. */
+export function alreadyExists(kind: string, name: string, namespace: string): ConflictError {
+  return new ConflictError(`${kind} "${name}" already exists in namespace "${namespace}"`);
+}
+
+/** The error of every store for an update whose `resourceVersion` is not the current one. */
+export function staleVersion(
+  kind: string,
+  name: string,
+  namespace: string,
+  given: string,
+  current: string | undefined,
+): ConflictError {
+  return new ConflictError(
+    `${kind} "${name}" in namespace "${namespace}" was modified: resourceVersion ` +
+      `"${given}" is stale (current "${current}")`,
+  );
 }
 
 /** Orders objects by (namespace, name). */

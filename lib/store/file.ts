@@ -9,6 +9,7 @@ import type { Logger } from "../log/mod.ts";
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
 import {
+  alreadyExists,
   attempt,
   byNsName,
   checkObject,
@@ -16,12 +17,14 @@ import {
   describe,
   issuesText,
   mustCheck,
+  notFound,
   sameContent,
   SchemaSet,
+  staleVersion,
   storeLogger,
   Watchers,
 } from "./_common.ts";
-import { type ConfigStore, ConflictError, NotFoundError, type StoreEvent } from "./types.ts";
+import { type ConfigStore, ConflictError, type StoreEvent } from "./types.ts";
 
 /** Options of {@link createFileStore}. */
 export interface FileStoreOptions {
@@ -563,7 +566,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
       await requestScan();
       const entry = view.get(key(schema.type, namespace, name));
       if (!entry) {
-        throw new NotFoundError(`${schema.kind} "${name}" not found in namespace "${namespace}"`);
+        throw notFound(schema.kind, name, namespace);
       }
       const fs = files.get(entry.file)!;
       if (fs.errors.length > 0) {
@@ -629,7 +632,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         const name = object.metadata.name;
         await requestScan();
         if (view.has(key(schema.type, ns, name))) {
-          throw new ConflictError(`${schema.kind} "${name}" already exists in namespace "${ns}"`);
+          throw alreadyExists(schema.kind, name, ns);
         }
         const folder = `${ns}/${schema.plural}`;
         await Deno.mkdir(`${dir}/${folder}`, { recursive: true });
@@ -648,10 +651,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         const { entry, text } = await locate(schema, name, ns);
         const given = object.metadata.resourceVersion;
         if (given && given !== entry.object.metadata.resourceVersion) {
-          throw new ConflictError(
-            `${schema.kind} "${name}" in namespace "${ns}" was modified: resourceVersion ` +
-              `"${given}" is stale (current "${entry.object.metadata.resourceVersion}")`,
-          );
+          throw staleVersion(schema.kind, name, ns, given, entry.object.metadata.resourceVersion);
         }
         const { prefix, segs } = segments(text);
         const i = entry.index - 1;

@@ -24,6 +24,7 @@ import {
   describe,
   issuesText,
   mustCheck,
+  notFound,
   nsName,
   sameContent,
   SchemaSet,
@@ -417,7 +418,7 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
       } catch (err) {
         const e = toStoreError(err, `delete ${schema.kind}/${namespace}/${name}`);
         if (e instanceof NotFoundError) {
-          throw new NotFoundError(`${schema.kind} "${name}" not found in namespace "${namespace}"`);
+          throw notFound(schema.kind, name, namespace);
         }
         throw e;
       }

@@ -4,8 +4,18 @@
  */
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
-import { attempt, byNsName, mustCheck, nsName, SchemaSet, Watchers } from "./_common.ts";
-import { type ConfigStore, ConflictError, NotFoundError, type StoreEvent } from "./types.ts";
+import {
+  alreadyExists,
+  attempt,
+  byNsName,
+  mustCheck,
+  notFound,
+  nsName,
+  SchemaSet,
+  staleVersion,
+  Watchers,
+} from "./_common.ts";
+import type { ConfigStore, StoreEvent } from "./types.ts";
 
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
@@ -65,9 +75,7 @@ export function createMemoryStore(
         const t = data.get(schema.type)!;
         const key = nsName(object.metadata.namespace!, object.metadata.name);
         if (t.has(key)) {
-          throw new ConflictError(
-            `${schema.kind} "${object.metadata.name}" already exists in namespace "${object.metadata.namespace}"`,
-          );
+          throw alreadyExists(schema.kind, object.metadata.name, object.metadata.namespace!);
         }
         object.metadata.resourceVersion = String(++counter);
         t.set(key, object);
@@ -83,15 +91,16 @@ export function createMemoryStore(
         const key = nsName(object.metadata.namespace!, object.metadata.name);
         const old = t.get(key);
         if (!old) {
-          throw new NotFoundError(
-            `${schema.kind} "${object.metadata.name}" not found in namespace "${object.metadata.namespace}"`,
-          );
+          throw notFound(schema.kind, object.metadata.name, object.metadata.namespace!);
         }
         const given = object.metadata.resourceVersion;
         if (given && given !== old.metadata.resourceVersion) {
-          throw new ConflictError(
-            `${schema.kind} "${object.metadata.name}" in namespace "${object.metadata.namespace}" ` +
-              `was modified: resourceVersion "${given}" is stale (current "${old.metadata.resourceVersion}")`,
+          throw staleVersion(
+            schema.kind,
+            object.metadata.name,
+            object.metadata.namespace!,
+            given,
+            old.metadata.resourceVersion,
           );
         }
         object.metadata.resourceVersion = String(++counter);
@@ -107,9 +116,7 @@ export function createMemoryStore(
         const key = nsName(namespace, name);
         const old = t.get(key);
         if (!old) {
-          throw new NotFoundError(
-            `${set.require(type).kind} "${name}" not found in namespace "${namespace}"`,
-          );
+          throw notFound(set.require(type).kind, name, namespace);
         }
         t.delete(key);
         watchers.emit("DELETED", old);
