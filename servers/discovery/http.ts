@@ -123,7 +123,7 @@ export function isLocalPeer(env: unknown): boolean {
 }
 
 /** The answer to a debug change from another host. */
-export const LOCAL_ONLY_MESSAGE = "debug registry changes are accepted from localhost only";
+export const LOCAL_ONLY_MESSAGE = "debug changes are accepted from localhost only";
 
 function sha16(s: string): string {
   return createHash("sha256").update(s).digest("hex").slice(0, 16);
@@ -138,17 +138,21 @@ export function discoveryApp(d: HttpDeps): Hono {
     text(c, status, json(v) + "\n", "application/json");
 
   // ---- debug changes: from this host only ---------------------------------------------------
-  // Both ports listen on every interface; adding services/instances or forcing a push is only
-  // for operators on the host (the peer comes from Deno.serve's handler info).
-  app.use("/debug/*", async (c, next) => {
+  // Both ports listen on every interface; adding services/instances, forcing a push or resetting
+  // cache counters is only for operators on the host (the peer comes from Deno.serve's handler
+  // info).
+  const localOnly = async (c: Context, next: () => Promise<void>) => {
     const path = c.req.path.replace(/\/+$/, "");
     const change = (c.req.method === "POST" &&
-      (path === "/debug/registryz" || path === "/debug/endpointz")) ||
+      (path === "/debug/registryz" || path === "/debug/endpointz" ||
+        path === "/cache_stats_delete")) ||
       (Boolean(c.req.query("push")) && (path === "/debug/adsz" || path === "/debug/edsz"));
     if (change && !isLocalPeer(c.env)) return text(c, 403, LOCAL_ONLY_MESSAGE + "\n");
     await next();
     return undefined;
-  });
+  };
+  app.use("/debug/*", localOnly);
+  app.use("/cache_stats_delete", localOnly);
 
   // ---- REST xDS ------------------------------------------------------------------------------
   app.post("/v3/*", async (c) => {

@@ -24,7 +24,7 @@ Deno.test("isLoopbackAddress() accepts 127.0.0.0/8, ::1 and ::ffff:127.x and not
   assert.equal(isLocalPeer(undefined), false, "an unknown peer is not local");
 });
 
-Deno.test("discoveryApp() refuses debug registry changes and pushes from a non-loopback peer", async () => {
+Deno.test("discoveryApp() refuses debug changes, pushes and cache resets from a non-loopback peer", async () => {
   const a = app();
   const svc = "x.default.svc.cluster.local";
   const cases: [string, { method?: string; body?: string }][] = [
@@ -33,12 +33,13 @@ Deno.test("discoveryApp() refuses debug registry changes and pushes from a non-l
     [`/debug/endpointz/?svc=${svc}`, { method: "POST", body: "{}" }],
     ["/debug/adsz?push=1", {}],
     ["/debug/edsz?push=1", {}],
+    ["/cache_stats_delete", { method: "POST" }],
   ];
   for (const [path, init] of cases) {
     for (const env of [peer("10.1.2.3"), peer("::ffff:192.168.0.1"), undefined]) {
       const res = await a.request(path, init, env);
       assert.equal(res.status, 403, `${path} from ${JSON.stringify(env)}`);
-      assert.equal(await res.text(), "debug registry changes are accepted from localhost only\n");
+      assert.equal(await res.text(), "debug changes are accepted from localhost only\n");
     }
   }
 });
