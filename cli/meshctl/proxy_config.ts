@@ -5,7 +5,8 @@
  * proxy) through its debug pages (types `ads`, `eds`, `syncz`, `all`; default `all`).
  * With `--platform fs` the discovery monitoring address is `$MESH_DISCOVERY_ADDR` (default
  * `127.0.0.1:9093`); with `--platform orch` every pod labelled `app=mesh-discovery` in
- * `--meshNamespace` is asked at `<pod IP>:9093`. For one proxy the first instance that knows it
+ * `--meshNamespace` is asked at `<pod IP>:<port>`, the port being the pod's container port named
+ * `http-monitoring` (or `monitoring`), else 9093. For one proxy the first instance that knows it
  * answers; for `mesh` each instance's answer is printed under a `<pod> <type>` line.
  *
  * `endpoint` (the proxy's own admin interface) is not implemented yet (exit 1).
@@ -26,6 +27,20 @@ import type { CommonOptions } from "./flags.ts";
 export const DISCOVERY_MONITORING_PORT = 9093;
 /** Label selecting discovery pods. */
 export const DISCOVERY_POD_SELECTOR = "app=mesh-discovery";
+/** Names of the container port that carries discovery's monitoring HTTP, in order of preference. */
+const MONITORING_PORT_NAMES = ["http-monitoring", "monitoring"];
+
+/** The monitoring port of a discovery pod: its named container port, else the default 9093. */
+export function monitoringPort(
+  pod: { spec?: { containers?: { ports?: { name?: string; containerPort: number }[] }[] } },
+): number {
+  const ports = (pod.spec?.containers ?? []).flatMap((c) => c.ports ?? []);
+  for (const name of MONITORING_PORT_NAMES) {
+    const p = ports.find((p) => p.name === name);
+    if (p) return p.containerPort;
+  }
+  return DISCOVERY_MONITORING_PORT;
+}
 
 /** Runs `proxy-config`. */
 export async function run(opts: CommonOptions, args: string[], ctx: CliContext) {
@@ -61,7 +76,7 @@ export async function run(opts: CommonOptions, args: string[], ctx: CliContext) 
   const instances = (pods.items ?? []).filter((p) => p.status?.podIP);
   if (!instances.length) throw new Error("unable to find any discovery instances");
   for (const p of instances) {
-    const addr = `${p.status!.podIP}:${DISCOVERY_MONITORING_PORT}`;
+    const addr = `${p.status!.podIP}:${monitoringPort(p)}`;
     const results = await fetchDebug(addr, proxyID, type);
     if (pod === "mesh") {
       await ctx.stdout.write(`${p.metadata?.name} ${type}\n`);

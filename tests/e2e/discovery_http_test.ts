@@ -5,6 +5,7 @@
  * `meshctl proxy-config discovery`, and ControlZ changing the `ads` log scope at run time.
  */
 
+import { startFakeKube } from "../harness/fake_kube.ts";
 import assert from "node:assert/strict";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { runProgram, waitUntil } from "../harness/procs.ts";
@@ -304,6 +305,43 @@ Deno.test("mesh-discovery prints ads debug lines after ControlZ sets the ads sco
     });
     assert.equal(one.code, 0);
     assert.match(one.stderr, /proxy not connected to this discovery instance/);
+
+    // On the orch platform meshctl finds the discovery pod (app=mesh-discovery in the mesh
+    // namespace) and asks it at its pod IP and named monitoring port.
+    await using kube = await startFakeKube();
+    const monitoringPort = Number(d.monitoring.split(":")[1]);
+    kube.upsert({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: "mesh-discovery-0",
+        namespace: "mesh-system",
+        labels: { app: "mesh-discovery" },
+      },
+      spec: {
+        containers: [{
+          name: "discovery",
+          image: "mesh/discovery",
+          ports: [{ name: "http-monitoring", containerPort: monitoringPort }],
+        }],
+      },
+      status: { podIP: "127.0.0.1" },
+    });
+    const orch = await runProgram(
+      "meshctl",
+      ["proxy-config", "discovery", "hello-v1", "ads", "-c", kube.kubeconfigPath],
+    );
+    assert.equal(orch.code, 0, orch.stderr);
+    assert.equal(orch.stderr, "", orch.stderr);
+    // the proxy's own clusters: only a connected hello sidecar has an inbound cluster of hello
+    assert.match(orch.stdout, /"name": "inbound\|7070\|\|hello\.default\.svc\.cluster\.local"/);
+    const orchNobody = await runProgram(
+      "meshctl",
+      ["proxy-config", "discovery", "nobody", "ads", "-c", kube.kubeconfigPath],
+    );
+    assert.equal(orchNobody.code, 0, orchNobody.stderr);
+    assert.equal(orchNobody.stdout, "");
+    assert.match(orchNobody.stderr, /proxy not connected to this discovery instance/);
   } finally {
     for (const s of streams) await s.close().catch(() => {});
     client.close();
