@@ -62,6 +62,25 @@ export function internNames(names: string[]): string[] {
   return hit.list;
 }
 
+/** The set of an interned list's names, built once per list. */
+const nameSets = new WeakMap<readonly string[], Set<string>>();
+function nameSet(names: readonly string[]): Set<string> {
+  let set = nameSets.get(names);
+  if (!set) nameSets.set(names, set = new Set(names));
+  return set;
+}
+
+/** `[...prev, ...fresh]` for interned lists, interned; cached per (prev, fresh) pair. */
+const extensions = new WeakMap<readonly string[], WeakMap<readonly string[], string[]>>();
+function extendNames(prev: string[], fresh: string[]): string[] {
+  if (!prev.length) return fresh;
+  let byFresh = extensions.get(prev);
+  if (!byFresh) extensions.set(prev, byFresh = new WeakMap());
+  let next = byFresh.get(fresh);
+  if (!next) byFresh.set(fresh, next = internNames([...prev, ...fresh]));
+  return next;
+}
+
 function namesField(no: number, names: readonly string[]): Buffer | undefined {
   if (!names.length) return undefined;
   let byNo = encodedNames.get(names);
@@ -298,12 +317,14 @@ export class SimProxy {
       // ACK, and subscribe follow-up types
       this.#request(r.type, [], "", r.nonce);
       if (r.type === "cds") {
-        const fresh = r.names.filter((n) =>
-          n.startsWith("outbound|") && !this.edsNames.includes(n)
-        );
+        // Subscribe EDS to the clusters not subscribed yet (interned, so the thousands of
+        // proxies receiving the same clusters share one list, set and encoding).
+        const known = nameSet(this.edsNames);
+        const fresh = r.names.filter((n) => n.startsWith("outbound|") && !known.has(n));
         if (fresh.length) {
-          this.edsNames = internNames([...this.edsNames, ...fresh]);
-          this.#request("eds", fresh, "", "");
+          const shared = internNames(fresh);
+          this.edsNames = extendNames(this.edsNames, shared);
+          this.#request("eds", shared, "", "");
         }
       }
     } else {

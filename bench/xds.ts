@@ -6,7 +6,9 @@
  * Measures: server RSS idle and per connected proxy, initial sync time, endpoint-change
  * propagation (one endpoint edited → every proxy received the EDS update), full push (a new
  * service → every proxy received the new CDS), and bytes on the wire for a one-endpoint change,
- * SotW vs delta. A baseline at `--baseline` proxies is measured in the same run.
+ * SotW vs delta. A baseline at `--baseline` proxies is measured in the same run. `--protocol`
+ * chooses the ADS flavour of the main proxies (`sotw`, the default and Envoy's, or `delta`); the
+ * `--delta` extra proxies always use delta.
  *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
@@ -19,7 +21,12 @@ import { connectSession, SimProxy, type SimResponse, type TypeName } from "./_ad
 
 const REPO = new URL("../", import.meta.url);
 
+/** ADS flavour of the main set of simulated proxies. */
+type Protocol = "sotw" | "delta";
+
 interface Options {
+  /** Protocol of the baseline and main proxies (the `--delta` extras are always delta). */
+  protocol: Protocol;
   proxies: number;
   baseline: number;
   services: number;
@@ -36,6 +43,7 @@ function parse(args: string[]): Options {
   const { values } = parseArgs({
     args,
     options: {
+      protocol: { type: "string", default: "sotw" },
       proxies: { type: "string", default: "500" },
       baseline: { type: "string", default: "100" },
       services: { type: "string", default: "1000" },
@@ -56,7 +64,12 @@ function parse(args: string[]): Options {
     }
     return n;
   };
+  const protocol = values.protocol;
+  if (protocol !== "sotw" && protocol !== "delta") {
+    throw new Error(`Flag --protocol must be "sotw" or "delta", got "${protocol}"`);
+  }
   const o = {
+    protocol: protocol as Protocol,
     proxies: num("proxies", values.proxies, 1),
     baseline: num("baseline", values.baseline, 1),
     services: num("services", values.services, 1),
@@ -162,9 +175,12 @@ function contains(hay: Uint8Array, needle: Uint8Array): boolean {
 export async function main(args: string[] = Deno.args): Promise<void> {
   const o = parse(args);
   const out = (s = "") => console.log(s);
+  const mainDelta = o.protocol === "delta";
+  const proto = mainDelta ? "delta" : "SotW";
   out(
-    `## xDS benchmark: ${o.services} services × ${o.endpoints} endpoints, ${o.proxies} proxies ` +
-      `(+${o.delta} delta), ${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}`,
+    `## xDS benchmark (main proxies: ${proto} ADS): ${o.services} services × ${o.endpoints} ` +
+      `endpoints, ${o.proxies} ${proto} proxies (+${o.delta} delta), ` +
+      `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}`,
   );
 
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-xds-" });
@@ -238,8 +254,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         }
       }
     };
-    const openProxy = async (i: number, delta: boolean) => {
-      if (!sessions.length || proxies.length % o.perSession === 0 || delta) {
+    /** Opens one proxy; `own` gives it an HTTP/2 connection of its own (the delta extras). */
+    const openProxy = async (i: number, delta: boolean, own = false) => {
+      if (!sessions.length || proxies.length % o.perSession === 0 || own) {
         sessions.push(await connectSession(grpcPort));
       }
       const p = new SimProxy({
@@ -295,7 +312,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       while (proxies.length < target) {
         const batch = Math.min(50, target - proxies.length);
         const wave: SimProxy[] = [];
-        for (let k = 0; k < batch; k++) wave.push(await openProxy(proxies.length, false));
+        for (let k = 0; k < batch; k++) wave.push(await openProxy(proxies.length, mainDelta));
         fresh.push(...wave);
         await until(
           "a wave of proxies to sync",
@@ -303,7 +320,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
           300_000,
         );
       }
-      for (let k = 0; k < deltaCount; k++) fresh.push(await openProxy(100_000 + k, true));
+      for (let k = 0; k < deltaCount; k++) fresh.push(await openProxy(100_000 + k, true, true));
       await until("all proxies to sync", () => fresh.every((p) => p.synced || p.ended), 300_000);
       const bad = fresh.filter((p) => p.ended);
       if (bad.length) throw new Error(`${bad.length} proxies failed: ${bad[0].ended}`);
@@ -450,7 +467,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     await new Promise((r) => setTimeout(r, 1000));
     const rssBase = rssOf(pid);
     out(
-      `baseline ${o.baseline} proxies: connected+synced in ${w1.seconds.toFixed(1)} s ` +
+      `baseline ${o.baseline} ${proto} proxies: connected+synced in ${w1.seconds.toFixed(1)} s ` +
         `(server CPU ${w1.cpu.toFixed(1)} s); RSS ${mb(rssBase)}, ` +
         `${mb((rssBase - rssIdle) / o.baseline)} per proxy`,
     );
@@ -467,7 +484,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     const n = proxies.length;
     const perProxy = (rssN - rssIdle) / n;
     out(
-      `${n} proxies (${o.proxies} SotW + ${o.delta} delta): connected+synced in ` +
+      `${n} proxies (${o.proxies} ${proto} + ${o.delta} delta): connected+synced in ` +
         `${w2.seconds.toFixed(1)} s more (server CPU ${w2.cpu.toFixed(1)} s, client CPU ` +
         `${c2d.toFixed(1)} s); server RSS ${mb(rssN)}, ` +
         `${(perProxy / 1024).toFixed(0)} kB per proxy (marginal ` +
@@ -491,7 +508,10 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       `${ms(pct(xs, p1))} / ${ms(pct(xs, p2))}`;
 
     out();
-    out("| figure | measured | target |");
+    out(
+      `| figure (${o.proxies} ${proto} proxies + ${o.delta} delta, ${o.baseline} ${proto} ` +
+        `baseline) | measured (${proto} ADS) | target |`,
+    );
     out("| --- | --- | --- |");
     out(`| server RSS idle (config loaded) | ${mb(rssIdle)} | |`);
     out(`| server RSS at ${o.baseline} proxies (baseline) | ${mb(rssBase)} | |`);
@@ -534,8 +554,11 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     const ratioPush = big.r.deltaBytes / big.r.sotwBytes;
     const ratioState = big.r.deltaBytes / edsFull;
     out(
-      `| bytes for a one-endpoint change: SotW push / delta push | ${big.r.sotwBytes} B / ` +
-        `${big.r.deltaBytes} B (${(100 * ratioPush).toFixed(1)}%) | delta ≤ 2% of SotW |`,
+      `| bytes for a one-endpoint change: SotW push / delta push | ${
+        Number.isNaN(big.r.sotwBytes)
+          ? `n/a (no SotW proxy in this run) / ${big.r.deltaBytes} B`
+          : `${big.r.sotwBytes} B / ${big.r.deltaBytes} B (${(100 * ratioPush).toFixed(1)}%)`
+      } | delta ≤ 2% of SotW |`,
     );
     out(
       `| same, vs a full SotW EDS state (${(edsFull / 1024).toFixed(1)} kB) | ` +
