@@ -132,7 +132,7 @@ interface TypeState {
   wildcard: boolean;
   /** Delta: wildcard implied by an empty first subscription; ends when names are subscribed. */
   legacyWildcard: boolean;
-  /** SotW: interned (shared by every stream with the same names); delta: private. */
+  /** Interned: shared by every stream subscribing to the same names. */
   sub: Subscription;
   /** SotW: name → version last sent; delta: name → version the client has. */
   held: Held;
@@ -151,6 +151,8 @@ interface ViewDiff {
   readonly changed: NamedResource[];
   /** Their names. */
   readonly names: ReadonlySet<string>;
+  /** Names of the previous view that the next one lacks, sorted. */
+  readonly removed: readonly string[];
   /** Both views hold the same names with the same versions. */
   readonly unchanged: boolean;
 }
@@ -515,7 +517,9 @@ export class XdsServer<P = unknown> {
     const subscribe = req.resource_names_subscribe ?? [];
     const unsubscribe = req.resource_names_unsubscribe ?? [];
     let changed = false;
-    const names = new Set(st.sub.set);
+    // Copied only when the subscription may change (not for plain ACKs).
+    const names =
+      (subscribe.length || unsubscribe.length ? new Set(st.sub.set) : st.sub.set) as Set<string>;
     if (first) {
       for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) st.held.set(n, v);
       if (subscribe.length === 0 && this.#wildcardTypes.has(typeUrl)) {
@@ -550,8 +554,12 @@ export class XdsServer<P = unknown> {
       }
       changed = true;
     }
-    if (!sameSet(names, st.sub.set)) {
-      st.sub = names.size ? { set: names, list: [...names] } : NO_NAMES; // private, not interned
+    if (names !== st.sub.set && !sameSet(names, st.sub.set)) {
+      // Interned like SotW subscriptions: streams subscribing to the same names pass the same
+      // query array to the generator, which can then return one shared view for all of them.
+      const old = st.sub;
+      st.sub = this.#intern(names);
+      this.#unref(old);
     }
     if (changed && !st.wildcard) st.held.retain(st.sub.set);
     if (!first && !changed) return;
@@ -893,10 +901,16 @@ export class XdsServer<P = unknown> {
         if (prev.get(name)?.version !== entry.version) changed.push({ name, entry });
       }
       markShared(changed);
+      const removed: string[] = [];
+      if (prev.size + changed.length > next.size) {
+        for (const name of prev.keys()) if (!next.has(name)) removed.push(name);
+        removed.sort();
+      }
       diff = {
         changed,
         names: new Set(changed.map((r) => r.name)),
-        unchanged: changed.length === 0 && prev.size === next.size,
+        removed,
+        unchanged: changed.length === 0 && removed.length === 0,
       };
       byNext.set(next, diff);
     }
@@ -910,24 +924,89 @@ export class XdsServer<P = unknown> {
   ): Promise<DeltaDiscoveryResponse | null> {
     const q = await this.#query(conn, st, d, true);
     if (!q) return null;
-    const resources: NamedResource[] = [];
-    for (const [name, entry] of q.visible) {
-      if (st.held.version(name) !== entry.version) resources.push({ name, entry });
+    const held = st.held;
+    // The response covers everything the client subscribes to (not a scoped EDS push).
+    const whole = q.complete && (q.query === null || q.query === st.sub.list);
+    let resources: NamedResource[];
+    let removed: string[];
+    /** After this response the client holds exactly `q.visible`. */
+    let exact: boolean;
+    if (whole && held.view) {
+      // What changed between the client's shared view and the new one (computed once per pair,
+      // shared by every client holding that view), adjusted for its own differences (scoped EDS
+      // pushes, unsubscribed names).
+      const diff = this.#diff(held.view, q.visible);
+      const ov = held.overrides;
+      if (!ov?.size) {
+        resources = diff.changed;
+        removed = diff.removed as string[];
+        exact = true;
+      } else {
+        resources = diff.changed.filter((r) => held.version(r.name) !== r.entry.version);
+        removed = diff.removed.filter((n) => held.has(n));
+        exact = true;
+        const inQuery = q.query === null ? null : st.sub.set;
+        for (const [name, v] of ov) {
+          if (inQuery && !inQuery.has(name)) {
+            if (v !== null) exact = false; // held outside the subscription: kept, not reported
+            continue;
+          }
+          const entry = q.visible.get(name);
+          if (entry) {
+            if (v !== entry.version && !diff.names.has(name)) resources.push({ name, entry });
+          } else if (v !== null && !diff.removed.includes(name)) removed.push(name);
+        }
+        removed.sort();
+      }
+    } else if (whole && !held.view && !held.overrides?.size) {
+      // The client holds nothing (first response without initial_resource_versions): the whole
+      // shared view.
+      resources = this.#list(q.visible);
+      removed = [];
+      exact = true;
+    } else {
+      resources = [];
+      for (const [name, entry] of q.visible) {
+        if (held.version(name) !== entry.version) resources.push({ name, entry });
+      }
+      const rm = new Set<string>();
+      if (q.query === null) {
+        for (const n of held.names()) if (!q.visible.has(n)) rm.add(n);
+        exact = true;
+      } else {
+        for (const n of q.query) if (held.has(n) && !q.visible.has(n)) rm.add(n);
+        exact = whole; // then also when nothing is held outside the subscription
+        if (whole) {
+          for (const n of held.names()) {
+            if (!st.sub.set.has(n)) {
+              exact = false;
+              break;
+            }
+          }
+        }
+      }
+      removed = [...rm].sort();
     }
-    const candidates = q.query === null ? [...st.held.names()] : q.query;
-    const removed = new Set<string>();
-    for (const n of candidates) {
-      if (st.held.has(n) && !q.visible.has(n)) removed.add(n);
+    if (st.notFound.size) {
+      // Newly subscribed names that do not exist are reported as removed (once).
+      const extra: string[] = [];
+      const inQuery = q.query === null ? null : new Set(q.query);
+      for (const n of [...st.notFound]) {
+        if (inQuery && !inQuery.has(n)) continue;
+        if (!q.visible.has(n) && !removed.includes(n)) extra.push(n);
+        st.notFound.delete(n);
+      }
+      if (extra.length) removed = [...removed, ...extra].sort();
     }
-    const inQuery = q.query === null ? null : new Set(q.query);
-    for (const n of [...st.notFound]) {
-      if (inQuery && !inQuery.has(n)) continue;
-      if (!q.visible.has(n)) removed.add(n);
-      st.notFound.delete(n);
+    if (resources.length === 0 && removed.length === 0 && !(d.force && st.wildcard)) {
+      if (exact && whole) held.replace(q.visible); // same names and versions: share the view
+      return null;
     }
-    if (resources.length === 0 && removed.size === 0 && !(d.force && st.wildcard)) return null;
-    for (const r of resources) st.held.set(r.name, r.entry.version);
-    for (const n of removed) st.held.delete(n);
+    if (exact && whole) held.replace(q.visible);
+    else {
+      for (const r of resources) held.set(r.name, r.entry.version);
+      for (const n of removed) held.delete(n);
+    }
     const version = this.#nextVersion(st.typeUrl);
     const nonce = this.#nextNonce();
     st.nonce = nonce;
@@ -938,7 +1017,7 @@ export class XdsServer<P = unknown> {
       type_url: st.typeUrl,
       nonce,
       resources,
-      removed_resources: [...removed].sort(),
+      removed_resources: removed,
     };
     if (this.#opts.controlPlaneId) res.control_plane = { identifier: this.#opts.controlPlaneId };
     return res;

@@ -515,3 +515,141 @@ Deno.test("push and convergence times keep sub-millisecond precision with the re
   server.close();
   await s.waitEnded();
 });
+
+Deno.test("delta clients holding the same view get one shared diff with identical bytes but for nonce and version", async () => {
+  const { encodeDeltaDiscoveryResponse } = await import("./wire.ts");
+  const cache = cacheWith([
+    [CDS, "c1", "a"],
+    [CDS, "c2", "b"],
+    [CDS, "c3", "c"],
+    [EDS, "c1", "e1"],
+    [EDS, "c2", "e2"],
+    [EDS, "c3", "e3"],
+  ]);
+  // A generator that shares one view per query (like mesh-discovery's) until invalidated.
+  let memo = new Map<unknown, ReturnType<ResourceCache["select"]>>();
+  const { server } = newServer(cache, {
+    resourcesFor: (_p, t, n) => {
+      const k = n ?? t;
+      let v = memo.get(k);
+      if (!v) memo.set(k, v = cache.select(t, n));
+      return v;
+    },
+  });
+  const clients = [0, 1, 2, 3].map((i) => {
+    const s = new MemoryStream<DeltaDiscoveryResponse>(`memory:${i}`);
+    return { s, h: server.openDelta(s) };
+  });
+  for (const [i, c] of clients.entries()) {
+    c.h.receive({ node: node(`p${i}`), type_url: CDS });
+    assert.deepEqual(names(await c.s.next()), ["c1", "c2", "c3"]);
+    // Clients 0 and 1 subscribe to the same names (in different orders); 2 and 3 to others.
+    const eds = [["c1", "c2", "c3"], ["c3", "c1", "c2"], ["c1", "c2", "c3", "c5"], ["c2"]][i];
+    c.h.receive({ type_url: EDS, resource_names_subscribe: eds });
+    const r = await c.s.next();
+    assert.deepEqual(names(r), eds.filter((n) => n !== "c5").sort());
+    assert.deepEqual(r.removed_resources, i === 2 ? ["c5"] : []);
+  }
+  // Client 2 gets c5 from an EDS-only push (a per-client difference from its shared view).
+  cache.set(EDS, "c5", bytes("e5"));
+  memo = new Map();
+  server.push({ kind: "eds", clusters: ["c5"] });
+  await server.flush();
+  assert.deepEqual(names(await clients[2].s.next()), ["c5"]);
+  for (const i of [0, 1, 3]) assert.equal(clients[i].s.unread, 0);
+  // Config change: c4 added, c3 removed, c2 changed (CDS and EDS).
+  cache.set(CDS, "c4", bytes("d"));
+  cache.delete(CDS, "c3");
+  cache.set(CDS, "c2", bytes("b2"));
+  cache.delete(EDS, "c3");
+  cache.delete(EDS, "c5");
+  cache.set(EDS, "c2", bytes("e2b"));
+  memo = new Map();
+  server.push({ kind: "config" });
+  await server.flush();
+  const cds = await Promise.all(clients.map((c) => c.s.next()));
+  const eds = await Promise.all(clients.map((c) => c.s.next()));
+  for (const r of cds) {
+    assert.equal(r.type_url, CDS);
+    assert.deepEqual(names(r), ["c2", "c4"]);
+    assert.deepEqual(r.removed_resources, ["c3"]);
+    assert.equal(r.resources, cds[0].resources, "one shared list, not one per client");
+  }
+  const norm = (r: DeltaDiscoveryResponse) =>
+    encodeDeltaDiscoveryResponse({ ...r, nonce: "n", system_version_info: "v" });
+  const first = norm(cds[0]);
+  assert.deepEqual(first, norm({ ...cds[0], resources: [...cds[0].resources] }), "shared encoding");
+  for (const r of cds.slice(1)) assert.deepEqual(norm(r), first);
+  assert.equal(new Set(cds.map((r) => r.nonce)).size, clients.length);
+  // EDS: clients 0 and 1 hold the same view and get the same diff; 2 and 3 their own.
+  for (const r of eds) assert.equal(r.type_url, EDS);
+  assert.deepEqual(names(eds[0]), ["c2"]);
+  assert.deepEqual(eds[0].removed_resources, ["c3"]);
+  assert.equal(eds[1].resources, eds[0].resources);
+  assert.deepEqual(norm(eds[1]), norm(eds[0]));
+  assert.deepEqual(names(eds[2]), ["c2"]);
+  assert.deepEqual(eds[2].removed_resources, ["c3", "c5"], "c5 was sent by the EDS push");
+  assert.deepEqual(names(eds[3]), ["c2"]);
+  assert.deepEqual(eds[3].removed_resources, []);
+  const held = server.connections().map((c) => c.types[EDS].resources);
+  const v = (n: string) => cache.get(EDS, n)!.version;
+  assert.deepEqual(held, [
+    { c1: v("c1"), c2: v("c2") },
+    { c1: v("c1"), c2: v("c2") },
+    { c1: v("c1"), c2: v("c2") },
+    { c2: v("c2") },
+  ]);
+  // Nothing changed: nothing is sent.
+  memo = new Map();
+  server.push({ kind: "config" });
+  await server.flush();
+  for (const c of clients) assert.equal(c.s.unread, 0);
+  // Streams adding the same name to the same subscription end up sharing the same state.
+  cache.set(EDS, "c6", bytes("e6"));
+  memo = new Map();
+  for (const name of ["c6", "c7"]) {
+    const got = [];
+    for (const c of clients.slice(0, 2)) {
+      c.h.receive({ type_url: EDS, resource_names_subscribe: [name] });
+      got.push(await c.s.next());
+    }
+    for (const r of got) {
+      assert.deepEqual(names(r), name === "c6" ? ["c6"] : []);
+      assert.deepEqual(r.removed_resources, name === "c6" ? [] : ["c7"], "c7 does not exist");
+    }
+  }
+  const subs = server.connections().map((c) => c.types[EDS].subscribed);
+  assert.deepEqual(subs[0], ["c1", "c2", "c3", "c6", "c7"]);
+  assert.deepEqual(subs[1], subs[0]);
+  server.close();
+});
+
+Deno.test("delta ADS: initial versions of explicit names are honoured and later pushes send only changes", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({
+    node: node("a"),
+    type_url: EDS,
+    resource_names_subscribe: ["c1", "c2"],
+    initial_resource_versions: { c1: cache.get(EDS, "c1")!.version, c9: "old" },
+  });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c2"], "c1 is current; c9 is not subscribed");
+  assert.deepEqual(d1.removed_resources, []);
+  cache.set(EDS, "c1", bytes("e1b"));
+  cache.delete(EDS, "c2");
+  server.push({ kind: "config" });
+  await server.flush();
+  const d2 = await s.next();
+  assert.deepEqual(names(d2), ["c1"]);
+  assert.deepEqual(d2.removed_resources, ["c2"]);
+  assert.deepEqual(server.connections()[0].types[EDS].resources, {
+    c1: cache.get(EDS, "c1")!.version,
+  });
+  server.push({ kind: "config" });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  server.close();
+});

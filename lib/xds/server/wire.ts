@@ -150,29 +150,55 @@ function deltaResourceParts(typeUrl: string, r: NamedResource) {
   return { name, version, any, len };
 }
 
-/** Encodes a `DeltaDiscoveryResponse`. */
+/** Encoded `resources` fields of shared lists in delta responses, per list (and type URL). */
+const deltaBodies = new WeakMap<readonly NamedResource[], { typeUrl: string; body: Uint8Array }>();
+
+/** The `resources` fields (2) of a delta response: `Resource` messages, each with tag and length. */
+function deltaResourcesBody(typeUrl: string, list: readonly NamedResource[]): Uint8Array {
+  const parts = list.map((x) => deltaResourceParts(typeUrl, x));
+  let size = 0;
+  for (const x of parts) size += fieldSize(x.len, 2);
+  const w = new Writer(Buffer.allocUnsafe(size));
+  for (const x of parts) {
+    w.header(2, x.len);
+    w.bytes(1, x.version);
+    w.bytes(2, x.any);
+    w.bytes(3, x.name);
+  }
+  return w.buf;
+}
+
+/**
+ * Encodes a `DeltaDiscoveryResponse`. The `resources` of a shared list (see {@link markShared})
+ * are encoded once and copied into each response.
+ */
 export function encodeDeltaDiscoveryResponse(r: DeltaDiscoveryResponse): Buffer {
   const version = str(r.system_version_info);
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
-  const resources = r.resources.map((x) => deltaResourceParts(r.type_url, x));
+  let body: Uint8Array;
+  if (shared.has(r.resources)) {
+    let hit = deltaBodies.get(r.resources);
+    if (!hit || hit.typeUrl !== r.type_url) {
+      hit = { typeUrl: r.type_url, body: deltaResourcesBody(r.type_url, r.resources) };
+      deltaBodies.set(r.resources, hit);
+    }
+    body = hit.body;
+  } else {
+    body = deltaResourcesBody(r.type_url, r.resources);
+  }
   const removed = r.removed_resources.map((n) => te.encode(n));
-  let size = 0;
+  let size = body.length;
   if (version) size += fieldSize(version.length, 1);
-  for (const x of resources) size += fieldSize(x.len, 2);
   if (typeUrl) size += fieldSize(typeUrl.length, 4);
   if (nonce) size += fieldSize(nonce.length, 5);
   for (const n of removed) size += fieldSize(n.length, 6);
   if (cp) size += fieldSize(cp.length, 7);
   const w = new Writer(Buffer.allocUnsafe(size));
   if (version) w.bytes(1, version);
-  for (const x of resources) {
-    w.header(2, x.len);
-    w.bytes(1, x.version);
-    w.bytes(2, x.any);
-    w.bytes(3, x.name);
-  }
+  w.buf.set(body, w.pos);
+  w.pos += body.length;
   if (typeUrl) w.bytes(4, typeUrl);
   if (nonce) w.bytes(5, nonce);
   for (const n of removed) w.bytes(6, n);
