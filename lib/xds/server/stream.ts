@@ -860,11 +860,7 @@ export class XdsServer<P = unknown> {
       if (whole) held.replace(q.visible);
       else for (const r of resources) held.set(r.name, r.entry.version);
     }
-    const version = this.#nextVersion(st.typeUrl);
-    const nonce = this.#nextNonce();
-    st.nonce = nonce;
-    st.nonceVersion = version;
-    st.lastSent = { version, nonce, time: this.#iso(), resources: resources.length };
+    const { version, nonce } = this.#stamp(st, resources.length);
     const res: DiscoveryResponse = {
       version_info: version,
       type_url: st.typeUrl,
@@ -873,6 +869,16 @@ export class XdsServer<P = unknown> {
     };
     if (this.#opts.controlPlaneId) res.control_plane = { identifier: this.#opts.controlPlaneId };
     return res;
+  }
+
+  /** A new version and nonce for the next response of `st`, recorded as its last sent. */
+  #stamp(st: TypeState, count: number): { version: string; nonce: string } {
+    const version = this.#nextVersion(st.typeUrl);
+    const nonce = this.#nextNonce();
+    st.nonce = nonce;
+    st.nonceVersion = version;
+    st.lastSent = { version, nonce, time: this.#iso(), resources: count };
+    return { version, nonce };
   }
 
   /** Every entry of a shared view as a response list, built once per view (and marked shared). */
@@ -1007,11 +1013,7 @@ export class XdsServer<P = unknown> {
       for (const r of resources) held.set(r.name, r.entry.version);
       for (const n of removed) held.delete(n);
     }
-    const version = this.#nextVersion(st.typeUrl);
-    const nonce = this.#nextNonce();
-    st.nonce = nonce;
-    st.nonceVersion = version;
-    st.lastSent = { version, nonce, time: this.#iso(), resources: resources.length };
+    const { version, nonce } = this.#stamp(st, resources.length);
     const res: DeltaDiscoveryResponse = {
       system_version_info: version,
       type_url: st.typeUrl,

@@ -108,23 +108,32 @@ function resourcesBody(typeUrl: string, list: readonly NamedResource[]): Uint8Ar
   return w.buf;
 }
 
+/**
+ * The encoded `resources` fields of `list`: built by `build`, and for a shared list (see
+ * {@link markShared}) built once per list and type URL and kept in `cache`.
+ */
+function resourcesOf(
+  cache: WeakMap<readonly NamedResource[], { typeUrl: string; body: Uint8Array }>,
+  typeUrl: string,
+  list: readonly NamedResource[],
+  build: (typeUrl: string, list: readonly NamedResource[]) => Uint8Array,
+): Uint8Array {
+  if (!shared.has(list)) return build(typeUrl, list);
+  let hit = cache.get(list);
+  if (!hit || hit.typeUrl !== typeUrl) {
+    hit = { typeUrl, body: build(typeUrl, list) };
+    cache.set(list, hit);
+  }
+  return hit.body;
+}
+
 /** Encodes a state-of-the-world `DiscoveryResponse`. */
 export function encodeDiscoveryResponse(r: DiscoveryResponse): Buffer {
   const version = str(r.version_info);
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
-  let body: Uint8Array;
-  if (shared.has(r.resources)) {
-    let hit = bodies.get(r.resources);
-    if (!hit || hit.typeUrl !== r.type_url) {
-      hit = { typeUrl: r.type_url, body: resourcesBody(r.type_url, r.resources) };
-      bodies.set(r.resources, hit);
-    }
-    body = hit.body;
-  } else {
-    body = resourcesBody(r.type_url, r.resources);
-  }
+  const body = resourcesOf(bodies, r.type_url, r.resources, resourcesBody);
   let size = body.length;
   if (version) size += fieldSize(version.length, 1);
   if (typeUrl) size += fieldSize(typeUrl.length, 4);
@@ -177,17 +186,7 @@ export function encodeDeltaDiscoveryResponse(r: DeltaDiscoveryResponse): Buffer 
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
-  let body: Uint8Array;
-  if (shared.has(r.resources)) {
-    let hit = deltaBodies.get(r.resources);
-    if (!hit || hit.typeUrl !== r.type_url) {
-      hit = { typeUrl: r.type_url, body: deltaResourcesBody(r.type_url, r.resources) };
-      deltaBodies.set(r.resources, hit);
-    }
-    body = hit.body;
-  } else {
-    body = deltaResourcesBody(r.type_url, r.resources);
-  }
+  const body = resourcesOf(deltaBodies, r.type_url, r.resources, deltaResourcesBody);
   const removed = r.removed_resources.map((n) => te.encode(n));
   let size = body.length;
   if (version) size += fieldSize(version.length, 1);
