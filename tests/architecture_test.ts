@@ -8,7 +8,7 @@ import { join, relative } from "node:path";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const IMPORT_RE =
-  /(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|^import\s+["']([^"']+)["']/gm;
+  /(?:import|export)\s[^;]*?[\s}*]from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|^import\s+["']([^"']+)["']/gm;
 
 async function* sourceFiles(dir: string): AsyncGenerator<string> {
   for await (const e of Deno.readDir(dir)) {

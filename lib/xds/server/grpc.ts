@@ -1,10 +1,12 @@
 /**
- * The gRPC transport: serves `envoy.service.discovery.v3.AggregatedDiscoveryService` on a
- * @grpc/grpc-js server and drives an {@link XdsServer}. Requests are decoded by hand (`wire.ts`;
- * first requests and NACKs by @grpc/proto-loader); responses are encoded by `wire.ts`, which
- * copies the shared, pre-serialized resource bytes (and their cached `Any` encoding) straight into
- * the response.
- * grpc-js and proto-loader are loaded lazily.
+ * The gRPC transport: serves `envoy.service.discovery.v3.AggregatedDiscoveryService` on our own
+ * HTTP/2 server (`h2/server.ts`, plaintext or TLS) and drives an {@link XdsServer}. Requests are
+ * decoded by hand (`wire.ts`; first requests and NACKs by @grpc/proto-loader, loaded lazily);
+ * responses are encoded by `wire.ts` as parts, so the shared, pre-serialized resources of a push
+ * are copied once per client, straight into the connection's output buffer.
+ *
+ * Until 2026-11-22 this ran on @grpc/grpc-js; Deno's `node:http2` under it cost most of the
+ * server's CPU in a full push to 2000 proxies (one socket write and one fresh buffer per frame).
  * @module
  */
 
@@ -25,9 +27,10 @@ import type {
 import {
   decodeDeltaDiscoveryRequest,
   decodeDiscoveryRequest,
-  encodeDeltaDiscoveryResponse,
-  encodeDiscoveryResponse,
+  encodeDeltaDiscoveryResponseParts,
+  encodeDiscoveryResponseParts,
 } from "./wire.ts";
+import { type CallHandler, type GrpcCall, GrpcStatus, listenGrpc } from "./h2/server.ts";
 
 /** Full name of the ADS service. */
 export const ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService";
@@ -45,8 +48,9 @@ export interface AdsServerOptions {
     key: string | Uint8Array;
     root: string | Uint8Array;
     /**
-     * Require a client certificate signed by `root` (default false: grpc-js then does not request
-     * client certificates at all, so peers stay anonymous).
+     * Require a client certificate signed by `root`. Default false: a certificate is requested
+     * and, when the client presents one, it must verify against `root`; clients without one stay
+     * anonymous.
      */
     requireClientCert?: boolean;
   };
@@ -78,11 +82,20 @@ const LOADER_OPTIONS = {
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
 
-let serviceDefCache: Promise<AnyObj> | undefined;
+/** Request decoders of the two ADS methods. */
+interface AdsDecoders {
+  sotw(b: Buffer): DiscoveryRequest;
+  delta(b: Buffer): DeltaDiscoveryRequest;
+}
 
-/** Loads ads.proto once and returns the service definition with our response encoders. */
-function adsServiceDefinition(): Promise<AnyObj> {
-  serviceDefCache ??= (async () => {
+let decodersCache: Promise<AdsDecoders> | undefined;
+
+/**
+ * Loads ads.proto once for the requests our hand decoders leave to proto-loader: those with a
+ * node (first requests) or an error_detail (NACKs); the node's metadata Struct becomes JSON.
+ */
+function adsDecoders(): Promise<AdsDecoders> {
+  decodersCache ??= (async () => {
     const loader = await import("../../deps/proto_loader.ts");
     const root = xdsProtoRoot();
     const pkg = loader.loadSync(
@@ -96,24 +109,14 @@ function adsServiceDefinition(): Promise<AnyObj> {
     if (!svc) throw new Error(`${ADS_SERVICE} not found in ads.proto`);
     const sotwFull = svc.StreamAggregatedResources.requestDeserialize;
     const deltaFull = svc.DeltaAggregatedResources.requestDeserialize;
-    // Requests are decoded by hand (wire.ts); those with a node (first requests) or an
-    // error_detail (NACKs) go through proto-loader, with the node's metadata Struct as JSON.
     const full = (r: AnyObj) => ({ ...r, node: normalizeNode(r.node) });
     return {
-      StreamAggregatedResources: {
-        ...svc.StreamAggregatedResources,
-        requestDeserialize: (b: Buffer) => decodeDiscoveryRequest(b) ?? full(sotwFull(b)),
-        responseSerialize: (r: DiscoveryResponse) => encodeDiscoveryResponse(r),
-      },
-      DeltaAggregatedResources: {
-        ...svc.DeltaAggregatedResources,
-        requestDeserialize: (b: Buffer) => decodeDeltaDiscoveryRequest(b) ?? full(deltaFull(b)),
-        responseSerialize: (r: DeltaDiscoveryResponse) => encodeDeltaDiscoveryResponse(r),
-      },
+      sotw: (b: Buffer) => decodeDiscoveryRequest(b) ?? full(sotwFull(b)),
+      delta: (b: Buffer) => decodeDeltaDiscoveryRequest(b) ?? full(deltaFull(b)),
     };
   })();
-  serviceDefCache.catch(() => serviceDefCache = undefined);
-  return serviceDefCache;
+  decodersCache.catch(() => decodersCache = undefined);
+  return decodersCache;
 }
 
 /** Converts a decoded `google.protobuf.Struct` (proto-loader, keepCase + oneofs) to plain JSON. */
@@ -176,11 +179,11 @@ function pem(field: string, v: string | Uint8Array): Buffer {
   return b;
 }
 
-/** URI SANs of a verified peer certificate (`spiffe://...`), from the call's auth context. */
-function peerIdentities(call: AnyObj): string[] {
+/** URI SANs of a verified peer certificate (`spiffe://...`) of a TLS socket. */
+function peerIdentities(socket: AnyObj): string[] {
   try {
-    const cert = call.getAuthContext?.()?.sslPeerCertificate;
-    const san: string = cert?.subjectaltname ?? "";
+    if (!socket.authorized) return [];
+    const san: string = socket.getPeerCertificate?.()?.subjectaltname ?? "";
     return san.split(/,\s*/).filter((s) => s.startsWith("URI:")).map((s) => s.slice(4));
   } catch {
     return [];
@@ -198,50 +201,38 @@ function peerIdentities(call: AnyObj): string[] {
  * ```
  */
 export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerHandle> {
-  parseAddress(opts.address);
+  const { host, port: wanted } = parseAddress(opts.address);
   const log = opts.logger ?? getLogger("ads");
-  const creds0 = opts.tls
+  const tls = opts.tls
     ? {
-      root: pem("root", opts.tls.root),
-      certChain: pem("certChain", opts.tls.certChain),
+      ca: pem("root", opts.tls.root),
+      cert: pem("certChain", opts.tls.certChain),
       key: pem("key", opts.tls.key),
+      requireClientCert: opts.tls.requireClientCert ?? false,
     }
     : undefined;
-  const grpc = await import("../../deps/grpc.ts");
-  const def = await adsServiceDefinition();
+  const decoders = await adsDecoders();
   const calls = new Set<{ end: (e: StreamEnd) => void }>();
 
   const serve = <Req, Res>(
-    call: AnyObj,
+    call: GrpcCall,
+    decode: (b: Buffer) => Req,
+    encode: (r: Res) => Uint8Array[],
     open: (t: XdsTransport<Res>) => { receive(r: Req): void; close(): void },
   ) => {
     let ended = false;
-    const pending = new Set<(e: Error) => void>();
-    const fail = (why: string) => {
-      for (const r of pending) r(new Error(why));
-      pending.clear();
-    };
     const transport: XdsTransport<Res> = {
-      peer: String(call.getPeer?.() ?? "unknown"),
-      peerIdentities: peerIdentities(call),
+      peer: call.peer,
+      peerIdentities: peerIdentities(call.socket),
       send(res: Res) {
         if (ended) return Promise.reject(new Error("stream ended"));
-        return new Promise<void>((resolve, reject) => {
-          pending.add(reject);
-          call.write(res, (err?: Error | null) => {
-            pending.delete(reject);
-            if (err) reject(err);
-            else resolve();
-          });
-        });
+        return call.send(encode(res));
       },
       end(e?: StreamEnd) {
         if (ended) return;
         ended = true;
         calls.delete(entry);
-        fail("stream ended");
-        if (!e || e.code === 0) call.end();
-        else call.emit("error", { code: e.code, details: e.message });
+        call.end(e?.code ?? GrpcStatus.OK, e?.code ? e.message : "");
       },
     };
     const entry = {
@@ -252,74 +243,77 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     };
     calls.add(entry);
     const handle = open(transport);
-    const gone = (why: string) => {
+    const gone = () => {
       if (ended) return;
       ended = true;
       calls.delete(entry);
-      fail(why);
       handle.close();
     };
-    call.on("data", (req: AnyObj) => {
+    call.onMessage = (b) => {
       if (ended) return;
-      handle.receive(req as Req);
-    });
-    call.on("end", () => {
-      gone("client closed the stream");
+      let req: Req;
       try {
-        call.end();
-      } catch { /* already ended */ }
-    });
-    call.on("cancelled", () => gone("client cancelled the stream"));
-    call.on("error", (e: Error) => gone(`stream error: ${e.message}`));
+        req = decode(b);
+      } catch (e) {
+        entry.end({
+          code: GrpcStatus.INVALID_ARGUMENT,
+          message: `Cannot decode the request: ${(e as Error).message}`,
+        });
+        return;
+      }
+      handle.receive(req);
+    };
+    call.onEnd = () => {
+      // The client half-closed: end our side with OK, as grpc-js servers do.
+      if (ended) return;
+      transport.end();
+      handle.close();
+    };
+    call.onCancel = gone;
   };
 
-  const server = new grpc.Server();
-  server.addService(def, {
-    StreamAggregatedResources: (call: AnyObj) =>
-      serve<DiscoveryRequest, DiscoveryResponse>(
-        call,
-        (t) => opts.server.openSotw(t),
-      ),
-    DeltaAggregatedResources: (call: AnyObj) =>
-      serve<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
-        call,
-        (t) => opts.server.openDelta(t),
-      ),
-  });
-  const creds = creds0
-    ? grpc.ServerCredentials.createSsl(
-      creds0.root,
-      [{ cert_chain: creds0.certChain, private_key: creds0.key }],
-      opts.tls?.requireClientCert ?? false,
-    )
-    : grpc.ServerCredentials.createInsecure();
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(opts.address, creds, (err: Error | null, p: number) => {
-      if (err) reject(new Error(`Cannot listen on ${opts.address}: ${err.message}`));
-      else resolve(p);
-    });
+  const base = `/${ADS_SERVICE}/`;
+  const listener = await listenGrpc({
+    host,
+    port: wanted,
+    tls,
+    handlers: new Map<string, CallHandler>([
+      [
+        base + "StreamAggregatedResources",
+        (call) =>
+          serve<DiscoveryRequest, DiscoveryResponse>(
+            call,
+            decoders.sotw,
+            encodeDiscoveryResponseParts,
+            (t) => opts.server.openSotw(t),
+          ),
+      ],
+      [
+        base + "DeltaAggregatedResources",
+        (call) =>
+          serve<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
+            call,
+            decoders.delta,
+            encodeDeltaDiscoveryResponseParts,
+            (t) => opts.server.openDelta(t),
+          ),
+      ],
+    ]),
+    onError: (m) => log.warn(`ADS: ${m}`),
   }).catch((e) => {
-    server.forceShutdown();
-    throw e;
+    throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });
-  log.info(`ADS: listening on ${opts.address} (port ${port}, ${creds0 ? "TLS" : "plaintext"})`);
+  const port = listener.port;
+  log.info(`ADS: listening on ${opts.address} (port ${port}, ${tls ? "TLS" : "plaintext"})`);
 
   let stopped: Promise<void> | undefined;
   return {
     port,
     shutdown() {
       stopped ??= (async () => {
-        for (const c of [...calls]) c.end({ code: 14, message: "Server is shutting down" });
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(() => {
-            server.forceShutdown();
-            resolve();
-          }, 2000);
-          server.tryShutdown(() => {
-            clearTimeout(timer);
-            resolve();
-          });
-        });
+        const bye = { code: GrpcStatus.UNAVAILABLE, message: "Server is shutting down" };
+        for (const c of [...calls]) c.end(bye);
+        await listener.close(bye.code, bye.message, 2000);
       })();
       return stopped;
     },

@@ -364,6 +364,60 @@ Deno.test("startAdsServer() serves ADS over TLS and reports the verified client 
   }
 });
 
+Deno.test("startAdsServer() with an optional client certificate verifies one that is presented", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "ads-tls-opt-" });
+  const other = await Deno.makeTempDir({ prefix: "ads-tls-other-" });
+  try {
+    const c = await makeCerts(dir);
+    const o = await makeCerts(other);
+    const enc = (s: string) => Buffer.from(s);
+    // A valid certificate: served, and its identity is known.
+    const t = await setup({
+      server: { certChain: c["server.crt"], key: c["server.key"], root: c["ca.crt"] },
+      client: grpc.credentials.createSsl(
+        enc(c["ca.crt"]),
+        enc(c["client.key"]),
+        enc(c["client.crt"]),
+      ),
+    });
+    try {
+      const s = open(t.client, "StreamAggregatedResources");
+      s.send({ node: node("a"), type_url: CDS });
+      await s.next();
+      assert.deepEqual(t.server.connections()[0].peerIdentities, [
+        "spiffe://cluster.local/ns/default/sa/test",
+      ]);
+      s.call.cancel();
+      // A certificate signed by another CA: the connection is refused.
+      const conn = await Deno.connectTls({
+        hostname: "127.0.0.1",
+        port: t.ads.port,
+        caCerts: [c["ca.crt"]],
+        alpnProtocols: ["h2"],
+        cert: o["client.crt"],
+        key: o["client.key"],
+      });
+      let served = false;
+      try {
+        await conn.handshake();
+        served = (await conn.read(new Uint8Array(64))) !== null;
+      } catch {
+        served = false;
+      } finally {
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }
+      assert.equal(served, false, "a client certificate from another CA was accepted");
+    } finally {
+      await t.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(other, { recursive: true });
+  }
+});
+
 Deno.test("startAdsServer() rejects TLS material that is not PEM", async () => {
   const server = new XdsServer({ parseNode: (n) => n.id, resourcesFor: () => new Map() });
   await assert.rejects(
