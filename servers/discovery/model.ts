@@ -150,6 +150,11 @@ interface Memo {
   /** EDS responses by query array (the server's interned subscription lists). */
   readonly edsViews: WeakMap<readonly string[], ResourceMap>;
   /**
+   * RDS views by content (the entries' versions in order): proxies whose route configurations
+   * are the same get one map, so a push compares and encodes it once, not once per proxy.
+   */
+  readonly routeViews: Map<string, ResourceMap>;
+  /**
    * After {@link DiscoveryModel.updateEndpoints}: the `host|port` keys whose instances changed and
    * a small context with only their instances (and the DestinationRules, for subsets), from which
    * their assignments are rebuilt without indexing the whole new context.
@@ -381,6 +386,7 @@ export class DiscoveryModel {
       ownByIp,
       eds,
       edsViews: new WeakMap(),
+      routeViews: new Map(),
       edsChanged: { keys, ctx: edsCtx },
     };
     // Replaced assignments no client holds any more are dropped now and then (a collection walks
@@ -473,6 +479,7 @@ export class DiscoveryModel {
       routes: new Map(),
       eds: new Map(),
       edsViews: new WeakMap(),
+      routeViews: new Map(),
     };
   }
 
@@ -732,10 +739,20 @@ export class DiscoveryModel {
       case TYPE_URLS.route: {
         const wanted = names ?? this.#listenerView(m, proxy).refs;
         const out = new Map<string, CachedResource>();
+        let key = "";
         for (const n of wanted) {
           const e = this.#route(m, proxy, n);
-          if (e) out.set(n, e);
+          if (e) {
+            out.set(n, e);
+            key += e.version + "\n";
+          }
         }
+        const hit = m.routeViews.get(key) ?? this.#prev?.routeViews.get(key);
+        if (hit) {
+          m.routeViews.set(key, hit);
+          return hit;
+        }
+        m.routeViews.set(key, out);
         return out;
       }
       case TYPE_URLS.endpoint: {

@@ -72,8 +72,27 @@ export function encodedAny(typeUrl: string, entry: ResourceEntry): Uint8Array {
   return w.buf;
 }
 
+/** Strings as UTF-8: short ASCII ones (versions, nonces) without a TextEncoder call; type URLs cached. */
+const strCache = new Map<string, Uint8Array>();
 function str(s: string | undefined): Uint8Array | undefined {
-  return s ? te.encode(s) : undefined;
+  if (!s) return undefined;
+  const hit = strCache.get(s);
+  if (hit) return hit;
+  if (s.startsWith("type.googleapis.com/") && strCache.size < 64) {
+    const b = te.encode(s);
+    strCache.set(s, b);
+    return b;
+  }
+  if (s.length <= 64) {
+    const b = Buffer.allocUnsafe(s.length);
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) return te.encode(s);
+      b[i] = c;
+    }
+    return b;
+  }
+  return te.encode(s);
 }
 
 function controlPlane(cp: { identifier: string } | undefined): Uint8Array | undefined {
@@ -86,6 +105,8 @@ function controlPlane(cp: { identifier: string } | undefined): Uint8Array | unde
 
 /** Resource lists shared by many responses (see {@link markShared}). */
 const shared = new WeakSet<readonly NamedResource[]>();
+/** Encoded `resources` fields of one-entry SotW lists, per entry (and type URL). */
+const oneBodies = new WeakMap<ResourceEntry, { typeUrl: string; body: Uint8Array }>();
 /** Encoded `resources` fields of shared lists, per list (and type URL). */
 const bodies = new WeakMap<readonly NamedResource[], { typeUrl: string; body: Uint8Array }>();
 
@@ -118,7 +139,18 @@ function resourcesOf(
   list: readonly NamedResource[],
   build: (typeUrl: string, list: readonly NamedResource[]) => Uint8Array,
 ): Uint8Array {
-  if (!shared.has(list)) return build(typeUrl, list);
+  if (!shared.has(list)) {
+    if (list.length !== 1) return build(typeUrl, list);
+    // One resource (a route configuration, an updated assignment): cached per entry, since
+    // lists of the same entry differ from client to client.
+    const entry = list[0].entry;
+    let one = cache === bodies ? oneBodies.get(entry) : undefined;
+    if (!one || one.typeUrl !== typeUrl) {
+      one = { typeUrl, body: build(typeUrl, list) };
+      if (cache === bodies) oneBodies.set(entry, one);
+    }
+    return one.body;
+  }
   let hit = cache.get(list);
   if (!hit || hit.typeUrl !== typeUrl) {
     hit = { typeUrl, body: build(typeUrl, list) };
@@ -127,26 +159,35 @@ function resourcesOf(
   return hit.body;
 }
 
-/** Encodes a state-of-the-world `DiscoveryResponse`. */
-export function encodeDiscoveryResponse(r: DiscoveryResponse): Buffer {
+/**
+ * Encodes a state-of-the-world `DiscoveryResponse` as parts whose concatenation is the message:
+ * the response's own fields, then the `resources` fields (for a shared list, the one buffer every
+ * response of that list shares; see {@link markShared}), then the rest. The transport writes
+ * them without joining them.
+ */
+export function encodeDiscoveryResponseParts(r: DiscoveryResponse): Uint8Array[] {
   const version = str(r.version_info);
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
   const body = resourcesOf(bodies, r.type_url, r.resources, resourcesBody);
-  let size = body.length;
-  if (version) size += fieldSize(version.length, 1);
+  // Fields in number order (as protobufjs writes them): version (1) | resources (2) | 4, 5, 6.
+  const head = new Writer(Buffer.allocUnsafe(version ? fieldSize(version.length, 1) : 0));
+  if (version) head.bytes(1, version);
+  let size = 0;
   if (typeUrl) size += fieldSize(typeUrl.length, 4);
   if (nonce) size += fieldSize(nonce.length, 5);
   if (cp) size += fieldSize(cp.length, 6);
   const w = new Writer(Buffer.allocUnsafe(size));
-  if (version) w.bytes(1, version);
-  w.buf.set(body, w.pos);
-  w.pos += body.length;
   if (typeUrl) w.bytes(4, typeUrl);
   if (nonce) w.bytes(5, nonce);
   if (cp) w.bytes(6, cp);
-  return w.buf;
+  return [head.buf, body, w.buf];
+}
+
+/** Encodes a state-of-the-world `DiscoveryResponse` as one buffer. */
+export function encodeDiscoveryResponse(r: DiscoveryResponse): Buffer {
+  return Buffer.concat(encodeDiscoveryResponseParts(r));
 }
 
 /** Encodes `envoy.service.discovery.v3.Resource{name, version, resource: Any}` parts. */
@@ -178,31 +219,35 @@ function deltaResourcesBody(typeUrl: string, list: readonly NamedResource[]): Ui
 }
 
 /**
- * Encodes a `DeltaDiscoveryResponse`. The `resources` of a shared list (see {@link markShared})
- * are encoded once and copied into each response.
+ * Encodes a `DeltaDiscoveryResponse` as parts (see {@link encodeDiscoveryResponseParts}). The
+ * `resources` of a shared list (see {@link markShared}) are encoded once and shared.
  */
-export function encodeDeltaDiscoveryResponse(r: DeltaDiscoveryResponse): Buffer {
+export function encodeDeltaDiscoveryResponseParts(r: DeltaDiscoveryResponse): Uint8Array[] {
   const version = str(r.system_version_info);
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
   const body = resourcesOf(deltaBodies, r.type_url, r.resources, deltaResourcesBody);
   const removed = r.removed_resources.map((n) => te.encode(n));
-  let size = body.length;
-  if (version) size += fieldSize(version.length, 1);
+  // Fields in number order: system_version_info (1) | resources (2) | 4, 5, 6, 7.
+  const head = new Writer(Buffer.allocUnsafe(version ? fieldSize(version.length, 1) : 0));
+  if (version) head.bytes(1, version);
+  let size = 0;
   if (typeUrl) size += fieldSize(typeUrl.length, 4);
   if (nonce) size += fieldSize(nonce.length, 5);
   for (const n of removed) size += fieldSize(n.length, 6);
   if (cp) size += fieldSize(cp.length, 7);
   const w = new Writer(Buffer.allocUnsafe(size));
-  if (version) w.bytes(1, version);
-  w.buf.set(body, w.pos);
-  w.pos += body.length;
   if (typeUrl) w.bytes(4, typeUrl);
   if (nonce) w.bytes(5, nonce);
   for (const n of removed) w.bytes(6, n);
   if (cp) w.bytes(7, cp);
-  return w.buf;
+  return [head.buf, body, w.buf];
+}
+
+/** Encodes a `DeltaDiscoveryResponse` as one buffer. */
+export function encodeDeltaDiscoveryResponse(r: DeltaDiscoveryResponse): Buffer {
+  return Buffer.concat(encodeDeltaDiscoveryResponseParts(r));
 }
 
 // ---- requests ---------------------------------------------------------------------------------
