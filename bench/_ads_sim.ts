@@ -3,6 +3,11 @@
  * hand-encoded protobuf, light enough to run thousands in one process. Each proxy subscribes like
  * Envoy does: CDS and LDS wildcard, then EDS for the `outbound|...` clusters it received and RDS
  * for the given route names, ACKing every response. SotW or delta.
+ *
+ * Cheap by design: a response is read by one top-level scan that allocates nothing per resource
+ * (its `resources` fields are one contiguous byte range, see {@link Section}), and every proxy
+ * receiving the same resource bytes shares one decoded {@link Section} (names decoded once, callers'
+ * per-content answers memoized), found by a native byte comparison.
  * @module
  */
 
@@ -17,9 +22,11 @@ const TYPE = {
 } as const;
 /** Short type names used by the benchmark. */
 export type TypeName = keyof typeof TYPE;
-const SHORT: Record<string, TypeName> = Object.fromEntries(
-  Object.entries(TYPE).map(([k, v]) => [v, k as TypeName]),
-);
+const TYPE_NAMES = Object.keys(TYPE) as TypeName[];
+const te = new TextEncoder();
+/** The type URLs' bytes, in {@link TYPE_NAMES} order. */
+const TYPE_BYTES = TYPE_NAMES.map((t) => te.encode(TYPE[t]));
+const EMPTY = new Uint8Array();
 
 // ---- protobuf encoding ----------------------------------------------------------------------
 
@@ -36,10 +43,6 @@ function varint(n: number): number[] {
 function field(no: number, value: Uint8Array | string): Buffer {
   const bytes = typeof value === "string" ? Buffer.from(value) : Buffer.from(value);
   return Buffer.concat([Buffer.from([...varint((no << 3) | 2), ...varint(bytes.length)]), bytes]);
-}
-
-function message(parts: (Buffer | undefined)[]): Buffer {
-  return Buffer.concat(parts.filter((p): p is Buffer => p !== undefined));
 }
 
 /**
@@ -81,6 +84,7 @@ function extendNames(prev: string[], fresh: string[]): string[] {
   return next;
 }
 
+/** The encoded repeated string field `no` of an interned list (tags included), built once. */
 function namesField(no: number, names: readonly string[]): Buffer | undefined {
   if (!names.length) return undefined;
   let byNo = encodedNames.get(names);
@@ -90,107 +94,285 @@ function namesField(no: number, names: readonly string[]): Buffer | undefined {
   return b;
 }
 
-function grpcFrame(msg: Buffer): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(msg.length, 1);
-  return Buffer.concat([head, msg]);
+/** A part of a request: a length-delimited field `[no, payload]`, or `[0, bytes]` already encoded. */
+type Part = readonly [no: number, bytes: Uint8Array];
+
+function varintSize(n: number): number {
+  let s = 1;
+  while (n > 127) {
+    s++;
+    n = Math.floor(n / 128);
+  }
+  return s;
 }
 
-// ---- protobuf decoding (only length-delimited fields are kept) --------------------------------
+function writeVarint(buf: Uint8Array, pos: number, n: number): number {
+  while (n > 127) {
+    buf[pos++] = (n & 127) | 128;
+    n = Math.floor(n / 128);
+  }
+  buf[pos++] = n;
+  return pos;
+}
 
-function readVarint(b: Uint8Array, pos: number): [number, number] {
-  let n = 0;
-  let mul = 1;
+/** The gRPC frame (5-byte prefix + message) of a message made of `parts`, in one allocation. */
+function frame(parts: readonly (Part | undefined)[]): Buffer {
+  let size = 0;
+  for (const p of parts) {
+    if (!p) continue;
+    const len = p[1].length;
+    size += p[0] ? varintSize((p[0] << 3) | 2) + varintSize(len) + len : len;
+  }
+  const buf = Buffer.allocUnsafe(5 + size);
+  buf[0] = 0;
+  buf.writeUInt32BE(size, 1);
+  let pos = 5;
+  for (const p of parts) {
+    if (!p) continue;
+    if (p[0]) {
+      pos = writeVarint(buf, pos, (p[0] << 3) | 2);
+      pos = writeVarint(buf, pos, p[1].length);
+    }
+    buf.set(p[1], pos);
+    pos += p[1].length;
+  }
+  return buf;
+}
+
+// ---- protobuf decoding ------------------------------------------------------------------------
+
+/** Read position of {@link readVarint} and {@link skipField} (no tuple per read). */
+let P = 0;
+
+function readVarint(b: Uint8Array): number {
+  let c = b[P++];
+  if (c < 128) return c;
+  let n = c & 127;
+  let mul = 128;
   while (true) {
-    const c = b[pos++];
+    c = b[P++];
     n += (c & 127) * mul;
-    if (c < 128) return [n, pos];
+    if (c < 128) return n;
     mul *= 128;
   }
 }
 
-/** Calls `fn(fieldNo, bytes)` for each length-delimited field of a message. */
-function eachField(b: Uint8Array, fn: (no: number, v: Uint8Array) => void) {
-  let pos = 0;
-  while (pos < b.length) {
-    let tag;
-    [tag, pos] = readVarint(b, pos);
-    const wire = tag & 7;
-    if (wire === 0) [, pos] = readVarint(b, pos);
-    else if (wire === 1) pos += 8;
-    else if (wire === 5) pos += 4;
-    else if (wire === 2) {
-      let len;
-      [len, pos] = readVarint(b, pos);
-      fn(tag >> 3, b.subarray(pos, pos + len));
-      pos += len;
-    } else throw new Error(`unsupported wire type ${wire}`);
-  }
+function skipField(b: Uint8Array, wire: number) {
+  if (wire === 0) readVarint(b);
+  else if (wire === 1) P += 8;
+  else if (wire === 5) P += 4;
+  else if (wire === 2) {
+    const len = readVarint(b);
+    P += len;
+  } else throw new Error(`Unsupported protobuf wire type ${wire}`);
 }
 
 const dec = new TextDecoder();
 
+/**
+ * Resource names of a section: SotW, field 1 of each `Any`'s value (the resource's name, for every
+ * type the benchmark meets); delta, `Resource.name` (field 3).
+ */
+function decodeNames(b: Uint8Array, delta: boolean): string[] {
+  const names: string[] = [];
+  P = 0;
+  while (P < b.length) {
+    const tag = readVarint(b);
+    if (tag !== 0x12) {
+      skipField(b, tag & 7);
+      continue;
+    }
+    const end = readVarint(b) + P;
+    let name = "";
+    while (P < end) {
+      const t = readVarint(b);
+      if (delta && t === 0x1a) {
+        const len = readVarint(b);
+        name = dec.decode(b.subarray(P, P + len));
+        break;
+      } else if (!delta && t === 0x12) {
+        const vend = readVarint(b) + P;
+        while (P < vend) {
+          const rt = readVarint(b);
+          if (rt === 0x0a) {
+            const len = readVarint(b);
+            name = dec.decode(b.subarray(P, P + len));
+            break;
+          }
+          skipField(b, rt & 7);
+        }
+        break;
+      } else skipField(b, t & 7);
+    }
+    names.push(name);
+    P = end;
+  }
+  return names;
+}
+
+/**
+ * The `resources` fields (2) of a response, as bytes (tags included), shared by every response
+ * carrying the same bytes: names are decoded once, and callers memoize per-content answers in
+ * {@link Section.memo}.
+ */
+export class Section {
+  /** The resources fields, contiguous (a private copy, never the receive buffer). */
+  readonly bytes: Buffer;
+  /** Number of resources. */
+  readonly count: number;
+  /** Answers of callers about these bytes, keyed by the caller's object (e.g. a watch). */
+  readonly memo = new WeakMap<object, boolean>();
+  readonly #delta: boolean;
+  #names: string[] | undefined;
+  #eds: string[] | undefined;
+  #deltaEds = new WeakMap<readonly string[], { fresh: string[]; next: string[] }>();
+
+  constructor(bytes: Buffer, count: number, delta: boolean) {
+    this.bytes = bytes;
+    this.count = count;
+    this.#delta = delta;
+  }
+
+  /** Resource names (SotW: the resource's field 1; delta: `Resource.name`), decoded on first use. */
+  get names(): string[] {
+    return this.#names ??= decodeNames(this.bytes, this.#delta);
+  }
+
+  /** The interned list of `outbound|...` names: a SotW proxy's EDS subscription after this CDS. */
+  get edsNames(): string[] {
+    return this.#eds ??= internNames(this.names.filter((n) => n.startsWith("outbound|")));
+  }
+
+  /**
+   * For a delta CDS: the `outbound|...` names not in the interned list `known` (interned; empty if
+   * none) and `known` extended by them; memoized per `known`.
+   */
+  deltaEds(known: string[]): { fresh: string[]; next: string[] } {
+    let hit = this.#deltaEds.get(known);
+    if (!hit) {
+      const set = nameSet(known);
+      const fresh = this.names.filter((n) => n.startsWith("outbound|") && !set.has(n));
+      const shared = fresh.length ? internNames(fresh) : [];
+      hit = { fresh: shared, next: shared.length ? extendNames(known, shared) : known };
+      this.#deltaEds.set(known, hit);
+    }
+    return hit;
+  }
+}
+
+/** Sections kept per (type, protocol), most recently used first. */
+const CACHE_SIZE = 4;
+const sections: Section[][] = Array.from({ length: TYPE_NAMES.length * 2 }, () => []);
+
+/** How many responses reused a cached section (`hits`) or decoded a new one (`misses`). */
+export const sectionStats = { hits: 0, misses: 0 };
+
+/** The cached section equal to `bytes`, or a new one (cached, on a private copy). */
+function sectionOf(bytes: Buffer, count: number, delta: boolean, typeIndex: number): Section {
+  const list = sections[typeIndex * 2 + (delta ? 1 : 0)];
+  for (let i = 0; i < list.length; i++) {
+    const s = list[i];
+    if (s.count === count && s.bytes.length === bytes.length && s.bytes.equals(bytes)) {
+      if (i > 0) {
+        list.splice(i, 1);
+        list.unshift(s);
+      }
+      sectionStats.hits++;
+      return s;
+    }
+  }
+  sectionStats.misses++;
+  const s = new Section(Buffer.from(bytes), count, delta);
+  list.unshift(s);
+  if (list.length > CACHE_SIZE) list.pop();
+  return s;
+}
+
+function typeIndexOf(b: Uint8Array, start: number, end: number): number {
+  const len = end - start;
+  next: for (let t = 0; t < TYPE_BYTES.length; t++) {
+    const u = TYPE_BYTES[t];
+    if (u.length !== len) continue;
+    for (let k = len - 1; k >= 0; k--) if (b[start + k] !== u[k]) continue next;
+    return t;
+  }
+  return -1;
+}
+
 /** A decoded response, reduced to what the benchmark needs. */
 export interface SimResponse {
   type: TypeName;
-  nonce: string;
-  version: string;
-  /** Resource names (SotW: field 1 of each resource, only parsed for CDS when the cluster count
-   * changed; delta: Resource.name). */
-  names: string[];
+  /** `version_info` / `system_version_info` bytes: valid only during the `onResponse` call. */
+  version: Uint8Array;
+  /** `nonce` bytes: valid only during the `onResponse` call. */
+  nonce: Uint8Array;
+  /** The resources (shared with every response carrying the same resource bytes). */
+  section: Section;
   /** Number of resources in the response. */
   count: number;
   /** Size of the gRPC message in bytes. */
   bytes: number;
-  /** The raw message, for substring checks. */
-  raw: Buffer;
 }
 
-/** Decodes a DiscoveryResponse; resource names only when `wantNames(type, count)` says so. */
-function decodeSotw(b: Buffer, wantNames: (type: TypeName, count: number) => boolean): SimResponse {
-  let type = "", nonce = "", version = "";
-  const resources: Uint8Array[] = [];
-  eachField(b, (no, v) => {
-    if (no === 1) version = dec.decode(v);
-    else if (no === 2) resources.push(v);
-    else if (no === 4) type = dec.decode(v);
-    else if (no === 5) nonce = dec.decode(v);
-  });
-  const short = SHORT[type];
-  const names: string[] = [];
-  if (short && wantNames(short, resources.length)) {
-    for (const any of resources) {
-      eachField(any, (ano, av) => {
-        if (ano !== 2) return;
-        // The resource's name is field 1, encoded first by every encoder we meet.
-        if (av[0] === 0x0a) {
-          const [len, pos] = readVarint(av, 1);
-          names.push(dec.decode(av.subarray(pos, pos + len)));
-          return;
-        }
-        let first = true;
-        eachField(av, (rno, rv) => {
-          if (rno === 1 && first) {
-            names.push(dec.decode(rv));
-            first = false;
-          }
-        });
-      });
+/**
+ * Decodes a (Delta)DiscoveryResponse: one scan of the top-level fields; the `resources` fields
+ * (2) are located, counted and looked up as one byte range. Both response types keep the version
+ * in field 1, the resources in 2, the type URL in 4 and the nonce in 5. Resources that are not
+ * contiguous (not what mesh-discovery writes) are copied together first. `undefined` for an
+ * unknown type URL.
+ */
+function decode(b: Buffer, delta: boolean): SimResponse | undefined {
+  let typeStart = 0, typeEnd = 0, verStart = 0, verEnd = 0, nonceStart = 0, nonceEnd = 0;
+  let resStart = 0, resEnd = 0, count = 0;
+  let ranges: number[] | undefined;
+  P = 0;
+  while (P < b.length) {
+    const at = P;
+    const tag = readVarint(b);
+    if ((tag & 7) !== 2) {
+      skipField(b, tag & 7);
+      continue;
+    }
+    const len = readVarint(b);
+    const start = P;
+    P += len;
+    switch (tag >>> 3) {
+      case 1:
+        verStart = start;
+        verEnd = P;
+        break;
+      case 2:
+        if (count++ === 0) resStart = at;
+        else if (at !== resEnd) (ranges ??= [resStart, resEnd]).push(at, P);
+        else if (ranges) ranges[ranges.length - 1] = P;
+        resEnd = P;
+        break;
+      case 4:
+        typeStart = start;
+        typeEnd = P;
+        break;
+      case 5:
+        nonceStart = start;
+        nonceEnd = P;
+        break;
     }
   }
-  return { type: short, nonce, version, names, count: resources.length, bytes: b.length, raw: b };
-}
-
-function decodeDelta(b: Buffer): SimResponse {
-  let type = "", nonce = "", version = "";
-  const names: string[] = [];
-  eachField(b, (no, v) => {
-    if (no === 1) version = dec.decode(v);
-    else if (no === 4) type = dec.decode(v);
-    else if (no === 5) nonce = dec.decode(v);
-    else if (no === 2) eachField(v, (rno, rv) => rno === 3 && names.push(dec.decode(rv)));
-  });
-  return { type: SHORT[type], nonce, version, names, count: names.length, bytes: b.length, raw: b };
+  const t = typeIndexOf(b, typeStart, typeEnd);
+  if (t < 0) return undefined;
+  let res = b.subarray(resStart, resEnd);
+  if (ranges) {
+    const parts: Buffer[] = [];
+    for (let i = 0; i < ranges.length; i += 2) parts.push(b.subarray(ranges[i], ranges[i + 1]));
+    res = Buffer.concat(parts);
+  }
+  return {
+    type: TYPE_NAMES[t],
+    version: b.subarray(verStart, verEnd),
+    nonce: b.subarray(nonceStart, nonceEnd),
+    section: sectionOf(res, count, delta, t),
+    count,
+    bytes: b.length,
+  };
 }
 
 // ---- proxies ---------------------------------------------------------------------------------
@@ -203,27 +385,37 @@ export interface SimProxyOptions {
   delta: boolean;
   /** RDS names to subscribe to once listeners arrived. */
   routeNames: string[];
-  /** Called for every response after it was ACKed. */
+  /** Called for every response after it was ACKed (synchronously: see {@link SimResponse}). */
   onResponse: (p: SimProxy, r: SimResponse) => void;
 }
+
+/**
+ * Receive buffer shared by all proxies: a message split over several chunks is copied here and
+ * handled before the next one is (responses are handled synchronously, one at a time).
+ */
+let scratch = Buffer.allocUnsafe(1 << 20);
 
 /** One simulated sidecar on one ADS stream. */
 export class SimProxy {
   readonly received: Record<TypeName, number> = { cds: 0, eds: 0, lds: 0, rds: 0 };
   readonly bytes: Record<TypeName, number> = { cds: 0, eds: 0, lds: 0, rds: 0 };
+  /** The EDS names subscribed (interned list). */
   edsNames: string[] = [];
-  clusterCount = -1;
   ended: string | undefined;
   #stream: http2.ClientHttp2Stream;
-  /** Received bytes not yet consumed: chunks (joined only when a whole message is there). */
+  /** Received bytes not yet consumed. */
   #chunks: Buffer[] = [];
   #buffered = 0;
   #opts: SimProxyOptions;
-  #sentNode = false;
+  /** The encoded `Node{id}` message, sent in the first request only. */
+  #node: Uint8Array | undefined;
   #rdsSent = false;
+  #edsVersion: Uint8Array = EMPTY;
+  #edsNonce: Uint8Array = EMPTY;
 
   constructor(opts: SimProxyOptions) {
     this.#opts = opts;
+    this.#node = field(1, opts.nodeId);
     const method = opts.delta ? "DeltaAggregatedResources" : "StreamAggregatedResources";
     this.#stream = opts.session.request({
       ":method": "POST",
@@ -243,8 +435,8 @@ export class SimProxy {
     );
     this.#stream.on("error", (e) => (this.ended = String(e)));
     this.#stream.on("close", () => (this.ended ??= "closed"));
-    this.#request("cds", [], "", "");
-    this.#request("lds", [], "", "");
+    this.#request("cds", [], EMPTY, EMPTY);
+    this.#request("lds", [], EMPTY, EMPTY);
   }
 
   /** True once CDS, EDS, LDS and RDS all arrived at least once. */
@@ -257,102 +449,115 @@ export class SimProxy {
     this.#stream.close();
   }
 
-  #request(type: TypeName, names: string[], version: string, nonce: string) {
-    const node = this.#sentNode ? undefined : field(1, this.#opts.nodeId);
-    this.#sentNode = true;
-    let msg: Buffer;
-    if (this.#opts.delta) {
-      msg = message([
-        node && field(1, node),
-        field(2, TYPE[type]),
-        namesField(3, names),
-        nonce ? field(6, nonce) : undefined,
+  #request(type: TypeName, names: readonly string[], version: Uint8Array, nonce: Uint8Array) {
+    const node = this.#node;
+    this.#node = undefined;
+    const typeUrl = TYPE_BYTES[TYPE_NAMES.indexOf(type)];
+    const encodedNames = namesField(3, names);
+    const msg = this.#opts.delta
+      ? frame([
+        node && [1, node],
+        [2, typeUrl],
+        encodedNames && [0, encodedNames],
+        nonce.length ? [6, nonce] : undefined,
+      ])
+      : frame([
+        version.length ? [1, version] : undefined,
+        node && [2, node],
+        encodedNames && [0, encodedNames],
+        [4, typeUrl],
+        nonce.length ? [5, nonce] : undefined,
       ]);
-    } else {
-      msg = message([
-        version ? field(1, version) : undefined,
-        node && field(2, node),
-        namesField(3, names),
-        field(4, TYPE[type]),
-        nonce ? field(5, nonce) : undefined,
-      ]);
-    }
-    this.#stream.write(grpcFrame(msg));
+    this.#stream.write(msg);
   }
 
   #onData(chunk: Buffer) {
     this.#chunks.push(chunk);
     this.#buffered += chunk.length;
     while (this.#buffered >= 5) {
-      let head = this.#chunks[0];
-      if (head.length < 5) head = this.#join();
-      const len = head.readUInt32BE(1);
+      const head = this.#chunks[0];
+      const len = head.length >= 5 ? head.readUInt32BE(1) : this.#peekLength();
       if (this.#buffered < 5 + len) break;
-      if (head.length < 5 + len) head = this.#join();
-      const msg = head.subarray(5, 5 + len);
-      const rest = head.subarray(5 + len);
-      if (rest.length) this.#chunks[0] = rest;
-      else this.#chunks.shift();
+      let msg: Buffer;
+      if (head.length >= 5 + len) {
+        msg = head.subarray(5, 5 + len);
+        if (head.length > 5 + len) this.#chunks[0] = head.subarray(5 + len);
+        else this.#chunks.shift();
+      } else msg = this.#take(5 + len).subarray(5);
       this.#buffered -= 5 + len;
       this.#onMessage(msg);
     }
   }
 
-  #join(): Buffer {
-    const b = Buffer.concat(this.#chunks, this.#buffered);
-    this.#chunks = [b];
-    return b;
+  /** The gRPC message length (prefix bytes 1-4) when the prefix spans chunks. */
+  #peekLength(): number {
+    let n = 0, k = 0;
+    for (const c of this.#chunks) {
+      for (let i = 0; i < c.length && k < 5; i++, k++) if (k > 0) n = n * 256 + c[i];
+      if (k === 5) break;
+    }
+    return n;
+  }
+
+  /** Moves the first `n` buffered bytes into {@link scratch}. */
+  #take(n: number): Buffer {
+    if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, scratch.length * 2));
+    let pos = 0;
+    while (pos < n) {
+      const c = this.#chunks[0];
+      const want = n - pos;
+      if (c.length <= want) {
+        scratch.set(c, pos);
+        pos += c.length;
+        this.#chunks.shift();
+      } else {
+        scratch.set(c.subarray(0, want), pos);
+        pos += want;
+        this.#chunks[0] = c.subarray(want);
+      }
+    }
+    return scratch.subarray(0, n);
   }
 
   #onMessage(msg: Buffer) {
     const o = this.#opts;
-    // CDS names are parsed only when needed (first time or cluster count changed).
-    const r = o.delta
-      ? decodeDelta(msg)
-      : decodeSotw(msg, (t, n) => t === "cds" && n !== this.clusterCount);
-    if (!r.type) return;
+    const r = decode(msg, o.delta);
+    if (!r) return;
     this.received[r.type]++;
     this.bytes[r.type] += r.bytes;
     if (o.delta) {
       // ACK, and subscribe follow-up types
-      this.#request(r.type, [], "", r.nonce);
+      this.#request(r.type, [], EMPTY, r.nonce);
       if (r.type === "cds") {
         // Subscribe EDS to the clusters not subscribed yet (interned, so the thousands of
         // proxies receiving the same clusters share one list, set and encoding).
-        const known = nameSet(this.edsNames);
-        const fresh = r.names.filter((n) => n.startsWith("outbound|") && !known.has(n));
+        const { fresh, next } = r.section.deltaEds(this.edsNames);
         if (fresh.length) {
-          const shared = internNames(fresh);
-          this.edsNames = extendNames(this.edsNames, shared);
-          this.#request("eds", shared, "", "");
+          this.edsNames = next;
+          this.#request("eds", fresh, EMPTY, EMPTY);
         }
       }
+    } else if (r.type === "cds") {
+      this.#request("cds", [], r.version, r.nonce);
+      const eds = r.section.edsNames;
+      if (eds !== this.edsNames) {
+        this.edsNames = eds;
+        this.#request("eds", eds, this.#edsVersion, this.#edsNonce);
+      }
+    } else if (r.type === "eds") {
+      // Kept beyond this call (the next EDS request after a CDS change repeats them): copies.
+      this.#edsVersion = new Uint8Array(r.version);
+      this.#edsNonce = new Uint8Array(r.nonce);
+      this.#request("eds", this.edsNames, r.version, r.nonce);
     } else {
-      if (r.type === "cds" && r.count !== this.clusterCount) {
-        this.clusterCount = r.count;
-        this.#request("cds", [], r.version, r.nonce);
-        const eds = r.names.filter((n) => n.startsWith("outbound|"));
-        const shared = internNames(eds);
-        if (shared !== this.edsNames) {
-          this.edsNames = shared;
-          this.#request("eds", shared, this.#edsVersion, this.#edsNonce);
-        }
-      } else if (r.type === "eds") {
-        this.#edsVersion = r.version;
-        this.#edsNonce = r.nonce;
-        this.#request("eds", this.edsNames, r.version, r.nonce);
-      } else {
-        this.#request(r.type, r.type === "rds" ? o.routeNames : [], r.version, r.nonce);
-      }
+      this.#request(r.type, r.type === "rds" ? o.routeNames : [], r.version, r.nonce);
     }
     if (r.type === "lds" && !this.#rdsSent) {
       this.#rdsSent = true;
-      this.#request("rds", o.routeNames, "", "");
+      this.#request("rds", o.routeNames, EMPTY, EMPTY);
     }
     o.onResponse(this, r);
   }
-  #edsVersion = "";
-  #edsNonce = "";
 }
 
 const ENVOY_WINDOW = 256 * 1024 * 1024;

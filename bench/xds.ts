@@ -5,10 +5,12 @@
  *
  * Measures: server RSS idle and per connected proxy, initial sync time, endpoint-change
  * propagation (one endpoint edited → every proxy received the EDS update), full push (a new
- * service → every proxy received the new CDS), and bytes on the wire for a one-endpoint change,
- * SotW vs delta. A baseline at `--baseline` proxies is measured in the same run. `--protocol`
- * chooses the ADS flavour of the main proxies (`sotw`, the default and Envoy's, or `delta`); the
- * `--delta` extra proxies always use delta.
+ * service → every proxy received all of it: the CDS naming the new cluster, the RDS carrying its
+ * virtual host and its EDS), and bytes on the wire for a one-endpoint change, SotW vs delta. Each
+ * sample starts once the server is quiet (no proxy received a response for 300 ms), so a sample
+ * never overlaps the previous one's push. A baseline at `--baseline` proxies is measured in the
+ * same run. `--protocol` chooses the ADS flavour of the main proxies (`sotw`, the default and
+ * Envoy's, or `delta`); the `--delta` extra proxies always use delta.
  *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
@@ -17,7 +19,14 @@
 import { parseArgs } from "node:util";
 import process from "node:process";
 import type http2 from "node:http2";
-import { connectSession, SimProxy, type SimResponse, type TypeName } from "./_ads_sim.ts";
+import {
+  connectSession,
+  type Section,
+  sectionStats,
+  SimProxy,
+  type SimResponse,
+  type TypeName,
+} from "./_ads_sim.ts";
 
 const REPO = new URL("../", import.meta.url);
 
@@ -37,6 +46,8 @@ interface Options {
   perSession: number;
   /** Directory for a V8 CPU profile of the server (`deno run --cpu-prof-dir`), or "". */
   serverCpuProf: string;
+  /** Directory for CPU profiles of server and client recorded during the full-scale full pushes. */
+  profileFullPush: string;
 }
 
 function parse(args: string[]): Options {
@@ -53,6 +64,7 @@ function parse(args: string[]): Options {
       "full-pushes": { type: "string", default: "3" },
       "per-session": { type: "string", default: "1" },
       "server-cpu-prof": { type: "string", default: "" },
+      "profile-full-push": { type: "string", default: "" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
     strict: false,
@@ -79,6 +91,7 @@ function parse(args: string[]): Options {
     fullPushes: num("full-pushes", values["full-pushes"], 1),
     perSession: num("per-session", values["per-session"], 1),
     serverCpuProf: String(values["server-cpu-prof"] ?? ""),
+    profileFullPush: String(values["profile-full-push"] ?? ""),
   };
   if (o.baseline > o.proxies) o.baseline = o.proxies;
   return o;
@@ -141,6 +154,9 @@ function cpuOf(pid: number): number {
 
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MB`;
 const ms = (s: number) => (Number.isFinite(s) ? `${s.toFixed(0)} ms` : "timed out");
+/** Milliseconds as "640 ms" or, from 1 s, "2.1 s". */
+const dur = (x: number) =>
+  !Number.isFinite(x) ? "timed out" : x < 1000 ? ms(x) : `${(x / 1000).toFixed(1)} s`;
 
 function pct(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
@@ -157,19 +173,65 @@ async function until(what: string, pred: () => boolean, timeoutMs: number) {
   }
 }
 
-/** A watch for one resource name in responses of one type, per proxy. */
-interface Watch {
+/**
+ * What a sample waits for at every live proxy: a response of `type` with a resource named `name`
+ * (exact), or else one whose resources carry the bytes `needle` (make it exact by including the
+ * protobuf length prefix).
+ */
+interface Target {
   type: TypeName;
-  needle: Uint8Array;
+  name?: string;
+  needle?: Uint8Array;
+}
+
+/** A target being watched: when (ms after `since`) and in how many bytes each proxy got it. */
+interface Watch extends Target {
   since: number;
   seen: Map<SimProxy, number>;
   bytes: Map<SimProxy, number>;
 }
 
-function contains(hay: Uint8Array, needle: Uint8Array): boolean {
-  // Buffer.indexOf is native and fast.
-  return (hay as unknown as { indexOf(n: Uint8Array): number }).indexOf(needle) >= 0;
+/** A string as a protobuf string field payload (length byte + bytes), for exact needles. */
+function lengthPrefixed(s: string): Uint8Array {
+  const b = new TextEncoder().encode(s);
+  if (b.length > 127) throw new Error(`Needle "${s}" is longer than 127 bytes`);
+  return Uint8Array.of(b.length, ...b);
 }
+
+const u8IndexOf = Uint8Array.prototype.indexOf;
+
+/** Whether `hay` contains `needle` (native first-byte search; Deno's Buffer.indexOf is slow JS). */
+function contains(hay: Uint8Array, needle: Uint8Array): boolean {
+  if (!needle.length) return true;
+  const first = needle[0], last = hay.length - needle.length;
+  for (
+    let i = u8IndexOf.call(hay, first);
+    i >= 0 && i <= last;
+    i = u8IndexOf.call(hay, first, i + 1)
+  ) {
+    let k = 1;
+    while (k < needle.length && hay[i + k] === needle[k]) k++;
+    if (k === needle.length) return true;
+  }
+  return false;
+}
+
+/** Whether the resources `s` hold `w`'s target; answered once per distinct content. */
+function matches(w: Watch, s: Section): boolean {
+  let m = s.memo.get(w);
+  if (m === undefined) {
+    m = w.name !== undefined
+      ? s.names.includes(w.name)
+      : contains(s.bytes, w.needle ?? new Uint8Array());
+    s.memo.set(w, m);
+  }
+  return m;
+}
+
+/** A sample starts once no proxy received a response for this long... */
+const QUIET_MS = 300;
+/** ...or, if the server never gets that quiet, after this long (reported). */
+const QUIET_DEADLINE_MS = 30_000;
 
 /** Runs the benchmark; prints a report to stdout. */
 export async function main(args: string[] = Deno.args): Promise<void> {
@@ -181,6 +243,11 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     `## xDS benchmark (main proxies: ${proto} ADS): ${o.services} services × ${o.endpoints} ` +
       `endpoints, ${o.proxies} ${proto} proxies (+${o.delta} delta), ` +
       `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}`,
+  );
+  out(
+    `Each sample starts once no proxy received an ADS response for ${QUIET_MS} ms and ends when ` +
+      `every live proxy has the change (endpoint change, ServiceEntry edit: its EDS; full push: ` +
+      `the CDS naming the new cluster, the RDS with its virtual host and its EDS).`,
   );
 
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-xds-" });
@@ -223,6 +290,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "127.0.0.1",
         "--log_output_level",
         "default:info,ads:error",
+        ...(o.profileFullPush ? ["--profile"] : []),
       ],
       stdout: "piped",
       stderr: "piped",
@@ -246,9 +314,11 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     await until("mesh-discovery to be ready", () => log.includes("discovery is ready"), 120_000);
 
     const watches = new Set<Watch>();
+    let lastResponse = performance.now();
     const onResponse = (p: SimProxy, r: SimResponse) => {
+      lastResponse = performance.now();
       for (const w of watches) {
-        if (r.type === w.type && !w.seen.has(p) && contains(r.raw, w.needle)) {
+        if (r.type === w.type && !w.seen.has(p) && matches(w, r.section)) {
           w.seen.set(p, performance.now() - w.since);
           w.bytes.set(p, r.bytes);
         }
@@ -328,70 +398,125 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     };
 
     /**
-     * Applies `count` changes one after the other; each sample is the time from the file write
-     * until every live proxy received a `type` response naming `cluster`. A sample that times out
-     * is recorded as Infinity and ends the series.
+     * Waits until no proxy received a response for {@link QUIET_MS}; returns how long that took
+     * (ms), or Infinity when the server was still sending at the deadline.
+     */
+    const waitQuiet = async () => {
+      const t = performance.now();
+      let quiet = true;
+      await until(
+        "a quiet server",
+        () => performance.now() - lastResponse >= QUIET_MS,
+        QUIET_DEADLINE_MS,
+      )
+        .catch(() => (quiet = false));
+      return quiet ? performance.now() - t : Infinity;
+    };
+
+    /**
+     * Applies `count` changes one after the other. Each sample starts once the server is quiet
+     * (see {@link waitQuiet}), and is the time from just before the change until every live proxy
+     * received every target `prepare` named for it (per proxy: the latest of its targets). A
+     * sample that times out is recorded as Infinity and ends the series. `perType` holds, per
+     * sample, when each target was complete at every proxy.
      */
     const measure = async (
       what: string,
-      type: TypeName,
       count: number,
       timeoutMs: number,
-      change: (c: number) => Promise<string | Uint8Array>,
+      prepare: (c: number) => { targets: Target[]; apply: () => Promise<void> },
     ) => {
       const perChange: number[] = [];
       const perProxy: number[] = [];
+      const perType: Target[][] = [];
+      const perTypeMs: number[][] = [];
       let sotwBytes = NaN, deltaBytes = NaN;
       for (let c = 0; c < count; c++) {
-        const w: Watch = {
-          type,
-          needle: new Uint8Array(),
-          since: 0,
+        const waited = await waitQuiet();
+        const { targets, apply } = prepare(c);
+        const since = performance.now();
+        const ws: Watch[] = targets.map((t) => ({
+          ...t,
+          since,
           seen: new Map(),
           bytes: new Map(),
+        }));
+        for (const w of ws) watches.add(w);
+        const live = () => {
+          let n = 0;
+          for (const p of proxies) if (!p.ended) n++;
+          return n;
         };
-        const live = () => proxies.filter((p) => !p.ended).length;
-        w.since = performance.now();
-        const needle = await change(c);
-        w.needle = typeof needle === "string" ? new TextEncoder().encode(needle) : needle;
-        watches.add(w);
         let timedOut = false;
-        await until(what, () => w.seen.size >= live(), timeoutMs).catch(() => (timedOut = true));
-        watches.delete(w);
-        const lat = [...w.seen.values()];
+        try {
+          await apply();
+          await until(what, () => {
+            const n = live();
+            return ws.every((w) => w.seen.size >= n);
+          }, timeoutMs).catch(() => (timedOut = true));
+        } finally {
+          for (const w of ws) watches.delete(w);
+        }
+        const lat: number[] = [];
+        for (const [p, t0] of ws[0].seen) {
+          let t = t0;
+          for (const w of ws) t = Math.max(t, w.seen.get(p) ?? Infinity);
+          if (Number.isFinite(t)) lat.push(t);
+        }
         perProxy.push(...lat);
         perChange.push(timedOut ? Infinity : Math.max(...lat));
+        const done = ws.map((w) => w.seen.size >= live() ? Math.max(...w.seen.values()) : Infinity);
+        perType.push(targets);
+        perTypeMs.push(done);
         if (c === 0) {
-          const sotw = proxies.find((p) => !isDelta(p) && w.bytes.has(p));
-          const delta = proxies.find((p) => isDelta(p) && w.bytes.has(p));
-          if (sotw) sotwBytes = w.bytes.get(sotw)!;
-          if (delta) deltaBytes = w.bytes.get(delta)!;
+          const sotw = proxies.find((p) => !isDelta(p) && ws[0].bytes.has(p));
+          const delta = proxies.find((p) => isDelta(p) && ws[0].bytes.has(p));
+          if (sotw) sotwBytes = ws[0].bytes.get(sotw)!;
+          if (delta) deltaBytes = ws[0].bytes.get(delta)!;
         }
+        const got = ws.length > 1 ? ` got ${ws.map((w) => w.type).join("+")}` : "";
+        const types = ws.length > 1
+          ? `; ${ws.map((w, k) => `${w.type} ${dur(done[k])}`).join(", ")}`
+          : "";
+        const quiet = Number.isFinite(waited)
+          ? `started after ${dur(waited)} of waiting for quiet`
+          : `started without quiet: responses still arriving after ${QUIET_DEADLINE_MS / 1000} s`;
         out(
           `  ${what} ${c + 1}/${count}: ${
             timedOut
-              ? `TIMED OUT after ${timeoutMs / 1000} s, ${w.seen.size}/${live()} proxies got it`
-              : `all ${w.seen.size} proxies in ${ms(perChange[c])}`
-          }${proxies.length - live() ? ` (${proxies.length - live()} streams ended)` : ""}`,
+              ? `TIMED OUT after ${timeoutMs / 1000} s, ${
+                ws.map((w) => `${w.type} ${w.seen.size}/${live()}`).join(", ")
+              } proxies got it`
+              : `all ${lat.length} proxies${got} in ${ms(perChange[c])}`
+          } (${quiet}${types})${
+            proxies.length - live() ? ` (${proxies.length - live()} streams ended)` : ""
+          }`,
         );
         if (timedOut) break;
-        await new Promise((r) => setTimeout(r, 500));
       }
       perProxy.sort((a, b) => a - b);
       perChange.sort((a, b) => a - b);
-      return { perChange, perProxy, sotwBytes, deltaBytes };
+      /** p50 over the samples of the time each target type was complete at every proxy. */
+      const typeP50 = (perType[0] ?? []).map((t, k) =>
+        `${t.type} ${dur(pct(perTypeMs.map((d) => d[k]).sort((a, b) => a - b), 50))}`
+      ).join(", ");
+      return { perChange, perProxy, sotwBytes, deltaBytes, typeP50 };
     };
 
     let changeSeq = 0;
     const bumps = new Map<number, number>();
     /** Config change: one ServiceEntry file edited (full config recompute on the server). */
     const measureSeChanges = async (label: string, count: number) => {
-      const r = await measure("ServiceEntry edit", "eds", count, 180_000, async (c) => {
+      const r = await measure("ServiceEntry edit", count, 180_000, (c) => {
         const i = (c * 37) % o.services;
-        bumps.set(i, ++changeSeq);
-        const f = Math.floor(i / PER_FILE);
-        await writeAtomic(`${dir}/${bundleName(f)}`, bundle(f, o, bumps));
-        return clusterName(i);
+        return {
+          targets: [{ type: "eds", name: clusterName(i) }],
+          apply: async () => {
+            bumps.set(i, ++changeSeq);
+            const f = Math.floor(i / PER_FILE);
+            await writeAtomic(`${dir}/${bundleName(f)}`, bundle(f, o, bumps));
+          },
+        };
       });
       out(
         `${label}: ServiceEntry edit (config change) → every proxy (${r.perChange.length} ` +
@@ -409,22 +534,27 @@ export async function main(args: string[] = Deno.args): Promise<void> {
      */
     let regSeq = 0;
     const measureChanges = async (label: string, count: number) => {
-      const r = await measure("endpoint change", "eds", count, 180_000, async (c) => {
+      const r = await measure("endpoint change", count, 180_000, (c) => {
         const i = (c * 37 + 11) % o.services;
         const n = ++regSeq;
         const address = `10.250.${n >> 8}.${n & 255}`;
-        const res = await fetch(
-          `http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(i)}`,
-          {
-            method: "POST",
-            body: JSON.stringify({ address, servicePort: 8080, labels: { version: "v1" } }),
+        return {
+          // The address as a protobuf string field payload (length + bytes): exact match.
+          targets: [{ type: "eds", needle: lengthPrefixed(address) }],
+          apply: async () => {
+            const res = await fetch(
+              `http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(i)}`,
+              {
+                method: "POST",
+                body: JSON.stringify({ address, servicePort: 8080, labels: { version: "v1" } }),
+              },
+            );
+            const body = await res.text();
+            if (!res.ok) {
+              throw new Error(`POST /debug/endpointz: ${res.status} ${body.slice(0, 200)}`);
+            }
           },
-        );
-        const body = await res.text();
-        if (!res.ok) throw new Error(`POST /debug/endpointz: ${res.status} ${body.slice(0, 200)}`);
-        // The address as a protobuf string field payload (length + bytes): exact match.
-        const a = new TextEncoder().encode(address);
-        return Uint8Array.of(a.length, ...a);
+        };
       });
       out(
         `${label}: endpoint change (registry) → every proxy (${r.perChange.length} changes): p50 ` +
@@ -436,17 +566,25 @@ export async function main(args: string[] = Deno.args): Promise<void> {
 
     let added = 0;
     const measureFullPush = async (label: string, count: number) => {
-      const r = await measure("full push", "cds", count, 300_000, async () => {
+      const r = await measure("full push", count, 300_000, () => {
         const i = o.services + added++;
-        await writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints));
-        return clusterName(i);
+        return {
+          // The CDS naming the new cluster, the RDS "8080" with its virtual host (named
+          // `<host>:8080`, also one of its domains), and the cluster's EDS.
+          targets: [
+            { type: "cds", name: clusterName(i) },
+            { type: "rds", needle: lengthPrefixed(`${svcName(i)}:8080`) },
+            { type: "eds", name: clusterName(i) },
+          ],
+          apply: () => writeAtomic(`${dir}/${svcName(i)}.yaml`, serviceEntry(i, o.endpoints)),
+        };
       });
       out(
-        `${label}: full push (new service → every proxy has the new CDS, ` +
+        `${label}: full push (new service → every proxy received its CDS, RDS and EDS; ` +
           `${r.perChange.length} pushes): p50 ${ms(pct(r.perChange, 50))}, ` +
-          `p90 ${ms(pct(r.perChange, 90))}`,
+          `p90 ${ms(pct(r.perChange, 90))}; each type complete at every proxy, p50: ${r.typeP50}`,
       );
-      return r.perChange;
+      return r;
     };
 
     const clientCpu = () => {
@@ -491,17 +629,23 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `${((rssN - rssBase) / (n - o.baseline) / 1024).toFixed(0)} kB)`,
     );
     const clientRss = process.memoryUsage().rss;
+    const responses = sectionStats.hits + sectionStats.misses;
     out(
-      `client overhead (this process, ${sessions.length} HTTP/2 connections): RSS ${
-        mb(clientRss)
-      } (+${mb(clientRss - clientRss0)} for the proxies), CPU so far ${clientCpu().toFixed(1)} s`,
+      `client overhead (this process, ${sessions.length} HTTP/2 connections): ` +
+        `RSS ${mb(clientRss)} (+${mb(clientRss - clientRss0)} for the proxies), ` +
+        `CPU so far ${clientCpu().toFixed(1)} s; ${sectionStats.hits} of ${responses} ` +
+        `responses carried resources already decoded for another proxy`,
     );
 
     const big = await withCpu(() => measureChanges(`${n} proxies`, o.changes));
     out(`  (${o.changes} endpoint changes: ${cpuText(big)})`);
     const se = await withCpu(() => measureSeChanges(`${n} proxies`, Math.min(o.changes, 5)));
     out(`  (ServiceEntry edits: ${cpuText(se)})`);
-    const full = await withCpu(() => measureFullPush(`${n} proxies`, o.fullPushes));
+    const full = await withCpu(() =>
+      o.profileFullPush
+        ? profiled(o.profileFullPush, httpPort, () => measureFullPush(`${n} proxies`, o.fullPushes))
+        : measureFullPush(`${n} proxies`, o.fullPushes)
+    );
     out(`  (full pushes: ${cpuText(full)})`);
     const projected = rssIdle + perProxy * 2000;
     const pair = (xs: number[], p1: number, p2: number) =>
@@ -544,12 +688,13 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `${pair(se.r.perChange, 50, 99)} (${cpuText(se)}) | |`,
     );
     out(
-      `| full push → all, p50 / p90 (${o.baseline} proxies) | ${pair(baseFull, 50, 90)} | |`,
+      `| full push → all (CDS, RDS and EDS at every proxy), p50 / p90 (${o.baseline} proxies) | ` +
+        `${pair(baseFull.perChange, 50, 90)} (per type p50: ${baseFull.typeP50}) | |`,
     );
     out(
-      `| full push → all, p50 / p90 (${n} proxies) | ${pair(full.r, 50, 90)} (${
-        cpuText(full)
-      }) | p90 ≤ 1500 ms |`,
+      `| full push → all (CDS, RDS and EDS at every proxy), p50 / p90 (${n} proxies) | ${
+        pair(full.r.perChange, 50, 90)
+      } (per type p50: ${full.r.typeP50}; ${cpuText(full)}) | p90 ≤ 1500 ms |`,
     );
     const ratioPush = big.r.deltaBytes / big.r.sotwBytes;
     const ratioState = big.r.deltaBytes / edsFull;
@@ -580,6 +725,46 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       clearTimeout(t);
     }
     await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+/**
+ * Runs `fn` while recording CPU profiles of the server (its `/debug/pprof/profile`, started with
+ * `--profile`) and of this process (node:inspector); writes `server.cpuprofile` and
+ * `server-<i>.cpuprofile` (consecutive 2 s slices until `fn` is done) and `client.cpuprofile`
+ * into `dir`. Read them with `deno run -A bench/cpuprofile_top.ts <files>`.
+ */
+async function profiled<T>(dir: string, httpPort: number, fn: () => Promise<T>): Promise<T> {
+  const { Session } = await import("node:inspector");
+  const s = new Session();
+  s.connect();
+  const post = (method: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) =>
+      s.post(method, (e, r) => e ? reject(e) : resolve(r as Record<string, unknown>))
+    );
+  await post("Profiler.enable");
+  await post("Profiler.start");
+  let done = false;
+  const slices: unknown[] = [];
+  const server = (async () => {
+    while (!done) {
+      const res = await fetch(`http://127.0.0.1:${httpPort}/debug/pprof/profile?seconds=2`);
+      if (!res.ok) throw new Error(`server profile: ${res.status} ${await res.text()}`);
+      slices.push(await res.json());
+    }
+  })();
+  try {
+    return await fn();
+  } finally {
+    done = true;
+    const r = await post("Profiler.stop");
+    s.disconnect();
+    await server;
+    await Deno.mkdir(dir, { recursive: true });
+    await Deno.writeTextFile(`${dir}/client.cpuprofile`, JSON.stringify(r.profile));
+    for (const [i, p] of slices.entries()) {
+      await Deno.writeTextFile(`${dir}/server-${i}.cpuprofile`, JSON.stringify(p));
+    }
   }
 }
 
