@@ -12,6 +12,7 @@
  */
 
 import http2 from "node:http2";
+import { LeanSession, type LeanStream } from "./_h2_lean.ts";
 import { Buffer } from "node:buffer";
 
 const TYPE = {
@@ -379,8 +380,8 @@ function decode(b: Buffer, delta: boolean): SimResponse | undefined {
 
 /** Options of {@link SimProxy}. */
 export interface SimProxyOptions {
-  /** Shared HTTP/2 session to the ADS port. */
-  session: http2.ClientHttp2Session;
+  /** Shared HTTP/2 session to the ADS port (node:http2, or the bench's lean client). */
+  session: http2.ClientHttp2Session | LeanSession;
   nodeId: string;
   delta: boolean;
   /** RDS names to subscribe to once listeners arrived. */
@@ -402,7 +403,7 @@ export class SimProxy {
   /** The EDS names subscribed (interned list). */
   edsNames: string[] = [];
   ended: string | undefined;
-  #stream: http2.ClientHttp2Stream;
+  #stream: http2.ClientHttp2Stream | LeanStream;
   /** Received bytes not yet consumed. */
   #chunks: Buffer[] = [];
   #buffered = 0;
@@ -417,24 +418,33 @@ export class SimProxy {
     this.#opts = opts;
     this.#node = field(1, opts.nodeId);
     const method = opts.delta ? "DeltaAggregatedResources" : "StreamAggregatedResources";
-    this.#stream = opts.session.request({
-      ":method": "POST",
-      ":path": `/envoy.service.discovery.v3.AggregatedDiscoveryService/${method}`,
-      "content-type": "application/grpc",
-      te: "trailers",
-    });
-    this.#stream.on("response", (h) => {
-      if (h["grpc-status"] !== undefined) {
-        this.ended = `grpc-status ${h["grpc-status"]}: ${h["grpc-message"] ?? ""}`;
-      }
-    });
-    this.#stream.on("data", (chunk: Buffer) => this.#onData(chunk));
-    this.#stream.on(
-      "trailers",
-      (h) => (this.ended = `grpc-status ${h["grpc-status"]}: ${h["grpc-message"] ?? ""}`),
-    );
-    this.#stream.on("error", (e) => (this.ended = String(e)));
-    this.#stream.on("close", () => (this.ended ??= "closed"));
+    const path = `/envoy.service.discovery.v3.AggregatedDiscoveryService/${method}`;
+    if (opts.session instanceof LeanSession) {
+      this.#stream = opts.session.request(path, {
+        message: (m) => this.#onMessage(Buffer.from(m.buffer, m.byteOffset, m.length)),
+        end: (why) => (this.ended ??= why),
+      });
+    } else {
+      const stream = opts.session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
+      this.#stream = stream;
+      stream.on("response", (h) => {
+        if (h["grpc-status"] !== undefined) {
+          this.ended = `grpc-status ${h["grpc-status"]}: ${h["grpc-message"] ?? ""}`;
+        }
+      });
+      stream.on("data", (chunk: Buffer) => this.#onData(chunk));
+      stream.on(
+        "trailers",
+        (h) => (this.ended = `grpc-status ${h["grpc-status"]}: ${h["grpc-message"] ?? ""}`),
+      );
+      stream.on("error", (e) => (this.ended = String(e)));
+      stream.on("close", () => (this.ended ??= "closed"));
+    }
     this.#request("cds", [], EMPTY, EMPTY);
     this.#request("lds", [], EMPTY, EMPTY);
   }
@@ -562,8 +572,18 @@ export class SimProxy {
 
 const ENVOY_WINDOW = 256 * 1024 * 1024;
 
-/** Opens an HTTP/2 session to `127.0.0.1:<port>` (resolves once connected). */
-export function connectSession(port: number): Promise<http2.ClientHttp2Session> {
+/** HTTP/2 client implementation of the simulated sidecars. */
+export type ClientKind = "lean" | "node-http2";
+
+/**
+ * Opens an HTTP/2 session to `127.0.0.1:<port>` (resolves once connected): the lean client
+ * (`_h2_lean.ts`, the default) or Deno's node:http2.
+ */
+export function connectSession(
+  port: number,
+  kind: ClientKind = "lean",
+): Promise<http2.ClientHttp2Session | LeanSession> {
+  if (kind === "lean") return LeanSession.connect(port);
   return new Promise((resolve, reject) => {
     // Envoy's HTTP/2 defaults for its gRPC clients: 256 MiB stream and connection windows, so
     // large responses are not paced by WINDOW_UPDATE round trips.

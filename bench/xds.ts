@@ -19,7 +19,9 @@
 import { parseArgs } from "node:util";
 import process from "node:process";
 import type http2 from "node:http2";
+import type { LeanSession } from "./_h2_lean.ts";
 import {
+  type ClientKind,
   connectSession,
   type Section,
   sectionStats,
@@ -46,6 +48,8 @@ interface Options {
   perSession: number;
   /** Directory for a V8 CPU profile of the server (`deno run --cpu-prof-dir`), or "". */
   serverCpuProf: string;
+  /** HTTP/2 client of the simulated sidecars. */
+  client: ClientKind;
   /** Directory for CPU profiles of server and client recorded during the full-scale full pushes. */
   profileFullPush: string;
 }
@@ -65,6 +69,7 @@ function parse(args: string[]): Options {
       "per-session": { type: "string", default: "1" },
       "server-cpu-prof": { type: "string", default: "" },
       "profile-full-push": { type: "string", default: "" },
+      client: { type: "string", default: "lean" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
     strict: false,
@@ -80,8 +85,13 @@ function parse(args: string[]): Options {
   if (protocol !== "sotw" && protocol !== "delta") {
     throw new Error(`Flag --protocol must be "sotw" or "delta", got "${protocol}"`);
   }
+  const client = values.client;
+  if (client !== "lean" && client !== "node-http2") {
+    throw new Error(`Flag --client must be "lean" or "node-http2", got "${client}"`);
+  }
   const o = {
     protocol: protocol as Protocol,
+    client: client as ClientKind,
     proxies: num("proxies", values.proxies, 1),
     baseline: num("baseline", values.baseline, 1),
     services: num("services", values.services, 1),
@@ -242,7 +252,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
   out(
     `## xDS benchmark (main proxies: ${proto} ADS): ${o.services} services × ${o.endpoints} ` +
       `endpoints, ${o.proxies} ${proto} proxies (+${o.delta} delta), ` +
-      `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}`,
+      `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${o.client} HTTP/2 client`,
   );
   out(
     `Each sample starts once no proxy received an ADS response for ${QUIET_MS} ms and ends when ` +
@@ -252,7 +262,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
 
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-xds-" });
   let child: Deno.ChildProcess | undefined;
-  const sessions: http2.ClientHttp2Session[] = [];
+  const sessions: (http2.ClientHttp2Session | LeanSession)[] = [];
   const proxies: SimProxy[] = [];
   try {
     const t0 = performance.now();
@@ -327,7 +337,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     /** Opens one proxy; `own` gives it an HTTP/2 connection of its own (the delta extras). */
     const openProxy = async (i: number, delta: boolean, own = false) => {
       if (!sessions.length || proxies.length % o.perSession === 0 || own) {
-        sessions.push(await connectSession(grpcPort));
+        sessions.push(await connectSession(grpcPort, o.client));
       }
       const p = new SimProxy({
         session: sessions[sessions.length - 1],

@@ -1,0 +1,439 @@
+/**
+ * A lean HTTP/2 client for the simulated sidecars: gRPC streams over one `Deno.connect` socket
+ * per session, frames parsed and built by hand (headers through the HPACK codec in
+ * `lib/xds/server/h2/hpack.ts`). Deno's `node:http2` client spends more CPU receiving a full push
+ * to 2000 streams than the server spends sending it, and the bench runs both on the same two
+ * cores; this client reads into one reused buffer per session and hands over complete gRPC
+ * messages without per-frame allocations.
+ *
+ * What it does: connection preface and SETTINGS (Envoy's 256 MiB windows), SETTINGS/PING ACKs,
+ * WINDOW_UPDATEs for what it received, flow-controlled sends (stream and connection windows,
+ * frames of at most the server's SETTINGS_MAX_FRAME_SIZE), response headers and trailers
+ * (`grpc-status`), RST_STREAM and GOAWAY. No server push, no priorities, no padding on send.
+ * @module
+ */
+
+import { encodeHeaders, HpackDecoder } from "../lib/xds/server/h2/hpack.ts";
+
+const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+const DATA = 0, HEADERS = 1, RST_STREAM = 3, SETTINGS = 4, PING = 6, GOAWAY = 7;
+const WINDOW_UPDATE = 8, CONTINUATION = 9;
+const END_STREAM = 1, ACK = 1, END_HEADERS = 4, PADDED = 8, PRIORITY = 0x20;
+/** Envoy's HTTP/2 windows for its gRPC clients. */
+const WINDOW = 256 * 1024 * 1024;
+
+/** Callbacks of one stream. */
+export interface LeanHandlers {
+  /** A complete gRPC message (a view, valid only during the call). */
+  message(msg: Uint8Array): void;
+  /** The stream ended: trailers (`grpc-status N: message`), a reset, or the connection. */
+  end(why: string): void;
+}
+
+function frameHeader(len: number, type: number, flags: number, id: number): Uint8Array {
+  const h = new Uint8Array(9);
+  h[0] = len >>> 16;
+  h[1] = (len >>> 8) & 0xff;
+  h[2] = len & 0xff;
+  h[3] = type;
+  h[4] = flags;
+  new DataView(h.buffer).setUint32(5, id);
+  return h;
+}
+
+function u32(n: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n);
+  return b;
+}
+
+/** Receive buffers by power-of-two size, for messages that span frames (handled synchronously). */
+const pool = new Map<number, Uint8Array[]>();
+function take(n: number): Uint8Array {
+  let c = 65536;
+  while (c < n) c *= 2;
+  return pool.get(c)?.pop() ?? new Uint8Array(c);
+}
+function give(b: Uint8Array) {
+  let free = pool.get(b.length);
+  if (!free) pool.set(b.length, free = []);
+  if (free.length < 64) free.push(b);
+}
+
+/** One gRPC stream of a {@link LeanSession}. */
+export class LeanStream {
+  sendWindow: number;
+  recvConsumed = 0;
+  /** Queued outgoing bytes (gRPC-framed messages). */
+  out: Uint8Array[] = [];
+  outOffset = 0;
+  ended = false;
+  // message assembly
+  head = new Uint8Array(5);
+  headHave = 0;
+  msg: Uint8Array | undefined;
+  msgLen = 0;
+  msgHave = 0;
+  constructor(readonly session: LeanSession, readonly id: number, readonly h: LeanHandlers) {
+    this.sendWindow = session.peerInitialWindow;
+  }
+  /** Queues one gRPC-framed message. */
+  write(bytes: Uint8Array): void {
+    if (this.ended) return;
+    this.out.push(bytes);
+    this.session.schedule();
+  }
+  /** Cancels the stream (RST_STREAM CANCEL). */
+  close(): void {
+    if (this.ended) return;
+    this.session.reset(this, 8);
+  }
+}
+
+/** An HTTP/2 connection to the ADS port. */
+export class LeanSession {
+  peerInitialWindow = 65535;
+  #peerMaxFrame = 16384;
+  #sendWindow = 65535;
+  #recvConsumed = 0;
+  #streams = new Map<number, LeanStream>();
+  #nextId = 1;
+  #conn: Deno.TcpConn;
+  #buf = new Uint8Array(256 * 1024);
+  #have = 0;
+  #hpack = new HpackDecoder();
+  #block: { id: number; flags: number; parts: Uint8Array[] } | undefined;
+  #control: Uint8Array[] = [];
+  #flushQueued = false;
+  #writing = false;
+  #closed = false;
+  readonly #authority: string;
+
+  private constructor(conn: Deno.TcpConn, port: number) {
+    this.#conn = conn;
+    this.#authority = `127.0.0.1:${port}`;
+    const settings = new Uint8Array(12);
+    const dv = new DataView(settings.buffer);
+    dv.setUint16(0, 2); // ENABLE_PUSH 0
+    dv.setUint32(2, 0);
+    dv.setUint16(6, 4); // INITIAL_WINDOW_SIZE
+    dv.setUint32(8, WINDOW);
+    this.#control.push(
+      PREFACE,
+      frameHeader(12, SETTINGS, 0, 0),
+      settings,
+      frameHeader(4, WINDOW_UPDATE, 0, 0),
+      u32(WINDOW - 65535),
+    );
+    this.schedule();
+    this.#readLoop();
+  }
+
+  /** Connects to `127.0.0.1:<port>`. */
+  static async connect(port: number): Promise<LeanSession> {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    conn.setNoDelay(true);
+    return new LeanSession(conn, port);
+  }
+
+  /** Opens a gRPC stream on `path`. */
+  request(path: string, h: LeanHandlers): LeanStream {
+    const id = this.#nextId;
+    this.#nextId += 2;
+    const s = new LeanStream(this, id, h);
+    this.#streams.set(id, s);
+    const block = encodeHeaders([
+      [":method", "POST"],
+      [":scheme", "http"],
+      [":path", path],
+      [":authority", this.#authority],
+      ["content-type", "application/grpc"],
+      ["te", "trailers"],
+    ]);
+    this.#control.push(frameHeader(block.length, HEADERS, END_HEADERS, id), block);
+    this.schedule();
+    return s;
+  }
+
+  /** Closes the connection (streams end with "closed"). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#conn.close();
+    } catch { /* already closed */ }
+    this.#endAll("closed");
+  }
+
+  /** Same as {@link close} (the node:http2 session's name for it). */
+  destroy(): void {
+    this.close();
+  }
+
+  reset(s: LeanStream, code: number): void {
+    this.#control.push(frameHeader(4, RST_STREAM, 0, s.id), u32(code));
+    this.#end(s, "closed");
+    this.schedule();
+  }
+
+  #end(s: LeanStream, why: string) {
+    if (s.ended) return;
+    s.ended = true;
+    this.#streams.delete(s.id);
+    if (s.msg) give(s.msg);
+    s.msg = undefined;
+    s.h.end(why);
+  }
+
+  #endAll(why: string) {
+    for (const s of [...this.#streams.values()]) this.#end(s, why);
+  }
+
+  schedule(): void {
+    if (this.#flushQueued || this.#closed) return;
+    this.#flushQueued = true;
+    queueMicrotask(() => {
+      this.#flushQueued = false;
+      this.#flush();
+    });
+  }
+
+  /** Writes control frames and what the windows allow of each stream's queue, in one write. */
+  async #flush(): Promise<void> {
+    if (this.#writing || this.#closed) return;
+    const parts = this.#control;
+    this.#control = [];
+    for (const s of this.#streams.values()) {
+      while (s.out.length) {
+        const b = s.out[0];
+        const left = b.length - s.outOffset;
+        const n = Math.min(left, this.#peerMaxFrame, s.sendWindow, this.#sendWindow);
+        if (n <= 0) break;
+        parts.push(frameHeader(n, DATA, 0, s.id), b.subarray(s.outOffset, s.outOffset + n));
+        s.outOffset += n;
+        s.sendWindow -= n;
+        this.#sendWindow -= n;
+        if (s.outOffset === b.length) {
+          s.out.shift();
+          s.outOffset = 0;
+        }
+      }
+    }
+    if (!parts.length) return;
+    let size = 0;
+    for (const p of parts) size += p.length;
+    const all = new Uint8Array(size);
+    let at = 0;
+    for (const p of parts) {
+      all.set(p, at);
+      at += p.length;
+    }
+    this.#writing = true;
+    try {
+      for (let off = 0; off < all.length;) off += await this.#conn.write(all.subarray(off));
+    } catch (e) {
+      this.#fail(`write failed: ${(e as Error).message}`);
+      return;
+    } finally {
+      this.#writing = false;
+    }
+    if (this.#control.length || [...this.#streams.values()].some((s) => s.out.length)) {
+      this.schedule();
+    }
+  }
+
+  #fail(why: string) {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#conn.close();
+    } catch { /* already closed */ }
+    this.#endAll(why);
+  }
+
+  async #readLoop(): Promise<void> {
+    try {
+      for (;;) {
+        if (this.#have === this.#buf.length) {
+          const bigger = new Uint8Array(this.#buf.length * 2);
+          bigger.set(this.#buf);
+          this.#buf = bigger;
+        }
+        const n = await this.#conn.read(this.#buf.subarray(this.#have));
+        if (n === null) return this.#fail("connection closed by the server");
+        this.#have += n;
+        this.#parse();
+      }
+    } catch (e) {
+      this.#fail(this.#closed ? "closed" : `read failed: ${(e as Error).message}`);
+    }
+  }
+
+  #parse(): void {
+    const b = this.#buf;
+    let pos = 0;
+    while (this.#have - pos >= 9) {
+      const len = (b[pos] << 16) | (b[pos + 1] << 8) | b[pos + 2];
+      if (this.#have - pos < 9 + len) break;
+      const type = b[pos + 3], flags = b[pos + 4];
+      const id = ((b[pos + 5] & 0x7f) << 24) | (b[pos + 6] << 16) | (b[pos + 7] << 8) | b[pos + 8];
+      this.#frame(type, flags, id, b.subarray(pos + 9, pos + 9 + len));
+      pos += 9 + len;
+    }
+    // Keep the partial frame at the start of the buffer.
+    if (pos > 0) {
+      b.copyWithin(0, pos, this.#have);
+      this.#have -= pos;
+    }
+  }
+
+  #frame(type: number, flags: number, id: number, p: Uint8Array): void {
+    switch (type) {
+      case DATA: {
+        this.#recvConsumed += p.length;
+        if (this.#recvConsumed >= WINDOW / 2) {
+          this.#control.push(frameHeader(4, WINDOW_UPDATE, 0, 0), u32(this.#recvConsumed));
+          this.#recvConsumed = 0;
+          this.schedule();
+        }
+        const s = this.#streams.get(id);
+        if (!s) return;
+        s.recvConsumed += p.length;
+        if (s.recvConsumed >= WINDOW / 2) {
+          this.#control.push(frameHeader(4, WINDOW_UPDATE, 0, id), u32(s.recvConsumed));
+          s.recvConsumed = 0;
+          this.schedule();
+        }
+        const body = flags & PADDED ? p.subarray(1, p.length - p[0]) : p;
+        this.#data(s, body);
+        if (flags & END_STREAM) this.#end(s, "server ended the stream without trailers");
+        return;
+      }
+      case HEADERS: {
+        let start = 0, end = p.length;
+        if (flags & PADDED) {
+          start = 1;
+          end -= p[0];
+        }
+        if (flags & PRIORITY) start += 5;
+        const block = p.slice(start, end);
+        if (flags & END_HEADERS) this.#headers(id, flags, block);
+        else this.#block = { id, flags, parts: [block] };
+        return;
+      }
+      case CONTINUATION: {
+        const blk = this.#block;
+        if (!blk) return this.#fail("unexpected CONTINUATION");
+        blk.parts.push(p.slice());
+        if (flags & END_HEADERS) {
+          this.#block = undefined;
+          let size = 0;
+          for (const x of blk.parts) size += x.length;
+          const all = new Uint8Array(size);
+          let at = 0;
+          for (const x of blk.parts) {
+            all.set(x, at);
+            at += x.length;
+          }
+          this.#headers(blk.id, blk.flags, all);
+        }
+        return;
+      }
+      case RST_STREAM: {
+        const s = this.#streams.get(id);
+        if (s) {
+          const code = new DataView(p.buffer, p.byteOffset, 4).getUint32(0);
+          this.#end(s, `reset by the server (code ${code})`);
+        }
+        return;
+      }
+      case SETTINGS: {
+        if (flags & ACK) return;
+        const dv = new DataView(p.buffer, p.byteOffset, p.length);
+        for (let i = 0; i + 6 <= p.length; i += 6) {
+          const key = dv.getUint16(i), v = dv.getUint32(i + 2);
+          if (key === 4) {
+            const delta = v - this.peerInitialWindow;
+            this.peerInitialWindow = v;
+            for (const s of this.#streams.values()) s.sendWindow += delta;
+          } else if (key === 5) this.#peerMaxFrame = v;
+        }
+        this.#control.push(frameHeader(0, SETTINGS, ACK, 0));
+        this.schedule();
+        return;
+      }
+      case PING:
+        if (!(flags & ACK)) {
+          this.#control.push(frameHeader(8, PING, ACK, 0), p.slice());
+          this.schedule();
+        }
+        return;
+      case GOAWAY:
+        return this.#fail("GOAWAY from the server");
+      case WINDOW_UPDATE: {
+        const inc = new DataView(p.buffer, p.byteOffset, 4).getUint32(0) & 0x7fffffff;
+        if (id === 0) this.#sendWindow += inc;
+        else {
+          const s = this.#streams.get(id);
+          if (s) s.sendWindow += inc;
+        }
+        this.schedule();
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #headers(id: number, flags: number, block: Uint8Array): void {
+    const headers = this.#hpack.decode(block);
+    const s = this.#streams.get(id);
+    if (!s) return;
+    if (flags & END_STREAM) {
+      const get = (n: string) => headers.find(([k]) => k === n)?.[1];
+      this.#end(s, `grpc-status ${get("grpc-status")}: ${get("grpc-message") ?? ""}`);
+    }
+  }
+
+  /** Splits DATA payload bytes into gRPC messages; complete ones go to the handler. */
+  #data(s: LeanStream, p: Uint8Array): void {
+    let i = 0;
+    while (i < p.length && !s.ended) {
+      if (s.msg === undefined) {
+        // Prefix (5 bytes: flag, length), possibly split across frames.
+        if (s.headHave === 0 && p.length - i >= 5) {
+          const len = ((p[i + 1] << 24) >>> 0) + (p[i + 2] << 16) + (p[i + 3] << 8) + p[i + 4];
+          if (p.length - i - 5 >= len) {
+            // The whole message is in this frame: no copy.
+            s.h.message(p.subarray(i + 5, i + 5 + len));
+            i += 5 + len;
+            continue;
+          }
+          s.msgLen = len;
+          i += 5;
+        } else {
+          const n = Math.min(5 - s.headHave, p.length - i);
+          s.head.set(p.subarray(i, i + n), s.headHave);
+          s.headHave += n;
+          i += n;
+          if (s.headHave < 5) return;
+          const h = s.head;
+          s.msgLen = ((h[1] << 24) >>> 0) + (h[2] << 16) + (h[3] << 8) + h[4];
+          s.headHave = 0;
+        }
+        s.msg = take(s.msgLen);
+        s.msgHave = 0;
+      }
+      const n = Math.min(s.msgLen - s.msgHave, p.length - i);
+      s.msg.set(p.subarray(i, i + n), s.msgHave);
+      s.msgHave += n;
+      i += n;
+      if (s.msgHave === s.msgLen) {
+        const m = s.msg;
+        s.msg = undefined;
+        s.h.message(m.subarray(0, s.msgLen));
+        give(m);
+      }
+    }
+  }
+}
