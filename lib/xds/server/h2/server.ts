@@ -160,6 +160,9 @@ function frame(type: number, flags: number, id: number, payload: Uint8Array = ne
   return b;
 }
 
+/** See Connection#head: one frame header and payload at most. */
+const scratch = Buffer.allocUnsafe(9 + OUR_MAX_FRAME);
+
 // ---- calls ------------------------------------------------------------------------------------
 
 /** One gRPC call (one HTTP/2 stream) as seen by a handler. */
@@ -172,7 +175,10 @@ export interface GrpcCall {
   readonly peer: string;
   /** The connection's socket (a `TLSSocket` on TLS listeners: peer certificate). */
   readonly socket: Socket;
-  /** Called with each request message (never changed afterwards). Set by the handler. */
+  /**
+   * Called with each request message. The bytes are valid only during the call (they may sit in
+   * a reused buffer): copy what you keep. Set by the handler.
+   */
   onMessage: (message: Buffer) => void;
   /** The client half-closed its side (no more messages). */
   onEnd: () => void;
@@ -210,9 +216,13 @@ class Stream implements GrpcCall {
   headers: HeaderList = [];
   sendWindow: number;
   recvConsumed = 0;
-  /** Request bytes of the message being assembled. */
-  inbuf: Buffer[] = [];
-  inlen = 0;
+  /** The request message being assembled (pooled; see #messages), its length and bytes so far. */
+  msg: Buffer | undefined;
+  msgLen = 0;
+  msgHave = 0;
+  /** A message prefix split across frames. */
+  head: Buffer = Buffer.alloc(5);
+  headHave = 0;
   headersSent = false;
   /** Our side is done (trailers queued or sent). */
   localEnded = false;
@@ -368,14 +378,22 @@ export class Connection {
     }
   }
 
-  /** Joins the first `n` buffered bytes (n ≤ #inlen) into one buffer at #in[0]. */
+  /**
+   * The first `n` buffered bytes (n ≤ #inlen, at most one frame) as one buffer: the first chunk
+   * when they are all in it, else a copy in a scratch buffer shared by all connections (valid
+   * until the next call; frames are handled synchronously).
+   */
   #head(n: number): Buffer {
-    let b = this.#in[0];
-    if (b.length < n) {
-      b = Buffer.concat(this.#in, this.#inlen);
-      this.#in = [b];
+    const first = this.#in[0];
+    if (first.length >= n) return first;
+    let at = 0;
+    for (const c of this.#in) {
+      const k = Math.min(c.length, n - at);
+      scratch.set(k === c.length ? c : c.subarray(0, k), at);
+      at += k;
+      if (at === n) break;
     }
-    return b;
+    return scratch.subarray(0, n);
   }
 
   #consume(n: number): void {
@@ -670,35 +688,64 @@ export class Connection {
   }
 
   /** Splits request bytes into gRPC messages (5-byte prefix: compressed flag, length). */
-  #messages(s: Stream, body: Buffer): void {
-    s.inbuf.push(body);
-    s.inlen += body.length;
-    while (s.inlen >= 5 && !s.closed) {
-      let b = s.inbuf[0];
-      if (b.length < 5) b = join(s);
-      const compressed = b[0], len = b.readUInt32BE(1);
-      if (compressed > 1) {
-        return this.#fail(s, GrpcStatus.INTERNAL, `Bad message flag ${compressed}`);
+  #messages(s: Stream, p: Buffer): void {
+    let i = 0;
+    while (i < p.length && !s.closed && !s.discard) {
+      if (s.msg === undefined) {
+        // The 5-byte prefix (compressed flag, length), possibly split across frames.
+        let head: Uint8Array;
+        if (s.headHave === 0 && p.length - i >= 5) {
+          head = p.subarray(i, i + 5);
+          i += 5;
+        } else {
+          const n = Math.min(5 - s.headHave, p.length - i);
+          s.head.set(p.subarray(i, i + n), s.headHave);
+          s.headHave += n;
+          i += n;
+          if (s.headHave < 5) return;
+          s.headHave = 0;
+          head = s.head;
+        }
+        const compressed = head[0];
+        const len = ((head[1] << 24) >>> 0) + (head[2] << 16) + (head[3] << 8) + head[4];
+        if (compressed > 1) {
+          return this.#fail(s, GrpcStatus.INTERNAL, `Bad message flag ${compressed}`);
+        }
+        if (compressed) {
+          return this.#fail(s, GrpcStatus.INTERNAL, "Compressed message without a grpc-encoding");
+        }
+        if (len > MAX_RECEIVE_MESSAGE) {
+          return this.#fail(
+            s,
+            GrpcStatus.RESOURCE_EXHAUSTED,
+            `Received message larger than max (${len} vs. ${MAX_RECEIVE_MESSAGE})`,
+          );
+        }
+        if (p.length - i >= len) {
+          // The whole message is in this frame: handed over without a copy.
+          const msg = p.subarray(i, i + len);
+          i += len;
+          s.onMessage(msg);
+          continue;
+        }
+        // Spread over frames: assembled in a pooled buffer (handlers copy what they keep).
+        s.msg = take(len);
+        s.msgLen = len;
+        s.msgHave = 0;
       }
-      if (compressed) {
-        return this.#fail(s, GrpcStatus.INTERNAL, "Compressed message without a grpc-encoding");
+      const n = Math.min(s.msgLen - s.msgHave, p.length - i);
+      s.msg.set(p.subarray(i, i + n), s.msgHave);
+      s.msgHave += n;
+      i += n;
+      if (s.msgHave === s.msgLen) {
+        const m = s.msg;
+        s.msg = undefined;
+        try {
+          s.onMessage(m.subarray(0, s.msgLen));
+        } finally {
+          give(m);
+        }
       }
-      if (len > MAX_RECEIVE_MESSAGE) {
-        return this.#fail(
-          s,
-          GrpcStatus.RESOURCE_EXHAUSTED,
-          `Received message larger than max (${len} vs. ${MAX_RECEIVE_MESSAGE})`,
-        );
-      }
-      if (s.inlen < 5 + len) return;
-      if (b.length < 5 + len) b = join(s);
-      // Handlers may keep the message: it pins at most the one received chunk it lies in.
-      const msg = b.subarray(5, 5 + len);
-      const rest = b.subarray(5 + len);
-      if (rest.length) s.inbuf[0] = rest;
-      else s.inbuf.shift();
-      s.inlen -= 5 + len;
-      s.onMessage(msg);
     }
   }
 
@@ -706,8 +753,8 @@ export class Connection {
   #fail(s: Stream, code: number, message: string): void {
     s.end(code, message);
     s.discard = true;
-    s.inbuf = [];
-    s.inlen = 0;
+    if (s.msg) give(s.msg);
+    s.msg = undefined;
   }
 
   #remoteEnd(s: Stream): void {
@@ -974,12 +1021,6 @@ export class Connection {
       }
     }
   }
-}
-
-function join(s: Stream): Buffer {
-  const b = Buffer.concat(s.inbuf, s.inlen);
-  s.inbuf = [b];
-  return b;
 }
 
 function windowUpdate(id: number, inc: number): Buffer {

@@ -99,7 +99,8 @@ async function withServer(
 
 /** An echo handler: every message back (as two parts), OK when the client half-closes. */
 const echo: CallHandler = (c: GrpcCall) => {
-  c.onMessage = (m) => {
+  c.onMessage = (msg) => {
+    const m = Buffer.from(msg); // the message is only valid during the call
     const half = m.length >> 1;
     c.send([m.subarray(0, half), m.subarray(half)]).catch(() => {});
   };
