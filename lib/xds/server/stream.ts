@@ -492,7 +492,9 @@ export class XdsServer<P = unknown> {
         this.#unref(old);
       }
       if (raw && !st.sub.raw && st.sub.key !== undefined && names.length === st.sub.set.size) {
-        st.sub.raw = raw.slice(); // a copy: `raw` views the whole received message
+        // A copy (`raw` views the received message, whose buffer the transport reuses). Not
+        // `raw.slice()`: on a node Buffer that is a view, not a copy.
+        st.sub.raw = new Uint8Array(raw);
         this.#recentRaw.unshift(st.sub);
         if (this.#recentRaw.length > RECENT_RAW) this.#recentRaw.pop();
       }
