@@ -14,6 +14,7 @@
  */
 
 import { encodeHeaders, HpackDecoder } from "../lib/xds/server/h2/hpack.ts";
+import { GrpcMessageReader } from "../lib/xds/server/h2/messages.ts";
 
 const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const DATA = 0, HEADERS = 1, RST_STREAM = 3, SETTINGS = 4, PING = 6, GOAWAY = 7;
@@ -68,12 +69,8 @@ export class LeanStream {
   out: Uint8Array[] = [];
   outOffset = 0;
   ended = false;
-  // message assembly
-  head = new Uint8Array(5);
-  headHave = 0;
-  msg: Uint8Array | undefined;
-  msgLen = 0;
-  msgHave = 0;
+  /** Splits the response into messages. */
+  reader = new GrpcMessageReader<Uint8Array>({ maxLength: Infinity, take, give });
   constructor(readonly session: LeanSession, readonly id: number, readonly h: LeanHandlers) {
     this.sendWindow = session.peerInitialWindow;
   }
@@ -180,8 +177,7 @@ export class LeanSession {
     if (s.ended) return;
     s.ended = true;
     this.#streams.delete(s.id);
-    if (s.msg) give(s.msg);
-    s.msg = undefined;
+    s.reader.reset();
     s.h.end(why);
   }
 
@@ -397,43 +393,7 @@ export class LeanSession {
 
   /** Splits DATA payload bytes into gRPC messages; complete ones go to the handler. */
   #data(s: LeanStream, p: Uint8Array): void {
-    let i = 0;
-    while (i < p.length && !s.ended) {
-      if (s.msg === undefined) {
-        // Prefix (5 bytes: flag, length), possibly split across frames.
-        if (s.headHave === 0 && p.length - i >= 5) {
-          const len = ((p[i + 1] << 24) >>> 0) + (p[i + 2] << 16) + (p[i + 3] << 8) + p[i + 4];
-          if (p.length - i - 5 >= len) {
-            // The whole message is in this frame: no copy.
-            s.h.message(p.subarray(i + 5, i + 5 + len));
-            i += 5 + len;
-            continue;
-          }
-          s.msgLen = len;
-          i += 5;
-        } else {
-          const n = Math.min(5 - s.headHave, p.length - i);
-          s.head.set(p.subarray(i, i + n), s.headHave);
-          s.headHave += n;
-          i += n;
-          if (s.headHave < 5) return;
-          const h = s.head;
-          s.msgLen = ((h[1] << 24) >>> 0) + (h[2] << 16) + (h[3] << 8) + h[4];
-          s.headHave = 0;
-        }
-        s.msg = take(s.msgLen);
-        s.msgHave = 0;
-      }
-      const n = Math.min(s.msgLen - s.msgHave, p.length - i);
-      s.msg.set(p.subarray(i, i + n), s.msgHave);
-      s.msgHave += n;
-      i += n;
-      if (s.msgHave === s.msgLen) {
-        const m = s.msg;
-        s.msg = undefined;
-        s.h.message(m.subarray(0, s.msgLen));
-        give(m);
-      }
-    }
+    const err = s.reader.push(p, s.h.message, () => !s.ended);
+    if (err) this.reset(s, 1);
   }
 }

@@ -383,7 +383,8 @@ export async function start(
           address: hostPort(host, config.secureGrpcAddr.port),
           server,
           logger: getLogger("ads"),
-          tls: { ...deps.certs, requireClientCert: true },
+          // Client certificates are verified when presented (proxies without one stay anonymous).
+          tls: { ...deps.certs, requireClientCert: false },
         }).catch((e) => {
           throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
         });

@@ -113,12 +113,12 @@ export function adsClient(
 }
 
 /** TLS channel credentials from PEM files. */
-export async function tlsCreds(ca: string, cert: string, key: string): Promise<unknown> {
+export async function tlsCreds(ca: string, cert?: string, key?: string): Promise<unknown> {
   const read = (p: string) => Deno.readFile(p);
   const { Buffer } = await import("node:buffer");
   return grpc.credentials.createSsl(
     Buffer.from(await read(ca)),
-    Buffer.from(await read(key)),
-    Buffer.from(await read(cert)),
+    key ? Buffer.from(await read(key)) : null,
+    cert ? Buffer.from(await read(cert)) : null,
   );
 }

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { makeTestPki } from "../harness/certs.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
+import { tlsServed } from "../../lib/xds/server/_test_util.ts";
 import { adsClient, tlsCreds } from "./_ads_client.ts";
 import { type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
 
@@ -17,8 +18,9 @@ function startWithTls(dir: string, certDir: string): Promise<RunningDiscovery> {
   );
 }
 
-Deno.test("mesh-discovery serves ADS over TLS to a client with a mesh certificate when the cert files exist", async () => {
+Deno.test("mesh-discovery serves ADS over TLS when the cert files exist, verifying client certificates when presented", async () => {
   const pki = await makeTestPki();
+  const other = await makeTestPki();
   const certDir = await Deno.makeTempDir({ prefix: "mesh-certs-" });
   const cfg = await Deno.makeTempDir({ prefix: "mesh-disc-" });
   const server = await pki.issue("discovery", { ips: ["127.0.0.1"], dns: ["localhost"] });
@@ -31,30 +33,46 @@ Deno.test("mesh-discovery serves ADS over TLS to a client with a mesh certificat
   const { proc, secureGrpc } = await startWithTls(cfg, certDir);
   try {
     assert.ok(secureGrpc, proc.output().slice(-2000));
-    const ads = adsClient(
-      secureGrpc,
-      await tlsCreds(pki.caCert, client.cert, client.key),
-      {
-        "grpc.ssl_target_name_override": "localhost",
-      },
-    );
-    const stream = ads.open();
-    try {
-      stream.send({
-        node: { id: "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local" },
-        type_url: TYPE_URLS.cluster,
-      });
-      const cds = await stream.next(TYPE_URLS.cluster, 10_000);
-      assert.ok(
-        cds.resources.some((c) => c.name === "outbound|80||hello.default.svc.cluster.local"),
-      );
-    } finally {
-      await stream.close();
-      ads.close();
+    // With a mesh certificate, and without one (client certificates are verified when presented).
+    for (
+      const creds of [
+        await tlsCreds(pki.caCert, client.cert, client.key),
+        await tlsCreds(pki.caCert),
+      ]
+    ) {
+      const ads = adsClient(secureGrpc, creds, { "grpc.ssl_target_name_override": "localhost" });
+      const stream = ads.open();
+      try {
+        stream.send({
+          node: { id: "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local" },
+          type_url: TYPE_URLS.cluster,
+        });
+        const cds = await stream.next(TYPE_URLS.cluster, 10_000);
+        assert.ok(
+          cds.resources.some((c) => c.name === "outbound|80||hello.default.svc.cluster.local"),
+        );
+      } finally {
+        await stream.close();
+        ads.close();
+      }
     }
+    // A certificate from another CA is refused (a raw TLS connection: the server closes it
+    // instead of starting HTTP/2 with its SETTINGS frame).
+    const [, port] = secureGrpc.split(":");
+    const stranger = await other.issue("stranger", {
+      uris: ["spiffe://cluster.local/ns/default/sa/stranger"],
+    });
+    const served = await tlsServed(Number(port), {
+      ca: await Deno.readTextFile(pki.caCert),
+      cert: await Deno.readTextFile(stranger.cert),
+      key: await Deno.readTextFile(stranger.key),
+    });
+    assert.equal(served, false, "a client certificate from another CA was accepted");
+    await proc.waitFor(/certificate not verified|TLS handshake failed/, 5_000);
   } finally {
     const status = await proc.stop();
     await pki.remove();
+    await other.remove();
     await Deno.remove(certDir, { recursive: true });
     await Deno.remove(cfg, { recursive: true });
     assert.equal(status.code, 0, proc.output().slice(-2000));

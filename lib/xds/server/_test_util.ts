@@ -77,3 +77,31 @@ export function cacheWith(entries: [string, string, string][]): ResourceCache {
   for (const [t, n, v] of entries) c.set(t, n, bytes(v));
   return c;
 }
+
+/**
+ * Whether a TLS server on `127.0.0.1:<port>` serves HTTP/2 to a client with these credentials:
+ * true when, after the handshake, the server sends its first bytes (an HTTP/2 server starts with
+ * SETTINGS); false when the handshake fails or the server closes the connection instead.
+ */
+export async function tlsServed(
+  port: number,
+  opts: { ca: string; cert?: string; key?: string },
+): Promise<boolean> {
+  const conn = await Deno.connectTls({
+    hostname: "127.0.0.1",
+    port,
+    caCerts: [opts.ca],
+    alpnProtocols: ["h2"],
+    ...(opts.cert && opts.key ? { cert: opts.cert, key: opts.key } : {}),
+  });
+  try {
+    await conn.handshake();
+    return (await conn.read(new Uint8Array(64))) !== null;
+  } catch {
+    return false;
+  } finally {
+    try {
+      conn.close();
+    } catch { /* already closed */ }
+  }
+}

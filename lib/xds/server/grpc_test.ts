@@ -6,7 +6,7 @@ import { ResourceCache } from "./cache.ts";
 import { startAdsServer } from "./grpc.ts";
 import { XdsServer } from "./stream.ts";
 import { XDS_TYPES } from "./types.ts";
-import { node, parseTestNode, type TestProxy } from "./_test_util.ts";
+import { node, parseTestNode, type TestProxy, tlsServed } from "./_test_util.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
@@ -337,25 +337,7 @@ Deno.test("startAdsServer() serves ADS over TLS and reports the verified client 
       client: grpc.credentials.createSsl(enc(c["ca.crt"])),
     });
     try {
-      const conn = await Deno.connectTls({
-        hostname: "127.0.0.1",
-        port: t.ads.port,
-        caCerts: [c["ca.crt"]],
-        alpnProtocols: ["h2"],
-      });
-      let served = false;
-      try {
-        await conn.handshake();
-        // An accepted HTTP/2 connection starts with the server's SETTINGS frame.
-        served = (await conn.read(new Uint8Array(64))) !== null;
-      } catch {
-        served = false;
-      } finally {
-        try {
-          conn.close();
-        } catch { /* already closed */ }
-      }
-      assert.equal(served, false);
+      assert.equal(await tlsServed(t.ads.port, { ca: c["ca.crt"] }), false);
     } finally {
       await t.close();
     }
@@ -389,26 +371,15 @@ Deno.test("startAdsServer() with an optional client certificate verifies one tha
       ]);
       s.call.cancel();
       // A certificate signed by another CA: the connection is refused.
-      const conn = await Deno.connectTls({
-        hostname: "127.0.0.1",
-        port: t.ads.port,
-        caCerts: [c["ca.crt"]],
-        alpnProtocols: ["h2"],
-        cert: o["client.crt"],
-        key: o["client.key"],
-      });
-      let served = false;
-      try {
-        await conn.handshake();
-        served = (await conn.read(new Uint8Array(64))) !== null;
-      } catch {
-        served = false;
-      } finally {
-        try {
-          conn.close();
-        } catch { /* already closed */ }
-      }
-      assert.equal(served, false, "a client certificate from another CA was accepted");
+      assert.equal(
+        await tlsServed(t.ads.port, {
+          ca: c["ca.crt"],
+          cert: o["client.crt"],
+          key: o["client.key"],
+        }),
+        false,
+        "a client certificate from another CA was accepted",
+      );
     } finally {
       await t.close();
     }

@@ -422,17 +422,7 @@ export class HpackDecoder {
           listSize += e.size;
         } else if (b & 0x40) {
           // 6.2.1 Literal with incremental indexing
-          const idx = this.#readInt(6);
-          if (idx === 0) {
-            name = this.#readString();
-            nameLen = this.#lastLen;
-          } else {
-            const e = this.#entry(idx);
-            name = e.name;
-            nameLen = e.nameLen;
-          }
-          value = this.#readString();
-          valueLen = this.#lastLen;
+          ({ name, nameLen, value, valueLen } = this.#literal(6));
           const size = nameLen + valueLen + ENTRY_OVERHEAD;
           this.#insert({ name, value, nameLen, size });
           listSize += size;
@@ -453,17 +443,7 @@ export class HpackDecoder {
           continue;
         } else {
           // 6.2.2 Literal without indexing (0000), 6.2.3 never indexed (0001)
-          const idx = this.#readInt(4);
-          if (idx === 0) {
-            name = this.#readString();
-            nameLen = this.#lastLen;
-          } else {
-            const e = this.#entry(idx);
-            name = e.name;
-            nameLen = e.nameLen;
-          }
-          value = this.#readString();
-          valueLen = this.#lastLen;
+          ({ name, nameLen, value, valueLen } = this.#literal(4));
           listSize += nameLen + valueLen + ENTRY_OVERHEAD;
         }
         sawField = true;
@@ -540,6 +520,22 @@ export class HpackDecoder {
   }
 
   /** Reads a string literal (RFC 7541 5.2) at #pos; sets #lastLen to its decoded octet count. */
+  /** A literal field's name (indexed with an n-bit prefix, or a literal string) and value. */
+  #literal(prefixBits: number): { name: string; nameLen: number; value: string; valueLen: number } {
+    const idx = this.#readInt(prefixBits);
+    let name: string, nameLen: number;
+    if (idx === 0) {
+      name = this.#readString();
+      nameLen = this.#lastLen;
+    } else {
+      const e = this.#entry(idx);
+      name = e.name;
+      nameLen = e.nameLen;
+    }
+    const value = this.#readString();
+    return { name, nameLen, value, valueLen: this.#lastLen };
+  }
+
   #readString(): string {
     const buf = this.#buf;
     if (this.#pos >= buf.length) throw new HpackError("Truncated header block: missing string");

@@ -16,6 +16,7 @@
 import { Buffer } from "node:buffer";
 import type { Socket } from "node:net";
 import { encodeHeaders, type HeaderList, HpackDecoder, HpackError } from "./hpack.ts";
+import { GrpcMessageReader } from "./messages.ts";
 
 // ---- protocol constants (RFC 7540 §6, §7, §11) -----------------------------------------------
 
@@ -216,13 +217,8 @@ class Stream implements GrpcCall {
   headers: HeaderList = [];
   sendWindow: number;
   recvConsumed = 0;
-  /** The request message being assembled (pooled; see #messages), its length and bytes so far. */
-  msg: Buffer | undefined;
-  msgLen = 0;
-  msgHave = 0;
-  /** A message prefix split across frames. */
-  head: Buffer = Buffer.alloc(5);
-  headHave = 0;
+  /** Splits the request into messages (pooled buffers for those spread over frames). */
+  reader = new GrpcMessageReader<Buffer>({ maxLength: MAX_RECEIVE_MESSAGE, take, give });
   headersSent = false;
   /** Our side is done (trailers queued or sent). */
   localEnded = false;
@@ -689,63 +685,13 @@ export class Connection {
 
   /** Splits request bytes into gRPC messages (5-byte prefix: compressed flag, length). */
   #messages(s: Stream, p: Buffer): void {
-    let i = 0;
-    while (i < p.length && !s.closed && !s.discard) {
-      if (s.msg === undefined) {
-        // The 5-byte prefix (compressed flag, length), possibly split across frames.
-        let head: Uint8Array;
-        if (s.headHave === 0 && p.length - i >= 5) {
-          head = p.subarray(i, i + 5);
-          i += 5;
-        } else {
-          const n = Math.min(5 - s.headHave, p.length - i);
-          s.head.set(p.subarray(i, i + n), s.headHave);
-          s.headHave += n;
-          i += n;
-          if (s.headHave < 5) return;
-          s.headHave = 0;
-          head = s.head;
-        }
-        const compressed = head[0];
-        const len = ((head[1] << 24) >>> 0) + (head[2] << 16) + (head[3] << 8) + head[4];
-        if (compressed > 1) {
-          return this.#fail(s, GrpcStatus.INTERNAL, `Bad message flag ${compressed}`);
-        }
-        if (compressed) {
-          return this.#fail(s, GrpcStatus.INTERNAL, "Compressed message without a grpc-encoding");
-        }
-        if (len > MAX_RECEIVE_MESSAGE) {
-          return this.#fail(
-            s,
-            GrpcStatus.RESOURCE_EXHAUSTED,
-            `Received message larger than max (${len} vs. ${MAX_RECEIVE_MESSAGE})`,
-          );
-        }
-        if (p.length - i >= len) {
-          // The whole message is in this frame: handed over without a copy.
-          const msg = p.subarray(i, i + len);
-          i += len;
-          s.onMessage(msg);
-          continue;
-        }
-        // Spread over frames: assembled in a pooled buffer (handlers copy what they keep).
-        s.msg = take(len);
-        s.msgLen = len;
-        s.msgHave = 0;
-      }
-      const n = Math.min(s.msgLen - s.msgHave, p.length - i);
-      s.msg.set(p.subarray(i, i + n), s.msgHave);
-      s.msgHave += n;
-      i += n;
-      if (s.msgHave === s.msgLen) {
-        const m = s.msg;
-        s.msg = undefined;
-        try {
-          s.onMessage(m.subarray(0, s.msgLen));
-        } finally {
-          give(m);
-        }
-      }
+    const err = s.reader.push(p, s.onMessage, () => !s.closed && !s.discard);
+    if (err) {
+      this.#fail(
+        s,
+        err.tooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INTERNAL,
+        err.message,
+      );
     }
   }
 
@@ -753,8 +699,7 @@ export class Connection {
   #fail(s: Stream, code: number, message: string): void {
     s.end(code, message);
     s.discard = true;
-    if (s.msg) give(s.msg);
-    s.msg = undefined;
+    s.reader.reset();
   }
 
   #remoteEnd(s: Stream): void {
