@@ -810,13 +810,7 @@ export class Connection {
     this.#control = [];
     let size = 0;
     for (const c of chunks) size += c.length;
-    const dataPlan: {
-      s: Stream;
-      frames: { len: number; end: boolean }[];
-      done: Pending[];
-      trailers?: Buffer;
-      rst?: Buffer;
-    }[] = [];
+    const dataPlan: { s: Stream; frames: number[]; trailers?: Buffer; rst?: Buffer }[] = [];
     for (const s of this.#ready) {
       this.#ready.delete(s);
       if (s.closed) continue;
@@ -840,12 +834,7 @@ export class Connection {
         size += f.length;
         if (trailersOnly) {
           s.trailers = undefined;
-          const plan = {
-            s,
-            frames: [],
-            done: [] as Pending[],
-            rst: undefined as Buffer | undefined,
-          };
+          const plan = { s, frames: [] as number[], rst: undefined as Buffer | undefined };
           if (!s.remoteEnded) plan.rst = rstStream(s.id, H2Error.NO_ERROR);
           if (plan.rst) size += plan.rst.length;
           dataPlan.push(plan);
@@ -854,32 +843,24 @@ export class Connection {
       }
       const plan = {
         s,
-        frames: [] as { len: number; end: boolean }[],
-        done: [] as Pending[],
+        /** Payload lengths of the DATA frames to send now. */
+        frames: [] as number[],
         trailers: undefined as Buffer | undefined,
         rst: undefined as Buffer | undefined,
       };
-      let qi = 0;
       // Bytes of queued messages we may send now.
       let budget = Math.min(this.#sendWindow, s.sendWindow);
       let pendingLeft = 0;
       for (const q of s.queue) pendingLeft += q.left;
       while (budget > 0 && pendingLeft > 0) {
         const len = Math.min(budget, this.#peerMaxFrame, pendingLeft);
-        plan.frames.push({ len, end: false });
+        plan.frames.push(len);
         size += 9 + len;
         budget -= len;
         pendingLeft -= len;
         this.#sendWindow -= len;
         s.sendWindow -= len;
       }
-      // Which messages complete within this flush.
-      let planned = 0;
-      for (const f of plan.frames) planned += f.len;
-      for (; qi < s.queue.length && planned >= s.queue[qi].left; qi++) {
-        planned -= s.queue[qi].left;
-      }
-      plan.done = s.queue.slice(0, qi);
       if (pendingLeft === 0 && s.trailers) {
         plan.trailers = frame(
           Frame.HEADERS,
@@ -907,10 +888,10 @@ export class Connection {
     const retire: Stream[] = [];
     for (const plan of dataPlan) {
       const s = plan.s;
-      for (const f of plan.frames) {
-        frameHeader(out, at, f.len, Frame.DATA, 0, s.id);
+      for (const len of plan.frames) {
+        frameHeader(out, at, len, Frame.DATA, 0, s.id);
         at += 9;
-        let need = f.len;
+        let need = len;
         while (need > 0) {
           const q = s.queue[0];
           const src = q.part < 0 ? q.prefix : q.parts[q.part];
