@@ -13,13 +13,6 @@ export async function run(opts: DiscoveryOptions, _args: string[], ctx: CliConte
   const { goawayWarning } = await import("../../lib/runtime/mod.ts");
   const warning = goawayWarning();
   if (warning) await ctx.stderr.write(warning + "\n");
-  // grpc-js logs failures (e.g. "No address added out of total 1 resolved") straight to stderr;
-  // the server's own error says it once, naming the flag: keep grpc-js's lines at debug.
-  const [grpc, { libraryLogger }] = await Promise.all([
-    import("../../lib/deps/grpc.ts"),
-    import("../../lib/log/mod.ts"),
-  ]);
-  grpc.setLogger(libraryLogger("ads"));
   const discovery = await import("../../servers/discovery/mod.ts");
   const { runUntilSignal } = await import("../../lib/process/mod.ts");
   let config;
