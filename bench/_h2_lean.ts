@@ -15,30 +15,27 @@
 
 import { encodeHeaders, HpackDecoder } from "../lib/xds/server/h2/hpack.ts";
 import { GrpcMessageReader } from "../lib/xds/server/h2/messages.ts";
+import { Buffer } from "node:buffer";
+import { BufferPool, Flag, frameHeader, FrameType, PREFACE } from "../lib/xds/server/h2/frames.ts";
 
-const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-const DATA = 0, HEADERS = 1, RST_STREAM = 3, SETTINGS = 4, PING = 6, GOAWAY = 7;
-const WINDOW_UPDATE = 8, CONTINUATION = 9;
-const END_STREAM = 1, ACK = 1, END_HEADERS = 4, PADDED = 8, PRIORITY = 0x20;
+const { DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION } =
+  FrameType;
+const { END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY } = Flag;
 /** Envoy's HTTP/2 windows for its gRPC clients. */
 const WINDOW = 256 * 1024 * 1024;
 
 /** Callbacks of one stream. */
 export interface LeanHandlers {
   /** A complete gRPC message (a view, valid only during the call). */
-  message(msg: Uint8Array): void;
+  message(msg: Buffer): void;
   /** The stream ended: trailers (`grpc-status N: message`), a reset, or the connection. */
   end(why: string): void;
 }
 
-function frameHeader(len: number, type: number, flags: number, id: number): Uint8Array {
+/** A frame header of its own (the payload is written after it). */
+function head(len: number, type: number, flags: number, id: number): Uint8Array {
   const h = new Uint8Array(9);
-  h[0] = len >>> 16;
-  h[1] = (len >>> 8) & 0xff;
-  h[2] = len & 0xff;
-  h[3] = type;
-  h[4] = flags;
-  new DataView(h.buffer).setUint32(5, id);
+  frameHeader(h, 0, len, type, flags, id);
   return h;
 }
 
@@ -48,18 +45,12 @@ function u32(n: number): Uint8Array {
   return b;
 }
 
-/** Receive buffers by power-of-two size, for messages that span frames (handled synchronously). */
-const pool = new Map<number, Uint8Array[]>();
-function take(n: number): Uint8Array {
-  let c = 65536;
-  while (c < n) c *= 2;
-  return pool.get(c)?.pop() ?? new Uint8Array(c);
-}
-function give(b: Uint8Array) {
-  let free = pool.get(b.length);
-  if (!free) pool.set(b.length, free = []);
-  if (free.length < 64) free.push(b);
-}
+/** Buffers for messages that span frames (each handled synchronously, then given back). */
+const pool = new BufferPool({ limit: 64 * 1024 * 1024, largest: 8 * 1024 * 1024 });
+const take = (n: number) => pool.take(n);
+const give = (b: Buffer) => pool.give(b);
+/** `take` and `give` of that pool, for other message readers of the bench. */
+export const messageBuffers = { take, give };
 
 /** One gRPC stream of a {@link LeanSession}. */
 export class LeanStream {
@@ -70,7 +61,7 @@ export class LeanStream {
   outOffset = 0;
   ended = false;
   /** Splits the response into messages. */
-  reader = new GrpcMessageReader<Uint8Array>({ maxLength: Infinity, take, give });
+  reader = new GrpcMessageReader<Buffer>({ maxLength: Infinity, take, give });
   constructor(readonly session: LeanSession, readonly id: number, readonly h: LeanHandlers) {
     this.sendWindow = session.peerInitialWindow;
   }
@@ -96,7 +87,7 @@ export class LeanSession {
   #streams = new Map<number, LeanStream>();
   #nextId = 1;
   #conn: Deno.TcpConn;
-  #buf = new Uint8Array(256 * 1024);
+  #buf = Buffer.alloc(256 * 1024);
   #have = 0;
   #hpack = new HpackDecoder();
   #block: { id: number; flags: number; parts: Uint8Array[] } | undefined;
@@ -117,9 +108,9 @@ export class LeanSession {
     dv.setUint32(8, WINDOW);
     this.#control.push(
       PREFACE,
-      frameHeader(12, SETTINGS, 0, 0),
+      head(12, SETTINGS, 0, 0),
       settings,
-      frameHeader(4, WINDOW_UPDATE, 0, 0),
+      head(4, WINDOW_UPDATE, 0, 0),
       u32(WINDOW - 65535),
     );
     this.schedule();
@@ -147,19 +138,14 @@ export class LeanSession {
       ["content-type", "application/grpc"],
       ["te", "trailers"],
     ]);
-    this.#control.push(frameHeader(block.length, HEADERS, END_HEADERS, id), block);
+    this.#control.push(head(block.length, HEADERS, END_HEADERS, id), block);
     this.schedule();
     return s;
   }
 
   /** Closes the connection (streams end with "closed"). */
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    try {
-      this.#conn.close();
-    } catch { /* already closed */ }
-    this.#endAll("closed");
+    this.#fail("closed");
   }
 
   /** Same as {@link close} (the node:http2 session's name for it). */
@@ -168,7 +154,7 @@ export class LeanSession {
   }
 
   reset(s: LeanStream, code: number): void {
-    this.#control.push(frameHeader(4, RST_STREAM, 0, s.id), u32(code));
+    this.#control.push(head(4, RST_STREAM, 0, s.id), u32(code));
     this.#end(s, "closed");
     this.schedule();
   }
@@ -205,7 +191,7 @@ export class LeanSession {
         const left = b.length - s.outOffset;
         const n = Math.min(left, this.#peerMaxFrame, s.sendWindow, this.#sendWindow);
         if (n <= 0) break;
-        parts.push(frameHeader(n, DATA, 0, s.id), b.subarray(s.outOffset, s.outOffset + n));
+        parts.push(head(n, DATA, 0, s.id), b.subarray(s.outOffset, s.outOffset + n));
         s.outOffset += n;
         s.sendWindow -= n;
         this.#sendWindow -= n;
@@ -251,7 +237,7 @@ export class LeanSession {
     try {
       for (;;) {
         if (this.#have === this.#buf.length) {
-          const bigger = new Uint8Array(this.#buf.length * 2);
+          const bigger = Buffer.alloc(this.#buf.length * 2);
           bigger.set(this.#buf);
           this.#buf = bigger;
         }
@@ -283,12 +269,12 @@ export class LeanSession {
     }
   }
 
-  #frame(type: number, flags: number, id: number, p: Uint8Array): void {
+  #frame(type: number, flags: number, id: number, p: Buffer): void {
     switch (type) {
       case DATA: {
         this.#recvConsumed += p.length;
         if (this.#recvConsumed >= WINDOW / 2) {
-          this.#control.push(frameHeader(4, WINDOW_UPDATE, 0, 0), u32(this.#recvConsumed));
+          this.#control.push(head(4, WINDOW_UPDATE, 0, 0), u32(this.#recvConsumed));
           this.#recvConsumed = 0;
           this.schedule();
         }
@@ -296,7 +282,7 @@ export class LeanSession {
         if (!s) return;
         s.recvConsumed += p.length;
         if (s.recvConsumed >= WINDOW / 2) {
-          this.#control.push(frameHeader(4, WINDOW_UPDATE, 0, id), u32(s.recvConsumed));
+          this.#control.push(head(4, WINDOW_UPDATE, 0, id), u32(s.recvConsumed));
           s.recvConsumed = 0;
           this.schedule();
         }
@@ -354,13 +340,13 @@ export class LeanSession {
             for (const s of this.#streams.values()) s.sendWindow += delta;
           } else if (key === 5) this.#peerMaxFrame = v;
         }
-        this.#control.push(frameHeader(0, SETTINGS, ACK, 0));
+        this.#control.push(head(0, SETTINGS, ACK, 0));
         this.schedule();
         return;
       }
       case PING:
         if (!(flags & ACK)) {
-          this.#control.push(frameHeader(8, PING, ACK, 0), p.slice());
+          this.#control.push(head(8, PING, ACK, 0), p.slice());
           this.schedule();
         }
         return;
@@ -392,7 +378,7 @@ export class LeanSession {
   }
 
   /** Splits DATA payload bytes into gRPC messages; complete ones go to the handler. */
-  #data(s: LeanStream, p: Uint8Array): void {
+  #data(s: LeanStream, p: Buffer): void {
     const err = s.reader.push(p, s.h.message, () => !s.ended);
     if (err) this.reset(s, 1);
   }

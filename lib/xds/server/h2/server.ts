@@ -16,24 +16,15 @@
 import { Buffer } from "node:buffer";
 import type { Socket } from "node:net";
 import { encodeHeaders, type HeaderList, HpackDecoder, HpackError } from "./hpack.ts";
+import { BufferPool, Flag, frame, frameHeader, FrameType, PREFACE } from "./frames.ts";
 import { GrpcMessageReader } from "./messages.ts";
 
 // ---- protocol constants (RFC 7540 §6, §7, §11) -----------------------------------------------
 
-const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
-const enum Frame {
-  DATA = 0,
-  HEADERS = 1,
-  PRIORITY = 2,
-  RST_STREAM = 3,
-  SETTINGS = 4,
-  PUSH_PROMISE = 5,
-  PING = 6,
-  GOAWAY = 7,
-  WINDOW_UPDATE = 8,
-  CONTINUATION = 9,
-}
-const END_STREAM = 0x1, ACK = 0x1, END_HEADERS = 0x4, PADDED = 0x8, PRIORITY_FLAG = 0x20;
+const { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY } = FrameType;
+const { WINDOW_UPDATE, CONTINUATION } = FrameType;
+const { END_STREAM, ACK, END_HEADERS, PADDED } = Flag;
+const PRIORITY_FLAG = Flag.PRIORITY;
 
 /** HTTP/2 error codes (RFC 7540 §7). */
 export const H2Error = {
@@ -76,39 +67,18 @@ export const MAX_RECEIVE_MESSAGE = 4 * 1024 * 1024;
 
 // ---- output buffers ---------------------------------------------------------------------------
 
-/**
- * Reused output buffers by power-of-two size. Writing into warm memory costs a memcpy; a fresh
- * ArrayBuffer of a few hundred kB costs page faults and GC work many times that.
- */
-const pool = new Map<number, Buffer[]>();
-let pooledBytes = 0;
-const POOL_LIMIT = 64 * 1024 * 1024;
+const GRPC = "application/grpc";
+/** The response headers of every call that sends messages (the same block each time). */
+const RESPONSE_HEADERS = encodeHeaders([
+  [":status", "200"],
+  ["content-type", GRPC],
+  ["grpc-accept-encoding", "identity"],
+]);
 
-function sizeClass(n: number): number {
-  let c = 16384;
-  while (c < n) c *= 2;
-  return c;
-}
-
-function take(n: number): Buffer {
-  const c = sizeClass(n);
-  const free = pool.get(c);
-  const b = free?.pop();
-  if (b) {
-    pooledBytes -= c;
-    return b;
-  }
-  return Buffer.allocUnsafeSlow(c);
-}
-
-function give(b: Buffer): void {
-  const c = b.length;
-  if (pooledBytes + c > POOL_LIMIT || c > 8 * 1024 * 1024) return;
-  let free = pool.get(c);
-  if (!free) pool.set(c, free = []);
-  free.push(b);
-  pooledBytes += c;
-}
+/** Output buffers and request messages spread over frames (see {@link BufferPool}). */
+const pool = new BufferPool({ limit: 64 * 1024 * 1024, largest: 8 * 1024 * 1024 });
+const take = (n: number) => pool.take(n);
+const give = (b: Buffer) => pool.give(b);
 
 /**
  * Output written in the current macrotask, across connections. Past {@link TICK_BUDGET} further
@@ -135,30 +105,6 @@ function nextTick(): void {
   const waiting = [...deferred];
   deferred.clear();
   for (const c of waiting) c.flushNow();
-}
-
-function frameHeader(
-  out: Buffer,
-  at: number,
-  len: number,
-  type: number,
-  flags: number,
-  id: number,
-) {
-  out[at] = len >>> 16;
-  out[at + 1] = (len >>> 8) & 0xff;
-  out[at + 2] = len & 0xff;
-  out[at + 3] = type;
-  out[at + 4] = flags;
-  out.writeUInt32BE(id & MAX_WINDOW, at + 5);
-}
-
-/** One complete frame as its own buffer (control frames, headers). */
-function frame(type: number, flags: number, id: number, payload: Uint8Array = new Uint8Array()) {
-  const b = Buffer.allocUnsafe(9 + payload.length);
-  frameHeader(b, 0, payload.length, type, flags, id);
-  b.set(payload, 9);
-  return b;
 }
 
 /** See Connection#head: one frame header and payload at most. */
@@ -324,7 +270,7 @@ export class Connection {
     s.writeUInt32BE(MAX_HEADER_LIST, 8);
     s.writeUInt16BE(SETTINGS_ENABLE_PUSH, 12);
     s.writeUInt32BE(0, 14);
-    this.#control.push(frame(Frame.SETTINGS, 0, 0, s));
+    this.#control.push(frame(SETTINGS, 0, 0, s));
     this.#control.push(windowUpdate(0, CONN_RECV_WINDOW - DEFAULT_WINDOW));
     this.#queueFlush();
   }
@@ -436,10 +382,10 @@ export class Connection {
       const b = this.#head(9 + len);
       const payload = b.subarray(9, 9 + len);
       this.#consume(9 + len);
-      if (!this.#settingsSeen && type !== Frame.SETTINGS) {
+      if (!this.#settingsSeen && type !== SETTINGS) {
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, "first frame is not SETTINGS");
       }
-      if (this.#block && type !== Frame.CONTINUATION) {
+      if (this.#block && type !== CONTINUATION) {
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, "expected CONTINUATION");
       }
       this.#frame(type, flags, id, payload);
@@ -448,11 +394,11 @@ export class Connection {
 
   #frame(type: number, flags: number, id: number, p: Buffer): void {
     switch (type) {
-      case Frame.DATA:
+      case DATA:
         return this.#data(flags, id, p);
-      case Frame.HEADERS:
+      case HEADERS:
         return this.#headers(flags, id, p);
-      case Frame.CONTINUATION: {
+      case CONTINUATION: {
         const b = this.#block;
         if (!b || b.id !== id) {
           throw new ConnectionError(H2Error.PROTOCOL_ERROR, "unexpected CONTINUATION");
@@ -468,11 +414,11 @@ export class Connection {
         }
         return;
       }
-      case Frame.PRIORITY:
+      case PRIORITY:
         if (id === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "PRIORITY on stream 0");
         if (p.length !== 5) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "PRIORITY size");
         return;
-      case Frame.RST_STREAM: {
+      case RST_STREAM: {
         if (id === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "RST_STREAM on stream 0");
         if (p.length !== 4) {
           throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "RST_STREAM size");
@@ -484,23 +430,23 @@ export class Connection {
         if (s) this.#close(s, `client reset the stream (code ${p.readUInt32BE(0)})`);
         return;
       }
-      case Frame.SETTINGS:
+      case SETTINGS:
         return this.#settings(flags, id, p);
-      case Frame.PUSH_PROMISE:
+      case PUSH_PROMISE:
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, "PUSH_PROMISE from a client");
-      case Frame.PING:
+      case PING:
         if (id !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "PING on a stream");
         if (p.length !== 8) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "PING size");
         if (!(flags & ACK)) {
-          this.#control.push(frame(Frame.PING, ACK, 0, p));
+          this.#control.push(frame(PING, ACK, 0, p));
           this.#queueFlush();
         }
         return;
-      case Frame.GOAWAY:
+      case GOAWAY:
         if (id !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "GOAWAY on a stream");
         this.#goingAway = true;
         return;
-      case Frame.WINDOW_UPDATE:
+      case WINDOW_UPDATE:
         return this.#windowUpdate(id, p);
       default:
         return; // unknown frame types are ignored (§4.1)
@@ -541,7 +487,7 @@ export class Connection {
         // Our encoder never uses the dynamic table, whatever its size.
       }
     }
-    this.#control.push(frame(Frame.SETTINGS, ACK, 0));
+    this.#control.push(frame(SETTINGS, ACK, 0));
     this.#queueFlush();
   }
 
@@ -634,9 +580,9 @@ export class Connection {
   #refuse(s: Stream, status: string, code: number, message: string): void {
     s.localEnded = true;
     s.headersSent = true;
-    const h: HeaderList = [[":status", status], ["content-type", "application/grpc"]];
+    const h: HeaderList = [[":status", status], ["content-type", GRPC]];
     h.push(["grpc-status", String(code)], ["grpc-message", percentEncode(message)]);
-    this.#control.push(frame(Frame.HEADERS, END_HEADERS | END_STREAM, s.id, encodeHeaders(h)));
+    this.#control.push(frame(HEADERS, END_HEADERS | END_STREAM, s.id, encodeHeaders(h)));
     if (!s.remoteEnded) this.#control.push(rstStream(s.id, H2Error.NO_ERROR));
     this.#streams.delete(s.id);
     s.closed = true;
@@ -754,7 +700,7 @@ export class Connection {
     p.writeUInt32BE(this.#lastStreamId, 0);
     p.writeUInt32BE(code, 4);
     p.set(d, 8);
-    this.#control.push(frame(Frame.GOAWAY, 0, 0, p));
+    this.#control.push(frame(GOAWAY, 0, 0, p));
     this.#goingAway = true;
     this.#queueFlush();
   }
@@ -816,20 +762,11 @@ export class Connection {
       if (s.closed) continue;
       if (!s.headersSent && (s.queue.length || s.trailers)) {
         s.headersSent = true;
-        const h = encodeHeaders(
-          s.queue.length
-            ? [[":status", "200"], ["content-type", "application/grpc"], [
-              "grpc-accept-encoding",
-              "identity",
-            ]]
-            : [
-              [":status", "200"],
-              ["content-type", "application/grpc"],
-              ...s.trailers!,
-            ],
-        );
+        const h = s.queue.length
+          ? RESPONSE_HEADERS
+          : encodeHeaders([[":status", "200"], ["content-type", GRPC], ...s.trailers!]);
         const trailersOnly = !s.queue.length;
-        const f = frame(Frame.HEADERS, END_HEADERS | (trailersOnly ? END_STREAM : 0), s.id, h);
+        const f = frame(HEADERS, END_HEADERS | (trailersOnly ? END_STREAM : 0), s.id, h);
         chunks.push(f);
         size += f.length;
         if (trailersOnly) {
@@ -863,7 +800,7 @@ export class Connection {
       }
       if (pendingLeft === 0 && s.trailers) {
         plan.trailers = frame(
-          Frame.HEADERS,
+          HEADERS,
           END_HEADERS | END_STREAM,
           s.id,
           encodeHeaders(s.trailers),
@@ -889,7 +826,7 @@ export class Connection {
     for (const plan of dataPlan) {
       const s = plan.s;
       for (const len of plan.frames) {
-        frameHeader(out, at, len, Frame.DATA, 0, s.id);
+        frameHeader(out, at, len, DATA, 0, s.id);
         at += 9;
         let need = len;
         while (need > 0) {
@@ -952,13 +889,13 @@ export class Connection {
 function windowUpdate(id: number, inc: number): Buffer {
   const p = Buffer.allocUnsafe(4);
   p.writeUInt32BE(inc, 0);
-  return frame(Frame.WINDOW_UPDATE, 0, id, p);
+  return frame(WINDOW_UPDATE, 0, id, p);
 }
 
 function rstStream(id: number, code: number): Buffer {
   const p = Buffer.allocUnsafe(4);
   p.writeUInt32BE(code, 0);
-  return frame(Frame.RST_STREAM, 0, id, p);
+  return frame(RST_STREAM, 0, id, p);
 }
 
 // ---- listener ---------------------------------------------------------------------------------
