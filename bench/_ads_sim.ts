@@ -12,7 +12,8 @@
  */
 
 import http2 from "node:http2";
-import { LeanSession, type LeanStream } from "./_h2_lean.ts";
+import { LeanSession, type LeanStream, messageBuffers } from "./_h2_lean.ts";
+import { GrpcMessageReader } from "../lib/xds/server/h2/messages.ts";
 import { Buffer } from "node:buffer";
 
 const TYPE = {
@@ -390,12 +391,6 @@ export interface SimProxyOptions {
   onResponse: (p: SimProxy, r: SimResponse) => void;
 }
 
-/**
- * Receive buffer shared by all proxies: a message split over several chunks is copied here and
- * handled before the next one is (responses are handled synchronously, one at a time).
- */
-let scratch = Buffer.allocUnsafe(1 << 20);
-
 /** One simulated sidecar on one ADS stream. */
 export class SimProxy {
   readonly received: Record<TypeName, number> = { cds: 0, eds: 0, lds: 0, rds: 0 };
@@ -405,8 +400,8 @@ export class SimProxy {
   ended: string | undefined;
   #stream: http2.ClientHttp2Stream | LeanStream;
   /** Received bytes not yet consumed. */
-  #chunks: Buffer[] = [];
-  #buffered = 0;
+  /** node:http2 client: splits the stream's data into messages. */
+  #reader = new GrpcMessageReader<Buffer>({ maxLength: Infinity, ...messageBuffers });
   #opts: SimProxyOptions;
   /** The encoded `Node{id}` message, sent in the first request only. */
   #node: Uint8Array | undefined;
@@ -421,7 +416,7 @@ export class SimProxy {
     const path = `/envoy.service.discovery.v3.AggregatedDiscoveryService/${method}`;
     if (opts.session instanceof LeanSession) {
       this.#stream = opts.session.request(path, {
-        message: (m) => this.#onMessage(Buffer.from(m.buffer, m.byteOffset, m.length)),
+        message: (m) => this.#onMessage(m),
         end: (why) => (this.ended ??= why),
       });
     } else {
@@ -437,7 +432,7 @@ export class SimProxy {
           this.ended = `grpc-status ${h["grpc-status"]}: ${h["grpc-message"] ?? ""}`;
         }
       });
-      stream.on("data", (chunk: Buffer) => this.#onData(chunk));
+      stream.on("data", (chunk: Buffer) => this.#reader.push(chunk, (m) => this.#onMessage(m)));
       stream.on(
         "trailers",
         (h) => (this.ended = `grpc-status ${h["grpc-status"]}: ${h["grpc-message"] ?? ""}`),
@@ -479,54 +474,6 @@ export class SimProxy {
         nonce.length ? [5, nonce] : undefined,
       ]);
     this.#stream.write(msg);
-  }
-
-  #onData(chunk: Buffer) {
-    this.#chunks.push(chunk);
-    this.#buffered += chunk.length;
-    while (this.#buffered >= 5) {
-      const head = this.#chunks[0];
-      const len = head.length >= 5 ? head.readUInt32BE(1) : this.#peekLength();
-      if (this.#buffered < 5 + len) break;
-      let msg: Buffer;
-      if (head.length >= 5 + len) {
-        msg = head.subarray(5, 5 + len);
-        if (head.length > 5 + len) this.#chunks[0] = head.subarray(5 + len);
-        else this.#chunks.shift();
-      } else msg = this.#take(5 + len).subarray(5);
-      this.#buffered -= 5 + len;
-      this.#onMessage(msg);
-    }
-  }
-
-  /** The gRPC message length (prefix bytes 1-4) when the prefix spans chunks. */
-  #peekLength(): number {
-    let n = 0, k = 0;
-    for (const c of this.#chunks) {
-      for (let i = 0; i < c.length && k < 5; i++, k++) if (k > 0) n = n * 256 + c[i];
-      if (k === 5) break;
-    }
-    return n;
-  }
-
-  /** Moves the first `n` buffered bytes into {@link scratch}. */
-  #take(n: number): Buffer {
-    if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, scratch.length * 2));
-    let pos = 0;
-    while (pos < n) {
-      const c = this.#chunks[0];
-      const want = n - pos;
-      if (c.length <= want) {
-        scratch.set(c, pos);
-        pos += c.length;
-        this.#chunks.shift();
-      } else {
-        scratch.set(c.subarray(0, want), pos);
-        pos += want;
-        this.#chunks[0] = c.subarray(want);
-      }
-    }
-    return scratch.subarray(0, n);
   }
 
   #onMessage(msg: Buffer) {
