@@ -445,16 +445,31 @@ export class XdsServer<P = unknown> {
 
   // ---- requests -------------------------------------------------------------------------------
 
-  #onSotw(conn: Connection<P>, req: DiscoveryRequest): void {
-    const typeUrl = req.type_url ?? "";
+  /**
+   * The state of the type a request is for (created by the first request), or undefined when the
+   * request is ignored: no type URL, or one the server does not serve.
+   */
+  #requestState(
+    conn: Connection<P>,
+    typeUrl: string,
+    what: string,
+  ): { st: TypeState; first: boolean } | undefined {
     if (!typeUrl) {
-      this.#log.warn(`ADS: ${conn.conId}: request without type_url ignored`);
-      return;
+      this.#log.warn(`ADS: ${conn.conId}: ${what} without type_url ignored`);
+      return undefined;
     }
-    if (!this.#known(conn, typeUrl)) return;
+    if (!this.#known(conn, typeUrl)) return undefined;
     let st = conn.types.get(typeUrl);
     const first = !st;
     if (!st) conn.types.set(typeUrl, st = newTypeState(typeUrl));
+    return { st, first };
+  }
+
+  #onSotw(conn: Connection<P>, req: DiscoveryRequest): void {
+    const typeUrl = req.type_url ?? "";
+    const state = this.#requestState(conn, typeUrl, "request");
+    if (!state) return;
+    const { st, first } = state;
     const nonce = req.response_nonce ?? "";
     if (nonce !== "" && nonce === st.nonce) {
       this.#ackOrNack(conn, st, req.version_info ?? "", nonce, req.error_detail);
@@ -509,14 +524,9 @@ export class XdsServer<P = unknown> {
 
   #onDelta(conn: Connection<P>, req: DeltaDiscoveryRequest): void {
     const typeUrl = req.type_url ?? "";
-    if (!typeUrl) {
-      this.#log.warn(`ADS: ${conn.conId}: delta request without type_url ignored`);
-      return;
-    }
-    if (!this.#known(conn, typeUrl)) return;
-    let st = conn.types.get(typeUrl);
-    const first = !st;
-    if (!st) conn.types.set(typeUrl, st = newTypeState(typeUrl));
+    const state = this.#requestState(conn, typeUrl, "delta request");
+    if (!state) return;
+    const { st, first } = state;
     const nonce = req.response_nonce ?? "";
     if (nonce !== "" && nonce === st.nonce) {
       this.#ackOrNack(conn, st, st.nonceVersion ?? "", nonce, req.error_detail);
