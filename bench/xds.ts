@@ -17,6 +17,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
 import type http2 from "node:http2";
 import type { LeanSession } from "./_h2_lean.ts";
@@ -740,20 +741,12 @@ export async function main(args: string[] = Deno.args): Promise<void> {
 
 /**
  * Runs `fn` while recording CPU profiles of the server (its `/debug/pprof/profile`, started with
- * `--profile`) and of this process (node:inspector); writes `server.cpuprofile` and
- * `server-<i>.cpuprofile` (consecutive 2 s slices until `fn` is done) and `client.cpuprofile`
- * into `dir`. Read them with `deno run -A bench/cpuprofile_top.ts <files>`.
+ * `--profile`) and of this process (node:inspector); writes `server-<i>.cpuprofile`
+ * (consecutive 2 s slices until `fn` is done) and `client.cpuprofile` into `dir`. Read them
+ * with `deno run -A bench/cpuprofile_top.ts <files>`.
  */
 async function profiled<T>(dir: string, httpPort: number, fn: () => Promise<T>): Promise<T> {
-  const { Session } = await import("node:inspector");
-  const s = new Session();
-  s.connect();
-  const post = (method: string) =>
-    new Promise<Record<string, unknown>>((resolve, reject) =>
-      s.post(method, (e, r) => e ? reject(e) : resolve(r as Record<string, unknown>))
-    );
-  await post("Profiler.enable");
-  await post("Profiler.start");
+  const client = await startCpuProfile();
   let done = false;
   const slices: unknown[] = [];
   const server = (async () => {
@@ -767,11 +760,10 @@ async function profiled<T>(dir: string, httpPort: number, fn: () => Promise<T>):
     return await fn();
   } finally {
     done = true;
-    const r = await post("Profiler.stop");
-    s.disconnect();
+    const profile = await client.stop();
     await server;
     await Deno.mkdir(dir, { recursive: true });
-    await Deno.writeTextFile(`${dir}/client.cpuprofile`, JSON.stringify(r.profile));
+    await Deno.writeTextFile(`${dir}/client.cpuprofile`, JSON.stringify(profile));
     for (const [i, p] of slices.entries()) {
       await Deno.writeTextFile(`${dir}/server-${i}.cpuprofile`, JSON.stringify(p));
     }

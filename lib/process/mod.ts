@@ -146,3 +146,5 @@ export async function waitUntil<T>(
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 20));
   }
 }
+
+export { type CpuProfiling, startCpuProfile } from "./profile.ts";

@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { Hono } from "../../lib/deps/hono.ts";
 import type { Context } from "../../lib/deps/hono.ts";
 import type { Logger } from "../../lib/log/mod.ts";
+import { startCpuProfile } from "../../lib/process/mod.ts";
 import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
 import {
   buildEndpoints,
@@ -505,27 +506,9 @@ export function syncStatus(conn: ConnectionStatus<Proxy>): Record<string, unknow
   return out;
 }
 
-let profiling = false;
-
 /** Records a CPU profile for `ms` through the inspector (one at a time). */
 async function cpuProfile(ms: number): Promise<XdsResource> {
-  if (profiling) throw new Error("A CPU profile is already being recorded");
-  profiling = true;
-  const { Session } = await import("node:inspector");
-  const s = new Session();
-  s.connect();
-  const post = (method: string) =>
-    new Promise<Record<string, unknown>>((resolve, reject) =>
-      s.post(method, (e: Error | null, r?: unknown) => e ? reject(e) : resolve(r as XdsResource))
-    );
-  try {
-    await post("Profiler.enable");
-    await post("Profiler.start");
-    await new Promise((r) => setTimeout(r, ms));
-    const r = await post("Profiler.stop");
-    return r.profile as XdsResource;
-  } finally {
-    s.disconnect();
-    profiling = false;
-  }
+  const p = await startCpuProfile();
+  await new Promise((r) => setTimeout(r, ms));
+  return await p.stop() as XdsResource;
 }
