@@ -13,7 +13,7 @@
 
 import http2 from "node:http2";
 import { LeanSession, type LeanStream, messageBuffers } from "./_h2_lean.ts";
-import { GrpcMessageReader } from "../lib/xds/server/h2/messages.ts";
+import { GrpcMessageReader } from "../lib/grpc/messages.ts";
 import { Buffer } from "node:buffer";
 
 const TYPE = {

@@ -1,6 +1,6 @@
 /**
  * The gRPC transport: serves `envoy.service.discovery.v3.AggregatedDiscoveryService` on our own
- * HTTP/2 server (`h2/server.ts`, plaintext or TLS) and drives an {@link XdsServer}. Requests are
+ * HTTP/2 server (`lib/grpc/server.ts`, plaintext or TLS) and drives an {@link XdsServer}. Requests are
  * decoded by hand (`wire.ts`; first requests and NACKs by @grpc/proto-loader, loaded lazily);
  * responses are encoded by `wire.ts` as parts, so the shared, pre-serialized resources of a push
  * are copied once per client, straight into the connection's output buffer.
@@ -30,7 +30,7 @@ import {
   encodeDeltaDiscoveryResponseParts,
   encodeDiscoveryResponseParts,
 } from "./wire.ts";
-import { type CallHandler, type GrpcCall, GrpcStatus, listenGrpc } from "./h2/server.ts";
+import { type CallHandler, type GrpcCall, GrpcStatus, listenGrpc } from "../../grpc/mod.ts";
 
 /** Full name of the ADS service. */
 export const ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService";
