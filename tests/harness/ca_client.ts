@@ -49,9 +49,11 @@ async function client(service: string, o: CaCallOptions): Promise<any> {
 }
 
 // deno-lint-ignore no-explicit-any
+type Any = any;
+
 function call(
-  grpc: any,
-  c: any,
+  grpc: Any,
+  c: Any,
   method: string,
   req: unknown,
   token?: string,
