@@ -9,7 +9,20 @@
 import * as x509 from "../deps/x509.ts";
 import { formatDuration } from "../flags/mod.ts";
 import {
+  ascii,
+  children,
+  DerError,
+  ecdsaDerToP1363,
+  ecdsaP1363ToDer,
+  expectTag,
+  oid,
+  readTlv,
+  time,
+  tlv,
+} from "./der.ts";
+import {
   decodePem,
+  encodePem,
   exportPrivateKey,
   generateKeyPair,
   importPrivateKey,
@@ -91,8 +104,8 @@ function randomSerial(): string {
 
 /** A parsed, signature-checked certificate signing request. */
 export interface CsrInfo {
-  /** The request's public key. */
-  publicKey: x509.PublicKey;
+  /** The request's public key (SubjectPublicKeyInfo DER). */
+  publicKey: Uint8Array;
   /** URI SANs asked for. */
   uris: string[];
   /** DNS SANs asked for. */
@@ -115,6 +128,8 @@ export async function parseCsr(pem: string): Promise<CsrInfo> {
   if (blocks.length !== 1) {
     throw new PkiError(`want one CERTIFICATE REQUEST PEM block, found ${blocks.length}`);
   }
+  const fast = await parseCsrFast(blocks[0].der);
+  if (fast) return fast;
   let csr: x509.Pkcs10CertificateRequest;
   try {
     csr = new x509.Pkcs10CertificateRequest(blocks[0].der as BufferSource);
@@ -129,7 +144,7 @@ export async function parseCsr(pem: string): Promise<CsrInfo> {
     }
     keyType = "ECDSA-P-256";
   } else if (alg.name.startsWith("RSA")) {
-    const bits = rsaBits(csr.publicKey);
+    const bits = rsaBits(new Uint8Array(csr.publicKey.rawData));
     if (bits < 2048) {
       throw new PkiError(`unsupported CSR key: RSA ${bits} bits, want at least 2048`);
     }
@@ -146,7 +161,7 @@ export async function parseCsr(pem: string): Promise<CsrInfo> {
   if (!ok) throw new PkiError("CSR signature does not verify");
   const san = subjectAltNames(csr);
   return {
-    publicKey: csr.publicKey,
+    publicKey: new Uint8Array(csr.publicKey.rawData),
     uris: san.uris,
     dns: san.dns,
     isCa: isCaCert(csr),
@@ -156,10 +171,10 @@ export async function parseCsr(pem: string): Promise<CsrInfo> {
 }
 
 /** Modulus length of an RSA public key, from its SubjectPublicKeyInfo. */
-function rsaBits(key: x509.PublicKey): number {
+function rsaBits(key: x509.PublicKey | Uint8Array): number {
   // SPKI: SEQ { SEQ { OID, NULL }, BIT STRING { SEQ { INTEGER n, INTEGER e } } }; the modulus is
   // the largest INTEGER: its length is about the key size. Read its DER length.
-  const d = new Uint8Array(key.rawData);
+  const d = key instanceof Uint8Array ? key : new Uint8Array(key.rawData);
   for (let i = 0; i < d.length - 4; i++) {
     if (d[i] !== 0x02) continue;
     let len = d[i + 1];
@@ -175,6 +190,126 @@ function rsaBits(key: x509.PublicKey): number {
     return (len - lead) * 8;
   }
   return 0;
+}
+
+const OID = {
+  rsa: "1.2.840.113549.1.1.1",
+  ec: "1.2.840.10045.2.1",
+  p256: "1.2.840.10045.3.1.7",
+  rsaSha256: "1.2.840.113549.1.1.11",
+  rsaSha384: "1.2.840.113549.1.1.12",
+  rsaSha512: "1.2.840.113549.1.1.13",
+  ecdsaSha256: "1.2.840.10045.4.3.2",
+  ecdsaSha384: "1.2.840.10045.4.3.3",
+  extensionRequest: "1.2.840.113549.1.9.14",
+  san: "2.5.29.17",
+  basicConstraints: "2.5.29.19",
+} as const;
+
+const SIG_HASH: Record<string, string> = {
+  [OID.rsaSha256]: "SHA-256",
+  [OID.rsaSha384]: "SHA-384",
+  [OID.rsaSha512]: "SHA-512",
+  [OID.ecdsaSha256]: "SHA-256",
+  [OID.ecdsaSha384]: "SHA-384",
+};
+
+/**
+ * The common CSR shapes (RSA or P-256 key, RSA PKCS#1 v1.5 or ECDSA signature, SAN and basic
+ * constraints in an extension request) parsed by hand. Returns undefined for anything else, which
+ * then takes the generic path; throws PkiError for a CSR that is definitely unacceptable.
+ */
+async function parseCsrFast(der: Uint8Array): Promise<CsrInfo | undefined> {
+  let info: Uint8Array, sigAlg: string, sig: Uint8Array, spki: Uint8Array, keyAlg: string;
+  let curve = "";
+  let attrs: Uint8Array | undefined;
+  try {
+    const top = children(expectTag(readTlv(der), 0x30, "CSR").value);
+    if (top.length !== 3) return undefined;
+    info = expectTag(top[0], 0x30, "CertificationRequestInfo").raw;
+    sigAlg = oid(
+      expectTag(children(expectTag(top[1], 0x30, "algorithm").value)[0], 0x06, "OID").value,
+    );
+    const bits = expectTag(top[2], 0x03, "signature").value;
+    if (bits[0] !== 0) return undefined;
+    sig = bits.subarray(1);
+    const parts = children(top[0].value);
+    expectTag(parts[0], 0x02, "version");
+    expectTag(parts[1], 0x30, "subject");
+    spki = expectTag(parts[2], 0x30, "subjectPKInfo").raw;
+    const alg = children(expectTag(children(parts[2].value)[0], 0x30, "algorithm").value);
+    keyAlg = oid(expectTag(alg[0], 0x06, "OID").value);
+    if (alg[1]?.tag === 0x06) curve = oid(alg[1].value);
+    if (parts[3]) attrs = expectTag(parts[3], 0xa0, "attributes").value;
+    if (parts.length > 4) return undefined;
+  } catch (e) {
+    if (e instanceof DerError) return undefined;
+    throw e;
+  }
+  const hash = SIG_HASH[sigAlg];
+  if (!hash) return undefined;
+  let keyType: string;
+  let importAlg: RsaHashedImportParams | EcKeyImportParams;
+  if (keyAlg === OID.rsa) {
+    if (!sigAlg.startsWith("1.2.840.113549.")) return undefined;
+    const bits = rsaBits(spki);
+    if (bits < 2048) {
+      throw new PkiError(`unsupported CSR key: RSA ${bits} bits, want at least 2048`);
+    }
+    keyType = `RSA-${bits}`;
+    importAlg = { name: "RSASSA-PKCS1-v1_5", hash };
+  } else if (keyAlg === OID.ec) {
+    if (curve !== OID.p256) return undefined; // the generic path names the curve
+    if (!sigAlg.startsWith("1.2.840.10045.")) return undefined;
+    keyType = "ECDSA-P-256";
+    importAlg = { name: "ECDSA", namedCurve: "P-256" };
+  } else return undefined;
+  let uris: string[] = [], dns: string[] = [], isCa = false;
+  try {
+    for (const attr of attrs ? children(attrs) : []) {
+      const [id, values] = children(expectTag(attr, 0x30, "attribute").value);
+      if (oid(expectTag(id, 0x06, "OID").value) !== OID.extensionRequest) continue;
+      for (const exts of children(expectTag(values, 0x31, "values").value)) {
+        for (const ext of children(expectTag(exts, 0x30, "extensions").value)) {
+          const e = children(expectTag(ext, 0x30, "extension").value);
+          const extId = oid(expectTag(e[0], 0x06, "OID").value);
+          const body = expectTag(e[e.length - 1], 0x04, "extnValue").value;
+          if (extId === OID.san) {
+            for (const n of children(expectTag(readTlv(body), 0x30, "SAN").value)) {
+              const text = new TextDecoder().decode(n.value);
+              if (n.tag === 0x86) uris.push(text);
+              else if (n.tag === 0x82) dns.push(text);
+            }
+          } else if (extId === OID.basicConstraints) {
+            const bc = children(expectTag(readTlv(body), 0x30, "basicConstraints").value);
+            isCa = bc[0]?.tag === 0x01 && bc[0].value[0] !== 0;
+          }
+        }
+      }
+    }
+  } catch (e) {
+    if (e instanceof DerError) return undefined;
+    throw e;
+  }
+  let ok: boolean;
+  try {
+    const key = await crypto.subtle.importKey("spki", spki as BufferSource, importAlg, false, [
+      "verify",
+    ]);
+    const signature = keyAlg === OID.ec ? ecdsaDerToP1363(sig, 32) : sig;
+    ok = await crypto.subtle.verify(
+      keyAlg === OID.ec ? { name: "ECDSA", hash } : importAlg,
+      key,
+      signature as BufferSource,
+      info as BufferSource,
+    );
+  } catch (e) {
+    throw new PkiError(`cannot verify CSR signature: ${(e as Error).message}`);
+  }
+  if (!ok) throw new PkiError("CSR signature does not verify");
+  uris = [...uris];
+  dns = [...dns];
+  return { publicKey: new Uint8Array(spki), uris, dns, isCa, subject: "", keyType };
 }
 
 /** Options of {@link createCsr}. */
@@ -355,8 +490,8 @@ export async function loadCaMaterial(pem: CaMaterialPem): Promise<CaMaterial> {
 
 /** What to issue. */
 export interface IssueRequest {
-  /** The subject's public key (from a CSR, or a generated key). */
-  publicKey: x509.PublicKey | CryptoKey;
+  /** The subject's public key: SubjectPublicKeyInfo DER (from a CSR), or a generated key. */
+  publicKey: Uint8Array | x509.PublicKey | CryptoKey;
   /** URI SANs (the SPIFFE ID). */
   uris: string[];
   /** DNS SANs. */
@@ -398,6 +533,8 @@ export class CertAuthority {
   readonly #opts: CertAuthorityOptions;
   readonly #signingAlg: ReturnType<typeof keyAlgorithm>;
   #aki: x509.Extension | undefined;
+  /** DER pieces of the fast path (workload certificates), computed once. */
+  readonly #der: { sigAlg: Uint8Array; issuer: Uint8Array; fixedExtensions: Uint8Array[] };
 
   constructor(material: CaMaterial, opts: CertAuthorityOptions) {
     this.material = material;
@@ -414,6 +551,45 @@ export class CertAuthority {
         : new x509.SubjectKeyIdentifierExtension(ski.rawData)).keyId;
       this.#aki = new x509.AuthorityKeyIdentifierExtension(keyId);
     }
+    const raw = (e: x509.Extension) => new Uint8Array(e.rawData);
+    this.#der = {
+      sigAlg: this.#signingAlg.name === "ECDSA"
+        ? Uint8Array.of(0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02)
+        : Uint8Array.of(
+          0x30,
+          0x0d,
+          0x06,
+          0x09,
+          0x2a,
+          0x86,
+          0x48,
+          0x86,
+          0xf7,
+          0x0d,
+          0x01,
+          0x01,
+          0x0b,
+          0x05,
+          0x00,
+        ),
+      issuer: new Uint8Array(material.signingCert.subjectName.toArrayBuffer()),
+      fixedExtensions: [
+        raw(new x509.BasicConstraintsExtension(false, undefined, true)),
+        raw(
+          new x509.KeyUsagesExtension(
+            x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+            true,
+          ),
+        ),
+        raw(
+          new x509.ExtendedKeyUsageExtension([
+            x509.ExtendedKeyUsage.serverAuth,
+            x509.ExtendedKeyUsage.clientAuth,
+          ]),
+        ),
+        ...(this.#aki ? [raw(this.#aki)] : []),
+      ],
+    };
   }
 
   /** The signing certificate's validity end. */
@@ -436,7 +612,54 @@ export class CertAuthority {
     }
     const now = (this.#opts.now ?? Date.now)();
     const notBefore = new Date(Math.floor(now / 1000) * 1000);
-    const notAfter = new Date(Math.min(now + req.ttlMs, this.notAfter.getTime()));
+    const notAfter = new Date(
+      Math.floor(Math.min(now + req.ttlMs, this.notAfter.getTime()) / 1000) * 1000,
+    );
+    const certPem = !req.isCa && !req.subject && req.uris.length
+      ? await this.#issueWorkload(req, notBefore, notAfter)
+      : await this.#issueGeneric(req, notBefore, notAfter);
+    return { certPem, chain: [certPem, ...this.caChain], notBefore, notAfter };
+  }
+
+  /** A workload certificate (empty subject, critical SAN) built by hand: the hot path. */
+  async #issueWorkload(req: IssueRequest, notBefore: Date, notAfter: Date): Promise<string> {
+    const spki = req.publicKey instanceof Uint8Array
+      ? req.publicKey
+      : req.publicKey instanceof x509.PublicKey
+      ? new Uint8Array(req.publicKey.rawData)
+      : new Uint8Array(await crypto.subtle.exportKey("spki", req.publicKey as CryptoKey));
+    const serial = crypto.getRandomValues(new Uint8Array(16));
+    serial[0] = (serial[0] & 0x7f) | 0x01;
+    const names = [
+      ...req.uris.map((u) => tlv(0x86, ascii(u))),
+      ...(req.dns ?? []).map((d) => tlv(0x82, ascii(d))),
+    ];
+    const san = tlv(
+      0x30,
+      Uint8Array.of(0x06, 0x03, 0x55, 0x1d, 0x11, 0x01, 0x01, 0xff),
+      tlv(0x04, tlv(0x30, ...names)),
+    );
+    const d = this.#der;
+    const tbs = tlv(
+      0x30,
+      Uint8Array.of(0xa0, 0x03, 0x02, 0x01, 0x02),
+      tlv(0x02, serial),
+      d.sigAlg,
+      d.issuer,
+      tlv(0x30, time(notBefore), time(notAfter)),
+      Uint8Array.of(0x30, 0x00),
+      spki,
+      tlv(0xa3, tlv(0x30, ...d.fixedExtensions, san)),
+    );
+    let sig: Uint8Array = new Uint8Array(
+      await crypto.subtle.sign(this.#signingAlg, this.material.signingKey, tbs as BufferSource),
+    );
+    if (this.#signingAlg.name === "ECDSA") sig = ecdsaP1363ToDer(sig);
+    return encodePem("CERTIFICATE", tlv(0x30, tbs, d.sigAlg, tlv(0x03, Uint8Array.of(0), sig)));
+  }
+
+  /** Any other certificate, through @peculiar/x509. */
+  async #issueGeneric(req: IssueRequest, notBefore: Date, notAfter: Date): Promise<string> {
     const names: x509.JsonGeneralNames = [
       ...req.uris.map((value) => ({ type: "url" as const, value })),
       ...(req.dns ?? []).map((value) => ({ type: "dns" as const, value })),
@@ -464,20 +687,22 @@ export class CertAuthority {
       extensions.push(new x509.SubjectAlternativeNameExtension(names, subject === ""));
     }
     if (this.#aki) extensions.push(this.#aki);
-    if (req.isCa) extensions.push(await x509.SubjectKeyIdentifierExtension.create(req.publicKey));
+    const publicKey = req.publicKey instanceof Uint8Array
+      ? new Uint8Array(req.publicKey) as Uint8Array<ArrayBuffer>
+      : req.publicKey;
+    if (req.isCa) extensions.push(await x509.SubjectKeyIdentifierExtension.create(publicKey));
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: randomSerial(),
       subject,
       issuer: this.material.signingCert.subjectName,
       notBefore,
       notAfter,
-      publicKey: req.publicKey,
+      publicKey,
       signingKey: this.material.signingKey,
       signingAlgorithm: this.#signingAlg,
       extensions,
     });
-    const certPem = cert.toString("pem") + "\n";
-    return { certPem, chain: [certPem, ...this.caChain], notBefore, notAfter };
+    return cert.toString("pem") + "\n";
   }
 
   /** Generates a key pair and issues a certificate for it (the secret controller, self-checks). */
