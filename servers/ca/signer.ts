@@ -65,7 +65,17 @@ export interface AuthOptions {
   tokenReview?: TokenReviewer;
   /** Trusted JWKS (--trusted-jwks), without an orchestrator. */
   jwks?: { keys: unknown[] };
+  /**
+   * How long an accepted token is remembered (ms, default 60 s; never past its `exp`): a workload
+   * renewing often, or the self-check, costs one TokenReview or JWT verification per period.
+   */
+  tokenCacheMs?: number;
+  /** Clock (default Date.now). */
+  now?: () => number;
 }
+
+/** At most this many tokens are remembered. */
+const TOKEN_CACHE_SIZE = 10_000;
 
 /** Credentials presented with a call. */
 export interface Credentials {
@@ -117,6 +127,16 @@ export function createAuthenticator(opts: AuthOptions) {
     return undefined;
   };
 
+  const cache = new Map<string, { caller: Caller; until: number }>();
+  const now = opts.now ?? Date.now;
+  const cacheMs = opts.tokenCacheMs ?? 60_000;
+  const remember = (token: string, caller: Caller, exp?: number) => {
+    const until = Math.min(now() + cacheMs, exp ? exp * 1000 : Infinity);
+    if (cache.size >= TOKEN_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    cache.set(token, { caller, until });
+    return caller;
+  };
+
   return {
     /**
      * The caller, from its client certificate (when issued by this CA and naming a SPIFFE
@@ -136,6 +156,11 @@ export function createAuthenticator(opts: AuthOptions) {
             "bearer token",
           "no-credentials",
         );
+      }
+      const hit = cache.get(token);
+      if (hit) {
+        if (hit.until > now()) return hit.caller;
+        cache.delete(token);
       }
       if (opts.tokenReview) {
         let r: TokenReviewResult;
@@ -157,7 +182,7 @@ export function createAuthenticator(opts: AuthOptions) {
             "bad-token",
           );
         }
-        return fromSubject(r.username, "orchestrator-token");
+        return remember(token, fromSubject(r.username, "orchestrator-token"));
       }
       if (jose && opts.jwks) {
         const j = await jose;
@@ -172,7 +197,7 @@ export function createAuthenticator(opts: AuthOptions) {
             "bad-token",
           );
         }
-        return fromSubject(payload.sub, "jwt");
+        return remember(token, fromSubject(payload.sub, "jwt"), payload.exp);
       }
       throw new CallError(
         Code.UNAUTHENTICATED,
