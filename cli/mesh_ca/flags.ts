@@ -140,7 +140,8 @@ export const serverFlags = [
     name: "trusted-jwks",
     type: string,
     default: "",
-    help: "JWKS file whose keys verify bearer JWTs of callers when running without an orchestrator.",
+    help:
+      "JWKS file whose keys verify bearer JWTs of callers when running without an orchestrator.",
   }),
   flag({
     name: "upstream-ca-address",

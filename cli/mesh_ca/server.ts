@@ -24,5 +24,7 @@ export async function run(opts: ServerOptions, _args: string[], ctx: CliContext)
     if (e instanceof ca.ConfigError) throw new UsageError(e.message);
     throw e;
   }
-  return await runUntilSignal(ca.start(config, { versionText: formatVersion(versionInfo(), false) }));
+  return await runUntilSignal(
+    ca.start(config, { versionText: formatVersion(versionInfo(), false) }),
+  );
 }
