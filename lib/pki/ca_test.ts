@@ -350,3 +350,41 @@ Deno.test("writeFileAtomic() writes key files with mode 0600 and leaves no tempo
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("parseCsr() reads openssl CSRs by hand as the generic parser does; P-384 keys are refused naming the curve", async () => {
+  const id = spiffeId("ns", "sa");
+  for (const kind of ["rsa", "ec"] as const) {
+    const pem = await opensslCsr(kind, `URI:${id},DNS:a.example.com`);
+    const info = await parseCsr(pem);
+    assert.deepEqual([info.uris, info.dns, info.isCa], [[id], ["a.example.com"], false]);
+    // The public key is the CSR's SubjectPublicKeyInfo, byte for byte.
+    const x509 = await import("../deps/x509.ts");
+    const generic = new x509.Pkcs10CertificateRequest(pem);
+    assert.deepEqual(info.publicKey, new Uint8Array(generic.publicKey.rawData));
+  }
+  const dir = await Deno.makeTempDir({ prefix: "mesh-pki-test-" });
+  try {
+    const r = await openssl([
+      "req",
+      "-new",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:secp384r1",
+      "-nodes",
+      "-keyout",
+      `${dir}/k`,
+      "-subj",
+      "/O=x",
+      "-out",
+      `${dir}/c`,
+    ]);
+    assert.ok(r.ok, r.out);
+    await assert.rejects(
+      parseCsr(await Deno.readTextFile(`${dir}/c`)),
+      /EC curve P-384, want P-256/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
