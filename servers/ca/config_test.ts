@@ -106,3 +106,13 @@ Deno.test("toConfig() picks the orchestrator, listened namespace and host identi
   assert.equal(off.grpcPort, null);
   assert.equal(off.monitoring, null);
 });
+
+Deno.test("upstreamServername() verifies the upstream by its DNS name, or mesh-ca for an IP", async () => {
+  const { upstreamServername } = await import("./keys.ts");
+  assert.equal(
+    upstreamServername("mesh-ca.mesh-system.svc.cluster.local:8060"),
+    "mesh-ca.mesh-system.svc.cluster.local",
+  );
+  assert.equal(upstreamServername("127.0.0.1:8060"), "mesh-ca");
+  assert.equal(upstreamServername("[::1]:8060"), "mesh-ca");
+});

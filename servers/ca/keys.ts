@@ -164,6 +164,15 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
   return await upstreamSource(mode, deps);
 }
 
+/**
+ * The name the upstream's server certificate must carry: the address's host when it is a DNS
+ * name, else `mesh-ca` (the first default host identity).
+ */
+export function upstreamServername(address: string): string {
+  const host = address.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1");
+  return /^[\d.]+$/.test(host) || host.includes(":") ? "mesh-ca" : host;
+}
+
 /** The unverified `sub` of a JWT (the identity the upstream will see). */
 function tokenSubject(token: string): string {
   try {
@@ -209,7 +218,7 @@ async function upstreamSource(
         validityDuration: Math.floor(mode.requestedTtlMs / 1000),
       }),
       ca: root,
-      servername: "mesh-ca",
+      servername: upstreamServername(mode.address),
       headers: { authorization: `Bearer ${token}` },
     });
     if (r.status !== 0) {
