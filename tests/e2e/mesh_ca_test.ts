@@ -179,3 +179,48 @@ Deno.test("mesh_ca --enable-profiling serves a CPU profile; a bad flag combinati
     /Cannot read --signing-cert "\/nope\/c.pem": no such file/,
   );
 });
+
+Deno.test("mesh_ca --orch-config keeps its root in mesh-ca-secret and a mesh.<sa> Secret per service account; outside the orchestrator without it, a clear error", async () => {
+  const { startFakeKube } = await import("../harness/fake_kube.ts");
+  await using kube = await startFakeKube({ namespaces: ["mesh-system", "shop"] });
+  await using ca = spawnProgram("mesh_ca", [
+    "--self-signed-ca",
+    "--orch-config",
+    kube.kubeconfigPath,
+    "--listened-namespace",
+    "shop",
+    "--grpc-port",
+    "0",
+    "--monitoring-port",
+    "0",
+  ]);
+  await ca.waitFor(/controller: watching service accounts in namespace shop/, 30_000);
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: "cart", namespace: "shop" },
+  });
+  await waitUntil(
+    () => !!kube.get("secrets", "shop", "mesh.cart"),
+    20_000,
+    "Secret shop/mesh.cart",
+  );
+  const s = kube.get("secrets", "shop", "mesh.cart")! as unknown as {
+    data: Record<string, string>;
+  };
+  const root = kube.get("secrets", "mesh-system", "mesh-ca-secret")! as unknown as {
+    data: Record<string, string>;
+  };
+  assert.equal(atob(s.data["root-cert.pem"]), atob(root.data["ca-cert.pem"]));
+  assert.match(
+    await opensslVerify([atob(s.data["cert-chain.pem"])], atob(s.data["root-cert.pem"])),
+    /OK$/,
+  );
+  assert.equal((await ca.stop()).code, 0);
+
+  const outside = await runProgram("mesh_ca", ["--self-signed-ca"], {
+    env: { KUBERNETES_SERVICE_HOST: "" },
+  });
+  assert.equal(outside.code, 2);
+  assert.match(outside.stderr, /Flag --orch-config is required outside the orchestrator/);
+});
