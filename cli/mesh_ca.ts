@@ -19,6 +19,7 @@ export const program: ProgramSpec = {
     summary: "Runs the certificate authority.",
     flags: serverFlags,
     groups: [logging],
+    load: () => import("./mesh_ca/server.ts"),
     subcommands: [
       probeCommand(logging),
       versionCommand(logging),

@@ -78,6 +78,12 @@ export const serverFlags = [
   }),
   flag({ name: "liveness-probe-path", type: string, default: "", help: "Liveness file path." }),
   flag({
+    name: "local-storage-dir",
+    type: string,
+    default: "",
+    help: "Directory keeping the CA's key material when running without an orchestrator.",
+  }),
+  flag({
     name: "max-workload-cert-ttl",
     type: duration,
     default: 2160 * HOUR,
@@ -130,6 +136,13 @@ export const serverFlags = [
   }),
   flag({ name: "signing-cert", type: string, default: "", help: "CA signing certificate file." }),
   flag({ name: "signing-key", type: string, default: "", help: "CA signing key file." }),
+  flag({
+    name: "trusted-jwks",
+    type: string,
+    default: "",
+    help:
+      "JWKS file whose keys verify bearer JWTs of callers when running without an orchestrator.",
+  }),
   flag({
     name: "upstream-ca-address",
     type: string,

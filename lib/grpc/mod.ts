@@ -17,6 +17,8 @@ export {
   type H2Options,
   listenGrpc,
   MAX_RECEIVE_MESSAGE,
+  peerUris,
   percentEncode,
 } from "./server.ts";
 export { GrpcMessageReader, type MessageError, type MessageReaderOptions } from "./messages.ts";
+export { callUnary, type UnaryCallOptions, type UnaryResult } from "./client.ts";

@@ -925,6 +925,23 @@ export interface GrpcListener {
    * connection once its output is written (at most `graceMs` later).
    */
   close(status: number, message: string, graceMs?: number): Promise<void>;
+  /** Replaces the TLS certificate, key and CA for new connections (TLS listeners only). */
+  setTls(tls: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array }): void;
+}
+
+/**
+ * The URI SANs of a TLS socket's verified peer certificate (`[]` when none was presented, the
+ * socket is plaintext, or the certificate did not verify).
+ */
+// deno-lint-ignore no-explicit-any
+export function peerUris(socket: any): string[] {
+  try {
+    if (!socket.authorized) return [];
+    const san: string = socket.getPeerCertificate?.()?.subjectaltname ?? "";
+    return san.split(/,\s*/).filter((s) => s.startsWith("URI:")).map((s) => s.slice(4));
+  } catch {
+    return [];
+  }
 }
 
 /** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
@@ -987,6 +1004,14 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
         await stopped;
       })();
       return closing;
+    },
+    setTls(t) {
+      if (!opts.tls) throw new Error("setTls() on a plaintext listener");
+      (server as import("node:tls").Server).setSecureContext({
+        cert: Buffer.from(t.cert),
+        key: Buffer.from(t.key),
+        ca: Buffer.from(t.ca),
+      });
     },
   };
 }

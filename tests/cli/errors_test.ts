@@ -234,7 +234,6 @@ Deno.test("commands whose behaviour comes later exit 1 with one line", async () 
       "meshctl experimental rbac can",
     ],
     ["meshctl", ["kube-inject", "-f", "-"], "meshctl kube-inject"],
-    ["mesh_ca", ["--self-signed-ca"], "mesh_ca"],
   ];
   for (const [program, args, name] of cases) {
     const r = await runInProcess(program, args);

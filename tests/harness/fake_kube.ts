@@ -17,6 +17,7 @@
  * @module
  */
 
+import { tokenReviewResponse } from "./fake_kube_tokenreview.ts";
 import { parse as parseYaml } from "../../lib/deps/yaml.ts";
 import {
   clone,
@@ -130,6 +131,8 @@ export interface FakeKubeOptions {
   namespaces?: string[];
   /** Objects created at start, after the namespaces (CRDs register their types). */
   objects?: JsonObject[];
+  /** TokenReview: token → username it authenticates as (see fake_kube_tokenreview.ts). */
+  reviewTokens?: Record<string, string>;
 }
 
 /** Handle on a running fake API server. */
@@ -178,6 +181,8 @@ export interface FakeKube {
   failNext(spec: FailureSpec): void;
   /** The resource types currently served (built-ins and CRD-registered). */
   resourceTypes(): ResourceType[];
+  /** TokenReview tokens (token → username); add or delete entries at any time. */
+  readonly reviewTokens: Map<string, string>;
   /** Ends every watch, stops the server and removes the temp kubeconfig. Idempotent. */
   close(): Promise<void>;
   /** Same as {@linkcode FakeKube.close}. */
@@ -535,6 +540,7 @@ const TABLE_COLUMNS_PREFIX = [
  * Close it with `close()` (or `await using`).
  */
 export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKube> {
+  const reviewTokens = new Map(Object.entries(opts.reviewTokens ?? {}));
   const token = opts.token ?? "fake-token";
   if (token === "" || /\s/.test(token)) {
     throw new TypeError(`startFakeKube: "token" must be non-empty without spaces, got "${token}"`);
@@ -1890,6 +1896,8 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     }
     const fail = injected(req, path);
     if (fail) return fail;
+    const review = await tokenReviewResponse(req, path, reviewTokens);
+    if (review) return review;
     if (path === "/version") {
       return jsonResponse({
         major: "1",
@@ -2072,6 +2080,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       }
       failures.push({ ...spec, left: times });
     },
+    reviewTokens,
     resourceTypes() {
       return [...types.values()].map((t) => ({
         ...t,

@@ -30,7 +30,13 @@ import {
   encodeDeltaDiscoveryResponseParts,
   encodeDiscoveryResponseParts,
 } from "./wire.ts";
-import { type CallHandler, type GrpcCall, GrpcStatus, listenGrpc } from "../../grpc/mod.ts";
+import {
+  type CallHandler,
+  type GrpcCall,
+  GrpcStatus,
+  listenGrpc,
+  peerUris,
+} from "../../grpc/mod.ts";
 
 /** Full name of the ADS service. */
 export const ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService";
@@ -180,15 +186,7 @@ function pem(field: string, v: string | Uint8Array): Buffer {
 }
 
 /** URI SANs of a verified peer certificate (`spiffe://...`) of a TLS socket. */
-function peerIdentities(socket: AnyObj): string[] {
-  try {
-    if (!socket.authorized) return [];
-    const san: string = socket.getPeerCertificate?.()?.subjectaltname ?? "";
-    return san.split(/,\s*/).filter((s) => s.startsWith("URI:")).map((s) => s.slice(4));
-  } catch {
-    return [];
-  }
-}
+const peerIdentities = peerUris;
 
 /**
  * Starts serving ADS (SotW and delta) for `opts.server` on `opts.address`, plaintext or TLS.

@@ -1,0 +1,441 @@
+/**
+ * mesh_ca benchmark: CSRs signed per second end to end over TLS (the real program, gRPC
+ * CreateCertificate with a bearer JWT, 64 concurrent clients on their own HTTP/2 connections),
+ * for an RSA-2048 and an ECDSA P-256 CA key; each next to the raw single-core signing bound of
+ * `openssl speed` measured in the same run (target >= 50%), and next to `cfssl serve` (Debian
+ * golang-cfssl) signing the same CSRs over HTTPS with 64 concurrent clients. Then the p99
+ * latency of mesh_ca at half its maximum rate (open loop; target <= 20 ms).
+ *
+ * `deno task bench ca [--seconds N] [--clients N] [--csrs N]`; `--help` prints this.
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import {
+  createCsr,
+  generateKeyPair,
+  importPrivateKey,
+  keyAlgorithm,
+  spiffeId,
+} from "../lib/pki/mod.ts";
+import { testIssuer } from "../tests/harness/ca_client.ts";
+import { freePort, spawnProgram } from "../tests/harness/procs.ts";
+
+const USAGE = `Usage: deno task bench ca [--seconds N] [--clients N] [--csrs N]
+
+CSRs signed per second by mesh_ca end to end over TLS (gRPC, bearer JWT, N concurrent clients,
+default 64) for an RSA-2048 and an ECDSA P-256 CA key, as a fraction of the single-core raw
+signing rate of \`openssl speed\` measured in the same run, compared with \`cfssl serve\` signing the
+same CSRs, and the p99 latency at half the maximum rate.
+
+  --seconds N   duration of each measured phase (default 5)
+  --clients N   concurrent clients (default 64)
+  --csrs N      distinct CSRs (ECDSA P-256 keys) cycled through (default 64)
+  --profile DIR record mesh_ca's CPU profile during each maximum-rate phase (DIR/ca-<key>.cpuprofile;
+                summarize with deno run -A bench/cpuprofile_top.ts DIR/*.cpuprofile)
+`;
+
+interface Options {
+  seconds: number;
+  clients: number;
+  csrs: number;
+  profile: string;
+}
+
+function parseArgs(args: string[]): Options | undefined {
+  const o: Options = { seconds: 5, clients: 64, csrs: 64, profile: "" };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--help" || a === "-h") return undefined;
+    const key = a.replace(/^--/, "") as keyof Options;
+    if (!(key in o)) throw new Error(`Unknown flag ${a}\n\n${USAGE}`);
+    if (key === "profile") {
+      o.profile = args[++i] ?? "";
+      continue;
+    }
+    const v = Number(args[++i]);
+    if (!(v > 0)) throw new Error(`Flag ${a}: want a positive number`);
+    o[key as "seconds" | "clients" | "csrs"] = v;
+  }
+  return o;
+}
+
+async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
+  const o = await new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).output();
+  const td = new TextDecoder();
+  if (!o.success) throw new Error(`${cmd} ${args.join(" ")}: ${td.decode(o.stderr)}`);
+  return td.decode(o.stdout);
+}
+
+/** Single-core signs/s from `openssl speed -mr`. */
+async function opensslSpeed(alg: "rsa2048" | "ecdsap256", seconds: number): Promise<number> {
+  const out = await run("openssl", [
+    "speed",
+    "-seconds",
+    String(Math.max(1, Math.round(seconds / 2))),
+    "-mr",
+    alg,
+  ]);
+  const line = out.split("\n").find((l) => /^\+F[24]:/.test(l));
+  if (!line) throw new Error(`openssl speed ${alg}: no result line`);
+  return Number(line.split(":")[3]);
+}
+
+/**
+ * The same-runtime bound: per second, one WebCrypto signature with the CA key plus one ECDSA P-256
+ * verification (the CSR's), as mesh_ca does per CSR, with `inFlight` pairs running at once
+ * (WebCrypto runs on Deno's thread pool, so this uses every core, as the server does).
+ */
+async function webCryptoBound(keyFile: string, seconds: number, inFlight: number): Promise<number> {
+  const key = await importPrivateKey(await Deno.readTextFile(keyFile));
+  const alg = keyAlgorithm(key);
+  const csrKeys = await generateKeyPair({ kind: "ec" });
+  const data = crypto.getRandomValues(new Uint8Array(600));
+  const ecdsa = { name: "ECDSA", hash: "SHA-256" };
+  const csrSig = await crypto.subtle.sign(ecdsa, csrKeys.privateKey, data);
+  const t0 = performance.now();
+  const end = t0 + Math.max(1, seconds / 2) * 1000;
+  let n = 0;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (performance.now() < end) {
+      await crypto.subtle.sign(alg, key, data);
+      await crypto.subtle.verify(ecdsa, csrKeys.publicKey, csrSig, data);
+      n++;
+    }
+  }));
+  return n / ((performance.now() - t0) / 1000);
+}
+
+/** A CA key and self-signed certificate made with openssl. */
+async function makeCa(dir: string, kind: "rsa" | "ec"): Promise<{ cert: string; key: string }> {
+  const key = `${dir}/${kind}-ca-key.pem`;
+  const cert = `${dir}/${kind}-ca.pem`;
+  if (kind === "rsa") await run("openssl", ["genrsa", "-out", key, "2048"]);
+  else await run("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key]);
+  await run("openssl", [
+    "req",
+    "-x509",
+    "-new",
+    "-key",
+    key,
+    "-subj",
+    `/O=bench-${kind}`,
+    "-days",
+    "2",
+    "-addext",
+    "basicConstraints=critical,CA:TRUE",
+    "-addext",
+    "keyUsage=critical,keyCertSign,cRLSign",
+    "-out",
+    cert,
+  ]);
+  return { cert, key };
+}
+
+/** Percentile of sorted values. */
+const pct = (s: number[], p: number) =>
+  s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN;
+
+/** A unary call function over one HTTP/2 session. */
+type Caller = () => Promise<void>;
+
+async function grpcCallers(port: number, root: string, token: string, bodies: Buffer[], n: number) {
+  const http2 = await import("node:http2");
+  const sessions = Array.from(
+    { length: n },
+    () => http2.connect(`https://127.0.0.1:${port}`, { ca: root, servername: "mesh-ca" }),
+  );
+  let next = 0;
+  const callers: Caller[] = sessions.map((s) => () =>
+    new Promise<void>((resolve, reject) => {
+      const req = s.request({
+        ":method": "POST",
+        ":path": "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
+        "content-type": "application/grpc",
+        te: "trailers",
+        authorization: `Bearer ${token}`,
+      });
+      let status = "";
+      req.on("trailers", (t) => status = String(t["grpc-status"]));
+      req.on("response", (h) => {
+        if (h["grpc-status"] !== undefined) status = String(h["grpc-status"]);
+      });
+      req.on("data", () => {});
+      req.on("error", reject);
+      req.on("end", () => status === "0" ? resolve() : reject(new Error(`grpc-status ${status}`)));
+      req.end(bodies[next++ % bodies.length]);
+    })
+  );
+  return { callers, close: () => sessions.forEach((s) => s.close()) };
+}
+
+function httpsCallers(port: number, root: string, csrs: string[], n: number) {
+  const client = Deno.createHttpClient({ caCerts: [root] });
+  let next = 0;
+  const call: Caller = async () => {
+    const r = await fetch(`https://localhost:${port}/api/v1/cfssl/sign`, {
+      method: "POST",
+      body: JSON.stringify({ certificate_request: csrs[next++ % csrs.length] }),
+      client,
+    });
+    const j = await r.json();
+    if (!j.success) throw new Error(`cfssl: ${JSON.stringify(j.errors)}`);
+  };
+  return { callers: Array.from({ length: n }, () => call), close: () => client.close() };
+}
+
+/** Closed loop: every caller calls back to back for `seconds`; returns calls/s. */
+async function closedLoop(callers: Caller[], seconds: number): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(callers.map(async (c) => {
+    while (performance.now() < end) {
+      await c();
+      done++;
+    }
+  }));
+  return done / seconds;
+}
+
+/** Open loop at `rate` calls/s for `seconds`, spread over the callers; returns sorted latencies (ms). */
+async function openLoop(callers: Caller[], rate: number, seconds: number): Promise<number[]> {
+  const lat: number[] = [];
+  const total = Math.floor(rate * seconds);
+  const t0 = performance.now();
+  const inflight: Promise<void>[] = [];
+  const free = [...callers];
+  const waiting: (() => void)[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (!free.length) await new Promise<void>((r) => waiting.push(r));
+    const c = free.pop()!;
+    inflight.push((async () => {
+      const s = performance.now();
+      await c();
+      lat.push(performance.now() - s);
+      free.push(c);
+      waiting.shift()?.();
+    })());
+  }
+  await Promise.all(inflight);
+  return lat.sort((a, b) => a - b);
+}
+
+/** Runs the bench. */
+export async function main(args: string[] = []): Promise<void> {
+  const o = parseArgs(args);
+  if (!o) {
+    console.log(USAGE);
+    return;
+  }
+  const dir = await Deno.makeTempDir({ prefix: "mesh-bench-ca-" });
+  try {
+    const issuer = await testIssuer();
+    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
+    const token = await issuer.token("system:serviceaccount:bench:client", { expiresIn: "2h" });
+    const csrs: string[] = [];
+    for (let i = 0; i < o.csrs; i++) {
+      csrs.push(
+        await createCsr({
+          keys: await generateKeyPair({ kind: "ec" }),
+          uris: [spiffeId("bench", "client")],
+        }),
+      );
+    }
+    const bodies = csrs.map((csr) => {
+      const b = Buffer.from(csr);
+      // MeshCertificateRequest{csr=1; validity_duration=3 (3600)} with the gRPC message prefix.
+      const varint = (n: number) => {
+        const out: number[] = [];
+        while (n >= 0x80) {
+          out.push((n & 0x7f) | 0x80);
+          n >>>= 7;
+        }
+        return [...out, n];
+      };
+      const msg = Buffer.concat([
+        Buffer.from([0x0a, ...varint(b.length)]),
+        b,
+        Buffer.from([0x18, ...varint(3600)]),
+      ]);
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(msg.length, 1);
+      return Buffer.concat([prefix, msg]);
+    });
+    console.log(
+      `clients ${o.clients}, ${o.seconds}s per phase, ${o.csrs} distinct ECDSA P-256 CSRs`,
+    );
+    const rows: string[][] = [[
+      "CA key",
+      "mesh_ca CSRs/s",
+      "openssl signs/s (1 core)",
+      "of openssl",
+      "WebCrypto sign+verify/s",
+      "of WebCrypto",
+      "cfssl CSRs/s",
+      "mesh_ca/cfssl",
+      "p50 / p99 at half rate",
+    ]];
+    for (const kind of ["rsa", "ec"] as const) {
+      const ca = await makeCa(dir, kind);
+      const raw = await opensslSpeed(kind === "rsa" ? "rsa2048" : "ecdsap256", o.seconds);
+      const deno = await webCryptoBound(ca.key, o.seconds, o.clients);
+      const grpcPort = freePort();
+      const monitoringPort = freePort();
+      const proc = spawnProgram("mesh_ca", [
+        ...(o.profile ? ["--enable-profiling"] : []),
+        "--signing-cert",
+        ca.cert,
+        "--signing-key",
+        ca.key,
+        "--root-cert",
+        ca.cert,
+        "--local-storage-dir",
+        `${dir}/state`,
+        "--trusted-jwks",
+        `${dir}/jwks.json`,
+        "--grpc-port",
+        String(grpcPort),
+        "--monitoring-port",
+        String(o.profile ? monitoringPort : 0),
+        "--log_output_level",
+        "warn",
+      ]);
+      let rate = 0, p50 = NaN, p99 = NaN;
+      try {
+        await waitListening(grpcPort);
+        if (o.profile) await waitListening(monitoringPort);
+        const root = await Deno.readTextFile(ca.cert);
+        const g = await grpcCallers(grpcPort, root, token, bodies, o.clients);
+        try {
+          await closedLoop(g.callers, Math.min(1, o.seconds)); // warm-up
+          const profile = o.profile
+            ? fetch(`http://127.0.0.1:${monitoringPort}/debug/pprof/profile?seconds=${o.seconds}`)
+              .then((r) => r.text())
+            : undefined;
+          rate = await closedLoop(g.callers, o.seconds);
+          if (profile) {
+            await Deno.mkdir(o.profile, { recursive: true });
+            await Deno.writeTextFile(`${o.profile}/ca-${kind}.cpuprofile`, await profile);
+          }
+          const lat = await openLoop(g.callers, rate / 2, o.seconds);
+          p50 = pct(lat, 0.5);
+          p99 = pct(lat, 0.99);
+        } finally {
+          g.close();
+        }
+      } finally {
+        await proc.stop();
+      }
+      const cfssl = await cfsslRate(dir, ca, csrs, o);
+      rows.push([
+        kind === "rsa" ? "RSA-2048" : "ECDSA P-256",
+        rate.toFixed(0),
+        raw.toFixed(0),
+        `${((100 * rate) / raw).toFixed(1)}%`,
+        deno.toFixed(0),
+        `${((100 * rate) / deno).toFixed(0)}%`,
+        cfssl.toFixed(0),
+        (rate / cfssl).toFixed(2),
+        `${p50.toFixed(1)} / ${p99.toFixed(1)} ms`,
+      ]);
+    }
+    const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+    for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
+    console.log("targets: >= 50% of openssl; p99 at half the maximum rate <= 20 ms");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function waitListening(port: number): Promise<void> {
+  const end = Date.now() + 30_000;
+  while (Date.now() < end) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`mesh_ca did not listen on ${port}`);
+}
+
+/** `cfssl serve` over HTTPS with the same CA key; closed-loop CSRs/s. */
+async function cfsslRate(
+  dir: string,
+  ca: { cert: string; key: string },
+  csrs: string[],
+  o: Options,
+): Promise<number> {
+  // cfssl's TLS server certificate, for localhost, signed by the same CA.
+  const tlsKey = `${dir}/cfssl-tls-key.pem`, tlsCert = `${dir}/cfssl-tls.pem`;
+  await run("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", tlsKey]);
+  await run("openssl", [
+    "req",
+    "-new",
+    "-key",
+    tlsKey,
+    "-subj",
+    "/CN=localhost",
+    "-out",
+    `${dir}/cfssl.csr`,
+  ]);
+  await Deno.writeTextFile(`${dir}/cfssl-ext.cnf`, "subjectAltName=DNS:localhost\n");
+  await run("openssl", [
+    "x509",
+    "-req",
+    "-in",
+    `${dir}/cfssl.csr`,
+    "-CA",
+    ca.cert,
+    "-CAkey",
+    ca.key,
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-extfile",
+    `${dir}/cfssl-ext.cnf`,
+    "-out",
+    tlsCert,
+  ]);
+  const port = freePort();
+  const child = new Deno.Command("cfssl", {
+    args: [
+      "serve",
+      "-address",
+      "127.0.0.1",
+      "-port",
+      String(port),
+      "-ca",
+      ca.cert,
+      "-ca-key",
+      ca.key,
+      "-tls-cert",
+      tlsCert,
+      "-tls-key",
+      tlsKey,
+      "-loglevel",
+      "5",
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  try {
+    await waitListening(port);
+    const h = httpsCallers(port, await Deno.readTextFile(ca.cert), csrs, o.clients);
+    try {
+      await closedLoop(h.callers, Math.min(1, o.seconds));
+      return await closedLoop(h.callers, o.seconds);
+    } finally {
+      h.close();
+    }
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+  }
+}
+
+if (import.meta.main) await main(Deno.args);

@@ -1,0 +1,106 @@
+/**
+ * A minimal unary gRPC client over `node:http2` (TLS), for the few control-plane calls that need
+ * one (mesh_ca's upstream-CA request and liveness self-check) without loading grpc-js.
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+
+/** Options of {@link callUnary}. */
+export interface UnaryCallOptions {
+  /** `host:port`. */
+  address: string;
+  /** `/package.Service/Method`. */
+  path: string;
+  /** The encoded request message. */
+  message: Uint8Array;
+  /** PEM root certificate(s) verifying the server. */
+  ca: string;
+  /** The name the server certificate must carry (SNI and verification; default the host). */
+  servername?: string;
+  /** Client certificate chain and key (PEM), for mutual TLS. */
+  cert?: string;
+  key?: string;
+  /** Extra request headers (e.g. `authorization`). */
+  headers?: Record<string, string>;
+  /** Deadline in ms (default 10 s). */
+  timeoutMs?: number;
+}
+
+/** The outcome of a unary call. */
+export interface UnaryResult {
+  /** gRPC status (0 = OK). */
+  status: number;
+  /** `grpc-message`, decoded. */
+  message: string;
+  /** The response message (undefined when none was sent). */
+  response?: Uint8Array;
+}
+
+/**
+ * Makes one unary gRPC call over TLS and resolves with its status (never rejects for a gRPC
+ * error status; rejects for connection failures and timeouts).
+ */
+export async function callUnary(opts: UnaryCallOptions): Promise<UnaryResult> {
+  const http2 = await import("node:http2");
+  const m = /^(.*):(\d+)$/.exec(opts.address);
+  if (!m) throw new Error(`Invalid address "${opts.address}": want host:port`);
+  const host = m[1].replace(/^\[(.*)\]$/, "$1");
+  const session = http2.connect(`https://${m[1]}:${m[2]}`, {
+    ca: opts.ca,
+    cert: opts.cert,
+    key: opts.key,
+    servername: opts.servername ?? host,
+    ALPNProtocols: ["h2"],
+  });
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  try {
+    return await new Promise<UnaryResult>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`gRPC call ${opts.path} to ${opts.address} timed out`)),
+        timeoutMs,
+      );
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        reject(e);
+      };
+      session.once("error", fail);
+      const req = session.request({
+        ":method": "POST",
+        ":path": opts.path,
+        "content-type": "application/grpc",
+        te: "trailers",
+        ...opts.headers,
+      });
+      const chunks: Buffer[] = [];
+      let headers: Record<string, unknown> = {};
+      req.on("response", (h) => headers = h);
+      req.on("data", (c: Buffer) => chunks.push(c));
+      let trailers: Record<string, unknown> = {};
+      req.on("trailers", (t) => trailers = t);
+      req.on("error", fail);
+      req.on("end", () => {
+        clearTimeout(timer);
+        const all = { ...headers, ...trailers };
+        const body = Buffer.concat(chunks);
+        const status = Number(all["grpc-status"] ?? (headers[":status"] === 200 ? 2 : 14));
+        let message = String(all["grpc-message"] ?? "");
+        try {
+          message = decodeURIComponent(message);
+        } catch {
+          // keep as sent
+        }
+        const response = body.length >= 5
+          ? new Uint8Array(body.subarray(5, 5 + body.readUInt32BE(1)))
+          : undefined;
+        resolve({ status, message, response });
+      });
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(opts.message.length, 1);
+      req.end(Buffer.concat([prefix, Buffer.from(opts.message)]));
+    });
+  } finally {
+    session.close();
+    session.destroy();
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * PEM and private-key helpers: PEM blocks in and out, private keys imported from PKCS#8,
+ * PKCS#1 (`RSA PRIVATE KEY`) or SEC 1 (`EC PRIVATE KEY`, P-256) and exported as PKCS#8, and
+ * atomic key-file writes with mode 0600. No dependency beyond WebCrypto.
+ * @module
+ */
+
+import { basename, dirname, join } from "node:path";
+
+/** An error about key material (bad PEM, unsupported key, mismatch); the message says which. */
+export class PkiError extends Error {
+  override name = "PkiError";
+}
+
+/** One PEM block. */
+export interface PemBlock {
+  /** The label, e.g. `CERTIFICATE`, `PRIVATE KEY`. */
+  label: string;
+  /** The DER bytes. */
+  der: Uint8Array;
+}
+
+const PEM_RE = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+
+/** Every PEM block of `text`, in order (text outside blocks is ignored). */
+export function decodePem(text: string): PemBlock[] {
+  const out: PemBlock[] = [];
+  for (const m of text.matchAll(PEM_RE)) {
+    const b64 = m[2].replace(/\s+/g, "");
+    let der: Uint8Array;
+    try {
+      der = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    } catch {
+      throw new PkiError(`PEM block "${m[1]}" is not valid base64`);
+    }
+    out.push({ label: m[1], der });
+  }
+  return out;
+}
+
+/** Encodes DER as one PEM block (64-column base64). */
+export function encodePem(label: string, der: Uint8Array | ArrayBuffer): string {
+  const bytes = der instanceof Uint8Array ? der : new Uint8Array(der);
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  const b64 = btoa(bin);
+  const lines = b64.match(/.{1,64}/g) ?? [];
+  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
+}
+
+// ---- minimal DER (only what wrapping PKCS#1 / SEC 1 keys into PKCS#8 needs) --------------------
+
+function derLength(n: number): number[] {
+  if (n < 0x80) return [n];
+  const bytes: number[] = [];
+  for (let v = n; v > 0; v = Math.floor(v / 256)) bytes.unshift(v & 0xff);
+  return [0x80 | bytes.length, ...bytes];
+}
+
+function der(tag: number, ...content: Uint8Array[]): Uint8Array {
+  const len = content.reduce((n, c) => n + c.length, 0);
+  const head = [tag, ...derLength(len)];
+  const out = new Uint8Array(head.length + len);
+  out.set(head, 0);
+  let at = head.length;
+  for (const c of content) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+const OID_RSA = Uint8Array.of(0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01);
+const OID_EC = Uint8Array.of(0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01);
+const OID_P256 = Uint8Array.of(0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07);
+const NULL = Uint8Array.of(0x05, 0x00);
+const VERSION0 = Uint8Array.of(0x02, 0x01, 0x00);
+
+function pkcs8(algorithm: Uint8Array, key: Uint8Array): Uint8Array {
+  return der(0x30, VERSION0, der(0x30, algorithm), der(0x04, key));
+}
+
+function contains(hay: Uint8Array, needle: Uint8Array): boolean {
+  outer: for (let i = 0; i + needle.length <= hay.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
+    return true;
+  }
+  return false;
+}
+
+// ---- keys -------------------------------------------------------------------------------------
+
+/** Signing parameters for a key: RSA PKCS#1 v1.5 or ECDSA P-256, both with SHA-256. */
+export type KeyAlgorithm =
+  | { name: "RSASSA-PKCS1-v1_5"; hash: "SHA-256" }
+  | { name: "ECDSA"; namedCurve: "P-256"; hash: "SHA-256" };
+
+/** RSA PKCS#1 v1.5 with SHA-256. */
+export const RSA_SHA256: KeyAlgorithm = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
+/** ECDSA P-256 with SHA-256. */
+export const ECDSA_P256: KeyAlgorithm = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
+
+/** The kind of key to generate. */
+export type KeySpec = { kind: "rsa"; bits: number } | { kind: "ec" };
+
+/** Generates an extractable signing key pair: RSA of `bits` (1024..8192), or ECDSA P-256. */
+export async function generateKeyPair(spec: KeySpec): Promise<CryptoKeyPair> {
+  if (spec.kind === "ec") {
+    return await crypto.subtle.generateKey(ECDSA_P256, true, ["sign", "verify"]) as CryptoKeyPair;
+  }
+  if (!Number.isInteger(spec.bits) || spec.bits < 1024 || spec.bits > 8192 || spec.bits % 8) {
+    throw new PkiError(`invalid RSA key size ${spec.bits}: want 1024..8192, a multiple of 8`);
+  }
+  return await crypto.subtle.generateKey(
+    { ...RSA_SHA256, modulusLength: spec.bits, publicExponent: Uint8Array.of(1, 0, 1) },
+    true,
+    ["sign", "verify"],
+  ) as CryptoKeyPair;
+}
+
+/** The signing algorithm of a key (RSA or ECDSA P-256). */
+export function keyAlgorithm(key: CryptoKey): KeyAlgorithm {
+  if (key.algorithm.name === "ECDSA") return ECDSA_P256;
+  return RSA_SHA256;
+}
+
+/**
+ * Imports the first private key of a PEM text: `PRIVATE KEY` (PKCS#8, RSA or EC P-256),
+ * `RSA PRIVATE KEY` (PKCS#1) or `EC PRIVATE KEY` (SEC 1, P-256). The key is extractable (the
+ * CA writes it to its storage) and usable for signing.
+ * @throws PkiError naming what is wrong (no key block, encrypted key, unsupported algorithm).
+ */
+export async function importPrivateKey(pem: string): Promise<CryptoKey> {
+  const block = decodePem(pem).find((b) => b.label.endsWith("PRIVATE KEY"));
+  if (!block) throw new PkiError("no PRIVATE KEY PEM block");
+  let data: Uint8Array;
+  let algs: KeyAlgorithm[];
+  switch (block.label) {
+    case "PRIVATE KEY":
+      data = block.der;
+      algs = contains(block.der, OID_EC) ? [ECDSA_P256] : [RSA_SHA256];
+      break;
+    case "RSA PRIVATE KEY":
+      data = pkcs8(Uint8Array.of(...OID_RSA, ...NULL), block.der);
+      algs = [RSA_SHA256];
+      break;
+    case "EC PRIVATE KEY":
+      if (!contains(block.der, OID_P256)) {
+        throw new PkiError("unsupported EC private key: only curve P-256 is supported");
+      }
+      data = pkcs8(Uint8Array.of(...OID_EC, ...OID_P256), block.der);
+      algs = [ECDSA_P256];
+      break;
+    default:
+      throw new PkiError(`unsupported private key block "${block.label}" (encrypted keys are not)`);
+  }
+  for (const alg of algs) {
+    try {
+      return await crypto.subtle.importKey("pkcs8", data as BufferSource, alg, true, ["sign"]);
+    } catch (e) {
+      throw new PkiError(`cannot import private key: ${(e as Error).message}`);
+    }
+  }
+  throw new PkiError("cannot import private key");
+}
+
+/** Exports a private key as PKCS#8 PEM (`PRIVATE KEY`). */
+export async function exportPrivateKey(key: CryptoKey): Promise<string> {
+  return encodePem("PRIVATE KEY", await crypto.subtle.exportKey("pkcs8", key));
+}
+
+/**
+ * Writes a file atomically (a temporary file in the same directory, then a rename) with `mode`
+ * (default 0600: key files). Parent directories are created (0700).
+ */
+export async function writeFileAtomic(path: string, data: string, mode = 0o600): Promise<void> {
+  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = join(dirname(path), `.${basename(path)}.tmp-${crypto.randomUUID().slice(0, 8)}`);
+  try {
+    await Deno.writeTextFile(tmp, data, { mode, createNew: true });
+    await Deno.chmod(tmp, mode);
+    await Deno.rename(tmp, path);
+  } catch (e) {
+    await Deno.remove(tmp).catch(() => {});
+    throw e;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Test helpers of servers/ca: flags with the spec's defaults, an in-process CA on free ports,
+ * CSRs, and `openssl verify` of an issued chain.
+ * @module
+ */
+
+import { createCsr, generateKeyPair, type KeySpec, spiffeId } from "../../lib/pki/mod.ts";
+import type { Logger } from "../../lib/log/mod.ts";
+import type { CaFlags } from "./config.ts";
+
+const HOUR = 3_600_000;
+
+/** The root command's flags with the spec's defaults, then `over`. */
+export function caFlags(over: Partial<CaFlags> = {}): CaFlags {
+  return {
+    appendDnsNames: false,
+    certChain: "",
+    caStorageNamespace: "mesh-system",
+    customDnsNames: "",
+    enableProfiling: false,
+    grpcHostIdentities: "mesh-ca,mesh-citadel",
+    grpcHostname: "mesh-ca",
+    grpcPort: 8060,
+    keySize: 2048,
+    orchConfig: "",
+    listenedNamespace: "",
+    livenessProbeInterval: 0,
+    livenessProbePath: "",
+    localStorageDir: "",
+    maxWorkloadCertTtl: 2160 * HOUR,
+    monitoringPort: 9093,
+    org: "",
+    probeCheckInterval: 30_000,
+    requestedCaCertTtl: 8760 * HOUR,
+    rootCert: "",
+    selfSignedCa: false,
+    selfSignedCaCertTtl: 8760 * HOUR,
+    selfSignedCaOrg: "orch.cluster.local",
+    signCaCerts: false,
+    signingCert: "",
+    signingKey: "",
+    trustedJwks: "",
+    upstreamCaAddress: "",
+    workloadCertGracePeriodRatio: 0.5,
+    workloadCertMinGracePeriod: 600_000,
+    workloadCertTtl: 2160 * HOUR,
+    ...over,
+  };
+}
+
+/** A logger that records every line (to check what is logged). */
+export function recordingLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const rec = (level: string) => (msg: string, props?: Record<string, unknown>) => {
+    lines.push(`${level} ${msg}${props ? " " + JSON.stringify(props) : ""}`);
+  };
+  return { lines, debug: rec("debug"), info: rec("info"), warn: rec("warn"), error: rec("error") };
+}
+
+/** A CSR (and its key pair) for `ns/sa`, or for the given URIs. */
+export async function csrFor(
+  ns: string,
+  sa: string,
+  opts: { key?: KeySpec; uris?: string[]; dns?: string[]; isCa?: boolean } = {},
+): Promise<{ csr: string; keys: CryptoKeyPair }> {
+  const keys = await generateKeyPair(opts.key ?? { kind: "ec" });
+  const csr = await createCsr({
+    keys,
+    uris: opts.uris ?? [spiffeId(ns, sa)],
+    dns: opts.dns,
+    isCa: opts.isCa,
+  });
+  return { csr, keys };
+}
+
+/** Runs `openssl verify -CAfile <root> [-untrusted <intermediates>] <leaf>`; returns its output. */
+export async function opensslVerify(chain: string[], root?: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-ca-verify-" });
+  try {
+    await Deno.writeTextFile(`${dir}/root.pem`, root ?? chain[chain.length - 1]);
+    await Deno.writeTextFile(`${dir}/leaf.pem`, chain[0]);
+    const args = ["verify", "-CAfile", `${dir}/root.pem`];
+    const mid = chain.slice(1, root ? undefined : -1).join("");
+    if (mid) {
+      await Deno.writeTextFile(`${dir}/mid.pem`, mid);
+      args.push("-untrusted", `${dir}/mid.pem`);
+    }
+    const o = await new Deno.Command("openssl", { args: [...args, `${dir}/leaf.pem`] }).output();
+    const td = new TextDecoder();
+    return (td.decode(o.stdout) + td.decode(o.stderr)).trim();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** `openssl x509 -noout -text` of a PEM certificate. */
+export async function opensslText(pem: string): Promise<string> {
+  const p = new Deno.Command("openssl", {
+    args: ["x509", "-noout", "-text"],
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const w = p.stdin.getWriter();
+  await w.write(new TextEncoder().encode(pem));
+  await w.close();
+  return new TextDecoder().decode((await p.output()).stdout);
+}
