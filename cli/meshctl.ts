@@ -96,6 +96,7 @@ export const program: ProgramSpec = {
         summary: "Injects the proxy sidecar into workloads.",
         flags: kubeInjectFlags,
         groups: common,
+        load: () => import("./meshctl/kube_inject.ts"),
       }),
       command({
         name: "proxy-config",
