@@ -29,6 +29,7 @@ import {
   PatchError,
   strategicMergePatch,
 } from "./_patch.ts";
+import { type AdmissionView, admitCreate } from "./fake_kube_admission.ts";
 import { decodeKubeProtobuf, encodeOpenApiV2, OPENAPI_V2_PROTOBUF_TYPES } from "./_protobuf.ts";
 import {
   type Matcher,
@@ -591,6 +592,15 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     }
     return undefined;
   }
+
+  // mutating admission webhooks on create (fake_kube_admission.ts)
+  const admission: AdmissionView = {
+    configurations: () => [
+      ...bucket(findType("mutatingwebhookconfigurations.admissionregistration.k8s.io")!).values(),
+    ],
+    namespace: (name) => bucket(findType("namespaces")!).get(objKey(undefined, name)),
+    error: (code, reason, message) => new KubeStatusError(code, reason, message),
+  };
 
   function typeForObject(obj: JsonObject): ResourceType {
     const apiVersion = str(obj.apiVersion);
@@ -1797,7 +1807,8 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       if (method === "POST") {
         if (t.namespaced && ns === undefined) throw methodNotAllowed();
         const { text, contentType } = await readBody(req);
-        const created = doCreate(t, parseBody(text, contentType), ns, dryRunOf(q));
+        const body = await admitCreate(admission, t, parseBody(text, contentType), ns, dryRunOf(q));
+        const created = doCreate(t, body, ns, dryRunOf(q));
         if (wantsTable(req)) return jsonResponse(tableFor(t, [created], "Metadata"), 201);
         return jsonResponse(withTypeMeta(t, created), 201);
       }
