@@ -152,6 +152,30 @@ function checkSidecar(raw: unknown): SidecarSpec {
   return out;
 }
 
+const NOT_JSON = Symbol("not JSON");
+
+/** `text` as JSON, else as YAML (JSON output with YAML comments or trailing commas still works). */
+function parseJsonOr(text: string): unknown {
+  let v: unknown = NOT_JSON;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    // not strict JSON
+  }
+  return v === NOT_JSON ? parseYaml(text) : v;
+}
+
+/** How many distinct rendered sidecars an injector keeps parsed. */
+const PARSED_CACHE_SIZE = 128;
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
 function namesOf(list: Record<string, unknown>[]): string[] | null {
   return list.length === 0 ? null : list.map((x) => String(x.name));
 }
@@ -186,6 +210,8 @@ function previousNames(annotations: Record<string, unknown>): Record<string, str
  */
 export class Injector {
   readonly #template: Template;
+  /** Parsed sidecars by rendered text: pods of one workload render the same text. */
+  readonly #parsed = new Map<string, SidecarSpec>();
   /** sha256 (hex) of the template, the `version` of the status annotation. */
   readonly version: string;
 
@@ -201,8 +227,9 @@ export class Injector {
   }
 
   /**
-   * Renders the sidecar for a pod. Throws {@link InjectError} for bad annotations, a template
-   * that fails or output that is not a sidecar.
+   * Renders the sidecar for a pod (deeply frozen: shared between pods that render the same
+   * text). Throws {@link InjectError} for bad annotations, a template that fails or output that
+   * is not a sidecar.
    */
   render(pod: PodLike): SidecarSpec {
     const meta = pod.metadata ?? {};
@@ -225,15 +252,23 @@ export class Injector {
       if (e instanceof TemplateError) throw new InjectError(e.message);
       throw e;
     }
+    const cached = this.#parsed.get(text);
+    if (cached) return cached;
     let raw: unknown;
     try {
-      raw = parseYaml(text);
+      // JSON is YAML too, and parses ~40 times faster: try it first
+      raw = /^\s*\{/.test(text) ? parseJsonOr(text) : parseYaml(text);
     } catch (e) {
       throw new InjectError(
         `template output is not YAML: ${firstErrorLine((e as Error).message)}`,
       );
     }
-    return checkSidecar(raw);
+    const sidecar = deepFreeze(checkSidecar(raw));
+    if (this.#parsed.size >= PARSED_CACHE_SIZE) {
+      this.#parsed.delete(this.#parsed.keys().next().value!);
+    }
+    this.#parsed.set(text, sidecar);
+    return sidecar;
   }
 
   /** The status annotation value for a rendered sidecar. */

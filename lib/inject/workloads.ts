@@ -4,9 +4,10 @@
  * @module
  */
 
-import { parseDocument, stringify } from "../deps/yaml.ts";
+import { parseDocument } from "../deps/yaml.ts";
 import { firstErrorLine } from "../model/errors.ts";
 import { checkPod, InjectError, type Injector, type PodLike } from "./injector.ts";
+import { toYaml } from "./yaml_emit.ts";
 
 /** Where the pod template of each injectable kind is, by the apiVersions that serve it. */
 export const WORKLOADS: Readonly<Record<string, { versions: readonly string[]; path: string[] }>> =
@@ -114,7 +115,7 @@ export function injectStream(text: string, injector: Injector): StreamResult {
       continue;
     }
     injected += ctx.count ?? 0;
-    out.push(stringify(result, { lineWidth: 0 }));
+    out.push(toYaml(result));
   }
   return { output: out.join(""), messages, injected };
 }
