@@ -57,7 +57,7 @@ function parseArgs(args: string[]): Options | undefined {
 export function typicalPod(): Record<string, unknown> {
   const env = (p: string) =>
     Array.from(
-      { length: 16 },
+      { length: 21 },
       (_, i) => ({ name: `${p}_SETTING_${i}`, value: `value-${i}-${p.toLowerCase()}` }),
     );
   const container = (name: string, port: number) => ({
@@ -128,7 +128,7 @@ function histogramQuantile(metrics: string, q: number): string {
   const total = buckets.at(-1)?.[1] ?? 0;
   for (const [le, n] of buckets) {
     if (n >= q * total) {
-      return le === "+Inf" ? "> 2.5 s" : `≤ ${Number(le) * 1000} ms`;
+      return le === "+Inf" ? "> 2.5 s" : `≤ ${+(Number(le) * 1000).toFixed(1)} ms`;
     }
   }
   return "n/a";

@@ -12,6 +12,13 @@ const SPECIAL = /^(?:true|false|yes|no|on|off|y|n|null|~)$/i;
 const NUMBERISH =
   /^[-+]?(?:[\d_]+(?:\.[\d_]*)?(?:[eE][-+]?\d+)?|\.\d+|0x[\da-fA-F_]+|0o[0-7_]+|0b[01_]+|\.inf|\.nan)$|^\d{4}-\d\d?-\d\d?|^[-+]?\d+(?::[0-5]?\d)+/i;
 
+function hasControl(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) < 0x20 || s.charCodeAt(i) === 0x7f) return true;
+  }
+  return false;
+}
+
 function scalarText(s: string): string {
   if (
     PLAIN.test(s) && !SPECIAL.test(s) && !NUMBERISH.test(s) && !s.endsWith(" ") &&
@@ -20,7 +27,7 @@ function scalarText(s: string): string {
     return s;
   }
   // single quotes keep JSON text (the status annotation) readable
-  if (s.includes('"') && !s.includes("'") && !/[\n\t\\\x00-\x1f]/.test(s)) return `'${s}'`;
+  if (s.includes('"') && !s.includes("'") && !hasControl(s)) return `'${s}'`;
   return JSON.stringify(s);
 }
 

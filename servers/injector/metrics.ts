@@ -16,7 +16,25 @@ export interface InjectorMetrics {
   readonly contentType: string;
 }
 
-const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const BUCKETS = [
+  0.0005,
+  0.001,
+  0.002,
+  0.003,
+  0.005,
+  0.0075,
+  0.01,
+  0.015,
+  0.02,
+  0.03,
+  0.05,
+  0.075,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+];
 
 /** Creates the metrics on a private registry (with the process metrics). */
 export async function createMetrics(): Promise<InjectorMetrics> {
