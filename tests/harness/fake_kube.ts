@@ -1577,12 +1577,14 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
         throw new KubeStatusError(400, "BadRequest", "apply patch must be an object");
       }
       if (!existing) {
-        const created = doCreate(
+        const admitted = await admitCreate(
+          admission,
           t,
           { ...patch, metadata: { ...meta(patch), name } },
           r.namespace,
           dryRun,
         );
+        const created = doCreate(t, admitted, r.namespace, dryRun);
         return jsonResponse(withTypeMeta(t, created), 201);
       }
     }
