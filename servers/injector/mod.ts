@@ -18,7 +18,7 @@
 
 import { Buffer } from "node:buffer";
 import https from "node:https";
-import { dirname, resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import { Hono } from "../../lib/deps/hono.ts";
 import { builtinTemplate, defaultTemplateParams, Injector } from "../../lib/inject/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
@@ -286,10 +286,21 @@ export async function start(
     : undefined;
 
   // ---- reloads
+  const configTexts = () =>
+    Promise.all(
+      [config.injectConfigFile, config.meshConfigFile].map((f) =>
+        Deno.readTextFile(f).catch(() => "")
+      ),
+    ).then((t) => t.join("\0"));
+  let lastTexts = await configTexts();
   const reload = async () => {
     try {
-      injector = await loadInjector(config, log);
-      log.info("injection configuration loaded", { version: injector.version });
+      const texts = await configTexts();
+      if (texts !== lastTexts) {
+        injector = await loadInjector(config, log);
+        lastTexts = texts;
+        log.info("injection configuration loaded", { version: injector.version });
+      }
     } catch (err) {
       log.error("cannot reload the injection configuration; keeping the previous one", {
         error: (err as Error).message,
@@ -327,6 +338,7 @@ export async function start(
     config.caCertFile,
   ].map((f) => resolve(f));
   const dirs = [...new Set(files.map((f) => dirname(f)))];
+  const relevant = (p: string) => files.includes(resolve(p)) || basename(p).startsWith("..");
   const watchers: Deno.FsWatcher[] = [];
   for (const d of dirs) {
     try {
@@ -349,9 +361,8 @@ export async function start(
   const loops = watchers.map(async (w) => {
     try {
       for await (const ev of w) {
-        // mounted config maps and secrets change through a renamed `..data` link: any event in
-        // a watched directory reloads
-        if (ev.kind !== "access") schedule();
+        // our files, or the `..data` link a mounted config map or secret is switched through
+        if (ev.kind !== "access" && ev.paths.some(relevant)) schedule();
       }
     } catch {
       // closed
