@@ -229,3 +229,30 @@ Deno.test("toConfig() requires --orchconfig outside the orchestrator and checks 
     /--port: must be 0-65535.*--healthCheckFile and --healthCheckInterval must be given together/,
   );
 });
+
+Deno.test("sidecar-injector answers garbage over HTTP with a status and a reason, and keeps serving", async () => {
+  await using s = await setup();
+  const seed = Number(Deno.env.get("FUZZ_SEED") ?? Date.now() % 2 ** 31);
+  console.log(`fuzz seed ${seed}`);
+  let a = seed >>> 0;
+  const rnd = () => {
+    a = (a * 1103515245 + 12345) >>> 0;
+    return a / 2 ** 32;
+  };
+  for (let i = 0; i < 300; i++) {
+    const len = Math.floor(rnd() * 2000);
+    const bytes = Uint8Array.from({ length: len }, () => Math.floor(rnd() * 256));
+    const body = rnd() < 0.5 ? bytes : REVIEW.slice(0, Math.floor(rnd() * REVIEW.length));
+    const method = rnd() < 0.9 ? "POST" : "PUT";
+    const res = await fetch(`${s.url}/inject`, {
+      method,
+      client: s.client,
+      headers: { "content-type": rnd() < 0.8 ? "application/json" : "text/plain" },
+      body,
+    });
+    const text = await res.text();
+    assert.ok([200, 400, 404, 415].includes(res.status), `case ${i} (seed ${seed}): ${res.status}`);
+    assert.ok(text.length > 0, `case ${i} (seed ${seed}): empty answer`);
+  }
+  assert.equal((await post(s, REVIEW)).status, 200);
+});
