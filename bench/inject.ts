@@ -13,6 +13,7 @@
  *    passed through, nothing injected).
  *
  * `deno task bench inject [--seconds N] [--rate R] [--runs N]`; `--help` prints this.
+ * `INJECT_BENCH_KEEP_LOGS=<dir>` copies h2load's per-request logs there.
  * @module
  */
 import { stringify } from "../lib/deps/yaml.ts";
@@ -142,6 +143,7 @@ async function h2load(
 ): Promise<number[]> {
   const clients = 4;
   const args = [
+    "--h1",
     "-c",
     String(clients),
     "-t",
@@ -167,6 +169,8 @@ async function h2load(
   if (!out.success) {
     throw new Error(`h2load failed: ${new TextDecoder().decode(out.stderr)}${text}`);
   }
+  const keep = Deno.env.get("INJECT_BENCH_KEEP_LOGS");
+  if (keep) await Deno.copyFile(log, `${keep}/${log.split("/").pop()}`);
   const rows = (await Deno.readTextFile(log)).trim().split("\n").map((l) =>
     l.split("\t").map(Number)
   );
