@@ -80,7 +80,7 @@ read through -c. See docs/meshctl.md and docs/sidecar-injector.md.
 Examples:
   meshctl kube-inject -f deployment.yaml | kubectl apply -f -
   meshctl kube-inject --hub docker.io/mesh --tag 0.1.0 -f app.yaml -o app-injected.yaml
-  kubectl get deploy web -o yaml | meshctl kube-inject -f - --injectConfigFile inject-config \
+  kubectl get deploy web -o yaml | meshctl kube-inject -f - --injectConfigFile inject-config \\
     --meshConfigFile mesh.yaml
   meshctl kube-inject --emitTemplate --hub docker.io/mesh --tag 0.1.0 > inject-config
 `;
