@@ -256,3 +256,25 @@ Deno.test("sidecar-injector answers garbage over HTTP with a status and a reason
   }
   assert.equal((await post(s, REVIEW)).status, 200);
 });
+
+Deno.test("sidecar-injector reloads a mounted config map switched through its ..data link", async () => {
+  await using s = await setup();
+  const d = s.dir;
+  // the layout the kubelet makes: inject-config -> ..data/inject-config, ..data -> ..v1
+  await Deno.mkdir(`${d}/..v1`);
+  await Deno.copyFile(`${d}/inject-config`, `${d}/..v1/inject-config`);
+  await Deno.symlink("..v1", `${d}/..data`);
+  await Deno.remove(`${d}/inject-config`);
+  await Deno.symlink("..data/inject-config", `${d}/inject-config`);
+  assert.equal((await post(s, REVIEW)).status, 200);
+  // an update: a new directory, then ..data switched by renaming a new link over it
+  await Deno.mkdir(`${d}/..v2`);
+  await Deno.writeTextFile(`${d}/..v2/inject-config`, "policy: disabled\n");
+  await Deno.symlink("..v2", `${d}/..data_tmp`);
+  await Deno.rename(`${d}/..data_tmp`, `${d}/..data`);
+  await waitUntil(
+    async () => !JSON.parse((await post(s, REVIEW)).body).response.patch,
+    10_000,
+    "the switched configuration (policy disabled)",
+  );
+});
