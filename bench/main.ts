@@ -10,6 +10,7 @@
 /** Bench modules by name, loaded on demand. */
 export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Promise<void> }>> = {
   ca: () => import("./ca.ts"),
+  inject: () => import("./inject.ts"),
   meshctl: () => import("./meshctl.ts"),
   xds: () => import("./xds.ts"),
 };

@@ -9,7 +9,7 @@
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
-import { DELETE_HELP, GET_HELP, writeHelp } from "./meshctl/_help.ts";
+import { DELETE_HELP, GET_HELP, KUBE_INJECT_HELP, writeHelp } from "./meshctl/_help.ts";
 import type { MeshctlContext } from "./meshctl/_config_io.ts";
 import {
   common,
@@ -96,6 +96,8 @@ export const program: ProgramSpec = {
         summary: "Injects the proxy sidecar into workloads.",
         flags: kubeInjectFlags,
         groups: common,
+        helpAfter: KUBE_INJECT_HELP,
+        load: () => import("./meshctl/kube_inject.ts"),
       }),
       command({
         name: "proxy-config",

@@ -19,6 +19,7 @@ export const program: ProgramSpec = {
     summary: "Runs the sidecar injection webhook server.",
     flags: serverFlags,
     groups: [logging],
+    load: () => import("./sidecar-injector/server.ts"),
     subcommands: [
       probeCommand(serverGroup, logging),
       versionCommand(serverGroup, logging),

@@ -68,3 +68,19 @@ ${piped}
   meshctl -p fs --configDir ./config ${op} -f routes.yaml
 `;
 }
+
+/** After `meshctl kube-inject --help`. */
+export const KUBE_INJECT_HELP = `
+Injects the pod templates of Deployment, DaemonSet, ReplicaSet, StatefulSet, Job, CronJob,
+ReplicationController, Pod and List items; other documents pass through unchanged, in order.
+The configuration comes from --injectConfigFile/--meshConfigFile, else the built-in template and
+default mesh configuration with --hub and --tag (no cluster needed), else the config maps of -i
+read through -c. See docs/meshctl.md and docs/sidecar-injector.md.
+
+Examples:
+  meshctl kube-inject -f deployment.yaml | kubectl apply -f -
+  meshctl kube-inject --hub docker.io/mesh --tag 0.1.0 -f app.yaml -o app-injected.yaml
+  kubectl get deploy web -o yaml | meshctl kube-inject -f - --injectConfigFile inject-config \\
+    --meshConfigFile mesh.yaml
+  meshctl kube-inject --emitTemplate --hub docker.io/mesh --tag 0.1.0 > inject-config
+`;

@@ -221,7 +221,6 @@ Deno.test("unknown flags, commands and wrong positional arguments exit 2", async
 
 Deno.test("commands whose behaviour comes later exit 1 with one line", async () => {
   const cases: [string, string[], string][] = [
-    ["sidecar-injector", ["--port", "8443"], "sidecar-injector"],
     ["mesh-agent", ["proxy", "router"], "mesh-agent proxy"],
     ["mesh-agent", ["debug", "clusters"], "mesh-agent debug"],
     ["mesh-policy", ["crd", "all"], "mesh-policy crd all"],
@@ -233,7 +232,6 @@ Deno.test("commands whose behaviour comes later exit 1 with one line", async () 
       ["experimental", "rbac", "can", "GET", "svc", "/"],
       "meshctl experimental rbac can",
     ],
-    ["meshctl", ["kube-inject", "-f", "-"], "meshctl kube-inject"],
   ];
   for (const [program, args, name] of cases) {
     const r = await runInProcess(program, args);

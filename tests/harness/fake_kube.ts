@@ -30,6 +30,7 @@ import {
   PatchError,
   strategicMergePatch,
 } from "./_patch.ts";
+import { type AdmissionView, admitCreate } from "./fake_kube_admission.ts";
 import { decodeKubeProtobuf, encodeOpenApiV2, OPENAPI_V2_PROTOBUF_TYPES } from "./_protobuf.ts";
 import {
   type Matcher,
@@ -597,6 +598,15 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     }
     return undefined;
   }
+
+  // mutating admission webhooks on create (fake_kube_admission.ts)
+  const admission: AdmissionView = {
+    configurations: () => [
+      ...bucket(findType("mutatingwebhookconfigurations.admissionregistration.k8s.io")!).values(),
+    ],
+    namespace: (name) => bucket(findType("namespaces")!).get(objKey(undefined, name)),
+    error: (code, reason, message) => new KubeStatusError(code, reason, message),
+  };
 
   function typeForObject(obj: JsonObject): ResourceType {
     const apiVersion = str(obj.apiVersion);
@@ -1573,12 +1583,14 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
         throw new KubeStatusError(400, "BadRequest", "apply patch must be an object");
       }
       if (!existing) {
-        const created = doCreate(
+        const admitted = await admitCreate(
+          admission,
           t,
           { ...patch, metadata: { ...meta(patch), name } },
           r.namespace,
           dryRun,
         );
+        const created = doCreate(t, admitted, r.namespace, dryRun);
         return jsonResponse(withTypeMeta(t, created), 201);
       }
     }
@@ -1803,7 +1815,8 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       if (method === "POST") {
         if (t.namespaced && ns === undefined) throw methodNotAllowed();
         const { text, contentType } = await readBody(req);
-        const created = doCreate(t, parseBody(text, contentType), ns, dryRunOf(q));
+        const body = await admitCreate(admission, t, parseBody(text, contentType), ns, dryRunOf(q));
+        const created = doCreate(t, body, ns, dryRunOf(q));
         if (wantsTable(req)) return jsonResponse(tableFor(t, [created], "Metadata"), 201);
         return jsonResponse(withTypeMeta(t, created), 201);
       }
