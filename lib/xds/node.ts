@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { Proxy, ProxyType } from "./types.ts";
+import type { Proxy, ProxyType, XdsClientInfo } from "./types.ts";
 
 const TYPES: readonly ProxyType[] = ["sidecar", "router", "ingress"];
 
@@ -62,4 +62,107 @@ export function proxyLabels(proxy: Proxy): Record<string, string> {
     if (typeof v === "string" && !/^[A-Z_]+$/.test(k)) out[k] = v;
   }
   return out;
+}
+
+/** The parts of an Envoy `Node` that tell which client sent it. */
+export interface NodeIdentity {
+  /** The node id, `<type>~<ip>~<id>~<domain>`. */
+  id: string;
+  /** Node metadata (plain JSON). */
+  metadata?: Record<string, unknown> | null;
+  /** `envoy`, `gRPC C-core <platform> [<wrapper>]`, `gRPC Go`, `gRPC Java`, `gRPC Node Pure JS`. */
+  user_agent_name?: string;
+  /** gRPC clients: `1.51.1`, `C-core 1.51.1 [<wrapper version>]`. */
+  user_agent_version?: string;
+  /** Envoy ≥ 1.14: `{version: {major_number, minor_number, patch}}`. */
+  user_agent_build_version?: unknown;
+  /** Older Envoys: `<sha>/<version>/<status>/<build type>/<ssl>`. */
+  build_version?: string;
+}
+
+const GRPC_AGENTS: [RegExp, XdsClientInfo["kind"]][] = [
+  [/^gRPC C-core\b/, "grpc-core"],
+  [/^gRPC Node\b/, "grpc-js"],
+  [/^gRPC Go\b/, "grpc-go"],
+  [/^gRPC Java\b/, "grpc-java"],
+];
+
+function versionIn(s: unknown): [number, number, number] | undefined {
+  if (typeof s !== "string") return undefined;
+  const m = /(\d+)\.(\d+)(?:\.(\d+))?/.exec(s);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] : undefined;
+}
+
+/**
+ * Which xDS client sent `node`: Envoy by `user_agent_name: "envoy"` (version from
+ * `user_agent_build_version`, or the second field of the older `build_version`), gRPC libraries by
+ * their `user_agent_name` prefix (version from `user_agent_version`, e.g. `C-core 1.51.1`).
+ * Undefined without a user agent.
+ *
+ * @example
+ * ```ts
+ * import { clientOf } from "./node.ts";
+ * clientOf({ id: "x", user_agent_name: "gRPC C-core linux Python", user_agent_version: "C-core 1.51.1" });
+ * // { kind: "grpc-core", name: "gRPC C-core linux Python", version: [1, 51, 1] }
+ * ```
+ */
+export function clientOf(node: NodeIdentity): XdsClientInfo | undefined {
+  const name = typeof node.user_agent_name === "string" ? node.user_agent_name : "";
+  if (!name) {
+    // Envoys before user_agent_name (< 1.13) only had build_version.
+    const v = versionIn(String(node.build_version ?? "").split("/")[1]);
+    return v ? { kind: "envoy", name: "envoy", version: v } : undefined;
+  }
+  if (name === "envoy") {
+    const bv = (node.user_agent_build_version as { version?: Record<string, unknown> } | undefined)
+      ?.version;
+    let version: [number, number, number] | undefined;
+    if (bv && typeof bv === "object") {
+      version = [
+        Number(bv.major_number ?? bv.majorNumber ?? 0),
+        Number(bv.minor_number ?? bv.minorNumber ?? 0),
+        Number(bv.patch ?? 0),
+      ];
+    } else version = versionIn(String(node.build_version ?? "").split("/")[1]);
+    return version ? { kind: "envoy", name, version } : { kind: "envoy", name };
+  }
+  const kind = GRPC_AGENTS.find(([re]) => re.test(name))?.[1] ?? "other";
+  const version = versionIn(node.user_agent_version);
+  return version ? { kind, name, version } : { kind, name };
+}
+
+/**
+ * {@link parseNodeId} plus the client of {@link clientOf} (as `client`, when known): what the ADS
+ * and REST servers make of the `Node` of a request.
+ */
+export function proxyFromNode(node: NodeIdentity): Proxy {
+  const proxy = parseNodeId(node.id, node.metadata ?? {});
+  const client = clientOf(node);
+  if (client) proxy.client = client;
+  return proxy;
+}
+
+/** `a >= b` for `[major, minor, patch]`. */
+function atLeast(a: [number, number, number], b: [number, number, number]): boolean {
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
+  return true;
+}
+
+/**
+ * How header matchers (VirtualService `headers`, `authority`, `method`, `scheme`) are written for
+ * a client:
+ * - `string_match` (`HeaderMatcher.string_match`, the current form) for Envoy ≥ 1.20, which
+ *   warns about the deprecated fields;
+ * - `legacy` (`exact_match`, `prefix_match`, `suffix_match`, `safe_regex_match`) for everyone
+ *   else: every gRPC xDS client reads them (gRFC A28), while `string_match` came only with gRFC
+ *   A63 (C-core 1.56+ and later versions of the other languages; C-core 1.51 NACKs it with
+ *   `Invalid route header matcher specified.`), and A63 promises to keep reading the old fields.
+ *   Envoy still reads them too (deprecated, not removed, in the v3 API), so unknown clients get
+ *   this form.
+ */
+export function headerMatcherForm(client: XdsClientInfo | undefined): "string_match" | "legacy" {
+  if (client?.kind === "envoy" && client.version && atLeast(client.version, [1, 20, 0])) {
+    return "string_match";
+  }
+  return "legacy";
 }

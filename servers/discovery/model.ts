@@ -18,6 +18,7 @@ import {
   buildListeners,
   buildRoutes,
   encodeAny,
+  headerMatcherForm,
   ingressesToConfigs,
   isKnownCluster,
   loadAssignment,
@@ -653,7 +654,9 @@ export class DiscoveryModel {
   #route(m: Memo, proxy: Proxy, name: string): CachedResource | null {
     const labels = proxyLabels(proxy);
     const lk = proxy.type === "sidecar" ? labelsKey(labels, m.sourceLabelKeys) : labelsKey(labels);
-    const key = `${proxy.type} ${proxy.domain} ${lk} ${name}`;
+    // header matchers are written in the form the client reads (string_match or the older fields)
+    const form = headerMatcherForm(proxy.client);
+    const key = `${proxy.type} ${proxy.domain} ${lk} ${form} ${name}`;
     let e = m.routes.get(key);
     if (e === undefined) {
       const [r] = buildRoutes(m.ctx, proxy, [name]);

@@ -7,7 +7,7 @@
 import type { Service, ServicePort } from "../../model/types.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
-import { proxyLabels } from "../node.ts";
+import { headerMatcherForm, proxyLabels } from "../node.ts";
 import { indexOf, type VsEntry } from "./context.ts";
 import { policyForPort } from "./clusters.ts";
 import { gatewayRouteConfig, selectedGateways } from "./gateway.ts";
@@ -36,6 +36,35 @@ export interface RouteScope {
   labels: Record<string, string>;
   /** True for sidecars: a match `port` is compared with the service port. */
   sidecar: boolean;
+  /** How header matchers are written for this client ({@link headerMatcherForm}). */
+  headerMatcher: HeaderMatcherForm;
+}
+
+/** See {@link headerMatcherForm}. */
+export type HeaderMatcherForm = ReturnType<typeof headerMatcherForm>;
+
+const LEGACY_FIELDS: Record<string, string> = {
+  exact: "exact_match",
+  prefix: "prefix_match",
+  suffix: "suffix_match",
+  safe_regex: "safe_regex_match",
+};
+
+/**
+ * An Envoy HeaderMatcher for `name` from an Istio StringMatch, in the client's form: `string_match`
+ * or the older oneof fields (`exact_match`, `prefix_match`, `suffix_match`, `safe_regex_match`);
+ * undefined when the match is empty.
+ */
+export function headerMatcher(
+  name: string,
+  sm: unknown,
+  form: HeaderMatcherForm,
+): XdsResource | undefined {
+  const s = stringMatcher(sm);
+  if (!s) return undefined;
+  if (form === "string_match") return { name, string_match: s };
+  const [kind, value] = Object.entries(s)[0];
+  return { name, [LEGACY_FIELDS[kind]]: value };
 }
 
 const GRPC_CODES: Record<string, number> = {
@@ -131,8 +160,8 @@ export function routeMatch(m: Any, scope: RouteScope): XdsResource | undefined {
   else out.prefix = "/";
   const headers: Any[] = [];
   const addHeader = (name: string, sm: unknown) => {
-    const s = stringMatcher(sm);
-    if (s) headers.push({ name, string_match: s });
+    const h = headerMatcher(name, sm, scope.headerMatcher);
+    if (h) headers.push(h);
   };
   if (m.headers && typeof m.headers === "object") {
     for (const [name, sm] of Object.entries(m.headers)) addHeader(name.toLowerCase(), sm);
@@ -349,7 +378,13 @@ function serviceVirtualHost(
   labels: Record<string, string>,
 ): XdsResource {
   const vss = indexOf(ctx).meshVsByHost.get(svc.hostname) ?? [];
-  const scope: RouteScope = { port: port.port, gateways: new Set(["mesh"]), labels, sidecar: true };
+  const scope: RouteScope = {
+    port: port.port,
+    gateways: new Set(["mesh"]),
+    labels,
+    sidecar: true,
+    headerMatcher: headerMatcherForm(proxy.client),
+  };
   let routes = vss.length ? translateHttpRoutes(ctx, vss, scope, port.protocol === "GRPC") : [];
   if (!routes.length) routes = [defaultRoute(svc.hostname, port.port)];
   return {
