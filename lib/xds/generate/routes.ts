@@ -38,6 +38,28 @@ export interface RouteScope {
   sidecar: boolean;
   /** How header matchers are written for this client ({@link headerMatcherForm}). */
   headerMatcher: HeaderMatcherForm;
+  /**
+   * Proxyless route configurations (`<host>:<port>`): the `:authority` every call carries (the
+   * requested name). gRPC clients do not expose pseudo-headers to route matching, so `authority`
+   * and `method` matches are decided here instead (see {@link routeMatch}).
+   */
+  proxylessAuthority?: string;
+}
+
+/** True when an Istio StringMatch (`exact`, `prefix`, `suffix`, `regex`: RE2, whole value) matches. */
+export function stringMatches(sm: unknown, value: string): boolean {
+  const s = stringMatcher(sm);
+  if (!s) return true;
+  if (typeof s.exact === "string") return value === s.exact;
+  if (typeof s.prefix === "string") return value.startsWith(s.prefix);
+  if (typeof s.suffix === "string") return value.endsWith(s.suffix);
+  const re = (s.safe_regex as { regex?: string } | undefined)?.regex;
+  if (typeof re !== "string") return false;
+  try {
+    return new RegExp(`^(?:${re})$`, "u").test(value);
+  } catch {
+    return false; // not a regex JavaScript understands: the match never holds
+  }
 }
 
 /** See {@link headerMatcherForm}. */
@@ -144,7 +166,15 @@ export function corsConfig(c: Any): XdsResource | undefined {
   return out;
 }
 
-/** Istio HTTPMatchRequest → Envoy RouteMatch; undefined when it cannot apply in `scope`. */
+/**
+ * Istio HTTPMatchRequest → Envoy RouteMatch; undefined when it cannot apply in `scope`.
+ *
+ * In proxyless route configurations (`scope.proxylessAuthority`) `authority` and `method` are
+ * decided at generation: gRPC clients (grpc-js-xds, C-core) match headers against call metadata,
+ * where `:authority` and `:method` never appear, so such a matcher would never match there. Every
+ * proxyless call is a POST to the requested `<host>:<port>`: a match that holds for those values is
+ * dropped (always true), a route whose match cannot hold is left out.
+ */
 export function routeMatch(m: Any, scope: RouteScope): XdsResource | undefined {
   if (!m || typeof m !== "object") return { prefix: "/" };
   if (typeof m.port === "number" && m.port !== scope.port) return undefined;
@@ -166,8 +196,13 @@ export function routeMatch(m: Any, scope: RouteScope): XdsResource | undefined {
   if (m.headers && typeof m.headers === "object") {
     for (const [name, sm] of Object.entries(m.headers)) addHeader(name.toLowerCase(), sm);
   }
-  if (m.authority) addHeader(":authority", m.authority);
-  if (m.method) addHeader(":method", m.method);
+  if (scope.proxylessAuthority !== undefined) {
+    if (m.authority && !stringMatches(m.authority, scope.proxylessAuthority)) return undefined;
+    if (m.method && !stringMatches(m.method, "POST")) return undefined;
+  } else {
+    if (m.authority) addHeader(":authority", m.authority);
+    if (m.method) addHeader(":method", m.method);
+  }
   if (m.scheme) addHeader(":scheme", m.scheme);
   if (headers.length) out.headers = headers;
   return out;
@@ -376,6 +411,7 @@ function serviceVirtualHost(
   svc: Service,
   port: ServicePort,
   labels: Record<string, string>,
+  proxylessAuthority?: string,
 ): XdsResource {
   const vss = indexOf(ctx).meshVsByHost.get(svc.hostname) ?? [];
   const scope: RouteScope = {
@@ -385,6 +421,7 @@ function serviceVirtualHost(
     sidecar: true,
     headerMatcher: headerMatcherForm(proxy.client),
   };
+  if (proxylessAuthority !== undefined) scope.proxylessAuthority = proxylessAuthority;
   let routes = vss.length ? translateHttpRoutes(ctx, vss, scope, port.protocol === "GRPC") : [];
   if (!routes.length) routes = [defaultRoute(svc.hostname, port.port)];
   return {
@@ -464,7 +501,7 @@ export function apiRouteConfig(
 ): XdsResource | undefined {
   const t = resolveTarget(ctx, proxy, name);
   if (!t) return undefined;
-  const vh = serviceVirtualHost(ctx, proxy, t.service, t.port, proxyLabels(proxy));
+  const vh = serviceVirtualHost(ctx, proxy, t.service, t.port, proxyLabels(proxy), name);
   const domains = [name, ...(vh.domains as string[]).filter((d) => d !== name)];
   return { name, virtual_hosts: [{ ...vh, domains }] };
 }

@@ -103,6 +103,58 @@ Deno.test("buildRoutes() writes header matchers per client: Envoy 1.20+ string_m
   );
 });
 
+Deno.test("routeMatch() decides authority and method in proxyless configs: calls are POSTs to the requested name", () => {
+  const api: RouteScope = { ...scope, proxylessAuthority: "world:7070", headerMatcher: "legacy" };
+  // holds: the matcher is dropped, other matchers stay
+  assert.deepEqual(
+    routeMatch({ authority: { prefix: "world" }, method: { exact: "POST" } }, api),
+    { prefix: "/" },
+  );
+  assert.deepEqual(
+    routeMatch({ authority: { regex: "wor.*:7070" }, headers: { a: { exact: "b" } } }, api),
+    { prefix: "/", headers: [{ name: "a", exact_match: "b" }] },
+  );
+  // cannot hold: the match is left out
+  assert.equal(routeMatch({ authority: { exact: "elsewhere" } }, api), undefined);
+  assert.equal(routeMatch({ method: { exact: "GET" } }, api), undefined);
+  assert.equal(routeMatch({ authority: { suffix: ":80" } }, api), undefined);
+  // sidecars keep them as header matchers
+  assert.deepEqual(routeMatch({ method: { exact: "GET" } }, scope), {
+    prefix: "/",
+    headers: [{ name: ":method", string_match: { exact: "GET" } }],
+  });
+});
+
+Deno.test("buildRoutes() leaves out proxyless routes whose authority or method cannot match", () => {
+  const vs = {
+    ...WORLD_VS,
+    spec: {
+      hosts: ["world"],
+      http: [
+        {
+          match: [{ method: { exact: "GET" } }],
+          route: [{ destination: { host: "world", subset: "v1" } }],
+        },
+        {
+          match: [{ authority: { exact: "nope" } }, { authority: { prefix: "world:" } }],
+          route: [{ destination: { host: "world", subset: "v2" } }],
+        },
+      ],
+    },
+  };
+  const ctx = model({ configs: { virtualServices: [vs], destinationRules: [WORLD_DR] } });
+  const proxy = parseNodeId("sidecar~10.0.7.7~client.default~default.svc.cluster.local");
+  const [rc] = buildRoutes(ctx, proxy, ["world:7070"]);
+  assert.deepEqual(
+    rc.virtual_hosts[0].routes.map((
+      r: { match: unknown; route: { cluster: string } },
+    ) => [r.match, r.route.cluster]),
+    [
+      [{ prefix: "/" }, "outbound|7070|v2|world.default.svc.cluster.local"],
+    ],
+  );
+});
+
 Deno.test("routeMatch() drops a match for another port, gateway or source", () => {
   assert.equal(routeMatch({ port: 81 }, scope), undefined);
   assert.equal(routeMatch({ gateways: ["gw.default.svc.cluster.local"] }, scope), undefined);
