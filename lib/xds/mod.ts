@@ -34,6 +34,7 @@ export {
   parseNodeId,
   proxyFromNode,
   proxyLabels,
+  ringHashCrashes,
 } from "./node.ts";
 export {
   DEFAULT_XDS_MESH_CONFIG,

@@ -72,7 +72,7 @@ export interface NodeIdentity {
   metadata?: Record<string, unknown> | null;
   /** `envoy`, `gRPC C-core <platform> [<wrapper>]`, `gRPC Go`, `gRPC Java`, `gRPC Node Pure JS`. */
   user_agent_name?: string;
-  /** gRPC clients: `1.51.1`, `C-core 1.51.1 [<wrapper version>]`. */
+  /** gRPC clients: `1.60.1`; C-core: `C-core <core version> [<wrapper> <release>]`. */
   user_agent_version?: string;
   /** Envoy ≥ 1.14: `{version: {major_number, minor_number, patch}}`. */
   user_agent_build_version?: unknown;
@@ -94,15 +94,32 @@ function versionIn(s: unknown): [number, number, number] | undefined {
 }
 
 /**
+ * The gRPC release of a C-core `user_agent_version`: `C-core <core version>[ <wrapper>
+ * <release>]`. The wrapper's release when given (`C-core 29.0.0 Python 1.51.1` → 1.51.1), else
+ * from the core library version, which follows the release (29.x = gRPC 1.51, 30.x = 1.52).
+ */
+function coreRelease(v: string): [number, number, number] | undefined {
+  const m = /^C-core (\d+)\.(\d+)\.(\d+)(?:\s+\S+\s+(\d+)\.(\d+)(?:\.(\d+))?)?/.exec(v);
+  if (!m) return versionIn(v);
+  if (m[4] !== undefined) return [Number(m[4]), Number(m[5]), Number(m[6] ?? 0)];
+  return [1, Number(m[1]) + 22, Number(m[3])];
+}
+
+/**
  * Which xDS client sent `node`: Envoy by `user_agent_name: "envoy"` (version from
  * `user_agent_build_version`, or the second field of the older `build_version`), gRPC libraries by
- * their `user_agent_name` prefix (version from `user_agent_version`, e.g. `C-core 1.51.1`).
+ * their `user_agent_name` prefix (version from `user_agent_version`; for C-core the gRPC release,
+ * see `coreRelease`).
  * Undefined without a user agent.
  *
  * @example
  * ```ts
  * import { clientOf } from "./node.ts";
- * clientOf({ id: "x", user_agent_name: "gRPC C-core linux Python", user_agent_version: "C-core 1.51.1" });
+ * clientOf({
+ *   id: "x",
+ *   user_agent_name: "gRPC C-core linux Python",
+ *   user_agent_version: "C-core 29.0.0 Python 1.51.1",
+ * });
  * // { kind: "grpc-core", name: "gRPC C-core linux Python", version: [1, 51, 1] }
  * ```
  */
@@ -127,7 +144,9 @@ export function clientOf(node: NodeIdentity): XdsClientInfo | undefined {
     return version ? { kind: "envoy", name, version } : { kind: "envoy", name };
   }
   const kind = GRPC_AGENTS.find(([re]) => re.test(name))?.[1] ?? "other";
-  const version = versionIn(node.user_agent_version);
+  const version = kind === "grpc-core"
+    ? coreRelease(String(node.user_agent_version ?? ""))
+    : versionIn(node.user_agent_version);
   return version ? { kind, name, version } : { kind, name };
 }
 
@@ -165,4 +184,15 @@ export function headerMatcherForm(client: XdsClientInfo | undefined): "string_ma
     return "string_match";
   }
   return "legacy";
+}
+
+/**
+ * True for clients that crash on a ring-hash cluster: gRPC C-core 1.50–1.52 (and its wrappers:
+ * Python, Ruby, PHP, C++) dereference a bad cast in the ring-hash picker (grpc/grpc#31766,
+ * introduced by #30714, fixed by #32012 in January 2023); Debian 12's python3-grpcio 1.51.1
+ * segfaults here as soon as a call goes through such a cluster. They get round robin instead.
+ */
+export function ringHashCrashes(client: XdsClientInfo | undefined): boolean {
+  if (client?.kind !== "grpc-core" || !client.version) return false;
+  return atLeast(client.version, [1, 50, 0]) && !atLeast(client.version, [1, 53, 0]);
 }

@@ -6,6 +6,7 @@ import {
   parseNodeId,
   proxyFromNode,
   proxyLabels,
+  ringHashCrashes,
 } from "./node.ts";
 
 Deno.test("parseNodeId() splits type, ip, id and domain when the id is well formed", () => {
@@ -78,7 +79,7 @@ Deno.test("clientOf() tells Envoy and the gRPC libraries apart, with their versi
     clientOf({
       id,
       user_agent_name: "gRPC C-core linux Python",
-      user_agent_version: "C-core 1.51.1 Python 1.51.1",
+      user_agent_version: "C-core 29.0.0 Python 1.51.1",
     }),
     { kind: "grpc-core", name: "gRPC C-core linux Python", version: [1, 51, 1] },
   );
@@ -134,4 +135,33 @@ Deno.test("proxyFromNode() parses the id and records the client", () => {
   assert.deepEqual(p.client, { kind: "grpc-go", name: "gRPC Go", version: [1, 60, 1] });
   assert.equal(proxyFromNode({ id: "router~1.1.1.1~gw.ns~ns.svc" }).client, undefined);
   assert.throws(() => proxyFromNode({ id: "bad" }), { message: /missing parts/ });
+});
+
+Deno.test("clientOf() reads the gRPC release of C-core from the wrapper, else from the core version", () => {
+  const id = "sidecar~10.1.1.0~v0.default~default.svc.cluster.local";
+  const core = (v: string) =>
+    clientOf({ id, user_agent_name: "gRPC C-core linux", user_agent_version: v })?.version;
+  assert.deepEqual(core("C-core 29.0.0 Python 1.51.1"), [1, 51, 1]);
+  assert.deepEqual(core("C-core 33.0.0 PHP 1.56.0dev"), [1, 56, 0]);
+  assert.deepEqual(core("C-core 29.0.0"), [1, 51, 0]); // C++: no wrapper
+  assert.deepEqual(core("C-core 31.0.1"), [1, 53, 1]);
+});
+
+Deno.test("ringHashCrashes() is true for C-core 1.50-1.52 only", () => {
+  const core = (minor: number) => ({
+    kind: "grpc-core" as const,
+    name: "gRPC C-core linux Python",
+    version: [1, minor, 1] as [number, number, number],
+  });
+  assert.equal(ringHashCrashes(core(49)), false);
+  assert.equal(ringHashCrashes(core(50)), true);
+  assert.equal(ringHashCrashes(core(51)), true);
+  assert.equal(ringHashCrashes(core(52)), true);
+  assert.equal(ringHashCrashes(core(53)), false);
+  assert.equal(ringHashCrashes({ kind: "grpc-core", name: "gRPC C-core" }), false);
+  assert.equal(
+    ringHashCrashes({ kind: "grpc-js", name: "gRPC Node Pure JS", version: [1, 51, 0] }),
+    false,
+  );
+  assert.equal(ringHashCrashes(undefined), false);
 });

@@ -156,6 +156,15 @@ Deno.test("mesh-discovery drives grpc-js-xds and gRPC C-core: splits, matches, s
           `      route: [${dest("uri", "v2")}]\n` +
           `    - route: [${dest("uri", "v1")}]\n`,
       ),
+      // consistent hashing on a header (RING_HASH + a route hash_policy)
+      "hash-se.yaml": serviceEntry("hash", both),
+      "hash-dr.yaml": `apiVersion: networking.istio.io/v1alpha3
+kind: DestinationRule
+metadata: {name: hash, namespace: ${NS}}
+spec:
+  host: hash.test.example
+  trafficPolicy: {loadBalancer: {consistentHash: {httpHeader: x-user}}}
+`,
       "subset-se.yaml": serviceEntry("subset", both),
       "subset-dr.yaml": destinationRule("subset"),
       "subset-vs.yaml": virtualService("subset", `    - route: [${dest("subset", "v2")}]\n`),
@@ -270,6 +279,36 @@ Deno.test("mesh-discovery drives grpc-js-xds and gRPC C-core: splits, matches, s
         assert.deepEqual(r.versions, { v2: 20 }, JSON.stringify(r));
       });
     });
+
+    await t.step(
+      "consistent hashing pins a header value to one backend; C-core 1.51 gets round robin instead of crashing",
+      async () => {
+        await eachClient(clients, async (c) => {
+          const runs: CallResult[] = [];
+          for (const user of ["a", "b", "c", "d", "e", "f"]) {
+            const r = await c.call(target("hash"), { n: 20, metadata: { "x-user": user } });
+            assert.deepEqual(r.codes, { "0": 20 }, JSON.stringify(r));
+            runs.push(r);
+          }
+          if (c.impl === "grpc-core") {
+            // grpc/grpc#31766: a ring-hash cluster crashes C-core 1.50–1.52 (exit 139).
+            // It gets round robin: calls spread over both backends whatever the header.
+            const total: Record<string, number> = {};
+            for (const r of runs) {
+              for (const [v, n] of Object.entries(r.versions)) total[v] = (total[v] ?? 0) + n;
+            }
+            assert.ok(total.v1 >= 40 && total.v2 >= 40, JSON.stringify(total));
+          } else {
+            for (const r of runs) {
+              assert.equal(Object.keys(r.versions).length, 1, JSON.stringify(r));
+            }
+            // six users over two backends: both are used
+            const used = new Set(runs.flatMap((r) => Object.keys(r.versions)));
+            assert.deepEqual([...used].sort(), ["v1", "v2"]);
+          }
+        });
+      },
+    );
 
     await t.step("a DestinationRule subset selects only its endpoints", async () => {
       await eachClient(clients, async (c) => {

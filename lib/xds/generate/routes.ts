@@ -396,12 +396,16 @@ export function translateHttpRoutes(
   return out;
 }
 
-/** The default route to `outbound|port||host` (timeout disabled). */
-export function defaultRoute(host: string, port: number): XdsResource {
-  return {
-    match: { prefix: "/" },
-    route: { cluster: outboundClusterName(port, "", host), timeout: { seconds: 0 } },
-  };
+/**
+ * The default route to `outbound|port||host` (timeout disabled), with the hash policy of the
+ * host's DestinationRule when it asks for consistent hashing (given `ctx`).
+ */
+export function defaultRoute(host: string, port: number, ctx?: PushContext): XdsResource {
+  const cluster = outboundClusterName(port, "", host);
+  const route: Any = { cluster, timeout: { seconds: 0 } };
+  const hp = ctx && hashPolicy(ctx, cluster);
+  if (hp) route.hash_policy = hp;
+  return { match: { prefix: "/" }, route };
 }
 
 /** One virtual host of a sidecar (or proxyless) route config for a service port. */
@@ -423,7 +427,7 @@ function serviceVirtualHost(
   };
   if (proxylessAuthority !== undefined) scope.proxylessAuthority = proxylessAuthority;
   let routes = vss.length ? translateHttpRoutes(ctx, vss, scope, port.protocol === "GRPC") : [];
-  if (!routes.length) routes = [defaultRoute(svc.hostname, port.port)];
+  if (!routes.length) routes = [defaultRoute(svc.hostname, port.port, ctx)];
   return {
     name: `${svc.hostname}:${port.port}`,
     domains: serviceDomains(svc.hostname, port.port, proxy.domain, svc.address),

@@ -90,7 +90,7 @@ Deno.test("buildRoutes() writes header matchers per client: Envoy 1.20+ string_m
   });
   const core = node({
     user_agent_name: "gRPC C-core linux Python",
-    user_agent_version: "C-core 1.51.1 Python 1.51.1",
+    user_agent_version: "C-core 29.0.0 Python 1.51.1",
   });
   assert.ok(headersOf(envoy).length > 0);
   assert.ok(headersOf(envoy).every((h: Record<string, unknown>) => "string_match" in h));
