@@ -174,8 +174,9 @@ function atLeast(a: [number, number, number], b: [number, number, number]): bool
  *   warns about the deprecated fields;
  * - `legacy` (`exact_match`, `prefix_match`, `suffix_match`, `safe_regex_match`) for everyone
  *   else: every gRPC xDS client reads them (gRFC A28), while `string_match` came only with gRFC
- *   A63 (C-core 1.56+ and later versions of the other languages; C-core 1.51 NACKs it with
- *   `Invalid route header matcher specified.`), and A63 promises to keep reading the old fields.
+ *   A63 (grpc/grpc#32993, May 2023, and later versions of the other languages; C-core 1.51 NACKs
+ *   it with `Invalid route header matcher specified.`), and A63 promises to keep reading the old
+ *   fields.
  *   Envoy still reads them too (deprecated, not removed, in the v3 API), so unknown clients get
  *   this form.
  */
@@ -189,7 +190,7 @@ export function headerMatcherForm(client: XdsClientInfo | undefined): "string_ma
 /**
  * True for clients that crash on a ring-hash cluster: gRPC C-core 1.50–1.52 (and its wrappers:
  * Python, Ruby, PHP, C++) dereference a bad cast in the ring-hash picker (grpc/grpc#31766,
- * introduced by #30714, fixed by #32012 in January 2023); Debian 12's python3-grpcio 1.51.1
+ * introduced by #30714, fixed by #32012 in January 2023); Debian's python3-grpcio 1.51.1
  * segfaults here as soon as a call goes through such a cluster. They get round robin instead.
  */
 export function ringHashCrashes(client: XdsClientInfo | undefined): boolean {

@@ -56,7 +56,7 @@ export function stringMatches(sm: unknown, value: string): boolean {
   const re = (s.safe_regex as { regex?: string } | undefined)?.regex;
   if (typeof re !== "string") return false;
   try {
-    return new RegExp(`^(?:${re})$`, "u").test(value);
+    return new RegExp(`^(?:${re})$`).test(value);
   } catch {
     return false; // not a regex JavaScript understands: the match never holds
   }
