@@ -26,13 +26,23 @@ export {
   xdsIncludeDirs,
   xdsProtoRoot,
 } from "./protos.ts";
-export { isIp, parseNodeId, proxyLabels } from "./node.ts";
+export {
+  clientOf,
+  headerMatcherForm,
+  isIp,
+  type NodeIdentity,
+  parseNodeId,
+  proxyFromNode,
+  proxyLabels,
+  ringHashCrashes,
+} from "./node.ts";
 export {
   DEFAULT_XDS_MESH_CONFIG,
   type Proxy,
   type ProxyType,
   type PushConfigs,
   type PushContext,
+  type XdsClientInfo,
   type XdsMeshConfig,
   type XdsResource,
 } from "./types.ts";

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { isIp, parseNodeId, proxyLabels } from "./node.ts";
+import {
+  clientOf,
+  headerMatcherForm,
+  isIp,
+  parseNodeId,
+  proxyFromNode,
+  proxyLabels,
+  ringHashCrashes,
+} from "./node.ts";
 
 Deno.test("parseNodeId() splits type, ip, id and domain when the id is well formed", () => {
   const p = parseNodeId("sidecar~10.1.1.0~v0.default~default.svc.cluster.local", { a: "b" });
@@ -51,4 +59,109 @@ Deno.test("proxyLabels() reads metadata.labels, else the string metadata entries
   assert.deepEqual(proxyLabels(p), { mesh: "ingressgateway" });
   const q = parseNodeId("router~1.1.1.1~x~y", { app: "a", INTERCEPTION_MODE: "TPROXY" });
   assert.deepEqual(proxyLabels(q), { app: "a" });
+});
+
+Deno.test("clientOf() tells Envoy and the gRPC libraries apart, with their versions", () => {
+  const id = "sidecar~10.1.1.0~v0.default~default.svc.cluster.local";
+  assert.deepEqual(
+    clientOf({
+      id,
+      user_agent_name: "envoy",
+      user_agent_build_version: { version: { major_number: 1, minor_number: 27, patch: 2 } },
+    }),
+    { kind: "envoy", name: "envoy", version: [1, 27, 2] },
+  );
+  assert.deepEqual(
+    clientOf({ id, build_version: "abc123/1.12.2/Clean/RELEASE/BoringSSL" }),
+    { kind: "envoy", name: "envoy", version: [1, 12, 2] },
+  );
+  assert.deepEqual(
+    clientOf({
+      id,
+      user_agent_name: "gRPC C-core linux Python",
+      user_agent_version: "C-core 29.0.0 Python 1.51.1",
+    }),
+    { kind: "grpc-core", name: "gRPC C-core linux Python", version: [1, 51, 1] },
+  );
+  assert.deepEqual(
+    clientOf({ id, user_agent_name: "gRPC Node Pure JS", user_agent_version: "1.14.1" }),
+    { kind: "grpc-js", name: "gRPC Node Pure JS", version: [1, 14, 1] },
+  );
+  assert.equal(
+    clientOf({ id, user_agent_name: "gRPC Go", user_agent_version: "1.60.0" })?.kind,
+    "grpc-go",
+  );
+  assert.equal(
+    clientOf({ id, user_agent_name: "gRPC Java", user_agent_version: "1.59.0" })?.kind,
+    "grpc-java",
+  );
+  assert.deepEqual(clientOf({ id, user_agent_name: "my-proxy" }), {
+    kind: "other",
+    name: "my-proxy",
+  });
+  assert.equal(clientOf({ id }), undefined);
+});
+
+Deno.test("headerMatcherForm() gives string_match to Envoy 1.20+ only, the older fields to every other client", () => {
+  const envoy = (minor: number) => ({
+    kind: "envoy" as const,
+    name: "envoy",
+    version: [1, minor, 0] as [number, number, number],
+  });
+  assert.equal(headerMatcherForm(envoy(20)), "string_match");
+  assert.equal(headerMatcherForm(envoy(31)), "string_match");
+  assert.equal(headerMatcherForm(envoy(19)), "legacy");
+  assert.equal(headerMatcherForm({ kind: "envoy", name: "envoy" }), "legacy");
+  assert.equal(
+    headerMatcherForm({ kind: "grpc-core", name: "gRPC C-core", version: [1, 51, 1] }),
+    "legacy",
+  );
+  assert.equal(
+    headerMatcherForm({ kind: "grpc-js", name: "gRPC Node Pure JS", version: [1, 14, 1] }),
+    "legacy",
+  );
+  assert.equal(headerMatcherForm(undefined), "legacy");
+});
+
+Deno.test("proxyFromNode() parses the id and records the client", () => {
+  const p = proxyFromNode({
+    id: "sidecar~10.1.1.0~v0.default~default.svc.cluster.local",
+    metadata: { app: "a" },
+    user_agent_name: "gRPC Go",
+    user_agent_version: "1.60.1",
+  });
+  assert.equal(p.id, "v0.default");
+  assert.deepEqual(p.metadata, { app: "a" });
+  assert.deepEqual(p.client, { kind: "grpc-go", name: "gRPC Go", version: [1, 60, 1] });
+  assert.equal(proxyFromNode({ id: "router~1.1.1.1~gw.ns~ns.svc" }).client, undefined);
+  assert.throws(() => proxyFromNode({ id: "bad" }), { message: /missing parts/ });
+});
+
+Deno.test("clientOf() reads the gRPC release of C-core from the wrapper, else from the core version", () => {
+  const id = "sidecar~10.1.1.0~v0.default~default.svc.cluster.local";
+  const core = (v: string) =>
+    clientOf({ id, user_agent_name: "gRPC C-core linux", user_agent_version: v })?.version;
+  assert.deepEqual(core("C-core 29.0.0 Python 1.51.1"), [1, 51, 1]);
+  assert.deepEqual(core("C-core 33.0.0 PHP 1.56.0dev"), [1, 56, 0]);
+  assert.deepEqual(core("C-core 29.0.0"), [1, 51, 0]); // C++: no wrapper
+  assert.deepEqual(core("C-core 31.0.1"), [1, 53, 1]);
+});
+
+Deno.test("ringHashCrashes() is true for C-core 1.50-1.52 only", () => {
+  const core = (minor: number) => ({
+    kind: "grpc-core" as const,
+    name: "gRPC C-core linux Python",
+    version: [1, minor, 1] as [number, number, number],
+  });
+  assert.equal(ringHashCrashes(core(49)), false);
+  assert.equal(ringHashCrashes(core(50)), true);
+  assert.equal(ringHashCrashes(core(51)), true);
+  assert.equal(ringHashCrashes(core(52)), true);
+  assert.equal(ringHashCrashes(core(53)), false);
+  assert.equal(ringHashCrashes({ kind: "grpc-core", name: "gRPC C-core" }), false);
+  assert.equal(
+    ringHashCrashes({ kind: "grpc-js", name: "gRPC Node Pure JS", version: [1, 51, 0] }),
+    false,
+  );
+  assert.equal(ringHashCrashes(undefined), false);
 });

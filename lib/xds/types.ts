@@ -61,6 +61,23 @@ export interface Proxy {
   domain: string;
   /** Node metadata; `labels` (an object) or string entries give the workload labels. */
   metadata: Record<string, unknown>;
+  /**
+   * Which xDS client this is, from the node's user agent and build version
+   * (`proxyFromNode`); absent when unknown (REST callers, tests), which gets the forms every
+   * client reads.
+   */
+  client?: XdsClientInfo;
+}
+
+/** An xDS client implementation and version, as told by its `Node`. */
+export interface XdsClientInfo {
+  /** `envoy`, a gRPC library (`grpc-core` for C-core and its wrappers, `grpc-js`, `grpc-go`,
+   * `grpc-java`), or `other`. */
+  kind: "envoy" | "grpc-core" | "grpc-js" | "grpc-go" | "grpc-java" | "other";
+  /** The `user_agent_name` as sent (`envoy`, `gRPC C-core linux Python`, ...). */
+  name: string;
+  /** `[major, minor, patch]` when known. */
+  version?: [number, number, number];
 }
 
 /** Default mesh settings (MeshConfig code defaults of the reference). */

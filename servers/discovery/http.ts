@@ -15,8 +15,8 @@ import {
   buildEndpoints,
   decodeAny,
   isIp,
-  parseNodeId,
   type Proxy,
+  proxyFromNode,
   TYPE_URLS,
   type XdsResource,
 } from "../../lib/xds/mod.ts";
@@ -192,7 +192,16 @@ export function discoveryApp(d: HttpDeps): Hono {
         : {};
       let proxy: Proxy;
       try {
-        proxy = parseNodeId(node.id, metadata);
+        // proto3 JSON may spell the user-agent fields in camelCase
+        const n = node as Record<string, unknown>;
+        proxy = proxyFromNode({
+          id: node.id,
+          metadata,
+          user_agent_name: (n.user_agent_name ?? n.userAgentName) as string | undefined,
+          user_agent_version: (n.user_agent_version ?? n.userAgentVersion) as string | undefined,
+          user_agent_build_version: n.user_agent_build_version ?? n.userAgentBuildVersion,
+          build_version: (n.build_version ?? n.buildVersion) as string | undefined,
+        });
       } catch (e) {
         return text(
           c,

@@ -37,7 +37,7 @@ import {
 } from "../../lib/registry/mod.ts";
 import { type ConfigStore, createFileStore, openKubeStore } from "../../lib/store/mod.ts";
 import { formatVersion, versionInfo } from "../../lib/version/mod.ts";
-import { loadXdsProtos, parseNodeId, type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
+import { loadXdsProtos, type Proxy, proxyFromNode, TYPE_URLS } from "../../lib/xds/mod.ts";
 import { ResourceCache, startAdsServer, XdsServer } from "../../lib/xds/server/mod.ts";
 import type { IngressWatcher } from "../../lib/registry/ingress.ts";
 import type { DiscoveryConfig, ListenAddress } from "./config.ts";
@@ -315,7 +315,7 @@ export async function start(
       () => holder.server?.connectionCount ?? 0,
     );
     const server = holder.server = new XdsServer<Proxy>({
-      parseNode: (n) => parseNodeId(n.id, n.metadata ?? {}),
+      parseNode: (n) => proxyFromNode(n),
       resourcesFor: (proxy, typeUrl, names) => model.resourcesFor(proxy, typeUrl, names),
       knownTypes: [TYPE_URLS.cluster, TYPE_URLS.endpoint, TYPE_URLS.listener, TYPE_URLS.route],
       metrics: metrics.xds,

@@ -18,6 +18,7 @@ import {
   buildListeners,
   buildRoutes,
   encodeAny,
+  headerMatcherForm,
   ingressesToConfigs,
   isKnownCluster,
   loadAssignment,
@@ -25,6 +26,7 @@ import {
   type Proxy,
   proxyLabels,
   type PushContext,
+  ringHashCrashes,
   TYPE_URLS,
   type XdsMeshConfig,
   type XdsResource,
@@ -560,17 +562,21 @@ export class DiscoveryModel {
   /** What a proxy's clusters depend on: the context and the shape of its own instances. */
   #clusterView(m: Memo, proxy: Proxy): View {
     const own = this.#own(m, proxy);
-    const key = own.length ? shapeKey(own) : "";
+    // Clients that crash on ring hash get their own views (round robin in its place).
+    const compat = ringHashCrashes(proxy.client) ? "no-ring-hash " : "";
+    const key = compat + (own.length ? shapeKey(own) : "");
     const hit = m.clusterViews.get(key);
     if (hit) return hit;
     let v: View;
-    const shared = m.clusterViews.get("") ?? (() => {
-      const all = buildClusters(m.ctx, this.#sharedProxy());
+    const shared = m.clusterViews.get(compat) ?? (() => {
+      const sp = this.#sharedProxy();
+      if (compat) sp.client = proxy.client;
+      const all = buildClusters(m.ctx, sp);
       const sv = this.#keep(
-        this.#prev?.clusterViews.get(""),
+        this.#prev?.clusterViews.get(compat),
         this.#view(TYPE_URLS.cluster, all, edsRefs(all)),
       );
-      m.clusterViews.set("", sv);
+      m.clusterViews.set(compat, sv);
       return sv;
     })();
     if (!own.length) v = shared;
@@ -653,7 +659,9 @@ export class DiscoveryModel {
   #route(m: Memo, proxy: Proxy, name: string): CachedResource | null {
     const labels = proxyLabels(proxy);
     const lk = proxy.type === "sidecar" ? labelsKey(labels, m.sourceLabelKeys) : labelsKey(labels);
-    const key = `${proxy.type} ${proxy.domain} ${lk} ${name}`;
+    // header matchers are written in the form the client reads (string_match or the older fields)
+    const form = headerMatcherForm(proxy.client);
+    const key = `${proxy.type} ${proxy.domain} ${lk} ${form} ${name}`;
     let e = m.routes.get(key);
     if (e === undefined) {
       const [r] = buildRoutes(m.ctx, proxy, [name]);

@@ -189,6 +189,9 @@ Deno.test("mesh-discovery with the Orchestrator registry serves what the API ser
       metadata: {
         fields: { labels: { structValue: { fields: { mesh: { stringValue: "ingress" } } } } },
       },
+      // an Envoy 1.27 gateway: header matchers come as string_match
+      user_agent_name: "envoy",
+      user_agent_build_version: { version: { major_number: 1, minor_number: 27, patch: 0 } },
     };
     await waitUntil(
       async () => {

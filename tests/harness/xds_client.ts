@@ -1,11 +1,14 @@
 /**
- * Helpers around the real proxyless xDS client, `@grpc/grpc-js-xds`, for end-to-end tests.
+ * Helpers around real proxyless xDS clients for end-to-end tests: `@grpc/grpc-js-xds`
+ * (`impl: "grpc-js"`, the default) and gRPC C-core through Debian's python3-grpcio
+ * (`impl: "grpc-core"`, `/usr/bin/python3`).
  *
- * grpc-js-xds reads its bootstrap once per process, so every client identity runs as a
- * subprocess (`xds_client_proc.ts`) that takes commands as JSON lines. {@link startXdsClient}
- * starts one with a bootstrap pointing at a discovery server's plaintext gRPC port; `call()` makes
- * a batch of WhoAmI calls (`cli/demo/whoami.ts`) through `xds:///<host>:<port>` and returns where
- * they went.
+ * Both read their bootstrap once per process, so every client identity runs as a subprocess
+ * (`xds_client_proc.ts`, `xds_client_proc.py`) that takes the same commands as JSON lines.
+ * {@link startXdsClient} starts one with a bootstrap pointing at a discovery server's plaintext
+ * gRPC port (grpc-js: `GRPC_XDS_BOOTSTRAP_CONFIG`; C-core: a temp file named by
+ * `GRPC_XDS_BOOTSTRAP`); `call()` makes a batch of WhoAmI calls (`cli/demo/whoami.ts`) through
+ * `xds:///<host>:<port>` and returns where they went.
  *
  * @example
  * ```ts ignore
@@ -15,6 +18,14 @@
  * ```
  * @module
  */
+
+import { WHOAMI_METHOD } from "../../cli/demo/whoami.ts";
+
+/** The xDS client implementations the harness can run. */
+export type XdsClientImpl = "grpc-js" | "grpc-core";
+
+/** The interpreter with Debian's python3-grpcio (the `python3` first on PATH may lack it). */
+export const SYSTEM_PYTHON = "/usr/bin/python3";
 
 /** Options of {@link xdsBootstrap}. */
 export interface BootstrapOptions {
@@ -101,20 +112,43 @@ export function share(r: CallResult, version: string): number {
 }
 
 /**
- * Starts a proxyless client subprocess with the bootstrap of {@link xdsBootstrap} passed through
- * `GRPC_XDS_BOOTSTRAP_CONFIG`. `env` adds variables (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`).
+ * Starts a proxyless client subprocess of `impl` (default grpc-js) with the bootstrap of
+ * {@link xdsBootstrap}. `env` adds variables (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`).
  */
-export function startXdsClient(
-  opts: BootstrapOptions & { env?: Record<string, string> },
+export async function startXdsClient(
+  opts: BootstrapOptions & { env?: Record<string, string>; impl?: XdsClientImpl },
 ): Promise<XdsClientProcess> {
   const bootstrap = xdsBootstrap(opts);
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("./xds_client_proc.ts", import.meta.url).pathname],
-    env: { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap), ...opts.env },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  let command: Deno.Command;
+  let bootstrapDir: string | undefined;
+  if (opts.impl === "grpc-core") {
+    bootstrapDir = await Deno.makeTempDir({ prefix: "mesh-xds-bootstrap-" });
+    const file = `${bootstrapDir}/bootstrap.json`;
+    await Deno.writeTextFile(file, JSON.stringify(bootstrap));
+    command = new Deno.Command(SYSTEM_PYTHON, {
+      args: [new URL("./xds_client_proc.py", import.meta.url).pathname, WHOAMI_METHOD],
+      env: {
+        GRPC_XDS_BOOTSTRAP: file,
+        // An idle Python channel has nobody polling its sockets but C-core's backup poller
+        // (every 5 s by default), so xDS updates would wait up to that long between calls.
+        GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS: "100",
+        PYTHONUNBUFFERED: "1",
+        ...opts.env,
+      },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    });
+  } else {
+    command = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./xds_client_proc.ts", import.meta.url).pathname],
+      env: { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap), ...opts.env },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    });
+  }
+  const child = command.spawn();
   const writer = child.stdin.getWriter();
   const pending = new Map<number, (v: Record<string, unknown>) => void>();
   let nextId = 1;
@@ -147,7 +181,8 @@ export function startXdsClient(
     const decoder = new TextDecoder();
     for await (const chunk of child.stderr) err += decoder.decode(chunk, { stream: true });
   })();
-  const status = Promise.all([child.status, readOut, readErr]).then(([s]) => {
+  const status = Promise.all([child.status, readOut, readErr]).then(async ([s]) => {
+    if (bootstrapDir) await Deno.remove(bootstrapDir, { recursive: true }).catch(() => {});
     exitError = new Error(`xDS client exited (code ${s.code}); stderr:\n${err.slice(-2000)}`);
     for (const r of pending.values()) r({ error: exitError.message });
     pending.clear();
@@ -215,5 +250,5 @@ export function startXdsClient(
       await client.close();
     },
   };
-  return Promise.resolve(client);
+  return client;
 }

@@ -7,6 +7,7 @@
 import type { Protocol, Service, ServiceInstance, ServicePort } from "../../model/types.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
+import { ringHashCrashes } from "../node.ts";
 import { hostPortKey, indexOf } from "./context.ts";
 import { meshMtlsUpstream, mtlsModeOf, upstreamTlsSocket } from "./security.ts";
 import {
@@ -263,9 +264,23 @@ export function proxyInstances(ctx: PushContext, proxy: Proxy): ServiceInstance[
 /**
  * Builds every cluster a proxy needs: outbound clusters for every service port (plus one per
  * DestinationRule subset), inbound clusters for a sidecar's own instances, BlackHoleCluster and
- * PassthroughCluster. UDP ports are skipped. Ordered by service hostname, then port.
+ * PassthroughCluster. UDP ports are skipped. Ordered by service hostname, then port. Clients
+ * that crash on ring hash ({@link ringHashCrashes}) get round robin in its place.
  */
 export function buildClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
+  const out = allClusters(ctx, proxy);
+  if (ringHashCrashes(proxy.client)) {
+    // Round robin for clients that crash on ring hash (consistent hashing is lost, calls work).
+    for (const c of out) {
+      if (c.lb_policy !== "RING_HASH") continue;
+      delete c.lb_policy;
+      delete c.ring_hash_lb_config;
+    }
+  }
+  return out;
+}
+
+function allClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
   const idx = indexOf(ctx);
   const out: XdsResource[] = [];
   for (const svc of idx.services) {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { formatIssues, normalizeObject } from "../../model/mod.ts";
 import { pgvProblems } from "../pgv.ts";
-import { helloV1 } from "../testdata/scenarios.ts";
+import { ENVOY_1_27, GRPC_CORE_1_51, helloV1, withClient } from "../testdata/scenarios.ts";
 import { model } from "../testdata/model.ts";
 import { buildClusters, MAX_RING_SIZE } from "./clusters.ts";
 
@@ -32,4 +32,16 @@ Deno.test("DestinationRule schema rejects minimumRingSize above 8388608", () => 
     /spec\.trafficPolicy\.loadBalancer\.consistentHash\.minimumRingSize: must be between 0 and 8388608, got 8388609/,
   );
   assert.deepEqual(normalizeObject(ringDr(8_388_608), "dr.yaml").issues, []);
+});
+
+Deno.test("buildClusters() gives round robin instead of ring hash to C-core 1.50-1.52, which crash on it", () => {
+  const ctx = model({ configs: { destinationRules: [ringDr(1024)] } });
+  const world = (p: ReturnType<typeof helloV1>) =>
+    buildClusters(ctx, p).find((c) => c.name === "outbound|80||world.default.svc.cluster.local")!;
+  const core151 = withClient(helloV1(), GRPC_CORE_1_51);
+  assert.equal(world(core151).lb_policy, undefined); // ROUND_ROBIN, the default
+  assert.equal(world(core151).ring_hash_lb_config, undefined);
+  const core153 = withClient(helloV1(), { ...GRPC_CORE_1_51, version: [1, 53, 0] });
+  assert.equal(world(core153).lb_policy, "RING_HASH");
+  assert.equal(world(withClient(helloV1(), ENVOY_1_27)).lb_policy, "RING_HASH");
 });

@@ -6,7 +6,7 @@
 
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
-import { proxyLabels } from "../node.ts";
+import { headerMatcherForm, proxyLabels } from "../node.ts";
 import { type GatewayEntry, indexOf } from "./context.ts";
 import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./listeners.ts";
 import { dedupeDomains, destinationCluster, translateHttpRoutes } from "./routes.ts";
@@ -164,6 +164,7 @@ export function gatewayRouteConfig(
         gateways: new Set(bound),
         labels,
         sidecar: false,
+        headerMatcher: headerMatcherForm(proxy.client),
       });
       if (!routes.length) continue;
       const domains: string[] = [];

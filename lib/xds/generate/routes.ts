@@ -7,7 +7,7 @@
 import type { Service, ServicePort } from "../../model/types.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
-import { proxyLabels } from "../node.ts";
+import { headerMatcherForm, proxyLabels } from "../node.ts";
 import { indexOf, type VsEntry } from "./context.ts";
 import { policyForPort } from "./clusters.ts";
 import { gatewayRouteConfig, selectedGateways } from "./gateway.ts";
@@ -36,6 +36,57 @@ export interface RouteScope {
   labels: Record<string, string>;
   /** True for sidecars: a match `port` is compared with the service port. */
   sidecar: boolean;
+  /** How header matchers are written for this client ({@link headerMatcherForm}). */
+  headerMatcher: HeaderMatcherForm;
+  /**
+   * Proxyless route configurations (`<host>:<port>`): the `:authority` every call carries (the
+   * requested name). gRPC clients do not expose pseudo-headers to route matching, so `authority`
+   * and `method` matches are decided here instead (see {@link routeMatch}).
+   */
+  proxylessAuthority?: string;
+}
+
+/** True when an Istio StringMatch (`exact`, `prefix`, `suffix`, `regex`: RE2, whole value) matches. */
+export function stringMatches(sm: unknown, value: string): boolean {
+  const s = stringMatcher(sm);
+  if (!s) return true;
+  if (typeof s.exact === "string") return value === s.exact;
+  if (typeof s.prefix === "string") return value.startsWith(s.prefix);
+  if (typeof s.suffix === "string") return value.endsWith(s.suffix);
+  const re = (s.safe_regex as { regex?: string } | undefined)?.regex;
+  if (typeof re !== "string") return false;
+  try {
+    return new RegExp(`^(?:${re})$`).test(value);
+  } catch {
+    return false; // not a regex JavaScript understands: the match never holds
+  }
+}
+
+/** See {@link headerMatcherForm}. */
+export type HeaderMatcherForm = ReturnType<typeof headerMatcherForm>;
+
+const LEGACY_FIELDS: Record<string, string> = {
+  exact: "exact_match",
+  prefix: "prefix_match",
+  suffix: "suffix_match",
+  safe_regex: "safe_regex_match",
+};
+
+/**
+ * An Envoy HeaderMatcher for `name` from an Istio StringMatch, in the client's form: `string_match`
+ * or the older oneof fields (`exact_match`, `prefix_match`, `suffix_match`, `safe_regex_match`);
+ * undefined when the match is empty.
+ */
+export function headerMatcher(
+  name: string,
+  sm: unknown,
+  form: HeaderMatcherForm,
+): XdsResource | undefined {
+  const s = stringMatcher(sm);
+  if (!s) return undefined;
+  if (form === "string_match") return { name, string_match: s };
+  const [kind, value] = Object.entries(s)[0];
+  return { name, [LEGACY_FIELDS[kind]]: value };
 }
 
 const GRPC_CODES: Record<string, number> = {
@@ -115,7 +166,15 @@ export function corsConfig(c: Any): XdsResource | undefined {
   return out;
 }
 
-/** Istio HTTPMatchRequest → Envoy RouteMatch; undefined when it cannot apply in `scope`. */
+/**
+ * Istio HTTPMatchRequest → Envoy RouteMatch; undefined when it cannot apply in `scope`.
+ *
+ * In proxyless route configurations (`scope.proxylessAuthority`) `authority` and `method` are
+ * decided at generation: gRPC clients (grpc-js-xds, C-core) match headers against call metadata,
+ * where `:authority` and `:method` never appear, so such a matcher would never match there. Every
+ * proxyless call is a POST to the requested `<host>:<port>`: a match that holds for those values is
+ * dropped (always true), a route whose match cannot hold is left out.
+ */
 export function routeMatch(m: Any, scope: RouteScope): XdsResource | undefined {
   if (!m || typeof m !== "object") return { prefix: "/" };
   if (typeof m.port === "number" && m.port !== scope.port) return undefined;
@@ -131,14 +190,19 @@ export function routeMatch(m: Any, scope: RouteScope): XdsResource | undefined {
   else out.prefix = "/";
   const headers: Any[] = [];
   const addHeader = (name: string, sm: unknown) => {
-    const s = stringMatcher(sm);
-    if (s) headers.push({ name, string_match: s });
+    const h = headerMatcher(name, sm, scope.headerMatcher);
+    if (h) headers.push(h);
   };
   if (m.headers && typeof m.headers === "object") {
     for (const [name, sm] of Object.entries(m.headers)) addHeader(name.toLowerCase(), sm);
   }
-  if (m.authority) addHeader(":authority", m.authority);
-  if (m.method) addHeader(":method", m.method);
+  if (scope.proxylessAuthority !== undefined) {
+    if (m.authority && !stringMatches(m.authority, scope.proxylessAuthority)) return undefined;
+    if (m.method && !stringMatches(m.method, "POST")) return undefined;
+  } else {
+    if (m.authority) addHeader(":authority", m.authority);
+    if (m.method) addHeader(":method", m.method);
+  }
   if (m.scheme) addHeader(":scheme", m.scheme);
   if (headers.length) out.headers = headers;
   return out;
@@ -332,12 +396,16 @@ export function translateHttpRoutes(
   return out;
 }
 
-/** The default route to `outbound|port||host` (timeout disabled). */
-export function defaultRoute(host: string, port: number): XdsResource {
-  return {
-    match: { prefix: "/" },
-    route: { cluster: outboundClusterName(port, "", host), timeout: { seconds: 0 } },
-  };
+/**
+ * The default route to `outbound|port||host` (timeout disabled), with the hash policy of the
+ * host's DestinationRule when it asks for consistent hashing (given `ctx`).
+ */
+export function defaultRoute(host: string, port: number, ctx?: PushContext): XdsResource {
+  const cluster = outboundClusterName(port, "", host);
+  const route: Any = { cluster, timeout: { seconds: 0 } };
+  const hp = ctx && hashPolicy(ctx, cluster);
+  if (hp) route.hash_policy = hp;
+  return { match: { prefix: "/" }, route };
 }
 
 /** One virtual host of a sidecar (or proxyless) route config for a service port. */
@@ -347,11 +415,19 @@ function serviceVirtualHost(
   svc: Service,
   port: ServicePort,
   labels: Record<string, string>,
+  proxylessAuthority?: string,
 ): XdsResource {
   const vss = indexOf(ctx).meshVsByHost.get(svc.hostname) ?? [];
-  const scope: RouteScope = { port: port.port, gateways: new Set(["mesh"]), labels, sidecar: true };
+  const scope: RouteScope = {
+    port: port.port,
+    gateways: new Set(["mesh"]),
+    labels,
+    sidecar: true,
+    headerMatcher: headerMatcherForm(proxy.client),
+  };
+  if (proxylessAuthority !== undefined) scope.proxylessAuthority = proxylessAuthority;
   let routes = vss.length ? translateHttpRoutes(ctx, vss, scope, port.protocol === "GRPC") : [];
-  if (!routes.length) routes = [defaultRoute(svc.hostname, port.port)];
+  if (!routes.length) routes = [defaultRoute(svc.hostname, port.port, ctx)];
   return {
     name: `${svc.hostname}:${port.port}`,
     domains: serviceDomains(svc.hostname, port.port, proxy.domain, svc.address),
@@ -429,7 +505,7 @@ export function apiRouteConfig(
 ): XdsResource | undefined {
   const t = resolveTarget(ctx, proxy, name);
   if (!t) return undefined;
-  const vh = serviceVirtualHost(ctx, proxy, t.service, t.port, proxyLabels(proxy));
+  const vh = serviceVirtualHost(ctx, proxy, t.service, t.port, proxyLabels(proxy), name);
   const domains = [name, ...(vh.domains as string[]).filter((d) => d !== name)];
   return { name, virtual_hosts: [{ ...vh, domains }] };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseNodeId } from "../node.ts";
+import { parseNodeId, proxyFromNode } from "../node.ts";
 import { model, PUBLIC_GW, PUBLIC_VS, WORLD_DR, WORLD_VS } from "../testdata/model.ts";
 import { gatewayRouter } from "../testdata/scenarios.ts";
 import { indexOf } from "./context.ts";
@@ -17,6 +17,9 @@ import {
   translateHttpRoutes,
 } from "./routes.ts";
 
+// deno-lint-ignore no-explicit-any
+type RouteLike = { match: { headers?: any[] } };
+
 const typeName = (url: string) => url.slice(url.lastIndexOf("/") + 1);
 
 const scope: RouteScope = {
@@ -24,6 +27,7 @@ const scope: RouteScope = {
   gateways: new Set(["mesh"]),
   labels: { app: "a" },
   sidecar: true,
+  headerMatcher: "string_match",
 };
 
 Deno.test("routeMatch() maps uri, headers, authority, method and scheme", () => {
@@ -46,6 +50,109 @@ Deno.test("routeMatch() maps uri, headers, authority, method and scheme", () => 
     },
   );
   assert.deepEqual(routeMatch({ uri: { exact: "/x" } }, scope), { path: "/x" });
+});
+
+Deno.test("routeMatch() writes the older oneof fields for clients without string_match", () => {
+  const legacy: RouteScope = { ...scope, headerMatcher: "legacy" };
+  assert.deepEqual(
+    routeMatch({
+      headers: { "X-User": { prefix: "adm" }, "x-end": { suffix: "z" }, "x-re": { regex: "a.*" } },
+      authority: { exact: "a.example.com" },
+      method: { exact: "GET" },
+    }, legacy),
+    {
+      prefix: "/",
+      headers: [
+        { name: "x-user", prefix_match: "adm" },
+        { name: "x-end", suffix_match: "z" },
+        { name: "x-re", safe_regex_match: { regex: "a.*" } },
+        { name: ":authority", exact_match: "a.example.com" },
+        { name: ":method", exact_match: "GET" },
+      ],
+    },
+  );
+  for (const h of routeMatch({ headers: { a: { exact: "b" } } }, legacy)!.headers) {
+    assert.deepEqual(pgvProblems("envoy.config.route.v3.HeaderMatcher", h), []);
+  }
+});
+
+Deno.test("buildRoutes() writes header matchers per client: Envoy 1.20+ string_match, gRPC C-core 1.51 the older fields", () => {
+  const ctx = model({ configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] } });
+  const node = (ua: Record<string, unknown>) =>
+    proxyFromNode({ id: "sidecar~10.0.1.1~hello-v1.default~default.svc.cluster.local", ...ua });
+  const headersOf = (p: ReturnType<typeof parseNodeId>) =>
+    buildRoutes(ctx, p, ["world:7070"])[0].virtual_hosts[0].routes.flatMap((r: RouteLike) =>
+      r.match.headers ?? []
+    );
+  const envoy = node({
+    user_agent_name: "envoy",
+    user_agent_build_version: { version: { major_number: 1, minor_number: 27, patch: 0 } },
+  });
+  const core = node({
+    user_agent_name: "gRPC C-core linux Python",
+    user_agent_version: "C-core 29.0.0 Python 1.51.1",
+  });
+  assert.ok(headersOf(envoy).length > 0);
+  assert.ok(headersOf(envoy).every((h: Record<string, unknown>) => "string_match" in h));
+  assert.deepEqual(
+    headersOf(core),
+    headersOf(envoy).map((h: { name: string; string_match: { exact: string } }) => ({
+      name: h.name,
+      exact_match: h.string_match.exact,
+    })),
+  );
+});
+
+Deno.test("routeMatch() decides authority and method in proxyless configs: calls are POSTs to the requested name", () => {
+  const api: RouteScope = { ...scope, proxylessAuthority: "world:7070", headerMatcher: "legacy" };
+  // holds: the matcher is dropped, other matchers stay
+  assert.deepEqual(
+    routeMatch({ authority: { prefix: "world" }, method: { exact: "POST" } }, api),
+    { prefix: "/" },
+  );
+  assert.deepEqual(
+    routeMatch({ authority: { regex: "wor.*:7070" }, headers: { a: { exact: "b" } } }, api),
+    { prefix: "/", headers: [{ name: "a", exact_match: "b" }] },
+  );
+  // cannot hold: the match is left out
+  assert.equal(routeMatch({ authority: { exact: "elsewhere" } }, api), undefined);
+  assert.equal(routeMatch({ method: { exact: "GET" } }, api), undefined);
+  assert.equal(routeMatch({ authority: { suffix: ":80" } }, api), undefined);
+  // sidecars keep them as header matchers
+  assert.deepEqual(routeMatch({ method: { exact: "GET" } }, scope), {
+    prefix: "/",
+    headers: [{ name: ":method", string_match: { exact: "GET" } }],
+  });
+});
+
+Deno.test("buildRoutes() leaves out proxyless routes whose authority or method cannot match", () => {
+  const vs = {
+    ...WORLD_VS,
+    spec: {
+      hosts: ["world"],
+      http: [
+        {
+          match: [{ method: { exact: "GET" } }],
+          route: [{ destination: { host: "world", subset: "v1" } }],
+        },
+        {
+          match: [{ authority: { exact: "nope" } }, { authority: { prefix: "world:" } }],
+          route: [{ destination: { host: "world", subset: "v2" } }],
+        },
+      ],
+    },
+  };
+  const ctx = model({ configs: { virtualServices: [vs], destinationRules: [WORLD_DR] } });
+  const proxy = parseNodeId("sidecar~10.0.7.7~client.default~default.svc.cluster.local");
+  const [rc] = buildRoutes(ctx, proxy, ["world:7070"]);
+  assert.deepEqual(
+    rc.virtual_hosts[0].routes.map((
+      r: { match: unknown; route: { cluster: string } },
+    ) => [r.match, r.route.cluster]),
+    [
+      [{ prefix: "/" }, "outbound|7070|v2|world.default.svc.cluster.local"],
+    ],
+  );
 });
 
 Deno.test("routeMatch() drops a match for another port, gateway or source", () => {

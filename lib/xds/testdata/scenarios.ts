@@ -14,6 +14,7 @@ import {
   parseNodeId,
   type Proxy,
   type PushContext,
+  type XdsClientInfo,
   type XdsResource,
 } from "../mod.ts";
 import {
@@ -88,6 +89,19 @@ export const helloV1 = (metadata: Record<string, unknown> = {}): Proxy =>
     labels: { app: "hello", version: "v1" },
     ...metadata,
   });
+
+/** An Envoy 1.27 client (writes header matchers as `string_match`). */
+export const ENVOY_1_27: XdsClientInfo = { kind: "envoy", name: "envoy", version: [1, 27, 0] };
+
+/** gRPC C-core 1.51 through Python (writes header matchers as `exact_match`...). */
+export const GRPC_CORE_1_51: XdsClientInfo = {
+  kind: "grpc-core",
+  name: "gRPC C-core linux Python",
+  version: [1, 51, 1],
+};
+
+/** `proxy` as sent by `client`. */
+export const withClient = (proxy: Proxy, client: XdsClientInfo): Proxy => ({ ...proxy, client });
 
 /** The ingress gateway router selected by `mesh: ingressgateway`. */
 export const gatewayRouter = (): Proxy =>
@@ -266,20 +280,26 @@ export function scenarios(): Record<string, Scenario> {
     configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] },
   });
   return {
-    sidecar: { ctx: sidecarCtx, proxy: helloV1(), apiNames: [] },
+    sidecar: { ctx: sidecarCtx, proxy: withClient(helloV1(), ENVOY_1_27), apiNames: [] },
     proxyless: {
       ctx: sidecarCtx,
-      proxy: parseNodeId("sidecar~10.0.7.7~client.default~default.svc.cluster.local"),
+      proxy: withClient(
+        parseNodeId("sidecar~10.0.7.7~client.default~default.svc.cluster.local"),
+        GRPC_CORE_1_51,
+      ),
       apiNames: ["world:7070", "hello.default.svc.cluster.local:7070"],
     },
     gateway: {
       ctx: model({ configs: { virtualServices: [PUBLIC_VS], gateways: [PUBLIC_GW] } }),
-      proxy: gatewayRouter(),
+      proxy: withClient(gatewayRouter(), ENVOY_1_27),
       apiNames: [],
     },
     ingress: {
       ctx: model({ configs: { ingresses: [ECHO_INGRESS] } }),
-      proxy: parseNodeId("ingress~10.0.9.8~ingress.mesh-system~mesh-system.svc.cluster.local"),
+      proxy: withClient(
+        parseNodeId("ingress~10.0.9.8~ingress.mesh-system~mesh-system.svc.cluster.local"),
+        ENVOY_1_27,
+      ),
       apiNames: [],
     },
     mtls: {
