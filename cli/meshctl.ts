@@ -84,12 +84,14 @@ export const program: ProgramSpec = {
         args: ["<svcname>", "<ip>", "<ports...>"],
         flags: registerFlags,
         groups: common,
+        load: () => import("./meshctl/register.ts"),
       }),
       command({
         name: "deregister",
         summary: "De-registers a service instance.",
         args: ["<svcname>", "<ip>"],
         groups: common,
+        load: () => import("./meshctl/deregister.ts"),
       }),
       command({
         name: "kube-inject",
