@@ -112,6 +112,7 @@ export const program: ProgramSpec = {
         summary: "Produces deployment files to run the mesh.",
         flags: genDeployFlags,
         groups: common,
+        load: () => import("./meshctl/gen_deploy.ts"),
       }),
       command({
         name: "experimental",
