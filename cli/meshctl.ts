@@ -124,6 +124,7 @@ export const program: ProgramSpec = {
             summary: "Converts a set of v1alpha1 configs to v1alpha3 equivalents, best effort.",
             flags: convertFlags,
             groups: common,
+            load: () => import("./meshctl/convert.ts"),
           }),
           command({
             name: "metrics",
