@@ -15,7 +15,7 @@ import { checkKubeconfigExists } from "./_config_io.ts";
 /** A Service as register reads it. */
 export interface KubeService {
   metadata?: Record<string, unknown>;
-  spec?: { ports?: { name?: string; port?: number }[] };
+  spec?: { ports?: { name?: string; port?: number }[]; selector?: Record<string, string> };
 }
 
 /** An Endpoints object as register edits it. */

@@ -58,6 +58,12 @@ async function registerOrch(
     });
     await ctx.stdout.write(`Created service ${where}\n`);
   } else {
+    if (Object.keys(service.spec?.selector ?? {}).length > 0) {
+      await ctx.stderr.write(
+        `Warning: service ${where} has a selector: the orchestrator manages its endpoints and ` +
+          `may drop this registration (register VMs with a service without selector)\n`,
+      );
+    }
     const missing = unmatchedPorts(service.spec?.ports ?? [], reg.ports);
     if (missing.length > 0) {
       await ctx.stderr.write(

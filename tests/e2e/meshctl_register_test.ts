@@ -163,6 +163,7 @@ Deno.test("meshctl register uses -n, else the context's namespace, and keeps an 
     r.stdout,
     "Created endpoints team/web\nRegistered 10.1.0.1 with service team/web (ports http:80)\n",
   );
+  assert.match(r.stderr, /^Warning: service team\/web has a selector: the orchestrator manages /);
   const svc = kube.get("services", "team", "web")!;
   assert.deepEqual(
     (svc.metadata as { labels: unknown }).labels,
