@@ -84,12 +84,14 @@ export const program: ProgramSpec = {
         args: ["<svcname>", "<ip>", "<ports...>"],
         flags: registerFlags,
         groups: common,
+        load: () => import("./meshctl/register.ts"),
       }),
       command({
         name: "deregister",
         summary: "De-registers a service instance.",
         args: ["<svcname>", "<ip>"],
         groups: common,
+        load: () => import("./meshctl/deregister.ts"),
       }),
       command({
         name: "kube-inject",
@@ -112,6 +114,7 @@ export const program: ProgramSpec = {
         summary: "Produces deployment files to run the mesh.",
         flags: genDeployFlags,
         groups: common,
+        load: () => import("./meshctl/gen_deploy.ts"),
       }),
       command({
         name: "experimental",
@@ -123,6 +126,7 @@ export const program: ProgramSpec = {
             summary: "Converts a set of v1alpha1 configs to v1alpha3 equivalents, best effort.",
             flags: convertFlags,
             groups: common,
+            load: () => import("./meshctl/convert.ts"),
           }),
           command({
             name: "metrics",

@@ -198,7 +198,7 @@ function missingCrdsLine(types: readonly string[], server: string): string {
  * A missing kubeconfig file is the first thing a new user meets: one line that says what to do.
  * Other problems (unreadable, malformed) are left to `loadKubeConfig`.
  */
-async function checkKubeconfigExists(path: string): Promise<void> {
+export async function checkKubeconfigExists(path: string): Promise<void> {
   try {
     await Deno.stat(path);
   } catch (err) {

@@ -268,7 +268,18 @@ Deno.test("each program as a subprocess reports a bad value on stderr and exits 
   await Promise.all(cases.map(async ([program, args, hint]) => {
     assertUsage(await runProgram(program, args), /^Error: \S/, hint);
   }));
-  const r = await runProgram("meshctl", ["register", "svc", "10.0.0.1", "http:80"]);
+  // a failure (not a usage error): one Error line, exit 1
+  const r = await runProgram("meshctl", [
+    "register",
+    "svc",
+    "10.0.0.1",
+    "http:80",
+    "-c",
+    "/nonexistent/kubeconfig",
+  ]);
   assert.equal(r.code, 1);
-  assert.equal(r.stderr, "Error: meshctl register is not implemented yet\n");
+  assert.match(
+    r.stderr,
+    /^Error: Cannot read kubeconfig "\/nonexistent\/kubeconfig": no such file .*\n$/,
+  );
 });

@@ -38,6 +38,7 @@ import {
   parseLabelSelector,
   SelectorError,
 } from "./_selectors.ts";
+import { workloadTypes } from "./_workload_types.ts";
 
 export type { Json, JsonObject } from "./_patch.ts";
 
@@ -578,7 +579,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     types.set(typeKey(t.group, t.version, t.resource), t);
     if (!storage.has(storeKey(t))) storage.set(storeKey(t), new Map());
   }
-  for (const t of builtinTypes()) register(t);
+  for (const t of [...builtinTypes(), ...workloadTypes()]) register(t);
 
   function bucket(t: ResourceType): Map<string, KubeObject> {
     let b = storage.get(storeKey(t));

@@ -1,0 +1,287 @@
+/**
+ * meshctl gen-deploy: golden output per feature set, accepted by `kubectl apply --dry-run=server`
+ * against the fake API server; the config maps parse as the programs parse them; every flag the
+ * Deployments pass exists in the program's flag table; flags vs values file; custom charts.
+ */
+import assert from "node:assert/strict";
+import { parseAllDocuments } from "../../lib/deps/yaml.ts";
+import { crdManifests } from "../../lib/model/crds.ts";
+import {
+  normalizeObject,
+  parseInjectConfig,
+  parseMeshConfig,
+  validateMeshConfig,
+} from "../../lib/model/mod.ts";
+import { allFlags, type CommandSpec, type ProgramSpec } from "../../cli/_shared/command.ts";
+import { program as discoveryProgram } from "../../cli/mesh-discovery.ts";
+import { program as policyProgram } from "../../cli/mesh-policy.ts";
+import { program as caProgram } from "../../cli/mesh_ca.ts";
+import { program as injectorProgram } from "../../cli/sidecar-injector.ts";
+import { program as agentProgram } from "../../cli/mesh-agent.ts";
+import { startFakeKube } from "../harness/fake_kube.ts";
+import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
+import { meshctl, meshctlProcess, withDir } from "./_meshctl.ts";
+
+const GOLDEN = new URL("./testdata/gen-deploy/", import.meta.url);
+const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
+
+// deno-lint-ignore no-explicit-any
+type Obj = any;
+
+/** The feature sets with a golden file each: name → arguments and values file. */
+const SETS: Record<string, { args: string[]; values?: string }> = {
+  default: { args: [] },
+  minimal: {
+    args: [],
+    values: "policy: {enabled: false}\ntelemetry: {enabled: false}\ningress: {enabled: false}\n" +
+      "sidecarInjector: {enabled: false}\n",
+  },
+  mtls: { args: [], values: "mtls: {enabled: true}\n" },
+  "telemetry-only": { args: [], values: "policy: {enabled: false}\n" },
+  "ingress-node-port-debug": {
+    args: ["--ingress-node-port", "31380", "--debug", "--hyperkube-tag", "v1.30.0"],
+  },
+  "custom-images": {
+    args: ["-i", "mesh-prod"],
+    values: "global: {hub: registry.example.com/mesh, tag: 1.2.3, imagePullPolicy: Always}\n" +
+      "discovery: {replicas: 3}\n",
+  },
+};
+
+const CRDS_SECTION = /(# Source: mesh\/templates\/01-crds\.yaml\n)[\s\S]*?(?=---\n# Source:)/;
+
+async function render(name: string, dir: string) {
+  const set = SETS[name];
+  const args = ["gen-deploy", ...set.args];
+  if (set.values) {
+    await Deno.writeTextFile(`${dir}/${name}.yaml`, set.values);
+    args.push("--values", `${name}.yaml`);
+  }
+  return await meshctl(args, { cwd: dir });
+}
+
+function docs(text: string): Obj[] {
+  const all = parseAllDocuments(text);
+  return (Array.isArray(all) ? all : [all]).map((d) => d.toJS()).filter((d) => d);
+}
+
+Deno.test("meshctl gen-deploy output per feature set matches its golden file", async () => {
+  await withDir(async (dir) => {
+    for (const name of Object.keys(SETS)) {
+      const r = await render(name, dir);
+      assert.equal(r.code, 0, `${name}: ${r.stderr}`);
+      assert.equal(r.stderr, "", name);
+      // the CRDs are lib/model/crds.ts's: checked here, left out of the golden files
+      const m = CRDS_SECTION.exec(r.stdout);
+      assert.ok(m, `${name}: no CRDs section`);
+      assert.deepEqual(docs(m[0]), crdManifests(), `${name}: CRDs`);
+      const text = r.stdout.replace(CRDS_SECTION, "$1# (the CRDs of lib/model/crds.ts)\n");
+      const file = new URL(`${name}.yaml`, GOLDEN);
+      if (UPDATE) await Deno.writeTextFile(file, text);
+      assert.equal(text, await Deno.readTextFile(file), `${name}.yaml differs (UPDATE_GOLDEN=1)`);
+    }
+  });
+});
+
+Deno.test("kubectl apply --dry-run=server accepts gen-deploy's output for every feature set", async () => {
+  assert.ok(await kubectlAvailable(), "kubectl is on PATH");
+  await using kube = await startFakeKube({ namespaces: ["default", "mesh-system", "mesh-prod"] });
+  await withDir(async (dir) => {
+    for (const name of Object.keys(SETS)) {
+      const r = await render(name, dir);
+      const n = docs(r.stdout).length;
+      const k = await runKubectl(kube.kubeconfigPath, ["apply", "--dry-run=server", "-f", "-"], {
+        stdin: r.stdout,
+      });
+      assert.equal(k.code, 0, `${name}: ${k.stderr}`);
+      const lines = k.stdout.trimEnd().split("\n");
+      assert.equal(lines.length, n, `${name}: one line per document`);
+      assert.ok(lines.every((l) => l.endsWith("(server dry run)")), `${name}: ${k.stdout}`);
+    }
+    // nothing was stored by the dry run; a real apply creates the workloads
+    assert.deepEqual(kube.objects("deployments"), []);
+    const r = await render("default", dir);
+    const k = await runKubectl(kube.kubeconfigPath, ["apply", "-f", "-"], { stdin: r.stdout });
+    assert.equal(k.code, 0, k.stderr);
+    assert.deepEqual(kube.objects("deployments", "mesh-system").map((d) => d.metadata.name), [
+      "mesh-ca",
+      "mesh-discovery",
+      "mesh-ingressgateway",
+      "mesh-policy",
+      "mesh-sidecar-injector",
+      "mesh-telemetry",
+    ]);
+    assert.equal(
+      kube.objects("mutatingwebhookconfigurations")[0]?.metadata.name,
+      "mesh-sidecar-injector",
+    );
+  });
+});
+
+/** The command of `program` reached by `path` (`["discovery"]`); the root for `[]`. */
+function commandAt(program: ProgramSpec, path: string[]): CommandSpec {
+  let cmd = program.root;
+  for (const p of path) cmd = cmd.subcommands.find((c) => c.name === p)!;
+  return cmd;
+}
+
+const PROGRAMS: Record<string, { program: ProgramSpec; path: (args: string[]) => string[] }> = {
+  "mesh-discovery": { program: discoveryProgram, path: () => ["discovery"] },
+  "mesh-policy": { program: policyProgram, path: () => ["server"] },
+  "mesh_ca": { program: caProgram, path: () => [] },
+  "sidecar-injector": { program: injectorProgram, path: () => [] },
+  "proxy": { program: agentProgram, path: () => ["proxy"] },
+};
+
+Deno.test("gen-deploy's config maps parse as the programs parse them, and every flag passed exists", async () => {
+  await withDir(async (dir) => {
+    for (const name of ["default", "mtls", "minimal"]) {
+      const all = docs((await render(name, dir)).stdout);
+      const cm = (n: string) => all.find((d) => d.kind === "ConfigMap" && d.metadata.name === n);
+      const mesh = parseMeshConfig(cm("mesh").data.mesh, "mesh");
+      assert.deepEqual(validateMeshConfig(mesh), [], name);
+      assert.equal(mesh.authPolicy, name === "mtls" ? "MUTUAL_TLS" : "NONE", name);
+      assert.equal(mesh.disablePolicyChecks, name === "minimal", name);
+      assert.equal(mesh.ingressControllerMode, name === "minimal" ? "OFF" : "STRICT", name);
+      if (name !== "minimal") {
+        const inject = parseInjectConfig(cm("mesh-sidecar-injector").data.config, "inject");
+        assert.equal(inject.policy, "enabled");
+        assert.match(inject.template, /^containers:\n- name: mesh-proxy$/m);
+        const crs = docs(cm("mesh-policy-custom-resources").data["custom-resources.yaml"]);
+        assert.deepEqual(crs.map((c) => c.kind), ["metric", "prometheus", "rule", "kubernetesenv"]);
+        for (const c of crs) assert.deepEqual(normalizeObject(c, c.kind).issues, [], c.kind);
+      } else {
+        assert.equal(cm("mesh-sidecar-injector"), undefined);
+      }
+      for (const d of all.filter((d) => d.kind === "Deployment")) {
+        const labels = d.spec.template.metadata.labels;
+        for (const [k, v] of Object.entries(d.spec.selector.matchLabels)) {
+          assert.equal(labels[k], v, `${d.metadata.name}: selector matches the pod labels`);
+        }
+        for (const c of d.spec.template.spec.containers) {
+          const image = c.image.split("/").at(-1).split(":")[0];
+          const p = PROGRAMS[image];
+          assert.ok(p, `${d.metadata.name}: unknown image ${c.image}`);
+          const cmd = commandAt(p.program, p.path(c.args).length ? [c.args[0]] : []);
+          const known = new Set(allFlags(cmd).map((f) => f.name));
+          for (const a of c.args.filter((a: string) => a.startsWith("--"))) {
+            const flag = a.slice(2).split("=")[0];
+            assert.ok(known.has(flag), `${d.metadata.name}: ${image} has no flag --${flag}`);
+          }
+        }
+      }
+    }
+  });
+});
+
+Deno.test("gen-deploy: the values file wins over flags, with warnings; bad values are refused", async () => {
+  await withDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/no-ingress.yaml`, "ingress:\n  enabled: false\n");
+    const r = await meshctl([
+      "gen-deploy",
+      "--values",
+      "no-ingress.yaml",
+      "--ingress-node-port",
+      "31380",
+    ], {
+      cwd: dir,
+    });
+    assert.equal(r.code, 0);
+    assert.equal(r.stderr, "Warning: --ingress-node-port is ignored: the ingress feature is off\n");
+    assert.doesNotMatch(r.stdout, /mesh-ingressgateway|NodePort/);
+
+    await Deno.writeTextFile(`${dir}/debug-off.yaml`, "global: {debug: false}\n");
+    const d = await meshctl(["gen-deploy", "--values", `${dir}/debug-off.yaml`, "--debug"]);
+    assert.equal(d.stderr, "Warning: --debug is ignored: the values file sets global.debug\n");
+    assert.doesNotMatch(d.stdout, /_debug/);
+
+    const np = await meshctl(["gen-deploy", "--ingress-node-port", "31380"]);
+    const svc = docs(np.stdout).find((o) =>
+      o.kind === "Service" && o.metadata.name === "mesh-ingressgateway"
+    );
+    assert.equal(svc.spec.type, "NodePort");
+    assert.deepEqual(svc.spec.ports[0], { name: "http", port: 80, nodePort: 31380 });
+
+    await Deno.writeTextFile(
+      `${dir}/bad.yaml`,
+      "ingress: {nodePort: http}\nglobal: {hub: 'Not A Hub'}\n",
+    );
+    const bad = await meshctl(["gen-deploy", "--values", "bad.yaml"], { cwd: dir });
+    assert.equal(bad.code, 1);
+    assert.equal(
+      bad.stderr,
+      "Error: invalid values (bad.yaml): global.hub: must be an image repository (lowercase letters, digits, '.', '_', '-' and '/'), got \"Not A Hub\"; ingress.nodePort: must be 0 (none) or a port between 1 and 65535, got \"http\"\n",
+    );
+    await Deno.writeTextFile(`${dir}/list.yaml`, "- a\n- b\n");
+    const list = await meshctl(["gen-deploy", "--values", "list.yaml"], { cwd: dir });
+    assert.equal(list.stderr, 'Error: Cannot use values file "list.yaml": not a mapping\n');
+    const missing = await meshctl(["gen-deploy", "--values", "nope.yaml"], { cwd: dir });
+    assert.equal(
+      missing.stderr,
+      'Error: Cannot read values file "nope.yaml": no such file or directory\n',
+    );
+    const ns = await meshctl(["gen-deploy", "-i", "Mesh_System"]);
+    assert.equal(ns.code, 2);
+    assert.match(
+      ns.stderr,
+      /^Error: Invalid --meshNamespace "Mesh_System": must be a DNS-1123 label\n/,
+    );
+  });
+});
+
+Deno.test("gen-deploy --chart-dir renders the templates of a directory; problems name the file and line", async () => {
+  await withDir(async (dir) => {
+    await Deno.mkdir(`${dir}/chart/templates`, { recursive: true });
+    await Deno.writeTextFile(`${dir}/chart/values.yaml`, "greeting: hello\n");
+    await Deno.writeTextFile(
+      `${dir}/chart/templates/cm.yaml`,
+      `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Values.greeting }}
+  namespace: {{ .Release.Namespace }}
+data:
+  hub: {{ .Values.global.hub | quote }}
+{{- if .Values.mtls.enabled }}
+  mtls: "on"
+{{- end }}
+`,
+    );
+    const r = await meshctlProcess(["gen-deploy", "--chart-dir", "chart", "-i", "team"], {
+      cwd: dir,
+    });
+    assert.equal(r.stderr, "");
+    assert.equal(
+      r.stdout,
+      `---
+# Source: mesh/templates/cm.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hello
+  namespace: team
+data:
+  hub: "ghcr.io/mesh-project"
+`,
+    );
+    // the default "." uses a templates/ directory of the working directory when there is one
+    const dot = await meshctl(["gen-deploy"], { cwd: `${dir}/chart` });
+    assert.match(dot.stdout, /name: hello/);
+
+    await Deno.writeTextFile(
+      `${dir}/chart/templates/cm.yaml`,
+      "metadata:\n  name: {{ .Values.nope.x }}\n",
+    );
+    const bad = await meshctl(["gen-deploy", "--chart-dir", `${dir}/chart`]);
+    assert.equal(bad.code, 1);
+    assert.equal(bad.stderr, "Error: templates/cm.yaml:2: .Values.nope.x is not set\n");
+    await Deno.writeTextFile(`${dir}/chart/templates/cm.yaml`, "metadata:\n  name: x\n");
+    const noKind = await meshctl(["gen-deploy", "--chart-dir", `${dir}/chart`]);
+    assert.equal(noKind.stderr, "Error: templates/cm.yaml document 1: apiVersion is required\n");
+    const none = await meshctl(["gen-deploy", "--chart-dir", `${dir}/nochart`]);
+    assert.equal(
+      none.stderr,
+      'Error: Cannot use chart directory "' + dir + '/nochart": no such directory\n',
+    );
+  });
+});
