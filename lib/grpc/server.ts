@@ -97,7 +97,7 @@ export interface H2Limits {
   prefaceTimeoutMs: number;
   /**
    * Keepalive enforcement (grpc-go `EnforcementPolicy.MinTime`, with PermitWithoutStream): a
-   * client PING sooner than this after the previous one is a strike; the third strike is answered
+   * client PING sooner than this after the previous one is a strike; a third strike is answered
    * GOAWAY ENHANCE_YOUR_CALM `too_many_pings`. Strikes are forgiven when we send headers or data.
    */
   keepaliveMinTimeMs: number;
