@@ -33,21 +33,31 @@ interface Mem {
   rss: number;
   heapUsed: number;
   connections: number;
+  accepting: boolean;
 }
 
-/** The attack server as a child process. */
-async function startServer(limits: Partial<H2Limits>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--v8-flags=--expose-gc",
-      new URL("./_attack_server.ts", import.meta.url).pathname,
-      JSON.stringify(limits),
-    ],
+/**
+ * The attack server as a child process (with `maxFds`, under `ulimit -n`; errors of the server
+ * are printed only with `quiet: false`).
+ */
+async function startServer(
+  limits: Partial<H2Limits>,
+  listen: Record<string, unknown> = {},
+  maxFds = 0,
+) {
+  const args = [
+    "run",
+    "-A",
+    "--v8-flags=--expose-gc",
+    new URL("./_attack_server.ts", import.meta.url).pathname,
+    JSON.stringify(limits),
+    JSON.stringify(listen),
+  ];
+  const child = new Deno.Command(maxFds ? "/bin/sh" : Deno.execPath(), {
+    args: maxFds ? ["-c", `ulimit -n ${maxFds} && exec "$0" "$@"`, Deno.execPath(), ...args] : args,
     stdin: "piped",
     stdout: "piped",
-    stderr: "inherit",
+    stderr: Deno.env.get("ATTACK_SERVER_LOG") ? "inherit" : "null",
   }).spawn();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "";
@@ -379,9 +389,51 @@ Deno.test("RFC 9113 conformance: protocol and malformed-request errors", async (
   });
 });
 
-Deno.test("the defaults are what docs/ads.md documents", () => {
-  assert.equal(DEFAULT_LIMITS.maxConcurrentStreams, 100);
-  assert.equal(DEFAULT_LIMITS.maxOutboundControlFrames, 1000);
-  assert.equal(DEFAULT_LIMITS.maxHeaderBlockFrames, 32);
-  assert.equal(RST_STREAM, 3);
+Deno.test("listenGrpc() caps connections and says so once per 10 s", async () => {
+  const errors: string[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, echo]]),
+    maxConnections: 2,
+    onError: (m) => errors.push(m),
+  });
+  const cs: RawClient[] = [];
+  try {
+    for (let i = 0; i < 4; i++) cs.push(await connected(listener.port));
+    await cs[0].until(() => cs[2].isClosed && cs[3].isClosed, 5000);
+    assert.deepEqual(cs.map((c) => c.isClosed), [false, false, true, true]);
+    assert.equal(listener.refused, 2);
+    assert.equal(errors.filter((e) => /the limit is 2/.test(e)).length, 1);
+  } finally {
+    await Promise.all(cs.map((c) => c.close()));
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("the listener recovers from EMFILE and tells the truth while it cannot accept", async () => {
+  const server = await startServer({}, { acceptCheckMs: 200 }, 64);
+  const cs: RawClient[] = [];
+  try {
+    // Past the descriptor limit the kernel still completes connections the server cannot accept.
+    for (let i = 0; i < 80; i++) cs.push(await RawClient.connect(server.port));
+    let m = await server.mem();
+    for (let i = 0; i < 50 && m.accepting; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      m = await server.mem();
+    }
+    assert.equal(m.accepting, false);
+    await Promise.all(cs.splice(0).map((c) => c.close()));
+    for (let i = 0; i < 100 && !m.accepting; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      m = await server.mem();
+    }
+    assert.equal(m.accepting, true);
+    const c = await connected(server.port);
+    cs.push(c);
+    assert.ok(await c.until(() => c.settings().size > 0, 5000), "no SETTINGS from the server");
+  } finally {
+    await Promise.all(cs.map((c) => c.close()));
+    await server.close();
+  }
 });

@@ -1426,6 +1426,20 @@ export interface GrpcListenOptions extends H2Options {
    * requested and, when one is presented, it must verify against `ca`.
    */
   tls?: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array; requireClientCert?: boolean };
+  /**
+   * Open connections at most (0 = no cap, the default); connections beyond are closed at once
+   * and counted in {@link GrpcListener.refused}, with one log line per 10 s.
+   */
+  maxConnections?: number;
+  /**
+   * How often the listener checks that it still accepts (a loopback connection to itself), in ms
+   * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
+   * fails the listener is reopened on the same port, and {@link GrpcListener.accepting} is false
+   * until a check passes again.
+   */
+  acceptCheckMs?: number;
+  /** Called when {@link GrpcListener.accepting} changes, with the reason when it is false. */
+  onAcceptingChange?: (accepting: boolean, reason: string) => void;
 }
 
 /** A listening gRPC server. */
@@ -1434,6 +1448,10 @@ export interface GrpcListener {
   readonly port: number;
   /** Open connections. */
   readonly connections: ReadonlySet<Connection>;
+  /** False while the listener cannot accept connections (out of file descriptors). */
+  readonly accepting: boolean;
+  /** Connections closed at once because {@link GrpcListenOptions.maxConnections} were open. */
+  readonly refused: number;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
@@ -1444,59 +1462,190 @@ export interface GrpcListener {
 /** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
 export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener> {
   const connections = new Set<Connection>();
+  const maxConnections = opts.maxConnections ?? 0;
+  let refused = 0, refusedLogged = 0, lastRefusalLog = -Infinity;
+  /** Local ports of our own accept checks (their sockets are not gRPC connections). */
+  const probes = new Set<number>();
+  let probeSeen: (() => void) | undefined;
   const accept = (socket: Socket) => {
+    if (maxConnections > 0 && connections.size >= maxConnections) {
+      refused++;
+      socket.destroy();
+      const now = performance.now();
+      if (now - lastRefusalLog >= 10_000) {
+        lastRefusalLog = now;
+        opts.onError?.(
+          `refused ${refused - refusedLogged} connection(s) (latest from ` +
+            `${socket.remoteAddress}:${socket.remotePort}): ${connections.size} connections ` +
+            `open, the limit is ${maxConnections}`,
+        );
+        refusedLogged = refused;
+      }
+      return;
+    }
     const c = new Connection(socket, opts);
     connections.add(c);
     socket.once("close", () => connections.delete(c));
   };
-  let server: import("node:net").Server;
-  if (opts.tls) {
-    const tls = await import("node:tls");
-    const t = opts.tls;
-    server = tls.createServer({
-      cert: Buffer.from(t.cert),
-      key: Buffer.from(t.key),
-      ca: Buffer.from(t.ca),
-      requestCert: true,
-      rejectUnauthorized: t.requireClientCert ?? false,
-      ALPNProtocols: ["h2"],
-    }, (socket) => {
-      // Without requireClientCert a certificate is optional, but one that is presented must
-      // verify against the CA.
-      const presented = Object.keys(socket.getPeerCertificate?.() ?? {}).length > 0;
-      if (presented && !socket.authorized) {
-        opts.onError?.(
-          `TLS client ${socket.remoteAddress}:${socket.remotePort} refused: certificate not ` +
-            `verified (${socket.authorizationError})`,
-        );
-        socket.destroy();
-        return;
-      }
-      accept(socket);
-    });
-    server.on("tlsClientError", (e: Error) => opts.onError?.(`TLS handshake failed: ${e.message}`));
-  } else {
-    const net = await import("node:net");
-    server = net.createServer({ noDelay: true }, accept);
-  }
+  /**
+   * Raw TCP accepts (before TLS): our own accept checks are recognised and dropped here. While a
+   * check is in flight every accepted port is noted too: the accept may come before the check's
+   * own connect callback tells its port.
+   */
+  const isProbe = (socket: Socket) => {
+    if (!socket.remotePort) return false;
+    if (probeSeen) acceptedPorts.add(socket.remotePort);
+    if (!probes.has(socket.remotePort)) return false;
+    probeSeen?.();
+    return true;
+  };
+  const acceptedPorts = new Set<number>();
+  const tlsModule = opts.tls ? await import("node:tls") : undefined;
+  const net = await import("node:net");
+  const create = (): import("node:net").Server => {
+    let server: import("node:net").Server;
+    if (opts.tls) {
+      const t = opts.tls;
+      server = tlsModule!.createServer({
+        cert: Buffer.from(t.cert),
+        key: Buffer.from(t.key),
+        ca: Buffer.from(t.ca),
+        requestCert: true,
+        rejectUnauthorized: t.requireClientCert ?? false,
+        ALPNProtocols: ["h2"],
+      }, (socket) => {
+        // Without requireClientCert a certificate is optional, but one that is presented must
+        // verify against the CA.
+        const presented = Object.keys(socket.getPeerCertificate?.() ?? {}).length > 0;
+        if (presented && !socket.authorized) {
+          opts.onError?.(
+            `TLS client ${socket.remoteAddress}:${socket.remotePort} refused: certificate not ` +
+              `verified (${socket.authorizationError})`,
+          );
+          socket.destroy();
+          return;
+        }
+        accept(socket);
+      });
+      server.on("connection", (raw: Socket) => void isProbe(raw));
+      server.on("tlsClientError", (e: Error, socket: Socket) => {
+        if (socket?.remotePort && probes.has(socket.remotePort)) return;
+        opts.onError?.(`TLS handshake failed: ${e.message}`);
+      });
+    } else {
+      server = net.createServer({ noDelay: true }, (socket) => {
+        if (isProbe(socket)) socket.destroy();
+        else accept(socket);
+      });
+    }
+    return server;
+  };
   const host = opts.host.replace(/^\[(.*)\]$/, "$1");
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, host, () => {
-      server.off("error", reject);
-      resolve();
+  const listen = (server: import("node:net").Server, port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        server.on("error", (e: Error) => opts.onError?.(`gRPC listener error: ${e.message}`));
+        resolve();
+      });
     });
-  });
-  server.on("error", (e: Error) => opts.onError?.(`gRPC listener error: ${e.message}`));
+  let server = create();
+  await listen(server, opts.port);
   const addr = server.address();
   const port = typeof addr === "object" && addr ? addr.port : opts.port;
   let closing: Promise<void> | undefined;
+  let accepting = true;
+  const setAccepting = (ok: boolean, reason: string) => {
+    if (ok === accepting) return;
+    accepting = ok;
+    opts.onError?.(
+      ok ? `accepting connections again on port ${port}` : `cannot accept connections: ${reason}`,
+    );
+    opts.onAcceptingChange?.(ok, reason);
+  };
+  const probeHost = host === "" || host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  /** Connects to ourselves: true when the listener saw the connection within a second. */
+  const check = () =>
+    new Promise<{ ok: boolean; reason: string }>((resolve) => {
+      let done = false;
+      const finish = (ok: boolean, reason: string) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        probeSeen = undefined;
+        acceptedPorts.clear();
+        if (sock.localPort) probes.delete(sock.localPort);
+        sock.destroy();
+        resolve({ ok, reason });
+      };
+      const timer = setTimeout(() => finish(false, "the accept loop stopped"), 1000);
+      probeSeen = () => {};
+      const sock = net.connect({ port, host: probeHost });
+      sock.on("error", (e: Error & { code?: string }) =>
+        finish(
+          false,
+          e.code === "EMFILE" || e.code === "ENFILE"
+            ? `too many open files (${e.code})`
+            : e.message,
+        ));
+      sock.on("connect", () => {
+        if (acceptedPorts.has(sock.localPort!)) return finish(true, "");
+        probes.add(sock.localPort!);
+        probeSeen = () => finish(true, "");
+      });
+    });
+  const checkMs = opts.acceptCheckMs ?? 2000;
+  let checkTimer: ReturnType<typeof setTimeout> | undefined;
+  let inflight: Promise<void> = Promise.resolve();
+  /** Whether the listening socket is open (it is closed to be reopened after a failed check). */
+  let open = true;
+  const recheck = async () => {
+    const r = open ? await check() : { ok: false, reason: "the listener is being reopened" };
+    if (closing) return;
+    if (r.ok) return setAccepting(true, "");
+    setAccepting(false, r.reason);
+    // Reopen the listening socket: Deno's accept loop does not resume after EMFILE. (close()'s
+    // callback waits for every connection, so it is not awaited; open connections stay.)
+    if (open) {
+      server.close();
+      open = false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const next = create();
+    try {
+      await listen(next, port);
+      server = next;
+      open = true;
+      if (closing) next.close();
+    } catch (e) {
+      // Still out of descriptors (or the port is not free yet): the next check tries again.
+      opts.onError?.(`cannot reopen the listener: ${(e as Error).message}`);
+    }
+  };
+  const schedule = () => {
+    if (closing || checkMs <= 0) return;
+    checkTimer = setTimeout(() => {
+      inflight = recheck().finally(schedule);
+    }, checkMs);
+  };
+  schedule();
   return {
     port,
     connections,
+    get accepting() {
+      return accepting;
+    },
+    get refused() {
+      return refused;
+    },
     close(status, message, graceMs = 2000) {
       closing ??= (async () => {
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        clearTimeout(checkTimer);
+        await inflight;
+        const stopped = open
+          ? new Promise<void>((resolve) => server.close(() => resolve()))
+          : Promise.resolve();
         await Promise.all([...connections].map((c) => c.shutdown(status, message, graceMs)));
         await stopped;
       })();
