@@ -587,3 +587,33 @@ export function rssOf(pid: number): number {
 }
 
 export { END_STREAM };
+
+/** A protobuf length-delimited field (`field` number, bytes). */
+function lengthDelimited(field: number, body: Uint8Array): Uint8Array {
+  const len: number[] = [];
+  let n = body.length;
+  do {
+    len.push((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
+    n >>>= 7;
+  } while (n > 0);
+  return Buffer.concat([Buffer.from([(field << 3) | 2, ...len]), body]);
+}
+
+/** The ADS method of SotW xDS (envoy.service.discovery.v3). */
+export const ADS_PATH =
+  "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+
+/**
+ * A `DiscoveryRequest` (xDS v3) encoded by hand: `node.id` and `type_url` (default CDS), enough
+ * for a control plane to answer, without a protobuf library.
+ */
+export function discoveryRequest(
+  nodeId: string,
+  typeUrl = "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+): Uint8Array {
+  const te = new TextEncoder();
+  return Buffer.concat([
+    lengthDelimited(2, lengthDelimited(1, te.encode(nodeId))),
+    lengthDelimited(4, te.encode(typeUrl)),
+  ]);
+}
