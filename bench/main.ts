@@ -9,6 +9,7 @@
 
 /** Bench modules by name, loaded on demand. */
 export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Promise<void> }>> = {
+  h2_attack: () => import("./h2_attack.ts"),
   meshctl: () => import("./meshctl.ts"),
   xds: () => import("./xds.ts"),
 };
