@@ -25,7 +25,7 @@ import {
   startProbe,
 } from "./testing.ts";
 
-const { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, WINDOW_UPDATE } = FrameType;
+const { DATA, HEADERS, PRIORITY, SETTINGS, PING, WINDOW_UPDATE } = FrameType;
 const { END_STREAM, END_HEADERS, PADDED } = Flag;
 const MB = 1024 * 1024;
 
@@ -436,4 +436,14 @@ Deno.test("the listener recovers from EMFILE and tells the truth while it cannot
     await Promise.all(cs.map((c) => c.close()));
     await server.close();
   }
+});
+
+Deno.test("docs/ads.md documents every limit with its default", async () => {
+  const doc = await Deno.readTextFile(new URL("../../docs/ads.md", import.meta.url));
+  const documented = new Map<string, number>();
+  const unit: Record<string, number> = { "": 1, MiB: MB, s: 1000 };
+  for (const m of doc.matchAll(/^\| `(\w+)`\s+\| (\d+)(?: (MiB|s))?(?: \(none\))?\s+\|/gm)) {
+    documented.set(m[1], Number(m[2]) * unit[m[3] ?? ""]);
+  }
+  assert.deepEqual(Object.fromEntries(documented), { ...DEFAULT_LIMITS });
 });
