@@ -2,7 +2,8 @@
  * HTTP/2 attack benchmark: `mesh-discovery discovery --registries Mock` as a real process, then
  * each attack class of `lib/grpc/testing.ts` repeated by `--attackers` hostile clients for
  * `--duration` ms (a new connection each time the server ends one), while a normal ADS client
- * opens a stream every 20 ms on its own connection and times its first response. Prints, per
+ * opens a stream every 20 ms on its own connection (in a Worker, `_probe_worker.ts`, so the
+ * attackers' work in this process does not delay it) and times its first response. Prints, per
  * attack, the server's answer, its RSS growth (peak during the attack over the RSS before) and
  * the normal client's p99, next to a baseline p99 measured without attack in the same run.
  * Targets (issue 13): growth ≤ 64 MB and p99 ≤ 1 s for each attack.
@@ -17,8 +18,8 @@ import {
   ATTACKS,
   discoveryRequest,
   percentile,
+  type Probe,
   rssOf,
-  startProbe,
 } from "../lib/grpc/testing.ts";
 
 const REPO = new URL("../", import.meta.url);
@@ -71,6 +72,24 @@ function parse(args: string[]): Options | undefined {
     attackers: num("attackers", values.attackers, 1),
     only: String(values.only ?? ""),
     discoveryFlags: (values["discovery-flag"] ?? []) as string[],
+  };
+}
+
+/** The normal ADS client, in a Worker (see `_probe_worker.ts`). */
+async function startWorkerProbe(port: number, request: Uint8Array): Promise<Probe> {
+  const w = new Worker(new URL("./_probe_worker.ts", import.meta.url), { type: "module" });
+  const next = () => new Promise<unknown>((r) => (w.onmessage = (e) => r(e.data)));
+  const started = next();
+  w.postMessage({ port, path: ADS_PATH, request, everyMs: 20 });
+  await started;
+  return {
+    async stop() {
+      const done = next();
+      w.postMessage("stop");
+      const r = await done as Awaited<ReturnType<Probe["stop"]>>;
+      w.terminate();
+      return r;
+    },
   };
 }
 
@@ -139,7 +158,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       const before = rssOf(child.pid);
       let peak = before;
       const sampler = setInterval(() => (peak = Math.max(peak, rssOf(child.pid))), 50);
-      const probe = await startProbe(port, ADS_PATH, request, 20);
+      const probe = await startWorkerProbe(port, request);
       let answer = "";
       try {
         answer = during ? await during() : await new Promise((r) => setTimeout(() => r(""), ms));

@@ -1465,7 +1465,10 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
   const maxConnections = opts.maxConnections ?? 0;
   let refused = 0, refusedLogged = 0, lastRefusalLog = -Infinity;
   /** Local ports of our own accept checks (their sockets are not gRPC connections). */
-  const probes = new Set<number>();
+  const probes = new Set<string>();
+  /** `address:port` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
+  const peerKey = (socket: Socket) =>
+    `${(socket.remoteAddress ?? "").replace(/^::ffff:/, "")}:${socket.remotePort}`;
   let probeSeen: (() => void) | undefined;
   const accept = (socket: Socket) => {
     if (maxConnections > 0 && connections.size >= maxConnections) {
@@ -1494,12 +1497,12 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
    */
   const isProbe = (socket: Socket) => {
     if (!socket.remotePort) return false;
-    if (probeSeen) acceptedPorts.add(socket.remotePort);
-    if (!probes.has(socket.remotePort)) return false;
+    if (probeSeen) acceptedPorts.add(peerKey(socket));
+    if (!probes.has(peerKey(socket))) return false;
     probeSeen?.();
     return true;
   };
-  const acceptedPorts = new Set<number>();
+  const acceptedPorts = new Set<string>();
   const tlsModule = opts.tls ? await import("node:tls") : undefined;
   const net = await import("node:net");
   const create = (): import("node:net").Server => {
@@ -1529,7 +1532,7 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
       });
       server.on("connection", (raw: Socket) => void isProbe(raw));
       server.on("tlsClientError", (e: Error, socket: Socket) => {
-        if (socket?.remotePort && probes.has(socket.remotePort)) return;
+        if (socket?.remotePort && probes.has(peerKey(socket))) return;
         opts.onError?.(`TLS handshake failed: ${e.message}`);
       });
     } else {
@@ -1575,7 +1578,6 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
         clearTimeout(timer);
         probeSeen = undefined;
         acceptedPorts.clear();
-        if (sock.localPort) probes.delete(sock.localPort);
         sock.destroy();
         resolve({ ok, reason });
       };
@@ -1590,8 +1592,11 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
             : e.message,
         ));
       sock.on("connect", () => {
-        if (acceptedPorts.has(sock.localPort!)) return finish(true, "");
-        probes.add(sock.localPort!);
+        const key = `${(sock.localAddress ?? "").replace(/^::ffff:/, "")}:${sock.localPort}`;
+        // The last few checks are remembered (a TLS server reports their reset after the fact).
+        probes.add(key);
+        if (probes.size > 8) probes.delete(probes.values().next().value!);
+        if (acceptedPorts.has(key)) return finish(true, "");
         probeSeen = () => finish(true, "");
       });
     });

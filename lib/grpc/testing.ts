@@ -315,6 +315,9 @@ const u32 = (v: number) => {
   return b;
 };
 
+/** 1 MB of empty SETTINGS frames, built once. */
+let settingsBurst: Buffer | undefined;
+
 /** The attack classes of issue 13, each as a hostile client would run it. */
 export const ATTACKS: readonly Attack[] = [
   {
@@ -353,7 +356,9 @@ export const ATTACKS: readonly Attack[] = [
       onConnection(port, async (c) => {
         // One burst of 1 MB of SETTINGS frames while not reading, then a look at the answer.
         c.socket.pause();
-        const burst = Buffer.concat(Array.from({ length: 116_508 }, () => frame(SETTINGS, 0, 0)));
+        const burst = settingsBurst ??= Buffer.concat(
+          Array.from({ length: 116_508 }, () => frame(SETTINGS, 0, 0)),
+        );
         await c.write(burst);
         await new Promise((r) => setTimeout(r, Math.min(o.maxMs, 500)));
         c.socket.resume();
