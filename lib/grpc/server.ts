@@ -1434,8 +1434,9 @@ export interface GrpcListenOptions extends H2Options {
   /**
    * How often the listener checks that it still accepts (a loopback connection to itself), in ms
    * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
-   * fails the listener is reopened on the same port, and {@link GrpcListener.accepting} is false
-   * until a check passes again.
+   * fails (the connection cannot be made, or two checks in a row are not accepted within a
+   * second) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
+   * false until a check passes again.
    */
   acceptCheckMs?: number;
   /** Called when {@link GrpcListener.accepting} changes, with the reason when it is false. */
@@ -1458,6 +1459,8 @@ export interface GrpcListener {
    */
   close(status: number, message: string, graceMs?: number): Promise<void>;
 }
+
+const STOPPED = "the accept loop stopped";
 
 /** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
 export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener> {
@@ -1581,7 +1584,7 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
         sock.destroy();
         resolve({ ok, reason });
       };
-      const timer = setTimeout(() => finish(false, "the accept loop stopped"), 1000);
+      const timer = setTimeout(() => finish(false, STOPPED), 1000);
       probeSeen = () => {};
       const sock = net.connect({ port, host: probeHost });
       sock.on("error", (e: Error & { code?: string }) =>
@@ -1605,10 +1608,19 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
   let inflight: Promise<void> = Promise.resolve();
   /** Whether the listening socket is open (it is closed to be reopened after a failed check). */
   let open = true;
+  /** Checks in a row whose connection was not accepted within a second. */
+  let unanswered = 0;
+  let lastReopenError = "";
   const recheck = async () => {
     const r = open ? await check() : { ok: false, reason: "the listener is being reopened" };
     if (closing) return;
-    if (r.ok) return setAccepting(true, "");
+    if (r.ok) {
+      unanswered = 0;
+      lastReopenError = "";
+      return setAccepting(true, "");
+    }
+    // One unanswered check may be a busy event loop; two in a row mean the accept loop is gone.
+    if (r.reason === STOPPED && ++unanswered < 2) return;
     setAccepting(false, r.reason);
     // Reopen the listening socket: Deno's accept loop does not resume after EMFILE. (close()'s
     // callback waits for every connection, so it is not awaited; open connections stay.)
@@ -1625,7 +1637,9 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
       if (closing) next.close();
     } catch (e) {
       // Still out of descriptors (or the port is not free yet): the next check tries again.
-      opts.onError?.(`cannot reopen the listener: ${(e as Error).message}`);
+      const m = (e as Error).message;
+      if (m !== lastReopenError) opts.onError?.(`cannot reopen the listener: ${m}`);
+      lastReopenError = m;
     }
   };
   const schedule = () => {
