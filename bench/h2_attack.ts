@@ -20,6 +20,7 @@ import {
   percentile,
   type Probe,
   rssOf,
+  sustain,
 } from "../lib/grpc/testing.ts";
 
 const REPO = new URL("../", import.meta.url);
@@ -185,22 +186,15 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       if (!attack.name.includes(o.only)) continue;
       let runs = 0;
       const r = await probeFor(o.durationMs, async () => {
-        const end = Date.now() + o.durationMs;
-        const answers = new Map<string, number>();
-        await Promise.all(Array.from({ length: o.attackers }, async () => {
-          while (Date.now() < end) {
-            const left = end - Date.now();
-            const res = await attack.run(port, {
-              path: ADS_PATH,
-              request,
-              maxMs: Math.max(100, Math.min(left, 2000)),
-            }).catch((e) => ({ answer: `error: ${(e as Error).message}`, sent: 0 }));
-            runs++;
-            const a = res.answer.replace(/\d+/g, "N");
-            answers.set(a, (answers.get(a) ?? 0) + 1);
-          }
-        }));
-        return [...answers].sort((a, b) => b[1] - a[1])[0]?.[0] ?? "";
+        const res = await sustain(
+          attack,
+          port,
+          { path: ADS_PATH, request },
+          o.durationMs,
+          o.attackers,
+        );
+        runs = res.runs;
+        return res.answer;
       });
       const p99 = percentile(r.latencies, 99);
       const ok = r.growth <= 64 * MB && p99 <= 1000 && !r.failures.length;

@@ -389,13 +389,25 @@ export class Connection {
     const addr = fam === "ipv6" ? `[${socket.remoteAddress}]` : socket.remoteAddress;
     this.peer = `${fam}:${addr}:${socket.remotePort}`;
     socket.setNoDelay?.(true);
-    socket.on("data", (chunk: Buffer) => this.#receive(chunk));
-    socket.on("error", (e: Error) => this.#gone(`connection error: ${e.message}`));
-    socket.on("close", () => {
+    const onData = (chunk: Buffer) => this.#receive(chunk);
+    const onError = (e: Error) => this.#gone(`connection error: ${e.message}`);
+    const onEnd = () => this.#gone("client closed the connection");
+    const onClose = () => {
       clearTimeout(this.#closeTimer);
       this.#gone("connection closed");
-    });
-    socket.on("end", () => this.#gone("client closed the connection"));
+      // Deno's node:net keeps some closed sockets reachable: let go of this connection (an
+      // error listener stays, so a late error cannot be unhandled).
+      socket.off("data", onData);
+      socket.off("end", onEnd);
+      socket.off("close", onClose);
+      socket.off("error", onError);
+      socket.on("error", ignore);
+      this.#hpack = CLOSED_HPACK;
+    };
+    socket.on("data", onData);
+    socket.on("error", onError);
+    socket.on("close", onClose);
+    socket.on("end", onEnd);
     // Our SETTINGS, then a connection WINDOW_UPDATE (the connection window is not a setting).
     const s = Buffer.alloc(24);
     s.writeUInt16BE(SETTINGS_INITIAL_WINDOW_SIZE, 0);
@@ -1048,9 +1060,11 @@ export class Connection {
     this.#streams.delete(s.id);
     this.#ready.delete(s);
     s.reader.reset();
-    const err = new Error(why);
-    for (const q of s.queue) q.reject(err);
-    s.queue = [];
+    if (s.queue.length) {
+      const err = new Error(why);
+      for (const q of s.queue) q.reject(err);
+      s.queue = [];
+    }
     s.onCancel(why);
   }
 
@@ -1335,6 +1349,10 @@ export class Connection {
     }
   }
 }
+
+const ignore = () => {};
+/** Stands in for a closed connection's HPACK decoder (its dynamic table is let go). */
+const CLOSED_HPACK = new HpackDecoder({ maxHeaderListSize: 0 });
 
 /** The ENHANCE_YOUR_CALM connection error of an exceeded budget. */
 function calm(message: string): ConnectionError {

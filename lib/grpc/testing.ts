@@ -500,6 +500,42 @@ export const ATTACKS: readonly Attack[] = [
   },
 ];
 
+/** What {@link sustain} saw: the most frequent answer, how many runs, every answer. */
+export interface SustainedResult {
+  answer: string;
+  runs: number;
+  answers: Map<string, number>;
+}
+
+/**
+ * Runs `attack` again and again for `ms` from `attackers` clients at once, each starting over on a
+ * new connection as soon as the server has cut the last one off (a real attacker's loop).
+ * Answers are counted with their numbers replaced by N.
+ */
+export async function sustain(
+  attack: Attack,
+  port: number,
+  opts: Omit<AttackOptions, "maxMs">,
+  ms: number,
+  attackers = 1,
+): Promise<SustainedResult> {
+  const end = Date.now() + ms;
+  const answers = new Map<string, number>();
+  let runs = 0;
+  await Promise.all(Array.from({ length: attackers }, async () => {
+    do {
+      const maxMs = Math.max(100, Math.min(end - Date.now(), 2000));
+      const res = await attack.run(port, { ...opts, maxMs })
+        .catch((e) => ({ answer: `error: ${(e as Error).message}`, sent: 0 }));
+      runs++;
+      const a = res.answer.replace(/\d+/g, "N");
+      answers.set(a, (answers.get(a) ?? 0) + 1);
+    } while (Date.now() < end);
+  }));
+  const answer = [...answers].sort((a, b) => b[1] - a[1])[0]?.[0] ?? "";
+  return { answer, runs, answers };
+}
+
 /**
  * Connections that never send the preface (`count` of them, held until `closeAfterMs`). Answers
  * how many the server had closed by then.
