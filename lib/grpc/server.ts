@@ -1485,7 +1485,7 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
   const connections = new Set<Connection>();
   const maxConnections = opts.maxConnections ?? 0;
   let refused = 0, refusedLogged = 0, lastRefusalLog = -Infinity;
-  /** Local ports of our own accept checks (their sockets are not gRPC connections). */
+  /** `address:port` of our own accept check in flight (its socket is not a gRPC connection). */
   const probes = new Set<string>();
   /** `address:port` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
   const peerKey = (socket: Socket) =>
@@ -1512,17 +1512,24 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
     socket.once("close", () => connections.delete(c));
   };
   /**
-   * Raw TCP accepts (before TLS): our own accept checks are recognised and dropped here. While a
-   * check is in flight every accepted port is noted too: the accept may come before the check's
-   * own connect callback tells its port.
+   * Raw TCP accepts (before TLS): our own accept checks are recognised and dropped here, by the
+   * address and port of the check in flight (forgotten once seen or over, so a client reusing the
+   * port later is not mistaken for one). While a check is in flight every accepted port is noted
+   * too: the accept may come before the check's own connect callback tells its port.
    */
   const isProbe = (socket: Socket) => {
     if (!socket.remotePort) return false;
-    if (probeSeen) acceptedPorts.add(peerKey(socket));
-    if (!probes.has(peerKey(socket))) return false;
+    const key = peerKey(socket);
+    if (probeSeen) acceptedPorts.add(key);
+    if (!probes.has(key)) return false;
+    probes.delete(key);
+    quiet.add(key);
+    if (quiet.size > 8) quiet.delete(quiet.values().next().value!);
     probeSeen?.();
     return true;
   };
+  /** Recent checks, whose TLS handshake error (they never handshake) is not logged. */
+  const quiet = new Set<string>();
   const acceptedPorts = new Set<string>();
   const tlsModule = opts.tls ? await import("node:tls") : undefined;
   const net = await import("node:net");
@@ -1553,7 +1560,7 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
       });
       server.on("connection", (raw: Socket) => void isProbe(raw));
       server.on("tlsClientError", (e: Error, socket: Socket) => {
-        if (socket?.remotePort && probes.has(peerKey(socket))) return;
+        if (socket?.remotePort && quiet.has(peerKey(socket))) return;
         opts.onError?.(`TLS handshake failed: ${e.message}`);
       });
     } else {
@@ -1599,10 +1606,13 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
         clearTimeout(timer);
         probeSeen = undefined;
         acceptedPorts.clear();
+        // A check the listener never saw must not be taken for one later (its port is reused).
+        if (key) probes.delete(key);
         sock.destroy();
         resolve({ ok, reason });
       };
       const timer = setTimeout(() => finish(false, STOPPED), 1000);
+      let key = "";
       probeSeen = () => {};
       const sock = net.connect({ port, host: probeHost });
       sock.on("error", (e: Error & { code?: string }) =>
@@ -1613,11 +1623,10 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
             : e.message,
         ));
       sock.on("connect", () => {
-        const key = `${(sock.localAddress ?? "").replace(/^::ffff:/, "")}:${sock.localPort}`;
-        // The last few checks are remembered (a TLS server reports their reset after the fact).
-        probes.add(key);
-        if (probes.size > 8) probes.delete(probes.values().next().value!);
-        if (acceptedPorts.has(key)) return finish(true, "");
+        const k = `${(sock.localAddress ?? "").replace(/^::ffff:/, "")}:${sock.localPort}`;
+        // Accepted before this callback ran (then served as a connection, closed just below).
+        if (acceptedPorts.has(k)) return finish(true, "");
+        probes.add(key = k);
         probeSeen = () => finish(true, "");
       });
     });
