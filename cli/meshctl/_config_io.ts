@@ -5,17 +5,18 @@
  * before anything is written), namespace resolution and message formatting.
  * @module
  */
-import { firstErrorLine } from "../../lib/model/errors.ts";
 import { isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import type { CommonOptions } from "./flags.ts";
-import { parseAllDocuments } from "../../lib/deps/yaml.ts";
 import { currentNamespace, loadKubeConfig, resolveKubeconfigPath } from "../../lib/kube/mod.ts";
 import {
   type ConfigObject,
+  escapeControl,
   formatIssue,
   type ModelSchema,
   normalizeObject,
+  parseDocuments,
+  printable,
   resolveMeshctlType,
   schemaByType,
   schemasByKindOnly,
@@ -345,18 +346,14 @@ function parseInput(
   const problems: string[] = [];
   const objects: InputObject[] = [];
   const seen = new Map<string, number>();
-  const docs = parseAllDocuments(text);
-  // not an array: an empty stream (only comments / nothing)
-  if (!Array.isArray(docs)) return { objects, problems };
-  docs.forEach((doc, i) => {
-    const n = i + 1;
+  parseDocuments(text).forEach((doc) => {
+    const n = doc.index;
     const where = `${label} document ${n}`;
-    if (doc.errors.length > 0) {
-      const msg = firstErrorLine(doc.errors[0].message);
-      problems.push(`${where}: cannot parse YAML: ${msg}`);
+    if (doc.error !== undefined) {
+      problems.push(`${where}: ${doc.error}`);
       return;
     }
-    const raw = doc.toJS();
+    const raw = doc.value;
     if (raw === null || raw === undefined) return;
     const p = checkDocument(raw, where, options);
     if ("problems" in p) {
@@ -392,7 +389,7 @@ function checkDocument(
   // kind first: an unknown kind is one clear line
   const kind = raw.kind;
   if (typeof kind === "string" && kind !== "" && schemasByKindOnly(kind).length === 0) {
-    return { problems: [`${where}: kind ${kind} is not known`] };
+    return { problems: [`${where}: kind ${printable(kind)} is not known`] };
   }
   const meta = isRecord(raw.metadata) ? raw.metadata : {};
   const objNs = typeof meta.namespace === "string" ? meta.namespace : "";
@@ -451,7 +448,8 @@ export function writeFailure(op: "create" | "replace" | "delete", what: string, 
 
 /** Writes each line as `Error: <line>` on stderr and returns exit code 1. */
 export async function fail(ctx: CliContext, lines: readonly string[]): Promise<number> {
-  await ctx.stderr.write(lines.map((l) => `Error: ${l}\n`).join(""));
+  // values from input are escaped: a newline in a name must not print a line of its own
+  await ctx.stderr.write(lines.map((l) => `Error: ${escapeControl(l)}\n`).join(""));
   return 1;
 }
 
