@@ -30,8 +30,8 @@ export function printable(s: string): string {
 
 /** `text` with control characters (newlines...) written as JSON escapes: one line, no forgery. */
 export function escapeControl(text: string): string {
-  // deno-lint-ignore no-control-regex
   return text.replace(
+    // deno-lint-ignore no-control-regex
     /[\u0000-\u001f\u007f\u2028\u2029]/g,
     (c) =>
       c === "\n"
