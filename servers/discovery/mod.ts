@@ -414,6 +414,7 @@ export async function start(
       webhook,
       profile: config.profile,
       isReady: () => ready,
+      stalled: () => store.stalled?.(),
       versionText: formatVersion(versionInfo(), false),
       logger: log,
     });
