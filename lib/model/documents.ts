@@ -32,7 +32,7 @@ export function parseDocuments(text: string): ParsedDocument[] {
   try {
     // prettyErrors off: a code frame per error costs ~50 µs each, and a broken flow sequence
     // can hold hundreds of thousands of errors
-    const parsed = parseAllDocuments(text, { prettyErrors: false });
+    const parsed = parseAllDocuments(text, { prettyErrors: false, logLevel: "error" });
     list = Array.isArray(parsed) ? parsed : [];
   } catch (err) {
     return [{ index: 1, start: 0, error: `cannot parse YAML: ${parserMessage(err)}` }];

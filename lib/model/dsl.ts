@@ -612,13 +612,14 @@ export function clean(s: Schema, v: unknown): unknown {
           if (fs?.type === "object" && inOneof.has(k)) out[k] = {};
           continue;
         }
-        out[k] = fs ? clean(fs, x) : structuredClone(x);
+        out[k] = fs ? clean(fs, x) : JSON.parse(JSON.stringify(x));
       }
       return out;
     }
     case "any":
-      return structuredClone(v);
+      // as JSON holds it (files, the orchestrator's API): what is stored reads back the same
+      return JSON.parse(JSON.stringify(v));
     default:
-      return v;
+      return Object.is(v, -0) ? 0 : v;
   }
 }
