@@ -275,15 +275,45 @@ async function readInput(
     );
   }
   if (file === "" || file === "-") {
-    const text = await new Response(ctx.stdin).text();
-    return { label: "stdin", text };
+    return { label: "stdin", text: await readAtMost(ctx.stdin, "standard input") };
   }
   try {
-    return { label: file, text: await Deno.readTextFile(absolute(file, ctx)) };
+    const f = await Deno.open(absolute(file, ctx));
+    return { label: file, text: await readAtMost(f.readable, JSON.stringify(file)) };
   } catch (err) {
+    if (err instanceof InputTooLarge) throw err;
     const reason = err instanceof Deno.errors.NotFound ? "no such file" : osReason(err);
     throw new Error(`Cannot read ${JSON.stringify(file)}: ${reason}`);
   }
+}
+
+/** Input over {@link MAX_INPUT_BYTES}. */
+class InputTooLarge extends Error {}
+
+/** Largest `-f` input read (bytes), as the file store's limit of a config file. */
+export const MAX_INPUT_BYTES = 4 * 1024 * 1024;
+
+/** The text of a stream, reading at most {@link MAX_INPUT_BYTES} (more: an Error naming it). */
+async function readAtMost(stream: ReadableStream<Uint8Array>, what: string): Promise<string> {
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > MAX_INPUT_BYTES) {
+        throw new InputTooLarge(
+          `${what} is more than ${MAX_INPUT_BYTES} bytes: split it into several files`,
+        );
+      }
+      chunks.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
 }
 
 /** One input document, checked. */

@@ -88,3 +88,17 @@ Deno.test("fuzz: meshctl create as a program prints one Error line per problem f
     assert.deepEqual(await listFiles(dir), []);
   });
 });
+
+Deno.test("meshctl create refuses input over 4 MiB without reading it all, naming the limit", async () => {
+  await withDir(async (dir) => {
+    const res = await meshctl(["create", "-f", "-", "-p", "fs", "--configDir", dir], {
+      stdin: KEEP + "# " + "x".repeat(5 << 20) + "\n",
+    });
+    assert.equal(res.code, 1);
+    assert.equal(
+      res.stderr,
+      `Error: standard input is more than ${4 * 1024 * 1024} bytes: split it into several files\n`,
+    );
+    assert.deepEqual(await listFiles(dir), []);
+  });
+});
