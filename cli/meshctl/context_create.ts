@@ -37,7 +37,7 @@ export async function run(
   if (previous && previous !== name) {
     await ctx.stdout.write(`kubeconfig context switched to ${JSON.stringify(name)}\n`);
   }
-  await ctx.stdout.write("Context created\n");
+  await ctx.stdout.write(`Context ${JSON.stringify(name)} created in ${path}\n`);
   return 0;
 }
 
