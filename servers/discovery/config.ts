@@ -111,14 +111,14 @@ export function parseListenAddress(value: string, flag: string): ListenAddress {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\[\]\s]*)):(\d{1,5})$/.exec(value);
   if (!m) {
     throw new Error(
-      `Flag --${flag} ${
+      `Invalid value for --${flag}: ${
         JSON.stringify(value)
       }: want ":<port>", "<host>:<port>" or "[<ipv6>]:<port>"`,
     );
   }
   const port = Number(m[3]);
   if (port > 65535) {
-    throw new Error(`Flag --${flag} ${JSON.stringify(value)}: port ${port} > 65535`);
+    throw new Error(`Invalid value for --${flag}: ${JSON.stringify(value)}: port ${port} > 65535`);
   }
   return { host: m[1] ?? m[2] ?? "", port };
 }
@@ -132,7 +132,7 @@ export function parseWebhook(value: string): WebhookTarget {
   if (value.startsWith("unix://")) {
     const path = value.slice("unix://".length);
     if (!path.startsWith("/") || path === "/") {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+      throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
     }
     return { kind: "unix", path };
   }
@@ -141,19 +141,21 @@ export function parseWebhook(value: string): WebhookTarget {
     try {
       url = new URL(value);
     } catch {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+      throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
     }
     if (!url.hostname || (url.pathname !== "/" && url.pathname !== "") || url.search) {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want} (no path)`);
+      throw new Error(
+        `Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want} (no path)`,
+      );
     }
     return { kind: "http", url: `http://${url.host}` };
   }
-  throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+  throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
 }
 
 function checkPort(value: number, flag: string, problems: string[]): void {
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
-    problems.push(`Flag --${flag} ${value}: want a port number from 0 to 65535`);
+    problems.push(`Invalid value for --${flag}: ${value}: want a port number from 0 to 65535`);
   }
 }
 
@@ -183,7 +185,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   }
   const parsed = attempt(() => parseRegistries(flags.registries));
   if (parsed && parsed.names.length === 0) {
-    problems.push("Flag --registries: name at least one registry");
+    problems.push("Invalid value for --registries: name at least one registry");
   }
   const webhook = flags.webhookEndpoint === ""
     ? null
@@ -194,9 +196,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       ["regbserverInterval", flags.regbserverInterval],
     ] as const
   ) {
-    if (!(ms > 0)) problems.push(`Flag --${name}: must be greater than 0s`);
+    if (!(ms > 0)) problems.push(`Invalid value for --${name}: must be greater than 0s`);
   }
-  if (!(flags.resync >= 0)) problems.push("Flag --resync: must not be negative");
+  if (!(flags.resync >= 0)) problems.push("Invalid value for --resync: must not be negative");
   for (
     const [name, url] of [["regaserverURL", flags.regaserverURL], [
       "regbserverURL",
@@ -209,7 +211,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       ok = ["http:", "https:"].includes(new URL(url).protocol);
     } catch { /* reported below */ }
     if (!ok) {
-      problems.push(`Flag --${name} ${JSON.stringify(url)}: want an http:// or https:// URL`);
+      problems.push(
+        `Invalid value for --${name}: ${JSON.stringify(url)}: want an http:// or https:// URL`,
+      );
     }
   }
   const registries = parsed?.names ?? [];
@@ -224,11 +228,15 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   }
   if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(flags.domain)) {
     problems.push(
-      `Flag --domain ${JSON.stringify(flags.domain)}: want a DNS suffix like cluster.local`,
+      `Invalid value for --domain: ${
+        JSON.stringify(flags.domain)
+      }: want a DNS suffix like cluster.local`,
     );
   }
-  if (flags.meshConfig === "") problems.push("Flag --meshConfig: must not be empty");
-  if (flags.ctrlz_address === "") problems.push("Flag --ctrlz_address: must not be empty");
+  if (flags.meshConfig === "") problems.push("Invalid value for --meshConfig: must not be empty");
+  if (flags.ctrlz_address === "") {
+    problems.push("Invalid value for --ctrlz_address: must not be empty");
+  }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
     appNamespace: flags.appNamespace,

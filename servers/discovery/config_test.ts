@@ -68,10 +68,10 @@ Deno.test("toConfig() lists every problem when several flags are bad", () => {
   } catch (e) {
     assert.ok(e instanceof ConfigError);
     assert.equal(e.problems.length, 4, e.message);
-    assert.match(e.message, /Flag --grpcAddr "15010": want ":<port>"/);
-    assert.match(e.message, /Flag --port 70000/);
+    assert.match(e.message, /Invalid value for --grpcAddr: "15010": want ":<port>"/);
+    assert.match(e.message, /Invalid value for --port: 70000/);
     assert.match(e.message, /Service registry Nope is not supported/);
-    assert.match(e.message, /Flag --webhookEndpoint "ftp:\/\/x"/);
+    assert.match(e.message, /Invalid value for --webhookEndpoint: "ftp:\/\/x"/);
   }
 });
 
@@ -92,7 +92,7 @@ Deno.test("parseListenAddress() accepts :port, host:port and [v6]:port", () => {
   assert.deepEqual(parseListenAddress(":0", "x"), { host: "", port: 0 });
   assert.deepEqual(parseListenAddress("127.0.0.1:15010", "x"), { host: "127.0.0.1", port: 15010 });
   assert.deepEqual(parseListenAddress("[::1]:80", "x"), { host: "::1", port: 80 });
-  assert.throws(() => parseListenAddress("host", "grpcAddr"), /--grpcAddr "host"/);
+  assert.throws(() => parseListenAddress("host", "grpcAddr"), /--grpcAddr: "host"/);
   assert.throws(() => parseListenAddress(":99999", "grpcAddr"), /port 99999 > 65535/);
 });
 

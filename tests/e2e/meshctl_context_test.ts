@@ -126,11 +126,11 @@ Deno.test("meshctl context-create refuses a missing or bad --api-server with exi
       [[], "specify the api server address with --api-server"],
       [
         ["--api-server", "not a url"],
-        'Invalid --api-server "not a url": not a URL (want http://<ip>:<port>)',
+        'Invalid value for --api-server: "not a url": not a URL (want http://<ip>:<port>)',
       ],
       [
         ["--api-server", "ftp://1.2.3.4"],
-        'Invalid --api-server "ftp://1.2.3.4": scheme must be http or https, got "ftp"',
+        'Invalid value for --api-server: "ftp://1.2.3.4": scheme must be http or https, got "ftp"',
       ],
     ];
     for (const [args, message] of cases) {
