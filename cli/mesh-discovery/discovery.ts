@@ -20,6 +20,7 @@ export async function run(opts: DiscoveryOptions, _args: string[], ctx: CliConte
     config = discovery.toConfig(opts, {
       POD_NAMESPACE: ctx.env.POD_NAMESPACE,
       MESH_CERT_DIR: ctx.env.MESH_CERT_DIR,
+      KUBERNETES_SERVICE_HOST: ctx.env.KUBERNETES_SERVICE_HOST,
     });
   } catch (e) {
     if (e instanceof discovery.ConfigError) throw new UsageError(e.message);

@@ -89,6 +89,8 @@ export interface DiscoveryEnv {
   readonly POD_NAMESPACE?: string;
   /** Directory of the mesh certificate files (default `/etc/certs/`). */
   readonly MESH_CERT_DIR?: string;
+  /** Set inside a cluster: in-cluster orchestrator configuration works without --orchconfig. */
+  readonly KUBERNETES_SERVICE_HOST?: string;
 }
 
 /** Default directory of the mesh certificate files. */
@@ -231,6 +233,21 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       `Invalid value for --domain: ${
         JSON.stringify(flags.domain)
       }: want a DNS suffix like cluster.local`,
+    );
+  }
+  // What reads the orchestrator API, and how to do without it (named by flag).
+  const orchUsers = [
+    ...(flags.configDir === "" ? ["the config store (no --configDir)"] : []),
+    ...(registries.includes("Orchestrator") ? ["the Orchestrator registry (--registries)"] : []),
+    ...(flags.clusterRegistriesConfigMap ? ["--clusterRegistriesConfigMap"] : []),
+  ];
+  if (orchUsers.length && flags.orchconfig === "" && !env.KUBERNETES_SERVICE_HOST) {
+    problems.push(
+      `${orchUsers.join(" and ")} read${orchUsers.length === 1 ? "s" : ""} an orchestrator API ` +
+        "server, but there is no --orchconfig and no in-cluster configuration " +
+        "(KUBERNETES_SERVICE_HOST is not set): give --orchconfig <kubeconfig>" +
+        (flags.configDir === "" ? ", or --configDir <dir> to read config from files" : "") +
+        (registries.includes("Orchestrator") ? ", or other --registries (e.g. Mock)" : ""),
     );
   }
   if (flags.meshConfig === "") problems.push("Invalid value for --meshConfig: must not be empty");

@@ -34,8 +34,11 @@ const FLAGS: DiscoveryFlags = {
   ctrlz_port: 9876,
 };
 
+/** In a cluster: in-cluster orchestrator configuration is available. */
+const IN_CLUSTER = { KUBERNETES_SERVICE_HOST: "10.96.0.1" };
+
 Deno.test("toConfig() returns a frozen config with the spec defaults", () => {
-  const c = toConfig(FLAGS, {});
+  const c = toConfig(FLAGS, IN_CLUSTER);
   assert.ok(Object.isFrozen(c));
   assert.deepEqual(c.grpcAddr, { host: "", port: 15010 });
   assert.deepEqual(c.secureGrpcAddr, { host: "", port: 15012 });
@@ -45,14 +48,21 @@ Deno.test("toConfig() returns a frozen config with the spec defaults", () => {
 });
 
 Deno.test("toConfig() falls back to POD_NAMESPACE and MESH_CERT_DIR when flags are unset", () => {
-  const c = toConfig(FLAGS, { POD_NAMESPACE: "mesh-system", MESH_CERT_DIR: "/certs" });
+  const c = toConfig(FLAGS, {
+    ...IN_CLUSTER,
+    POD_NAMESPACE: "mesh-system",
+    MESH_CERT_DIR: "/certs",
+  });
   assert.equal(c.namespace, "mesh-system");
   assert.equal(c.certDir, "/certs");
-  assert.equal(toConfig({ ...FLAGS, namespace: "x" }, { POD_NAMESPACE: "y" }).namespace, "x");
+  assert.equal(
+    toConfig({ ...FLAGS, namespace: "x" }, { ...IN_CLUSTER, POD_NAMESPACE: "y" }).namespace,
+    "x",
+  );
 });
 
 Deno.test("toConfig() disables the TLS port when --secureGrpcAddr is empty", () => {
-  assert.equal(toConfig({ ...FLAGS, secureGrpcAddr: "" }).secureGrpcAddr, null);
+  assert.equal(toConfig({ ...FLAGS, secureGrpcAddr: "" }, IN_CLUSTER).secureGrpcAddr, null);
 });
 
 Deno.test("toConfig() lists every problem when several flags are bad", () => {
@@ -63,7 +73,7 @@ Deno.test("toConfig() lists every problem when several flags are bad", () => {
       port: 70000,
       registries: ["RegistryA", "Nope"],
       webhookEndpoint: "ftp://x",
-    });
+    }, IN_CLUSTER);
     assert.fail("no error");
   } catch (e) {
     assert.ok(e instanceof ConfigError);
@@ -83,7 +93,7 @@ Deno.test("toConfig() names the missing flag of a registry that needs one", () =
 });
 
 Deno.test("toConfig() skips a duplicate registry with a warning", () => {
-  const c = toConfig({ ...FLAGS, registries: ["Mock", "Mock"] });
+  const c = toConfig({ ...FLAGS, registries: ["Mock", "Mock"] }, IN_CLUSTER);
   assert.deepEqual(c.registries, ["Mock"]);
   assert.equal(c.warnings.length, 1);
 });
@@ -101,4 +111,18 @@ Deno.test("parseWebhook() accepts http://host and unix:///abs/path only", () => 
   assert.deepEqual(parseWebhook("unix:///run/hook.sock"), { kind: "unix", path: "/run/hook.sock" });
   assert.throws(() => parseWebhook("unix://rel.sock"), /absolute socket path/);
   assert.throws(() => parseWebhook("http://hook/path"), /no path/);
+});
+
+Deno.test("toConfig() outside a cluster names --orchconfig and --configDir when the orchestrator is needed", () => {
+  assert.throws(() => toConfig({ ...FLAGS, registries: ["Mock"] }), {
+    message: "the config store (no --configDir) reads an orchestrator API server, but there is " +
+      "no --orchconfig and no in-cluster configuration (KUBERNETES_SERVICE_HOST is not set): " +
+      "give --orchconfig <kubeconfig>, or --configDir <dir> to read config from files",
+  });
+  assert.throws(
+    () => toConfig({ ...FLAGS, configDir: "/cfg" }),
+    /^ConfigError: the Orchestrator registry \(--registries\) reads .*, or other --registries \(e.g. Mock\)$/,
+  );
+  assert.equal(toConfig({ ...FLAGS, registries: ["Mock"], configDir: "/cfg" }).configDir, "/cfg");
+  assert.equal(toConfig({ ...FLAGS, orchconfig: "/kc" }).orchconfig, "/kc");
 });
