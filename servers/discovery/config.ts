@@ -4,7 +4,12 @@
  * @module
  */
 
-import { parseRegistries, type RegistryName } from "../../lib/registry/mod.ts";
+import {
+  MAX_MOCK_PORT_OFFSET,
+  MOCK_PORT_OFFSET,
+  parseRegistries,
+  type RegistryName,
+} from "../../lib/registry/mod.ts";
 
 /** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
 export interface ListenAddress {
@@ -54,6 +59,8 @@ export interface DiscoveryConfig {
   readonly ctrlz: { readonly address: string; readonly port: number };
   /** Directory of `cert-chain.pem`, `key.pem`, `root-cert.pem` for the TLS port. */
   readonly certDir: string;
+  /** Mock registry: endpoint port = service port + this (`MESH_MOCK_PORT_OFFSET`, default 10000). */
+  readonly mockPortOffset: number;
 }
 
 /** The flag values `toConfig` reads (the options object of `discovery`). */
@@ -91,6 +98,8 @@ export interface DiscoveryEnv {
   readonly MESH_CERT_DIR?: string;
   /** Set inside a cluster: in-cluster orchestrator configuration works without --orchconfig. */
   readonly KUBERNETES_SERVICE_HOST?: string;
+  /** Offset of the Mock registry's endpoint ports above its service ports (default 10000). */
+  readonly MESH_MOCK_PORT_OFFSET?: string;
 }
 
 /** Default directory of the mesh certificate files. */
@@ -250,6 +259,17 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
         (registries.includes("Orchestrator") ? ", or other --registries (e.g. Mock)" : ""),
     );
   }
+  let mockPortOffset = MOCK_PORT_OFFSET;
+  if (env.MESH_MOCK_PORT_OFFSET !== undefined && env.MESH_MOCK_PORT_OFFSET !== "") {
+    const v = env.MESH_MOCK_PORT_OFFSET;
+    mockPortOffset = /^\d+$/.test(v) ? Number(v) : NaN;
+    if (!(mockPortOffset >= 1 && mockPortOffset <= MAX_MOCK_PORT_OFFSET)) {
+      problems.push(
+        `Invalid value for MESH_MOCK_PORT_OFFSET: ${JSON.stringify(v)}: want a whole number ` +
+          `from 1 to ${MAX_MOCK_PORT_OFFSET} (Mock endpoint port = service port + offset)`,
+      );
+    }
+  }
   if (flags.meshConfig === "") problems.push("Invalid value for --meshConfig: must not be empty");
   if (flags.ctrlz_address === "") {
     problems.push("Invalid value for --ctrlz_address: must not be empty");
@@ -281,5 +301,6 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     webhook: webhook ? Object.freeze(webhook) : null,
     ctrlz: Object.freeze({ address: flags.ctrlz_address, port: flags.ctrlz_port }),
     certDir: env.MESH_CERT_DIR || DEFAULT_CERT_DIR,
+    mockPortOffset,
   });
 }

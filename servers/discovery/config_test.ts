@@ -126,3 +126,13 @@ Deno.test("toConfig() outside a cluster names --orchconfig and --configDir when 
   assert.equal(toConfig({ ...FLAGS, registries: ["Mock"], configDir: "/cfg" }).configDir, "/cfg");
   assert.equal(toConfig({ ...FLAGS, orchconfig: "/kc" }).orchconfig, "/kc");
 });
+
+Deno.test("toConfig() reads the Mock endpoint port offset from MESH_MOCK_PORT_OFFSET", () => {
+  const flags = { ...FLAGS, registries: ["Mock"], configDir: "/cfg" };
+  assert.equal(toConfig(flags).mockPortOffset, 10000);
+  assert.equal(toConfig(flags, { MESH_MOCK_PORT_OFFSET: "20000" }).mockPortOffset, 20000);
+  assert.throws(
+    () => toConfig(flags, { MESH_MOCK_PORT_OFFSET: "70000" }),
+    /Invalid value for MESH_MOCK_PORT_OFFSET: "70000": want a whole number from 1 to 56535/,
+  );
+});

@@ -276,7 +276,7 @@ export async function start(
           break;
         }
         case "Mock":
-          members.push(createMockRegistry(config.domain));
+          members.push(createMockRegistry(config.domain, config.mockPortOffset));
           break;
       }
     }
