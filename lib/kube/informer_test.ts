@@ -126,3 +126,27 @@ Deno.test("createInformer() start() still rejects when onListError does not decl
   assert.deepEqual(lists, []);
   await inf.stop();
 });
+
+Deno.test("createInformer() resets the retry delay once a watch is established again", async () => {
+  await using kube = await startFakeKube();
+  const delays: number[] = [];
+  const { inf } = await configMapInformer(kube, 100, {
+    watchTimeoutSeconds: 1, // the server ends each watch after 1 s: the informer rewatches
+    onRetryDelay: (ms) => delays.push(ms),
+  });
+  try {
+    await inf.start();
+    const path = "/api/v1/namespaces/default/configmaps";
+    // an outage: the next four watches fail, with growing delays
+    kube.failNext({ method: "GET", path, code: 500, times: 4 });
+    await waitUntil(() => delays.length === 4, 10_000, "four retries");
+    assert.deepEqual(delays, [100, 200, 400, 800]);
+    // the fifth watch is established; a later failure starts again from the minimum
+    await waitUntil(() => kube.watchCount === 1, 10_000, "the watch to be back");
+    kube.failNext({ method: "GET", path, code: 500, times: 1 });
+    await waitUntil(() => delays.length === 5, 10_000, "one more retry");
+    assert.equal(delays[4], 100);
+  } finally {
+    await inf.stop();
+  }
+});
