@@ -25,8 +25,8 @@ Deno.test("bench --help lists the benches and runs none; <name> --help describes
   const all = await run("bench/main.ts", ["--help"]);
   assert.equal(all.code, 0, all.stderr);
   assert.match(all.stdout, /^Usage: deno task bench \[<name>\] \[flags\]/);
-  assert.match(all.stdout, /\nBenches:\n(  \w+\n)+/);
-  assert.match(all.stdout, /\n  xds\n/);
+  assert.match(all.stdout, /\nBenches:\n( {2}\w+\n)+/);
+  assert.match(all.stdout, /\n {2}xds\n/);
   assert.doesNotMatch(all.stdout, /# bench/, "no bench started");
   const one = await run("bench/main.ts", ["xds", "--help"]);
   assert.equal(one.code, 0, one.stderr);
