@@ -113,6 +113,8 @@ export interface DiscoveryDeps {
   logger?: Logger;
   /** Debounce of pushes in ms (default: the ADS server's, 100). */
   debounceAfterMs?: number;
+  /** How often the certificate directory is checked while the TLS port waits for it (ms). */
+  certPollMs?: number;
 }
 
 /** Addresses actually bound (`host:port`). */
@@ -376,27 +378,53 @@ export async function start(
     });
     cleanups.push(() => ads.shutdown());
     let secureGrpc: string | undefined;
-    if (config.secureGrpcAddr) {
-      if (deps.certs) {
-        const host = hostOf(config.secureGrpcAddr);
-        const secure = await startAdsServer({
-          address: hostPort(host, config.secureGrpcAddr.port),
-          server,
-          logger: getLogger("ads"),
-          // Client certificates are verified when presented (proxies without one stay anonymous).
-          tls: { ...deps.certs, requireClientCert: false },
-        }).catch((e) => {
-          throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
-        });
-        cleanups.push(() => secure.shutdown());
-        secureGrpc = hostPort(host, secure.port);
-      } else {
-        log.info(
-          `Secure gRPC (--secureGrpcAddr) not started: ${
-            deps.certsMissingReason || `no certificates in ${config.certDir}`
-          }`,
-        );
-      }
+    const startSecure = async (certs: MeshCerts) => {
+      const host = hostOf(config.secureGrpcAddr!);
+      const secure = await startAdsServer({
+        address: hostPort(host, config.secureGrpcAddr!.port),
+        server,
+        logger: getLogger("ads"),
+        // Client certificates are verified when presented (proxies without one stay anonymous).
+        tls: { ...certs, requireClientCert: false },
+      }).catch((e) => {
+        throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
+      });
+      cleanups.push(() => secure.shutdown());
+      return hostPort(host, secure.port);
+    };
+    if (config.secureGrpcAddr && deps.certs) {
+      secureGrpc = await startSecure(deps.certs);
+    } else if (config.secureGrpcAddr) {
+      log.info(
+        `Secure gRPC (--secureGrpcAddr) not started: ${
+          deps.certsMissingReason || `no certificates in ${config.certDir}`
+        }; it starts once the certificate files appear in ${config.certDir}`,
+      );
+      // The agent or the CA writes the files while discovery runs: start the port then.
+      let lastProblem = "";
+      let starting = false;
+      const timer = setInterval(async () => {
+        if (starting || secureGrpc) return;
+        starting = true;
+        try {
+          const { certs } = await readMeshCerts(config.certDir);
+          if (!certs) return;
+          secureGrpc = await startSecure(certs);
+          addresses.secureGrpc = secureGrpc;
+          clearInterval(timer);
+          log.info(
+            `Secure gRPC started: listening secureGrpc=${secureGrpc} (certificates appeared in ${config.certDir})`,
+          );
+        } catch (e) {
+          // a file still being written, or a bad one: said once, tried again
+          const problem = (e as Error).message;
+          if (problem !== lastProblem) log.warn(`Secure gRPC not started yet: ${problem}`);
+          lastProblem = problem;
+        } finally {
+          starting = false;
+        }
+      }, deps.certPollMs ?? 1000);
+      cleanups.push(() => clearInterval(timer));
     }
 
     let ready = false;
