@@ -8,7 +8,12 @@
 import { isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import type { CommonOptions } from "./flags.ts";
-import { currentNamespace, loadKubeConfig, resolveKubeconfigPath } from "../../lib/kube/mod.ts";
+import {
+  currentNamespace,
+  type InClusterEnv,
+  loadKubeConfig,
+  resolveKubeconfigPath,
+} from "../../lib/kube/mod.ts";
 import {
   type ConfigObject,
   escapeControl,
@@ -67,13 +72,23 @@ export interface StoreTarget {
   platform: Platform;
   /** fs: the directory; orch: the kubeconfig path. */
   path: string;
+  /** orch with an empty path: the in-cluster environment (read once, from the context). */
+  inCluster?: InClusterEnv;
 }
 
 /** Resolves `--configDir` / `--orchconfig` against the working directory. */
 export function storeTarget(opts: CommonOptions, ctx: CliContext): StoreTarget {
   const platform = checkPlatform(opts);
   if (platform === "fs") return { platform, path: absolute(opts.configDir, ctx) };
-  return { platform, path: kubeconfigPath(opts, ctx) };
+  return { platform, path: kubeconfigPath(opts, ctx), inCluster: inClusterEnv(ctx) };
+}
+
+/** The in-cluster orchestrator environment of a command's context. */
+export function inClusterEnv(ctx: CliContext): InClusterEnv {
+  return {
+    KUBERNETES_SERVICE_HOST: ctx.env.KUBERNETES_SERVICE_HOST,
+    KUBERNETES_SERVICE_PORT: ctx.env.KUBERNETES_SERVICE_PORT,
+  };
 }
 
 /** The kubeconfig file meant by `--orchconfig` (first entry of a `:` list), absolute. */
@@ -138,7 +153,7 @@ export async function connect(target: StoreTarget): Promise<Connection> {
     };
   }
   await checkKubeconfigExists(target.path);
-  const kc = await loadKubeConfig(target.path);
+  const kc = await loadKubeConfig(target.path, undefined, target.inCluster);
   const defaultNamespace = currentNamespace(kc);
   const server = kc.getCurrentCluster()?.server ?? "";
   return {

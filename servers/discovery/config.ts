@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { InClusterEnv } from "../../lib/kube/mod.ts";
 import {
   MAX_MOCK_PORT_OFFSET,
   MOCK_PORT_OFFSET,
@@ -61,6 +62,8 @@ export interface DiscoveryConfig {
   readonly certDir: string;
   /** Mock registry: endpoint port = service port + this (`MESH_MOCK_PORT_OFFSET`, default 10000). */
   readonly mockPortOffset: number;
+  /** In-cluster orchestrator configuration (used without --orchconfig). */
+  readonly inCluster: InClusterEnv;
 }
 
 /** The flag values `toConfig` reads (the options object of `discovery`). */
@@ -98,6 +101,8 @@ export interface DiscoveryEnv {
   readonly MESH_CERT_DIR?: string;
   /** Set inside a cluster: in-cluster orchestrator configuration works without --orchconfig. */
   readonly KUBERNETES_SERVICE_HOST?: string;
+  /** The API server's port inside a cluster. */
+  readonly KUBERNETES_SERVICE_PORT?: string;
   /** Offset of the Mock registry's endpoint ports above its service ports (default 10000). */
   readonly MESH_MOCK_PORT_OFFSET?: string;
 }
@@ -302,5 +307,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     ctrlz: Object.freeze({ address: flags.ctrlz_address, port: flags.ctrlz_port }),
     certDir: env.MESH_CERT_DIR || DEFAULT_CERT_DIR,
     mockPortOffset,
+    inCluster: Object.freeze({
+      KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST,
+      KUBERNETES_SERVICE_PORT: env.KUBERNETES_SERVICE_PORT,
+    }),
   });
 }

@@ -209,6 +209,7 @@ export async function start(
     } else {
       store = await openKubeStore({
         kubeconfigPath: config.orchconfig,
+        inCluster: config.inCluster,
         schemas: meshctlSchemas,
         resyncMs: config.resyncMs,
         namespace: config.appNamespace,
@@ -226,6 +227,7 @@ export async function start(
       const { createClusterRegistries } = await import("../../lib/registry/multicluster.ts");
       multicluster = await createClusterRegistries({
         kubeconfigPath: config.orchconfig,
+        inCluster: config.inCluster,
         configMapName: config.clusterRegistriesConfigMap,
         namespace: config.clusterRegistriesNamespace,
         domain: config.domain,
@@ -242,6 +244,7 @@ export async function start(
           members.push(
             await createOrchestratorRegistry({
               kubeconfigPath: config.orchconfig,
+              inCluster: config.inCluster,
               domain: config.domain,
               appNamespace: config.appNamespace,
               resyncMs: config.resyncMs,
@@ -251,6 +254,7 @@ export async function start(
           const { createIngressWatcher } = await import("../../lib/registry/ingress.ts");
           ingressWatcher = await createIngressWatcher({
             kubeconfigPath: config.orchconfig,
+            inCluster: config.inCluster,
             appNamespace: config.appNamespace,
             resyncMs: config.resyncMs,
             meshConfig,
