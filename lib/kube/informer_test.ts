@@ -3,6 +3,7 @@ import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { createInformer, type InformerEventType, type InformerOptions } from "./informer.ts";
 import { apiErrorStatus, kubeClient, loadKubeConfig } from "./mod.ts";
+import { configureLogging, defaultLogOptions } from "../log/mod.ts";
 
 async function configMapInformer(
   kube: FakeKube,
@@ -149,4 +150,46 @@ Deno.test("createInformer() resets the retry delay once a watch is established a
   } finally {
     await inf.stop();
   }
+});
+
+Deno.test("createInformer() logs an API server outage once, not once per watch and retry", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/out.log`;
+  const logging = await configureLogging({ ...defaultLogOptions(["default"]), targets: [file] });
+  try {
+    await using kube = await startFakeKube();
+    const delays: number[] = [];
+    const opts = { watchTimeoutSeconds: 1, onRetryDelay: (ms: number) => delays.push(ms) };
+    const a = await configMapInformer(kube, 100, { ...opts, name: "configmaps a" });
+    const b = await configMapInformer(kube, 100, { ...opts, name: "configmaps b" });
+    try {
+      await a.inf.start();
+      await b.inf.start();
+      // both watches fail three times each (an outage), then come back
+      kube.failNext({
+        method: "GET",
+        path: "/api/v1/namespaces/default/configmaps",
+        code: 500,
+        times: 6,
+      });
+      await waitUntil(() => delays.length >= 6, 15_000, "six retries");
+      await waitUntil(() => kube.watchCount === 2, 15_000, "both watches back");
+      await waitUntil(
+        async () => (await Deno.readTextFile(file)).includes("reachable again"),
+        5000,
+        "the recovery line",
+      );
+    } finally {
+      await a.inf.stop();
+      await b.inf.stop();
+    }
+  } finally {
+    await logging.dispose();
+  }
+  const lines = (await Deno.readTextFile(file)).split("\n").filter((l) => l !== "");
+  await Deno.remove(dir, { recursive: true });
+  const failing = lines.filter((l) => /Orchestrator API server \S+ failing: /.test(l));
+  assert.equal(failing.length, 1, lines.join("\n"));
+  assert.equal(lines.filter((l) => /\twarn\t/.test(l)).length, 1, lines.join("\n"));
+  assert.equal(lines.filter((l) => /reachable again after [\d.]+ s$/.test(l)).length, 1);
 });
