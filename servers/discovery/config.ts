@@ -51,6 +51,8 @@ export interface DiscoveryConfig {
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
+  /** `--ingressStatus`: write the gateway service's addresses into the mesh's Ingresses. */
+  readonly ingressStatus: boolean;
   /** `--registries`, validated, duplicates removed, in order. */
   readonly registries: readonly RegistryName[];
   /** Warnings found while validating (duplicate registries), logged at start. */
@@ -87,6 +89,7 @@ export interface DiscoveryFlags {
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
+  readonly ingressStatus: boolean;
   readonly registries: readonly string[];
   readonly resync: number;
   readonly webhookEndpoint: string;
@@ -300,6 +303,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     namespace: flags.namespace || env.POD_NAMESPACE || "",
     port: flags.port,
     profile: flags.profile,
+    ingressStatus: flags.ingressStatus,
     registries: Object.freeze([...registries]),
     warnings: Object.freeze([...(parsed?.warnings ?? [])]),
     resyncMs: flags.resync,

@@ -27,6 +27,7 @@ const FLAGS: DiscoveryFlags = {
   namespace: "",
   port: 8080,
   profile: false,
+  ingressStatus: false,
   registries: ["Orchestrator"],
   resync: 60_000,
   webhookEndpoint: "",
