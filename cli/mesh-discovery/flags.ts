@@ -149,6 +149,13 @@ export const discoveryFlags = [
     help: "Namespace where the controller resides; when unset, the environment variable " +
       "POD_NAMESPACE is used.",
   }),
+  flag({
+    name: "ingressStatus",
+    type: bool,
+    default: false,
+    help: "Set status.loadBalancer of the Ingresses of the mesh class from the ingress gateway " +
+      "service (mesh config ingressService, in --namespace).",
+  }),
   flag({ name: "port", type: int, default: 8080, help: "Discovery service port." }),
   flag({
     name: "profile",

@@ -6,7 +6,7 @@
 import type { ConfigObject, ValidationIssue } from "./types.ts";
 import { describe } from "./dsl.ts";
 import type { MeshConfig } from "./meshconfig.ts";
-import { checkNamespace, checkObjectName } from "./values.ts";
+import { checkNamespace, checkObjectName, quote } from "./values.ts";
 
 /** The annotation selecting the ingress controller. */
 export const INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class";
@@ -103,7 +103,7 @@ export function normalizeIngress(
       for (const [k, val] of Object.entries(meta.annotations)) {
         if (typeof val === "string") annotations[k] = val;
         else {bad(
-            `metadata.annotations[${JSON.stringify(k)}]`,
+            `metadata.annotations[${quote(k)}]`,
             `must be a string, got ${describe(val)}`,
           );}
       }

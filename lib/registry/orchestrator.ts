@@ -32,7 +32,7 @@
  */
 import type { Service, ServiceInstance, ServicePort, ServiceRegistry } from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
-import { kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
+import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import {
   createInformer,
   describeApiError,
@@ -48,6 +48,8 @@ export type EndpointsSource = "auto" | "slices" | "endpoints";
 export interface OrchestratorRegistryOptions {
   /** Kubeconfig file; empty or undefined = in-cluster configuration. Ignored with `kubeConfig`. */
   kubeconfigPath?: string;
+  /** In-cluster environment (used when `kubeconfigPath` is empty), read by the program. */
+  inCluster?: InClusterEnv;
   /** Kubeconfig context other than the current one. */
   context?: string;
   /** An already loaded kubeconfig (multicluster: parsed from a config map). */
@@ -271,7 +273,8 @@ export async function createOrchestratorRegistry(
     );
   }
   const k8s = await kubeClient();
-  const kc = options.kubeConfig ?? await loadKubeConfig(options.kubeconfigPath, options.context);
+  const kc = options.kubeConfig ??
+    await loadKubeConfig(options.kubeconfigPath, options.context, options.inCluster);
   const domain = options.domain;
   const ns = options.appNamespace ?? "";
   const clusterId = options.clusterId ?? "";

@@ -5,7 +5,13 @@
  */
 
 import type { H2Limits } from "../../lib/grpc/mod.ts";
-import { parseRegistries, type RegistryName } from "../../lib/registry/mod.ts";
+import type { InClusterEnv } from "../../lib/kube/mod.ts";
+import {
+  MAX_MOCK_PORT_OFFSET,
+  MOCK_PORT_OFFSET,
+  parseRegistries,
+  type RegistryName,
+} from "../../lib/registry/mod.ts";
 
 /** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
 export interface ListenAddress {
@@ -51,6 +57,8 @@ export interface DiscoveryConfig {
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
+  /** `--ingressStatus`: write the gateway service's addresses into the mesh's Ingresses. */
+  readonly ingressStatus: boolean;
   /** `--registries`, validated, duplicates removed, in order. */
   readonly registries: readonly RegistryName[];
   /** Warnings found while validating (duplicate registries), logged at start. */
@@ -60,6 +68,10 @@ export interface DiscoveryConfig {
   readonly ctrlz: { readonly address: string; readonly port: number };
   /** Directory of `cert-chain.pem`, `key.pem`, `root-cert.pem` for the TLS port. */
   readonly certDir: string;
+  /** Mock registry: endpoint port = service port + this (`MESH_MOCK_PORT_OFFSET`, default 10000). */
+  readonly mockPortOffset: number;
+  /** In-cluster orchestrator configuration (used without --orchconfig). */
+  readonly inCluster: InClusterEnv;
 }
 
 /** The flag values `toConfig` reads (the options object of `discovery`). */
@@ -89,6 +101,7 @@ export interface DiscoveryFlags {
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
+  readonly ingressStatus: boolean;
   readonly registries: readonly string[];
   readonly resync: number;
   readonly webhookEndpoint: string;
@@ -101,6 +114,12 @@ export interface DiscoveryEnv {
   readonly POD_NAMESPACE?: string;
   /** Directory of the mesh certificate files (default `/etc/certs/`). */
   readonly MESH_CERT_DIR?: string;
+  /** Set inside a cluster: in-cluster orchestrator configuration works without --orchconfig. */
+  readonly KUBERNETES_SERVICE_HOST?: string;
+  /** The API server's port inside a cluster. */
+  readonly KUBERNETES_SERVICE_PORT?: string;
+  /** Offset of the Mock registry's endpoint ports above its service ports (default 10000). */
+  readonly MESH_MOCK_PORT_OFFSET?: string;
 }
 
 /** Default directory of the mesh certificate files. */
@@ -123,14 +142,14 @@ export function parseListenAddress(value: string, flag: string): ListenAddress {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\[\]\s]*)):(\d{1,5})$/.exec(value);
   if (!m) {
     throw new Error(
-      `Flag --${flag} ${
+      `Invalid value for --${flag}: ${
         JSON.stringify(value)
       }: want ":<port>", "<host>:<port>" or "[<ipv6>]:<port>"`,
     );
   }
   const port = Number(m[3]);
   if (port > 65535) {
-    throw new Error(`Flag --${flag} ${JSON.stringify(value)}: port ${port} > 65535`);
+    throw new Error(`Invalid value for --${flag}: ${JSON.stringify(value)}: port ${port} > 65535`);
   }
   return { host: m[1] ?? m[2] ?? "", port };
 }
@@ -144,7 +163,7 @@ export function parseWebhook(value: string): WebhookTarget {
   if (value.startsWith("unix://")) {
     const path = value.slice("unix://".length);
     if (!path.startsWith("/") || path === "/") {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+      throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
     }
     return { kind: "unix", path };
   }
@@ -153,19 +172,21 @@ export function parseWebhook(value: string): WebhookTarget {
     try {
       url = new URL(value);
     } catch {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+      throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
     }
     if (!url.hostname || (url.pathname !== "/" && url.pathname !== "") || url.search) {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want} (no path)`);
+      throw new Error(
+        `Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want} (no path)`,
+      );
     }
     return { kind: "http", url: `http://${url.host}` };
   }
-  throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+  throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
 }
 
 function checkPort(value: number, flag: string, problems: string[]): void {
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
-    problems.push(`Flag --${flag} ${value}: want a port number from 0 to 65535`);
+    problems.push(`Invalid value for --${flag}: ${value}: want a port number from 0 to 65535`);
   }
 }
 
@@ -195,7 +216,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   }
   const parsed = attempt(() => parseRegistries(flags.registries));
   if (parsed && parsed.names.length === 0) {
-    problems.push("Flag --registries: name at least one registry");
+    problems.push("Invalid value for --registries: name at least one registry");
   }
   const webhook = flags.webhookEndpoint === ""
     ? null
@@ -206,14 +227,14 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       ["regbserverInterval", flags.regbserverInterval],
     ] as const
   ) {
-    if (!(ms > 0)) problems.push(`Flag --${name}: must be greater than 0s`);
+    if (!(ms > 0)) problems.push(`Invalid value for --${name}: must be greater than 0s`);
   }
-  if (!(flags.resync >= 0)) problems.push("Flag --resync: must not be negative");
+  if (!(flags.resync >= 0)) problems.push("Invalid value for --resync: must not be negative");
   if (!(flags.grpcMaxConcurrentStreams >= 1)) {
-    problems.push("Flag --grpcMaxConcurrentStreams: must be at least 1");
+    problems.push("Invalid value for --grpcMaxConcurrentStreams: must be at least 1");
   }
   if (!(flags.grpcMaxConnections >= 0)) {
-    problems.push("Flag --grpcMaxConnections: must not be negative (0: no cap)");
+    problems.push("Invalid value for --grpcMaxConnections: must not be negative (0: no cap)");
   }
   for (
     const name of [
@@ -222,10 +243,10 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       "keepaliveMaxServerConnectionAge",
     ] as const
   ) {
-    if (!(flags[name] >= 0)) problems.push(`Flag --${name}: must not be negative`);
+    if (!(flags[name] >= 0)) problems.push(`Invalid value for --${name}: must not be negative`);
   }
   if (!(flags.keepaliveTimeout > 0)) {
-    problems.push("Flag --keepaliveTimeout: must be greater than 0s");
+    problems.push("Invalid value for --keepaliveTimeout: must be greater than 0s");
   }
   for (
     const [name, url] of [["regaserverURL", flags.regaserverURL], [
@@ -239,7 +260,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       ok = ["http:", "https:"].includes(new URL(url).protocol);
     } catch { /* reported below */ }
     if (!ok) {
-      problems.push(`Flag --${name} ${JSON.stringify(url)}: want an http:// or https:// URL`);
+      problems.push(
+        `Invalid value for --${name}: ${JSON.stringify(url)}: want an http:// or https:// URL`,
+      );
     }
   }
   const registries = parsed?.names ?? [];
@@ -254,11 +277,41 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   }
   if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(flags.domain)) {
     problems.push(
-      `Flag --domain ${JSON.stringify(flags.domain)}: want a DNS suffix like cluster.local`,
+      `Invalid value for --domain: ${
+        JSON.stringify(flags.domain)
+      }: want a DNS suffix like cluster.local`,
     );
   }
-  if (flags.meshConfig === "") problems.push("Flag --meshConfig: must not be empty");
-  if (flags.ctrlz_address === "") problems.push("Flag --ctrlz_address: must not be empty");
+  // What reads the orchestrator API, and how to do without it (named by flag).
+  const orchUsers = [
+    ...(flags.configDir === "" ? ["the config store (no --configDir)"] : []),
+    ...(registries.includes("Orchestrator") ? ["the Orchestrator registry (--registries)"] : []),
+    ...(flags.clusterRegistriesConfigMap ? ["--clusterRegistriesConfigMap"] : []),
+  ];
+  if (orchUsers.length && flags.orchconfig === "" && !env.KUBERNETES_SERVICE_HOST) {
+    problems.push(
+      `${orchUsers.join(" and ")} read${orchUsers.length === 1 ? "s" : ""} an orchestrator API ` +
+        "server, but there is no --orchconfig and no in-cluster configuration " +
+        "(KUBERNETES_SERVICE_HOST is not set): give --orchconfig <kubeconfig>" +
+        (flags.configDir === "" ? ", or --configDir <dir> to read config from files" : "") +
+        (registries.includes("Orchestrator") ? ", or other --registries (e.g. Mock)" : ""),
+    );
+  }
+  let mockPortOffset = MOCK_PORT_OFFSET;
+  if (env.MESH_MOCK_PORT_OFFSET !== undefined && env.MESH_MOCK_PORT_OFFSET !== "") {
+    const v = env.MESH_MOCK_PORT_OFFSET;
+    mockPortOffset = /^\d+$/.test(v) ? Number(v) : NaN;
+    if (!(mockPortOffset >= 1 && mockPortOffset <= MAX_MOCK_PORT_OFFSET)) {
+      problems.push(
+        `Invalid value for MESH_MOCK_PORT_OFFSET: ${JSON.stringify(v)}: want a whole number ` +
+          `from 1 to ${MAX_MOCK_PORT_OFFSET} (Mock endpoint port = service port + offset)`,
+      );
+    }
+  }
+  if (flags.meshConfig === "") problems.push("Invalid value for --meshConfig: must not be empty");
+  if (flags.ctrlz_address === "") {
+    problems.push("Invalid value for --ctrlz_address: must not be empty");
+  }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
     appNamespace: flags.appNamespace,
@@ -290,11 +343,17 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     namespace: flags.namespace || env.POD_NAMESPACE || "",
     port: flags.port,
     profile: flags.profile,
+    ingressStatus: flags.ingressStatus,
     registries: Object.freeze([...registries]),
     warnings: Object.freeze([...(parsed?.warnings ?? [])]),
     resyncMs: flags.resync,
     webhook: webhook ? Object.freeze(webhook) : null,
     ctrlz: Object.freeze({ address: flags.ctrlz_address, port: flags.ctrlz_port }),
     certDir: env.MESH_CERT_DIR || DEFAULT_CERT_DIR,
+    mockPortOffset,
+    inCluster: Object.freeze({
+      KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST,
+      KUBERNETES_SERVICE_PORT: env.KUBERNETES_SERVICE_PORT,
+    }),
   });
 }
