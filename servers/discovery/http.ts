@@ -317,10 +317,11 @@ export function discoveryApp(d: HttpDeps): Hono {
       : d.isReady()
       ? undefined
       : "registries or config store not synced";
-    if (why !== undefined) return text(c, 503, `not ready: ${why}\n`);
-    // a config pipeline that stopped applying changes is not ready either
-    const stalled = d.stalled?.();
-    return stalled ? text(c, 503, `not ready: ${stalled}\n`) : text(c, 200, "ready\n");
+    // a config pipeline that stopped applying changes is not ready either; every reason is told
+    const reasons = [why, d.stalled?.()].filter((r): r is string => !!r);
+    return reasons.length
+      ? text(c, 503, `not ready: ${reasons.join("; ")}\n`)
+      : text(c, 200, "ready\n");
   });
   app.get(
     "/version",
