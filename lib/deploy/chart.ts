@@ -4,6 +4,7 @@
  * order, so the namespace and the CRDs come before what uses them.
  * @module
  */
+import { builtinTemplate, defaultTemplateParams } from "../inject/default_template.ts";
 import { STAMP } from "../version/stamp.ts";
 import { VERSION } from "../version/mod.ts";
 
@@ -46,6 +47,33 @@ export function defaultValues(): Record<string, unknown> {
       proxyInitImage: "proxy_init",
     },
   };
+}
+
+/**
+ * The sidecar template of the `mesh-sidecar-injector` config map (`{{ sidecarTemplate .Values }}`):
+ * lib/inject's built-in template (the one `meshctl kube-inject` uses, so there is one template)
+ * with the chart's hub, tag, pull policy, debug and image names. Values not set keep
+ * lib/inject's defaults.
+ */
+export function sidecarTemplate(values: unknown): string {
+  const v = (isRecord(values) ? values : {}) as Record<string, unknown>;
+  const global = isRecord(v.global) ? v.global : {};
+  const injector = isRecord(v.sidecarInjector) ? v.sidecarInjector : {};
+  const str = (x: unknown, d: string) => (typeof x === "string" && x !== "" ? x : d);
+  const d = defaultTemplateParams();
+  return builtinTemplate({
+    ...d,
+    hub: str(global.hub, d.hub),
+    tag: str(global.tag, d.tag),
+    imagePullPolicy: str(global.imagePullPolicy, d.imagePullPolicy),
+    debug: global.debug === true,
+    proxyImage: str(injector.proxyImage, "proxy"),
+    proxyInitImage: str(injector.proxyInitImage, "proxy_init"),
+  }).replace(/\n$/, "");
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 const LABELS = (app: string) =>
@@ -249,100 +277,6 @@ data:
       controlPlaneAuthPolicy: NONE
 `;
 
-/**
- * The injection template (reference §2.4: `[[ ]]` delimiters, rendered per pod by the injector
- * in the template language of lib/inject; `{{ }}` parts are filled here, once).
- */
-const PROXY_IMAGE =
-  `{{ .Values.global.hub }}/{{ .Values.sidecarInjector.proxyImage }}{{ if .Values.global.debug }}_debug{{ end }}:{{ .Values.global.tag }}`;
-const INJECTION_TEMPLATE = `initContainers:
-- name: mesh-init
-  image: "{{ .Values.global.hub }}/{{ .Values.sidecarInjector.proxyInitImage }}:{{ .Values.global.tag }}"
-  args:
-  - "-p"
-  - "[[ .MeshConfig.ProxyListenPort ]]"
-  - "-u"
-  - "1337"
-  - "-m"
-  - [[ annotation .ObjectMeta "sidecar.mesh.io/interceptionMode" .ProxyConfig.InterceptionMode | toJson ]]
-  - "-i"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/includeOutboundIPRanges" "*" | toJson ]]
-  - "-x"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/excludeOutboundIPRanges" "" | toJson ]]
-  - "-b"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/includeInboundPorts" "*" | toJson ]]
-  - "-d"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/excludeInboundPorts" "" | toJson ]]
-  imagePullPolicy: {{ .Values.global.imagePullPolicy }}
-  securityContext:
-    capabilities:
-      add:
-      - NET_ADMIN
-    privileged: true
-containers:
-- name: mesh-proxy
-  image: [[ annotation .ObjectMeta "sidecar.mesh.io/proxyImage" "${PROXY_IMAGE}" | toJson ]]
-  args:
-  - proxy
-  - sidecar
-  - --configPath
-  - [[ .ProxyConfig.ConfigPath | toJson ]]
-  - --binaryPath
-  - [[ .ProxyConfig.BinaryPath | toJson ]]
-  - --serviceCluster
-  - [[ valueOrDefault (index .ObjectMeta.Labels "app") .ProxyConfig.ServiceCluster | toJson ]]
-  - --drainDuration
-  - [[ formatDuration .ProxyConfig.DrainDuration | toJson ]]
-  - --parentShutdownDuration
-  - [[ formatDuration .ProxyConfig.ParentShutdownDuration | toJson ]]
-  - --discoveryAddress
-  - [[ .ProxyConfig.DiscoveryAddress | toJson ]]
-  - --discoveryRefreshDelay
-  - [[ formatDuration .ProxyConfig.DiscoveryRefreshDelay | toJson ]]
-  - --connectTimeout
-  - [[ formatDuration .ProxyConfig.ConnectTimeout | toJson ]]
-  - --proxyAdminPort
-  - "[[ .ProxyConfig.ProxyAdminPort ]]"
-  - --controlPlaneAuthPolicy
-  - [[ .ProxyConfig.ControlPlaneAuthPolicy | toJson ]]
-  env:
-  - name: POD_NAME
-    valueFrom:
-      fieldRef:
-        fieldPath: metadata.name
-  - name: POD_NAMESPACE
-    valueFrom:
-      fieldRef:
-        fieldPath: metadata.namespace
-  - name: INSTANCE_IP
-    valueFrom:
-      fieldRef:
-        fieldPath: status.podIP
-  imagePullPolicy: {{ .Values.global.imagePullPolicy }}
-  resources:
-    requests:
-      cpu: 100m
-      memory: 128Mi
-  securityContext:
-    privileged: {{ .Values.global.debug }}
-    readOnlyRootFilesystem: {{ not .Values.global.debug }}
-    runAsUser: 1337
-  volumeMounts:
-  - mountPath: /etc/mesh/proxy
-    name: mesh-envoy
-  - mountPath: /etc/certs/
-    name: mesh-certs
-    readOnly: true
-volumes:
-- name: mesh-envoy
-  emptyDir:
-    medium: Memory
-- name: mesh-certs
-  secret:
-    secretName: [[ printf "mesh.%s" (valueOrDefault .Spec.ServiceAccountName "default") | toJson ]]
-    optional: true
-`;
-
 const INJECTOR_CONFIG = `{{- if .Values.sidecarInjector.enabled }}
 apiVersion: v1
 kind: ConfigMap
@@ -354,7 +288,7 @@ data:
   config: |-
     policy: {{ .Values.sidecarInjector.policy }}
     template: |-
-${INJECTION_TEMPLATE.replace(/\n$/, "").split("\n").map((l) => "      " + l).join("\n")}
+{{ sidecarTemplate .Values | indent 6 }}
 {{- end }}
 `;
 

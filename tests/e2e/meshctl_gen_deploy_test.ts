@@ -18,6 +18,8 @@ import { program as policyProgram } from "../../cli/mesh-policy.ts";
 import { program as caProgram } from "../../cli/mesh_ca.ts";
 import { program as injectorProgram } from "../../cli/sidecar-injector.ts";
 import { program as agentProgram } from "../../cli/mesh-agent.ts";
+import { applyPatch, Injector, STATUS_ANNOTATION } from "../../lib/inject/mod.ts";
+import { defaultValues, mergeValues, sidecarTemplate } from "../../lib/deploy/mod.ts";
 import { startFakeKube } from "../harness/fake_kube.ts";
 import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
 import { meshctl, meshctlProcess, withDir } from "./_meshctl.ts";
@@ -47,6 +49,14 @@ const SETS: Record<string, { args: string[]; values?: string }> = {
       "discovery: {replicas: 3}\n",
   },
 };
+
+/** The merged values of a feature set that sets no flags (its values file over the defaults). */
+function chartValues(name: string): Record<string, unknown> {
+  const set = SETS[name];
+  assert.deepEqual(set.args, [], `${name}: flags are not merged here`);
+  const over = set.values ? docs(set.values)[0] : {};
+  return mergeValues(defaultValues(), over);
+}
 
 const CRDS_SECTION = /(# Source: mesh\/templates\/01-crds\.yaml\n)[\s\S]*?(?=---\n# Source:)/;
 
@@ -146,7 +156,7 @@ Deno.test("gen-deploy's config maps parse as the programs parse them, and every 
       if (name !== "minimal") {
         const inject = parseInjectConfig(cm("mesh-sidecar-injector").data.config, "inject");
         assert.equal(inject.policy, "enabled");
-        assert.match(inject.template, /^containers:\n- name: mesh-proxy$/m);
+        assert.equal(inject.template, sidecarTemplate(chartValues(name)), name);
         const crs = docs(cm("mesh-policy-custom-resources").data["custom-resources.yaml"]);
         assert.deepEqual(crs.map((c) => c.kind), ["metric", "prometheus", "rule", "kubernetesenv"]);
         for (const c of crs) assert.deepEqual(normalizeObject(c, c.kind).issues, [], c.kind);
@@ -283,5 +293,112 @@ data:
       none.stderr,
       'Error: Cannot use chart directory "' + dir + '/nochart": no such directory\n',
     );
+  });
+});
+
+/** A workload as a user writes it. */
+const WEB_DEPLOYMENT = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      serviceAccountName: web-sa
+      containers:
+        - name: web
+          image: nginx
+`;
+
+/** The images, pull policy and certificate secret of an injected pod spec. */
+function injected(spec: Obj) {
+  const names = (l: Obj[] | undefined) => (l ?? []).map((c) => `${c.name} ${c.image}`);
+  return {
+    initContainers: names(spec.initContainers),
+    containers: names(spec.containers),
+    pull: spec.containers[1]?.imagePullPolicy,
+    secret: spec.volumes?.find((v: Obj) => v.name === "mesh-certs")?.secret.secretName,
+  };
+}
+
+Deno.test("gen-deploy's injector config maps inject pods with the chart's images (sidecar-injector and kube-inject)", async () => {
+  const expected = {
+    "default": {
+      hub: "ghcr.io/mesh-project",
+      tag: undefined,
+      pull: "IfNotPresent",
+      proxy: "proxy",
+    },
+    "custom-images": {
+      hub: "registry.example.com/mesh",
+      tag: "1.2.3",
+      pull: "Always",
+      proxy: "proxy",
+    },
+    "ingress-node-port-debug": {
+      hub: "ghcr.io/mesh-project",
+      tag: undefined,
+      pull: "IfNotPresent",
+      proxy: "proxy_debug",
+    },
+  };
+  await withDir(async (dir) => {
+    for (const [name, want] of Object.entries(expected)) {
+      const all = docs((await render(name, dir)).stdout);
+      const cm = (n: string) => all.find((d) => d.kind === "ConfigMap" && d.metadata.name === n);
+      const tag = want.tag ?? all.find((d) => d.metadata.name === "mesh-discovery")
+        .spec.template.spec.containers[0].image.split(":").at(-1);
+      const pod = docs(WEB_DEPLOYMENT)[0].spec.template;
+      const wantSpec = {
+        initContainers: [
+          `mesh-init ${want.hub}/proxy_init:${tag}`,
+          `enable-core-dump ${want.hub}/proxy_init:${tag}`,
+        ],
+        containers: ["web nginx", `mesh-proxy ${want.hub}/${want.proxy}:${tag}`],
+        pull: want.pull,
+        secret: "mesh.web-sa",
+      };
+
+      // as sidecar-injector does: both config maps parsed, the JSON patch applied to the pod
+      const injectConfig = parseInjectConfig(cm("mesh-sidecar-injector").data.config, "inject");
+      const injector = new Injector({
+        policy: injectConfig.policy,
+        template: injectConfig.template,
+        meshConfig: parseMeshConfig(cm("mesh").data.mesh, "mesh"),
+      });
+      assert.equal(injector.decide(pod, "shop").inject, true, name);
+      const out = applyPatch(pod, injector.patch(pod));
+      assert.deepEqual(injected(out.spec), wantSpec, name);
+      assert.ok(out.metadata.annotations[STATUS_ANNOTATION], `${name}: status annotation`);
+      const proxyArgs = out.spec.containers[1].args;
+      assert.equal(
+        proxyArgs[proxyArgs.indexOf("--discoveryAddress") + 1],
+        `mesh-discovery.${name === "custom-images" ? "mesh-prod" : "mesh-system"}:15007`,
+        name,
+      );
+
+      // meshctl kube-inject with the same two config maps as files
+      await Deno.writeTextFile(`${dir}/inject-config`, cm("mesh-sidecar-injector").data.config);
+      await Deno.writeTextFile(`${dir}/mesh.yaml`, cm("mesh").data.mesh);
+      const r = await meshctl([
+        "kube-inject",
+        "-f",
+        "-",
+        "--injectConfigFile",
+        "inject-config",
+        "--meshConfigFile",
+        "mesh.yaml",
+      ], { cwd: dir, stdin: WEB_DEPLOYMENT });
+      assert.equal(r.stderr, "", name);
+      assert.equal(r.code, 0, name);
+      const kube = docs(r.stdout)[0].spec.template;
+      assert.deepEqual(injected(kube.spec), wantSpec, `${name}: kube-inject`);
+      assert.deepEqual(kube, out, `${name}: kube-inject and sidecar-injector agree`);
+    }
   });
 });
