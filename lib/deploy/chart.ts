@@ -202,7 +202,10 @@ const RBAC_CA = rbac(
     verbs: ["create", "get", "list", "watch", "update", "delete"]
   - apiGroups: [""]
     resources: ["serviceaccounts", "services"]
-    verbs: ["get", "list", "watch"]`,
+    verbs: ["get", "list", "watch"]
+  - apiGroups: ["authentication.k8s.io"]
+    resources: ["tokenreviews"]
+    verbs: ["create"]`,
 );
 
 const RBAC_INJECTOR = `{{- if .Values.sidecarInjector.enabled }}
@@ -214,7 +217,7 @@ ${
     verbs: ["get", "list", "watch"]
   - apiGroups: ["admissionregistration.k8s.io"]
     resources: ["mutatingwebhookconfigurations"]
-    verbs: ["get", "list", "watch", "patch"]`,
+    verbs: ["get", "list", "watch", "patch", "update"]`,
   )
 }{{- end }}
 `;

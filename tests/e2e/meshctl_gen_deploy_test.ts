@@ -1,7 +1,9 @@
 /**
  * meshctl gen-deploy: golden output per feature set, accepted by `kubectl apply --dry-run=server`
  * against the fake API server; the config maps parse as the programs parse them; every flag the
- * Deployments pass exists in the program's flag table; flags vs values file; custom charts.
+ * Deployments pass exists in the program's flag table and configures it (mesh_ca, sidecar-injector:
+ * the injector's files come from the secret mesh_ca writes, RBAC of what they call); the injector
+ * config maps inject pods (lib/inject, kube-inject); flags vs values file; custom charts.
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "../../lib/deps/yaml.ts";
@@ -20,6 +22,10 @@ import { program as injectorProgram } from "../../cli/sidecar-injector.ts";
 import { program as agentProgram } from "../../cli/mesh-agent.ts";
 import { applyPatch, Injector, STATUS_ANNOTATION } from "../../lib/inject/mod.ts";
 import { defaultValues, mergeValues, sidecarTemplate } from "../../lib/deploy/mod.ts";
+import { resolveOptions } from "../../lib/flags/mod.ts";
+import { dnsNamesFor } from "../../lib/pki/mod.ts";
+import { toConfig as caConfig, WORKLOAD_SECRET } from "../../servers/ca/mod.ts";
+import { toConfig as injectorConfig } from "../../servers/injector/mod.ts";
 import { startFakeKube } from "../harness/fake_kube.ts";
 import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
 import { meshctl, meshctlProcess, withDir } from "./_meshctl.ts";
@@ -399,6 +405,134 @@ Deno.test("gen-deploy's injector config maps inject pods with the chart's images
       const kube = docs(r.stdout)[0].spec.template;
       assert.deepEqual(injected(kube.spec), wantSpec, `${name}: kube-inject`);
       assert.deepEqual(kube, out, `${name}: kube-inject and sidecar-injector agree`);
+    }
+  });
+});
+
+/** The options `program` gets from a container's `--name=value` arguments (as its CLI parses them). */
+function optionsOf(program: ProgramSpec, args: string[]): Obj {
+  const flags = allFlags(program.root);
+  const values = new Map<string, unknown>();
+  for (const a of args) {
+    const m = /^--([^=]+)(?:=(.*))?$/.exec(a);
+    assert.ok(m, `${program.name}: argument ${a} is not --name=value`);
+    const spec = flags.find((f) => f.name === m[1]);
+    assert.ok(spec, `${program.name}: no flag --${m[1]}`);
+    values.set(spec.name, spec.type.parse(m[2] ?? "true", values.get(spec.name) as never));
+  }
+  return resolveOptions(flags, [values]);
+}
+
+/** Where a file of a container comes from: `secret <name> <key>` or `configMap <name> <key>`. */
+function fileSource(pod: Obj, container: Obj, path: string): string {
+  const mount = (container.volumeMounts ?? [])
+    .filter((m: Obj) => path.startsWith(m.mountPath.replace(/\/?$/, "/")))
+    .sort((a: Obj, b: Obj) => b.mountPath.length - a.mountPath.length)[0];
+  assert.ok(mount, `${container.name}: ${path} is on no volume`);
+  const rel = path.slice(mount.mountPath.replace(/\/?$/, "/").length);
+  const volume = pod.volumes.find((v: Obj) => v.name === mount.name);
+  assert.ok(volume, `${container.name}: volume ${mount.name} is not defined`);
+  const kind = volume.secret ? "secret" : "configMap";
+  const src = volume.secret ?? volume.configMap;
+  const name = volume.secret ? src.secretName : src.name;
+  const key = src.items ? src.items.find((i: Obj) => i.path === rel)?.key : rel;
+  assert.ok(key, `${container.name}: ${path}: volume ${mount.name} has no item ${rel}`);
+  return `${kind} ${name} ${key}`;
+}
+
+/** The verbs a ClusterRole grants on `resource`. */
+function verbs(role: Obj, resource: string): string[] {
+  return role.rules.filter((r: Obj) => r.resources.includes(resource)).flatMap((r: Obj) => r.verbs);
+}
+
+Deno.test("gen-deploy's mesh_ca and sidecar-injector: the flags configure the programs, the injector's files come from the secret mesh_ca writes", async () => {
+  await withDir(async (dir) => {
+    for (const name of ["default", "mtls", "custom-images"]) {
+      const out = await render(name, dir);
+      const all = docs(out.stdout);
+      const find = (kind: string, n: string) =>
+        all.find((d) => d.kind === kind && d.metadata.name === n);
+      const ns = find("Deployment", "mesh-ca").metadata.namespace;
+      const env = { KUBERNETES_SERVICE_HOST: "10.0.0.1" };
+
+      // mesh_ca: a self-signed root in the orchestrator, secrets for the injector's service name
+      const caPod = find("Deployment", "mesh-ca").spec.template.spec;
+      const ca = caConfig(optionsOf(caProgram, caPod.containers[0].args), env);
+      assert.equal(ca.keys.kind, "self-signed", name);
+      assert.equal(ca.storageNamespace, ns, name);
+      assert.deepEqual(ca.orchestrator, { kubeconfig: "" }, name);
+      assert.deepEqual(ca.warnings, [], name);
+      const caRole = find("ClusterRole", `mesh-ca-${ns}`);
+      for (const v of ["create", "get", "list", "watch", "update", "delete"]) {
+        assert.ok(verbs(caRole, "secrets").includes(v), `${name}: mesh_ca may ${v} secrets`);
+      }
+      for (const v of ["list", "watch"]) {
+        assert.ok(verbs(caRole, "serviceaccounts").includes(v), `${name}: ${v} serviceaccounts`);
+      }
+      // gRPC callers' tokens are checked by a TokenReview (servers/ca/orch.ts)
+      assert.ok(verbs(caRole, "tokenreviews").includes("create"), `${name}: TokenReviews`);
+
+      // sidecar-injector: its flags pass toConfig, its files are in volumes that exist
+      const deploy = find("Deployment", "mesh-sidecar-injector");
+      const pod = deploy.spec.template.spec;
+      const container = pod.containers[0];
+      const inj = injectorConfig(optionsOf(injectorProgram, container.args), env);
+      const secret = `${WORKLOAD_SECRET.prefix}${pod.serviceAccountName}`;
+      assert.ok(find("ServiceAccount", pod.serviceAccountName), `${name}: service account`);
+      assert.deepEqual({
+        ca: fileSource(pod, container, inj.caCertFile),
+        cert: fileSource(pod, container, inj.tlsCertFile),
+        key: fileSource(pod, container, inj.tlsKeyFile),
+      }, {
+        ca: `secret ${secret} ${WORKLOAD_SECRET.root}`,
+        cert: `secret ${secret} ${WORKLOAD_SECRET.certChain}`,
+        key: `secret ${secret} ${WORKLOAD_SECRET.key}`,
+      }, name);
+      for (const file of [inj.injectConfigFile, inj.meshConfigFile]) {
+        const [kind, cmName, key] = fileSource(pod, container, file).split(" ");
+        assert.equal(kind, "configMap", `${name}: ${file}`);
+        assert.equal(typeof find("ConfigMap", cmName)?.data[key], "string", `${name}: ${file}`);
+      }
+      // the webhook calls the service whose name is in the certificate mesh_ca issues
+      const webhooks = find("MutatingWebhookConfiguration", inj.webhookConfigName).webhooks;
+      const webhook = webhooks.find((w: Obj) => w.name === inj.webhookName);
+      assert.ok(webhook, `${name}: webhook ${inj.webhookName}`);
+      const svc = webhook.clientConfig.service;
+      const dns = dnsNamesFor(ns, pod.serviceAccountName, {
+        custom: ca.customDnsNames,
+        appendWebhookNames: ca.appendDnsNames,
+        systemNamespace: ca.storageNamespace,
+      });
+      assert.ok(dns.includes(`${svc.name}.${svc.namespace}.svc`), `${name}: ${dns}`);
+      const service = find("Service", svc.name);
+      assert.equal(service.metadata.namespace, svc.namespace, name);
+      for (const [k, v] of Object.entries(service.spec.selector)) {
+        assert.equal(deploy.spec.template.metadata.labels[k], v, `${name}: service selects it`);
+      }
+      assert.equal(
+        service.spec.ports.find((p: Obj) => p.port === 443)?.targetPort,
+        inj.port,
+        `${name}: service port 443 reaches --port`,
+      );
+      // it reads the webhook configuration and replaces it with the caBundle (lib/inject/orch.ts)
+      const injRole = find("ClusterRole", `mesh-sidecar-injector-${ns}`);
+      for (const v of ["get", "update"]) {
+        assert.ok(
+          verbs(injRole, "mutatingwebhookconfigurations").includes(v),
+          `${name}: the injector may ${v} mutatingwebhookconfigurations`,
+        );
+      }
+
+      // every workload secret mounted is the one of the pod's own service account
+      for (const d of all.filter((d) => d.kind === "Deployment")) {
+        const spec = d.spec.template.spec;
+        for (const v of spec.volumes ?? []) {
+          const s = v.secret?.secretName;
+          if (!s?.startsWith(WORKLOAD_SECRET.prefix)) continue;
+          assert.equal(s, `${WORKLOAD_SECRET.prefix}${spec.serviceAccountName}`, d.metadata.name);
+          assert.ok(find("ServiceAccount", spec.serviceAccountName), d.metadata.name);
+        }
+      }
     }
   });
 });
