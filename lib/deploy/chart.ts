@@ -5,6 +5,7 @@
  * @module
  */
 import { builtinTemplate, defaultTemplateParams } from "../inject/default_template.ts";
+import { INGRESS_GATEWAY_CERTS, INGRESS_GATEWAY_SELECTOR } from "../model/ingress.ts";
 import { STAMP } from "../version/stamp.ts";
 import { VERSION } from "../version/mod.ts";
 
@@ -751,6 +752,11 @@ webhooks:
 {{- end }}
 `;
 
+/** The ingress gateway's workload labels (what Ingress-derived and converted Gateways select). */
+const GATEWAY_LABELS = (indent: number) =>
+  Object.entries(INGRESS_GATEWAY_SELECTOR).map(([k, v]) => `${" ".repeat(indent)}${k}: ${v}`)
+    .join("\n");
+
 const INGRESS = `{{- if .Values.ingress.enabled }}
 apiVersion: apps/v1
 kind: Deployment
@@ -758,7 +764,7 @@ metadata:
   name: mesh-ingressgateway
   namespace: {{ .Release.Namespace }}
 ${LABELS("mesh-ingressgateway")}
-    mesh: ingressgateway
+${GATEWAY_LABELS(4)}
 spec:
   replicas: {{ .Values.ingress.replicas }}
   selector:
@@ -768,7 +774,7 @@ spec:
     metadata:
       labels:
         app: mesh-ingressgateway
-        mesh: ingressgateway
+${GATEWAY_LABELS(8)}
 ${NO_INJECT}
     spec:
       serviceAccountName: mesh-ingressgateway-service-account
@@ -806,7 +812,7 @@ ${POD_ENV}
               mountPath: /etc/certs
               readOnly: true
             - name: ingressgateway-certs
-              mountPath: /etc/mesh/ingressgateway-certs
+              mountPath: ${INGRESS_GATEWAY_CERTS.mountPath}
               readOnly: true
       volumes:
         - name: mesh-certs
@@ -815,7 +821,7 @@ ${POD_ENV}
             optional: true
         - name: ingressgateway-certs
           secret:
-            secretName: mesh-ingressgateway-certs
+            secretName: ${INGRESS_GATEWAY_CERTS.secretName}
             optional: true
 ---
 apiVersion: v1

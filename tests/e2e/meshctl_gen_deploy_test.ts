@@ -26,6 +26,10 @@ import { resolveOptions } from "../../lib/flags/mod.ts";
 import { dnsNamesFor } from "../../lib/pki/mod.ts";
 import { toConfig as caConfig, WORKLOAD_SECRET } from "../../servers/ca/mod.ts";
 import { toConfig as injectorConfig } from "../../servers/injector/mod.ts";
+import { convertConfigs } from "../../lib/convert/mod.ts";
+import { parseNodeId } from "../../lib/xds/node.ts";
+import { selectedGateways } from "../../lib/xds/generate/gateway.ts";
+import { ECHO_INGRESS, model } from "../../lib/xds/testdata/model.ts";
 import { startFakeKube } from "../harness/fake_kube.ts";
 import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
 import { meshctl, meshctlProcess, withDir } from "./_meshctl.ts";
@@ -533,6 +537,47 @@ Deno.test("gen-deploy's mesh_ca and sidecar-injector: the flags configure the pr
           assert.ok(find("ServiceAccount", spec.serviceAccountName), d.metadata.name);
         }
       }
+    }
+  });
+});
+
+Deno.test("gen-deploy's ingress gateway is what discovery's Ingress Gateway and convert-networking-config's Gateway select; their certificates are in its mount", async () => {
+  await withDir(async (dir) => {
+    const all = docs((await render("default", dir)).stdout);
+    const deploy = all.find((d) =>
+      d.kind === "Deployment" && d.metadata.name === "mesh-ingressgateway"
+    );
+    const pod = deploy.spec.template.spec;
+    const labels = deploy.spec.template.metadata.labels;
+    assert.equal(labels.mesh, "ingressgateway");
+
+    // mesh-discovery: an Ingress object becomes a Gateway that selects the gateway's pod labels,
+    // also for a proxy that is not of the `ingress` type (a router)
+    const ctx = model({ configs: { ingresses: [ECHO_INGRESS] } });
+    const router = parseNodeId(
+      "router~10.0.9.9~mesh-ingressgateway-1.mesh-system~mesh-system.svc.cluster.local",
+      { labels },
+    );
+    const fromIngress = selectedGateways(ctx, router).filter((g) => g.fromIngress);
+    assert.equal(fromIngress.length, 1, "the Ingress-derived Gateway selects the gateway");
+    const other = parseNodeId("router~10.0.9.9~r.default~default.svc.cluster.local", {
+      labels: { mesh: "ingress" },
+    });
+    assert.deepEqual(selectedGateways(ctx, other).filter((g) => g.fromIngress), []);
+
+    // convert-networking-config: the Gateway it writes selects the same labels
+    const { configs } = convertConfigs([ECHO_INGRESS]);
+    const converted = configs.find((c) => c.kind === "Gateway")!;
+    const selector = (converted.spec as Obj).selector;
+    for (const [k, v] of Object.entries(selector)) assert.equal(labels[k], v, `selector ${k}`);
+
+    // both TLS servers read files of the gateway's certificate secret
+    const tlsOf = (spec: Obj) => spec.servers.find((s: Obj) => s.tls).tls;
+    for (const tls of [tlsOf(fromIngress[0].spec), tlsOf(converted.spec)]) {
+      assert.deepEqual([
+        fileSource(pod, pod.containers[0], tls.serverCertificate),
+        fileSource(pod, pod.containers[0], tls.privateKey),
+      ], ["secret mesh-ingressgateway-certs tls.crt", "secret mesh-ingressgateway-certs tls.key"]);
     }
   });
 });
