@@ -11,6 +11,24 @@ import { checkNamespace, checkObjectName, quote } from "./values.ts";
 /** The annotation selecting the ingress controller. */
 export const INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class";
 
+/**
+ * Workload labels of the mesh's ingress gateway (the `mesh-ingressgateway` Deployment of
+ * `meshctl gen-deploy`), selected by the Gateway mesh-discovery makes of Ingress objects and by
+ * the one `convert-networking-config` writes (Istio's `istio: ingressgateway`; this mesh deploys
+ * one ingress proxy, the gateway, so Ingress objects are served by it too).
+ */
+export const INGRESS_GATEWAY_SELECTOR: Readonly<Record<string, string>> = Object.freeze({
+  mesh: "ingressgateway",
+});
+
+/** Where the ingress gateway's TLS server certificate is: the secret and its mount in the gateway. */
+export const INGRESS_GATEWAY_CERTS = Object.freeze({
+  secretName: "mesh-ingressgateway-certs",
+  mountPath: "/etc/mesh/ingressgateway-certs",
+  serverCertificate: "/etc/mesh/ingressgateway-certs/tls.crt",
+  privateKey: "/etc/mesh/ingressgateway-certs/tls.key",
+});
+
 /** Path match type (`networking.k8s.io/v1`); v1beta1 paths are `ImplementationSpecific`. */
 export type PathType = "Exact" | "Prefix" | "ImplementationSpecific";
 

@@ -58,6 +58,8 @@ export {
   type Ingress,
   INGRESS_API_VERSIONS,
   INGRESS_CLASS_ANNOTATION,
+  INGRESS_GATEWAY_CERTS,
+  INGRESS_GATEWAY_SELECTOR,
   type IngressBackend,
   ingressClassMatches,
   type IngressPath,

@@ -14,6 +14,7 @@ export {
   mockEndpointAddress,
   mockEndpointPort,
 } from "./mock.ts";
+export { annotatedServiceAccounts, SERVICE_ACCOUNT_ANNOTATION, spiffeId } from "./accounts.ts";
 export { convertServiceEntries, createServiceEntryRegistry } from "./serviceentry.ts";
 export { convertConsulService, createConsulRegistry } from "./consul.ts";
 export { convertEurekaApps, createEurekaRegistry } from "./eureka.ts";

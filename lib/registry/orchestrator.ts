@@ -32,6 +32,8 @@
  */
 import type { Service, ServiceInstance, ServicePort, ServiceRegistry } from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
+import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
+export { spiffeId } from "./accounts.ts";
 import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import {
   createInformer,
@@ -156,23 +158,10 @@ interface KNode {
 /** The label linking an EndpointSlice to its service. */
 export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
-const SA_ANNOTATIONS = [
-  "alpha.mesh.io/orchestrator-serviceaccounts",
-  "alpha.istio.io/kubernetes-serviceaccounts",
-];
-const CANONICAL_SA_ANNOTATIONS = [
-  "alpha.mesh.io/canonical-serviceaccounts",
-  "alpha.istio.io/canonical-serviceaccounts",
-];
 const AUTH_PREFIXES = ["auth.mesh.io/", "auth.istio.io/"];
 const AUTH_VALUES = new Set(["NONE", "MUTUAL_TLS"]);
 
 const keyOf = (m: Meta | undefined) => `${m?.namespace ?? ""}/${m?.name ?? ""}`;
-
-/** `spiffe://<domain>/ns/<ns>/sa/<sa>`. */
-export function spiffeId(domain: string, namespace: string, serviceAccount: string): string {
-  return `spiffe://${domain}/ns/${namespace}/sa/${serviceAccount}`;
-}
 
 /** Locality `region/zone` (or whichever is known) from node labels. */
 export function nodeLocality(labels: Record<string, string> | undefined): string {
@@ -206,17 +195,6 @@ export function convertService(
   const external = spec.type === "ExternalName" && !!spec.externalName;
   const resolution = external || address === "0.0.0.0" ? "Passthrough" : "ClientSideLB";
   const annotations = svc.metadata?.annotations ?? {};
-  const accounts = new Set<string>();
-  for (const a of SA_ANNOTATIONS) {
-    for (const v of (annotations[a] ?? "").split(",")) {
-      if (v.trim()) accounts.add(spiffeId(domain, ns, v.trim()));
-    }
-  }
-  for (const a of CANONICAL_SA_ANNOTATIONS) {
-    for (const v of (annotations[a] ?? "").split(",")) {
-      if (v.trim()) accounts.add(`spiffe://${v.trim()}`);
-    }
-  }
   const attributes: Record<string, string> = {};
   for (const [k, v] of Object.entries(annotations)) {
     const prefix = AUTH_PREFIXES.find((p) => k.startsWith(p));
@@ -240,7 +218,7 @@ export function convertService(
     namespace: ns,
     meshExternal: external,
     resolution,
-    serviceAccounts: [...accounts].sort(),
+    serviceAccounts: annotatedServiceAccounts(annotations, domain, ns),
     registry: "Orchestrator",
   };
   if (Object.keys(attributes).length > 0) out.attributes = attributes;

@@ -287,7 +287,7 @@ export async function start(
       }
     }
     if (multicluster && !members.includes(multicluster)) members.push(multicluster);
-    members.push(createServiceEntryRegistry(store));
+    members.push(createServiceEntryRegistry(store, config.domain));
     const debugRegistry = new DebugRegistry();
     members.push(debugRegistry);
     const aggregate = aggregateRegistries(members);
