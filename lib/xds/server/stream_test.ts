@@ -653,3 +653,127 @@ Deno.test("delta ADS: initial versions of explicit names are honoured and later 
   assert.equal(s.unread, 0);
   server.close();
 });
+
+// ---- ACK/NACK bookkeeping ---------------------------------------------------------------------
+// /debug/syncz, the NACK metrics and "keep the last good config" rest on these fields.
+
+/** The bookkeeping of one type without the timestamps. */
+function acks(server: XdsServer<TestProxy>, typeUrl: string) {
+  const t = server.connections()[0].types[typeUrl];
+  const strip = <T extends { time: string }>(x: T | undefined) => {
+    if (!x) return undefined;
+    const { time: _, ...rest } = x;
+    return rest;
+  };
+  return { acked: strip(t.lastAcked), nack: strip(t.lastNack) };
+}
+
+Deno.test("SotW NACK leaves the last acked version and nonce unchanged", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
+  cache.set(CDS, "c1", bytes("bad"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const r2 = await s.next();
+  // Envoy NACKs with the version it still runs (r1) and the nonce of the rejected response (r2);
+  // a client that reports the rejected version must not make it look acked either.
+  for (const version_info of [r1.version_info, r2.version_info]) {
+    h.receive({
+      type_url: CDS,
+      version_info,
+      response_nonce: r2.nonce,
+      error_detail: { code: 3, message: "bad" },
+    });
+    await server.flush();
+    assert.deepEqual(acks(server, CDS), {
+      acked: { version: r1.version_info, nonce: r1.nonce },
+      nack: { version: version_info, nonce: r2.nonce, error: "bad" },
+    });
+  }
+  server.close();
+});
+
+Deno.test("SotW stale nonces change neither the acked nor the NACKed state nor the NACK count", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  cache.set(CDS, "c1", bytes("b"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const r2 = await s.next();
+  // The client answers r1 after r2 went out: a stale ACK, then a stale NACK.
+  h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
+  h.receive({
+    type_url: CDS,
+    version_info: "",
+    response_nonce: r1.nonce,
+    error_detail: { code: 3, message: "stale" },
+  });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), { acked: undefined, nack: undefined });
+  assert.equal(metrics.nacks.cds, undefined);
+  // An unknown nonce is stale too.
+  h.receive({ type_url: CDS, version_info: r2.version_info, response_nonce: "nope" });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), { acked: undefined, nack: undefined });
+  // The current nonce is an ACK; stale ones after it still change nothing.
+  h.receive({ type_url: CDS, version_info: r2.version_info, response_nonce: r2.nonce });
+  h.receive({
+    type_url: CDS,
+    version_info: r1.version_info,
+    response_nonce: r1.nonce,
+    error_detail: { code: 3, message: "stale" },
+  });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), {
+    acked: { version: r2.version_info, nonce: r2.nonce },
+    nack: undefined,
+  });
+  assert.equal(metrics.nacks.cds, undefined);
+  assert.equal(s.unread, 0);
+  server.close();
+});
+
+Deno.test("delta NACK is recorded and counted as a NACK, leaves the last ACK, and stale nonces change nothing", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: CDS });
+  const d1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  await server.flush();
+  const ackD1 = { version: d1.system_version_info, nonce: d1.nonce };
+  assert.deepEqual(acks(server, CDS), { acked: ackD1, nack: undefined });
+  cache.set(CDS, "c1", bytes("bad"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const d2 = await s.next();
+  assert.notEqual(d2.system_version_info, d1.system_version_info);
+  // Stale: the nonce of d1 again, as an ACK and as a NACK.
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  h.receive({ type_url: CDS, response_nonce: d1.nonce, error_detail: { code: 3, message: "x" } });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), { acked: ackD1, nack: undefined });
+  assert.equal(metrics.nacks.cds, undefined);
+  // The NACK of d2.
+  h.receive({
+    type_url: CDS,
+    response_nonce: d2.nonce,
+    error_detail: { code: 3, message: "cluster c1: bad" },
+  });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), {
+    acked: ackD1,
+    nack: { version: d2.system_version_info, nonce: d2.nonce, error: "cluster c1: bad" },
+  });
+  assert.equal(metrics.nacks.cds, 1);
+  assert.equal(s.unread, 0, "a NACK does not trigger a resend");
+  server.close();
+});
