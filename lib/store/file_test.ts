@@ -434,3 +434,28 @@ Deno.test("createFileStore() derives resourceVersion from content: the same in a
     }
   });
 });
+
+Deno.test("createFileStore() writes by replacing the file: a reader holding the old file sees it whole, the mode is kept", async () => {
+  const text = `${VS("a")}---\n${VS("b")}`;
+  await withStore(async (store, dir) => {
+    const path = `${dir}/team.yaml`;
+    await Deno.chmod(path, 0o640);
+    /** Opens the file as a reader would, then runs `edit`: the open file must still read whole. */
+    const check = async (edit: () => Promise<unknown>) => {
+      const before = await Deno.readTextFile(path);
+      const { ino } = await Deno.stat(path);
+      const reader = await Deno.open(path);
+      await edit();
+      // Written in place, the open file would show the truncated or new text instead.
+      assert.equal(await new Response(reader.readable).text(), before);
+      const after = await Deno.stat(path);
+      assert.notEqual(after.ino, ino, "a new file was renamed over the old one");
+      assert.equal(after.mode! & 0o777, 0o640);
+      assert.deepEqual(await listFiles(dir), ["team.yaml"], "no temporary file is left");
+    };
+    const a = (await store.get("virtualservice", "a", "default"))!;
+    await check(() => store.update(withLabel(a, "edited", "yes")));
+    await check(() => store.delete("virtualservice", "b", "default"));
+    assert.match(await Deno.readTextFile(path), /edited: "?yes"?/);
+  }, { "team.yaml": text });
+});
