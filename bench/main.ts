@@ -9,6 +9,7 @@
 
 /** Bench modules by name, loaded on demand. */
 export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Promise<void> }>> = {
+  generate: () => import("./generate.ts"),
   meshctl: () => import("./meshctl.ts"),
   xds: () => import("./xds.ts"),
 };
