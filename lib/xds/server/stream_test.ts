@@ -777,3 +777,85 @@ Deno.test("delta NACK is recorded and counted as a NACK, leaves the last ACK, an
   assert.equal(s.unread, 0, "a NACK does not trigger a resend");
   server.close();
 });
+
+// ---- what the server believes the client holds (found by mutation testing) ---------------------
+
+Deno.test("SotW request with an empty nonce on an open stream re-initializes it: everything is sent again", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  const r1 = await s.next();
+  h.receive({
+    type_url: EDS,
+    resource_names: ["c1", "c2"],
+    version_info: r1.version_info,
+    response_nonce: r1.nonce,
+  });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  // The client lost its state (e.g. its subscription restarted) and asks again from scratch.
+  h.receive({ type_url: EDS, resource_names: ["c1", "c2"] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1", "c2"]);
+  server.close();
+});
+
+Deno.test("SotW names dropped from a subscription are forgotten: subscribing again sends them again", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  const ack = (r: DiscoveryResponse, resource_names: string[]) =>
+    h.receive({
+      type_url: EDS,
+      resource_names,
+      version_info: r.version_info,
+      response_nonce: r.nonce,
+    });
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  const r1 = await s.next();
+  ack(r1, ["c1"]); // ACK, and drop c2
+  await server.flush();
+  assert.deepEqual(Object.keys(server.connections()[0].types[EDS].resources), ["c1"]);
+  ack(r1, ["c1", "c2"]);
+  await server.flush();
+  assert.ok(names(await s.next()).includes("c2"), "c2 is sent again");
+  server.close();
+});
+
+Deno.test("delta re-subscribing to a held name sends it again", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: EDS, resource_names_subscribe: ["c1"] });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c1"]);
+  h.receive({ type_url: EDS, response_nonce: d1.nonce });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  h.receive({ type_url: EDS, resource_names_subscribe: ["c1"] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1"]);
+  server.close();
+});
+
+Deno.test("a NACK without a message is recorded with its code, and a server without metrics hooks takes it", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const server = new XdsServer<TestProxy>({
+    parseNode: parseTestNode,
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    debounceAfter: 0,
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  });
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: r1.nonce, error_detail: { code: 3 } });
+  await server.flush();
+  assert.equal(acks(server, CDS).nack?.error, "code 3");
+  h.receive({ type_url: CDS, response_nonce: r1.nonce, error_detail: {} });
+  await server.flush();
+  assert.equal(acks(server, CDS).nack?.error, "code unknown");
+  server.close();
+});
