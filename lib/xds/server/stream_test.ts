@@ -859,3 +859,36 @@ Deno.test("a NACK without a message is recorded with its code, and a server with
   assert.equal(acks(server, CDS).nack?.error, "code unknown");
   server.close();
 });
+
+Deno.test("an EDS request without names subscribes to nothing (only CDS and LDS have wildcards), SotW and delta", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [CDS, "c1", "a"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS });
+  const d = new MemoryStream<DeltaDiscoveryResponse>();
+  server.openDelta(d).receive({ node: node("b"), type_url: EDS });
+  await server.flush();
+  while (s.unread) assert.deepEqual(names(await s.next()), [], "SotW sends no assignment");
+  while (d.unread) assert.deepEqual(names(await d.next()), [], "delta sends no assignment");
+  for (const c of server.connections()) assert.equal(c.types[EDS].wildcard, false, c.mode);
+  server.close();
+});
+
+Deno.test("delta: a legacy wildcard (no names in the first request) ends when names are subscribed", async () => {
+  const cache = cacheWith([[LDS, "l1", "a"], [LDS, "l2", "b"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: LDS });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["l1", "l2"]);
+  assert.equal(server.connections()[0].types[LDS].wildcard, true);
+  h.receive({ type_url: LDS, response_nonce: d1.nonce, resource_names_subscribe: ["l1"] });
+  await server.flush();
+  assert.equal(server.connections()[0].types[LDS].wildcard, false);
+  cache.set(LDS, "l2", bytes("b2"));
+  server.push({ kind: "full" });
+  await server.flush();
+  while (s.unread) assert.ok(!names(await s.next()).includes("l2"), "l2 is no longer subscribed");
+  server.close();
+});
