@@ -11,6 +11,8 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import http2 from "node:http2";
+import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
+import { encodeHeaders } from "./hpack.ts";
 import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
 
 const MIB = 1024 * 1024;
@@ -371,4 +373,60 @@ Deno.test("flow control (h2load): 16 requests of 6 MiB, 8 at a time on one conne
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+// ---- raw frames: padding --------------------------------------------------------------------------
+
+Deno.test("flow control (raw frames): padded DATA frames count whole but deliver only their data", async () => {
+  await withServer(async (port) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      const body = grpcFrame(pattern(1000, 5));
+      // Two PADDED DATA frames: pad length byte, data, 200 and 0 bytes of padding.
+      const padded = (data: Uint8Array, pad: number, flags: number) => {
+        const p = new Uint8Array(1 + data.length + pad);
+        p[0] = pad;
+        p.set(data, 1);
+        return frame(FrameType.DATA, Flag.PADDED | flags, 1, p);
+      };
+      const headers = encodeHeaders([
+        [":method", "POST"],
+        [":scheme", "http"],
+        [":path", "/t.S/Sink"],
+        [":authority", "x"],
+        ["content-type", "application/grpc"],
+        ["te", "trailers"],
+      ]);
+      await conn.write(Buffer.concat([
+        PREFACE,
+        frame(FrameType.SETTINGS, 0, 0, new Uint8Array()),
+        frame(FrameType.HEADERS, Flag.END_HEADERS, 1, headers),
+        padded(body.subarray(0, 600), 200, 0),
+        padded(body.subarray(600), 0, Flag.END_STREAM),
+      ]));
+      // Read frames until the stream's trailers; collect its DATA.
+      let buf = Buffer.alloc(0);
+      const data: Buffer[] = [];
+      const chunk = new Uint8Array(65536);
+      for (let done = false; !done;) {
+        const n = await within(conn.read(chunk), 10_000, "response");
+        assert.ok(n !== null, "connection closed early");
+        buf = Buffer.concat([buf, chunk.subarray(0, n)]);
+        while (buf.length >= 9 && buf.length >= 9 + buf.readUIntBE(0, 3)) {
+          const len = buf.readUIntBE(0, 3), type = buf[3], flags = buf[4];
+          const id = buf.readUInt32BE(5) & 0x7fffffff;
+          assert.notEqual(type, FrameType.GOAWAY, "GOAWAY");
+          if (type === FrameType.DATA && id === 1) data.push(buf.subarray(9, 9 + len));
+          if (type === FrameType.HEADERS && id === 1 && flags & Flag.END_STREAM) done = true;
+          buf = buf.subarray(9 + len);
+        }
+      }
+      assert.deepEqual(JSON.parse(messagesOf(Buffer.concat(data))[0].toString()), {
+        bytes: 1000,
+        sum: sumOf(pattern(1000, 5)),
+      });
+    } finally {
+      conn.close();
+    }
+  });
 });
