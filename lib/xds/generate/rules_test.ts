@@ -140,3 +140,49 @@ Deno.test("upstream SIMPLE and MUTUAL TLS check exactly the DestinationRule's su
   const plain = worldClusters({ tls: { mode: "SIMPLE", caCertificates: "/ca.pem" } })[80];
   assert.deepEqual(sans(plain), []);
 });
+
+Deno.test("a port-level ROUND_ROBIN and the LEAST_REQUEST/MESH_MUTUAL spellings override what the top level sets", () => {
+  const c = worldClusters({
+    loadBalancer: { simple: "RANDOM" },
+    portLevelSettings: [
+      { port: { number: 80 }, loadBalancer: { simple: "ROUND_ROBIN" } },
+      { port: { number: 7070 }, loadBalancer: { simple: "LEAST_REQUEST" } },
+      { port: { number: 9000 }, tls: { mode: "MESH_MUTUAL" } },
+    ],
+  });
+  assert.equal(c[80].lb_policy, "ROUND_ROBIN");
+  assert.equal(c[7070].lb_policy, "LEAST_REQUEST");
+  assert.deepEqual(sans(c[9000]), [WORLD_SA]);
+});
+
+Deno.test("a DestinationRule's SIMPLE or MUTUAL TLS is kept under mesh-wide mutual TLS", () => {
+  for (const mode of ["SIMPLE", "MUTUAL"]) {
+    const c = worldClusters({
+      tls: {
+        mode,
+        caCertificates: "/ca.pem",
+        clientCertificate: "/cert.pem",
+        privateKey: "/key.pem",
+      },
+    }, { authPolicy: "MUTUAL_TLS" })[80];
+    const common = c.transport_socket.typed_config.common_tls_context;
+    assert.deepEqual(common.validation_context.trusted_ca, { filename: "/ca.pem" }, mode);
+    assert.equal(common.alpn_protocols, undefined, `${mode}: not the mesh's ALPN`);
+  }
+});
+
+Deno.test("connectionPool and outlierDetection set only the fields they name", () => {
+  const c = worldClusters({
+    connectionPool: { tcp: { maxConnections: 10 } },
+    outlierDetection: { http: { consecutiveErrors: 5 } }, // Istio 0.8's shape
+  })[80];
+  assert.deepEqual(c.circuit_breakers, { thresholds: [{ max_connections: { value: 10 } }] });
+  assert.deepEqual(c.outlier_detection, { consecutive_5xx: { value: 5 } });
+  const plain = worldClusters({ connectionPool: { http: {} }, outlierDetection: { http: {} } })[80];
+  assert.equal(plain.circuit_breakers, undefined);
+  assert.deepEqual(plain.outlier_detection, {});
+  const http = worldClusters({ connectionPool: { http: { http2MaxRequests: 7, maxRetries: 2 } } });
+  assert.deepEqual(http[80].circuit_breakers, {
+    thresholds: [{ max_requests: { value: 7 }, max_retries: { value: 2 } }],
+  });
+});
