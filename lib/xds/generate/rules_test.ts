@@ -186,3 +186,27 @@ Deno.test("connectionPool and outlierDetection set only the fields they name", (
     thresholds: [{ max_requests: { value: 7 }, max_retries: { value: 2 } }],
   });
 });
+
+Deno.test("zero or absent values leave Envoy's defaults: ring size 0, maxRequestsPerConnection 0, no connectTimeout", () => {
+  const defaults = worldClusters()[80];
+  const c = worldClusters({
+    loadBalancer: { consistentHash: { httpHeaderName: "x-user", minimumRingSize: 0 } },
+    connectionPool: { http: { maxRequestsPerConnection: 0 }, tcp: { maxConnections: 1 } },
+  })[80];
+  assert.equal(c.lb_policy, "RING_HASH");
+  assert.equal(c.ring_hash_lb_config, undefined);
+  assert.ok(!JSON.stringify(c).includes("max_requests_per_connection"));
+  const three = worldClusters({ connectionPool: { http: { maxRequestsPerConnection: 3 } } })[80];
+  assert.ok(JSON.stringify(three).includes('"max_requests_per_connection":{"value":3}'));
+  assert.deepEqual(c.connect_timeout, defaults.connect_timeout);
+  assert.ok(defaults.connect_timeout, "clusters have a default connect timeout");
+});
+
+Deno.test("ISTIO_MUTUAL subjectAltNames are kept under mesh-wide mutual TLS", () => {
+  const own = ["spiffe://cluster.local/ns/default/sa/other"];
+  const c = worldClusters(
+    { tls: { mode: "ISTIO_MUTUAL", subjectAltNames: own } },
+    { authPolicy: "MUTUAL_TLS" },
+  );
+  assert.deepEqual(sans(c[80]), own);
+});
