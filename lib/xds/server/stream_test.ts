@@ -892,3 +892,18 @@ Deno.test("delta: a legacy wildcard (no names in the first request) ends when na
   while (s.unread) assert.ok(!names(await s.next()).includes("l2"), "l2 is no longer subscribed");
   server.close();
 });
+
+Deno.test("delta requests for an unknown type URL are ignored; known types are still served", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server } = newServer(cache, { knownTypes: [CDS, EDS, LDS, RDS] });
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: XDS_TYPES.secret, resource_names_subscribe: ["x"] });
+  h.receive({ type_url: XDS_TYPES.secret, resource_names_subscribe: ["y"] });
+  h.receive({ type_url: CDS });
+  assert.deepEqual(names(await s.next()), ["c1"]);
+  await server.flush();
+  assert.equal(s.sent.length, 1, "nothing is sent for the unknown type");
+  assert.deepEqual(Object.keys(server.connections()[0].types), [CDS]);
+  server.close();
+});
