@@ -12,6 +12,7 @@ export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Prom
   ca: () => import("./ca.ts"),
   inject: () => import("./inject.ts"),
   h2_attack: () => import("./h2_attack.ts"),
+  generate: () => import("./generate.ts"),
   meshctl: () => import("./meshctl.ts"),
   xds: () => import("./xds.ts"),
 };

@@ -521,3 +521,34 @@ Deno.test("createFileStore() stalled() tells when the directory cannot be read",
     { watchFs: false },
   );
 });
+
+Deno.test("createFileStore() writes by replacing the file: a reader holding the old file sees it whole, the mode is kept", async () => {
+  const text = `${VS("a")}---\n${VS("b")}`;
+  await withStore(async (store, dir) => {
+    const path = `${dir}/team.yaml`;
+    // 0o660, not 0o640: the umask (022) would turn a file created with 0o660 into 0o640.
+    await Deno.chmod(path, 0o660);
+    /** Opens the file as a reader would, then runs `edit`: the open file must still read whole. */
+    const check = async (edit: () => Promise<unknown>) => {
+      const before = await Deno.readTextFile(path);
+      const { ino } = await Deno.stat(path);
+      const reader = await Deno.open(path);
+      await edit();
+      // Written in place, the open file would show the truncated or new text instead.
+      assert.equal(await new Response(reader.readable).text(), before);
+      const after = await Deno.stat(path);
+      assert.notEqual(after.ino, ino, "a new file was renamed over the old one");
+      assert.equal(after.mode! & 0o777, 0o660, "the mode is kept");
+      assert.deepEqual(await listFiles(dir), ["team.yaml"], "no temporary file is left");
+    };
+    const a = (await store.get("virtualservice", "a", "default"))!;
+    await check(() => store.update(withLabel(a, "edited", "yes")));
+    await check(() => store.delete("virtualservice", "b", "default"));
+    assert.match(await Deno.readTextFile(path), /edited: "?yes"?/);
+    // A new file gets the usual mode (owner read-write), not the mode of an absent one.
+    await store.create({ ...a, metadata: { name: "c", namespace: "default" } });
+    const files = (await listFiles(dir)).filter((f) => f !== "team.yaml");
+    assert.equal(files.length, 1, `one new file: ${files}`);
+    assert.equal((await Deno.stat(`${dir}/${files[0]}`)).mode! & 0o600, 0o600);
+  }, { "team.yaml": text });
+});

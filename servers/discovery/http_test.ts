@@ -7,6 +7,13 @@ import {
   MAX_REQUEST_BYTES,
   MAX_RESOURCE_NAMES,
 } from "./http.ts";
+import {
+  type DeltaDiscoveryResponse,
+  MemoryStream,
+  ResourceCache,
+  XDS_TYPES,
+  XdsServer,
+} from "../../lib/xds/server/mod.ts";
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -133,4 +140,45 @@ Deno.test("discoveryApp() /ready answers 503 naming the reason while the config 
   const ok = await a.request("/ready");
   assert.equal(ok.status, 200);
   assert.equal(await ok.text(), "ready\n");
+});
+
+Deno.test("/debug/syncz shows a delta NACK beside the last acked version and nonce", async () => {
+  const cache = new ResourceCache();
+  cache.set(XDS_TYPES.cluster, "c1", new TextEncoder().encode("a"));
+  const server = new XdsServer<{ id: string }>({
+    parseNode: (n) => ({ id: n.id.split("~")[2] }),
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    debounceAfter: 0,
+    logger: quiet,
+  });
+  const a = discoveryApp({ logger: quiet, server } as unknown as HttpDeps);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  const CDS = XDS_TYPES.cluster;
+  h.receive({
+    node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
+    type_url: CDS,
+  });
+  const d1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  cache.set(CDS, "c1", new TextEncoder().encode("b"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const d2 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: d2.nonce, error_detail: { message: "rejected" } });
+  await server.flush();
+  const res = await a.request("/debug/syncz?proxyID=a.default");
+  assert.equal(res.status, 200);
+  const [sync] = await res.json();
+  assert.equal(sync.mode, "delta");
+  assert.deepEqual({ ...sync.cds, nack: { ...sync.cds.nack, time: "t" } }, {
+    sent: d2.system_version_info,
+    sentNonce: d2.nonce,
+    acked: d1.system_version_info,
+    ackedNonce: d1.nonce,
+    resources: 1,
+    nack: { version: d2.system_version_info, nonce: d2.nonce, error: "rejected", time: "t" },
+  });
+  server.close();
+  await s.waitEnded();
 });
