@@ -11,6 +11,7 @@
 export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Promise<void> }>> = {
   ca: () => import("./ca.ts"),
   inject: () => import("./inject.ts"),
+  h2_attack: () => import("./h2_attack.ts"),
   meshctl: () => import("./meshctl.ts"),
   xds: () => import("./xds.ts"),
 };

@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { H2Limits } from "../../lib/grpc/mod.ts";
 import { parseRegistries, type RegistryName } from "../../lib/registry/mod.ts";
 
 /** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
@@ -38,6 +39,11 @@ export interface DiscoveryConfig {
   readonly grpcAddr: ListenAddress;
   /** null when disabled (`--secureGrpcAddr ""`). */
   readonly secureGrpcAddr: ListenAddress | null;
+  /** Transport limits of both gRPC listeners (`--grpcMax*`, `--keepalive*`). */
+  readonly grpc: {
+    readonly limits: Readonly<Partial<H2Limits>>;
+    readonly maxConnections: number;
+  };
   readonly orchconfig: string;
   readonly meshConfigPath: string;
   readonly monitoringPort: number;
@@ -71,6 +77,12 @@ export interface DiscoveryFlags {
   readonly domain: string;
   readonly grpcAddr: string;
   readonly secureGrpcAddr: string;
+  readonly grpcMaxConcurrentStreams: number;
+  readonly grpcMaxConnections: number;
+  readonly keepaliveInterval: number;
+  readonly keepaliveTimeout: number;
+  readonly keepaliveMinTime: number;
+  readonly keepaliveMaxServerConnectionAge: number;
   readonly orchconfig: string;
   readonly meshConfig: string;
   readonly monitoringPort: number;
@@ -197,6 +209,24 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     if (!(ms > 0)) problems.push(`Flag --${name}: must be greater than 0s`);
   }
   if (!(flags.resync >= 0)) problems.push("Flag --resync: must not be negative");
+  if (!(flags.grpcMaxConcurrentStreams >= 1)) {
+    problems.push("Flag --grpcMaxConcurrentStreams: must be at least 1");
+  }
+  if (!(flags.grpcMaxConnections >= 0)) {
+    problems.push("Flag --grpcMaxConnections: must not be negative (0: no cap)");
+  }
+  for (
+    const name of [
+      "keepaliveInterval",
+      "keepaliveMinTime",
+      "keepaliveMaxServerConnectionAge",
+    ] as const
+  ) {
+    if (!(flags[name] >= 0)) problems.push(`Flag --${name}: must not be negative`);
+  }
+  if (!(flags.keepaliveTimeout > 0)) {
+    problems.push("Flag --keepaliveTimeout: must be greater than 0s");
+  }
   for (
     const [name, url] of [["regaserverURL", flags.regaserverURL], [
       "regbserverURL",
@@ -244,6 +274,16 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     domain: flags.domain,
     grpcAddr: Object.freeze(grpcAddr!),
     secureGrpcAddr: secureGrpcAddr ? Object.freeze(secureGrpcAddr) : null,
+    grpc: Object.freeze({
+      limits: Object.freeze({
+        maxConcurrentStreams: flags.grpcMaxConcurrentStreams,
+        keepaliveIntervalMs: flags.keepaliveInterval,
+        keepaliveTimeoutMs: flags.keepaliveTimeout,
+        keepaliveMinTimeMs: flags.keepaliveMinTime,
+        maxConnectionAgeMs: flags.keepaliveMaxServerConnectionAge,
+      }),
+      maxConnections: flags.grpcMaxConnections,
+    }),
     orchconfig: flags.orchconfig,
     meshConfigPath: flags.meshConfig,
     monitoringPort: flags.monitoringPort,

@@ -21,6 +21,12 @@ const FLAGS: DiscoveryFlags = {
   domain: "cluster.local",
   grpcAddr: ":15010",
   secureGrpcAddr: ":15012",
+  grpcMaxConcurrentStreams: 100,
+  grpcMaxConnections: 0,
+  keepaliveInterval: 30_000,
+  keepaliveTimeout: 10_000,
+  keepaliveMinTime: 15_000,
+  keepaliveMaxServerConnectionAge: 0,
   orchconfig: "",
   meshConfig: "/etc/mesh/config/mesh",
   monitoringPort: 9093,
@@ -53,6 +59,42 @@ Deno.test("toConfig() falls back to POD_NAMESPACE and MESH_CERT_DIR when flags a
 
 Deno.test("toConfig() disables the TLS port when --secureGrpcAddr is empty", () => {
   assert.equal(toConfig({ ...FLAGS, secureGrpcAddr: "" }).secureGrpcAddr, null);
+});
+
+Deno.test("toConfig() maps the gRPC transport flags to the transport limits", () => {
+  const c = toConfig({
+    ...FLAGS,
+    grpcMaxConcurrentStreams: 10,
+    grpcMaxConnections: 5000,
+    keepaliveMaxServerConnectionAge: 1_800_000,
+  });
+  assert.deepEqual(c.grpc, {
+    limits: {
+      maxConcurrentStreams: 10,
+      keepaliveIntervalMs: 30_000,
+      keepaliveTimeoutMs: 10_000,
+      keepaliveMinTimeMs: 15_000,
+      maxConnectionAgeMs: 1_800_000,
+    },
+    maxConnections: 5000,
+  });
+});
+
+Deno.test("toConfig() rejects gRPC transport flags out of range, naming each", () => {
+  assert.throws(
+    () =>
+      toConfig({
+        ...FLAGS,
+        grpcMaxConcurrentStreams: 0,
+        grpcMaxConnections: -1,
+        keepaliveTimeout: 0,
+      }),
+    new ConfigError([
+      "Flag --grpcMaxConcurrentStreams: must be at least 1",
+      "Flag --grpcMaxConnections: must not be negative (0: no cap)",
+      "Flag --keepaliveTimeout: must be greater than 0s",
+    ]),
+  );
 });
 
 Deno.test("toConfig() lists every problem when several flags are bad", () => {

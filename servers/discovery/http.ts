@@ -93,6 +93,8 @@ export interface HttpDeps {
   webhook: WebhookClient | null;
   profile: boolean;
   isReady(): boolean;
+  /** Why the server is not ready (answered by `/ready` with 503), or undefined when it is. */
+  notReady?(): string | undefined;
   versionText: string;
   logger: Logger;
 }
@@ -251,13 +253,14 @@ export function discoveryApp(d: HttpDeps): Hono {
     d.restCache?.resetStats();
     return text(c, 200, "");
   });
-  app.get(
-    "/ready",
-    (c) =>
-      d.isReady()
-        ? text(c, 200, "ready\n")
-        : text(c, 503, "not ready: registries or config store not synced\n"),
-  );
+  app.get("/ready", (c) => {
+    const why = d.notReady
+      ? d.notReady()
+      : d.isReady()
+      ? undefined
+      : "registries or config store not synced";
+    return why === undefined ? text(c, 200, "ready\n") : text(c, 503, `not ready: ${why}\n`);
+  });
   app.get(
     "/version",
     (c) => text(c, 200, d.versionText.endsWith("\n") ? d.versionText : d.versionText + "\n"),

@@ -310,9 +310,16 @@ export async function start(
       logger: log,
     });
     const holder: { server?: XdsServer<Proxy> } = {};
+    /** The ADS listeners (plaintext, TLS), for readiness and metrics. */
+    const listeners: { accepting: boolean; refused: number }[] = [];
+    const transport = () => ({
+      accepting: listeners.every((l) => l.accepting),
+      refused: listeners.reduce((n, l) => n + l.refused, 0),
+    });
     const metrics = await createMetrics(
       () => model.counts(),
       () => holder.server?.connectionCount ?? 0,
+      transport,
     );
     const server = holder.server = new XdsServer<Proxy>({
       parseNode: (n) => proxyFromNode(n),
@@ -371,9 +378,11 @@ export async function start(
       address: hostPort(grpcHost, config.grpcAddr.port),
       server,
       logger: getLogger("ads"),
+      transport: config.grpc,
     }).catch((e) => {
       throw listenError(`--grpcAddr ${hostPort(grpcHost, config.grpcAddr.port)}`, e);
     });
+    listeners.push(ads);
     cleanups.push(() => ads.shutdown());
     let secureGrpc: string | undefined;
     if (config.secureGrpcAddr) {
@@ -385,9 +394,11 @@ export async function start(
           logger: getLogger("ads"),
           // Client certificates are verified when presented (proxies without one stay anonymous).
           tls: { ...deps.certs, requireClientCert: false },
+          transport: config.grpc,
         }).catch((e) => {
           throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
         });
+        listeners.push(secure);
         cleanups.push(() => secure.shutdown());
         secureGrpc = hostPort(host, secure.port);
       } else {
@@ -414,6 +425,12 @@ export async function start(
       webhook,
       profile: config.profile,
       isReady: () => ready,
+      notReady: () =>
+        !ready
+          ? "registries or config store not synced"
+          : !transport().accepting
+          ? "ADS cannot accept connections (out of file descriptors?)"
+          : undefined,
       versionText: formatVersion(versionInfo(), false),
       logger: log,
     });
