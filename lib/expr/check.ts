@@ -42,6 +42,8 @@ export function typeOf(e: Expr, manifest: AttributeManifest): ValueType {
       return "DOUBLE";
     case "bool":
       return "BOOL";
+    case "duration":
+      return "DURATION";
     case "attr": {
       const t = Object.hasOwn(manifest, e.name) ? manifest[e.name] : undefined;
       if (!t) throw new ExprError(`Unknown attribute "${e.name}"`, e.pos);

@@ -88,6 +88,7 @@ export function evaluate(e: Expr, bag: AttributeBag): Value {
     case "int":
     case "double":
     case "bool":
+    case "duration":
       return e.value;
     case "attr": {
       const v = bag.get(e.name);

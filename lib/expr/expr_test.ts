@@ -44,6 +44,8 @@ Deno.test("parse() yields literals of each kind", () => {
   assert.deepEqual(parse("4.5"), { kind: "double", value: 4.5, pos: 0 });
   assert.deepEqual(parse("true"), { kind: "bool", value: true, pos: 0 });
   assert.deepEqual(parse('"a\\"b"'), { kind: "string", value: 'a"b', pos: 0 });
+  assert.deepEqual(parse("1m30s"), { kind: "duration", value: 90_000, pos: 0 });
+  assert.deepEqual(parse("2.5ms"), { kind: "duration", value: 2.5, pos: 0 });
 });
 
 Deno.test("parse() gives && precedence over || and || over |", () => {
@@ -147,6 +149,8 @@ Deno.test("evaluate() falls back with | on missing attributes and map keys only"
   assert.equal(run('request.headers["absent"] | "anon"'), "anon");
   assert.equal(run('source.user | destination.uid | "last"'), "last");
   assert.equal(run("response.size | 0"), 0);
+  assert.equal(run("response.duration | 0ms"), 0);
+  assert.equal(compile("response.duration | 10s", DEFAULT_MANIFEST).type, "DURATION");
   assert.equal(run('response.headers["a"] | "none"'), "none");
   // A bad value is an error, not a missing attribute: no fallback.
   assert.throws(() => run('ip("bad") | ip("1.1.1.1")'), /Could not convert "bad" to IP_ADDRESS/);

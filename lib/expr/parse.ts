@@ -23,6 +23,7 @@ export type Expr =
   | { kind: "int"; value: number; pos: number }
   | { kind: "double"; value: number; pos: number }
   | { kind: "bool"; value: boolean; pos: number }
+  | { kind: "duration"; value: number; pos: number }
   | { kind: "attr"; name: string; pos: number }
   | { kind: "index"; target: Expr; key: Expr; pos: number }
   | { kind: "call"; fn: string; target?: Expr; args: Expr[]; pos: number }
@@ -36,6 +37,7 @@ type Token =
   | { t: "ident"; v: string; pos: number }
   | { t: "string"; v: string; pos: number }
   | { t: "number"; v: string; pos: number }
+  | { t: "duration"; v: string; pos: number }
   | { t: "op"; v: string; pos: number }
   | { t: "eof"; v: ""; pos: number };
 
@@ -63,8 +65,10 @@ function lex(src: string): Token[] {
       i++;
       out.push({ t: "string", v, pos: start });
     } else if (/[0-9]/.test(c)) {
-      const m = /^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(src.slice(i))!;
-      out.push({ t: "number", v: m[0], pos: i });
+      // Go-style duration literals: `10ms`, `1m30s`, `0.5s`.
+      const d = /^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+(?![A-Za-z0-9_])/.exec(src.slice(i));
+      const m = d ?? /^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(src.slice(i))!;
+      out.push({ t: d ? "duration" : "number", v: m[0], pos: i });
       i += m[0].length;
       if (i < src.length && /[A-Za-z_]/.test(src[i])) {
         throw new ExprError(`Unexpected character "${src[i]}" after number`, i);
@@ -164,6 +168,8 @@ class Parser {
     switch (t.t) {
       case "string":
         return { kind: "string", value: t.v, pos: t.pos };
+      case "duration":
+        return { kind: "duration", value: durationMs(t.v), pos: t.pos };
       case "number":
         return /[.eE]/.test(t.v)
           ? { kind: "double", value: Number(t.v), pos: t.pos }
@@ -197,6 +203,24 @@ class Parser {
       pos: t.pos + dot + 1,
     };
   }
+}
+
+const UNIT_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  "µs": 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+function durationMs(text: string): number {
+  let ms = 0;
+  for (const [, n, unit] of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) {
+    ms += Number(n) * UNIT_MS[unit];
+  }
+  return ms;
 }
 
 function describe(t: Token): string {
