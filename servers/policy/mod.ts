@@ -269,6 +269,7 @@ async function startParts(
     const s = server;
     cleanups.push(() => s.shutdown());
     monitoring = `${host.includes(":") ? `[${host}]` : host}:${await promise}`;
+    log.info(`Monitoring listening on ${monitoring}`);
   }
 
   // ---- probes
