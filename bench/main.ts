@@ -13,6 +13,7 @@ export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Prom
   inject: () => import("./inject.ts"),
   h2_attack: () => import("./h2_attack.ts"),
   meshctl: () => import("./meshctl.ts"),
+  policy: () => import("./policy.ts"),
   xds: () => import("./xds.ts"),
 };
 
