@@ -19,7 +19,8 @@ import { type ProgramProcess, spawnProgram } from "../tests/harness/procs.ts";
 
 const USAGE = `Usage: deno task bench policy [--seconds N] [--rate N] [--inflight N]
 
-Check latency (p50, p99) and mesh-policy's CPU at --rate checks/s (default 1000, open loop), then
+Check latency (p50, p99) and mesh-policy's CPU at --rate checks/s (default 1000, open loop; the
+same against a no-op grpc-js handler as the baseline of the client and machine), then
 the maximum Check throughput with --inflight calls in flight (default 32) against mesh-policy and
 against a no-op grpc-js unary handler measured in the same run.
 
@@ -102,7 +103,10 @@ async function client(address: string): Promise<Client> {
   // deno-lint-ignore no-explicit-any
   const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
   const c = new pkg.mesh.mixer.v1.Mixer(address, grpc.credentials.createInsecure());
-  const req = { attributes: compress(ATTRS, DEFAULT_MANIFEST), global_word_count: GLOBAL_DICTIONARY.length };
+  const req = {
+    attributes: compress(ATTRS, DEFAULT_MANIFEST),
+    global_word_count: GLOBAL_DICTIONARY.length,
+  };
   return {
     check: () =>
       new Promise((resolve, reject) =>
@@ -164,6 +168,15 @@ async function closedLoop(c: Client, inflight: number, seconds: number) {
   return { rate: done / seconds, errors };
 }
 
+/** The share of Checks the server answered within 1 ms (its own histogram). */
+async function serverSide(monitoring: string) {
+  const text = await (await fetch(`http://${monitoring}/metrics`)).text();
+  const v = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  const count = v(/^mesh_policy_check_duration_seconds_count (\S+)$/m);
+  const le1 = v(/^mesh_policy_check_duration_seconds_bucket\{le="0.001"\} (\S+)$/m);
+  return { count, within1ms: (100 * le1) / count };
+}
+
 async function warm(c: Client) {
   await closedLoop(c, 8, 1);
 }
@@ -192,6 +205,8 @@ export async function main(args: string[] = []): Promise<void> {
     noop = spawnProgram(new URL("./_noop_mixer.ts", import.meta.url).pathname);
     const m = await server.waitFor(/Policy API listening on (\S+)/, 30_000);
     const address = m.split(" ").at(-1)!;
+    const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 30_000)).split(" ")
+      .at(-1)!;
     const port = (await noop.waitFor(/listening (\d+)/, 30_000)).split(" ")[1];
     c = await client(address);
     b = await client(`127.0.0.1:${port}`);
@@ -205,14 +220,24 @@ export async function main(args: string[] = []): Promise<void> {
     const t0 = performance.now();
     const lat = await openLoop(c, o.rate, o.seconds);
     const cpu = (await cpuSeconds(server.pid) - cpu0) / ((performance.now() - t0) / 1000);
+    const served = await serverSide(monitoring);
     const achieved = lat.sent / o.seconds;
     console.log(
       `open loop ${o.rate} checks/s for ${o.seconds} s: sent ${lat.sent}, errors ${lat.errors}, ` +
         `p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms (target p99 <= 1 ms)`,
     );
     console.log(
+      `server side (mesh_policy_check_duration_seconds, warm-up included): ` +
+        `${served.within1ms.toFixed(2)} % of ${served.count} checks answered within 1 ms`,
+    );
+    console.log(
       `mesh-policy CPU: ${cpu.toFixed(3)} vCPU at ${achieved.toFixed(0)} checks/s = ` +
         `${(cpu / (achieved / 1000)).toFixed(3)} vCPU per 1000 checks/s (reference Mixer: 0.5)`,
+    );
+    const baseLat = await openLoop(b, o.rate, o.seconds);
+    console.log(
+      `baseline, no-op grpc-js handler at ${o.rate} checks/s: errors ${baseLat.errors}, ` +
+        `p50 ${baseLat.p50.toFixed(3)} ms, p99 ${baseLat.p99.toFixed(3)} ms`,
     );
     const ours = await closedLoop(c, o.inflight, o.seconds);
     const base = await closedLoop(b, o.inflight, o.seconds);
