@@ -81,6 +81,7 @@ export async function startTestServer(
     store,
     reloadDelayMs: 5,
     write: (_s, l) => lines.push(l),
+    log: { debug() {}, info() {}, warn() {}, error() {} },
     ...deps,
   });
   await handle.ready;
