@@ -148,6 +148,7 @@ async function startParts(
   // ---- configuration
   let current = Snapshot.empty(ns);
   let issues: ConfigIssue[] = [];
+  let loaded = false;
   let loading: Promise<void> = Promise.resolve();
   const loadOnce = async () => {
     let objects: ConfigObject[] = [];
@@ -156,6 +157,14 @@ async function startParts(
       objects = (await Promise.all(POLICY_STORE_SCHEMAS.map((t) => s.list(t.type)))).flat();
     }
     const res = Snapshot.build(withDefaults(objects, ns), ns, env, current);
+    if (!res.snapshot && !loaded) {
+      // Nothing good was ever loaded: the built-in defaults stand in for the last good config.
+      const fallback = Snapshot.build(withDefaults([], ns), ns, env);
+      if (fallback.snapshot) {
+        current = fallback.snapshot;
+        loaded = true;
+      }
+    }
     if (!res.snapshot) {
       const fresh = res.issues.map((i) =>
         i.message
@@ -171,6 +180,7 @@ async function startParts(
     }
     const old = current;
     current = res.snapshot;
+    loaded = true;
     issues = [];
     metrics.config(true, 0);
     log.info(

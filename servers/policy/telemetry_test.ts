@@ -63,8 +63,11 @@ Deno.test("an instance field with an unknown attribute rejects the configuration
       s.handle.issues()[0]?.message,
       'metric/mesh-system/m: spec.dimensions.who: Unknown attribute "source.nosuch" (at position 0) in "source.nosuch"',
     );
-    // Nothing is in force but the built-in defaults: Check answers the defaults.
+    // Nothing good was loaded yet: the built-in telemetry is in force.
     assert.equal((await s.check({})).precondition.valid_use_count, 200);
+    await s.report([{ "context.protocol": "http", "destination.service": "a.b.svc" }]);
+    const text = await (await fetch(`http://${s.handle.addresses.monitoring}/metrics`)).text();
+    assert.match(text, /^mesh_request_count\{[^}]*destination_service="a.b.svc"[^}]*\} 1$/m);
   } finally {
     await s.close();
   }
