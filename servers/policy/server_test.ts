@@ -279,3 +279,36 @@ import { GLOBAL_INDEX } from "../../lib/mixer/mod.ts";
 function idx(w: string): number {
   return GLOBAL_INDEX.get(w)!;
 }
+
+Deno.test("the monitoring port serves /version and the server's own metrics; probe files are written", async () => {
+  const dir = await Deno.makeTempDir();
+  const s = await startTestServer([], {
+    readinessProbePath: `${dir}/ready`,
+    readinessProbeInterval: 1000,
+    livenessProbePath: `${dir}/live`,
+    livenessProbeInterval: 1000,
+  }, { versionText: "mesh-policy 1.2.3" });
+  try {
+    const base = `http://${s.handle.addresses.monitoring}`;
+    assert.equal(await (await fetch(`${base}/version`)).text(), "mesh-policy 1.2.3\n");
+    await s.check({});
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    assert.match(metrics, /^mesh_policy_check_total\{code="0"\} 1$/m);
+    assert.match(metrics, /^mesh_policy_config_loads_total\{result="accepted"\} 1$/m);
+    const pprof = await fetch(`${base}/debug/pprof/heap`);
+    assert.equal(pprof.status, 404, "profiling is off by default");
+    await pprof.body?.cancel();
+    await eventually(async () => {
+      try {
+        await Deno.stat(`${dir}/ready`);
+        await Deno.stat(`${dir}/live`);
+        return true;
+      } catch {
+        return false;
+      }
+    }, "the probe files");
+  } finally {
+    await s.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
