@@ -85,21 +85,23 @@ function unary(
         return finish(Code.INVALID_ARGUMENT, `want exactly one request message, got ${count}`);
       }
       const body = req;
-      o.api.run(async () => {
-        if (gone) return;
+      // The pool bounds the work, not the write: a client that does not read its answer
+      // holds no worker (the transport's backpressure and send timeout deal with it).
+      o.api.run(() => gone ? undefined : work(body)).then(async (res) => {
+        if (gone || !res) return;
         try {
-          const res = await work(body);
-          if (gone) return;
           await call.send([res]);
           finish(Code.OK);
-        } catch (e) {
-          if (gone) return;
-          const err = e instanceof CallError
-            ? e
-            : new CallError(Code.INTERNAL, `internal error: ${(e as Error).message}`);
-          if (err.code === Code.INTERNAL) o.log.error(`${name}: ${err.message}`);
-          finish(err.code, err.message);
+        } catch {
+          // the call ended first (reset or connection closed)
         }
+      }, (e) => {
+        if (gone) return;
+        const err = e instanceof CallError
+          ? e
+          : new CallError(Code.INTERNAL, `internal error: ${(e as Error).message}`);
+        if (err.code === Code.INTERNAL) o.log.error(`${name}: ${err.message}`);
+        finish(err.code, err.message);
       });
     };
   };
