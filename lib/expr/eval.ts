@@ -96,6 +96,16 @@ export function evaluate(e: Expr, bag: AttributeBag): Value {
       return v;
     }
     case "index": {
+      if (e.target.kind === "attr" && bag.getKey) {
+        const name = e.target.name;
+        const k = evaluate(e.key, bag) as string;
+        const r = bag.getKey(name, k);
+        if (!r.map) throw new EvalError(`Lookup failed: "${name}"`, true);
+        if (r.value === undefined) {
+          throw new EvalError(`Lookup failed: key "${k}" not in map`, true);
+        }
+        return r.value;
+      }
       const m = evaluate(e.target, bag) as Record<string, string>;
       const k = evaluate(e.key, bag) as string;
       if (!Object.hasOwn(m, k)) throw new EvalError(`Lookup failed: key "${k}" not in map`, true);

@@ -41,6 +41,12 @@ export type AttributeManifest = Readonly<Record<string, ValueType>>;
 export interface AttributeBag {
   /** The value of an attribute, or undefined when the request does not carry it. */
   get(name: string): Value | undefined;
+  /**
+   * Optional: the value at `key` of the STRING_MAP attribute `name` (`m["key"]` on an
+   * attribute), so a bag can record that only that key was read. `map` is undefined when the
+   * attribute is absent. Without it, evaluation uses {@link get} and indexes the map itself.
+   */
+  getKey?(name: string, key: string): { map: boolean; value: string | undefined };
 }
 
 /** A bag over a plain object (tests, tools). */

@@ -155,6 +155,8 @@ export function compress(
 export class TrackingBag implements AttributeBag {
   readonly #values: ReadonlyMap<string, Value>;
   readonly #seen = new Map<string, boolean>();
+  /** name → key → present, for map keys read one by one. */
+  readonly #keys = new Map<string, Map<string, boolean>>();
   /** Wraps decoded values. */
   constructor(values: ReadonlyMap<string, Value>) {
     this.#values = values;
@@ -165,16 +167,44 @@ export class TrackingBag implements AttributeBag {
     this.#seen.set(name, v !== undefined);
     return v;
   }
+  /** The value at `key` of map `name`, recording only that key (or the map's absence). */
+  getKey(name: string, key: string): { map: boolean; value: string | undefined } {
+    const m = this.#values.get(name);
+    if (m === undefined || typeof m !== "object" || m instanceof Date || m instanceof Uint8Array) {
+      this.#seen.set(name, false);
+      return { map: false, value: undefined };
+    }
+    const r = m as Readonly<Record<string, string>>;
+    const value = Object.hasOwn(r, key) ? r[key] : undefined;
+    let keys = this.#keys.get(name);
+    if (!keys) this.#keys.set(name, keys = new Map());
+    keys.set(key, value !== undefined);
+    return { map: true, value };
+  }
   /** The values (without recording). */
   get values(): ReadonlyMap<string, Value> {
     return this.#values;
   }
-  /** What was looked up so far: EXACT for present attributes, ABSENCE for absent ones. */
+  /**
+   * What was looked up so far: EXACT for present attributes (and map keys, with `map_key`),
+   * ABSENCE for absent ones.
+   */
   referenced(): ReferencedAttributes {
     const c = new Compressor();
     const matches: AttributeMatch[] = [];
-    for (const [name, present] of [...this.#seen].sort(([a], [b]) => a < b ? -1 : 1)) {
+    const byName = (a: [string, unknown], b: [string, unknown]) => (a[0] < b[0] ? -1 : 1);
+    for (const [name, present] of [...this.#seen].sort(byName)) {
       matches.push({ name: c.index(name), condition: present ? "EXACT" : "ABSENCE" });
+    }
+    for (const [name, keys] of [...this.#keys].sort(byName)) {
+      if (this.#seen.get(name)) continue; // the whole map was read
+      for (const [key, present] of [...keys].sort(byName)) {
+        matches.push({
+          name: c.index(name),
+          condition: present ? "EXACT" : "ABSENCE",
+          map_key: c.index(key),
+        });
+      }
     }
     return { words: c.words, attribute_matches: matches };
   }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DEFAULT_MANIFEST, parseIp } from "../expr/mod.ts";
+import { compile, DEFAULT_MANIFEST, parseIp } from "../expr/mod.ts";
 import {
   compress,
   decompress,
@@ -60,4 +60,23 @@ Deno.test("TrackingBag reports present attributes as EXACT and absent ones as AB
     { name: -1, condition: "ABSENCE" },
     { name: GLOBAL_DICTIONARY.indexOf("source.name"), condition: "EXACT" },
   ]);
+});
+
+Deno.test('TrackingBag records map keys read by m["k"] with map_key, not the whole map', () => {
+  const bag = new TrackingBag(new Map([["request.headers", { "x-user": "jo" }]]));
+  const e = compile(
+    'request.headers["x-user"] == "jo" && request.headers["x-nope"] == "" | true',
+    DEFAULT_MANIFEST,
+  );
+  assert.equal(e.evaluate(bag), true);
+  const ref = bag.referenced();
+  const h = GLOBAL_DICTIONARY.indexOf("request.headers");
+  assert.deepEqual(ref.words, ["x-nope", "x-user"]);
+  assert.deepEqual(ref.attribute_matches, [
+    { name: h, condition: "ABSENCE", map_key: -1 },
+    { name: h, condition: "EXACT", map_key: -2 },
+  ]);
+  const whole = new TrackingBag(new Map([["request.headers", {}]]));
+  compile("request.headers == emptyStringMap()", DEFAULT_MANIFEST).evaluate(whole);
+  assert.deepEqual(whole.referenced().attribute_matches, [{ name: h, condition: "EXACT" }]);
 });
