@@ -1459,6 +1459,11 @@ export interface GrpcListenOptions extends H2Options {
   acceptCheckMs?: number;
   /** Called when {@link GrpcListener.accepting} changes, with the reason when it is false. */
   onAcceptingChange?: (accepting: boolean, reason: string) => void;
+  /**
+   * A unix domain socket path to listen on instead of `host`/`port` (`port` is then reported as
+   * 0 and the accept check is off).
+   */
+  path?: string;
 }
 
 /** A listening gRPC server. */
@@ -1592,11 +1597,13 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
   const listen = (server: import("node:net").Server, port: number) =>
     new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(port, host, () => {
+      const ready = () => {
         server.off("error", reject);
         server.on("error", (e: Error) => opts.onError?.(`gRPC listener error: ${e.message}`));
         resolve();
-      });
+      };
+      if (opts.path) server.listen(opts.path, ready);
+      else server.listen(port, host, ready);
     });
   let server = create();
   await listen(server, opts.port);
@@ -1647,7 +1654,7 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
         probeSeen = () => finish(true, "");
       });
     });
-  const checkMs = opts.acceptCheckMs ?? 2000;
+  const checkMs = opts.path ? 0 : opts.acceptCheckMs ?? 2000;
   let checkTimer: ReturnType<typeof setTimeout> | undefined;
   let inflight: Promise<void> = Promise.resolve();
   /** Whether the listening socket is open (it is closed to be reopened after a failed check). */

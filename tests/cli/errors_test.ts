@@ -223,15 +223,7 @@ Deno.test("commands whose behaviour comes later exit 1 with one line", async () 
   const cases: [string, string[], string][] = [
     ["mesh-agent", ["proxy", "router"], "mesh-agent proxy"],
     ["mesh-agent", ["debug", "clusters"], "mesh-agent debug"],
-    ["mesh-policy", ["crd", "all"], "mesh-policy crd all"],
-    ["mesh-policy", ["server"], "mesh-policy server"],
     ["meshctl", ["pc", "endpoint", "pod-1", "clusters"], "meshctl proxy-config endpoint"],
-    ["meshctl", ["experimental", "m", "svc"], "meshctl experimental metrics"],
-    [
-      "meshctl",
-      ["experimental", "rbac", "can", "GET", "svc", "/"],
-      "meshctl experimental rbac can",
-    ],
   ];
   for (const [program, args, name] of cases) {
     const r = await runInProcess(program, args);
