@@ -80,6 +80,14 @@ export interface AdsServerHandle {
   readonly refused: number;
   /** Ends every stream (UNAVAILABLE), then stops the gRPC server. Idempotent. */
   shutdown(): Promise<void>;
+  /**
+   * Replaces the certificate chain, key and root of a TLS listener (PEM) for new connections;
+   * established connections and their streams keep going. Throws on a plaintext listener or
+   * text that is not PEM.
+   */
+  setTls(
+    tls: { certChain: string | Uint8Array; key: string | Uint8Array; root: string | Uint8Array },
+  ): void;
 }
 
 /** Options for @grpc/proto-loader used for the ADS requests. */
@@ -321,6 +329,14 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     },
     get refused() {
       return listener.refused;
+    },
+    setTls(t) {
+      if (!tls) throw new Error("setTls() on a plaintext ADS listener");
+      listener.setTls({
+        cert: pem("certChain", t.certChain),
+        key: pem("key", t.key),
+        ca: pem("root", t.root),
+      });
     },
     shutdown() {
       stopped ??= (async () => {
