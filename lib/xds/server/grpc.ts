@@ -11,9 +11,8 @@
  */
 
 import { Buffer } from "node:buffer";
-import * as path from "node:path";
 import { getLogger, type Logger } from "../../log/mod.ts";
-import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
+import { xdsDescriptors } from "../protos.ts";
 import type { XdsServer } from "./stream.ts";
 import type {
   DeltaDiscoveryRequest,
@@ -112,20 +111,14 @@ interface AdsDecoders {
 let decodersCache: Promise<AdsDecoders> | undefined;
 
 /**
- * Loads ads.proto once for the requests our hand decoders leave to proto-loader: those with a
+ * Loads the ADS service once (from the generated descriptors) for the requests our hand decoders leave to proto-loader: those with a
  * node (first requests) or an error_detail (NACKs); the node's metadata Struct becomes JSON.
  */
 function adsDecoders(): Promise<AdsDecoders> {
   decodersCache ??= (async () => {
     const loader = await import("../../deps/proto_loader.ts");
-    const root = xdsProtoRoot();
-    const pkg = loader.loadSync(
-      path.join(root, "envoy-api", "envoy", "service", "discovery", "v3", "ads.proto"),
-      {
-        ...LOADER_OPTIONS,
-        includeDirs: xdsIncludeDirs(),
-      },
-    ) as AnyObj;
+    // deno-lint-ignore no-explicit-any
+    const pkg = loader.fromJSON(await xdsDescriptors() as any, LOADER_OPTIONS) as AnyObj;
     const svc = pkg[ADS_SERVICE];
     if (!svc) throw new Error(`${ADS_SERVICE} not found in ads.proto`);
     const sotwFull = svc.StreamAggregatedResources.requestDeserialize;
