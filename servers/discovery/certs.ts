@@ -77,6 +77,8 @@ export interface WatchMeshCertsOptions {
   dir: string;
   /** The material in force (null while the port waits for the files). */
   current: MeshCerts | null;
+  /** A set already found bad (and logged): not tried again until the files change. */
+  rejected?: MeshCerts | null;
   /**
    * Called with new, checked material after the files changed and stayed unchanged for
    * `settleMs`. A rejection is logged once and the files are tried again on their next change.
@@ -104,7 +106,7 @@ export function watchMeshCerts(opts: WatchMeshCertsOptions): { close(): void } {
   const settleMs = opts.settleMs ?? 200;
   let current = opts.current;
   let candidate: MeshCerts | null = null;
-  let rejected: MeshCerts | null = null;
+  let rejected: MeshCerts | null = opts.rejected ?? null;
   let lastProblem = "";
   let closed = false;
   let running: Promise<void> = Promise.resolve();

@@ -57,7 +57,7 @@ import {
 import { ProtoJson } from "./protojson.ts";
 import { createWebhookClient } from "./webhook.ts";
 import { DebugRegistry } from "./debug_registry.ts";
-import { type MeshCerts, watchMeshCerts } from "./certs.ts";
+import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
 
 export { CERT_FILES, checkMeshCerts, type MeshCerts, readMeshCerts } from "./certs.ts";
 
@@ -389,8 +389,16 @@ export async function start(
       return secureGrpc;
     };
     if (config.secureGrpcAddr) {
-      if (deps.certs) {
+      // A half-written or mismatched set at start-up: wait for good files as for absent ones.
+      const problem = deps.certs
+        ? await checkMeshCerts(deps.certs, config.certDir).then(() => "", (e) => e.message)
+        : "";
+      if (deps.certs && !problem) {
         await startSecure(deps.certs);
+      } else if (problem) {
+        log.warn(
+          `Secure gRPC (--secureGrpcAddr) not started: ${problem}; it starts once the certificate files in ${config.certDir} are valid`,
+        );
       } else {
         log.info(
           `Secure gRPC (--secureGrpcAddr) not started: ${
@@ -402,7 +410,8 @@ export async function start(
       // appear, and serve rotated ones to new connections (established streams keep theirs).
       const watcher = watchMeshCerts({
         dir: config.certDir,
-        current: deps.certs ?? null,
+        current: deps.certs && !problem ? deps.certs : null,
+        rejected: problem ? deps.certs : null,
         logger: log,
         pollMs: deps.certPollMs,
         apply: async (certs) => {

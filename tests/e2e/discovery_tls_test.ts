@@ -234,3 +234,34 @@ spec:
     assert.equal(status.code, 0, proc.output().slice(-2000));
   }
 });
+
+Deno.test("mesh-discovery waits with the TLS port while the cert files at start-up do not match, and starts it once they do", async () => {
+  const pki = await makeTestPki();
+  const cfg = await Deno.makeTempDir({ prefix: "mesh-disc-" });
+  const certDir = `${cfg}/certs`;
+  await Deno.mkdir(certDir);
+  const a = await pki.issue("a", { ips: ["127.0.0.1"], dns: ["localhost"] });
+  const b = await pki.issue("b", { ips: ["127.0.0.1"], dns: ["localhost"] });
+  await Deno.copyFile(a.cert, `${certDir}/cert-chain.pem`);
+  await Deno.copyFile(b.key, `${certDir}/key.pem`);
+  await Deno.copyFile(pki.caCert, `${certDir}/root-cert.pem`);
+  const { proc, listening } = await startWithTls(cfg, certDir);
+  try {
+    assert.doesNotMatch(listening, /secureGrpc=/);
+    assert.match(
+      proc.output(),
+      /Secure gRPC \(--secureGrpcAddr\) not started: .*key\.pem is not the key/,
+    );
+    await new Promise((r) => setTimeout(r, 1500)); // re-reads of the same files say nothing more
+    assert.equal(proc.output().match(/is not the key/g)?.length, 1);
+    await Deno.copyFile(a.key, `${certDir}/key.pem`);
+    const line = await proc.waitFor(/Secure gRPC started: listening secureGrpc=\S+/, 10_000);
+    const port = Number(/secureGrpc=\S+:(\d+)/.exec(line)![1]);
+    assert.equal(await servedFingerprint(port), await fingerprintOf(a.cert));
+  } finally {
+    const status = await proc.stop();
+    await pki.remove();
+    await Deno.remove(cfg, { recursive: true });
+    assert.equal(status.code, 0, proc.output().slice(-2000));
+  }
+});
