@@ -1,8 +1,11 @@
 /**
  * meshctl benchmark: `meshctl get virtualservices` on a store of 1000 objects (fs platform with
- * 1000 files; orch platform against the fake API server) and `meshctl version` cold start, each
- * next to a kubectl baseline measured in the same run (`kubectl get ... -A` on the same server,
- * `kubectl version --client`). Every figure is the median wall time of N fresh processes.
+ * 1000 files; orch platform against the fake API server, over the direct REST path of a token
+ * kubeconfig and through the client library as an exec-plugin kubeconfig needs) and `meshctl
+ * version` cold start, each next to a kubectl baseline measured in the same run (`kubectl get ...
+ * -A` on the same server, `kubectl version --client`). Every figure is the median wall time of N
+ * fresh processes, a command's runs interleaved with its baseline's. Targets (issue 14): get on orch (direct) and version within 1.5x their baseline;
+ * the table says whether each was met.
  *
  * `deno run -A bench/meshctl.ts [--runs N]` (or `deno task bench`).
  * @module
@@ -47,11 +50,25 @@ async function timed(
   return ms;
 }
 
-async function repeat(label: string, runs: number, fn: () => Promise<number>): Promise<Sample> {
-  await fn(); // warm the module cache and the disk cache: "cold" means a fresh process
-  const ms: number[] = [];
-  for (let i = 0; i < runs; i++) ms.push(await fn());
-  return { label, ms };
+/** A command to measure. */
+interface Task {
+  label: string;
+  fn: () => Promise<number>;
+}
+
+const task = (label: string, fn: () => Promise<number>): Task => ({ label, fn });
+
+/**
+ * Runs each task once to warm the module and disk caches ("cold" means a fresh process), then
+ * `runs` rounds of every task in turn, so that a command and its baseline see the same load.
+ */
+async function interleave(runs: number, tasks: Task[]): Promise<Sample[]> {
+  for (const t of tasks) await t.fn();
+  const samples = tasks.map((t) => ({ label: t.label, ms: [] as number[] }));
+  for (let i = 0; i < runs; i++) {
+    for (const [k, t] of tasks.entries()) samples[k].ms.push(await t.fn());
+  }
+  return samples;
 }
 
 function median(xs: readonly number[]): number {
@@ -94,21 +111,40 @@ function vsObject(i: number): JsonObject {
 }
 
 /** Formats the results table. */
-function table(rows: { name: string; ours: Sample; baseline?: Sample }[], runs: number): string {
-  const head = ["benchmark", "meshctl median", "min", "max", "baseline", "baseline median"];
-  const body = rows.map((r) => [
-    r.name,
-    `${median(r.ours.ms).toFixed(0)} ms`,
-    `${Math.min(...r.ours.ms).toFixed(0)} ms`,
-    `${Math.max(...r.ours.ms).toFixed(0)} ms`,
-    r.baseline?.label ?? "-",
-    r.baseline ? `${median(r.baseline.ms).toFixed(0)} ms` : "-",
-  ]);
+function table(
+  rows: { name: string; ours: Sample; baseline?: Sample; target?: number }[],
+  runs: number,
+): string {
+  const head = [
+    "benchmark",
+    "meshctl median",
+    "min",
+    "max",
+    "baseline",
+    "baseline median",
+    "ratio",
+    "target",
+  ];
+  const body = rows.map((r) => {
+    const ratio = r.baseline ? median(r.ours.ms) / median(r.baseline.ms) : undefined;
+    return [
+      r.name,
+      `${median(r.ours.ms).toFixed(0)} ms`,
+      `${Math.min(...r.ours.ms).toFixed(0)} ms`,
+      `${Math.max(...r.ours.ms).toFixed(0)} ms`,
+      r.baseline?.label ?? "-",
+      r.baseline ? `${median(r.baseline.ms).toFixed(0)} ms` : "-",
+      ratio === undefined ? "-" : `${ratio.toFixed(2)}x`,
+      r.target === undefined || ratio === undefined
+        ? "-"
+        : `<= ${r.target}x ${ratio <= r.target ? "met" : "MISSED"}`,
+    ];
+  });
   const all = [head, ...body];
   const widths = head.map((_, c) => Math.max(...all.map((row) => row[c].length)));
   const fmt = (row: string[]) => row.map((cell, c) => cell.padEnd(widths[c])).join("  ").trimEnd();
   return [
-    `meshctl (median of ${runs} fresh processes each, after one warm-up run)`,
+    `meshctl (median of ${runs} fresh processes each, after one warm-up run; interleaved with the baselines)`,
     fmt(head),
     widths.map((w) => "-".repeat(w)).join("  "),
     ...body.map(fmt),
@@ -135,9 +171,8 @@ export async function main(args: string[] = []): Promise<void> {
       );
       kube.upsert(vsObject(n));
     }
-    const fsGet = await repeat(
+    const fsGetTask = task(
       "",
-      runs,
       () =>
         timed(
           deno,
@@ -146,9 +181,8 @@ export async function main(args: string[] = []): Promise<void> {
           env,
         ),
     );
-    const orchGet = await repeat(
+    const orchGetTask = task(
       "",
-      runs,
       () =>
         timed(
           deno,
@@ -157,9 +191,53 @@ export async function main(args: string[] = []): Promise<void> {
           env,
         ),
     );
-    const kubectlGet = await repeat(
+    // an exec credential plugin: the client library's path (list + watch store)
+    const execKubeconfig = `${dir}/exec-kubeconfig`;
+    await Deno.writeTextFile(
+      execKubeconfig,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{
+          name: "fake",
+          cluster: { server: kube.url, "insecure-skip-tls-verify": true },
+        }],
+        users: [{
+          name: "exec",
+          user: {
+            exec: {
+              apiVersion: "client.authentication.k8s.io/v1beta1",
+              command: "/bin/sh",
+              args: [
+                "-c",
+                `echo '${
+                  JSON.stringify({
+                    apiVersion: "client.authentication.k8s.io/v1beta1",
+                    kind: "ExecCredential",
+                    status: { token: kube.token },
+                  })
+                }'`,
+              ],
+              interactiveMode: "Never",
+            },
+          },
+        }],
+        contexts: [{ name: "fake", context: { cluster: "fake", user: "exec" } }],
+        "current-context": "fake",
+      }),
+    );
+    const orchExecGetTask = task(
+      "",
+      () =>
+        timed(
+          deno,
+          meshctl(["get", "virtualservices", "-c", execKubeconfig]),
+          lines(OBJECTS + 1),
+          env,
+        ),
+    );
+    const kubectlGetTask = task(
       "kubectl get -A",
-      runs,
       () =>
         timed(
           "kubectl",
@@ -176,15 +254,13 @@ export async function main(args: string[] = []): Promise<void> {
           { ...env, HOME: dir },
         ),
     );
-    const version = await repeat(
+    const versionTask = task(
       "",
-      runs,
       () =>
         timed(deno, meshctl(["version"]), (s) => s.startsWith("Version: ") ? undefined : s, env),
     );
-    const kubectlVersion = await repeat(
+    const kubectlVersionTask = task(
       "kubectl version --client",
-      runs,
       () =>
         timed(
           "kubectl",
@@ -193,14 +269,27 @@ export async function main(args: string[] = []): Promise<void> {
           { ...env, HOME: dir },
         ),
     );
+    const [fsGet] = await interleave(runs, [fsGetTask]);
+    const [orchGet, orchExecGet, kubectlGet] = await interleave(runs, [
+      orchGetTask,
+      orchExecGetTask,
+      kubectlGetTask,
+    ]);
+    const [version, kubectlVersion] = await interleave(runs, [versionTask, kubectlVersionTask]);
     console.log(table([
       { name: `get virtualservices, fs, ${OBJECTS} files`, ours: fsGet },
       {
-        name: `get virtualservices, orch, ${OBJECTS} objects`,
+        name: `get virtualservices, orch (direct REST), ${OBJECTS} objects`,
         ours: orchGet,
         baseline: kubectlGet,
+        target: 1.5,
       },
-      { name: "version (cold start)", ours: version, baseline: kubectlVersion },
+      {
+        name: `get virtualservices, orch (exec plugin: client-node), ${OBJECTS} objects`,
+        ours: orchExecGet,
+        baseline: kubectlGet,
+      },
+      { name: "version (cold start)", ours: version, baseline: kubectlVersion, target: 1.5 },
     ], runs));
   } finally {
     await kube.close();

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PROGRAMS } from "../compile.ts";
+import { freePort, spawnProgram, waitUntil } from "./harness/procs.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const RUN_TIMEOUT_MS = 60_000;
@@ -84,5 +85,113 @@ Deno.test("every program prints its version when run from an http:// URL without
   } finally {
     await server.shutdown();
     await Deno.remove(cwd, { recursive: true });
+  }
+});
+
+/** Serves the checkout on a free port for the length of `f`. */
+async function withCheckoutServer<T>(f: (origin: string) => Promise<T>): Promise<T> {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, serveCheckout);
+  try {
+    return await f(`http://127.0.0.1:${server.addr.port}`);
+  } finally {
+    await server.shutdown();
+  }
+}
+
+Deno.test("mesh-discovery and mesh_ca run their main job from an http:// URL with a fresh DENO_DIR", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh_url_main_" });
+  await Deno.mkdir(`${dir}/config`);
+  await Deno.mkdir(`${dir}/cwd`);
+  try {
+    await withCheckoutServer(async (origin) => {
+      const opts = {
+        cwd: `${dir}/cwd`,
+        // nothing cached: every module and npm package comes from the URL and the registry
+        env: { DENO_DIR: `${dir}/deno`, NO_COLOR: "1" },
+        denoArgs: ["-A", "--no-config", `--reload=${origin}`],
+      };
+      const discovery = spawnProgram(`${origin}/cli/mesh-discovery.ts`, [
+        "discovery",
+        "--registries",
+        "Mock",
+        "--configDir",
+        `${dir}/config`,
+        "--meshConfig",
+        `${dir}/none`,
+        "--port",
+        "0",
+        "--grpcAddr",
+        "127.0.0.1:0",
+        "--secureGrpcAddr",
+        "",
+        "--monitoringPort",
+        "0",
+        "--ctrlz_port",
+        "0",
+      ], opts);
+      try {
+        const line = await discovery.waitFor(/listening http=\S+:(\d+)/, 120_000);
+        const port = /http=\S+:(\d+)/.exec(line)![1];
+        await waitUntil(
+          async () => {
+            const r = await fetch(`http://127.0.0.1:${port}/ready`);
+            await r.body?.cancel();
+            return r.status === 200;
+          },
+          20_000,
+          "discovery /ready",
+        );
+        // REST xDS: the clusters of a Mock sidecar, encoded and printed through the descriptors
+        const res = await fetch(`http://127.0.0.1:${port}/v3/discovery:clusters`, {
+          method: "POST",
+          body: JSON.stringify({
+            node: { id: "sidecar~10.1.1.1~hello-v1.default~default.svc.cluster.local" },
+          }),
+        });
+        const body = await res.text();
+        assert.equal(res.status, 200, body);
+        assert.match(body, /outbound\|80\|\|hello\.default\.svc\.cluster\.local/);
+      } finally {
+        await discovery.stop();
+      }
+
+      const grpcPort = freePort();
+      const ca = spawnProgram(`${origin}/cli/mesh_ca.ts`, [
+        "--self-signed-ca",
+        "--local-storage-dir",
+        `${dir}/ca`,
+        "--grpc-port",
+        String(grpcPort),
+        "--monitoring-port",
+        "0",
+        "--liveness-probe-path",
+        "",
+      ], opts);
+      try {
+        await ca.waitFor(/gRPC signing API listening/, 120_000);
+        const root = await Deno.readTextFile(`${dir}/ca/ca-cert.pem`);
+        assert.match(root, /^-----BEGIN CERTIFICATE-----/);
+        // a TLS connection to the signing API is served with a certificate from that root
+        const tls = await import("node:tls");
+        const authorized = await new Promise<boolean>((resolve, reject) => {
+          const socket = tls.connect({
+            host: "127.0.0.1",
+            port: grpcPort,
+            servername: "mesh-ca",
+            ca: root,
+            ALPNProtocols: ["h2"],
+          }, () => {
+            resolve(socket.authorized);
+            socket.destroy();
+          });
+          socket.on("error", reject);
+        });
+        assert.ok(authorized, "the signing API's certificate does not verify against its root");
+      } finally {
+        await ca.stop();
+      }
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

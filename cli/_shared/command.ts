@@ -232,8 +232,17 @@ export async function runCli(
     if (spec.subcommands.length > 0) {
       cmd.enablePositionalOptions();
       cmd.allowExcessArguments(true);
+      // When the first word names a subcommand, only that one is built in full: the others
+      // cannot run, and building every flag of every command is a tenth of `version`'s time.
+      const first = parents.length === 0 ? argv[0] : undefined;
+      const chosen = spec.subcommands.find((s) =>
+        first !== undefined && (s.name === first || (s.aliases ?? []).includes(first))
+      );
       for (const sub of spec.subcommands) {
-        cmd.addCommand(build(sub, chain), sub.hidden ? { hidden: true } : {});
+        const sc = !chosen || sub === chosen
+          ? build(sub, chain)
+          : new Command(sub.name).description(sub.summary);
+        cmd.addCommand(sc, sub.hidden ? { hidden: true } : {});
       }
       if (parents.length === 0) cmd.addCommand(helpCommand(cmd, path));
     }

@@ -28,6 +28,7 @@ import {
   type ValidationIssue,
 } from "../../lib/model/mod.ts";
 import { type ConfigStore, ConflictError, NotFoundError } from "../../lib/store/types.ts";
+import type { KubeStore } from "../../lib/store/kube.ts";
 
 /** What meshctl's commands get besides the common CLI context. */
 export interface MeshctlContext extends CliContext {
@@ -114,6 +115,11 @@ export interface OpenStoreOptions {
   namespace?: string;
   /** fs: create the directory when it is missing (create, replace); else it must exist. */
   createDir?: boolean;
+  /**
+   * Only get/list will be used (`meshctl get`): on orch, one list per type over the direct REST
+   * path when the kubeconfig allows it, instead of the watching store of the client library.
+   */
+  readOnly?: boolean;
 }
 
 /** A platform ready to open stores: its default namespace is known. */
@@ -153,12 +159,39 @@ export async function connect(target: StoreTarget): Promise<Connection> {
     };
   }
   await checkKubeconfigExists(target.path);
-  const kc = await loadKubeConfig(target.path, undefined, target.inCluster);
-  const defaultNamespace = currentNamespace(kc);
-  const server = kc.getCurrentCluster()?.server ?? "";
+  // Reads take the direct REST path when the kubeconfig allows it (token, client certificate);
+  // the client library is loaded only for what needs it (writes, exec plugins...).
+  const { loadRestConfig } = await import("../../lib/kube/rest.ts");
+  const rest = await loadRestConfig(target.path);
+  let kc = rest ? undefined : await loadKubeConfig(target.path, undefined, target.inCluster);
+  const defaultNamespace = rest ? rest.namespace : currentNamespace(kc!);
+  const server = rest ? rest.server : kc!.getCurrentCluster()?.server ?? "";
+  const problemsOf = (store: KubeStore) => () => {
+    const all = store.errors();
+    const listErrors = all.filter((e) => !e.object);
+    const noCrd = listErrors.filter((e) => isMissingCrd(e.type, e.message));
+    const errors = listErrors.filter((e) => !noCrd.includes(e)).map((e) => e.message);
+    if (noCrd.length > 0) errors.unshift(missingCrdsLine(noCrd.map((e) => e.type), server));
+    return {
+      errors,
+      warnings: all.filter((e) => e.object).map((e) => `${e.object}: ${e.message}`),
+    };
+  };
   return {
     defaultNamespace,
     async open(options) {
+      if (options.readOnly && rest) {
+        const { readKubeSnapshot } = await import("../../lib/store/kube_snapshot.ts");
+        const store = await readKubeSnapshot({
+          rest,
+          schemas: options.schemas,
+          namespace: options.namespace,
+          defaultNamespace,
+        });
+        return { store, problems: problemsOf(store), close: () => store.close() };
+      }
+      rest?.close();
+      kc ??= await loadKubeConfig(target.path, undefined, target.inCluster);
       const { createKubeStore } = await import("../../lib/store/kube.ts");
       const store = await createKubeStore({
         kubeConfig: kc,
@@ -168,21 +201,7 @@ export async function connect(target: StoreTarget): Promise<Connection> {
         resyncMs: 0,
         log: false,
       });
-      return {
-        store,
-        problems: () => {
-          const all = store.errors();
-          const listErrors = all.filter((e) => !e.object);
-          const noCrd = listErrors.filter((e) => isMissingCrd(e.type, e.message));
-          const errors = listErrors.filter((e) => !noCrd.includes(e)).map((e) => e.message);
-          if (noCrd.length > 0) errors.unshift(missingCrdsLine(noCrd.map((e) => e.type), server));
-          return {
-            errors,
-            warnings: all.filter((e) => e.object).map((e) => `${e.object}: ${e.message}`),
-          };
-        },
-        close: () => store.close(),
-      };
+      return { store, problems: problemsOf(store), close: () => store.close() };
     },
   };
 }

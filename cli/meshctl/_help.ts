@@ -1,9 +1,28 @@
 /**
  * Text shown at the end of the help of meshctl's configuration commands: the accepted type
- * names (from the model's table, so they cannot drift) and examples.
+ * names and examples. The names are written out here, not read from the model's table, so that
+ * every meshctl start (`version` included) does not load lib/model; `_help_test.ts` checks them
+ * against the table.
  * @module
  */
-import { meshctlSchemas } from "../../lib/model/registry.ts";
+
+/** The 14 types with their short names, as the model's `meshctlSchemas` gives them. */
+export const TYPE_WORDS: readonly string[] = [
+  "routerule",
+  "virtualservice (vs)",
+  "gateway (gw)",
+  "egressrule",
+  "serviceentry (se)",
+  "destinationpolicy",
+  "destinationrule (dr)",
+  "httpapispec",
+  "httpapispecbinding",
+  "quotaspec",
+  "quotaspecbinding",
+  "policy",
+  "servicerole",
+  "servicerolebinding",
+];
 
 /** Joins `words` with ", " into lines of at most `width` columns, each prefixed by `indent`. */
 function wrapList(words: readonly string[], indent: string, width: number): string {
@@ -20,15 +39,8 @@ function wrapList(words: readonly string[], indent: string, width: number): stri
   return lines.join("\n");
 }
 
-/** The 14 types with their short names: `virtualservice (vs)`. */
-function typeWords(): string[] {
-  return meshctlSchemas.map((s) =>
-    s.shortNames.length > 0 ? `${s.type} (${s.shortNames.join(", ")})` : s.type
-  );
-}
-
 const TYPES = `Types (singular or plural, any case; short names in parentheses):
-${wrapList(typeWords(), "  ", 96)}
+${wrapList(TYPE_WORDS, "  ", 96)}
   Also ingress (ing), and the policy-server kinds files may hold: rule, attributemanifest,
   handlers such as denier, instances such as checknothing.
 `;

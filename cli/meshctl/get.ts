@@ -33,7 +33,7 @@ export async function run(opts: GetOptions, args: string[], ctx: MeshctlContext)
   const namespace = names.length > 0
     ? opts.namespace || conn.defaultNamespace
     : (opts.allNamespaces ? undefined : opts.namespace || undefined);
-  const opened = await conn.open({ schemas: [schema], namespace });
+  const opened = await conn.open({ schemas: [schema], namespace, readOnly: true });
   const objects: ConfigObject[] = [];
   const missing: string[] = [];
   try {

@@ -26,7 +26,6 @@ import {
   reset,
 } from "../deps/logtape.ts";
 import type { Logger as LogtapeLogger, LogLevel as LogtapeLevel, Sink } from "../deps/logtape.ts";
-import { getFileSink } from "../deps/logtape_file.ts";
 import {
   type Entry,
   entryOf,
@@ -43,7 +42,6 @@ import {
   unknownLevelMessage,
   unknownScopeMessage,
 } from "./levels.ts";
-import { getRotatingSink } from "./rotate.ts";
 import { callerOf, stackOf } from "./stack.ts";
 
 export { isLevel, type Level, LEVELS, parseLevels, parseScopes } from "./levels.ts";
@@ -329,18 +327,24 @@ export async function configureLogging(opts: LogOptions): Promise<LoggingHandle>
       throw new Error(`cannot open ${what}: ${err instanceof Error ? err.message : err}`);
     }
   };
+  // File sinks (and @logtape/file) are loaded only when a file target or rotation is asked for.
+  const files = opts.targets.some((t) => t !== "stdout" && t !== "stderr");
+  const { getFileSink } = files ? await import("../deps/logtape_file.ts") : { getFileSink: null };
+  const { getRotatingSink } = opts.rotate !== ""
+    ? await import("./rotate.ts")
+    : { getRotatingSink: null };
   opts.targets.forEach((t, i) => {
     const id = `target${i}`;
     if (t === "stdout") sinks[id] = streamSink(Deno.stdout, fmt);
     else if (t === "stderr") sinks[id] = streamSink(Deno.stderr, fmt);
     else {open(id, `log target "${t}"`, () =>
-        getFileSink(t, { bufferSize: 0, formatter: recordFmt }));}
+        getFileSink!(t, { bufferSize: 0, formatter: recordFmt }));}
   });
   if (opts.rotate !== "") {
     const maxSizeBytes = opts.rotateMaxSizeBytes ??
       Math.max(1, Math.round((opts.rotateMaxSizeMB > 0 ? opts.rotateMaxSizeMB : 100) * MiB));
     open("rotate", `log rotate file "${opts.rotate}"`, () =>
-      getRotatingSink(opts.rotate, {
+      getRotatingSink!(opts.rotate, {
         maxSizeBytes,
         maxBackups: opts.rotateMaxBackups,
         maxAgeDays: opts.rotateMaxAgeDays,

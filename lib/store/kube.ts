@@ -108,6 +108,45 @@ const META_KEYS: (keyof ObjectMeta)[] = [
   "generation",
 ];
 
+/** An object of the API converted for a store: valid (`object`) or not (`problem`). */
+export interface ConvertedObject {
+  /** `namespace/name`. */
+  key: string;
+  object?: ConfigObject;
+  /** Why the object is left out (validation issues, without the object's name). */
+  problem?: string;
+}
+
+/**
+ * Converts one object as the API serves it (`raw`) into a validated {@link ConfigObject} of
+ * `schema` (metadata reduced to the fields the model keeps); undefined when `raw` is no object.
+ */
+export function convertApiObject(
+  schema: TypeSchema,
+  set: SchemaSet,
+  raw: unknown,
+  defaultNamespace: string,
+): ConvertedObject | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const r = raw as { metadata?: Record<string, unknown>; [k: string]: unknown };
+  const meta: Record<string, unknown> = {};
+  for (const k of META_KEYS) if (r.metadata?.[k] !== undefined) meta[k] = r.metadata[k];
+  const name = String(meta.name ?? "");
+  const ns = String(meta.namespace ?? "");
+  const key = nsName(ns, name);
+  const label = `${schema.kind}/${ns}/${name}`;
+  const res = checkObject(
+    { apiVersion: r.apiVersion, kind: r.kind, metadata: meta, spec: r.spec ?? {} },
+    set,
+    label,
+    defaultNamespace,
+  );
+  // the problem without the object's name: errors() gives the name separately
+  if (!res.ok) return { key, problem: issuesText(res.issues, label) };
+  res.object.metadata.resourceVersion = String(meta.resourceVersion ?? "");
+  return { key, object: res.object };
+}
+
 /**
  * Opens an orchestrator store: loads the kubeconfig, lists every type (a type whose CRD is not
  * installed counts as empty and is retried on resync) and starts one watch per type. Resolves
@@ -169,27 +208,8 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
   }
 
   // ---- conversion -------------------------------------------------------------------------
-  type Converted = { key: string; object?: ConfigObject; problem?: string };
-  function fromApi(tc: TypeCache, raw: unknown): Converted | undefined {
-    if (typeof raw !== "object" || raw === null) return undefined;
-    const r = raw as { metadata?: Record<string, unknown>; [k: string]: unknown };
-    const meta: Record<string, unknown> = {};
-    for (const k of META_KEYS) if (r.metadata?.[k] !== undefined) meta[k] = r.metadata[k];
-    const name = String(meta.name ?? "");
-    const ns = String(meta.namespace ?? "");
-    const key = nsName(ns, name);
-    const label = `${tc.schema.kind}/${ns}/${name}`;
-    const res = checkObject(
-      { apiVersion: r.apiVersion, kind: r.kind, metadata: meta, spec: r.spec ?? {} },
-      set,
-      label,
-      defaultNamespace,
-    );
-    // the problem without the object's name: errors() gives the name separately
-    if (!res.ok) return { key, problem: issuesText(res.issues, label) };
-    res.object.metadata.resourceVersion = String(meta.resourceVersion ?? "");
-    return { key, object: res.object };
-  }
+  const fromApi = (tc: TypeCache, raw: unknown) =>
+    convertApiObject(tc.schema, set, raw, defaultNamespace);
 
   function toApi(schema: TypeSchema, given: ConfigObject): Record<string, unknown> {
     // Ingress: the API serves networking.k8s.io/v1 only; older forms are converted
@@ -210,7 +230,7 @@ export async function createKubeStore(options: KubeStoreOptions = {}): Promise<K
   }
 
   /** Applies one object (valid or not) to a cache, emitting an event when its content changed. */
-  function applyUpsert(tc: TypeCache, c: Converted) {
+  function applyUpsert(tc: TypeCache, c: ConvertedObject) {
     if (!c.object) {
       const msg = c.problem ?? "invalid object";
       if (tc.invalid.get(c.key) !== msg) {

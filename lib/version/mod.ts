@@ -5,15 +5,17 @@
  * - A compiled program: `compile.ts` builds with an import map that redirects
  *   `lib/version/stamp.ts` to a copy rendered by {@link renderStamp}, so that `STAMP` holds the
  *   version, git revision and build time (the checkout's `stamp.ts` is never rewritten).
- * - A checkout (`STAMP` is null): version = {@link VERSION}; git revision = `git rev-parse HEAD`
- *   run in the checkout directory, with a `-dirty` suffix when `git status --porcelain` lists
- *   changes (only when this module is loaded from a `file:` URL and running `git` is permitted;
- *   otherwise `unknown`); build time = `unknown`.
+ * - A checkout (`STAMP` is null): version = {@link VERSION}; git revision = the commit of `HEAD`
+ *   read from the `.git` files (else {@link checkoutRevision}: `git rev-parse HEAD`, with a
+ *   `-dirty` suffix when `git status --porcelain` lists changes, when running `git` is
+ *   permitted); `unknown` when this module is not loaded from a `file:` URL or neither works;
+ *   build time = `unknown`.
  * - Runtime versions always come from `Deno.version`.
  *
  * @module
  */
 
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { STAMP } from "./stamp.ts";
 import type { Stamp } from "./types.ts";
@@ -63,6 +65,11 @@ export function buildVersionInfo(stamp: Stamp | null, moduleUrl: string): Versio
 function gitRevision(moduleUrl: string): string {
   const root = new URL("../../", moduleUrl);
   if (root.protocol !== "file:") return "unknown";
+  const dir = fileURLToPath(root);
+  // HEAD from the .git files, without -dirty: `git status` would double `version`'s time
+  // (compile.ts stamps builds with checkoutRevision(), which marks uncommitted changes).
+  const head = headFromFiles(dir);
+  if (head) return head;
   try {
     if (Deno.permissions.querySync({ name: "run", command: "git" }).state !== "granted") {
       return "unknown";
@@ -70,7 +77,7 @@ function gitRevision(moduleUrl: string): string {
   } catch {
     return "unknown";
   }
-  return checkoutRevision(fileURLToPath(root));
+  return checkoutRevision(dir);
 }
 
 function git(dir: string, args: string[]): string | null {
@@ -85,13 +92,51 @@ function git(dir: string, args: string[]): string | null {
 }
 
 /**
+ * The commit `HEAD` of the checkout at `dir` names, read from the `.git` files (a linked worktree's
+ * `gitdir:` file, a symbolic ref, loose or packed refs) without running git (a process start is
+ * a tenth of `version`'s time); null when anything is unusual, and the caller asks git.
+ */
+function headFromFiles(dir: string): string | null {
+  try {
+    let gitDir = join(dir, ".git");
+    if (Deno.statSync(gitDir).isFile) {
+      const m = /^gitdir: (.+)$/m.exec(Deno.readTextFileSync(gitDir));
+      if (!m) return null;
+      gitDir = resolve(dir, m[1].trim());
+    }
+    const head = Deno.readTextFileSync(join(gitDir, "HEAD")).trim();
+    const hash = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+    if (hash.test(head)) return head;
+    const ref = /^ref: (refs\/\S+)$/.exec(head)?.[1];
+    if (!ref) return null;
+    let common = gitDir;
+    try {
+      common = resolve(gitDir, Deno.readTextFileSync(join(gitDir, "commondir")).trim());
+    } catch { /* not a linked worktree */ }
+    for (const d of [gitDir, common]) {
+      try {
+        const rev = Deno.readTextFileSync(join(d, ref)).trim();
+        return hash.test(rev) ? rev : null;
+      } catch { /* not a loose ref here */ }
+    }
+    for (const line of Deno.readTextFileSync(join(common, "packed-refs")).split("\n")) {
+      const [rev, name] = line.trim().split(" ");
+      if (name === ref && hash.test(rev)) return rev;
+    }
+    return null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The git revision of the checkout at `dir`: the full hash of `HEAD`, plus `-dirty` when
  * `git status --porcelain` reports changes (modified, staged or untracked files); `unknown` when
  * `dir` is not a git checkout or `git` cannot run. Needs permission to run `git`; callers check.
  */
 export function checkoutRevision(dir: string): string {
   try {
-    const rev = git(dir, ["rev-parse", "HEAD"])?.trim() ?? "";
+    const rev = headFromFiles(dir) ?? git(dir, ["rev-parse", "HEAD"])?.trim() ?? "";
     if (!/^[0-9a-f]{7,64}$/.test(rev)) return "unknown";
     const status = git(dir, ["status", "--porcelain"]);
     return status !== null && status.trim() !== "" ? `${rev}-dirty` : rev;

@@ -23,6 +23,7 @@ export {
   LOADER_OPTIONS,
   loadXdsProtos,
   TYPE_URLS,
+  xdsDescriptors,
   xdsIncludeDirs,
   xdsProtoRoot,
 } from "./protos.ts";

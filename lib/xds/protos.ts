@@ -1,6 +1,8 @@
 /**
- * Envoy xDS v3 message types, loaded lazily from the .proto files shipped in the
- * `@grpc/grpc-js-xds` npm package (`deps/`), and `google.protobuf.Any` helpers.
+ * Envoy xDS v3 message types, loaded lazily from `xds_descriptors.json` (generated from the .proto
+ * files shipped in the pinned `@grpc/grpc-js-xds` npm package, see gen_descriptors.ts), and
+ * `google.protobuf.Any` helpers. {@link xdsProtoRoot} finds the .proto files themselves (tests and
+ * the generator; the programs do not need them).
  *
  * Objects use the proto field names (snake_case), enums as strings, 64-bit integers as strings on
  * decode, durations as `{seconds, nanos}` and wrappers as `{value}`. A nested `Any` (for example a
@@ -179,19 +181,31 @@ interface MessageDef {
 }
 
 let defsCache: Record<string, unknown> | undefined;
+let descriptorsCache: Promise<Record<string, unknown>> | undefined;
 
 /**
- * Loads the Envoy v3 protos (once; ~0.4 s) and returns the proto-loader package definition, keyed
- * by full message name (`envoy.config.listener.v3.Listener`).
+ * The Envoy v3 descriptions of {@link PROTO_FILES} and their imports as protobufjs JSON
+ * (`xds_descriptors.json`, generated from the pinned `@grpc/grpc-js-xds` by `deno task gen:protos`).
+ * Imported as a module on first use, so it reaches the program however it runs (checkout, URL,
+ * compiled binary) and costs nothing to commands that do not need it.
+ */
+export function xdsDescriptors(): Promise<Record<string, unknown>> {
+  descriptorsCache ??= import("./xds_descriptors.json", { with: { type: "json" } }).then((m) =>
+    m.default as Record<string, unknown>
+  );
+  return descriptorsCache;
+}
+
+/**
+ * Loads the Envoy v3 message types (once) from {@link xdsDescriptors} and returns the proto-loader
+ * package definition, keyed by full message name (`envoy.config.listener.v3.Listener`).
  */
 export async function loadXdsProtos(): Promise<Record<string, unknown>> {
   if (defsCache) return defsCache;
   const loader = await import("../deps/proto_loader.ts");
-  const root = xdsProtoRoot();
-  defsCache = loader.loadSync(PROTO_FILES.map((f) => path.join(root, "envoy-api", f)), {
-    ...LOADER_OPTIONS,
-    includeDirs: xdsIncludeDirs(),
-  }) as unknown as Record<string, unknown>;
+  const json = await xdsDescriptors();
+  // deno-lint-ignore no-explicit-any
+  defsCache = loader.fromJSON(json as any, LOADER_OPTIONS) as unknown as Record<string, unknown>;
   return defsCache;
 }
 

@@ -12,7 +12,6 @@
  * @module
  */
 
-import * as path from "node:path";
 import { startCtrlz } from "../../lib/ctrlz/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import {
@@ -38,7 +37,12 @@ import {
 import { type ConfigStore, createFileStore, openKubeStore } from "../../lib/store/mod.ts";
 import { formatVersion, versionInfo } from "../../lib/version/mod.ts";
 import { loadXdsProtos, type Proxy, proxyFromNode, TYPE_URLS } from "../../lib/xds/mod.ts";
-import { ResourceCache, startAdsServer, XdsServer } from "../../lib/xds/server/mod.ts";
+import {
+  type AdsServerHandle,
+  ResourceCache,
+  startAdsServer,
+  XdsServer,
+} from "../../lib/xds/server/mod.ts";
 import type { IngressWatcher } from "../../lib/registry/ingress.ts";
 import type { DiscoveryConfig, ListenAddress } from "./config.ts";
 import { discoveryApp, RestCache } from "./http.ts";
@@ -53,6 +57,9 @@ import {
 import { ProtoJson } from "./protojson.ts";
 import { createWebhookClient } from "./webhook.ts";
 import { DebugRegistry } from "./debug_registry.ts";
+import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
+
+export { CERT_FILES, checkMeshCerts, type MeshCerts, readMeshCerts } from "./certs.ts";
 
 export {
   ConfigError,
@@ -66,40 +73,6 @@ export {
   toConfig,
   type WebhookTarget,
 } from "./config.ts";
-
-/** The mesh certificate files served on the TLS port (PEM text). */
-export interface MeshCerts {
-  certChain: string;
-  key: string;
-  root: string;
-}
-
-/** File names of the mesh certificates in the cert directory. */
-export const CERT_FILES = {
-  certChain: "cert-chain.pem",
-  key: "key.pem",
-  root: "root-cert.pem",
-} as const;
-
-/**
- * Reads `cert-chain.pem`, `key.pem` and `root-cert.pem` from `dir`. Returns `{certs: null, reason}`
- * when a file is missing (the TLS port is then not started); other read errors throw.
- */
-export async function readMeshCerts(
-  dir: string,
-): Promise<{ certs: MeshCerts | null; reason: string }> {
-  const out: Partial<MeshCerts> = {};
-  for (const [k, file] of Object.entries(CERT_FILES) as [keyof MeshCerts, string][]) {
-    const p = path.join(dir, file);
-    try {
-      out[k] = await Deno.readTextFile(p);
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return { certs: null, reason: `${p} does not exist` };
-      throw new Error(`Cannot read ${p}: ${(e as Error).message}`);
-    }
-  }
-  return { certs: out as MeshCerts, reason: "" };
-}
 
 /** What {@link start} needs besides the config. */
 export interface DiscoveryDeps {
@@ -318,6 +291,8 @@ export async function start(
     const holder: { server?: XdsServer<Proxy> } = {};
     /** The ADS listeners (plaintext, TLS), for readiness and metrics. */
     const listeners: { accepting: boolean; refused: number }[] = [];
+    // Filled once every listener is up (the TLS port may start later and adds itself).
+    const addresses = {} as DiscoveryAddresses;
     const transport = () => ({
       accepting: listeners.every((l) => l.accepting),
       refused: listeners.reduce((n, l) => n + l.refused, 0),
@@ -394,9 +369,10 @@ export async function start(
     listeners.push(ads);
     cleanups.push(() => ads.shutdown());
     let secureGrpc: string | undefined;
+    let secure: AdsServerHandle | undefined;
     const startSecure = async (certs: MeshCerts) => {
       const host = hostOf(config.secureGrpcAddr!);
-      const secure = await startAdsServer({
+      const listener = await startAdsServer({
         address: hostPort(host, config.secureGrpcAddr!.port),
         server,
         logger: getLogger("ads"),
@@ -406,43 +382,54 @@ export async function start(
       }).catch((e) => {
         throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
       });
-      listeners.push(secure);
-      cleanups.push(() => secure.shutdown());
-      return hostPort(host, secure.port);
+      listeners.push(listener);
+      cleanups.push(() => listener.shutdown());
+      secure = listener;
+      secureGrpc = hostPort(host, listener.port);
+      return secureGrpc;
     };
-    if (config.secureGrpcAddr && deps.certs) {
-      secureGrpc = await startSecure(deps.certs);
-    } else if (config.secureGrpcAddr) {
-      log.info(
-        `Secure gRPC (--secureGrpcAddr) not started: ${
-          deps.certsMissingReason || `no certificates in ${config.certDir}`
-        }; it starts once the certificate files appear in ${config.certDir}`,
-      );
-      // The agent or the CA writes the files while discovery runs: start the port then.
-      let lastProblem = "";
-      let starting = false;
-      const timer = setInterval(async () => {
-        if (starting || secureGrpc) return;
-        starting = true;
-        try {
-          const { certs } = await readMeshCerts(config.certDir);
-          if (!certs) return;
-          secureGrpc = await startSecure(certs);
-          addresses.secureGrpc = secureGrpc;
-          clearInterval(timer);
+    if (config.secureGrpcAddr) {
+      // A half-written or mismatched set at start-up: wait for good files as for absent ones.
+      const problem = deps.certs
+        ? await checkMeshCerts(deps.certs, config.certDir).then(() => "", (e) => e.message)
+        : "";
+      if (deps.certs && !problem) {
+        await startSecure(deps.certs);
+      } else if (problem) {
+        log.warn(
+          `Secure gRPC (--secureGrpcAddr) not started: ${problem}; it starts once the certificate files in ${config.certDir} are valid`,
+        );
+      } else {
+        log.info(
+          `Secure gRPC (--secureGrpcAddr) not started: ${
+            deps.certsMissingReason || `no certificates in ${config.certDir}`
+          }; it starts once the certificate files appear in ${config.certDir}`,
+        );
+      }
+      // The agent or the CA writes the files while discovery runs: start the port when they
+      // appear, and serve rotated ones to new connections (established streams keep theirs).
+      const watcher = watchMeshCerts({
+        dir: config.certDir,
+        current: deps.certs && !problem ? deps.certs : null,
+        rejected: problem ? deps.certs : null,
+        logger: log,
+        pollMs: deps.certPollMs,
+        apply: async (certs) => {
+          if (secure) {
+            secure.setTls(certs);
+            log.info(
+              `Secure gRPC: certificates reloaded from ${config.certDir} (new connections use them; established streams continue)`,
+            );
+            return;
+          }
+          const address = await startSecure(certs);
+          addresses.secureGrpc = address;
           log.info(
-            `Secure gRPC started: listening secureGrpc=${secureGrpc} (certificates appeared in ${config.certDir})`,
+            `Secure gRPC started: listening secureGrpc=${address} (certificates appeared in ${config.certDir})`,
           );
-        } catch (e) {
-          // a file still being written, or a bad one: said once, tried again
-          const problem = (e as Error).message;
-          if (problem !== lastProblem) log.warn(`Secure gRPC not started yet: ${problem}`);
-          lastProblem = problem;
-        } finally {
-          starting = false;
-        }
-      }, deps.certPollMs ?? 1000);
-      cleanups.push(() => clearInterval(timer));
+        },
+      });
+      cleanups.push(() => watcher.close());
     }
 
     let ready = false;
@@ -494,13 +481,13 @@ export async function start(
     });
     cleanups.push(() => ctrlz.shutdown());
 
-    const addresses: DiscoveryAddresses = {
+    Object.assign(addresses, {
       http: hostPort("0.0.0.0", httpPort),
       grpc: hostPort(grpcHost, ads.port),
       ...(secureGrpc ? { secureGrpc } : {}),
       monitoring: hostPort("0.0.0.0", monitoringPort),
       ctrlz: ctrlz.address,
-    };
+    });
     log.info(
       `listening http=${addresses.http} grpc=${addresses.grpc}` +
         (secureGrpc ? ` secureGrpc=${secureGrpc}` : "") +

@@ -133,3 +133,135 @@ Deno.test("mesh-discovery starts the TLS port when the cert files appear after s
     assert.equal(status.code, 0, proc.output().slice(-2000));
   }
 });
+
+/** The SHA-256 fingerprint of the certificate a new TLS connection to `port` is served. */
+async function servedFingerprint(port: number): Promise<string> {
+  const tls = await import("node:tls");
+  return await new Promise((resolve, reject) => {
+    const s = tls.connect({
+      host: "127.0.0.1",
+      port,
+      servername: "localhost",
+      rejectUnauthorized: false,
+      ALPNProtocols: ["h2"],
+    }, () => {
+      const fp = s.getPeerCertificate().fingerprint256;
+      s.destroy();
+      resolve(fp);
+    });
+    s.on("error", reject);
+  });
+}
+
+async function fingerprintOf(certFile: string): Promise<string> {
+  const { X509Certificate } = await import("node:crypto");
+  return new X509Certificate(await Deno.readTextFile(certFile)).fingerprint256;
+}
+
+Deno.test("mesh-discovery serves rotated cert files to new TLS connections, keeps established streams, and keeps the old ones while the files are bad", async () => {
+  const pki = await makeTestPki();
+  const next = await makeTestPki();
+  const cfg = await Deno.makeTempDir({ prefix: "mesh-disc-" });
+  const certDir = `${cfg}/certs`;
+  await Deno.mkdir(certDir);
+  const first = await pki.issue("discovery", { ips: ["127.0.0.1"], dns: ["localhost"] });
+  await Deno.copyFile(first.cert, `${certDir}/cert-chain.pem`);
+  await Deno.copyFile(first.key, `${certDir}/key.pem`);
+  await Deno.copyFile(pki.caCert, `${certDir}/root-cert.pem`);
+  const { proc, secureGrpc } = await startWithTls(cfg, certDir);
+  const ads = adsClient(secureGrpc!, await tlsCreds(pki.caCert), {
+    "grpc.ssl_target_name_override": "localhost",
+  });
+  const stream = ads.open();
+  try {
+    assert.ok(secureGrpc, proc.output().slice(-2000));
+    const port = Number(secureGrpc.split(":")[1]);
+    stream.send({
+      node: { id: "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local" },
+      type_url: TYPE_URLS.cluster,
+    });
+    const cds = await stream.next(TYPE_URLS.cluster, 10_000);
+    stream.send({
+      type_url: TYPE_URLS.cluster,
+      response_nonce: cds.nonce,
+      version_info: cds.version_info,
+    });
+    assert.equal(await servedFingerprint(port), await fingerprintOf(first.cert));
+
+    // A half-written certificate: the old material stays in force, and it is said once.
+    const second = await next.issue("discovery", { ips: ["127.0.0.1"], dns: ["localhost"] });
+    const pem = await Deno.readTextFile(second.cert);
+    await Deno.writeTextFile(`${certDir}/cert-chain.pem`, pem.slice(0, pem.length / 2));
+    await proc.waitFor(/Secure gRPC keeps its certificates: Invalid .*cert-chain\.pem/, 10_000);
+    await new Promise((r) => setTimeout(r, 2500)); // a few re-reads of the same bad file
+    assert.equal(proc.output().match(/Secure gRPC keeps its certificates/g)?.length, 1);
+    assert.equal(await servedFingerprint(port), await fingerprintOf(first.cert));
+
+    // The rotation completes (chain, then key, then root, as an agent writes them).
+    await Deno.copyFile(second.cert, `${certDir}/cert-chain.pem`);
+    await Deno.copyFile(second.key, `${certDir}/key.pem`);
+    await Deno.copyFile(next.caCert, `${certDir}/root-cert.pem`);
+    await proc.waitFor(/Secure gRPC: certificates reloaded from/, 10_000);
+    assert.equal(await servedFingerprint(port), await fingerprintOf(second.cert));
+    assert.equal(proc.output().match(/certificates reloaded/g)?.length, 1, "one reload");
+
+    // The stream opened before the rotation still receives pushes.
+    await Deno.writeTextFile(
+      `${cfg}/db.yaml`,
+      `apiVersion: networking.mesh.io/v1alpha3
+kind: ServiceEntry
+metadata: {name: db, namespace: default}
+spec:
+  hosts: [db.example.internal]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  endpoints: [{address: 10.5.0.1}]
+`,
+    );
+    const pushed = await stream.next(TYPE_URLS.cluster, 10_000);
+    assert.ok(
+      pushed.resources.some((c) => c.name === "outbound|5432||db.example.internal"),
+      JSON.stringify(pushed.resources.map((c) => c.name)),
+    );
+  } finally {
+    await stream.close();
+    ads.close();
+    const status = await proc.stop();
+    await pki.remove();
+    await next.remove();
+    await Deno.remove(cfg, { recursive: true });
+    assert.equal(status.code, 0, proc.output().slice(-2000));
+  }
+});
+
+Deno.test("mesh-discovery waits with the TLS port while the cert files at start-up do not match, and starts it once they do", async () => {
+  const pki = await makeTestPki();
+  const cfg = await Deno.makeTempDir({ prefix: "mesh-disc-" });
+  const certDir = `${cfg}/certs`;
+  await Deno.mkdir(certDir);
+  const a = await pki.issue("a", { ips: ["127.0.0.1"], dns: ["localhost"] });
+  const b = await pki.issue("b", { ips: ["127.0.0.1"], dns: ["localhost"] });
+  await Deno.copyFile(a.cert, `${certDir}/cert-chain.pem`);
+  await Deno.copyFile(b.key, `${certDir}/key.pem`);
+  await Deno.copyFile(pki.caCert, `${certDir}/root-cert.pem`);
+  const { proc, listening } = await startWithTls(cfg, certDir);
+  try {
+    assert.doesNotMatch(listening, /secureGrpc=/);
+    assert.match(
+      proc.output(),
+      /Secure gRPC \(--secureGrpcAddr\) not started: .*key\.pem is not the key/,
+    );
+    await new Promise((r) => setTimeout(r, 1500)); // re-reads of the same files say nothing more
+    assert.equal(proc.output().match(/is not the key/g)?.length, 1);
+    await Deno.copyFile(a.key, `${certDir}/key.pem`);
+    const line = await proc.waitFor(/Secure gRPC started: listening secureGrpc=\S+/, 10_000);
+    const port = Number(/secureGrpc=\S+:(\d+)/.exec(line)![1]);
+    assert.equal(await servedFingerprint(port), await fingerprintOf(a.cert));
+  } finally {
+    const status = await proc.stop();
+    await pki.remove();
+    await Deno.remove(cfg, { recursive: true });
+    assert.equal(status.code, 0, proc.output().slice(-2000));
+  }
+});

@@ -11,9 +11,8 @@
  */
 
 import { Buffer } from "node:buffer";
-import * as path from "node:path";
 import { getLogger, type Logger } from "../../log/mod.ts";
-import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
+import { xdsDescriptors } from "../protos.ts";
 import type { XdsServer } from "./stream.ts";
 import type {
   DeltaDiscoveryRequest,
@@ -80,6 +79,14 @@ export interface AdsServerHandle {
   readonly refused: number;
   /** Ends every stream (UNAVAILABLE), then stops the gRPC server. Idempotent. */
   shutdown(): Promise<void>;
+  /**
+   * Replaces the certificate chain, key and root of a TLS listener (PEM) for new connections;
+   * established connections and their streams keep going. Throws on a plaintext listener or
+   * text that is not PEM.
+   */
+  setTls(
+    tls: { certChain: string | Uint8Array; key: string | Uint8Array; root: string | Uint8Array },
+  ): void;
 }
 
 /** Options for @grpc/proto-loader used for the ADS requests. */
@@ -104,20 +111,14 @@ interface AdsDecoders {
 let decodersCache: Promise<AdsDecoders> | undefined;
 
 /**
- * Loads ads.proto once for the requests our hand decoders leave to proto-loader: those with a
+ * Loads the ADS service once (from the generated descriptors) for the requests our hand decoders leave to proto-loader: those with a
  * node (first requests) or an error_detail (NACKs); the node's metadata Struct becomes JSON.
  */
 function adsDecoders(): Promise<AdsDecoders> {
   decodersCache ??= (async () => {
     const loader = await import("../../deps/proto_loader.ts");
-    const root = xdsProtoRoot();
-    const pkg = loader.loadSync(
-      path.join(root, "envoy-api", "envoy", "service", "discovery", "v3", "ads.proto"),
-      {
-        ...LOADER_OPTIONS,
-        includeDirs: xdsIncludeDirs(),
-      },
-    ) as AnyObj;
+    // deno-lint-ignore no-explicit-any
+    const pkg = loader.fromJSON(await xdsDescriptors() as any, LOADER_OPTIONS) as AnyObj;
     const svc = pkg[ADS_SERVICE];
     if (!svc) throw new Error(`${ADS_SERVICE} not found in ads.proto`);
     const sotwFull = svc.StreamAggregatedResources.requestDeserialize;
@@ -321,6 +322,14 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     },
     get refused() {
       return listener.refused;
+    },
+    setTls(t) {
+      if (!tls) throw new Error("setTls() on a plaintext ADS listener");
+      listener.setTls({
+        cert: pem("certChain", t.certChain),
+        key: pem("key", t.key),
+        ca: pem("root", t.root),
+      });
     },
     shutdown() {
       stopped ??= (async () => {
