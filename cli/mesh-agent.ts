@@ -32,6 +32,7 @@ export const program: ProgramSpec = {
         args: ["[role]"],
         flags: proxyFlags,
         groups: [logging],
+        load: () => import("./mesh-agent/proxy.ts"),
       }),
       versionCommand(logging),
     ],

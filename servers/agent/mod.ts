@@ -1,0 +1,208 @@
+/**
+ * mesh-agent's proxy agent: `toConfig(flags, role, env)` then `start(config, deps)`.
+ *
+ * `start` writes the proxy bootstrap (generated, rendered from `--templateFile`, or
+ * `--customConfigFile` as is), runs the proxy through the {@link Supervisor} (hot-restart epochs,
+ * crash backoff within a budget), watches the workload certificate files and starts a new epoch
+ * when they change (coalesced), and removes the `envoy-rev<n>.json` files an earlier run left.
+ *
+ * @example
+ * ```ts ignore
+ * const handle = await start(toConfig(flags, "sidecar", env), {});
+ * await handle.ready;
+ * await handle.shutdown();
+ * ```
+ * @module
+ */
+
+import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import type { AgentConfig } from "./config.ts";
+import { buildBootstrap, CERT_FILES, checkBootstrap, renderTemplate } from "./bootstrap.ts";
+import { removeStaleRevFiles, Supervisor } from "./supervisor.ts";
+
+export {
+  adsAddress,
+  type AgentConfig,
+  ConfigError,
+  discoverySpiffeId,
+  parseHostPort,
+  type ProxyFlags,
+  ROLES,
+  toConfig,
+} from "./config.ts";
+export {
+  BOOTSTRAP_PROTO_FILES,
+  buildBootstrap,
+  CERT_FILES,
+  checkBootstrap,
+  renderTemplate,
+  SDS_SOCKET,
+  templateData,
+} from "./bootstrap.ts";
+export { removeStaleRevFiles, revFile, Supervisor, writeAtomic } from "./supervisor.ts";
+export { proxyArgs } from "./args.ts";
+
+import { proxyArgs } from "./args.ts";
+
+/** Injected dependencies of {@link start} (tests shorten the delays). */
+export interface AgentDeps {
+  /** Delay that coalesces certificate file events (default 1 s). */
+  coalesceMs?: number;
+  /** Restarts allowed after proxy failures (default 10). */
+  retryBudget?: number;
+  /** First restart delay (default 200 ms). */
+  retryBaseMs?: number;
+  /** Environment of the proxy process (default: inherited). */
+  proxyEnv?: Record<string, string>;
+  /** Called when an epoch starts. */
+  onEpoch?(epoch: number): void;
+  logger?: Logger;
+}
+
+/** A running agent. */
+export interface AgentHandle {
+  readonly addresses: { readonly admin: string; readonly sds?: string };
+  /** Resolves once the first epoch has started. */
+  readonly ready: Promise<void>;
+  /** Rejects when the agent gives up (retry budget spent); never resolves. */
+  readonly failed: Promise<never>;
+  /** The supervisor (live epochs). */
+  readonly supervisor: Supervisor;
+  /** Drains and stops the proxy, stops watching, removes the generated files. */
+  shutdown(): Promise<void>;
+}
+
+/** SHA-256 (hex) of the certificate files that exist, in a fixed order. */
+export async function certDigest(dir: string): Promise<string> {
+  const parts: string[] = [];
+  for (const name of Object.values(CERT_FILES)) {
+    try {
+      parts.push(`${name}:${await Deno.readTextFile(`${dir}/${name}`)}`);
+    } catch {
+      parts.push(`${name}:-`);
+    }
+  }
+  return await sha256(parts.join("\n"));
+}
+
+async function sha256(s: string): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The bootstrap text of `c` (generated or rendered, always checked), or undefined for a custom file. */
+export async function bootstrapText(c: AgentConfig): Promise<string | undefined> {
+  if (c.customConfigFile) {
+    try {
+      await Deno.stat(c.customConfigFile);
+    } catch (e) {
+      throw new Error(
+        `Cannot read --customConfigFile ${c.customConfigFile}: ${(e as Error).message}`,
+      );
+    }
+    return undefined;
+  }
+  let doc;
+  if (c.templateFile) {
+    let text;
+    try {
+      text = await Deno.readTextFile(c.templateFile);
+    } catch (e) {
+      throw new Error(`Cannot read --templateFile ${c.templateFile}: ${(e as Error).message}`);
+    }
+    doc = await renderTemplate(c, text);
+  } else {
+    doc = buildBootstrap(c);
+  }
+  await checkBootstrap(doc);
+  return JSON.stringify(doc, null, 2) + "\n";
+}
+
+/** Watches `dir` (when it exists) and calls `onChange` once per burst of events. */
+function watchDir(dir: string, delayMs: number, onChange: () => void): () => void {
+  let watcher: Deno.FsWatcher | undefined;
+  let timer: number | undefined;
+  try {
+    watcher = Deno.watchFs(dir, { recursive: false });
+  } catch {
+    return () => {};
+  }
+  (async () => {
+    try {
+      for await (const _ of watcher) {
+        clearTimeout(timer);
+        timer = setTimeout(onChange, delayMs);
+      }
+    } catch { /* closed */ }
+  })();
+  return () => {
+    clearTimeout(timer);
+    try {
+      watcher?.close();
+    } catch { /* closed */ }
+  };
+}
+
+/** Starts the agent; rejects on a startup error (bad bootstrap, unreadable files). */
+export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<AgentHandle> {
+  const log = deps.logger ?? getLogger("default");
+  await Deno.mkdir(c.configPath, { recursive: true });
+  const stale = await removeStaleRevFiles(c.configPath);
+  if (stale.length) log.info("removed stale proxy configurations", { files: stale.join(",") });
+  const bootstrap = await bootstrapText(c);
+  const { promise: failed, reject: fail } = Promise.withResolvers<never>();
+  failed.catch(() => {});
+  const { promise: ready, resolve: setReady } = Promise.withResolvers<void>();
+  const sup = new Supervisor({
+    binaryPath: c.binaryPath,
+    configPath: c.configPath,
+    args: (n, file) => proxyArgs(c, n, file),
+    retryBudget: deps.retryBudget,
+    retryBaseMs: deps.retryBaseMs,
+    adminPort: c.customConfigFile ? undefined : c.proxyAdminPort,
+    drainMs: c.drainDurationMs,
+    parentShutdownMs: c.parentShutdownDurationMs,
+    log,
+    env: deps.proxyEnv,
+    onFatal: (err) => fail(err),
+    onEpoch: (n) => {
+      setReady();
+      deps.onEpoch?.(n);
+    },
+  });
+  const desired = async () => {
+    // with SDS the certificate reaches the proxy without a restart
+    const certs = c.sds ? "sds" : await certDigest(c.certDir);
+    return {
+      hash: await sha256(`${bootstrap ?? c.customConfigFile}\n${certs}`),
+      bootstrap,
+      file: bootstrap === undefined ? c.customConfigFile : undefined,
+    };
+  };
+  const reconcile = async () => {
+    try {
+      await sup.update(await desired());
+    } catch (e) {
+      log.error("cannot update the proxy", { error: (e as Error).message });
+    }
+  };
+  const stopWatch = c.sds
+    ? () => {}
+    : watchDir(c.certDir, deps.coalesceMs ?? 1000, () => void reconcile());
+  failed.catch(() => stopWatch());
+  await sup.update(await desired());
+  let stopped: Promise<void> | undefined;
+  return {
+    addresses: { admin: `127.0.0.1:${c.proxyAdminPort}` },
+    ready,
+    failed,
+    supervisor: sup,
+    shutdown() {
+      stopped ??= (async () => {
+        stopWatch();
+        await sup.shutdown();
+      })();
+      return stopped;
+    },
+  };
+}
