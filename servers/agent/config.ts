@@ -25,11 +25,11 @@ export const DISCOVERY_SERVICE_ACCOUNT = "mesh-discovery-service-account";
 /** The legacy HTTP discovery port; ADS then goes to 15010 (15012 with MUTUAL_TLS). */
 export const LEGACY_HTTP_PORT = 15007;
 
-/** Bad flags or environment; the message lists every problem, one per line. */
+/** Bad flags or environment; the message lists every problem, separated by "; ". */
 export class ConfigError extends Error {
   /** Creates the error from its problems. */
   constructor(readonly problems: string[]) {
-    super(problems.join("\n"));
+    super(problems.join("; "));
     this.name = "ConfigError";
   }
 }

@@ -59,6 +59,10 @@ function alive(pid: number): boolean {
 }
 
 async function main(): Promise<number> {
+  const { promise: done, resolve: finish } = Promise.withResolvers<[number, string]>();
+  for (const sig of ["SIGTERM", "SIGINT"] as const) {
+    Deno.addSignalListener(sig, () => finish([0, sig]));
+  }
   let opts: Map<string, string>;
   try {
     opts = parseArgs(Deno.args);
@@ -121,10 +125,6 @@ async function main(): Promise<number> {
   }
   Deno.writeTextFileSync(pidFile(epoch), String(Deno.pid));
 
-  const { promise: done, resolve: finish } = Promise.withResolvers<[number, string]>();
-  for (const sig of ["SIGTERM", "SIGINT"] as const) {
-    Deno.addSignalListener(sig, () => finish([0, sig]));
-  }
   Deno.addSignalListener("SIGHUP", () => record("drain", { by: "child" }));
   const failAfter = Number(Deno.env.get("STANDIN_FAIL_AFTER_MS") ?? "");
   if (failAfter > 0) setTimeout(() => finish([1, "STANDIN_FAIL_AFTER_MS"]), failAfter);
@@ -203,3 +203,28 @@ async function main(): Promise<number> {
 }
 
 if (import.meta.main) Deno.exit(await main());
+
+/** One line of the stand-in's record (`standin.log`). */
+export interface StandinEvent {
+  event: "start" | "drain" | "parent-shutdown" | "exit";
+  epoch: number;
+  pid: number;
+  t: number;
+  args?: string[];
+  code?: number;
+  reason?: string;
+  by?: string;
+  sha256?: string;
+}
+
+/** Path of the stand-in binary to pass as `--binaryPath`. */
+export const STANDIN_BINARY = new URL("./proxy-standin", import.meta.url).pathname;
+
+/** The stand-in's record in `dir` (empty when none yet). */
+export function standinEvents(dir: string): StandinEvent[] {
+  let text = "";
+  try {
+    text = Deno.readTextFileSync(`${dir}/standin.log`);
+  } catch { /* none yet */ }
+  return text.split("\n").filter((l) => l).map((l) => JSON.parse(l));
+}
