@@ -221,10 +221,8 @@ Deno.test("unknown flags, commands and wrong positional arguments exit 2", async
 
 Deno.test("commands whose behaviour comes later exit 1 with one line", async () => {
   const cases: [string, string[], string][] = [
-    ["mesh-agent", ["debug", "clusters"], "mesh-agent debug"],
     ["mesh-policy", ["crd", "all"], "mesh-policy crd all"],
     ["mesh-policy", ["server"], "mesh-policy server"],
-    ["meshctl", ["pc", "endpoint", "pod-1", "clusters"], "meshctl proxy-config endpoint"],
     ["meshctl", ["experimental", "m", "svc"], "meshctl experimental metrics"],
     [
       "meshctl",

@@ -169,6 +169,9 @@ async function main(): Promise<number> {
           configs: [{
             "@type": "type.googleapis.com/envoy.admin.v3.BootstrapConfigDump",
             bootstrap: config,
+          }, {
+            "@type": "type.googleapis.com/envoy.admin.v3.RoutesConfigDump",
+            dynamic_route_configs: [],
           }],
         });
       case "/drain_listeners":
