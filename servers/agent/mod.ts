@@ -19,6 +19,7 @@ import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import type { AgentConfig } from "./config.ts";
 import { buildBootstrap, CERT_FILES, checkBootstrap, renderTemplate } from "./bootstrap.ts";
 import { removeStaleRevFiles, Supervisor } from "./supervisor.ts";
+import { type CertRotation, startCertRotation } from "./certs.ts";
 
 export {
   adsAddress,
@@ -41,6 +42,14 @@ export {
 } from "./bootstrap.ts";
 export { removeStaleRevFiles, revFile, Supervisor, writeAtomic } from "./supervisor.ts";
 export { proxyArgs } from "./args.ts";
+export {
+  type CertRotation,
+  loadWorkloadCert,
+  renewAt,
+  requestCertificate,
+  startCertRotation,
+  type WorkloadCert,
+} from "./certs.ts";
 
 import { proxyArgs } from "./args.ts";
 
@@ -56,6 +65,8 @@ export interface AgentDeps {
   proxyEnv?: Record<string, string>;
   /** Called when an epoch starts. */
   onEpoch?(epoch: number): void;
+  /** Delay before retrying a failed certificate request (default 5 s). */
+  caRetryMs?: number;
   logger?: Logger;
 }
 
@@ -68,6 +79,8 @@ export interface AgentHandle {
   readonly failed: Promise<never>;
   /** The supervisor (live epochs). */
   readonly supervisor: Supervisor;
+  /** The certificate rotation, when the agent gets certificates from mesh_ca. */
+  readonly certs?: CertRotation;
   /** Drains and stops the proxy, stops watching, removes the generated files. */
   shutdown(): Promise<void>;
 }
@@ -150,6 +163,12 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
   const stale = await removeStaleRevFiles(c.configPath);
   if (stale.length) log.info("removed stale proxy configurations", { files: stale.join(",") });
   const bootstrap = await bootstrapText(c);
+  let certs: CertRotation | undefined;
+  if (c.ca) {
+    certs = startCertRotation({ ca: c.ca, certDir: c.certDir, log, retryMs: deps.caRetryMs });
+    log.info("waiting for the workload certificate from mesh_ca", { address: c.ca.address });
+    await certs.ready;
+  }
   const { promise: failed, reject: fail } = Promise.withResolvers<never>();
   failed.catch(() => {});
   const { promise: ready, resolve: setReady } = Promise.withResolvers<void>();
@@ -197,8 +216,10 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
     ready,
     failed,
     supervisor: sup,
+    certs,
     shutdown() {
       stopped ??= (async () => {
+        certs?.stop();
         stopWatch();
         await sup.shutdown();
       })();

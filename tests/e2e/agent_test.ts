@@ -1,0 +1,119 @@
+/**
+ * mesh-agent end to end, as a pod without an orchestrator runs it: mesh_ca (self-signed, JWTs)
+ * and mesh-discovery (Mock registry) on 127.0.0.1, and `mesh-agent proxy --bootstrapv2` with the
+ * stand-in proxy. The agent gets its certificate from mesh_ca, writes a bootstrap, runs epoch 0,
+ * renews the short-lived certificate and hot-restarts into epoch 1; an ADS client configured from
+ * the agent's bootstrap (node id, xds-grpc address) receives its clusters and listeners.
+ */
+import assert from "node:assert/strict";
+import { freePort, spawnProgram, waitUntil, withTempDir } from "../harness/procs.ts";
+import { testIssuer } from "../harness/ca_client.ts";
+import { STANDIN_BINARY, standinEvents } from "../harness/proxy_standin.ts";
+import { startDiscovery } from "./discovery_harness.ts";
+import { adsClient } from "./_ads_client.ts";
+import { TYPE_URLS } from "../../lib/xds/mod.ts";
+import { parseCertificates, subjectAltNames } from "../../lib/pki/mod.ts";
+
+Deno.test("mesh-agent gets and renews its certificate from mesh_ca, and its bootstrap reaches discovery", async () => {
+  await withTempDir(async (dir) => {
+    const issuer = await testIssuer();
+    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
+    const caPort = freePort();
+    await using ca = spawnProgram("mesh_ca", [
+      "--self-signed-ca",
+      "--local-storage-dir",
+      `${dir}/ca`,
+      "--trusted-jwks",
+      `${dir}/jwks.json`,
+      "--grpc-port",
+      String(caPort),
+      "--workload-cert-min-grace-period",
+      "1s",
+    ]);
+    await ca.waitFor(/gRPC signing API listening/, 30_000);
+    await Deno.mkdir(`${dir}/certs`);
+    await Deno.copyFile(`${dir}/ca/ca-cert.pem`, `${dir}/ca-root.pem`);
+    await Deno.writeTextFile(
+      `${dir}/token`,
+      await issuer.token("system:serviceaccount:default:hello"),
+    );
+    await Deno.mkdir(`${dir}/config`);
+    const d = await startDiscovery(["--registries", "Mock", "--configDir", `${dir}/config`]);
+    try {
+      const admin = freePort();
+      await using agent = spawnProgram("mesh-agent", [
+        "proxy",
+        "--bootstrapv2",
+        "--discoveryAddress",
+        d.grpc,
+        "--configPath",
+        `${dir}/proxy`,
+        "--binaryPath",
+        STANDIN_BINARY,
+        "--proxyAdminPort",
+        String(admin),
+        "--drainDuration",
+        "1s",
+        "--parentShutdownDuration",
+        "1s",
+      ], {
+        env: {
+          POD_NAME: "hello-v1",
+          POD_NAMESPACE: "default",
+          INSTANCE_IP: "127.0.0.1",
+          MESH_CERT_DIR: `${dir}/certs`,
+          MESH_CA_ADDRESS: `127.0.0.1:${caPort}`,
+          MESH_CA_ROOT_CERT: `${dir}/ca-root.pem`,
+          MESH_CA_TOKEN_FILE: `${dir}/token`,
+          MESH_CA_CERT_TTL: "4",
+        },
+      });
+      const started = (n: number) =>
+        standinEvents(`${dir}/proxy`).some((e) => e.event === "start" && e.epoch === n);
+      await waitUntil(() => started(0), 30_000, "epoch 0");
+      // the certificate: our identity, signed by mesh_ca, key 0600
+      const chain = await Deno.readTextFile(`${dir}/certs/cert-chain.pem`);
+      assert.deepEqual(subjectAltNames(parseCertificates(chain)[0]).uris, [
+        "spiffe://cluster.local/ns/default/sa/hello",
+      ]);
+      assert.equal((await Deno.stat(`${dir}/certs/key.pem`)).mode! & 0o777, 0o600);
+
+      // an ADS client configured from the agent's bootstrap receives its configuration
+      const boot = JSON.parse(await Deno.readTextFile(`${dir}/proxy/envoy-rev0.json`));
+      const xds = boot.static_resources.clusters.find((c: { name: string }) =>
+        c.name === "xds-grpc"
+      );
+      const sa = xds.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
+      assert.equal(`${sa.address}:${sa.port_value}`, d.grpc);
+      assert.deepEqual(boot.dynamic_resources.cds_config, { ads: {}, resource_api_version: "V3" });
+      const client = adsClient(`${sa.address}:${sa.port_value}`);
+      const stream = client.open();
+      try {
+        stream.send({
+          node: { id: boot.node.id, metadata: boot.node.metadata },
+          type_url: TYPE_URLS.cluster,
+        });
+        const cds = await stream.next(TYPE_URLS.cluster, 10_000);
+        assert.ok(
+          cds.resources.some((c) => String(c.name).startsWith("outbound|")),
+          JSON.stringify(cds.resources.map((c) => c.name)),
+        );
+        stream.send({ type_url: TYPE_URLS.listener });
+        const lds = await stream.next(TYPE_URLS.listener, 10_000);
+        assert.ok(lds.resources.length > 0);
+      } finally {
+        await stream.close();
+        client.close();
+      }
+
+      // the 4 s certificate is renewed at half its life: new files, a new epoch
+      await waitUntil(() => started(1), 30_000, "epoch 1 after the renewal");
+      const renewed = await Deno.readTextFile(`${dir}/certs/cert-chain.pem`);
+      assert.notEqual(renewed, chain);
+      agent.kill("SIGTERM");
+      assert.equal((await agent.status).code, 0, agent.output());
+    } finally {
+      await d.proc.stop();
+    }
+  });
+});
