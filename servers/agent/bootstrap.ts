@@ -334,3 +334,25 @@ export async function checkBootstrap(doc: Json): Promise<number> {
     throw new Error(`Invalid bootstrap: ${(e as Error).message}`);
   }
 }
+
+/**
+ * {@link checkBootstrap} in a short-lived worker, so the ~30 MB of loaded protos are released
+ * once the check is done (the agent runs for the pod's whole life).
+ */
+export async function checkBootstrapInWorker(doc: Json): Promise<number> {
+  const w = new Worker(new URL("./check_worker.ts", import.meta.url), { type: "module" });
+  try {
+    const { promise, resolve, reject } = Promise.withResolvers<{ size?: number; error?: string }>();
+    w.onmessage = (e) => resolve(e.data);
+    w.onerror = (e) => {
+      e.preventDefault();
+      reject(new Error(`bootstrap check failed: ${e.message}`));
+    };
+    w.postMessage(doc);
+    const r = await promise;
+    if (r.error !== undefined) throw new Error(r.error);
+    return r.size!;
+  } finally {
+    w.terminate();
+  }
+}

@@ -17,7 +17,7 @@
 
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import type { AgentConfig } from "./config.ts";
-import { buildBootstrap, CERT_FILES, checkBootstrap, renderTemplate } from "./bootstrap.ts";
+import { buildBootstrap, CERT_FILES, checkBootstrapInWorker, renderTemplate } from "./bootstrap.ts";
 import { removeStaleRevFiles, Supervisor } from "./supervisor.ts";
 import { type CertRotation, startCertRotation } from "./certs.ts";
 
@@ -36,6 +36,7 @@ export {
   buildBootstrap,
   CERT_FILES,
   checkBootstrap,
+  checkBootstrapInWorker,
   renderTemplate,
   SDS_SOCKET,
   templateData,
@@ -127,7 +128,7 @@ export async function bootstrapText(c: AgentConfig): Promise<string | undefined>
   } else {
     doc = buildBootstrap(c);
   }
-  await checkBootstrap(doc);
+  await checkBootstrapInWorker(doc);
   return JSON.stringify(doc, null, 2) + "\n";
 }
 
