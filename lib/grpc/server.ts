@@ -906,6 +906,8 @@ export interface GrpcListenOptions extends H2Options {
   host: string;
   /** Port (0 picks a free one). */
   port: number;
+  /** A Unix socket path to listen on instead of `host`/`port` (an old socket file is replaced). */
+  path?: string;
   /**
    * TLS (ALPN `h2`). `ca` verifies client certificates: with `requireClientCert` a client
    * without a valid certificate is refused during the handshake; otherwise a certificate is
@@ -985,10 +987,16 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
   const host = opts.host.replace(/^\[(.*)\]$/, "$1");
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(opts.port, host, () => {
+    const listening = () => {
       server.off("error", reject);
       resolve();
-    });
+    };
+    if (opts.path) {
+      try {
+        Deno.removeSync(opts.path);
+      } catch { /* none */ }
+      server.listen(opts.path, listening);
+    } else server.listen(opts.port, host, listening);
   });
   server.on("error", (e: Error) => opts.onError?.(`gRPC listener error: ${e.message}`));
   const addr = server.address();

@@ -24,7 +24,7 @@ const CASES: [string, Partial<ProxyFlags>, string, Record<string, string>][] = [
     "sidecar-ads-mtls-sds.json",
     { bootstrapv2: true, controlPlaneAuthPolicy: "MUTUAL_TLS", configPath: "/etc/mesh/proxy" },
     "sidecar",
-    {},
+    { MESH_AGENT_SDS: "true" },
   ],
   [
     "ingress-mtls-files.json",

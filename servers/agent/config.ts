@@ -94,7 +94,7 @@ export interface AgentConfig {
   readonly certDir: string;
   /** Set when `MESH_CA_ADDRESS` is: the agent gets and renews the certificate itself. */
   readonly ca?: CaConfig;
-  /** Serve the certificate to the proxy over SDS (`MESH_AGENT_SDS`, default on with MUTUAL_TLS). */
+  /** Serve the certificate over SDS on `<configPath>/sds.sock` (`MESH_AGENT_SDS`; default on with MUTUAL_TLS). */
   readonly sds: boolean;
 }
 

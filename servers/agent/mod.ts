@@ -17,9 +17,16 @@
 
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import type { AgentConfig } from "./config.ts";
-import { buildBootstrap, CERT_FILES, checkBootstrapInWorker, renderTemplate } from "./bootstrap.ts";
+import {
+  buildBootstrap,
+  CERT_FILES,
+  checkBootstrapInWorker,
+  renderTemplate,
+  SDS_SOCKET,
+} from "./bootstrap.ts";
 import { removeStaleRevFiles, Supervisor } from "./supervisor.ts";
-import { type CertRotation, startCertRotation } from "./certs.ts";
+import { type CertRotation, loadWorkloadCert, startCertRotation } from "./certs.ts";
+import { type SdsServer, startSdsServer } from "./sds.ts";
 
 export {
   adsAddress,
@@ -43,6 +50,7 @@ export {
 } from "./bootstrap.ts";
 export { removeStaleRevFiles, revFile, Supervisor, writeAtomic } from "./supervisor.ts";
 export { proxyArgs } from "./args.ts";
+export { type SdsServer, startSdsServer } from "./sds.ts";
 export {
   type CertRotation,
   loadWorkloadCert,
@@ -206,14 +214,27 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
       log.error("cannot update the proxy", { error: (e as Error).message });
     }
   };
-  const stopWatch = c.sds
-    ? () => {}
-    : watchDir(c.certDir, deps.coalesceMs ?? 1000, () => void reconcile());
+  let sds: SdsServer | undefined;
+  if (c.sds) {
+    sds = await startSdsServer(`${c.configPath}/${SDS_SOCKET}`, log);
+    const cur = certs?.current() ?? await loadWorkloadCert(c.certDir);
+    if (cur) sds.update(cur);
+  }
+  // certificate files changed: over SDS without a restart, else a new epoch
+  const onCerts = async () => {
+    if (!sds) return await reconcile();
+    const cur = await loadWorkloadCert(c.certDir);
+    if (cur) {
+      sds.update(cur);
+      log.info("workload certificate pushed over SDS", { identity: cur.identity });
+    }
+  };
+  const stopWatch = watchDir(c.certDir, deps.coalesceMs ?? 1000, () => void onCerts());
   failed.catch(() => stopWatch());
   await sup.update(await desired());
   let stopped: Promise<void> | undefined;
   return {
-    addresses: { admin: `127.0.0.1:${c.proxyAdminPort}` },
+    addresses: { admin: `127.0.0.1:${c.proxyAdminPort}`, sds: sds?.address },
     ready,
     failed,
     supervisor: sup,
@@ -223,6 +244,7 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
         certs?.stop();
         stopWatch();
         await sup.shutdown();
+        await sds?.shutdown();
       })();
       return stopped;
     },

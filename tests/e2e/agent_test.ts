@@ -13,30 +13,50 @@ import { startDiscovery } from "./discovery_harness.ts";
 import { adsClient } from "./_ads_client.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { parseCertificates, subjectAltNames } from "../../lib/pki/mod.ts";
+import { decodeAny, xdsIncludeDirs, xdsProtoRoot } from "../../lib/xds/mod.ts";
+
+/** mesh_ca (self-signed, JWTs) in `dir`; the agent's environment to use it. */
+async function startCa(dir: string) {
+  const issuer = await testIssuer();
+  await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
+  const caPort = freePort();
+  const ca = spawnProgram("mesh_ca", [
+    "--self-signed-ca",
+    "--local-storage-dir",
+    `${dir}/ca`,
+    "--trusted-jwks",
+    `${dir}/jwks.json`,
+    "--grpc-port",
+    String(caPort),
+    "--workload-cert-min-grace-period",
+    "1s",
+  ]);
+  await ca.waitFor(/gRPC signing API listening/, 30_000);
+  await Deno.mkdir(`${dir}/certs`);
+  await Deno.copyFile(`${dir}/ca/ca-cert.pem`, `${dir}/ca-root.pem`);
+  await Deno.writeTextFile(
+    `${dir}/token`,
+    await issuer.token("system:serviceaccount:default:hello"),
+  );
+  return {
+    ca,
+    env: {
+      POD_NAME: "hello-v1",
+      POD_NAMESPACE: "default",
+      INSTANCE_IP: "127.0.0.1",
+      MESH_CERT_DIR: `${dir}/certs`,
+      MESH_CA_ADDRESS: `127.0.0.1:${caPort}`,
+      MESH_CA_ROOT_CERT: `${dir}/ca-root.pem`,
+      MESH_CA_TOKEN_FILE: `${dir}/token`,
+      MESH_CA_CERT_TTL: "4",
+    },
+  };
+}
 
 Deno.test("mesh-agent gets and renews its certificate from mesh_ca, and its bootstrap reaches discovery", async () => {
   await withTempDir(async (dir) => {
-    const issuer = await testIssuer();
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
-    const caPort = freePort();
-    await using ca = spawnProgram("mesh_ca", [
-      "--self-signed-ca",
-      "--local-storage-dir",
-      `${dir}/ca`,
-      "--trusted-jwks",
-      `${dir}/jwks.json`,
-      "--grpc-port",
-      String(caPort),
-      "--workload-cert-min-grace-period",
-      "1s",
-    ]);
-    await ca.waitFor(/gRPC signing API listening/, 30_000);
-    await Deno.mkdir(`${dir}/certs`);
-    await Deno.copyFile(`${dir}/ca/ca-cert.pem`, `${dir}/ca-root.pem`);
-    await Deno.writeTextFile(
-      `${dir}/token`,
-      await issuer.token("system:serviceaccount:default:hello"),
-    );
+    const { ca: caProc, env } = await startCa(dir);
+    await using _ca = caProc;
     await Deno.mkdir(`${dir}/config`);
     const d = await startDiscovery(["--registries", "Mock", "--configDir", `${dir}/config`]);
     try {
@@ -56,18 +76,7 @@ Deno.test("mesh-agent gets and renews its certificate from mesh_ca, and its boot
         "1s",
         "--parentShutdownDuration",
         "1s",
-      ], {
-        env: {
-          POD_NAME: "hello-v1",
-          POD_NAMESPACE: "default",
-          INSTANCE_IP: "127.0.0.1",
-          MESH_CERT_DIR: `${dir}/certs`,
-          MESH_CA_ADDRESS: `127.0.0.1:${caPort}`,
-          MESH_CA_ROOT_CERT: `${dir}/ca-root.pem`,
-          MESH_CA_TOKEN_FILE: `${dir}/token`,
-          MESH_CA_CERT_TTL: "4",
-        },
-      });
+      ], { env });
       const started = (n: number) =>
         standinEvents(`${dir}/proxy`).some((e) => e.event === "start" && e.epoch === n);
       await waitUntil(() => started(0), 30_000, "epoch 0");
@@ -115,5 +124,91 @@ Deno.test("mesh-agent gets and renews its certificate from mesh_ca, and its boot
     } finally {
       await d.proc.stop();
     }
+  });
+});
+
+Deno.test("with SDS a renewed certificate reaches the proxy over the agent's socket without a new epoch", async () => {
+  await withTempDir(async (dir) => {
+    const { ca: caProc, env } = await startCa(dir);
+    await using _ca = caProc;
+    await using agent = spawnProgram("mesh-agent", [
+      "proxy",
+      "--bootstrapv2",
+      "--controlPlaneAuthPolicy",
+      "MUTUAL_TLS",
+      "--discoveryAddress",
+      "127.0.0.1:1",
+      "--configPath",
+      `${dir}/proxy`,
+      "--binaryPath",
+      STANDIN_BINARY,
+      "--proxyAdminPort",
+      String(freePort()),
+    ], { env: { ...env, MESH_AGENT_SDS: "true" } });
+    await waitUntil(
+      () => standinEvents(`${dir}/proxy`).some((e) => e.event === "start"),
+      30_000,
+      "epoch 0",
+    );
+    const boot = JSON.parse(await Deno.readTextFile(`${dir}/proxy/envoy-rev0.json`));
+    const sdsCluster = boot.static_resources.clusters.find((c: { name: string }) =>
+      c.name === "sds-grpc"
+    );
+    const pipe = sdsCluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe.path;
+    assert.equal(pipe, `${dir}/proxy/sds.sock`);
+
+    // an SDS client (grpc-js) on the socket named by the bootstrap, as the proxy would be
+    const grpc = await import("../../lib/deps/grpc.ts");
+    const loader = await import("../../lib/deps/proto_loader.ts");
+    const def = loader.loadSync(
+      [`${xdsProtoRoot()}/envoy-api/envoy/service/secret/v3/sds.proto`],
+      { keepCase: true, longs: String, enums: String, oneofs: true, includeDirs: xdsIncludeDirs() },
+    );
+    // deno-lint-ignore no-explicit-any
+    const Sds = (grpc.loadPackageDefinition(def) as any).envoy.service.secret.v3
+      .SecretDiscoveryService;
+    const client = new Sds(`unix://${pipe}`, grpc.credentials.createInsecure());
+    const call = client.StreamSecrets();
+    const chains: string[] = [];
+    const roots: string[] = [];
+    // deno-lint-ignore no-explicit-any
+    call.on("data", (r: any) => {
+      for (const a of r.resources ?? []) {
+        const secret = decodeAny({ type_url: a.type_url, value: new Uint8Array(a.value) });
+        // deno-lint-ignore no-explicit-any
+        const s = secret as any;
+        if (s.tls_certificate) chains.push(s.tls_certificate.certificate_chain.inline_string);
+        if (s.validation_context) roots.push(s.validation_context.trusted_ca.inline_string);
+      }
+      call.write({
+        version_info: r.version_info,
+        response_nonce: r.nonce,
+        type_url: r.type_url,
+        resource_names: ["default", "ROOTCA"],
+      });
+    });
+    call.on("error", () => {});
+    try {
+      call.write({
+        node: { id: boot.node.id },
+        type_url: "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
+        resource_names: ["default", "ROOTCA"],
+      });
+      await waitUntil(() => chains.length >= 1 && roots.length >= 1, 10_000, "first secrets");
+      assert.equal(chains[0], await Deno.readTextFile(`${dir}/certs/cert-chain.pem`));
+      assert.equal(roots[0], await Deno.readTextFile(`${dir}/ca-root.pem`));
+      // the 4 s certificate is renewed at half its life and pushed on the same stream
+      await waitUntil(() => new Set(chains).size >= 2, 30_000, "the renewed certificate over SDS");
+      assert.equal(chains.at(-1), await Deno.readTextFile(`${dir}/certs/cert-chain.pem`));
+      assert.deepEqual(
+        standinEvents(`${dir}/proxy`).filter((e) => e.event === "start").map((e) => e.epoch),
+        [0],
+      );
+    } finally {
+      call.end();
+      client.close();
+    }
+    agent.kill("SIGTERM");
+    assert.equal((await agent.status).code, 0, agent.output());
   });
 });
