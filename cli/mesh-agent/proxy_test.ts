@@ -86,3 +86,27 @@ Deno.test("mesh-agent proxy exits 1 with one line when the proxy binary cannot s
     );
   });
 });
+
+Deno.test("mesh-agent proxy refuses a --templateFile whose bootstrap Envoy would reject", async () => {
+  await withTempDir(async (dir) => {
+    await Deno.writeTextFile(
+      `${dir}/t.yaml`,
+      "node: { id: [[ .NodeID | toJson ]], cluster: [[ .Cluster ]] }\nadmin: { adress: x }\n",
+    );
+    const r = await runProgram("mesh-agent", [
+      "proxy",
+      "--configPath",
+      `${dir}/proxy`,
+      "--binaryPath",
+      STANDIN_BINARY,
+      "--templateFile",
+      `${dir}/t.yaml`,
+    ], { env: POD, cwd: dir });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /^Error: Invalid bootstrap: Bootstrap\.admin\.adress: unknown field of envoy\.config\.bootstrap\.v3\.Admin\n$/m,
+    );
+    assert.deepEqual(standinEvents(`${dir}/proxy`), []);
+  });
+});

@@ -356,3 +356,43 @@ export async function checkBootstrapInWorker(doc: Json): Promise<number> {
     w.terminate();
   }
 }
+
+/**
+ * {@link checkBootstrap} without keeping its memory: in a `deno run` subprocess when the agent
+ * itself runs under `deno` (the ~45 MB of loaded protos go away with it), else (a compiled
+ * binary) in a worker.
+ */
+export async function checkBootstrapIsolated(doc: Json): Promise<number> {
+  const exe = Deno.execPath();
+  if (!/(^|\/)deno$/.test(exe) || !import.meta.url.startsWith("file:")) {
+    return await checkBootstrapInWorker(doc);
+  }
+  const child = new Deno.Command(exe, {
+    args: [
+      "run",
+      "-A",
+      "--quiet",
+      "--config",
+      new URL("../../deno.json", import.meta.url).pathname,
+      new URL("./check_main.ts", import.meta.url).pathname,
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(JSON.stringify(doc)));
+  await w.close();
+  const out = await child.output();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  let r: { size?: number; error?: string };
+  try {
+    r = JSON.parse(text);
+  } catch {
+    throw new Error(
+      `bootstrap check failed: ${new TextDecoder().decode(out.stderr).trim().split("\n")[0]}`,
+    );
+  }
+  if (r.error !== undefined) throw new Error(r.error);
+  return r.size!;
+}

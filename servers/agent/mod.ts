@@ -20,7 +20,7 @@ import type { AgentConfig } from "./config.ts";
 import {
   buildBootstrap,
   CERT_FILES,
-  checkBootstrapInWorker,
+  checkBootstrapIsolated,
   renderTemplate,
   SDS_SOCKET,
 } from "./bootstrap.ts";
@@ -44,6 +44,7 @@ export {
   CERT_FILES,
   checkBootstrap,
   checkBootstrapInWorker,
+  checkBootstrapIsolated,
   renderTemplate,
   SDS_SOCKET,
   templateData,
@@ -136,7 +137,7 @@ export async function bootstrapText(c: AgentConfig): Promise<string | undefined>
   } else {
     doc = buildBootstrap(c);
   }
-  await checkBootstrapInWorker(doc);
+  await checkBootstrapIsolated(doc);
   return JSON.stringify(doc, null, 2) + "\n";
 }
 
