@@ -110,3 +110,37 @@ Deno.test("mesh-agent proxy refuses a --templateFile whose bootstrap Envoy would
     assert.deepEqual(standinEvents(`${dir}/proxy`), []);
   });
 });
+
+Deno.test("mesh-agent proxy accepts every flag the injector's built-in template passes", async () => {
+  const { builtinTemplate, defaultTemplateParams, Injector } = await import(
+    "../../lib/inject/mod.ts"
+  );
+  const { defaultMeshConfig } = await import("../../lib/model/meshconfig.ts");
+  const injector = new Injector({
+    policy: "enabled",
+    template: builtinTemplate({ ...defaultTemplateParams(), tag: "test" }),
+    meshConfig: {
+      ...defaultMeshConfig(),
+      defaultConfig: { ...defaultMeshConfig().defaultConfig, statsdUdpAddress: "statsd:9125" },
+    },
+  });
+  const pod = injector.inject({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "web-1", labels: { app: "web" } },
+    spec: { containers: [{ name: "web", image: "web" }] },
+  });
+  const containers = pod.spec.containers as { name: string; args?: string[] }[];
+  const args = containers.find((c) => c.name === "mesh-proxy")?.args ?? [];
+  assert.ok(args.includes("--statsdUdpAddress"), args.join(" "));
+  await withTempDir(async (dir) => {
+    // every flag parses and validates: the agent gets as far as starting the (missing) binary
+    const at = args.indexOf("--binaryPath");
+    const run = [...args];
+    run[at + 1] = `${dir}/no-such-proxy`;
+    run[args.indexOf("--configPath") + 1] = dir;
+    const r = await runProgram("mesh-agent", run, { env: POD });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^Error: Cannot start the proxy .*no-such-proxy: /);
+  });
+});
