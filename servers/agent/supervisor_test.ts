@@ -163,3 +163,33 @@ Deno.test("a proxy failure stops every epoch and the restart recovers", async ()
     }
   });
 });
+
+Deno.test("--customConfigFile is given to the proxy as is and left in place", async () => {
+  await withTempDir(async (dir) => {
+    const custom = `${dir}/my-envoy.yaml`;
+    const admin = freePort();
+    await Deno.writeTextFile(
+      custom,
+      `admin: { address: { socket_address: { address: 127.0.0.1, port_value: ${admin} } } }\n`,
+    );
+    const h = await start(config(dir, { customConfigFile: custom }), {
+      proxyEnv: { STANDIN_RECORD_DIR: `${dir}/proxy` },
+    });
+    try {
+      await waitEvent(dir, "start", 0);
+      const s = standinEvents(`${dir}/proxy`).find((e) => e.event === "start")!;
+      assert.deepEqual(s.args!.slice(0, 2), ["-c", custom]);
+      assert.deepEqual(
+        [...Deno.readDirSync(`${dir}/proxy`)].filter((e) => e.name.startsWith("envoy-rev")),
+        [],
+      );
+    } finally {
+      await h.shutdown();
+    }
+    assert.equal(await Deno.readTextFile(custom).then((t) => t.length > 0), true);
+    await assert.rejects(
+      start(config(dir, { customConfigFile: `${dir}/missing.yaml` }), {}),
+      /^Error: Cannot read --customConfigFile .*missing\.yaml: /,
+    );
+  });
+});

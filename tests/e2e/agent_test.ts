@@ -212,3 +212,55 @@ Deno.test("with SDS a renewed certificate reaches the proxy over the agent's soc
     assert.equal((await agent.status).code, 0, agent.output());
   });
 });
+
+Deno.test("without --bootstrapv2 the bootstrap polls discovery's REST-JSON xDS, which answers its node", async () => {
+  await withTempDir(async (dir) => {
+    await Deno.mkdir(`${dir}/config`);
+    const d = await startDiscovery(["--registries", "Mock", "--configDir", `${dir}/config`]);
+    try {
+      await using agent = spawnProgram("mesh-agent", [
+        "proxy",
+        "--discoveryAddress",
+        d.http,
+        "--discoveryRefreshDelay",
+        "500ms",
+        "--configPath",
+        `${dir}/proxy`,
+        "--binaryPath",
+        STANDIN_BINARY,
+        "--proxyAdminPort",
+        String(freePort()),
+      ], {
+        env: { POD_NAME: "hello-v1", POD_NAMESPACE: "default", INSTANCE_IP: "127.0.0.1" },
+      });
+      await waitUntil(
+        () => standinEvents(`${dir}/proxy`).some((e) => e.event === "start"),
+        30_000,
+        "epoch 0",
+      );
+      const boot = JSON.parse(await Deno.readTextFile(`${dir}/proxy/envoy-rev0.json`));
+      const cds = boot.dynamic_resources.cds_config.api_config_source;
+      assert.equal(cds.api_type, "REST");
+      assert.equal(cds.refresh_delay, "0.500s");
+      const http = boot.static_resources.clusters.find((c: { name: string }) =>
+        c.name === cds.cluster_names[0]
+      );
+      const sa = http.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
+      // what the proxy's REST poll sends: its node, to the cluster's address
+      const r = await fetch(`http://${sa.address}:${sa.port_value}/v3/discovery:clusters`, {
+        method: "POST",
+        body: JSON.stringify({ node: boot.node }),
+      });
+      assert.equal(r.status, 200);
+      const body = await r.json();
+      assert.ok(
+        body.resources.some((c: { name: string }) => c.name.startsWith("outbound|")),
+        JSON.stringify(body).slice(0, 500),
+      );
+      agent.kill("SIGTERM");
+      assert.equal((await agent.status).code, 0, agent.output());
+    } finally {
+      await d.proc.stop();
+    }
+  });
+});
