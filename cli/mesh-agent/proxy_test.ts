@@ -144,3 +144,26 @@ Deno.test("mesh-agent proxy accepts every flag the injector's built-in template 
     assert.match(r.stderr, /^Error: Cannot start the proxy .*no-such-proxy: /);
   });
 });
+
+Deno.test("mesh-agent proxy waits for an unreachable mesh_ca, logging why, and still stops on SIGTERM", async () => {
+  await withTempDir(async (dir) => {
+    const agent = spawnProgram("mesh-agent", [
+      "proxy",
+      "--configPath",
+      `${dir}/proxy`,
+      "--binaryPath",
+      STANDIN_BINARY,
+    ], { env: { ...POD, MESH_CERT_DIR: `${dir}/certs`, MESH_CA_ADDRESS: "127.0.0.1:1" } });
+    try {
+      await agent.waitFor(
+        /cannot get a workload certificate from mesh_ca .*Cannot read the CA root .*root-cert\.pem/,
+        20_000,
+      );
+      agent.kill("SIGTERM");
+      assert.equal((await agent.status).code, 0, agent.output());
+      assert.deepEqual(standinEvents(`${dir}/proxy`), []);
+    } finally {
+      await agent.stop();
+    }
+  });
+});

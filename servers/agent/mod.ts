@@ -83,7 +83,7 @@ export interface AgentDeps {
 /** A running agent. */
 export interface AgentHandle {
   readonly addresses: { readonly admin: string; readonly sds?: string };
-  /** Resolves once the first epoch has started. */
+  /** Resolves once the first epoch has started (after the certificate, with mesh_ca). */
   readonly ready: Promise<void>;
   /** Rejects when the agent gives up (retry budget spent); never resolves. */
   readonly failed: Promise<never>;
@@ -166,7 +166,10 @@ function watchDir(dir: string, delayMs: number, onChange: () => void): () => voi
   };
 }
 
-/** Starts the agent; rejects on a startup error (bad bootstrap, unreadable files). */
+/**
+ * Starts the agent; rejects on a startup error (bad bootstrap, unreadable files). The proxy
+ * starts in the background (once a certificate is in place when mesh_ca is used): await `ready`.
+ */
 export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<AgentHandle> {
   const log = deps.logger ?? getLogger("default");
   await Deno.mkdir(c.configPath, { recursive: true });
@@ -177,7 +180,6 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
   if (c.ca) {
     certs = startCertRotation({ ca: c.ca, certDir: c.certDir, log, retryMs: deps.caRetryMs });
     log.info("waiting for the workload certificate from mesh_ca", { address: c.ca.address });
-    await certs.ready;
   }
   const { promise: failed, reject: fail } = Promise.withResolvers<never>();
   failed.catch(() => {});
@@ -215,12 +217,7 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
       log.error("cannot update the proxy", { error: (e as Error).message });
     }
   };
-  let sds: SdsServer | undefined;
-  if (c.sds) {
-    sds = await startSdsServer(`${c.configPath}/${SDS_SOCKET}`, log);
-    const cur = certs?.current() ?? await loadWorkloadCert(c.certDir);
-    if (cur) sds.update(cur);
-  }
+  const sds = c.sds ? await startSdsServer(`${c.configPath}/${SDS_SOCKET}`, log) : undefined;
   // certificate files changed: over SDS without a restart, else a new epoch
   const onCerts = async () => {
     if (!sds) return await reconcile();
@@ -230,9 +227,21 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
       log.info("workload certificate pushed over SDS", { identity: cur.identity });
     }
   };
-  const stopWatch = watchDir(c.certDir, deps.coalesceMs ?? 1000, () => void onCerts());
-  failed.catch(() => stopWatch());
-  await sup.update(await desired());
+  let stopWatch = () => {};
+  let stopping = false;
+  // the proxy starts once a certificate from mesh_ca (when configured) is in place; a signal
+  // that comes first still stops the agent
+  (async () => {
+    if (certs) await certs.ready;
+    if (stopping) return;
+    if (sds) {
+      const cur = certs?.current() ?? await loadWorkloadCert(c.certDir);
+      if (cur) sds.update(cur);
+    }
+    stopWatch = watchDir(c.certDir, deps.coalesceMs ?? 1000, () => void onCerts());
+    failed.catch(() => stopWatch());
+    await sup.update(await desired());
+  })().catch((e) => fail(e as Error));
   let stopped: Promise<void> | undefined;
   return {
     addresses: { admin: `127.0.0.1:${c.proxyAdminPort}`, sds: sds?.address },
@@ -242,6 +251,7 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
     certs,
     shutdown() {
       stopped ??= (async () => {
+        stopping = true;
         certs?.stop();
         stopWatch();
         await sup.shutdown();
