@@ -16,6 +16,7 @@
  */
 
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import { isIp } from "../../lib/xds/node.ts";
 import type { AgentConfig } from "./config.ts";
 import {
   buildBootstrap,
@@ -113,6 +114,27 @@ async function sha256(s: string): Promise<string> {
   return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/**
+ * `c` with the host of `--statsdUdpAddress` resolved to an IP (Envoy's statsd sink takes an IP
+ * address only); `localhost` is 127.0.0.1. Throws naming the flag when the host does not resolve.
+ */
+export async function resolveStatsd(c: AgentConfig): Promise<AgentConfig> {
+  const hp = c.statsdUdpAddress;
+  if (!hp || isIp(hp.host)) return c;
+  let ip = hp.host === "localhost" ? "127.0.0.1" : undefined;
+  if (!ip) {
+    try {
+      ip = (await Deno.resolveDns(hp.host, "A"))[0];
+    } catch (e) {
+      throw new Error(
+        `Cannot resolve --statsdUdpAddress host "${hp.host}": ${(e as Error).message}`,
+      );
+    }
+    if (!ip) throw new Error(`Cannot resolve --statsdUdpAddress host "${hp.host}": no address`);
+  }
+  return Object.freeze({ ...c, statsdUdpAddress: Object.freeze({ host: ip, port: hp.port }) });
+}
+
 /** The bootstrap text of `c` (generated or rendered, always checked), or undefined for a custom file. */
 export async function bootstrapText(c: AgentConfig): Promise<string | undefined> {
   if (c.customConfigFile) {
@@ -135,7 +157,7 @@ export async function bootstrapText(c: AgentConfig): Promise<string | undefined>
     }
     doc = await renderTemplate(c, text);
   } else {
-    doc = buildBootstrap(c);
+    doc = buildBootstrap(await resolveStatsd(c));
   }
   await checkBootstrapIsolated(doc);
   return JSON.stringify(doc, null, 2) + "\n";

@@ -39,7 +39,11 @@ Deno.test("start() runs epoch 0 with Envoy's command line, removes stale files, 
   await withTempDir(async (dir) => {
     await Deno.mkdir(`${dir}/proxy`);
     await Deno.writeTextFile(`${dir}/proxy/envoy-rev7.json`, "{}");
-    const c = config(dir, { concurrency: 2, availabilityZone: "az-1" });
+    const c = config(dir, {
+      concurrency: 2,
+      availabilityZone: "az-1",
+      statsdUdpAddress: "localhost:9125",
+    });
     const h = await start(c, {});
     try {
       await h.ready;
@@ -67,6 +71,12 @@ Deno.test("start() runs epoch 0 with Envoy's command line, removes stale files, 
       assert.equal(await Deno.stat(`${dir}/proxy/envoy-rev7.json`).catch(() => null), null);
       const boot = JSON.parse(await Deno.readTextFile(`${dir}/proxy/envoy-rev0.json`));
       assert.equal(boot.node.id, c.nodeId);
+      // Envoy's statsd sink takes an IP: the host is resolved at start
+      assert.deepEqual(boot.stats_sinks[0].typed_config.address.socket_address, {
+        address: "127.0.0.1",
+        port_value: 9125,
+        protocol: "UDP",
+      });
       // the admin port of the bootstrap is the one the stand-in serves
       await waitUntil(async () => {
         const r = await fetch(`http://${h.addresses.admin}/server_info`).catch(() => null);
