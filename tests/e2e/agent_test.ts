@@ -3,11 +3,16 @@
  * and mesh-discovery (Mock registry) on 127.0.0.1, and `mesh-agent proxy --bootstrapv2` with the
  * stand-in proxy. The agent gets its certificate from mesh_ca, writes a bootstrap, runs epoch 0,
  * renews the short-lived certificate and hot-restarts into epoch 1; an ADS client configured from
- * the agent's bootstrap (node id, xds-grpc address) receives its clusters and listeners.
+ * the agent's bootstrap (node id, xds-grpc address) receives its clusters and listeners. Also:
+ * REST-JSON xDS without --bootstrapv2, MUTUAL_TLS with the bootstrap's TLS files and identity
+ * check against discovery's TLS port, and SDS rotation without a new epoch.
  */
 import assert from "node:assert/strict";
 import { freePort, spawnProgram, waitUntil, withTempDir } from "../harness/procs.ts";
-import { testIssuer } from "../harness/ca_client.ts";
+import { createCertificate, testIssuer } from "../harness/ca_client.ts";
+import { csrFor } from "../../servers/ca/_testutil.ts";
+import { exportPrivateKey } from "../../lib/pki/mod.ts";
+
 import { STANDIN_BINARY, standinEvents } from "../harness/proxy_standin.ts";
 import { startDiscovery } from "./discovery_harness.ts";
 import { adsClient } from "./_ads_client.ts";
@@ -40,6 +45,8 @@ async function startCa(dir: string) {
   );
   return {
     ca,
+    issuer,
+    caAddress: `127.0.0.1:${caPort}`,
     env: {
       POD_NAME: "hello-v1",
       POD_NAMESPACE: "default",
@@ -257,6 +264,112 @@ Deno.test("without --bootstrapv2 the bootstrap polls discovery's REST-JSON xDS, 
         body.resources.some((c: { name: string }) => c.name.startsWith("outbound|")),
         JSON.stringify(body).slice(0, 500),
       );
+      agent.kill("SIGTERM");
+      assert.equal((await agent.status).code, 0, agent.output());
+    } finally {
+      await d.proc.stop();
+    }
+  });
+});
+
+Deno.test("with MUTUAL_TLS the agent's certificate files and discovery's identity check reach discovery's TLS port", async () => {
+  await withTempDir(async (dir) => {
+    const { ca: caProc, env, issuer, caAddress } = await startCa(dir);
+    await using _ca = caProc;
+    // discovery's own certificate, from the same mesh_ca, for its service account
+    const { csr, keys } = await csrFor("mesh-system", "mesh-discovery-service-account");
+    const root = await Deno.readTextFile(`${dir}/ca-root.pem`);
+    const issued = await createCertificate(
+      {
+        address: caAddress,
+        root,
+        token: await issuer.token(
+          "system:serviceaccount:mesh-system:mesh-discovery-service-account",
+        ),
+      },
+      csr,
+      3600,
+    );
+    assert.ok(issued.ok, JSON.stringify(issued));
+    await Deno.mkdir(`${dir}/dcerts`);
+    await Deno.writeTextFile(
+      `${dir}/dcerts/cert-chain.pem`,
+      issued.chain.map((c) => c.endsWith("\n") ? c : c + "\n").join(""),
+    );
+    await Deno.writeTextFile(`${dir}/dcerts/key.pem`, await exportPrivateKey(keys.privateKey));
+    await Deno.writeTextFile(`${dir}/dcerts/root-cert.pem`, root);
+    await Deno.mkdir(`${dir}/config`);
+    const d = await startDiscovery(
+      ["--registries", "Mock", "--configDir", `${dir}/config`, "--secureGrpcAddr", "127.0.0.1:0"],
+      { MESH_CERT_DIR: `${dir}/dcerts` },
+    );
+    try {
+      assert.ok(d.secureGrpc, d.proc.output().slice(-1000));
+      await using agent = spawnProgram("mesh-agent", [
+        "proxy",
+        "--bootstrapv2",
+        "--controlPlaneAuthPolicy",
+        "MUTUAL_TLS",
+        "--discoveryAddress",
+        d.secureGrpc!,
+        "--configPath",
+        `${dir}/proxy`,
+        "--binaryPath",
+        STANDIN_BINARY,
+        "--proxyAdminPort",
+        String(freePort()),
+      ], {
+        env: {
+          ...env,
+          MESH_CA_CERT_TTL: "3600",
+          MESH_AGENT_SDS: "false",
+          POD_NAMESPACE: "mesh-system",
+        },
+      });
+      await waitUntil(
+        () => standinEvents(`${dir}/proxy`).some((e) => e.event === "start"),
+        30_000,
+        "epoch 0",
+      );
+      const boot = JSON.parse(await Deno.readTextFile(`${dir}/proxy/envoy-rev0.json`));
+      const xds = boot.static_resources.clusters.find((c: { name: string }) =>
+        c.name === "xds-grpc"
+      );
+      const sa = xds.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
+      const tls = xds.transport_socket.typed_config.common_tls_context;
+      const san = tls.validation_context.match_typed_subject_alt_names[0].matcher.exact;
+      assert.equal(san, "spiffe://cluster.local/ns/mesh-system/sa/mesh-discovery-service-account");
+      // a client with exactly the bootstrap's TLS files and identity check
+      const grpc = await import("../../lib/deps/grpc.ts");
+      const { Buffer } = await import("node:buffer");
+      const seen: string[] = [];
+      const creds = grpc.credentials.createSsl(
+        Buffer.from(await Deno.readFile(tls.validation_context.trusted_ca.filename)),
+        Buffer.from(await Deno.readFile(tls.tls_certificates[0].private_key.filename)),
+        Buffer.from(await Deno.readFile(tls.tls_certificates[0].certificate_chain.filename)),
+        {
+          checkServerIdentity: (_host: string, cert: { subjectaltname?: string }) => {
+            seen.push(cert.subjectaltname ?? "");
+            return cert.subjectaltname === `URI:${san}`
+              ? undefined
+              : new Error(`server identity ${cert.subjectaltname} is not ${san}`);
+          },
+        },
+      );
+      // (grpc-js does not verify a server reached by IP unless a name overrides it)
+      const client = adsClient(`${sa.address}:${sa.port_value}`, creds, {
+        "grpc.ssl_target_name_override": "mesh-discovery.mesh-system",
+      });
+      const stream = client.open();
+      try {
+        stream.send({ node: { id: boot.node.id }, type_url: TYPE_URLS.cluster });
+        const cds = await stream.next(TYPE_URLS.cluster, 10_000);
+        assert.ok(cds.resources.length > 0);
+        assert.deepEqual(seen, [`URI:${san}`]);
+      } finally {
+        await stream.close();
+        client.close();
+      }
       agent.kill("SIGTERM");
       assert.equal((await agent.status).code, 0, agent.output());
     } finally {
