@@ -27,7 +27,7 @@ import {
 } from "./bootstrap.ts";
 import { removeStaleRevFiles, Supervisor } from "./supervisor.ts";
 import { type CertRotation, loadWorkloadCert, startCertRotation } from "./certs.ts";
-import { type SdsServer, startSdsServer } from "./sds.ts";
+import { startSdsServer } from "./sds.ts";
 
 export {
   adsAddress,
