@@ -121,7 +121,7 @@ Deno.test("mesh-agent proxy accepts every flag the injector's built-in template 
     template: builtinTemplate({ ...defaultTemplateParams(), tag: "test" }),
     meshConfig: {
       ...defaultMeshConfig(),
-      defaultConfig: { ...defaultMeshConfig().defaultConfig, statsdUdpAddress: "statsd:9125" },
+      defaultConfig: { ...defaultMeshConfig().defaultConfig, statsdUdpAddress: "localhost:9125" },
     },
   });
   const pod = injector.inject({
