@@ -12,12 +12,56 @@ export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Prom
   agent: () => import("./agent.ts"),
   ca: () => import("./ca.ts"),
   inject: () => import("./inject.ts"),
+  h2_attack: () => import("./h2_attack.ts"),
+  generate: () => import("./generate.ts"),
   meshctl: () => import("./meshctl.ts"),
+  policy: () => import("./policy.ts"),
   xds: () => import("./xds.ts"),
 };
 
+/** `deno task bench --help`: the benches, how to run one, and where each one's flags are. */
+export function helpText(): string {
+  return [
+    "Usage: deno task bench [<name>] [flags]",
+    "",
+    "Runs every benchmark in turn, or only <name> with the flags after it. Benchmarks are CPU-heavy:",
+    "run them on a quiet machine. `deno task bench <name> --help` describes one (without running it).",
+    "",
+    "Benches:",
+    ...Object.keys(BENCHES).map((n) => `  ${n}`),
+    "",
+  ].join("\n");
+}
+
+/** The module comment of `bench/<name>.ts` as plain text (its description and flags). */
+export async function benchDescription(name: string): Promise<string> {
+  const text = await Deno.readTextFile(new URL(`./${name}.ts`, import.meta.url)).catch(() => "");
+  const doc = /^\/\*\*([\s\S]*?)\*\//.exec(text)?.[1] ?? "";
+  const lines = doc.split("\n").map((l) => l.replace(/^\s*\* ?/, "")).filter((l) =>
+    l !== "@module"
+  );
+  const body = lines.join("\n").trim();
+  return `bench ${name}: ${body || `see bench/${name}.ts`}\n\nRun: deno task bench ${name} [flags]`;
+}
+
 if (import.meta.main) {
   const [first, ...rest] = Deno.args;
+  if (first === "--help" || first === "-h" || first === "help") {
+    // answer without loading or starting anything
+    console.log(helpText());
+    Deno.exit(0);
+  }
+  if (first in BENCHES && rest.some((a) => a === "--help" || a === "-h")) {
+    // a bench's own description (its module comment), without running it
+    console.log(await benchDescription(first));
+    Deno.exit(0);
+  }
+  if (first !== undefined && !first.startsWith("-") && !(first in BENCHES)) {
+    console.error(
+      `Error: unknown bench ${JSON.stringify(first)} (benches: ${Object.keys(BENCHES).join(", ")})`,
+    );
+    Deno.exit(2);
+  }
   const only = first !== undefined && first in BENCHES ? first : undefined;
   for (const [name, load] of Object.entries(BENCHES)) {
     if (only && name !== only) continue;

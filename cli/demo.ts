@@ -3,7 +3,8 @@
  *
  * Starts mesh-discovery (`--registries Mock --configDir docs/demo/config`) as a child process,
  * two WhoAmI gRPC backends on the Mock endpoint addresses of `hello`'s grpc port
- * (v1 on 127.0.1.1:17070, v2 on 127.0.1.2:17070), and a proxyless gRPC client (grpc-js-xds)
+ * (v1 on 127.0.1.1:17070, v2 on 127.0.1.2:17070 with the default `--mockPortOffset` 10000; busy
+ * default ports are replaced by free ones), and a proxyless gRPC client (grpc-js-xds)
  * calling `xds:///hello.default.svc.cluster.local:7070` continuously. Once a second it prints
  * the split it saw, e.g. `last 1s: v1 80% (160)  v2 20% (40)`. Edit the weights in
  * `docs/demo/config/hello-virtualservice.yaml` and the split follows. Ctrl-C stops everything.
@@ -13,6 +14,7 @@
 
 import { Command } from "../lib/deps/commander.ts";
 import { FlagValueError } from "../lib/flags/mod.ts";
+import { MAX_MOCK_PORT_OFFSET, MOCK_PORT_OFFSET, mockEndpointPort } from "../lib/registry/mock.ts";
 import {
   startWhoAmI,
   WHOAMI_METHOD,
@@ -52,6 +54,50 @@ function rateArg(v: string): number {
     );
   }
   return n;
+}
+
+function offsetArg(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n < 1 || n > MAX_MOCK_PORT_OFFSET) {
+    throw new FlagValueError(
+      "mockPortOffset",
+      `must be a whole number from 1 to ${MAX_MOCK_PORT_OFFSET}, got "${v}"`,
+    );
+  }
+  return n;
+}
+
+/** The demo's port flags and the host each binds. */
+const PORT_FLAGS = [
+  ["grpcPort", "127.0.0.1"],
+  ["httpPort", "0.0.0.0"],
+  ["monitoringPort", "0.0.0.0"],
+  ["ctrlzPort", "127.0.0.1"],
+] as const;
+
+/** Whether `host:port` can be bound now. */
+async function isFree(hostname: string, port: number): Promise<boolean> {
+  try {
+    const l = Deno.listen({ hostname, port });
+    l.close();
+    await Promise.resolve();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A port free on `hostname` now (the system's choice). */
+function freePort(hostname: string): number {
+  const l = Deno.listen({ hostname, port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** Whether both Mock endpoint addresses of hello are free on `port`. */
+async function mockFree(port: number): Promise<boolean> {
+  return await isFree("127.0.1.1", port) && await isFree("127.0.1.2", port);
 }
 
 /** mesh-discovery's listen flags → the demo flag that sets them. */
@@ -169,6 +215,12 @@ async function main(args: string[]): Promise<number> {
       portArg("ctrlzPort"),
       DEMO_DEFAULTS.ctrlzPort,
     )
+    .option(
+      "--mockPortOffset <n>",
+      "Mock endpoint port = service port + this (backends on 127.0.1.1/2:<7070+n>)",
+      offsetArg,
+      MOCK_PORT_OFFSET,
+    )
     .option("--rate <n>", "calls per second made by the client", rateArg, DEMO_DEFAULTS.rate)
     .option("--verbose", "copy mesh-discovery's output to stderr", false)
     .exitOverride()
@@ -190,6 +242,22 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
   const o = cmd.opts();
+  // Defaults that are busy (another demo, a test run) are replaced by free ones; a value the
+  // user gave is kept, and a busy one fails naming its flag.
+  const chosen: string[] = [];
+  for (const [name, host] of PORT_FLAGS) {
+    if (cmd.getOptionValueSource(name) !== "default" || await isFree(host, o[name])) continue;
+    o[name] = await freePort(host);
+    chosen.push(`--${name} ${o[name]}`);
+  }
+  const grpcEndpoint = (offset: number) => mockEndpointPort(7070, offset);
+  if (cmd.getOptionValueSource("mockPortOffset") === "default") {
+    for (let i = 0; i < 50 && !(await mockFree(grpcEndpoint(o.mockPortOffset))); i++) {
+      o.mockPortOffset = 20000 + Math.floor(Math.random() * 30000);
+    }
+    if (o.mockPortOffset !== MOCK_PORT_OFFSET) chosen.push(`--mockPortOffset ${o.mockPortOffset}`);
+  }
+  if (chosen.length) write(`demo: default ports busy, using ${chosen.join(", ")}`);
   try {
     const st = await Deno.stat(o.configDir);
     if (!st.isDirectory) throw new Error("not a directory");
@@ -200,11 +268,19 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
 
-  // Backends first: they bind the fixed Mock endpoint addresses.
+  // Backends first: they bind the Mock endpoint addresses of hello's grpc port.
   const backends: WhoAmIBackend[] = [];
+  const port = grpcEndpoint(o.mockPortOffset);
   try {
-    backends.push(await startWhoAmI({ host: "127.0.1.1", port: 17070, version: "v1" }));
-    backends.push(await startWhoAmI({ host: "127.0.1.2", port: 17070, version: "v2" }));
+    for (const [host, version] of [["127.0.1.1", "v1"], ["127.0.1.2", "v2"]]) {
+      if (!(await isFree(host, port))) {
+        throw new Error(
+          `Cannot listen on ${host}:${port} (Mock endpoint of hello ${version}): address already ` +
+            `in use; give another --mockPortOffset (endpoint port = 7070 + offset)`,
+        );
+      }
+      backends.push(await startWhoAmI({ host, port, version }));
+    }
   } catch (e) {
     writeErr(`Error: ${(e as Error).message}`);
     for (const b of backends) await b.shutdown();
@@ -235,6 +311,7 @@ async function main(args: string[]): Promise<number> {
       "--ctrlz_address",
       "127.0.0.1",
     ],
+    env: { MESH_MOCK_PORT_OFFSET: String(o.mockPortOffset) },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -10,6 +10,26 @@ import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
 import { common, discoveryFlags } from "./mesh-discovery/flags.ts";
+import {
+  DEBUG_TYPE_HELP,
+  DEFAULT_DISCOVERY_ADDR,
+  DISCOVERY_ADDR_ENV,
+} from "./mesh-discovery/debug.ts";
+
+/** What `debug --help` adds: the configuration types and the address it reads. */
+const DEBUG_HELP = [
+  "",
+  "Arguments:",
+  "  <proxyID>             a proxy's node id (sidecar~<ip>~<pod>.<ns>~<ns>.svc.cluster.local),",
+  "                        or all for every proxy",
+  "  <configuration-type>  one of:",
+  ...Object.entries(DEBUG_TYPE_HELP).map(([t, h]) => `    ${t.padEnd(6)} ${h}`),
+  "",
+  `Reads the monitoring port of a discovery instance: ${DEFAULT_DISCOVERY_ADDR}, or <host>:<port>`,
+  `from the environment variable ${DISCOVERY_ADDR_ENV}.`,
+  "",
+  "Example: mesh-discovery debug all ads",
+].join("\n");
 
 /** The command tree of mesh-discovery. */
 export const program: ProgramSpec = {
@@ -25,6 +45,7 @@ export const program: ProgramSpec = {
         summary: "Retrieves the configuration of the specified proxy.",
         args: ["<proxyID>", "<configuration-type>"],
         groups: common,
+        helpAfter: DEBUG_HELP,
         load: () => import("./mesh-discovery/debug.ts"),
       }),
       command({

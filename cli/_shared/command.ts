@@ -341,6 +341,8 @@ export async function runCli(
     return (await mod.run(opts, args, runCtx)) ?? 0;
   } catch (e) {
     if (e instanceof UsageError) return await usage(e.message, e.commandPath ?? path);
+    // the reader of our output went away (`| head`): end quietly, as kubectl does
+    if (e instanceof Deno.errors.BrokenPipe) return 0;
     const message = e instanceof Error ? e.message : String(e);
     await ctx.stderr.write(`Error: ${message.split("\n").join(" ")}\n`);
     return 1;

@@ -14,7 +14,7 @@ export async function run(
   _ctx: CliContext,
 ) {
   if (opts.probePath === "") throw new UsageError("Flag --probe-path is required");
-  if (opts.interval < 0) throw new UsageError("Flag --interval must not be negative");
+  if (opts.interval < 0) throw new UsageError("Invalid value for --interval: must not be negative");
   const { checkProbe } = await import("../../lib/probe/mod.ts");
   const result = await checkProbe(opts.probePath, opts.interval);
   if (!result.ok) throw new Error(result.reason);

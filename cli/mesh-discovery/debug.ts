@@ -27,11 +27,25 @@ export const DEBUG_TYPES: Record<string, string[]> = {
   all: ["adsz", "edsz", "syncz"],
 };
 
-/** The pages of a debug type. @throws UsageError for an unknown type. */
+/** What each debug type shows, for help and errors. */
+export const DEBUG_TYPE_HELP: Record<string, string> = {
+  ads: "/debug/adsz: listeners and clusters last sent",
+  eds: "/debug/edsz: endpoint assignments",
+  syncz: "/debug/syncz: sync state per type",
+  all: "the three in turn",
+};
+
+/** The pages of a debug type. @throws UsageError for an unknown type, listing the valid ones. */
 export function debugPages(type: string): string[] {
   // Own keys only: "constructor" or "toString" are not debugging types.
   const pages = Object.hasOwn(DEBUG_TYPES, type) ? DEBUG_TYPES[type] : undefined;
-  if (!pages) throw new UsageError(`"${type}" is not a supported debugging config type`);
+  if (!pages) {
+    throw new UsageError(
+      `${JSON.stringify(type)} is not a supported debugging config type (valid types: ${
+        Object.keys(DEBUG_TYPES).join(", ")
+      })`,
+    );
+  }
   return pages;
 }
 

@@ -59,7 +59,8 @@ Deno.test("debugPages() refuses names inherited from Object, like any unknown ty
   for (const type of ["constructor", "toString", "nope"]) {
     assert.throws(() => debugPages(type), {
       name: "UsageError",
-      message: `"${type}" is not a supported debugging config type`,
+      message:
+        `"${type}" is not a supported debugging config type (valid types: ads, eds, syncz, all)`,
     });
   }
 });

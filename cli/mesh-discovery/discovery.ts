@@ -20,6 +20,9 @@ export async function run(opts: DiscoveryOptions, _args: string[], ctx: CliConte
     config = discovery.toConfig(opts, {
       POD_NAMESPACE: ctx.env.POD_NAMESPACE,
       MESH_CERT_DIR: ctx.env.MESH_CERT_DIR,
+      KUBERNETES_SERVICE_HOST: ctx.env.KUBERNETES_SERVICE_HOST,
+      KUBERNETES_SERVICE_PORT: ctx.env.KUBERNETES_SERVICE_PORT,
+      MESH_MOCK_PORT_OFFSET: ctx.env.MESH_MOCK_PORT_OFFSET,
     });
   } catch (e) {
     if (e instanceof discovery.ConfigError) throw new UsageError(e.message);

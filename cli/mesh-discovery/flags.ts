@@ -86,6 +86,44 @@ export const discoveryFlags = [
     help: "gRPC address with TLS.",
   }),
   flag({
+    name: "grpcMaxConcurrentStreams",
+    type: int,
+    default: 100,
+    help: "Concurrent streams per gRPC connection (SETTINGS_MAX_CONCURRENT_STREAMS; more are " +
+      "refused with REFUSED_STREAM).",
+  }),
+  flag({
+    name: "grpcMaxConnections",
+    type: int,
+    default: 0,
+    help: "Open gRPC connections per listener at most; more are closed at once (0: no cap).",
+  }),
+  flag({
+    name: "keepaliveInterval",
+    type: duration,
+    default: 30_000,
+    help: "Ping a gRPC client that sent nothing for this long (0s: never).",
+  }),
+  flag({
+    name: "keepaliveTimeout",
+    type: duration,
+    default: 10_000,
+    help: "Close a gRPC connection whose keepalive ping is not answered within this.",
+  }),
+  flag({
+    name: "keepaliveMinTime",
+    type: duration,
+    default: 15_000,
+    help: "Clients pinging more often than this get GOAWAY ENHANCE_YOUR_CALM too_many_pings.",
+  }),
+  flag({
+    name: "keepaliveMaxServerConnectionAge",
+    type: duration,
+    default: 0,
+    help: "Send a gRPC connection a graceful GOAWAY after this age, ±10% (0s: no limit); " +
+      "calls still open 10s later end UNAVAILABLE.",
+  }),
+  flag({
     name: "orchconfig",
     type: string,
     default: "",
@@ -110,6 +148,13 @@ export const discoveryFlags = [
     default: "",
     help: "Namespace where the controller resides; when unset, the environment variable " +
       "POD_NAMESPACE is used.",
+  }),
+  flag({
+    name: "ingressStatus",
+    type: bool,
+    default: false,
+    help: "Set status.loadBalancer of the Ingresses of the mesh class from the ingress gateway " +
+      "service (mesh config ingressService, in --namespace).",
   }),
   flag({ name: "port", type: int, default: 8080, help: "Discovery service port." }),
   flag({

@@ -5,17 +5,23 @@
  * before anything is written), namespace resolution and message formatting.
  * @module
  */
-import { firstErrorLine } from "../../lib/model/errors.ts";
 import { isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import type { CommonOptions } from "./flags.ts";
-import { parseAllDocuments } from "../../lib/deps/yaml.ts";
-import { currentNamespace, loadKubeConfig, resolveKubeconfigPath } from "../../lib/kube/mod.ts";
+import {
+  currentNamespace,
+  type InClusterEnv,
+  loadKubeConfig,
+  resolveKubeconfigPath,
+} from "../../lib/kube/mod.ts";
 import {
   type ConfigObject,
+  escapeControl,
   formatIssue,
   type ModelSchema,
   normalizeObject,
+  parseDocuments,
+  printable,
   resolveMeshctlType,
   schemaByType,
   schemasByKindOnly,
@@ -66,13 +72,23 @@ export interface StoreTarget {
   platform: Platform;
   /** fs: the directory; orch: the kubeconfig path. */
   path: string;
+  /** orch with an empty path: the in-cluster environment (read once, from the context). */
+  inCluster?: InClusterEnv;
 }
 
 /** Resolves `--configDir` / `--orchconfig` against the working directory. */
 export function storeTarget(opts: CommonOptions, ctx: CliContext): StoreTarget {
   const platform = checkPlatform(opts);
   if (platform === "fs") return { platform, path: absolute(opts.configDir, ctx) };
-  return { platform, path: kubeconfigPath(opts, ctx) };
+  return { platform, path: kubeconfigPath(opts, ctx), inCluster: inClusterEnv(ctx) };
+}
+
+/** The in-cluster orchestrator environment of a command's context. */
+export function inClusterEnv(ctx: CliContext): InClusterEnv {
+  return {
+    KUBERNETES_SERVICE_HOST: ctx.env.KUBERNETES_SERVICE_HOST,
+    KUBERNETES_SERVICE_PORT: ctx.env.KUBERNETES_SERVICE_PORT,
+  };
 }
 
 /** The kubeconfig file meant by `--orchconfig` (first entry of a `:` list), absolute. */
@@ -137,7 +153,7 @@ export async function connect(target: StoreTarget): Promise<Connection> {
     };
   }
   await checkKubeconfigExists(target.path);
-  const kc = await loadKubeConfig(target.path);
+  const kc = await loadKubeConfig(target.path, undefined, target.inCluster);
   const defaultNamespace = currentNamespace(kc);
   const server = kc.getCurrentCluster()?.server ?? "";
   return {
@@ -274,15 +290,45 @@ async function readInput(
     );
   }
   if (file === "" || file === "-") {
-    const text = await new Response(ctx.stdin).text();
-    return { label: "stdin", text };
+    return { label: "stdin", text: await readAtMost(ctx.stdin, "standard input") };
   }
   try {
-    return { label: file, text: await Deno.readTextFile(absolute(file, ctx)) };
+    const f = await Deno.open(absolute(file, ctx));
+    return { label: file, text: await readAtMost(f.readable, JSON.stringify(file)) };
   } catch (err) {
+    if (err instanceof InputTooLarge) throw err;
     const reason = err instanceof Deno.errors.NotFound ? "no such file" : osReason(err);
     throw new Error(`Cannot read ${JSON.stringify(file)}: ${reason}`);
   }
+}
+
+/** Input over {@link MAX_INPUT_BYTES}. */
+class InputTooLarge extends Error {}
+
+/** Largest `-f` input read (bytes), as the file store's limit of a config file. */
+export const MAX_INPUT_BYTES = 4 * 1024 * 1024;
+
+/** The text of a stream, reading at most {@link MAX_INPUT_BYTES} (more: an Error naming it). */
+async function readAtMost(stream: ReadableStream<Uint8Array>, what: string): Promise<string> {
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > MAX_INPUT_BYTES) {
+        throw new InputTooLarge(
+          `${what} is more than ${MAX_INPUT_BYTES} bytes: split it into several files`,
+        );
+      }
+      chunks.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
 }
 
 /** One input document, checked. */
@@ -345,18 +391,14 @@ function parseInput(
   const problems: string[] = [];
   const objects: InputObject[] = [];
   const seen = new Map<string, number>();
-  const docs = parseAllDocuments(text);
-  // not an array: an empty stream (only comments / nothing)
-  if (!Array.isArray(docs)) return { objects, problems };
-  docs.forEach((doc, i) => {
-    const n = i + 1;
+  parseDocuments(text).forEach((doc) => {
+    const n = doc.index;
     const where = `${label} document ${n}`;
-    if (doc.errors.length > 0) {
-      const msg = firstErrorLine(doc.errors[0].message);
-      problems.push(`${where}: cannot parse YAML: ${msg}`);
+    if (doc.error !== undefined) {
+      problems.push(`${where}: ${doc.error}`);
       return;
     }
-    const raw = doc.toJS();
+    const raw = doc.value;
     if (raw === null || raw === undefined) return;
     const p = checkDocument(raw, where, options);
     if ("problems" in p) {
@@ -392,7 +434,7 @@ function checkDocument(
   // kind first: an unknown kind is one clear line
   const kind = raw.kind;
   if (typeof kind === "string" && kind !== "" && schemasByKindOnly(kind).length === 0) {
-    return { problems: [`${where}: kind ${kind} is not known`] };
+    return { problems: [`${where}: kind ${printable(kind)} is not known`] };
   }
   const meta = isRecord(raw.metadata) ? raw.metadata : {};
   const objNs = typeof meta.namespace === "string" ? meta.namespace : "";
@@ -451,7 +493,8 @@ export function writeFailure(op: "create" | "replace" | "delete", what: string, 
 
 /** Writes each line as `Error: <line>` on stderr and returns exit code 1. */
 export async function fail(ctx: CliContext, lines: readonly string[]): Promise<number> {
-  await ctx.stderr.write(lines.map((l) => `Error: ${l}\n`).join(""));
+  // values from input are escaped: a newline in a name must not print a line of its own
+  await ctx.stderr.write(lines.map((l) => `Error: ${escapeControl(l)}\n`).join(""));
   return 1;
 }
 

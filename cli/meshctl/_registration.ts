@@ -5,6 +5,7 @@
  */
 import { UsageError } from "../_shared/context.ts";
 import { checkLabelKey, checkLabelValue, isDns1123Label, isIp } from "../../lib/model/values.ts";
+import { SERVICE_ACCOUNT_ANNOTATION } from "../../lib/registry/accounts.ts";
 import { protocolFromPortName } from "../../lib/registry/protocol.ts";
 
 /** One port of a registration: `name:port` or a bare port. */
@@ -22,7 +23,7 @@ export const WELL_KNOWN_PORT_NAMES: Readonly<Record<number, string>> = Object.fr
 });
 
 /** The annotation naming the service account of registered instances (read by discovery). */
-export const SERVICE_ACCOUNT_ANNOTATION = "alpha.mesh.io/orchestrator-serviceaccounts";
+export { SERVICE_ACCOUNT_ANNOTATION };
 
 /** What `register` was asked, checked. */
 export interface Registration {

@@ -26,7 +26,9 @@ export async function run(
   const url = checkServer(server);
   const name = opts.context;
   if (!name || /\s/.test(name)) {
-    throw new UsageError(`Invalid --context ${JSON.stringify(name)}: must be a non-empty word`);
+    throw new UsageError(
+      `Invalid value for --context: ${JSON.stringify(name)}: must be a non-empty word`,
+    );
   }
   const raw = kubeconfigPath(opts, ctx);
   const path = isAbsolute(raw) ? raw : resolve(ctx.cwd, raw);
@@ -37,7 +39,7 @@ export async function run(
   if (previous && previous !== name) {
     await ctx.stdout.write(`kubeconfig context switched to ${JSON.stringify(name)}\n`);
   }
-  await ctx.stdout.write("Context created\n");
+  await ctx.stdout.write(`Context ${JSON.stringify(name)} created in ${path}\n`);
   return 0;
 }
 
@@ -48,18 +50,20 @@ export function checkServer(value: string): string {
     u = new URL(value);
   } catch {
     throw new UsageError(
-      `Invalid --api-server ${JSON.stringify(value)}: not a URL (want http://<ip>:<port>)`,
+      `Invalid value for --api-server: ${
+        JSON.stringify(value)
+      }: not a URL (want http://<ip>:<port>)`,
     );
   }
   if (u.protocol !== "http:" && u.protocol !== "https:") {
     throw new UsageError(
-      `Invalid --api-server ${JSON.stringify(value)}: scheme must be http or https, got ${
-        JSON.stringify(u.protocol.replace(/:$/, ""))
-      }`,
+      `Invalid value for --api-server: ${
+        JSON.stringify(value)
+      }: scheme must be http or https, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`,
     );
   }
   if (!u.hostname) {
-    throw new UsageError(`Invalid --api-server ${JSON.stringify(value)}: no host`);
+    throw new UsageError(`Invalid value for --api-server: ${JSON.stringify(value)}: no host`);
   }
   return value.replace(/\/+$/, "");
 }

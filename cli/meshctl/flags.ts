@@ -321,6 +321,16 @@ export const convertFlags = [
   }),
 ] as const;
 
+/** `experimental metrics` flags. */
+export const metricsFlags = [
+  flag({
+    name: "prometheus",
+    type: string,
+    default: "",
+    help: "Prometheus base URL (http://host:port); found in the mesh namespace when empty.",
+  }),
+] as const;
+
 /** `experimental rbac can` flags. */
 export const rbacCanFlags = [
   flag({ name: "user", short: "u", type: string, default: "", help: "Subject user name or ID." }),
@@ -369,6 +379,8 @@ export type KubeInjectOptions = OptionsOf<typeof kubeInjectFlags[number]> & Comm
 export type GenDeployOptions = OptionsOf<typeof genDeployFlags[number]> & CommonOptions;
 /** Options of `meshctl experimental convert-networking-config`. */
 export type ConvertOptions = OptionsOf<typeof convertFlags[number]> & CommonOptions;
+/** Options of `meshctl experimental metrics`. */
+export type MetricsOptions = OptionsOf<typeof metricsFlags[number]> & CommonOptions;
 /** Options of `meshctl experimental rbac can`. */
 export type RbacCanOptions = OptionsOf<typeof rbacCanFlags[number]> & CommonOptions;
 /** Options of `meshctl version`. */

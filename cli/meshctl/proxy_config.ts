@@ -62,7 +62,8 @@ export async function run(opts: ProxyConfigOptions, args: string[], ctx: CliCont
     return 0;
   }
   const { kubeClient, loadKubeConfig } = await import("../../lib/kube/mod.ts");
-  const kc = await loadKubeConfig(opts.orchconfig);
+  const { inClusterEnv } = await import("./_config_io.ts");
+  const kc = await loadKubeConfig(opts.orchconfig, undefined, inClusterEnv(ctx));
   const k8s = await kubeClient();
   const core = kc.makeApiClient(k8s.CoreV1Api);
   let pods;

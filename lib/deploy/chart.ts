@@ -4,6 +4,8 @@
  * order, so the namespace and the CRDs come before what uses them.
  * @module
  */
+import { builtinTemplate, defaultTemplateParams } from "../inject/default_template.ts";
+import { INGRESS_GATEWAY_CERTS, INGRESS_GATEWAY_SELECTOR } from "../model/ingress.ts";
 import { STAMP } from "../version/stamp.ts";
 import { VERSION } from "../version/mod.ts";
 
@@ -46,6 +48,33 @@ export function defaultValues(): Record<string, unknown> {
       proxyInitImage: "proxy_init",
     },
   };
+}
+
+/**
+ * The sidecar template of the `mesh-sidecar-injector` config map (`{{ sidecarTemplate .Values }}`):
+ * lib/inject's built-in template (the one `meshctl kube-inject` uses, so there is one template)
+ * with the chart's hub, tag, pull policy, debug and image names. Values not set keep
+ * lib/inject's defaults.
+ */
+export function sidecarTemplate(values: unknown): string {
+  const v = (isRecord(values) ? values : {}) as Record<string, unknown>;
+  const global = isRecord(v.global) ? v.global : {};
+  const injector = isRecord(v.sidecarInjector) ? v.sidecarInjector : {};
+  const str = (x: unknown, d: string) => (typeof x === "string" && x !== "" ? x : d);
+  const d = defaultTemplateParams();
+  return builtinTemplate({
+    ...d,
+    hub: str(global.hub, d.hub),
+    tag: str(global.tag, d.tag),
+    imagePullPolicy: str(global.imagePullPolicy, d.imagePullPolicy),
+    debug: global.debug === true,
+    proxyImage: str(injector.proxyImage, "proxy"),
+    proxyInitImage: str(injector.proxyInitImage, "proxy_init"),
+  }).replace(/\n$/, "");
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 const LABELS = (app: string) =>
@@ -174,7 +203,10 @@ const RBAC_CA = rbac(
     verbs: ["create", "get", "list", "watch", "update", "delete"]
   - apiGroups: [""]
     resources: ["serviceaccounts", "services"]
-    verbs: ["get", "list", "watch"]`,
+    verbs: ["get", "list", "watch"]
+  - apiGroups: ["authentication.k8s.io"]
+    resources: ["tokenreviews"]
+    verbs: ["create"]`,
 );
 
 const RBAC_INJECTOR = `{{- if .Values.sidecarInjector.enabled }}
@@ -186,7 +218,7 @@ ${
     verbs: ["get", "list", "watch"]
   - apiGroups: ["admissionregistration.k8s.io"]
     resources: ["mutatingwebhookconfigurations"]
-    verbs: ["get", "list", "watch", "patch"]`,
+    verbs: ["get", "list", "watch", "patch", "update"]`,
   )
 }{{- end }}
 `;
@@ -249,100 +281,6 @@ data:
       controlPlaneAuthPolicy: NONE
 `;
 
-/**
- * The injection template (reference §2.4: `[[ ]]` delimiters, rendered per pod by the injector
- * in the template language of lib/inject; `{{ }}` parts are filled here, once).
- */
-const PROXY_IMAGE =
-  `{{ .Values.global.hub }}/{{ .Values.sidecarInjector.proxyImage }}{{ if .Values.global.debug }}_debug{{ end }}:{{ .Values.global.tag }}`;
-const INJECTION_TEMPLATE = `initContainers:
-- name: mesh-init
-  image: "{{ .Values.global.hub }}/{{ .Values.sidecarInjector.proxyInitImage }}:{{ .Values.global.tag }}"
-  args:
-  - "-p"
-  - "[[ .MeshConfig.ProxyListenPort ]]"
-  - "-u"
-  - "1337"
-  - "-m"
-  - [[ annotation .ObjectMeta "sidecar.mesh.io/interceptionMode" .ProxyConfig.InterceptionMode | toJson ]]
-  - "-i"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/includeOutboundIPRanges" "*" | toJson ]]
-  - "-x"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/excludeOutboundIPRanges" "" | toJson ]]
-  - "-b"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/includeInboundPorts" "*" | toJson ]]
-  - "-d"
-  - [[ annotation .ObjectMeta "traffic.sidecar.mesh.io/excludeInboundPorts" "" | toJson ]]
-  imagePullPolicy: {{ .Values.global.imagePullPolicy }}
-  securityContext:
-    capabilities:
-      add:
-      - NET_ADMIN
-    privileged: true
-containers:
-- name: mesh-proxy
-  image: [[ annotation .ObjectMeta "sidecar.mesh.io/proxyImage" "${PROXY_IMAGE}" | toJson ]]
-  args:
-  - proxy
-  - sidecar
-  - --configPath
-  - [[ .ProxyConfig.ConfigPath | toJson ]]
-  - --binaryPath
-  - [[ .ProxyConfig.BinaryPath | toJson ]]
-  - --serviceCluster
-  - [[ valueOrDefault (index .ObjectMeta.Labels "app") .ProxyConfig.ServiceCluster | toJson ]]
-  - --drainDuration
-  - [[ formatDuration .ProxyConfig.DrainDuration | toJson ]]
-  - --parentShutdownDuration
-  - [[ formatDuration .ProxyConfig.ParentShutdownDuration | toJson ]]
-  - --discoveryAddress
-  - [[ .ProxyConfig.DiscoveryAddress | toJson ]]
-  - --discoveryRefreshDelay
-  - [[ formatDuration .ProxyConfig.DiscoveryRefreshDelay | toJson ]]
-  - --connectTimeout
-  - [[ formatDuration .ProxyConfig.ConnectTimeout | toJson ]]
-  - --proxyAdminPort
-  - "[[ .ProxyConfig.ProxyAdminPort ]]"
-  - --controlPlaneAuthPolicy
-  - [[ .ProxyConfig.ControlPlaneAuthPolicy | toJson ]]
-  env:
-  - name: POD_NAME
-    valueFrom:
-      fieldRef:
-        fieldPath: metadata.name
-  - name: POD_NAMESPACE
-    valueFrom:
-      fieldRef:
-        fieldPath: metadata.namespace
-  - name: INSTANCE_IP
-    valueFrom:
-      fieldRef:
-        fieldPath: status.podIP
-  imagePullPolicy: {{ .Values.global.imagePullPolicy }}
-  resources:
-    requests:
-      cpu: 100m
-      memory: 128Mi
-  securityContext:
-    privileged: {{ .Values.global.debug }}
-    readOnlyRootFilesystem: {{ not .Values.global.debug }}
-    runAsUser: 1337
-  volumeMounts:
-  - mountPath: /etc/mesh/proxy
-    name: mesh-envoy
-  - mountPath: /etc/certs/
-    name: mesh-certs
-    readOnly: true
-volumes:
-- name: mesh-envoy
-  emptyDir:
-    medium: Memory
-- name: mesh-certs
-  secret:
-    secretName: [[ printf "mesh.%s" (valueOrDefault .Spec.ServiceAccountName "default") | toJson ]]
-    optional: true
-`;
-
 const INJECTOR_CONFIG = `{{- if .Values.sidecarInjector.enabled }}
 apiVersion: v1
 kind: ConfigMap
@@ -354,7 +292,7 @@ data:
   config: |-
     policy: {{ .Values.sidecarInjector.policy }}
     template: |-
-${INJECTION_TEMPLATE.replace(/\n$/, "").split("\n").map((l) => "      " + l).join("\n")}
+{{ sidecarTemplate .Values | indent 6 }}
 {{- end }}
 `;
 
@@ -814,6 +752,11 @@ webhooks:
 {{- end }}
 `;
 
+/** The ingress gateway's workload labels (what Ingress-derived and converted Gateways select). */
+const GATEWAY_LABELS = (indent: number) =>
+  Object.entries(INGRESS_GATEWAY_SELECTOR).map(([k, v]) => `${" ".repeat(indent)}${k}: ${v}`)
+    .join("\n");
+
 const INGRESS = `{{- if .Values.ingress.enabled }}
 apiVersion: apps/v1
 kind: Deployment
@@ -821,7 +764,7 @@ metadata:
   name: mesh-ingressgateway
   namespace: {{ .Release.Namespace }}
 ${LABELS("mesh-ingressgateway")}
-    mesh: ingressgateway
+${GATEWAY_LABELS(4)}
 spec:
   replicas: {{ .Values.ingress.replicas }}
   selector:
@@ -831,7 +774,7 @@ spec:
     metadata:
       labels:
         app: mesh-ingressgateway
-        mesh: ingressgateway
+${GATEWAY_LABELS(8)}
 ${NO_INJECT}
     spec:
       serviceAccountName: mesh-ingressgateway-service-account
@@ -869,7 +812,7 @@ ${POD_ENV}
               mountPath: /etc/certs
               readOnly: true
             - name: ingressgateway-certs
-              mountPath: /etc/mesh/ingressgateway-certs
+              mountPath: ${INGRESS_GATEWAY_CERTS.mountPath}
               readOnly: true
       volumes:
         - name: mesh-certs
@@ -878,7 +821,7 @@ ${POD_ENV}
             optional: true
         - name: ingressgateway-certs
           secret:
-            secretName: mesh-ingressgateway-certs
+            secretName: ${INGRESS_GATEWAY_CERTS.secretName}
             optional: true
 ---
 apiVersion: v1

@@ -17,10 +17,16 @@ import { parseAllDocuments } from "../deps/yaml.ts";
 import { crdManifests } from "../model/crds.ts";
 import { stringify } from "../deps/yaml.ts";
 import { firstErrorLine } from "../model/errors.ts";
-import { CHART_TEMPLATES, defaultValues } from "./chart.ts";
+import { CHART_TEMPLATES, defaultValues, sidecarTemplate } from "./chart.ts";
 import { renderTemplate, TemplateError } from "./template.ts";
 
-export { CHART_TEMPLATES, DEFAULT_HUB, DEFAULT_HYPERKUBE, defaultValues } from "./chart.ts";
+export {
+  CHART_TEMPLATES,
+  DEFAULT_HUB,
+  DEFAULT_HYPERKUBE,
+  defaultValues,
+  sidecarTemplate,
+} from "./chart.ts";
 export { renderTemplate, TemplateError, type TemplateFunction } from "./template.ts";
 
 /** A chart: default values and templates by file name (`templates/10-discovery.yaml`). */
@@ -180,7 +186,10 @@ export function renderChart(
   const data = { Values: values, Release: { Namespace: namespace, Name: "mesh" } };
   const out: RenderedFile[] = [];
   for (const name of Object.keys(chart.templates).sort()) {
-    const content = renderTemplate(name, chart.templates[name], data, { meshCrds });
+    const content = renderTemplate(name, chart.templates[name], data, {
+      meshCrds,
+      sidecarTemplate,
+    });
     if (content.trim() === "") continue;
     checkDocuments(name, content);
     out.push({ name, content: content.replace(/^\s*\n/, "").replace(/\s*$/, "\n") });

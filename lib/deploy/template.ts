@@ -9,7 +9,7 @@
  * - pipelines: `.Values.x | quote`, `.Values.y | default "z"`, `toYaml .Values.r | indent 8`;
  * - `if` / `else if` / `else` / `end`, and `/* comments *\/`;
  * - functions: `quote`, `indent N`, `nindent N`, `default V`, `toYaml`, `not`, `and`, `or`,
- *   `eq`, `ne`, plus the caller's own (`meshCrds`).
+ *   `eq`, `ne`, plus the caller's own (`meshCrds`, `sidecarTemplate`).
  *
  * Errors name the template and line: `templates/x.yaml:12: .Values.foo is not set`.
  *

@@ -20,6 +20,11 @@ export interface MessageReaderOptions<B extends Uint8Array> {
   take(n: number): B;
   /** Gives back a buffer from `take` once its message was handled. */
   give(b: B): void;
+  /**
+   * Messages with the compressed flag are accepted (the stream has a `grpc-encoding`); the flag
+   * is passed to `onMessage`. Without it such a message is an error.
+   */
+  compressed?: boolean;
 }
 
 /**
@@ -33,6 +38,7 @@ export class GrpcMessageReader<B extends Uint8Array> {
   #msg: B | undefined;
   #len = 0;
   #have = 0;
+  #compressed = false;
 
   constructor(readonly opts: MessageReaderOptions<B>) {}
 
@@ -41,7 +47,11 @@ export class GrpcMessageReader<B extends Uint8Array> {
    * each) says so. Returns what is wrong with a message prefix (compressed flag without an
    * encoding, length over the limit), after which the stream's later bytes must be dropped.
    */
-  push(p: B, onMessage: (m: B) => void, go: () => boolean = () => true): MessageError | undefined {
+  push(
+    p: B,
+    onMessage: (m: B, compressed: boolean) => void,
+    go: () => boolean = () => true,
+  ): MessageError | undefined {
     let i = 0;
     while (i < p.length && go()) {
       if (this.#msg === undefined) {
@@ -61,7 +71,10 @@ export class GrpcMessageReader<B extends Uint8Array> {
         const flag = head[0];
         const len = ((head[1] << 24) >>> 0) + (head[2] << 16) + (head[3] << 8) + head[4];
         if (flag > 1) return { tooLarge: false, message: `Bad message flag ${flag}` };
-        if (flag) return { tooLarge: false, message: "Compressed message without a grpc-encoding" };
+        if (flag && !this.opts.compressed) {
+          return { tooLarge: false, message: "Compressed message without a grpc-encoding" };
+        }
+        this.#compressed = flag === 1;
         if (len > this.opts.maxLength) {
           return {
             tooLarge: true,
@@ -69,7 +82,7 @@ export class GrpcMessageReader<B extends Uint8Array> {
           };
         }
         if (p.length - i >= len) {
-          onMessage(p.subarray(i, i + len) as B);
+          onMessage(p.subarray(i, i + len) as B, this.#compressed);
           i += len;
           continue;
         }
@@ -85,7 +98,7 @@ export class GrpcMessageReader<B extends Uint8Array> {
         const m = this.#msg;
         this.#msg = undefined;
         try {
-          onMessage(m.subarray(0, this.#len) as B);
+          onMessage(m.subarray(0, this.#len) as B, this.#compressed);
         } finally {
           this.opts.give(m);
         }

@@ -9,11 +9,14 @@
 
 export {
   type CallHandler,
+  checkRequestHeaders,
+  DEFAULT_LIMITS,
   type GrpcCall,
   type GrpcListener,
   type GrpcListenOptions,
   GrpcStatus,
   H2Error,
+  type H2Limits,
   type H2Options,
   listenGrpc,
   MAX_RECEIVE_MESSAGE,

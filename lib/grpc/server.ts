@@ -6,10 +6,17 @@
  * pooled buffer and one socket write, and a message is given as parts (a per-client head and the
  * shared, pre-encoded resources) that are copied once, straight into that buffer.
  *
- * Scope: server side only; no server push; no compression (a request with a `grpc-encoding`
- * other than `identity` is answered UNIMPLEMENTED, as grpc-js does for unknown encodings); the
- * HPACK encoder never indexes. Flow control is honoured both ways. Runs over any `node:net`
+ * Scope: server side only; no server push; requests may be `identity` or `gzip` (any other
+ * `grpc-encoding` is answered UNIMPLEMENTED, as grpc-js does), responses are never compressed;
+ * the HPACK encoder never indexes. Flow control is honoured both ways. Runs over any `node:net`
  * socket, so plaintext and TLS (`node:tls`) share one implementation.
+ *
+ * Hardening (see docs/ads.md "Transport"): every per-connection resource is bounded by
+ * {@link H2Limits} (streams, control frames, empty frames, resets, WINDOW_UPDATE and PRIORITY
+ * frames, header blocks, buffered request data, outbound backlog); abuse ends the connection with
+ * GOAWAY ENHANCE_YOUR_CALM and the socket is closed after any connection-error GOAWAY. Keepalive
+ * is enforced like grpc-go's `EnforcementPolicy`; idle peers are pinged; connections may have a
+ * maximum age; the listener caps connections and recovers from EMFILE.
  * @module
  */
 
@@ -17,7 +24,8 @@ import { Buffer } from "node:buffer";
 import type { Socket } from "node:net";
 import { encodeHeaders, type HeaderList, HpackDecoder, HpackError } from "./hpack.ts";
 import { BufferPool, Flag, frame, frameHeader, FrameType, PREFACE } from "./frames.ts";
-import { GrpcMessageReader } from "./messages.ts";
+import { GrpcMessageReader, type MessageError } from "./messages.ts";
+import zlib from "node:zlib";
 
 // ---- protocol constants (RFC 7540 §6, §7, §11) -----------------------------------------------
 
@@ -37,9 +45,11 @@ export const H2Error = {
   REFUSED_STREAM: 7,
   CANCEL: 8,
   COMPRESSION_ERROR: 9,
+  ENHANCE_YOUR_CALM: 11,
 } as const;
 
 const SETTINGS_HEADER_TABLE_SIZE = 1, SETTINGS_ENABLE_PUSH = 2, SETTINGS_INITIAL_WINDOW_SIZE = 4;
+const SETTINGS_MAX_CONCURRENT_STREAMS = 3;
 const SETTINGS_MAX_FRAME_SIZE = 5, SETTINGS_MAX_HEADER_LIST_SIZE = 6;
 const DEFAULT_WINDOW = 65535;
 const MAX_WINDOW = 0x7fffffff;
@@ -49,6 +59,80 @@ const OUR_MAX_FRAME = 16384;
 const RECV_WINDOW = 4 * 1024 * 1024;
 const CONN_RECV_WINDOW = 16 * 1024 * 1024;
 const MAX_HEADER_LIST = 65536;
+
+/**
+ * Per-connection limits of the transport. Defaults ({@link DEFAULT_LIMITS}) follow Envoy's
+ * `Http2ProtocolOptions`, grpc-go's keepalive defaults as Istio sets them, and nghttp2; every
+ * budget that is exceeded ends the connection with GOAWAY ENHANCE_YOUR_CALM unless said otherwise.
+ */
+export interface H2Limits {
+  /** SETTINGS_MAX_CONCURRENT_STREAMS, advertised and enforced (REFUSED_STREAM beyond it). */
+  maxConcurrentStreams: number;
+  /** Control frames (PING/SETTINGS acks, RST_STREAM, WINDOW_UPDATE) queued but not yet written. */
+  maxOutboundControlFrames: number;
+  /** Consecutive DATA/HEADERS/CONTINUATION frames with an empty payload and no END_STREAM. */
+  maxConsecutiveEmptyFrames: number;
+  /** WINDOW_UPDATEs allowed: 5 + 2 × (streams opened + this × DATA frames sent) (Envoy). */
+  maxWindowUpdatesPerDataFrameSent: number;
+  /** PRIORITY frames allowed: 5 + 2 × streams opened × (1 + this) (Envoy). */
+  maxPriorityFramesPerStream: number;
+  /**
+   * Rapid reset (CVE-2023-44487): once this many streams were opened, the connection is closed
+   * when at least half of them were reset by the client (or refused by us) within a second of
+   * opening, before their response ended (Envoy's premature-reset protection).
+   */
+  prematureResetMinStreams: number;
+  /** Frames of one header block (HEADERS + CONTINUATIONs), besides its byte bound. */
+  maxHeaderBlockFrames: number;
+  /** Bytes of partly received request messages held per connection (RESOURCE_EXHAUSTED beyond). */
+  maxBufferedRequestBytes: number;
+  /**
+   * Bytes written to the socket but not yet taken by the kernel: past it we stop reading from the
+   * socket and sending stream data until it drains.
+   */
+  maxOutboundBytes: number;
+  /** A connection whose outbound backlog stays over the limit this long is closed (ms). */
+  sendTimeoutMs: number;
+  /** The client preface and its first SETTINGS must arrive within this (ms). */
+  prefaceTimeoutMs: number;
+  /**
+   * Keepalive enforcement (grpc-go `EnforcementPolicy.MinTime`, with PermitWithoutStream): a
+   * client PING sooner than this after the previous one is a strike; a third strike is answered
+   * GOAWAY ENHANCE_YOUR_CALM `too_many_pings`. Strikes are forgiven when we send headers or data.
+   */
+  keepaliveMinTimeMs: number;
+  /** We PING a peer that sent nothing for this long (0 = never) ... */
+  keepaliveIntervalMs: number;
+  /** ... and close the connection when the ack does not come within this (ms). */
+  keepaliveTimeoutMs: number;
+  /** After this age (± 10 % jitter) a connection gets a graceful GOAWAY (0 = no limit). */
+  maxConnectionAgeMs: number;
+  /** Calls still open this long after the max-age GOAWAY end with UNAVAILABLE (ms). */
+  maxConnectionAgeGraceMs: number;
+  /** The largest request message, after gzip decompression too (RESOURCE_EXHAUSTED beyond). */
+  maxReceiveMessageBytes: number;
+}
+
+/** The defaults of {@link H2Limits} (documented in docs/ads.md "Transport"). */
+export const DEFAULT_LIMITS: Readonly<H2Limits> = Object.freeze({
+  maxConcurrentStreams: 100,
+  maxOutboundControlFrames: 1000,
+  maxConsecutiveEmptyFrames: 1,
+  maxWindowUpdatesPerDataFrameSent: 10,
+  maxPriorityFramesPerStream: 100,
+  prematureResetMinStreams: 100,
+  maxHeaderBlockFrames: 32,
+  maxBufferedRequestBytes: 16 * 1024 * 1024,
+  maxOutboundBytes: 16 * 1024 * 1024,
+  sendTimeoutMs: 30_000,
+  prefaceTimeoutMs: 10_000,
+  keepaliveMinTimeMs: 15_000,
+  keepaliveIntervalMs: 30_000,
+  keepaliveTimeoutMs: 10_000,
+  maxConnectionAgeMs: 0,
+  maxConnectionAgeGraceMs: 10_000,
+  maxReceiveMessageBytes: 4 * 1024 * 1024,
+});
 
 /** gRPC status codes used by the transport. */
 export const GrpcStatus = {
@@ -72,7 +156,7 @@ const GRPC = "application/grpc";
 const RESPONSE_HEADERS = encodeHeaders([
   [":status", "200"],
   ["content-type", GRPC],
-  ["grpc-accept-encoding", "identity"],
+  ["grpc-accept-encoding", "identity,gzip"],
 ]);
 
 /** Output buffers and request messages spread over frames (see {@link BufferPool}). */
@@ -163,8 +247,15 @@ class Stream implements GrpcCall {
   headers: HeaderList = [];
   sendWindow: number;
   recvConsumed = 0;
-  /** Splits the request into messages (pooled buffers for those spread over frames). */
-  reader = new GrpcMessageReader<Buffer>({ maxLength: MAX_RECEIVE_MESSAGE, take, give });
+  /** Splits the request into messages (pooled buffers, counted per connection). */
+  reader: GrpcMessageReader<Buffer>;
+  /** The request is gzip-compressed (`grpc-encoding: gzip`). */
+  gzip = false;
+  /** When the stream was opened (rapid-reset detection). */
+  readonly openedAt = performance.now();
+  /** The request's content-length, when it has one, and the DATA bytes received so far. */
+  contentLength = -1;
+  received = 0;
   headersSent = false;
   /** Our side is done (trailers queued or sent). */
   localEnded = false;
@@ -176,6 +267,12 @@ class Stream implements GrpcCall {
   trailers: HeaderList | undefined;
   constructor(readonly conn: Connection, readonly id: number) {
     this.sendWindow = conn.peerInitialWindow;
+    this.reader = new GrpcMessageReader<Buffer>({
+      maxLength: conn.limits.maxReceiveMessageBytes,
+      take: (n) => conn.takeRequestBuffer(n),
+      give: (b) => conn.giveRequestBuffer(b),
+      compressed: true,
+    });
   }
   get peer() {
     return this.conn.peer;
@@ -217,10 +314,14 @@ export function percentEncode(s: string): string {
 }
 
 class ConnectionError extends Error {
-  constructor(readonly code: number, message: string) {
+  /** `debug`: GOAWAY debug data when it is not the message (`too_many_pings`). */
+  constructor(readonly code: number, message: string, readonly debug = message) {
     super(message);
   }
 }
+
+/** A request message would take the connection over its buffered-request budget. */
+class BufferBudgetError extends Error {}
 
 /** Options of a connection / server. */
 export interface H2Options {
@@ -228,11 +329,14 @@ export interface H2Options {
   handlers: ReadonlyMap<string, CallHandler>;
   /** Called with one line when a connection fails (protocol errors, socket errors). */
   onError?: (message: string) => void;
+  /** Overrides of {@link DEFAULT_LIMITS}. */
+  limits?: Partial<H2Limits>;
 }
 
 /** The server side of one HTTP/2 connection. */
 export class Connection {
   readonly peer: string;
+  readonly limits: Readonly<H2Limits>;
   peerInitialWindow = DEFAULT_WINDOW;
   #peerMaxFrame = 16384;
   #sendWindow = DEFAULT_WINDOW;
@@ -245,39 +349,103 @@ export class Connection {
   #settingsSeen = false;
   #hpack = new HpackDecoder({ maxHeaderListSize: MAX_HEADER_LIST });
   /** A header block being received (HEADERS without END_HEADERS, then CONTINUATIONs). */
-  #block: { id: number; flags: number; parts: Uint8Array[]; size: number } | undefined;
+  #block:
+    | { id: number; flags: number; parts: Uint8Array[]; size: number; frames: number }
+    | undefined;
   /** Streams with output to send, in order. */
   #ready = new Set<Stream>();
   #flushQueued = false;
   #control: Buffer[] = [];
   #goingAway = false;
   #dead = false;
+  // Budgets (see H2Limits).
+  #streamsOpened = 0;
+  #prematureResets = 0;
+  #emptyFrames = 0;
+  #windowUpdates = 0;
+  #priorityFrames = 0;
+  #dataFramesSent = 0;
+  /** Control frames handed to the socket whose write has not completed. */
+  #controlInFlight = 0;
+  /** Bytes handed to the socket whose write has not completed. */
+  #outstanding = 0;
+  /** Bytes of pooled buffers holding partly received request messages. */
+  #buffered = 0;
+  #readPaused = false;
+  #backlogTimer: ReturnType<typeof setTimeout> | undefined;
+  #prefaceTimer: ReturnType<typeof setTimeout> | undefined;
+  #keepaliveTimer: ReturnType<typeof setTimeout> | undefined;
+  #pingTimeout: ReturnType<typeof setTimeout> | undefined;
+  #ageTimer: ReturnType<typeof setTimeout> | undefined;
+  #closeTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A frame arrived since the keepalive timer last fired. */
+  #heard = true;
+  #lastClientPing = -Infinity;
+  #pingStrikes = 0;
 
   constructor(readonly socket: Socket, readonly opts: H2Options) {
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     const fam = socket.remoteFamily === "IPv6" ? "ipv6" : "ipv4";
     const addr = fam === "ipv6" ? `[${socket.remoteAddress}]` : socket.remoteAddress;
     this.peer = `${fam}:${addr}:${socket.remotePort}`;
     socket.setNoDelay?.(true);
-    socket.on("data", (chunk: Buffer) => this.#receive(chunk));
-    socket.on("error", (e: Error) => this.#gone(`connection error: ${e.message}`));
-    socket.on("close", () => this.#gone("connection closed"));
-    socket.on("end", () => this.#gone("client closed the connection"));
+    const onData = (chunk: Buffer) => this.#receive(chunk);
+    const onError = (e: Error) => this.#gone(`connection error: ${e.message}`);
+    const onEnd = () => this.#gone("client closed the connection");
+    const onClose = () => {
+      clearTimeout(this.#closeTimer);
+      this.#gone("connection closed");
+      // Deno's node:net keeps some closed sockets reachable: let go of this connection (an
+      // error listener stays, so a late error cannot be unhandled).
+      socket.off("data", onData);
+      socket.off("end", onEnd);
+      socket.off("close", onClose);
+      socket.off("error", onError);
+      socket.on("error", ignore);
+      this.#hpack = CLOSED_HPACK;
+    };
+    socket.on("data", onData);
+    socket.on("error", onError);
+    socket.on("close", onClose);
+    socket.on("end", onEnd);
     // Our SETTINGS, then a connection WINDOW_UPDATE (the connection window is not a setting).
-    const s = Buffer.alloc(18);
+    const s = Buffer.alloc(24);
     s.writeUInt16BE(SETTINGS_INITIAL_WINDOW_SIZE, 0);
     s.writeUInt32BE(RECV_WINDOW, 2);
     s.writeUInt16BE(SETTINGS_MAX_HEADER_LIST_SIZE, 6);
     s.writeUInt32BE(MAX_HEADER_LIST, 8);
     s.writeUInt16BE(SETTINGS_ENABLE_PUSH, 12);
     s.writeUInt32BE(0, 14);
+    s.writeUInt16BE(SETTINGS_MAX_CONCURRENT_STREAMS, 18);
+    s.writeUInt32BE(this.limits.maxConcurrentStreams, 20);
     this.#control.push(frame(SETTINGS, 0, 0, s));
     this.#control.push(windowUpdate(0, CONN_RECV_WINDOW - DEFAULT_WINDOW));
     this.#queueFlush();
+    const l = this.limits;
+    if (l.prefaceTimeoutMs > 0) {
+      this.#prefaceTimer = setTimeout(() => {
+        this.opts.onError?.(
+          `HTTP/2 connection from ${this.peer} closed: no client preface and SETTINGS within ` +
+            `${l.prefaceTimeoutMs} ms`,
+        );
+        this.#destroy();
+      }, l.prefaceTimeoutMs);
+    }
+    if (l.keepaliveIntervalMs > 0) this.#armKeepalive();
+    if (l.maxConnectionAgeMs > 0) {
+      const age = l.maxConnectionAgeMs * (0.9 + Math.random() * 0.2);
+      this.#ageTimer = setTimeout(() => this.#maxAge(), age);
+    }
   }
 
   /** Open streams. */
   get streams(): number {
     return this.#streams.size;
+  }
+
+  /** Bytes written to the socket and not yet taken by it (the outbound backlog). */
+  get outstanding(): number {
+    return this.#outstanding;
   }
 
   /**
@@ -288,7 +456,7 @@ export class Connection {
     for (const s of this.#streams.values()) s.end(status, message);
     this.#goaway(H2Error.NO_ERROR, "");
     return new Promise<void>((resolve) => {
-      if (this.#dead) return resolve();
+      if (this.#dead || this.socket.destroyed) return resolve();
       const t = setTimeout(() => {
         this.socket.destroy();
       }, graceMs);
@@ -300,8 +468,60 @@ export class Connection {
     });
   }
 
+  /** A buffer for a request message spread over frames, within the connection's budget. */
+  takeRequestBuffer(n: number): Buffer {
+    if (this.#buffered + n > this.limits.maxBufferedRequestBytes) {
+      throw new BufferBudgetError(
+        `Request data buffered on this connection would exceed ` +
+          `${this.limits.maxBufferedRequestBytes} bytes`,
+      );
+    }
+    const b = take(n);
+    this.#buffered += b.length;
+    return b;
+  }
+
+  /** Gives back a buffer from {@link takeRequestBuffer}. */
+  giveRequestBuffer(b: Buffer): void {
+    this.#buffered -= b.length;
+    give(b);
+  }
+
+  #armKeepalive(): void {
+    this.#keepaliveTimer = setTimeout(() => {
+      if (this.#dead) return;
+      if (this.#heard || this.#pingTimeout) {
+        this.#heard = false;
+        return this.#armKeepalive();
+      }
+      // Nothing heard for a whole interval: is the peer still there?
+      this.#control.push(frame(PING, 0, 0, KEEPALIVE_PING));
+      this.#queueFlush();
+      this.#pingTimeout = setTimeout(() => {
+        this.opts.onError?.(
+          `HTTP/2 connection from ${this.peer} closed: keepalive PING not acknowledged within ` +
+            `${this.limits.keepaliveTimeoutMs} ms`,
+        );
+        this.#destroy();
+      }, this.limits.keepaliveTimeoutMs);
+      this.#armKeepalive();
+    }, this.limits.keepaliveIntervalMs);
+  }
+
+  /** Max connection age: a graceful GOAWAY, then calls still open end after the grace period. */
+  #maxAge(): void {
+    this.#ageTimer = undefined;
+    if (this.#dead) return;
+    this.#goaway(H2Error.NO_ERROR, "max_age");
+    this.#ageTimer = setTimeout(() => {
+      this.#ageTimer = undefined;
+      void this.shutdown(GrpcStatus.UNAVAILABLE, "Connection reached its maximum age");
+    }, this.limits.maxConnectionAgeGraceMs);
+  }
+
   #receive(chunk: Buffer): void {
     if (this.#dead) return;
+    this.#heard = true;
     this.#in.push(chunk);
     this.#inlen += chunk.length;
     try {
@@ -312,12 +532,34 @@ export class Connection {
         : e instanceof HpackError
         ? H2Error.COMPRESSION_ERROR
         : H2Error.INTERNAL_ERROR;
-      this.opts.onError?.(`HTTP/2 connection from ${this.peer} failed: ${(e as Error).message}`);
-      this.#goaway(code, (e as Error).message);
-      this.#afterFlush(() => this.socket.end());
-      this.#dead = true;
-      this.#cancelAll("connection failed");
+      this.#fatal(code, (e as Error).message, e instanceof ConnectionError ? e.debug : undefined);
     }
+  }
+
+  /**
+   * A connection error: GOAWAY, no more reading, every call cancelled, and the socket closed once
+   * the GOAWAY is written (at most a second later).
+   */
+  #fatal(code: number, message: string, debug = message): void {
+    if (this.#dead) return;
+    this.opts.onError?.(`HTTP/2 connection from ${this.peer} failed: ${message}`);
+    this.#goaway(code, debug);
+    this.#dead = true;
+    this.#in = [];
+    this.#inlen = 0;
+    this.socket.pause();
+    this.#cancelAll("connection failed");
+    this.#ready.clear();
+    this.#flush();
+    this.#closeTimer = setTimeout(() => this.socket.destroy(), 1000);
+    this.#afterFlush(() => this.socket.end());
+  }
+
+  /** Closes the socket at once (dead peer, timeouts). */
+  #destroy(): void {
+    this.#dead = true;
+    this.socket.destroy();
+    this.#gone("connection closed");
   }
 
   /**
@@ -367,7 +609,7 @@ export class Connection {
       this.#consume(PREFACE.length);
       this.#prefaceSeen = true;
     }
-    while (this.#inlen >= 9 && !this.#dead) {
+    while (this.#inlen >= 9 && !this.#dead && !this.#readPaused) {
       const h = this.#head(9);
       const len = (h[0] << 16) | (h[1] << 8) | h[2];
       const type = h[3], flags = h[4];
@@ -387,6 +629,14 @@ export class Connection {
       }
       if (this.#block && type !== CONTINUATION) {
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, "expected CONTINUATION");
+      }
+      if (type === DATA || type === HEADERS || type === CONTINUATION) {
+        // Envoy's max_consecutive_inbound_frames_with_empty_payload.
+        if (len === 0 && !(flags & END_STREAM)) {
+          if (++this.#emptyFrames > this.limits.maxConsecutiveEmptyFrames) {
+            throw calm(`${this.#emptyFrames} consecutive frames with an empty payload`);
+          }
+        } else this.#emptyFrames = 0;
       }
       this.#frame(type, flags, id, payload);
     }
@@ -408,6 +658,9 @@ export class Connection {
         if (b.size > MAX_HEADER_LIST * 2) {
           throw new ConnectionError(H2Error.PROTOCOL_ERROR, "header block too large");
         }
+        if (++b.frames > this.limits.maxHeaderBlockFrames) {
+          throw calm(`header block of more than ${this.limits.maxHeaderBlockFrames} frames`);
+        }
         if (flags & END_HEADERS) {
           this.#block = undefined;
           this.#headerBlock(b.id, b.flags, Buffer.concat(b.parts, b.size));
@@ -417,6 +670,18 @@ export class Connection {
       case PRIORITY:
         if (id === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "PRIORITY on stream 0");
         if (p.length !== 5) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "PRIORITY size");
+        if (
+          ++this.#priorityFrames >
+            5 + 2 * this.#streamsOpened * (1 + this.limits.maxPriorityFramesPerStream)
+        ) {
+          throw calm(`too many PRIORITY frames (${this.#priorityFrames})`);
+        }
+        if ((p.readUInt32BE(0) & MAX_WINDOW) === id) {
+          // §5.3.1: a stream cannot depend on itself (a stream error).
+          this.#queueControl(rstStream(id, H2Error.PROTOCOL_ERROR));
+          const s = this.#streams.get(id);
+          if (s) this.#close(s, "stream depends on itself");
+        }
         return;
       case RST_STREAM: {
         if (id === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "RST_STREAM on stream 0");
@@ -427,7 +692,10 @@ export class Connection {
           throw new ConnectionError(H2Error.PROTOCOL_ERROR, "RST_STREAM on an idle stream");
         }
         const s = this.#streams.get(id);
-        if (s) this.#close(s, `client reset the stream (code ${p.readUInt32BE(0)})`);
+        if (s) {
+          if (!s.localEnded && performance.now() - s.openedAt < 1000) this.#premature();
+          this.#close(s, `client reset the stream (code ${p.readUInt32BE(0)})`);
+        }
         return;
       }
       case SETTINGS:
@@ -437,10 +705,13 @@ export class Connection {
       case PING:
         if (id !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "PING on a stream");
         if (p.length !== 8) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "PING size");
-        if (!(flags & ACK)) {
-          this.#control.push(frame(PING, ACK, 0, p));
-          this.#queueFlush();
+        if (flags & ACK) {
+          clearTimeout(this.#pingTimeout);
+          this.#pingTimeout = undefined;
+          return;
         }
+        this.#ping();
+        this.#queueControl(frame(PING, ACK, 0, p));
         return;
       case GOAWAY:
         if (id !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "GOAWAY on a stream");
@@ -453,6 +724,45 @@ export class Connection {
     }
   }
 
+  /** Keepalive enforcement (grpc-go's EnforcementPolicy with PermitWithoutStream). */
+  #ping(): void {
+    const now = performance.now();
+    if (now - this.#lastClientPing < this.limits.keepaliveMinTimeMs) {
+      if (++this.#pingStrikes > MAX_PING_STRIKES) {
+        throw new ConnectionError(
+          H2Error.ENHANCE_YOUR_CALM,
+          `too many pings (more often than every ${this.limits.keepaliveMinTimeMs} ms)`,
+          "too_many_pings",
+        );
+      }
+    }
+    this.#lastClientPing = now;
+  }
+
+  /** A stream reset by the client (or refused by us) early: rapid reset when it is the rule. */
+  #premature(): void {
+    this.#prematureResets++;
+    if (
+      this.#streamsOpened >= this.limits.prematureResetMinStreams &&
+      this.#prematureResets * 2 >= this.#streamsOpened
+    ) {
+      throw calm(
+        `rapid reset: ${this.#prematureResets} of ${this.#streamsOpened} streams reset early`,
+      );
+    }
+  }
+
+  /** Queues a control frame, within the budget of those not yet written. */
+  #queueControl(f: Buffer): void {
+    if (this.#control.length + this.#controlInFlight >= this.limits.maxOutboundControlFrames) {
+      throw calm(
+        `more than ${this.limits.maxOutboundControlFrames} control frames queued (peer not reading)`,
+      );
+    }
+    this.#control.push(f);
+    this.#queueFlush();
+  }
+
   #settings(flags: number, id: number, p: Buffer): void {
     if (id !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "SETTINGS on a stream");
     if (flags & ACK) {
@@ -460,7 +770,11 @@ export class Connection {
       return;
     }
     if (p.length % 6) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "SETTINGS size");
-    this.#settingsSeen = true;
+    if (!this.#settingsSeen) {
+      this.#settingsSeen = true;
+      clearTimeout(this.#prefaceTimer);
+      this.#prefaceTimer = undefined;
+    }
     for (let i = 0; i < p.length; i += 6) {
       const key = p.readUInt16BE(i), v = p.readUInt32BE(i + 2);
       if (key === SETTINGS_INITIAL_WINDOW_SIZE) {
@@ -487,12 +801,18 @@ export class Connection {
         // Our encoder never uses the dynamic table, whatever its size.
       }
     }
-    this.#control.push(frame(SETTINGS, ACK, 0));
-    this.#queueFlush();
+    this.#queueControl(frame(SETTINGS, ACK, 0));
   }
 
   #windowUpdate(id: number, p: Buffer): void {
     if (p.length !== 4) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "WINDOW_UPDATE size");
+    if (
+      ++this.#windowUpdates >
+        5 + 2 * (this.#streamsOpened +
+              this.limits.maxWindowUpdatesPerDataFrameSent * this.#dataFramesSent)
+    ) {
+      throw calm(`too many WINDOW_UPDATE frames (${this.#windowUpdates})`);
+    }
     const inc = p.readUInt32BE(0) & MAX_WINDOW;
     if (id === 0) {
       if (inc === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
@@ -505,7 +825,13 @@ export class Connection {
       return;
     }
     const s = this.#streams.get(id);
-    if (!s) return; // closed streams may still get updates
+    if (!s) {
+      if (id > this.#lastStreamId) {
+        // §6.9 / §5.1: WINDOW_UPDATE on an idle stream.
+        throw new ConnectionError(H2Error.PROTOCOL_ERROR, `WINDOW_UPDATE on idle stream ${id}`);
+      }
+      return; // closed streams may still get updates
+    }
     if (inc === 0) return this.#reset(s, H2Error.PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
     s.sendWindow += inc;
     if (s.sendWindow > MAX_WINDOW) {
@@ -520,15 +846,24 @@ export class Connection {
     }
     let start = 0, end = p.length;
     if (flags & PADDED) {
-      const pad = p[0];
+      // §6.2: the Pad Length field must be there and shorter than the payload.
+      if (!p.length || p[0] >= p.length) {
+        throw new ConnectionError(H2Error.PROTOCOL_ERROR, "bad HEADERS padding");
+      }
       start = 1;
-      end -= pad;
+      end -= p[0];
     }
-    if (flags & PRIORITY_FLAG) start += 5;
+    let dependsOnSelf = false;
+    if (flags & PRIORITY_FLAG) {
+      if (end - start < 5) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, "HEADERS size");
+      dependsOnSelf = (p.readUInt32BE(start) & MAX_WINDOW) === id;
+      start += 5;
+    }
     if (start > end) throw new ConnectionError(H2Error.PROTOCOL_ERROR, "bad HEADERS padding");
     const block = p.subarray(start, end);
-    if (flags & END_HEADERS) this.#headerBlock(id, flags, block);
-    else this.#block = { id, flags, parts: [Buffer.from(block)], size: block.length };
+    const f = dependsOnSelf ? flags | SELF_DEPENDENT : flags;
+    if (flags & END_HEADERS) this.#headerBlock(id, f, block);
+    else this.#block = { id, flags: f, parts: [Buffer.from(block)], size: block.length, frames: 1 };
   }
 
   #headerBlock(id: number, flags: number, block: Uint8Array): void {
@@ -540,40 +875,72 @@ export class Connection {
       if (!(flags & END_STREAM)) {
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, "second HEADERS without END_STREAM");
       }
+      if (existing.remoteEnded) {
+        return this.#reset(existing, H2Error.STREAM_CLOSED, "HEADERS after END_STREAM");
+      }
+      const bad = headers.find(([k]) => k.startsWith(":"));
+      if (bad) return this.#reset(existing, H2Error.PROTOCOL_ERROR, `pseudo-header in trailers`);
       this.#remoteEnd(existing);
       return;
     }
     if (id <= this.#lastStreamId) {
-      throw new ConnectionError(H2Error.STREAM_CLOSED, `HEADERS on closed stream ${id}`);
+      // §5.1.1: stream identifiers of new streams only increase.
+      throw new ConnectionError(
+        H2Error.PROTOCOL_ERROR,
+        `HEADERS on stream ${id}, not above the last one (${this.#lastStreamId})`,
+      );
     }
     this.#lastStreamId = id;
+    this.#streamsOpened++;
+    if (this.#goingAway) {
+      this.#queueControl(rstStream(id, H2Error.REFUSED_STREAM));
+      return;
+    }
+    if (this.#streams.size >= this.limits.maxConcurrentStreams) {
+      this.#queueControl(rstStream(id, H2Error.REFUSED_STREAM));
+      this.#premature();
+      return;
+    }
+    if (flags & SELF_DEPENDENT) {
+      this.#queueControl(rstStream(id, H2Error.PROTOCOL_ERROR));
+      return;
+    }
+    const malformed = checkRequestHeaders(headers);
+    if (malformed) {
+      // §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR.
+      this.opts.onError?.(`HTTP/2 request from ${this.peer} refused: ${malformed}`);
+      this.#queueControl(rstStream(id, H2Error.PROTOCOL_ERROR));
+      return;
+    }
     const s = new Stream(this, id);
     s.headers = headers;
     this.#streams.set(id, s);
-    if (this.#goingAway) return this.#reset(s, H2Error.REFUSED_STREAM, "");
     const get = (n: string) => headers.find(([k]) => k === n)?.[1];
     s.path = get(":path") ?? "";
     const method = get(":method");
     const ct = get("content-type") ?? "";
     const enc = get("grpc-encoding");
+    const cl = get("content-length");
+    if (cl !== undefined) s.contentLength = Number(cl);
     if (method !== "POST") {
       this.#refuse(s, "405", GrpcStatus.INTERNAL, `Method ${method ?? "(none)"} is not POST`);
     } else if (!/^application\/grpc([+;].*)?$/.test(ct)) {
       this.#refuse(s, "415", GrpcStatus.INTERNAL, `Content-type ${ct || "(none)"} is not gRPC`);
-    } else if (enc && enc !== "identity") {
+    } else if (enc && enc !== "identity" && enc !== "gzip") {
       this.#refuse(
         s,
         "200",
         GrpcStatus.UNIMPLEMENTED,
-        `Compression "${enc}" is not supported (only identity)`,
+        `Compression "${enc}" is not supported (only identity and gzip)`,
       );
     } else {
+      s.gzip = enc === "gzip";
       const handler = this.opts.handlers.get(s.path);
       if (!handler) {
         this.#refuse(s, "200", GrpcStatus.UNIMPLEMENTED, `Method not found: ${s.path}`);
       } else handler(s);
     }
-    if (flags & END_STREAM) this.#remoteEnd(s);
+    if (flags & END_STREAM) this.#endOfRequest(s);
   }
 
   /** Answers a stream with a Trailers-Only response (or an HTTP error status). */
@@ -582,11 +949,10 @@ export class Connection {
     s.headersSent = true;
     const h: HeaderList = [[":status", status], ["content-type", GRPC]];
     h.push(["grpc-status", String(code)], ["grpc-message", percentEncode(message)]);
-    this.#control.push(frame(HEADERS, END_HEADERS | END_STREAM, s.id, encodeHeaders(h)));
-    if (!s.remoteEnded) this.#control.push(rstStream(s.id, H2Error.NO_ERROR));
+    this.#queueControl(frame(HEADERS, END_HEADERS | END_STREAM, s.id, encodeHeaders(h)));
+    if (!s.remoteEnded) this.#queueControl(rstStream(s.id, H2Error.NO_ERROR));
     this.#streams.delete(s.id);
     s.closed = true;
-    this.#queueFlush();
   }
 
   #data(flags: number, id: number, p: Buffer): void {
@@ -597,9 +963,8 @@ export class Connection {
       throw new ConnectionError(H2Error.FLOW_CONTROL_ERROR, "client exceeded the window");
     }
     if (this.#recvConsumed >= CONN_RECV_WINDOW / 2) {
-      this.#control.push(windowUpdate(0, this.#recvConsumed));
+      this.#queueControl(windowUpdate(0, this.#recvConsumed));
       this.#recvConsumed = 0;
-      this.#queueFlush();
     }
     let body = p;
     if (flags & PADDED) {
@@ -620,18 +985,46 @@ export class Connection {
     if (s.recvConsumed > RECV_WINDOW) {
       return this.#reset(s, H2Error.FLOW_CONTROL_ERROR, "client exceeded the stream window");
     }
+    s.received += body.length;
+    if (s.contentLength >= 0 && s.received > s.contentLength) {
+      return this.#reset(s, H2Error.PROTOCOL_ERROR, "more DATA than its content-length");
+    }
     if (s.recvConsumed >= RECV_WINDOW / 2 && !(flags & END_STREAM)) {
-      this.#control.push(windowUpdate(id, s.recvConsumed));
+      this.#queueControl(windowUpdate(id, s.recvConsumed));
       s.recvConsumed = 0;
-      this.#queueFlush();
     }
     if (body.length && !s.discard) this.#messages(s, body);
-    if (flags & END_STREAM) this.#remoteEnd(s);
+    if (flags & END_STREAM) this.#endOfRequest(s);
+  }
+
+  /** The client's END_STREAM: checks the content-length (§8.1.1), then ends its side. */
+  #endOfRequest(s: Stream): void {
+    if (s.contentLength >= 0 && s.received !== s.contentLength && !s.closed) {
+      return this.#reset(s, H2Error.PROTOCOL_ERROR, "DATA shorter than its content-length");
+    }
+    this.#remoteEnd(s);
   }
 
   /** Splits request bytes into gRPC messages (5-byte prefix: compressed flag, length). */
   #messages(s: Stream, p: Buffer): void {
-    const err = s.reader.push(p, s.onMessage, () => !s.closed && !s.discard);
+    let err: MessageError | undefined;
+    try {
+      const bad = s.reader.push(p, (m, compressed) => {
+        if (!compressed) return s.onMessage(m);
+        if (!s.gzip) {
+          err = { tooLarge: false, message: "Compressed message without a grpc-encoding" };
+          return;
+        }
+        const plain = gunzip(m, this.limits.maxReceiveMessageBytes);
+        if (typeof plain === "string") {
+          err = { tooLarge: plain.startsWith("Received"), message: plain };
+        } else s.onMessage(plain);
+      }, () => !s.closed && !s.discard && !err);
+      err ??= bad;
+    } catch (e) {
+      if (!(e instanceof BufferBudgetError)) throw e;
+      err = { tooLarge: true, message: e.message };
+    }
     if (err) {
       this.#fail(
         s,
@@ -657,8 +1050,7 @@ export class Connection {
 
   /** Resets a stream (RST_STREAM) and cancels the call. */
   #reset(s: Stream, code: number, why: string): void {
-    this.#control.push(rstStream(s.id, code));
-    this.#queueFlush();
+    this.#queueControl(rstStream(s.id, code));
     this.#close(s, why || "stream reset");
   }
 
@@ -667,9 +1059,12 @@ export class Connection {
     s.closed = true;
     this.#streams.delete(s.id);
     this.#ready.delete(s);
-    const err = new Error(why);
-    for (const q of s.queue) q.reject(err);
-    s.queue = [];
+    s.reader.reset();
+    if (s.queue.length) {
+      const err = new Error(why);
+      for (const q of s.queue) q.reject(err);
+      s.queue = [];
+    }
     s.onCancel(why);
   }
 
@@ -686,11 +1081,30 @@ export class Connection {
   }
 
   #gone(why: string): void {
-    if (this.#dead && !this.#streams.size) return;
+    this.#clearTimers();
+    if (this.#dead && !this.#streams.size && !this.#in.length) return;
     this.#dead = true;
     this.#cancelAll(why);
     this.#control = [];
     this.#ready.clear();
+    this.#in = [];
+    this.#inlen = 0;
+    this.#block = undefined;
+    deferred.delete(this);
+  }
+
+  #clearTimers(): void {
+    for (
+      const t of [
+        this.#prefaceTimer,
+        this.#keepaliveTimer,
+        this.#pingTimeout,
+        this.#ageTimer,
+        this.#backlogTimer,
+      ]
+    ) clearTimeout(t);
+    this.#prefaceTimer = this.#keepaliveTimer = this.#pingTimeout = undefined;
+    this.#ageTimer = this.#backlogTimer = undefined;
   }
 
   #goaway(code: number, debug: string): void {
@@ -746,22 +1160,58 @@ export class Connection {
   }
 
   /**
+   * Outbound backlog over the limit: stop reading (the peer's requests wait in its socket) and
+   * close the connection if it does not drain within the send timeout.
+   */
+  #backlogged(): void {
+    if (!this.#readPaused) {
+      this.#readPaused = true;
+      this.socket.pause();
+    }
+    this.#backlogTimer ??= setTimeout(() => {
+      this.opts.onError?.(
+        `HTTP/2 connection from ${this.peer} closed: ${this.#outstanding} bytes not taken by the ` +
+          `peer within ${this.limits.sendTimeoutMs} ms`,
+      );
+      this.#destroy();
+    }, this.limits.sendTimeoutMs);
+  }
+
+  /** The backlog drained below the limit: read and send again. */
+  #drained(): void {
+    clearTimeout(this.#backlogTimer);
+    this.#backlogTimer = undefined;
+    if (this.#readPaused) {
+      this.#readPaused = false;
+      this.socket.resume();
+      if (this.#inlen && !this.#dead) this.#receive(Buffer.alloc(0));
+    }
+    if (this.#ready.size) this.#queueFlush();
+  }
+
+  /**
    * Writes control frames, then for each ready stream its headers, as much message data as the
-   * windows allow, and its trailers once its data is out: all in one buffer and one write.
+   * windows and the outbound backlog limit allow, and its trailers once its data is out: all in
+   * one buffer and one write.
    */
   #flush(): void {
     if (this.#dead && !this.socket.writable) return;
     // Plan: control frames, then per stream [HEADERS] [DATA...] [trailers].
     const chunks: Uint8Array[] = [...this.#control];
+    const controlFrames = chunks.length;
     this.#control = [];
     let size = 0;
     for (const c of chunks) size += c.length;
     const dataPlan: { s: Stream; frames: number[]; trailers?: Buffer; rst?: Buffer }[] = [];
+    /** Stream data we may still hand to the socket in this flush. */
+    let room = this.limits.maxOutboundBytes - this.#outstanding - size;
     for (const s of this.#ready) {
+      if (room <= 0) break; // the rest stays ready until the backlog drains
       this.#ready.delete(s);
       if (s.closed) continue;
       if (!s.headersSent && (s.queue.length || s.trailers)) {
         s.headersSent = true;
+        this.#pingStrikes = 0;
         const h = s.queue.length
           ? RESPONSE_HEADERS
           : encodeHeaders([[":status", "200"], ["content-type", GRPC], ...s.trailers!]);
@@ -769,6 +1219,7 @@ export class Connection {
         const f = frame(HEADERS, END_HEADERS | (trailersOnly ? END_STREAM : 0), s.id, h);
         chunks.push(f);
         size += f.length;
+        room -= f.length;
         if (trailersOnly) {
           s.trailers = undefined;
           const plan = { s, frames: [] as number[], rst: undefined as Buffer | undefined };
@@ -786,17 +1237,21 @@ export class Connection {
         rst: undefined as Buffer | undefined,
       };
       // Bytes of queued messages we may send now.
-      let budget = Math.min(this.#sendWindow, s.sendWindow);
+      let budget = Math.min(this.#sendWindow, s.sendWindow, room);
       let pendingLeft = 0;
       for (const q of s.queue) pendingLeft += q.left;
       while (budget > 0 && pendingLeft > 0) {
         const len = Math.min(budget, this.#peerMaxFrame, pendingLeft);
         plan.frames.push(len);
         size += 9 + len;
+        room -= 9 + len;
         budget -= len;
         pendingLeft -= len;
         this.#sendWindow -= len;
         s.sendWindow -= len;
+      }
+      if (pendingLeft > 0 && room <= 0 && this.#sendWindow > 0 && s.sendWindow > 0) {
+        this.#ready.add(s); // cut by the backlog limit, not by flow control
       }
       if (pendingLeft === 0 && s.trailers) {
         plan.trailers = frame(
@@ -812,6 +1267,8 @@ export class Connection {
           size += plan.rst.length;
         }
       }
+      if (plan.frames.length) this.#pingStrikes = 0;
+      this.#dataFramesSent += plan.frames.length;
       if (plan.frames.length || plan.trailers) dataPlan.push(plan);
     }
     if (size === 0) return;
@@ -863,9 +1320,14 @@ export class Connection {
       // More data waits for a WINDOW_UPDATE; nothing to do until then.
     }
     this.#writing++;
+    this.#outstanding += at;
+    this.#controlInFlight += controlFrames;
     spend(at);
+    const written = at;
     this.socket.write(out.subarray(0, at), (err?: Error | null) => {
       this.#writing--;
+      this.#outstanding -= written;
+      this.#controlInFlight -= controlFrames;
       give(out);
       if (err) {
         for (const q of completed) q.reject(err);
@@ -875,7 +1337,9 @@ export class Connection {
         this.#waiting = [];
         for (const fn of ws) fn();
       }
+      if (this.#outstanding < this.limits.maxOutboundBytes && !this.#dead) this.#drained();
     });
+    if (this.#outstanding >= this.limits.maxOutboundBytes && !this.#dead) this.#backlogged();
     for (const s of retire) {
       // Our side is finished: the stream is gone once the client's side is too (or was reset).
       if (!s.queue.length) {
@@ -883,6 +1347,74 @@ export class Connection {
         this.#streams.delete(s.id);
       }
     }
+  }
+}
+
+const ignore = () => {};
+/** Stands in for a closed connection's HPACK decoder (its dynamic table is let go). */
+const CLOSED_HPACK = new HpackDecoder({ maxHeaderListSize: 0 });
+
+/** The ENHANCE_YOUR_CALM connection error of an exceeded budget. */
+function calm(message: string): ConnectionError {
+  return new ConnectionError(H2Error.ENHANCE_YOUR_CALM, message);
+}
+
+/** grpc-go's maxPingStrikes: the third too-early PING ends the connection. */
+const MAX_PING_STRIKES = 2;
+/** Opaque data of our keepalive PINGs. */
+const KEEPALIVE_PING = Buffer.from("meshkeep", "latin1");
+/** Internal flag (not on the wire): the HEADERS frame's priority names its own stream. */
+const SELF_DEPENDENT = 0x100;
+
+const CONNECTION_SPECIFIC = new Set([
+  "connection",
+  "proxy-connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+]);
+const REQUEST_PSEUDO = new Set([":method", ":scheme", ":path", ":authority"]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+
+/**
+ * What makes a request's header list malformed (RFC 9113 §8.1.1, §8.2, §8.3), or undefined:
+ * pseudo-headers unknown, repeated, after a regular field or missing (`:method`, `:scheme`,
+ * `:path`); field names not lower-case tokens; connection-specific fields; `te` other than
+ * `trailers`; values with NUL, CR or LF; a content-length that is not a number.
+ */
+export function checkRequestHeaders(headers: HeaderList): string | undefined {
+  const seen = new Set<string>();
+  let regular = false;
+  for (const [k, v] of headers) {
+    if (k.startsWith(":")) {
+      if (regular) return `pseudo-header ${k} after a regular field`;
+      if (!REQUEST_PSEUDO.has(k)) return `unknown pseudo-header ${k}`;
+      if (seen.has(k)) return `repeated pseudo-header ${k}`;
+      seen.add(k);
+    } else {
+      regular = true;
+      if (!TOKEN.test(k)) return `field name ${JSON.stringify(k)} is not a lower-case token`;
+      if (CONNECTION_SPECIFIC.has(k)) return `connection-specific field ${k}`;
+      if (k === "te" && v !== "trailers") return `te ${JSON.stringify(v)} (only "trailers")`;
+      if (k === "content-length" && !/^[0-9]+$/.test(v)) return `content-length ${v}`;
+    }
+    if (/[\0\r\n]/.test(v)) return `field ${k} has NUL, CR or LF in its value`;
+  }
+  for (const k of [":method", ":scheme", ":path"]) if (!seen.has(k)) return `missing ${k}`;
+  if (headers.find(([k]) => k === ":path")![1] === "") return "empty :path";
+  return undefined;
+}
+
+/** Inflates a gzip message, at most `max` bytes; a string says why it could not. */
+function gunzip(m: Uint8Array, max: number): Buffer | string {
+  try {
+    return zlib.gunzipSync(m, { maxOutputLength: max });
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    if (err.code === "ERR_BUFFER_TOO_LARGE" || err instanceof RangeError) {
+      return `Received message larger than max after decompression (over ${max})`;
+    }
+    return `Cannot decompress the gzip message: ${err.message}`;
   }
 }
 
@@ -906,14 +1438,32 @@ export interface GrpcListenOptions extends H2Options {
   host: string;
   /** Port (0 picks a free one). */
   port: number;
-  /** A Unix socket path to listen on instead of `host`/`port` (an old socket file is replaced). */
-  path?: string;
   /**
    * TLS (ALPN `h2`). `ca` verifies client certificates: with `requireClientCert` a client
    * without a valid certificate is refused during the handshake; otherwise a certificate is
    * requested and, when one is presented, it must verify against `ca`.
    */
   tls?: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array; requireClientCert?: boolean };
+  /**
+   * Open connections at most (0 = no cap, the default); connections beyond are closed at once
+   * and counted in {@link GrpcListener.refused}, with one log line per 10 s.
+   */
+  maxConnections?: number;
+  /**
+   * How often the listener checks that it still accepts (a loopback connection to itself), in ms
+   * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
+   * fails (the connection cannot be made, or two checks in a row are not accepted within a
+   * second) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
+   * false until a check passes again.
+   */
+  acceptCheckMs?: number;
+  /** Called when {@link GrpcListener.accepting} changes, with the reason when it is false. */
+  onAcceptingChange?: (accepting: boolean, reason: string) => void;
+  /**
+   * A unix domain socket path to listen on instead of `host`/`port` (`port` is then reported as
+   * 0 and the accept check is off).
+   */
+  path?: string;
 }
 
 /** A listening gRPC server. */
@@ -922,6 +1472,10 @@ export interface GrpcListener {
   readonly port: number;
   /** Open connections. */
   readonly connections: ReadonlySet<Connection>;
+  /** False while the listener cannot accept connections (out of file descriptors). */
+  readonly accepting: boolean;
+  /** Connections closed at once because {@link GrpcListenOptions.maxConnections} were open. */
+  readonly refused: number;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
@@ -946,68 +1500,222 @@ export function peerUris(socket: any): string[] {
   }
 }
 
+const STOPPED = "the accept loop stopped";
+
 /** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
 export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener> {
   const connections = new Set<Connection>();
+  const maxConnections = opts.maxConnections ?? 0;
+  let refused = 0, refusedLogged = 0, lastRefusalLog = -Infinity;
+  /** `address:port` of our own accept check in flight (its socket is not a gRPC connection). */
+  const probes = new Set<string>();
+  /** `address:port` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
+  const peerKey = (socket: Socket) =>
+    `${(socket.remoteAddress ?? "").replace(/^::ffff:/, "")}:${socket.remotePort}`;
+  let probeSeen: (() => void) | undefined;
   const accept = (socket: Socket) => {
+    if (maxConnections > 0 && connections.size >= maxConnections) {
+      refused++;
+      socket.destroy();
+      const now = performance.now();
+      if (now - lastRefusalLog >= 10_000) {
+        lastRefusalLog = now;
+        opts.onError?.(
+          `refused ${refused - refusedLogged} connection(s) (latest from ` +
+            `${socket.remoteAddress}:${socket.remotePort}): ${connections.size} connections ` +
+            `open, the limit is ${maxConnections}`,
+        );
+        refusedLogged = refused;
+      }
+      return;
+    }
     const c = new Connection(socket, opts);
     connections.add(c);
     socket.once("close", () => connections.delete(c));
   };
-  let server: import("node:net").Server;
-  if (opts.tls) {
-    const tls = await import("node:tls");
-    const t = opts.tls;
-    server = tls.createServer({
-      cert: Buffer.from(t.cert),
-      key: Buffer.from(t.key),
-      ca: Buffer.from(t.ca),
-      requestCert: true,
-      rejectUnauthorized: t.requireClientCert ?? false,
-      ALPNProtocols: ["h2"],
-    }, (socket) => {
-      // Without requireClientCert a certificate is optional, but one that is presented must
-      // verify against the CA.
-      const presented = Object.keys(socket.getPeerCertificate?.() ?? {}).length > 0;
-      if (presented && !socket.authorized) {
-        opts.onError?.(
-          `TLS client ${socket.remoteAddress}:${socket.remotePort} refused: certificate not ` +
-            `verified (${socket.authorizationError})`,
-        );
-        socket.destroy();
-        return;
-      }
-      accept(socket);
-    });
-    server.on("tlsClientError", (e: Error) => opts.onError?.(`TLS handshake failed: ${e.message}`));
-  } else {
-    const net = await import("node:net");
-    server = net.createServer({ noDelay: true }, accept);
-  }
+  /**
+   * Raw TCP accepts (before TLS): our own accept checks are recognised and dropped here, by the
+   * address and port of the check in flight (forgotten once seen or over, so a client reusing the
+   * port later is not mistaken for one). While a check is in flight every accepted port is noted
+   * too: the accept may come before the check's own connect callback tells its port.
+   */
+  const isProbe = (socket: Socket) => {
+    if (!socket.remotePort) return false;
+    const key = peerKey(socket);
+    if (probeSeen) acceptedPorts.add(key);
+    if (!probes.has(key)) return false;
+    probes.delete(key);
+    quiet.add(key);
+    if (quiet.size > 8) quiet.delete(quiet.values().next().value!);
+    probeSeen?.();
+    return true;
+  };
+  /** Recent checks, whose TLS handshake error (they never handshake) is not logged. */
+  const quiet = new Set<string>();
+  const acceptedPorts = new Set<string>();
+  const tlsModule = opts.tls ? await import("node:tls") : undefined;
+  const net = await import("node:net");
+  const create = (): import("node:net").Server => {
+    let server: import("node:net").Server;
+    if (opts.tls) {
+      const t = opts.tls;
+      server = tlsModule!.createServer({
+        cert: Buffer.from(t.cert),
+        key: Buffer.from(t.key),
+        ca: Buffer.from(t.ca),
+        requestCert: true,
+        rejectUnauthorized: t.requireClientCert ?? false,
+        ALPNProtocols: ["h2"],
+      }, (socket) => {
+        // Without requireClientCert a certificate is optional, but one that is presented must
+        // verify against the CA.
+        const presented = Object.keys(socket.getPeerCertificate?.() ?? {}).length > 0;
+        if (presented && !socket.authorized) {
+          opts.onError?.(
+            `TLS client ${socket.remoteAddress}:${socket.remotePort} refused: certificate not ` +
+              `verified (${socket.authorizationError})`,
+          );
+          socket.destroy();
+          return;
+        }
+        accept(socket);
+      });
+      server.on("connection", (raw: Socket) => void isProbe(raw));
+      server.on("tlsClientError", (e: Error, socket: Socket) => {
+        if (socket?.remotePort && quiet.has(peerKey(socket))) return;
+        opts.onError?.(`TLS handshake failed: ${e.message}`);
+      });
+    } else {
+      server = net.createServer({ noDelay: true }, (socket) => {
+        if (isProbe(socket)) socket.destroy();
+        else accept(socket);
+      });
+    }
+    return server;
+  };
   const host = opts.host.replace(/^\[(.*)\]$/, "$1");
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    const listening = () => {
-      server.off("error", reject);
-      resolve();
-    };
-    if (opts.path) {
-      try {
-        Deno.removeSync(opts.path);
-      } catch { /* none */ }
-      server.listen(opts.path, listening);
-    } else server.listen(opts.port, host, listening);
-  });
-  server.on("error", (e: Error) => opts.onError?.(`gRPC listener error: ${e.message}`));
+  const listen = (server: import("node:net").Server, port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      const ready = () => {
+        server.off("error", reject);
+        server.on("error", (e: Error) => opts.onError?.(`gRPC listener error: ${e.message}`));
+        resolve();
+      };
+      if (opts.path) server.listen(opts.path, ready);
+      else server.listen(port, host, ready);
+    });
+  let server = create();
+  await listen(server, opts.port);
   const addr = server.address();
   const port = typeof addr === "object" && addr ? addr.port : opts.port;
   let closing: Promise<void> | undefined;
+  let accepting = true;
+  const setAccepting = (ok: boolean, reason: string) => {
+    if (ok === accepting) return;
+    accepting = ok;
+    opts.onError?.(
+      ok ? `accepting connections again on port ${port}` : `cannot accept connections: ${reason}`,
+    );
+    opts.onAcceptingChange?.(ok, reason);
+  };
+  const probeHost = host === "" || host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  /** Connects to ourselves: true when the listener saw the connection within a second. */
+  const check = () =>
+    new Promise<{ ok: boolean; reason: string }>((resolve) => {
+      let done = false;
+      const finish = (ok: boolean, reason: string) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        probeSeen = undefined;
+        acceptedPorts.clear();
+        // A check the listener never saw must not be taken for one later (its port is reused).
+        if (key) probes.delete(key);
+        sock.destroy();
+        resolve({ ok, reason });
+      };
+      const timer = setTimeout(() => finish(false, STOPPED), 1000);
+      let key = "";
+      probeSeen = () => {};
+      const sock = net.connect({ port, host: probeHost });
+      sock.on("error", (e: Error & { code?: string }) =>
+        finish(
+          false,
+          e.code === "EMFILE" || e.code === "ENFILE"
+            ? `too many open files (${e.code})`
+            : e.message,
+        ));
+      sock.on("connect", () => {
+        const k = `${(sock.localAddress ?? "").replace(/^::ffff:/, "")}:${sock.localPort}`;
+        // Accepted before this callback ran (then served as a connection, closed just below).
+        if (acceptedPorts.has(k)) return finish(true, "");
+        probes.add(key = k);
+        probeSeen = () => finish(true, "");
+      });
+    });
+  const checkMs = opts.path ? 0 : opts.acceptCheckMs ?? 2000;
+  let checkTimer: ReturnType<typeof setTimeout> | undefined;
+  let inflight: Promise<void> = Promise.resolve();
+  /** Whether the listening socket is open (it is closed to be reopened after a failed check). */
+  let open = true;
+  /** Checks in a row whose connection was not accepted within a second. */
+  let unanswered = 0;
+  let lastReopenError = "";
+  const recheck = async () => {
+    const r = open ? await check() : { ok: false, reason: "the listener is being reopened" };
+    if (closing) return;
+    if (r.ok) {
+      unanswered = 0;
+      lastReopenError = "";
+      return setAccepting(true, "");
+    }
+    // One unanswered check may be a busy event loop; two in a row mean the accept loop is gone.
+    if (r.reason === STOPPED && ++unanswered < 2) return;
+    setAccepting(false, r.reason);
+    // Reopen the listening socket: Deno's accept loop does not resume after EMFILE. (close()'s
+    // callback waits for every connection, so it is not awaited; open connections stay.)
+    if (open) {
+      server.close();
+      open = false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const next = create();
+    try {
+      await listen(next, port);
+      server = next;
+      open = true;
+      if (closing) next.close();
+    } catch (e) {
+      // Still out of descriptors (or the port is not free yet): the next check tries again.
+      const m = (e as Error).message;
+      if (m !== lastReopenError) opts.onError?.(`cannot reopen the listener: ${m}`);
+      lastReopenError = m;
+    }
+  };
+  const schedule = () => {
+    if (closing || checkMs <= 0) return;
+    checkTimer = setTimeout(() => {
+      inflight = recheck().finally(schedule);
+    }, checkMs);
+  };
+  schedule();
   return {
     port,
     connections,
+    get accepting() {
+      return accepting;
+    },
+    get refused() {
+      return refused;
+    },
     close(status, message, graceMs = 2000) {
       closing ??= (async () => {
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        clearTimeout(checkTimer);
+        await inflight;
+        const stopped = open
+          ? new Promise<void>((resolve) => server.close(() => resolve()))
+          : Promise.resolve();
         await Promise.all([...connections].map((c) => c.shutdown(status, message, graceMs)));
         await stopped;
       })();

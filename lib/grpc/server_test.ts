@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import http2 from "node:http2";
 import net from "node:net";
+import zlib from "node:zlib";
 import {
   type CallHandler,
   type GrpcCall,
@@ -147,14 +148,41 @@ Deno.test("listenGrpc() answers an unknown method with UNIMPLEMENTED (trailers o
   });
 });
 
-Deno.test("listenGrpc() refuses compressed requests and non-gRPC content types", async () => {
+Deno.test("listenGrpc() accepts gzip requests, refuses other encodings and non-gRPC content types", async () => {
   await withServer({ "/t.S/Echo": echo }, async (_port, connect) => {
     const s = await connect();
-    const gz = await call(s, "/t.S/Echo", [], { "grpc-encoding": "gzip" }).result;
-    assert.equal(gz.headers["grpc-status"], String(GrpcStatus.UNIMPLEMENTED));
-    assert.match(String(gz.headers["grpc-message"]), /Compression "gzip" is not supported/);
+    const body = new TextEncoder().encode("hello ".repeat(100));
+    const z = zlib.gzipSync(body);
+    const framed = Buffer.alloc(5 + z.length);
+    framed[0] = 1; // compressed
+    framed.writeUInt32BE(z.length, 1);
+    framed.set(z, 5);
+    const gz = call(s, "/t.S/Echo", [], { "grpc-encoding": "gzip" }, false);
+    gz.stream.end(framed);
+    const r = await gz.result;
+    assert.equal(r.trailers["grpc-status"], "0");
+    assert.deepEqual(r.messages.map((m) => m.toString()), ["hello ".repeat(100)]);
+    const other = await call(s, "/t.S/Echo", [], { "grpc-encoding": "deflate" }).result;
+    assert.equal(other.headers["grpc-status"], String(GrpcStatus.UNIMPLEMENTED));
+    assert.match(String(other.headers["grpc-message"]), /Compression "deflate" is not supported/);
     const json = await call(s, "/t.S/Echo", [], { "content-type": "application/json" }).result;
     assert.equal(json.headers[":status"], 415);
+  });
+});
+
+Deno.test("listenGrpc() bounds a gzip message by the max message size after decompression (zip bomb)", async () => {
+  await withServer({ "/t.S/Echo": echo }, async (_port, connect) => {
+    const s = await connect();
+    const z = zlib.gzipSync(new Uint8Array(64 * 1024 * 1024)); // ~64 KB that inflate to 64 MiB
+    const framed = Buffer.alloc(5 + z.length);
+    framed[0] = 1;
+    framed.writeUInt32BE(z.length, 1);
+    framed.set(z, 5);
+    const gz = call(s, "/t.S/Echo", [], { "grpc-encoding": "gzip" }, false);
+    gz.stream.end(framed);
+    const r = await gz.result;
+    assert.equal(r.headers["grpc-status"], String(GrpcStatus.RESOURCE_EXHAUSTED));
+    assert.match(String(r.headers["grpc-message"]), /larger than max after decompression/);
   });
 });
 

@@ -32,6 +32,10 @@ export interface TemplateParams {
   coreDump: boolean;
   /** Proxy log verbosity (kept for compatibility; passed as `--v`). */
   verbosity: number;
+  /** Image name of the proxy under `hub` (default `proxy`; `<name>_debug` with `debug`). */
+  proxyImage?: string;
+  /** Image name of the init container under `hub` (default `proxy_init`). */
+  proxyInitImage?: string;
 }
 
 /** The default parameters (kube-inject's flag defaults; hub `docker.io/mesh`, tag = the build version). */
@@ -158,13 +162,15 @@ const CORE_DUMP = `,
 /**
  * The built-in template with `params` baked in: a `[[ ]]` template whose defaults for the
  * traffic annotations are the parameters, and whose images are `<hub>/proxy_init:<tag>` and
- * `<hub>/proxy:<tag>` (`proxy_debug` with `debug`).
+ * `<hub>/proxy:<tag>` (`proxy_debug` with `debug`; other names with `proxyInitImage` and
+ * `proxyImage`).
  */
 export function builtinTemplate(params: TemplateParams): string {
   const q = (s: string) => JSON.stringify(s);
+  const proxy = params.proxyImage ?? "proxy";
   const values: Record<string, string> = {
-    initImage: q(`${params.hub}/proxy_init:${params.tag}`),
-    proxyImage: q(`${params.hub}/${params.debug ? "proxy_debug" : "proxy"}:${params.tag}`),
+    initImage: q(`${params.hub}/${params.proxyInitImage ?? "proxy_init"}:${params.tag}`),
+    proxyImage: q(`${params.hub}/${proxy}${params.debug ? "_debug" : ""}:${params.tag}`),
     uid: String(params.sidecarProxyUID),
     uidArg: q(String(params.sidecarProxyUID)),
     includeIPRanges: q(params.includeIPRanges),

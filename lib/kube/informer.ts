@@ -71,6 +71,8 @@ export interface InformerOptions {
    * leaves the logging of list failures to it.
    */
   onListError?(err: Error): "absent" | void;
+  /** Test hook: called with each retry delay (ms) before the informer sleeps it. */
+  onRetryDelay?(ms: number): void;
 }
 
 /** Handle of a running informer. */
@@ -95,9 +97,56 @@ export function describeApiError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * Outages per API server: the informers currently failing against it. The first failure of an
+ * outage is logged as one warning for the server (not one per watch and retry), its end as one
+ * info line.
+ */
+const outages = new Map<string, { names: Set<string>; since: number }>();
+
 /** Creates an informer; nothing happens until {@linkcode Informer.start}. */
 export function createInformer(opts: InformerOptions): Informer {
   const log = getLogger("default");
+  const server = (() => {
+    try {
+      return opts.kubeConfig.getCurrentCluster()?.server ?? "the API server";
+    } catch {
+      return "the API server";
+    }
+  })();
+  /** Retry delay: doubles per failure up to 10 s, back to 100 ms once a list or watch works. */
+  let backoff = 100;
+  /** A failure reaching the API server: one warning per server and outage, else debug. */
+  const failure = (message: string) => {
+    let o = outages.get(server);
+    if (!o) outages.set(server, o = { names: new Set(), since: Date.now() });
+    if (o.names.size === 0) {
+      log.warn(
+        `Orchestrator API server ${server} failing: ${message} (watches retry with backoff; ` +
+          `logged once until it recovers)`,
+      );
+    } else log.debug(message);
+    o.names.add(opts.name);
+  };
+  /** A list or watch worked: the retry delay resets; the outage ends with its last informer. */
+  const working = () => {
+    backoff = 100;
+    const o = outages.get(server);
+    if (o?.names.delete(opts.name) && o.names.size === 0) {
+      outages.delete(server);
+      log.info(
+        `Orchestrator API server ${server} reachable again after ${
+          ((Date.now() - o.since) / 1000).toFixed(1)
+        } s`,
+      );
+    }
+  };
+  const retryDelay = () => {
+    const ms = backoff;
+    backoff = Math.min(backoff * 2, 10_000);
+    opts.onRetryDelay?.(ms);
+    return ms;
+  };
   let closed = false;
   let rv = "";
   let abort: AbortController | undefined;
@@ -181,7 +230,7 @@ export function createInformer(opts: InformerOptions): Informer {
         if (result) return resolve(result);
         if (err) {
           if (apiErrorStatus(err)?.code === 410) return resolve("gone");
-          log.warn(`Watch of ${opts.name} failed: ${describeApiError(err)}`);
+          failure(`Watch of ${opts.name} failed: ${describeApiError(err)}`);
           return resolve("error");
         }
         resolve("ended");
@@ -217,6 +266,7 @@ export function createInformer(opts: InformerOptions): Informer {
       new k8s.Watch(opts.kubeConfig).watch(opts.watchPath, params, onEvent, finish).then((c) => {
         ctrl = c;
         abort = c;
+        if (!finished) working(); // established: the next failure starts from the minimum delay
         if (closed || resyncRequested || result) c.abort();
       }, finish);
     });
@@ -224,7 +274,6 @@ export function createInformer(opts: InformerOptions): Informer {
 
   async function run(started: () => void, failed: (e: Error) => void): Promise<void> {
     let initial = true;
-    let backoff = 100;
     outer: while (!closed) {
       resyncRequested = false;
       const waiters = resyncWaiters;
@@ -232,15 +281,14 @@ export function createInformer(opts: InformerOptions): Informer {
       let listed: Awaited<ReturnType<typeof relist>>;
       try {
         listed = await relist();
-        backoff = 100;
+        working();
       } catch (err) {
         if (initial) {
           failed(err as Error);
           return;
         }
-        if (!(err instanceof ListFailure && opts.onListError)) log.warn((err as Error).message);
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 10_000);
+        if (!(err instanceof ListFailure && opts.onListError)) failure((err as Error).message);
+        await sleep(retryDelay());
         continue;
       } finally {
         for (const w of waiters) w();
@@ -259,8 +307,7 @@ export function createInformer(opts: InformerOptions): Informer {
         if (end === "closed") return;
         if (end === "gone" || end === "resync") continue outer;
         if (end === "error") {
-          await sleep(backoff);
-          backoff = Math.min(backoff * 2, 10_000);
+          await sleep(retryDelay());
           if (resyncRequested) continue outer;
         }
       }
@@ -269,6 +316,9 @@ export function createInformer(opts: InformerOptions): Informer {
 
   function stopAll() {
     closed = true;
+    // a stopped informer no longer counts toward an outage
+    const o = outages.get(server);
+    if (o?.names.delete(opts.name) && o.names.size === 0) outages.delete(server);
     if (resyncTimer !== undefined) clearInterval(resyncTimer);
     resyncTimer = undefined;
     abort?.abort();

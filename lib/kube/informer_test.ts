@@ -3,6 +3,7 @@ import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { createInformer, type InformerEventType, type InformerOptions } from "./informer.ts";
 import { apiErrorStatus, kubeClient, loadKubeConfig } from "./mod.ts";
+import { configureLogging, defaultLogOptions } from "../log/mod.ts";
 
 async function configMapInformer(
   kube: FakeKube,
@@ -125,4 +126,70 @@ Deno.test("createInformer() start() still rejects when onListError does not decl
   });
   assert.deepEqual(lists, []);
   await inf.stop();
+});
+
+Deno.test("createInformer() resets the retry delay once a watch is established again", async () => {
+  await using kube = await startFakeKube();
+  const delays: number[] = [];
+  const { inf } = await configMapInformer(kube, 100, {
+    watchTimeoutSeconds: 1, // the server ends each watch after 1 s: the informer rewatches
+    onRetryDelay: (ms) => delays.push(ms),
+  });
+  try {
+    await inf.start();
+    const path = "/api/v1/namespaces/default/configmaps";
+    // an outage: the next four watches fail, with growing delays
+    kube.failNext({ method: "GET", path, code: 500, times: 4 });
+    await waitUntil(() => delays.length === 4, 10_000, "four retries");
+    assert.deepEqual(delays, [100, 200, 400, 800]);
+    // the fifth watch is established; a later failure starts again from the minimum
+    await waitUntil(() => kube.watchCount === 1, 10_000, "the watch to be back");
+    kube.failNext({ method: "GET", path, code: 500, times: 1 });
+    await waitUntil(() => delays.length === 5, 10_000, "one more retry");
+    assert.equal(delays[4], 100);
+  } finally {
+    await inf.stop();
+  }
+});
+
+Deno.test("createInformer() logs an API server outage once, not once per watch and retry", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/out.log`;
+  const logging = await configureLogging({ ...defaultLogOptions(["default"]), targets: [file] });
+  try {
+    await using kube = await startFakeKube();
+    const delays: number[] = [];
+    const opts = { watchTimeoutSeconds: 1, onRetryDelay: (ms: number) => delays.push(ms) };
+    const a = await configMapInformer(kube, 100, { ...opts, name: "configmaps a" });
+    const b = await configMapInformer(kube, 100, { ...opts, name: "configmaps b" });
+    try {
+      await a.inf.start();
+      await b.inf.start();
+      // both watches fail three times each (an outage), then come back
+      kube.failNext({
+        method: "GET",
+        path: "/api/v1/namespaces/default/configmaps",
+        code: 500,
+        times: 6,
+      });
+      await waitUntil(() => delays.length >= 6, 15_000, "six retries");
+      await waitUntil(() => kube.watchCount === 2, 15_000, "both watches back");
+      await waitUntil(
+        async () => (await Deno.readTextFile(file)).includes("reachable again"),
+        5000,
+        "the recovery line",
+      );
+    } finally {
+      await a.inf.stop();
+      await b.inf.stop();
+    }
+  } finally {
+    await logging.dispose();
+  }
+  const lines = (await Deno.readTextFile(file)).split("\n").filter((l) => l !== "");
+  await Deno.remove(dir, { recursive: true });
+  const failing = lines.filter((l) => /Orchestrator API server \S+ failing: /.test(l));
+  assert.equal(failing.length, 1, lines.join("\n"));
+  assert.equal(lines.filter((l) => /\twarn\t/.test(l)).length, 1, lines.join("\n"));
+  assert.equal(lines.filter((l) => /reachable again after [\d.]+ s$/.test(l)).length, 1);
 });

@@ -46,21 +46,67 @@ export function resolveKubeconfigPath(
 }
 
 /**
- * Loads a kubeconfig. `path` empty or undefined means in-cluster configuration (service-account
- * token and `KUBERNETES_SERVICE_HOST`). `context` selects a context other than the current one.
+ * The environment of in-cluster configuration, read once by the program (`cli/`) and passed
+ * down: the API server's service address.
+ */
+export interface InClusterEnv {
+  readonly KUBERNETES_SERVICE_HOST?: string;
+  readonly KUBERNETES_SERVICE_PORT?: string;
+}
+
+/** Where a pod's service-account files are mounted. */
+const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/**
+ * Loads a kubeconfig. `path` empty or undefined means in-cluster configuration (the
+ * service-account token and CA, and the API server of `inCluster`, the program's
+ * `KUBERNETES_SERVICE_HOST`/`_PORT`). `context` selects a context other than the current one.
  * Throws an Error naming the file or the context when something is wrong.
  */
-export async function loadKubeConfig(path?: string, context?: string): Promise<KubeConfig> {
+export async function loadKubeConfig(
+  path?: string,
+  context?: string,
+  inCluster: InClusterEnv = {},
+): Promise<KubeConfig> {
   const k8s = await kubeClient();
   const kc = new k8s.KubeConfig();
   if (!path) {
-    if (!Deno.env.get("KUBERNETES_SERVICE_HOST")) {
+    const host = inCluster.KUBERNETES_SERVICE_HOST;
+    if (!host) {
       throw new Error(
         "Cannot use in-cluster orchestrator configuration: KUBERNETES_SERVICE_HOST is not set " +
           "(give a kubeconfig path)",
       );
     }
-    kc.loadFromCluster();
+    // as the client library's loadFromCluster, from the environment we were given
+    const port = inCluster.KUBERNETES_SERVICE_PORT || "443";
+    const scheme = ["80", "8080", "8001"].includes(port) ? "http" : "https";
+    const server = `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    let namespace: string | undefined;
+    try {
+      namespace = Deno.readTextFileSync(`${SERVICE_ACCOUNT_DIR}/namespace`).trim() || undefined;
+    } catch {
+      // no namespace file: the default namespace
+    }
+    kc.loadFromOptions({
+      clusters: [{
+        name: "inCluster",
+        server,
+        caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`,
+        skipTLSVerify: false,
+      }],
+      users: [{
+        name: "inClusterUser",
+        authProvider: { name: "tokenFile", config: { tokenFile: `${SERVICE_ACCOUNT_DIR}/token` } },
+      }],
+      contexts: [{
+        name: "inClusterContext",
+        cluster: "inCluster",
+        user: "inClusterUser",
+        ...(namespace ? { namespace } : {}),
+      }],
+      currentContext: "inClusterContext",
+    });
   } else {
     let text: string;
     try {

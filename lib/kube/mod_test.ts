@@ -71,3 +71,17 @@ Deno.test("toStoreError() maps 409, 404 and 422 Status answers to store errors",
     reason: undefined,
   });
 });
+
+Deno.test("loadKubeConfig() without a path uses the in-cluster environment it is given, not the process's", async () => {
+  await assert.rejects(
+    () => loadKubeConfig("", undefined, {}),
+    /KUBERNETES_SERVICE_HOST is not set \(give a kubeconfig path\)/,
+  );
+  const kc = await loadKubeConfig("", undefined, {
+    KUBERNETES_SERVICE_HOST: "10.96.0.1",
+    KUBERNETES_SERVICE_PORT: "443",
+  });
+  assert.equal(kc.getCurrentCluster()?.server, "https://10.96.0.1:443");
+  const v6 = await loadKubeConfig("", undefined, { KUBERNETES_SERVICE_HOST: "fd00::1" });
+  assert.equal(v6.getCurrentCluster()?.server, "https://[fd00::1]:443");
+});

@@ -77,7 +77,7 @@ export function formatTime(ms: number): string {
 export function formatConsole(e: Entry): string {
   let line = `${formatTime(e.time)}\t${e.level}\t${e.scope}\t`;
   if (e.caller) line += `${e.caller}\t`;
-  line += e.msg;
+  line += escapeMessage(e.msg);
   for (const [k, v] of Object.entries(e.props)) {
     if (v === undefined) continue;
     const text = renderValue(v);
@@ -86,6 +86,23 @@ export function formatConsole(e: Entry): string {
   }
   if (e.stack) line += "\n" + e.stack.split("\n").map((l) => "\t" + l).join("\n");
   return line + "\n";
+}
+
+/**
+ * A message as one console line: newlines, carriage returns and other control characters are
+ * written as escapes (`\n`), so that text taken from input cannot forge log lines.
+ */
+export function escapeMessage(msg: string): string {
+  return msg.replace(
+    // deno-lint-ignore no-control-regex
+    /[\u0000-\u0008\u000a-\u001f\u007f\u2028\u2029]/g,
+    (c) =>
+      c === "\n"
+        ? "\\n"
+        : c === "\r"
+        ? "\\r"
+        : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   DURATION_PATTERN,
   formatDuration as fmtMs,
   parseDurationMs,
+  quote,
 } from "./values.ts";
 
 /** One problem: field path (`spec.http[0].timeout`) and reason. */
@@ -184,10 +185,10 @@ export function duration(
       if (bad) return bad;
       const ms = parseMs(s);
       if (opts.min !== undefined && ms < opts.min) {
-        return `duration ${JSON.stringify(s)} must be at least ${fmtMs(opts.min)}`;
+        return `duration ${quote(s)} must be at least ${fmtMs(opts.min)}`;
       }
       if (opts.max !== undefined && ms > opts.max) {
-        return `duration ${JSON.stringify(s)} must be at most ${fmtMs(opts.max)}`;
+        return `duration ${quote(s)} must be at most ${fmtMs(opts.max)}`;
       }
       return undefined;
     },
@@ -228,8 +229,8 @@ export function stringMap(): MapSchema {
 
 /** Path of a map key: `.key` for simple keys, `["odd key"]` otherwise. */
 export function keyPath(path: string, key: string): string {
-  if (path === "") return /^[A-Za-z_$][\w$-]*$/.test(key) ? key : `[${JSON.stringify(key)}]`;
-  return /^[A-Za-z_$][\w$-]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+  if (path === "") return /^[A-Za-z_$][\w$-]*$/.test(key) ? key : `[${quote(key)}]`;
+  return /^[A-Za-z_$][\w$-]*$/.test(key) ? `${path}.${key}` : `${path}[${quote(key)}]`;
 }
 
 /** Short description of a value for "got ..." messages. */
@@ -237,7 +238,7 @@ export function describe(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "a list";
   if (typeof v === "string") {
-    return `string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + "..." : v)}`;
+    return `string ${quote(v.length > 40 ? v.slice(0, 40) + "..." : v)}`;
   }
   if (typeof v === "number") return `number ${v}`;
   if (typeof v === "boolean") return `boolean ${v}`;
@@ -339,9 +340,7 @@ export function canonicalize(s: Schema, v: unknown, path: string, out: Issue[]):
         if (first !== undefined) {
           out.push({
             path: keyPath(path, name),
-            reason: `given twice, as ${JSON.stringify(first)} and ${
-              JSON.stringify(k)
-            }: use one spelling`,
+            reason: `given twice, as ${quote(first)} and ${quote(k)}: use one spelling`,
           });
           continue;
         }
@@ -382,7 +381,7 @@ function walk(s: Schema, v: unknown, path: string, out: Issue[]): void {
         if (!ok) {
           out.push({
             path,
-            reason: `must be one of ${s.enum.join(", ")}, got ${JSON.stringify(v)}`,
+            reason: `must be one of ${s.enum.join(", ")}, got ${quote(v)}`,
           });
         }
         return;
@@ -430,7 +429,11 @@ function walk(s: Schema, v: unknown, path: string, out: Issue[]): void {
       const before = out.length;
       v.forEach((item, i) => {
         if (item === null) out.push({ path: `${path}[${i}]`, reason: "must not be null" });
-        else walk(s.items, item, `${path}[${i}]`, out);
+        else if (item === "" && s.items.type === "string" && (s.items.check || s.items.enum)) {
+          // "" means "not set" for a single field; in a list of hosts or addresses it is an
+          // entry that names nothing (and would become an empty Envoy address)
+          out.push({ path: `${path}[${i}]`, reason: "must not be empty" });
+        } else walk(s.items, item, `${path}[${i}]`, out);
       });
       if (out.length === before && s.check) s.check(v, path, out);
       return;
@@ -609,13 +612,14 @@ export function clean(s: Schema, v: unknown): unknown {
           if (fs?.type === "object" && inOneof.has(k)) out[k] = {};
           continue;
         }
-        out[k] = fs ? clean(fs, x) : structuredClone(x);
+        out[k] = fs ? clean(fs, x) : JSON.parse(JSON.stringify(x));
       }
       return out;
     }
     case "any":
-      return structuredClone(v);
+      // as JSON holds it (files, the orchestrator's API): what is stored reads back the same
+      return JSON.parse(JSON.stringify(v));
     default:
-      return v;
+      return Object.is(v, -0) ? 0 : v;
   }
 }

@@ -6,10 +6,28 @@
 import type { ConfigObject, ValidationIssue } from "./types.ts";
 import { describe } from "./dsl.ts";
 import type { MeshConfig } from "./meshconfig.ts";
-import { checkNamespace, checkObjectName } from "./values.ts";
+import { checkNamespace, checkObjectName, quote } from "./values.ts";
 
 /** The annotation selecting the ingress controller. */
 export const INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class";
+
+/**
+ * Workload labels of the mesh's ingress gateway (the `mesh-ingressgateway` Deployment of
+ * `meshctl gen-deploy`), selected by the Gateway mesh-discovery makes of Ingress objects and by
+ * the one `convert-networking-config` writes (Istio's `istio: ingressgateway`; this mesh deploys
+ * one ingress proxy, the gateway, so Ingress objects are served by it too).
+ */
+export const INGRESS_GATEWAY_SELECTOR: Readonly<Record<string, string>> = Object.freeze({
+  mesh: "ingressgateway",
+});
+
+/** Where the ingress gateway's TLS server certificate is: the secret and its mount in the gateway. */
+export const INGRESS_GATEWAY_CERTS = Object.freeze({
+  secretName: "mesh-ingressgateway-certs",
+  mountPath: "/etc/mesh/ingressgateway-certs",
+  serverCertificate: "/etc/mesh/ingressgateway-certs/tls.crt",
+  privateKey: "/etc/mesh/ingressgateway-certs/tls.key",
+});
 
 /** Path match type (`networking.k8s.io/v1`); v1beta1 paths are `ImplementationSpecific`. */
 export type PathType = "Exact" | "Prefix" | "ImplementationSpecific";
@@ -103,7 +121,7 @@ export function normalizeIngress(
       for (const [k, val] of Object.entries(meta.annotations)) {
         if (typeof val === "string") annotations[k] = val;
         else {bad(
-            `metadata.annotations[${JSON.stringify(k)}]`,
+            `metadata.annotations[${quote(k)}]`,
             `must be a string, got ${describe(val)}`,
           );}
       }

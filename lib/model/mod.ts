@@ -58,6 +58,8 @@ export {
   type Ingress,
   INGRESS_API_VERSIONS,
   INGRESS_CLASS_ANNOTATION,
+  INGRESS_GATEWAY_CERTS,
+  INGRESS_GATEWAY_SELECTOR,
   type IngressBackend,
   ingressClassMatches,
   type IngressPath,
@@ -71,11 +73,25 @@ export {
   checkDuration,
   checkHost,
   checkHostPort,
+  escapeControl,
   formatDuration,
   isDns1123Label,
   isDns1123Subdomain,
   isIp,
   parseDurationMs,
   pluralize,
+  printable,
+  quote,
+  QUOTE_MAX,
 } from "./values.ts";
 export { firstErrorLine } from "./errors.ts";
+export { type ParsedDocument, parseDocuments } from "./documents.ts";
+export {
+  capIssues,
+  MAX_ALIASES,
+  MAX_DEPTH,
+  MAX_ISSUES,
+  MAX_VALUES,
+  type ShapeProblem,
+  shapeProblem,
+} from "./limits.ts";

@@ -8,7 +8,15 @@ import type { ConfigObject, ObjectMeta, ValidationIssue } from "./types.ts";
 import { canonicalize, clean, describe, keyPath } from "./dsl.ts";
 import { type ModelSchema, schemaByKind, schemasByKindOnly } from "./registry.ts";
 import { normalizeIngress } from "./ingress.ts";
-import { checkLabelKey, checkLabelValue, checkNamespace, checkObjectName } from "./values.ts";
+import { capIssues, shapeProblem } from "./limits.ts";
+import {
+  checkLabelKey,
+  checkLabelValue,
+  checkNamespace,
+  checkObjectName,
+  printable,
+  quote,
+} from "./values.ts";
 
 /** Result of `normalizeObject`. `object` is set only when there are no issues. */
 export interface NormalizeResult {
@@ -56,6 +64,17 @@ export function normalizeObject(
     return {
       issues: [{ object: label, path: "", reason: `must be an object, got ${describe(raw)}` }],
     };
+  }
+  const shape = shapeProblem(raw);
+  if (shape) {
+    // name the object when its identity reads plainly (it is not validated further)
+    const m = isRecord(raw.metadata) ? raw.metadata : {};
+    const plain = (v: unknown) => typeof v === "string" && /^[\w.-]{1,253}$/.test(v);
+    const ns = plain(m.namespace) ? m.namespace as string : options.defaultNamespace;
+    const object = plain(raw.kind) && plain(m.name)
+      ? objectLabel(raw.kind as string, m.name as string, ns)
+      : label;
+    return { issues: [{ object, path: shape.path, reason: shape.reason }] };
   }
   const at = (path: string, reason: string) => ({ object: label, path, reason });
 
@@ -142,7 +161,7 @@ export function normalizeObject(
           issues.push(at(
             "apiVersion",
             `kind ${kind} must be one of ${candidates[0].apiVersions.join(", ")}, got ${
-              JSON.stringify(apiVersion)
+              quote(apiVersion)
             }`,
           ));
         } else if (candidates.length) {
@@ -150,7 +169,7 @@ export function normalizeObject(
           issues.push(at(
             "apiVersion",
             `kind ${kind} belongs to ${c.group}/${c.version} (or ${c.referenceGroup}/${c.version}), got ${
-              JSON.stringify(apiVersion)
+              quote(apiVersion)
             }`,
           ));
         } else issues.push(at("kind", unknownKindReason(kind)));
@@ -168,8 +187,11 @@ export function normalizeObject(
   }
 
   // from here on, name the object by kind/namespace/name when possible
+  // (parts with spaces, control characters or beyond 253 characters are quoted: input must not
+  // forge lines)
+  const part = (t: string) => t.length <= 253 && /^[\w.-]+$/.test(t) ? t : printable(t);
   const objectName = meta.name && typeof kind === "string" && kind
-    ? objectLabel(kind, meta.name, meta.namespace)
+    ? objectLabel(part(kind), part(meta.name), meta.namespace && part(meta.namespace))
     : label;
   const rename = (i: ValidationIssue) => ({ ...i, object: objectName });
   const all = [...issues.map(rename), ...metaIssues.map(rename)];
@@ -185,7 +207,7 @@ export function normalizeObject(
       all.push({ object: objectName, path: i.path, reason: i.reason });
     }
   }
-  if (all.length || !schema) return { issues: all, schema };
+  if (all.length || !schema) return { issues: capIssues(all), schema };
 
   const object: ConfigObject = {
     apiVersion: `${schema.group}/${schema.version}`,
@@ -211,7 +233,7 @@ function normalizeBuiltin(
   );
   // metadata was checked above
   for (const i of specIssues) if (!i.path.startsWith("metadata")) issues.push(i);
-  if (issues.length) return { issues, schema };
+  if (issues.length) return { issues: capIssues(issues), schema };
   const spec = dropNulls(raw.spec ?? {}) as Record<string, unknown>;
   return {
     object: { apiVersion: raw.apiVersion as string, kind: schema.kind, metadata: meta, spec },
@@ -229,7 +251,7 @@ function dropNulls(v: unknown): unknown {
 }
 
 function unknownKindReason(kind: string): string {
-  return `unknown kind ${JSON.stringify(kind)}`;
+  return `unknown kind ${quote(kind)}`;
 }
 
 /** One line per issue: `<object>: <path>: <reason>` (path omitted when empty). */

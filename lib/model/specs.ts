@@ -25,7 +25,7 @@ import {
   str,
   stringMap,
 } from "./dsl.ts";
-import { checkHost, checkIpOrCidr, checkNamespace, isDns1123Label, isIp } from "./values.ts";
+import { checkHost, checkIpOrCidr, checkNamespace, isDns1123Label, isIp, quote } from "./values.ts";
 
 const MS = 1;
 
@@ -34,7 +34,7 @@ function checkRegex(s: string): string | undefined {
     new RegExp(s);
     return undefined;
   } catch (e) {
-    return `invalid regular expression ${JSON.stringify(s)}: ${(e as Error).message}`;
+    return `invalid regular expression ${quote(s)}: ${(e as Error).message}`;
   }
 }
 
@@ -43,7 +43,7 @@ function checkDnsLabel(what: string) {
     isDns1123Label(s)
       ? undefined
       : `invalid ${what} ${
-        JSON.stringify(s)
+        quote(s)
       }: must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)`;
 }
 
@@ -89,7 +89,7 @@ function uniqueBy(field: string, what: string): Check<unknown[]> {
       if (seen.has(key)) {
         out.push({
           path: `${path}[${i}].${field}`,
-          reason: `duplicate ${what} ${JSON.stringify(v)} (also at index ${seen.get(key)})`,
+          reason: `duplicate ${what} ${quote(v)} (also at index ${seen.get(key)})`,
         });
       } else seen.set(key, i);
     });
@@ -416,7 +416,7 @@ export const serviceEntrySpec: ObjectSchema = obj({
         if (h.startsWith("*")) {
           out.push({
             path: `${path}.hosts[${i}]`,
-            reason: `wildcard host ${JSON.stringify(h)} needs endpoints when resolution is DNS`,
+            reason: `wildcard host ${quote(h)} needs endpoints when resolution is DNS`,
           });
         }
       });
@@ -427,7 +427,7 @@ export const serviceEntrySpec: ObjectSchema = obj({
       if (resolution === "STATIC" && !isIp(addr) && !addr.startsWith("unix://")) {
         out.push({
           path: `${p}.address`,
-          reason: `must be an IP address when resolution is STATIC, got ${JSON.stringify(addr)}`,
+          reason: `must be an IP address when resolution is STATIC, got ${quote(addr)}`,
         });
       } else if (resolution === "DNS" && !isIp(addr)) {
         const bad = checkHost(addr, false);
@@ -437,7 +437,7 @@ export const serviceEntrySpec: ObjectSchema = obj({
         if (!portNames.has(name)) {
           out.push({
             path: keyPath(`${p}.ports`, name),
-            reason: `port name ${JSON.stringify(name)} is not declared in ports`,
+            reason: `port name ${quote(name)} is not declared in ports`,
           });
         }
       }
@@ -653,8 +653,7 @@ export const serviceRoleBindingSpec: ObjectSchema = obj({
   })),
   roleRef: obj({
     kind: str({
-      check: (s) =>
-        s === "ServiceRole" ? undefined : `must be "ServiceRole", got ${JSON.stringify(s)}`,
+      check: (s) => s === "ServiceRole" ? undefined : `must be "ServiceRole", got ${quote(s)}`,
     }),
     name: str(),
   }, { required: ["kind", "name"] }),
@@ -738,7 +737,7 @@ const ref = (what: string) =>
     check: (s) =>
       /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(s)
         ? undefined
-        : `invalid ${what} reference ${JSON.stringify(s)}: expected <name>.<kind>[.<namespace>]`,
+        : `invalid ${what} reference ${quote(s)}: expected <name>.<kind>[.<namespace>]`,
   });
 
 /** config.mesh.io/v1alpha2 `rule` (policy server). */

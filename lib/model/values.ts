@@ -5,6 +5,45 @@
  * @module
  */
 
+/** Longest part of an input value echoed in a message (longer values are cut, with `...`). */
+export const QUOTE_MAX = 80;
+
+/**
+ * A value taken from input, for a message: JSON-quoted (so newlines and control characters are
+ * escaped and cannot forge lines) and cut to {@link QUOTE_MAX} characters.
+ */
+export function quote(v: unknown): string {
+  if (typeof v === "string") {
+    return JSON.stringify(v.length > QUOTE_MAX ? v.slice(0, QUOTE_MAX) + "..." : v);
+  }
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > QUOTE_MAX ? text.slice(0, QUOTE_MAX) + "..." : text;
+}
+
+/**
+ * A name taken from input, for a message: as is when it is short printable ASCII without spaces
+ * (`VirtualService`, `my-app`), else {@link quote}d.
+ */
+export function printable(s: string): string {
+  return /^[\x21-\x7e]{1,80}$/.test(s) && !s.includes('"') ? s : quote(s);
+}
+
+/** `text` with control characters (newlines...) written as JSON escapes: one line, no forgery. */
+export function escapeControl(text: string): string {
+  return text.replace(
+    // deno-lint-ignore no-control-regex
+    /[\u0000-\u001f\u007f\u2028\u2029]/g,
+    (c) =>
+      c === "\n"
+        ? "\\n"
+        : c === "\r"
+        ? "\\r"
+        : c === "\t"
+        ? "\\t"
+        : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 const DURATION_RE = /^(?:(?:\d+(?:\.\d+)?|\.\d+)(?:ms|h|m|s))+$/;
 const DURATION_PART_RE = /(\d+(?:\.\d+)?|\.\d+)(ms|h|m|s)/g;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -33,9 +72,9 @@ export function parseDurationMs(text: string): number | undefined {
 /** Reason why `text` is not a duration, or undefined. */
 export function checkDuration(text: string): string | undefined {
   if (parseDurationMs(text) !== undefined) return undefined;
-  if (text.startsWith("-")) return `invalid duration ${JSON.stringify(text)}: must not be negative`;
+  if (text.startsWith("-")) return `invalid duration ${quote(text)}: must not be negative`;
   return `invalid duration ${
-    JSON.stringify(text)
+    quote(text)
   }: expected a number with unit h, m, s or ms, such as "300ms", "5s", "1m30s"`;
 }
 
@@ -77,7 +116,7 @@ export function isDns1123Subdomain(s: string): boolean {
 export function checkObjectName(s: string): string | undefined {
   if (isDns1123Subdomain(s)) return undefined;
   return `invalid name ${
-    JSON.stringify(s)
+    quote(s)
   }: must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)`;
 }
 
@@ -85,7 +124,7 @@ export function checkObjectName(s: string): string | undefined {
 export function checkNamespace(s: string): string | undefined {
   if (isDns1123Label(s)) return undefined;
   return `invalid namespace ${
-    JSON.stringify(s)
+    quote(s)
   }: must be a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)`;
 }
 
@@ -94,7 +133,7 @@ export function checkNamespace(s: string): string | undefined {
  * (`reviews`), IP addresses, and with `wildcard` a leading `*` label (`*.example.com`) or `*`.
  */
 export function checkHost(host: string, wildcard = true): string | undefined {
-  const q = JSON.stringify(host);
+  const q = quote(host);
   if (host === "") return "host must not be empty";
   if (host === "*") return wildcard ? undefined : `invalid host ${q}: wildcards are not allowed`;
   if (host.length > 255) return `invalid host ${q}: must be at most 255 characters`;
@@ -109,7 +148,7 @@ export function checkHost(host: string, wildcard = true): string | undefined {
         return `invalid host ${q}: "*" is allowed only as the whole first label ("*.example.com")`;
       }
       return `invalid host ${q}: label ${
-        JSON.stringify(label)
+        quote(label)
       } must consist of lowercase letters, digits and '-', start and end with a letter or digit, and be at most 63 characters`;
     }
   }
@@ -136,7 +175,7 @@ export function isIp(s: string): boolean {
 /** Reason why `s` is neither an IP address nor a CIDR block, or undefined. */
 export function checkIpOrCidr(s: string): string | undefined {
   const [ip, bits, extra] = s.split("/");
-  const reason = `invalid address ${JSON.stringify(s)}: must be an IP address or CIDR block`;
+  const reason = `invalid address ${quote(s)}: must be an IP address or CIDR block`;
   if (extra !== undefined || !isIp(ip)) return reason;
   if (bits === undefined) return undefined;
   const max = ip.includes(":") ? 128 : 32;
@@ -147,18 +186,16 @@ export function checkIpOrCidr(s: string): string | undefined {
 /** Reason why `s` is not `<host>:<port>` with a port in 1..65535, or undefined. */
 export function checkHostPort(s: string): string | undefined {
   const i = s.lastIndexOf(":");
-  const q = JSON.stringify(s);
+  const q = quote(s);
   if (i < 0) return `invalid address ${q}: must be <host>:<port>`;
   let host = s.slice(0, i);
   const port = s.slice(i + 1);
   if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
   if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
-    return `invalid address ${q}: port ${
-      JSON.stringify(port)
-    } must be a number between 1 and 65535`;
+    return `invalid address ${q}: port ${quote(port)} must be a number between 1 and 65535`;
   }
   if (host !== "" && !isIp(host) && !isDns1123Subdomain(host.toLowerCase())) {
-    return `invalid address ${q}: host ${JSON.stringify(host)} is not a valid host name or IP`;
+    return `invalid address ${q}: host ${quote(host)} is not a valid host name or IP`;
   }
   return undefined;
 }
@@ -167,7 +204,7 @@ const LABEL_NAME_RE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 /** Reason why `key` is not a valid label key (`[prefix/]name`), or undefined. */
 export function checkLabelKey(key: string): string | undefined {
-  const q = JSON.stringify(key);
+  const q = quote(key);
   const parts = key.split("/");
   if (parts.length > 2) return `invalid label key ${q}: at most one '/' is allowed`;
   const name = parts.at(-1)!;
@@ -184,7 +221,7 @@ export function checkLabelKey(key: string): string | undefined {
 export function checkLabelValue(value: string): string | undefined {
   if (value === "" || (value.length <= 63 && LABEL_NAME_RE.test(value))) return undefined;
   return `invalid label value ${
-    JSON.stringify(value)
+    quote(value)
   }: must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`;
 }
 

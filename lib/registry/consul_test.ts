@@ -111,3 +111,67 @@ Deno.test("convertConsulService() marks node-meta external services and reports 
   assert.deepEqual(snap.instances[0].labels, { zone: "a" });
   assert.deepEqual(snap.ignoredTags, ["primary"]);
 });
+
+Deno.test("convertConsulService() builds the whole service: ports sorted, first protocol kept, entries without a port skipped", () => {
+  const snap = convertConsulService("web", [
+    { Address: "10.0.0.1", ServicePort: 9090, NodeMeta: { protocol: "grpc" } },
+    { Address: "10.0.0.2", ServicePort: 8080 }, // no protocol: http
+    { Address: "10.0.0.3", ServicePort: 9090, NodeMeta: { protocol: "tcp" }, Datacenter: "dc2" },
+    { Address: "10.0.0.4" } as { Address: string }, // no port: skipped
+    { ServicePort: 7000, ServiceTags: ["|x", "v|1"] },
+  ]);
+  const sa = "spiffe://cluster.local/ns/default/sa/default";
+  assert.deepEqual(snap.services, [{
+    hostname: "web.service.consul",
+    address: "0.0.0.0",
+    ports: [
+      { name: "http", port: 7000, protocol: "HTTP" },
+      { name: "http", port: 8080, protocol: "HTTP" },
+      { name: "grpc", port: 9090, protocol: "GRPC" },
+    ],
+    namespace: "",
+    meshExternal: false,
+    resolution: "ClientSideLB",
+    serviceAccounts: [sa],
+    registry: "RegistryA",
+  }]);
+  assert.deepEqual(
+    snap.instances.map((i) => [i.address, i.port, i.servicePort.protocol, i.locality, i.labels]),
+    [
+      ["10.0.0.1", 9090, "GRPC", "", {}],
+      ["10.0.0.2", 8080, "HTTP", "", {}],
+      ["10.0.0.3", 9090, "GRPC", "dc2", {}],
+      ["", 7000, "HTTP", "", { v: "1" }],
+    ],
+  );
+  assert.ok(snap.instances.every((i) => i.serviceAccount === sa));
+  assert.deepEqual(snap.ignoredTags, ["|x"]);
+});
+
+Deno.test("createConsulRegistry() refuses catalog answers of the wrong shape and keeps the last good view", async () => {
+  let services: unknown = { a: [] };
+  let entries: unknown = [{ Address: "10.1.1.1", ServicePort: 80 }];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const url = new URL(req.url);
+    if (url.pathname === "/v1/catalog/services") return Response.json(services);
+    if (url.pathname === "/v1/catalog/service/a") return Response.json(entries);
+    return new Response("not found", { status: 404 });
+  });
+  // A trailing slash on the URL is fine.
+  const reg = createConsulRegistry(`http://127.0.0.1:${server.addr.port}//`, 60_000);
+  try {
+    await reg.start();
+    assert.deepEqual(reg.services().map((s) => s.hostname), ["a.service.consul"]);
+    for (const bad of [["a"], null, "a"]) {
+      services = bad;
+      await assert.rejects(reg.pollNow(), /catalog\/services: expected a JSON object/);
+    }
+    services = { a: [] };
+    entries = { Address: "10.1.1.1" };
+    await assert.rejects(reg.pollNow(), /catalog\/service\/a: expected a JSON array/);
+    assert.deepEqual(reg.instances().map((i) => i.address), ["10.1.1.1"]);
+  } finally {
+    await reg.stop();
+    await server.shutdown();
+  }
+});

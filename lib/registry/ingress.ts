@@ -25,7 +25,7 @@
  * @module
  */
 import { getLogger } from "../log/mod.ts";
-import { kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
+import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import { createInformer, describeApiError, type Informer } from "../kube/informer.ts";
 import {
   type Ingress,
@@ -40,6 +40,8 @@ import type { ConfigObject } from "../model/types.ts";
 export interface IngressWatcherOptions {
   /** Kubeconfig file; empty = in-cluster configuration. Ignored with `kubeConfig`. */
   kubeconfigPath?: string;
+  /** In-cluster environment (used when `kubeconfigPath` is empty), read by the program. */
+  inCluster?: InClusterEnv;
   /** Kubeconfig context other than the current one. */
   context?: string;
   /** An already loaded kubeconfig. */
@@ -129,9 +131,8 @@ export async function createIngressWatcher(
   let stopped = false;
 
   const k8s = mode === "OFF" ? undefined : await kubeClient();
-  const kc = mode === "OFF"
-    ? undefined
-    : options.kubeConfig ?? await loadKubeConfig(options.kubeconfigPath, options.context);
+  const kc = mode === "OFF" ? undefined : options.kubeConfig ??
+    await loadKubeConfig(options.kubeconfigPath, options.context, options.inCluster);
   const ns = options.appNamespace ?? "";
 
   const keyOf = (o: unknown) => {

@@ -5,8 +5,8 @@
  * 10.2.0.1), each with ports `http` 80 (HTTP), `grpc` 7070 (GRPC) and `tcp` 9000 (TCP), and two
  * versions `v1` and `v2`. Endpoints live on loopback so the demo backends can serve them:
  * `127.0.<service>.<version>` (hello v1 = 127.0.1.1, hello v2 = 127.0.1.2, world v1 = 127.0.2.1,
- * world v2 = 127.0.2.2), endpoint port = service port + 10000 (80 → 10080, 7070 → 17070,
- * 9000 → 19000), labels `app=<name>`, `version=v<N>`, locality `mock-region/mock-zone`.
+ * world v2 = 127.0.2.2), endpoint port = service port + the port offset (default 10000: 80 → 10080,
+ * 7070 → 17070, 9000 → 19000; `MESH_MOCK_PORT_OFFSET` for mesh-discovery), labels `app=<name>`, `version=v<N>`, locality `mock-region/mock-zone`.
  * @module
  */
 import type { Service, ServiceInstance, ServicePort, ServiceRegistry } from "../model/types.ts";
@@ -18,9 +18,15 @@ export const MOCK_PORTS: readonly ServicePort[] = [
   { name: "tcp", port: 9000, protocol: "TCP" },
 ];
 
-/** Endpoint port of a mock service port. */
-export function mockEndpointPort(servicePort: number): number {
-  return servicePort + 10000;
+/** Default offset from a mock service port to its endpoint port (7070 → 17070). */
+export const MOCK_PORT_OFFSET = 10000;
+
+/** Largest port offset: the highest mock port (9000) plus it must stay a port number. */
+export const MAX_MOCK_PORT_OFFSET = 65535 - 9000;
+
+/** Endpoint port of a mock service port, `offset` above it (default {@link MOCK_PORT_OFFSET}). */
+export function mockEndpointPort(servicePort: number, offset = MOCK_PORT_OFFSET): number {
+  return servicePort + offset;
 }
 
 /** Loopback address of a mock endpoint: service index 1 (hello) or 2 (world), version 1 or 2. */
@@ -28,8 +34,14 @@ export function mockEndpointAddress(serviceIndex: number, version: number): stri
   return `127.0.${serviceIndex}.${version}`;
 }
 
-/** Creates the Mock registry for a DNS domain (default `cluster.local`). */
-export function createMockRegistry(domain = "cluster.local"): ServiceRegistry {
+/**
+ * Creates the Mock registry for a DNS domain (default `cluster.local`); endpoint ports are
+ * `portOffset` above the service ports (default {@link MOCK_PORT_OFFSET}).
+ */
+export function createMockRegistry(
+  domain = "cluster.local",
+  portOffset = MOCK_PORT_OFFSET,
+): ServiceRegistry {
   const names = ["hello", "world"];
   const services: Service[] = names.map((name, i) => ({
     hostname: `${name}.default.svc.${domain}`,
@@ -49,7 +61,7 @@ export function createMockRegistry(domain = "cluster.local"): ServiceRegistry {
           hostname: svc.hostname,
           servicePort: port,
           address: mockEndpointAddress(i + 1, v),
-          port: mockEndpointPort(port.port),
+          port: mockEndpointPort(port.port, portOffset),
           labels: { app: names[i], version: `v${v}` },
           locality: "mock-region/mock-zone",
           serviceAccount: svc.serviceAccounts[0],

@@ -6,7 +6,15 @@
  */
 export { aggregateRegistries, parseRegistries, REGISTRY_NAMES } from "./aggregate.ts";
 export type { RegistryName } from "./aggregate.ts";
-export { createMockRegistry, MOCK_PORTS, mockEndpointAddress, mockEndpointPort } from "./mock.ts";
+export {
+  createMockRegistry,
+  MAX_MOCK_PORT_OFFSET,
+  MOCK_PORT_OFFSET,
+  MOCK_PORTS,
+  mockEndpointAddress,
+  mockEndpointPort,
+} from "./mock.ts";
+export { annotatedServiceAccounts, SERVICE_ACCOUNT_ANNOTATION, spiffeId } from "./accounts.ts";
 export { convertServiceEntries, createServiceEntryRegistry } from "./serviceentry.ts";
 export { convertConsulService, createConsulRegistry } from "./consul.ts";
 export { convertEurekaApps, createEurekaRegistry } from "./eureka.ts";

@@ -17,7 +17,7 @@
  */
 import type { Service, ServiceInstance, ServiceRegistry } from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
-import { kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
+import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import {
   createOrchestratorRegistry,
@@ -29,6 +29,8 @@ import {
 export interface ClusterRegistriesOptions {
   /** Kubeconfig of the cluster holding the config map; empty = in-cluster. */
   kubeconfigPath?: string;
+  /** In-cluster environment (used when `kubeconfigPath` is empty), read by the program. */
+  inCluster?: InClusterEnv;
   /** Context of that kubeconfig other than the current one. */
   context?: string;
   /** An already loaded kubeconfig of that cluster (instead of `kubeconfigPath`). */
@@ -87,7 +89,8 @@ export async function createClusterRegistries(
     throw new Error("Invalid cluster registries namespace: must not be empty");
   }
   const k8s = await kubeClient();
-  const kc = options.kubeConfig ?? await loadKubeConfig(options.kubeconfigPath, options.context);
+  const kc = options.kubeConfig ??
+    await loadKubeConfig(options.kubeconfigPath, options.context, options.inCluster);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const log = getLogger("default");
   const where = `config map ${options.namespace}/${options.configMapName}`;

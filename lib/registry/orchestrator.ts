@@ -32,7 +32,9 @@
  */
 import type { Service, ServiceInstance, ServicePort, ServiceRegistry } from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
-import { kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
+import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
+export { spiffeId } from "./accounts.ts";
+import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import {
   createInformer,
   describeApiError,
@@ -48,6 +50,8 @@ export type EndpointsSource = "auto" | "slices" | "endpoints";
 export interface OrchestratorRegistryOptions {
   /** Kubeconfig file; empty or undefined = in-cluster configuration. Ignored with `kubeConfig`. */
   kubeconfigPath?: string;
+  /** In-cluster environment (used when `kubeconfigPath` is empty), read by the program. */
+  inCluster?: InClusterEnv;
   /** Kubeconfig context other than the current one. */
   context?: string;
   /** An already loaded kubeconfig (multicluster: parsed from a config map). */
@@ -154,23 +158,10 @@ interface KNode {
 /** The label linking an EndpointSlice to its service. */
 export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
-const SA_ANNOTATIONS = [
-  "alpha.mesh.io/orchestrator-serviceaccounts",
-  "alpha.istio.io/kubernetes-serviceaccounts",
-];
-const CANONICAL_SA_ANNOTATIONS = [
-  "alpha.mesh.io/canonical-serviceaccounts",
-  "alpha.istio.io/canonical-serviceaccounts",
-];
 const AUTH_PREFIXES = ["auth.mesh.io/", "auth.istio.io/"];
 const AUTH_VALUES = new Set(["NONE", "MUTUAL_TLS"]);
 
 const keyOf = (m: Meta | undefined) => `${m?.namespace ?? ""}/${m?.name ?? ""}`;
-
-/** `spiffe://<domain>/ns/<ns>/sa/<sa>`. */
-export function spiffeId(domain: string, namespace: string, serviceAccount: string): string {
-  return `spiffe://${domain}/ns/${namespace}/sa/${serviceAccount}`;
-}
 
 /** Locality `region/zone` (or whichever is known) from node labels. */
 export function nodeLocality(labels: Record<string, string> | undefined): string {
@@ -204,17 +195,6 @@ export function convertService(
   const external = spec.type === "ExternalName" && !!spec.externalName;
   const resolution = external || address === "0.0.0.0" ? "Passthrough" : "ClientSideLB";
   const annotations = svc.metadata?.annotations ?? {};
-  const accounts = new Set<string>();
-  for (const a of SA_ANNOTATIONS) {
-    for (const v of (annotations[a] ?? "").split(",")) {
-      if (v.trim()) accounts.add(spiffeId(domain, ns, v.trim()));
-    }
-  }
-  for (const a of CANONICAL_SA_ANNOTATIONS) {
-    for (const v of (annotations[a] ?? "").split(",")) {
-      if (v.trim()) accounts.add(`spiffe://${v.trim()}`);
-    }
-  }
   const attributes: Record<string, string> = {};
   for (const [k, v] of Object.entries(annotations)) {
     const prefix = AUTH_PREFIXES.find((p) => k.startsWith(p));
@@ -238,7 +218,7 @@ export function convertService(
     namespace: ns,
     meshExternal: external,
     resolution,
-    serviceAccounts: [...accounts].sort(),
+    serviceAccounts: annotatedServiceAccounts(annotations, domain, ns),
     registry: "Orchestrator",
   };
   if (Object.keys(attributes).length > 0) out.attributes = attributes;
@@ -271,7 +251,8 @@ export async function createOrchestratorRegistry(
     );
   }
   const k8s = await kubeClient();
-  const kc = options.kubeConfig ?? await loadKubeConfig(options.kubeconfigPath, options.context);
+  const kc = options.kubeConfig ??
+    await loadKubeConfig(options.kubeconfigPath, options.context, options.inCluster);
   const domain = options.domain;
   const ns = options.appNamespace ?? "";
   const clusterId = options.clusterId ?? "";

@@ -5,7 +5,10 @@
  * resolution NONE → passthrough, STATIC → client-side load balancing over the listed endpoints,
  * DNS → DNS load balancing (endpoints, or the host itself when none are listed); location
  * MESH_EXTERNAL (the default) marks the service mesh-external. An endpoint's port is
- * `endpoints[].ports[<port name>]`, else the service port number.
+ * `endpoints[].ports[<port name>]`, else the service port number. Service accounts come from the
+ * ServiceEntry's annotations as on orchestrator Services (`alpha.mesh.io/orchestrator-serviceaccounts`,
+ * written by `meshctl register`: see ./accounts.ts): the service lists them (the SANs checked
+ * under mutual TLS) and, when there is exactly one, every instance carries it.
  * @module
  */
 import type {
@@ -17,6 +20,7 @@ import type {
   ServiceRegistry,
 } from "../model/types.ts";
 import type { ConfigStore } from "../store/types.ts";
+import { annotatedServiceAccounts } from "./accounts.ts";
 import { parseProtocolName } from "./protocol.ts";
 
 interface SESpec {
@@ -38,9 +42,13 @@ function resolutionOf(r: SESpec["resolution"]): Resolution {
   return "Passthrough";
 }
 
-/** Converts ServiceEntry configs to services and instances (pure). */
+/**
+ * Converts ServiceEntry configs to services and instances (pure). `domain` is the trust domain of
+ * the service accounts the annotations name (default `cluster.local`).
+ */
 export function convertServiceEntries(
   configs: readonly ConfigObject[],
+  domain = "cluster.local",
 ): { services: Service[]; instances: ServiceInstance[] } {
   const services: Service[] = [];
   const instances: ServiceInstance[] = [];
@@ -54,16 +62,18 @@ export function convertServiceEntries(
     const resolution = resolutionOf(spec.resolution);
     const meshExternal = !(spec.location === "MESH_INTERNAL" || spec.location === 1);
     const addresses = spec.addresses?.length ? spec.addresses : ["0.0.0.0"];
+    const namespace = cfg.metadata.namespace ?? "default";
+    const accounts = annotatedServiceAccounts(cfg.metadata.annotations, domain, namespace);
     for (const host of spec.hosts ?? []) {
       for (const address of addresses) {
         services.push({
           hostname: host,
           address,
           ports,
-          namespace: cfg.metadata.namespace ?? "default",
+          namespace,
           meshExternal,
           resolution,
-          serviceAccounts: [],
+          serviceAccounts: [...accounts],
           registry: "ServiceEntry",
         });
       }
@@ -82,7 +92,7 @@ export function convertServiceEntries(
             port: ep.ports?.[port.name] ?? port.port,
             labels: { ...(ep.labels ?? {}) },
             locality: "",
-            serviceAccount: "",
+            serviceAccount: accounts.length === 1 ? accounts[0] : "",
           });
         }
       }
@@ -91,8 +101,14 @@ export function convertServiceEntries(
   return { services, instances };
 }
 
-/** A registry fed by the ServiceEntry configs of a store; it follows the store's watch. */
-export function createServiceEntryRegistry(store: ConfigStore): ServiceRegistry {
+/**
+ * A registry fed by the ServiceEntry configs of a store; it follows the store's watch. `domain`
+ * as in {@link convertServiceEntries}.
+ */
+export function createServiceEntryRegistry(
+  store: ConfigStore,
+  domain = "cluster.local",
+): ServiceRegistry {
   let state: { services: Service[]; instances: ServiceInstance[] } = {
     services: [],
     instances: [],
@@ -103,7 +119,7 @@ export function createServiceEntryRegistry(store: ConfigStore): ServiceRegistry 
   // Reloads run one after another so a slow list never overwrites a newer one.
   const reload = () =>
     chain = chain.then(async () => {
-      state = convertServiceEntries(await store.list("serviceentry"));
+      state = convertServiceEntries(await store.list("serviceentry"), domain);
       for (const h of handlers) h("services");
     });
   return {

@@ -103,3 +103,35 @@ Deno.test("createServiceEntryRegistry() follows the store's ServiceEntries", asy
     await store.close();
   }
 });
+
+Deno.test("convertServiceEntries() takes service accounts from the annotations meshctl register writes", () => {
+  const vm = (annotations: Record<string, string>) => ({
+    ...se("vm-web", {
+      hosts: ["vm-web.shop.svc.example.org"],
+      ports: [{ number: 80, protocol: "HTTP", name: "http" }],
+      location: "MESH_INTERNAL",
+      resolution: "STATIC",
+      endpoints: [{ address: "10.0.0.5" }],
+    }, "shop"),
+    metadata: { name: "vm-web", namespace: "shop", annotations },
+  });
+  const one = convertServiceEntries(
+    [vm({ "alpha.mesh.io/orchestrator-serviceaccounts": "vm-sa" })],
+    "example.org",
+  );
+  assert.deepEqual(one.services[0].serviceAccounts, ["spiffe://example.org/ns/shop/sa/vm-sa"]);
+  assert.equal(one.instances[0].serviceAccount, "spiffe://example.org/ns/shop/sa/vm-sa");
+  // several accounts (either spelling, canonical ones too): the service lists them all
+  const many = convertServiceEntries([vm({
+    "alpha.mesh.io/orchestrator-serviceaccounts": " b-sa, a-sa,",
+    "alpha.istio.io/kubernetes-serviceaccounts": "a-sa",
+    "alpha.mesh.io/canonical-serviceaccounts": "other.org/ns/x/sa/y",
+  })]);
+  assert.deepEqual(many.services[0].serviceAccounts, [
+    "spiffe://cluster.local/ns/shop/sa/a-sa",
+    "spiffe://cluster.local/ns/shop/sa/b-sa",
+    "spiffe://other.org/ns/x/sa/y",
+  ]);
+  assert.equal(many.instances[0].serviceAccount, "");
+  assert.deepEqual(convertServiceEntries([vm({})]).services[0].serviceAccounts, []);
+});

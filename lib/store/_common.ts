@@ -3,13 +3,13 @@
  * @module
  */
 import { getLogger, type Logger } from "../log/mod.ts";
-import { normalizeObject } from "../model/mod.ts";
+import { escapeControl, MAX_DEPTH, normalizeObject, quote } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema, ValidationIssue } from "../model/types.ts";
 import { ConflictError, NotFoundError, type StoreEvent, ValidationError } from "./types.ts";
 
 /** `<Kind>/<namespace>/<name>` of an object. */
 export function describe(obj: ConfigObject): string {
-  return `${obj.kind}/${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+  return escapeControl(`${obj.kind}/${obj.metadata.namespace ?? ""}/${obj.metadata.name}`);
 }
 
 /** The map key of an object within one type. */
@@ -59,15 +59,20 @@ export function storeLogger(log: Logger | false | undefined): Logger {
   return log ?? getLogger("default");
 }
 
-/** JSON text of a value with object keys sorted (undefined members dropped), for hashing. */
-function canonicalJson(v: unknown): string {
+/**
+ * JSON text of a value with object keys sorted (undefined members dropped), for hashing. Objects
+ * here passed validation (nesting bounded by MAX_DEPTH); deeper ones throw a clear error, never
+ * a stack overflow.
+ */
+export function canonicalJson(v: unknown, depth = 0): string {
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? "null";
+  if (depth > 4 * MAX_DEPTH) throw new Error(`object is nested deeper than ${4 * MAX_DEPTH}`);
   if (Array.isArray(v)) {
-    return `[${v.map((x) => canonicalJson(x === undefined ? null : x)).join(",")}]`;
+    return `[${v.map((x) => canonicalJson(x === undefined ? null : x, depth + 1)).join(",")}]`;
   }
   const o = v as Record<string, unknown>;
   const keys = Object.keys(o).filter((k) => o[k] !== undefined).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k], depth + 1)}`).join(",")}}`;
 }
 
 /**
@@ -217,9 +222,12 @@ export function mustCheck(
 function labelOf(raw: unknown): string {
   if (typeof raw !== "object" || raw === null) return "object";
   const r = raw as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } };
-  const kind = typeof r.kind === "string" ? r.kind : "object";
-  const name = typeof r.metadata?.name === "string" ? r.metadata.name : "";
-  const ns = typeof r.metadata?.namespace === "string" ? r.metadata.namespace : "";
+  // input: anything odd (newlines, spaces, long values) is quoted so it cannot forge lines
+  const safe = (v: unknown) =>
+    typeof v === "string" && /^[\w.:-]{0,253}$/.test(v) ? v : typeof v === "string" ? quote(v) : "";
+  const kind = typeof r.kind === "string" ? safe(r.kind) : "object";
+  const name = safe(r.metadata?.name);
+  const ns = safe(r.metadata?.namespace);
   return name ? `${kind}/${ns}/${name}` : kind;
 }
 

@@ -3,10 +3,9 @@
  * files. See docs/stores.md for the layout convention and the error behaviour.
  * @module
  */
-import { firstErrorLine } from "../model/errors.ts";
 import { parseAllDocuments, stringify } from "../deps/yaml.ts";
 import type { Logger } from "../log/mod.ts";
-import { allSchemas } from "../model/mod.ts";
+import { allSchemas, escapeControl, parseDocuments, quote } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
 import {
   alreadyExists,
@@ -59,6 +58,10 @@ export interface FileStoreOptions {
    * does). Default: the `default` scope of lib/log.
    */
   log?: Logger | false;
+  /** Largest config file read, in bytes (default {@link MAX_CONFIG_FILE_BYTES}). */
+  maxFileBytes?: number;
+  /** Quiet period before documents removed from a file go (default {@link REMOVAL_QUIET_MS}). */
+  removalQuietMs?: number;
 }
 
 /** A current problem with one file (or the directory itself when `file` is ""). */
@@ -79,7 +82,26 @@ export interface FileStore extends ConfigStore {
   errors(): FileStoreError[];
   /** Rescans the directory now; resolves when the scan (and its watch events) is done. */
   sync(): Promise<void>;
+  /**
+   * Why the store's view is not being kept up to date, or `undefined` when it is: the directory
+   * cannot be read, the last scan failed, or a scan has been running for more than 10 s.
+   */
+  stalled(): string | undefined;
 }
+
+/**
+ * Largest config file read (bytes); a larger file is an error naming it, its previous objects
+ * stay in force. Option `maxFileBytes` of {@link createFileStore}.
+ */
+export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Quiet period before documents that disappeared from a rewritten file are removed: a writer
+ * that truncates then writes (or pauses between documents) must not make objects vanish from
+ * the proxies meanwhile. Objects added or changed apply at once; a removed file, and this store's
+ * own (atomic) writes, apply at once too. Option `removalQuietMs` of {@link createFileStore}.
+ */
+export const REMOVAL_QUIET_MS = 2000;
 
 /**
  * A file modified less than this long ago may still be being written (non-atomic writers
@@ -108,6 +130,8 @@ interface FileState {
   docs: DocEntry[];
   /** Errors of the current content (empty when the current content is the one in force). */
   errors: FileStoreError[];
+  /** Whether `docs` still holds documents the current content lacks (REMOVAL_QUIET_MS). */
+  holding?: boolean;
 }
 
 interface ViewEntry {
@@ -149,6 +173,8 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   const watching = options.watch ?? true;
   const defaultNamespace = options.defaultNamespace ?? "default";
   const log = storeLogger(options.log);
+  const maxFileBytes = options.maxFileBytes ?? MAX_CONFIG_FILE_BYTES;
+  const removalQuietMs = options.removalQuietMs ?? REMOVAL_QUIET_MS;
   if (!Number.isFinite(pollMs) || pollMs <= 0) {
     throw new Error(`Invalid file store pollMs ${pollMs}: must be a positive number`);
   }
@@ -176,6 +202,10 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   let syncIO = true;
   /** Text of files this store just wrote (complete by construction: no settling needed). */
   const ownWrites = new Map<string, string>();
+  /** When the running scan started (0: none), and why the last one failed. */
+  let scanStartedAt = 0;
+  let scanFailure: string | undefined;
+  let holdTimer: number | undefined;
 
   // ---- reading ---------------------------------------------------------------------------
 
@@ -229,33 +259,21 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   function parseFile(rel: string, text: string): { docs: DocEntry[]; errors: FileStoreError[] } {
     const docs: DocEntry[] = [];
     const errors: FileStoreError[] = [];
+    // a file name is input too: a newline in it must not forge log lines
+    const name = escapeControl(rel);
     const fail = (index: number, msg: string) =>
-      errors.push({ file: rel, document: index, message: `${rel} document ${index}: ${msg}` });
-    let parsed;
-    try {
-      parsed = parseAllDocuments(text, { prettyErrors: false });
-    } catch (err) {
-      errors.push({ file: rel, message: `${rel}: ${(err as Error).message}` });
-      return { docs, errors };
-    }
-    const list = Array.isArray(parsed) ? parsed : [];
-    list.forEach((doc, i) => {
-      const index = i + 1;
-      if (doc.errors.length > 0) {
-        fail(index, `cannot parse: ${firstErrorLine(doc.errors[0].message)}`);
-        return;
+      errors.push({ file: rel, document: index, message: `${name} document ${index}: ${msg}` });
+    for (const doc of parseDocuments(text)) {
+      const index = doc.index;
+      if (doc.error !== undefined) {
+        fail(index, doc.error);
+        continue;
       }
-      let raw: unknown;
-      try {
-        raw = doc.toJS();
-      } catch (err) {
-        fail(index, `cannot parse: ${(err as Error).message}`);
-        return;
-      }
-      if (raw === null || raw === undefined) return; // empty document
+      const raw = doc.value;
+      if (raw === null || raw === undefined) continue; // empty document
       if (typeof raw !== "object" || Array.isArray(raw)) {
         fail(index, "must be an object with apiVersion, kind, metadata and spec");
-        return;
+        continue;
       }
       const label = `document ${index}`;
       const res = checkObject(raw, set, label, defaultNamespace);
@@ -263,19 +281,19 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         const r = raw as { apiVersion?: unknown; kind?: unknown };
         if (res.unknownKind) {
           log.warn(
-            `Skipping ${rel} document ${index}: unknown kind ${JSON.stringify(r.kind)} ` +
-              `(apiVersion ${JSON.stringify(r.apiVersion ?? "")})`,
+            `Skipping ${name} document ${index}: unknown kind ${quote(r.kind)} ` +
+              `(apiVersion ${quote(r.apiVersion ?? "")})`,
           );
         } else if (res.notHeld) {
-          log.debug(`Skipping ${rel} document ${index}: kind ${r.kind} is not held by this store`);
+          log.debug(`Skipping ${name} document ${index}: kind ${quote(r.kind)} is not held here`);
         } else {
           fail(index, issuesText(res.issues, label));
         }
-        return;
+        continue;
       }
       delete res.object.metadata.resourceVersion;
       docs.push({ index, object: res.object, schema: res.schema });
-    });
+    }
     return { docs, errors };
   }
 
@@ -300,24 +318,39 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         st = sync ? Deno.statSync(abs) : await Deno.stat(abs);
       } catch (err) {
         if (err instanceof Deno.errors.NotFound) continue;
-        keepWithError(next, rel, prev, `${rel}: cannot read: ${(err as Error).message}`);
+        keepWithError(
+          next,
+          rel,
+          prev,
+          `${escapeControl(rel)}: cannot read: ${(err as Error).message}`,
+        );
         continue;
       }
       const mtimeMs = st.mtime?.getTime() ?? 0;
       const stamp = `${mtimeMs}:${st.size}:${st.ino ?? ""}`;
-      if (prev && prev.stamp === stamp && Date.now() - mtimeMs > 2000) {
+      if (st.size > maxFileBytes) {
+        keepWithError(
+          next,
+          rel,
+          prev,
+          `${escapeControl(rel)}: ${st.size} bytes is more than the ${maxFileBytes}-byte limit ` +
+            `of a config file (split it into several files)`,
+        );
+        continue;
+      }
+      if (prev && !prev.holding && prev.stamp === stamp && Date.now() - mtimeMs > 2000) {
         next.set(rel, prev);
         continue;
       }
       let text: string;
       try {
-        text = sync ? Deno.readTextFileSync(abs) : await Deno.readTextFile(abs);
+        text = await readCapped(abs, maxFileBytes, sync);
       } catch (err) {
         if (err instanceof Deno.errors.NotFound) continue;
-        keepWithError(next, rel, prev, `${rel}: cannot read: ${(err as Error).message}`);
+        keepWithError(next, rel, prev, `${escapeControl(rel)}: ${(err as Error).message}`);
         continue;
       }
-      if (prev && prev.text === text) {
+      if (prev && prev.text === text && !prev.holding) {
         next.set(rel, { ...prev, stamp, mtimeMs });
         continue;
       }
@@ -328,6 +361,7 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         settleAgain = true;
         continue;
       }
+      const own = ownWrites.get(rel) === text;
       ownWrites.delete(rel);
       const { docs, errors } = parseFile(rel, text);
       if (errors.length > 0) {
@@ -337,8 +371,24 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         for (const e of errors) log.error(`Config file error (${keep}): ${e.message}`);
         next.set(rel, { stamp, mtimeMs, text, docs: prev?.docs ?? [], errors });
       } else {
-        if (prev?.errors.length) log.info(`Config file ${rel} is valid again`);
-        next.set(rel, { stamp, mtimeMs, text, docs, errors: [] });
+        if (prev?.errors.length) log.info(`Config file ${escapeControl(rel)} is valid again`);
+        // documents gone from a file changed moments ago (not by us) stay until it is quiet
+        const held = watching && !own && prev && age >= 0 && age < removalQuietMs
+          ? missingDocs(prev.docs, docs)
+          : [];
+        if (prev && held.length > 0) {
+          holdUntil(mtimeMs + removalQuietMs);
+          const all = [...docs, ...held];
+          const same = prev.holding && sameDocs(prev.docs, all);
+          next.set(rel, {
+            stamp,
+            mtimeMs,
+            text,
+            errors: [],
+            holding: true,
+            docs: same ? prev.docs : all,
+          });
+        } else next.set(rel, { stamp, mtimeMs, text, docs, errors: [] });
       }
     }
     // The merged view depends only on the documents in force, file by file: when none changed
@@ -354,6 +404,27 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         requestScan();
       }, SETTLE_MS);
     }
+  }
+
+  /** Documents of `before` (by type, namespace, name) that `after` lacks. */
+  function missingDocs(before: DocEntry[], after: DocEntry[]): DocEntry[] {
+    const docKey = (d: DocEntry) =>
+      key(d.schema.type, d.object.metadata.namespace!, d.object.metadata.name);
+    const now = new Set(after.map(docKey));
+    return before.filter((d) => !now.has(docKey(d)));
+  }
+
+  function sameDocs(a: DocEntry[], b: DocEntry[]): boolean {
+    return a.length === b.length && a.every((d, i) => sameContent(d.object, b[i].object));
+  }
+
+  /** Rescans once the quiet period of a held removal is over. */
+  function holdUntil(at: number) {
+    if (closed || holdTimer !== undefined) return;
+    holdTimer = setTimeout(() => {
+      holdTimer = undefined;
+      requestScan();
+    }, Math.max(10, at - Date.now() + 10));
   }
 
   function keepWithError(
@@ -430,9 +501,18 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
   function requestScan(): Promise<void> {
     if (closed) return running ?? Promise.resolve();
     if (!running) {
+      scanStartedAt = Date.now();
       running = scanOnce(syncIO)
-        .catch((err) => log.error(`Config directory scan failed: ${(err as Error).message}`))
-        .finally(() => (running = null));
+        .then(() => (scanFailure = undefined))
+        .catch((err) => {
+          const message = `Config directory scan failed: ${(err as Error).message}`;
+          if (message !== scanFailure) log.error(message);
+          scanFailure = message;
+        })
+        .finally(() => {
+          running = null;
+          scanStartedAt = 0;
+        });
       return running;
     }
     pending ??= running.then(() => {
@@ -569,6 +649,9 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
         throw notFound(schema.kind, name, namespace);
       }
       const fs = files.get(entry.file)!;
+      if (fs.holding) {
+        throw new ConflictError(`${entry.file} is being rewritten by another writer; try again`);
+      }
       if (fs.errors.length > 0) {
         throw new Error(
           `Cannot change ${schema.kind} "${name}" in namespace "${namespace}": its file ` +
@@ -604,6 +687,16 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
       return structuredClone(out);
     },
     sync: () => syncSettled(),
+    stalled() {
+      if (dirError) return dirError.message;
+      if (scanFailure) return scanFailure;
+      if (scanStartedAt && Date.now() - scanStartedAt > 10_000) {
+        return `Config directory scan of "${options.dir}" has been running for ${
+          Math.round((Date.now() - scanStartedAt) / 1000)
+        } s`;
+      }
+      return undefined;
+    },
     get(type, name, namespace) {
       return attempt(() => {
         const s = set.require(type);
@@ -697,9 +790,44 @@ export async function createFileStore(options: FileStoreOptions): Promise<FileSt
       if (debounce !== undefined) clearTimeout(debounce);
       if (pollTimer !== undefined) clearTimeout(pollTimer);
       if (settleTimer !== undefined) clearTimeout(settleTimer);
+      if (holdTimer !== undefined) clearTimeout(holdTimer);
       watchers.clear();
     },
   };
+}
+
+/**
+ * The text of a file, reading at most `max` bytes (a file that grew past it since its stat is an
+ * error, never a huge read).
+ */
+async function readCapped(path: string, max: number, sync: boolean): Promise<string> {
+  const f = sync ? Deno.openSync(path) : await Deno.open(path);
+  try {
+    const buf = new Uint8Array(Math.min(max + 1, 64 * 1024));
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    for (;;) {
+      const n = sync ? f.readSync(buf) : await f.read(buf);
+      if (n === null) break;
+      total += n;
+      if (total > max) {
+        throw new Error(`more than the ${max}-byte limit of a config file (split it)`);
+      }
+      chunks.push(buf.slice(0, n));
+    }
+    const all = new Uint8Array(total);
+    let at = 0;
+    for (const c of chunks) {
+      all.set(c, at);
+      at += c.length;
+    }
+    return new TextDecoder().decode(all);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) throw err;
+    throw new Error(`cannot read: ${(err as Error).message}`);
+  } finally {
+    f.close();
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -8,7 +8,7 @@ import { eventLines, fixture, fixtures, recordEvents, until, withLabel } from ".
 async function withStore(
   fn: (store: FileStore, dir: string) => Promise<void>,
   files: Record<string, string> = {},
-  opts: { pollMs?: number; rescanMs?: number; watchFs?: boolean; watch?: boolean } = {},
+  opts: Partial<Parameters<typeof createFileStore>[0]> = {},
 ) {
   const dir = await Deno.makeTempDir({ prefix: "mesh-filestore-" });
   try {
@@ -133,7 +133,7 @@ Deno.test("createFileStore() keeps loaded config when a file breaks and applies 
     // half-written file: a parse error, previous content still in force
     await Deno.writeTextFile(`${dir}/cfg.yaml`, `${VS("a", "a3")}---\nkind: [VirtualServ`);
     await until(() => store.errors()[0]?.message.includes("cannot parse"), 2000, "parse error");
-    assert.match(store.errors()[0].message, /^cfg\.yaml document 2: cannot parse: /);
+    assert.match(store.errors()[0].message, /^cfg\.yaml document 2: cannot parse YAML: /);
     assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
     // other files still load meanwhile
     await Deno.writeTextFile(`${dir}/other.yaml`, VS("c"));
@@ -433,4 +433,122 @@ Deno.test("createFileStore() derives resourceVersion from content: the same in a
       await other.close();
     }
   });
+});
+
+Deno.test("createFileStore(): a self-referencing alias costs only its own file; later changes apply", async () => {
+  await withStore(async (store, dir) => {
+    const bad = "apiVersion: config.mesh.io/v1alpha2\nkind: denier\nmetadata: {name: d}\n" +
+      "spec:\n  custom: &c [*c]\n";
+    await Deno.writeTextFile(`${dir}/bad.yaml`, bad);
+    await until(() => store.errors().length > 0, 2000, "the error to be reported");
+    assert.deepEqual(store.errors().map((e) => e.message), [
+      "bad.yaml document 1: denier/default/d: spec.custom[0]: contains itself " +
+      "(a YAML alias inside its own anchor)",
+    ]);
+    // the pipeline keeps going: a VirtualService written afterwards is applied
+    await Deno.writeTextFile(`${dir}/later.yaml`, VS("later"));
+    await until(async () => !!(await store.get("virtualservice", "later", "default")), 2000);
+    assert.equal(store.stalled(), undefined);
+  }, { "cfg.yaml": VS("a") });
+});
+
+Deno.test("createFileStore() refuses a file over maxFileBytes, naming it; its objects stay", async () => {
+  await withStore(
+    async (store, dir) => {
+      await Deno.writeTextFile(`${dir}/cfg.yaml`, VS("a", "a2") + "#" + "x".repeat(5000) + "\n");
+      await until(() => store.errors().length > 0, 2000, "the error to be reported");
+      assert.match(
+        store.errors()[0].message,
+        /^cfg\.yaml: \d+ bytes is more than the 4096-byte limit of a config file \(split it/,
+      );
+      assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
+    },
+    { "cfg.yaml": VS("a") },
+    { maxFileBytes: 4096 },
+  );
+});
+
+Deno.test("createFileStore() keeps documents of a file rewritten in place until it is quiet", async () => {
+  await withStore(
+    async (store, dir) => {
+      const rec = recordEvents(store);
+      // truncate then write, pausing at a document boundary: nothing vanishes meanwhile
+      await Deno.writeTextFile(`${dir}/cfg.yaml`, "");
+      await store.sync();
+      await Deno.writeTextFile(`${dir}/cfg.yaml`, VS("a", "a2"));
+      await until(async () =>
+        JSON.stringify((await store.get("virtualservice", "a", "default"))?.spec.hosts) === `["a2"]`
+      );
+      assert.ok(
+        await store.get("virtualservice", "b", "default"),
+        "b is held while the file settles",
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      await store.sync();
+      assert.ok(await store.get("virtualservice", "b", "default"), "b is still held");
+      // once quiet for removalQuietMs, the removal applies
+      await until(
+        async () => !(await store.get("virtualservice", "b", "default")),
+        3000,
+        "b to go",
+      );
+      assert.deepEqual(eventLines(rec.events), [
+        "MODIFIED VirtualService/default/a",
+        "DELETED VirtualService/default/b",
+      ]);
+      rec.close();
+    },
+    { "cfg.yaml": `${VS("a")}---\n${VS("b")}` },
+    { removalQuietMs: 600 },
+  );
+});
+
+Deno.test("createFileStore() stalled() tells when the directory cannot be read", async () => {
+  await withStore(
+    async (store, dir) => {
+      assert.equal(store.stalled(), undefined);
+      await Deno.rename(dir, `${dir}-moved`);
+      try {
+        await store.sync();
+        assert.match(store.stalled() ?? "", /^Cannot read config directory /);
+      } finally {
+        await Deno.rename(`${dir}-moved`, dir);
+      }
+      await store.sync();
+      assert.equal(store.stalled(), undefined);
+    },
+    { "cfg.yaml": VS("a") },
+    { watchFs: false },
+  );
+});
+
+Deno.test("createFileStore() writes by replacing the file: a reader holding the old file sees it whole, the mode is kept", async () => {
+  const text = `${VS("a")}---\n${VS("b")}`;
+  await withStore(async (store, dir) => {
+    const path = `${dir}/team.yaml`;
+    // 0o660, not 0o640: the umask (022) would turn a file created with 0o660 into 0o640.
+    await Deno.chmod(path, 0o660);
+    /** Opens the file as a reader would, then runs `edit`: the open file must still read whole. */
+    const check = async (edit: () => Promise<unknown>) => {
+      const before = await Deno.readTextFile(path);
+      const { ino } = await Deno.stat(path);
+      const reader = await Deno.open(path);
+      await edit();
+      // Written in place, the open file would show the truncated or new text instead.
+      assert.equal(await new Response(reader.readable).text(), before);
+      const after = await Deno.stat(path);
+      assert.notEqual(after.ino, ino, "a new file was renamed over the old one");
+      assert.equal(after.mode! & 0o777, 0o660, "the mode is kept");
+      assert.deepEqual(await listFiles(dir), ["team.yaml"], "no temporary file is left");
+    };
+    const a = (await store.get("virtualservice", "a", "default"))!;
+    await check(() => store.update(withLabel(a, "edited", "yes")));
+    await check(() => store.delete("virtualservice", "b", "default"));
+    assert.match(await Deno.readTextFile(path), /edited: "?yes"?/);
+    // A new file gets the usual mode (owner read-write), not the mode of an absent one.
+    await store.create({ ...a, metadata: { name: "c", namespace: "default" } });
+    const files = (await listFiles(dir)).filter((f) => f !== "team.yaml");
+    assert.equal(files.length, 1, `one new file: ${files}`);
+    assert.equal((await Deno.stat(`${dir}/${files[0]}`)).mode! & 0o600, 0o600);
+  }, { "team.yaml": text });
 });

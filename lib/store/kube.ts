@@ -9,6 +9,7 @@ import { createInformer, type Informer, type ListPage } from "../kube/informer.t
 import {
   apiErrorStatus,
   currentNamespace,
+  type InClusterEnv,
   kubeClient,
   type KubeConfig,
   loadKubeConfig,
@@ -37,6 +38,8 @@ import { type ConfigStore, NotFoundError, type StoreEvent } from "./types.ts";
 export interface KubeStoreOptions {
   /** Kubeconfig file; "" or undefined means in-cluster configuration. Ignored with `kubeConfig`. */
   kubeconfigPath?: string;
+  /** In-cluster environment (used when `kubeconfigPath` is empty), read by the program. */
+  inCluster?: InClusterEnv;
   /** A kubeconfig already loaded (tests, callers sharing one). */
   kubeConfig?: KubeConfig;
   /** Kubeconfig context to use instead of the current one. */
@@ -121,7 +124,8 @@ const META_KEYS: (keyof ObjectMeta)[] = [
  */
 export async function createKubeStore(options: KubeStoreOptions = {}): Promise<KubeStore> {
   const k8s = await kubeClient();
-  const kc = options.kubeConfig ?? await loadKubeConfig(options.kubeconfigPath, options.context);
+  const kc = options.kubeConfig ??
+    await loadKubeConfig(options.kubeconfigPath, options.context, options.inCluster);
   const schemas = options.schemas ?? allSchemas;
   const set = new SchemaSet(schemas);
   const restrict = options.namespace ?? "";

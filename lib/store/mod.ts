@@ -17,6 +17,7 @@
  * ```
  * @module
  */
+import type { InClusterEnv } from "../kube/mod.ts";
 import type { TypeSchema } from "../model/types.ts";
 import type { KubeStore, KubeStoreOptions } from "./kube.ts";
 import { createFileStore } from "./file.ts";
@@ -52,6 +53,8 @@ export interface StoreURLOptions {
   resyncMs?: number;
   /** Namespace for objects without one. */
   defaultNamespace?: string;
+  /** In-cluster environment for `orch://` with an empty path (the program's, read in `cli/`). */
+  inCluster?: InClusterEnv;
 }
 
 /**
@@ -85,6 +88,7 @@ export async function openStoreFromURL(
     case "orch":
       return await openKubeStore({
         kubeconfigPath: rest,
+        inCluster: options.inCluster,
         schemas: options.schemas,
         resyncMs: options.resyncMs,
         defaultNamespace: options.defaultNamespace,

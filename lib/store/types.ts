@@ -50,4 +50,9 @@ export interface ConfigStore {
   watch(handler: (event: StoreEvent) => void): { close(): void };
   /** Stops background work (file polling, orchestrator watches). */
   close(): Promise<void>;
+  /**
+   * Why this store's view is not being kept up to date (e.g. its directory cannot be read), or
+   * `undefined`; stores that cannot tell leave it out. Readiness reports it.
+   */
+  stalled?(): string | undefined;
 }

@@ -3,9 +3,9 @@ import * as path from "node:path";
 import { loadXdsProtos, TYPE_URLS } from "./mod.ts";
 import { roundTripProblems } from "./testdata/roundtrip.ts";
 import { scenarios, type Snapshot, snapshot } from "./testdata/scenarios.ts";
+import { checkGolden as checkGoldenFile } from "../../tests/harness/golden.ts";
 
 const TESTDATA = new URL("./testdata", import.meta.url).pathname;
-const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
 
 /** The full snapshot of the golden scenario `name`. */
 function scenario(name: string): Snapshot {
@@ -24,12 +24,10 @@ async function checkGolden(name: string, snap: Snapshot) {
   assert.deepEqual(problems, [], "every resource encodes without losing fields");
   const file = path.join(TESTDATA, `${name}.json`);
   const text = JSON.stringify(snap, null, 2) + "\n";
-  if (UPDATE) {
-    await Deno.writeTextFile(file, text);
-    return;
-  }
-  const want = await Deno.readTextFile(file);
-  assert.deepEqual(JSON.parse(text), JSON.parse(want), `${name}.json differs (UPDATE_GOLDEN=1)`);
+  await checkGoldenFile(file, text, {
+    equal: (got, want) =>
+      assert.deepEqual(JSON.parse(got), JSON.parse(want), `${name}.json differs (UPDATE_GOLDEN=1)`),
+  });
 }
 
 Deno.test("buildListeners/Routes/Clusters/Endpoints() match sidecar.json for a sidecar with routing rules", async () => {

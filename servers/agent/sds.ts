@@ -36,6 +36,8 @@ export async function startSdsServer(path: string, log: Logger): Promise<SdsServ
     logger: log,
   });
   const address = `unix:${path}`;
+  // a socket file left by an earlier run would make the listen fail
+  await Deno.remove(path).catch(() => {});
   const ads = await xds.startAdsServer({
     address,
     server,

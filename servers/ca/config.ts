@@ -129,7 +129,7 @@ const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 function checkPort(v: number, flag: string, problems: string[]) {
   if (!Number.isInteger(v) || v < 0 || v > 65535) {
-    problems.push(`Flag --${flag} ${v}: want a port number from 0 to 65535`);
+    problems.push(`Invalid value for --${flag}: want a port number from 0 to 65535, got ${v}`);
   }
 }
 
@@ -156,7 +156,9 @@ function keyMode(f: CaFlags, env: CaEnv, problems: string[], warnings: string[])
   }
   if (f.upstreamCaAddress) {
     if (!/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(f.upstreamCaAddress)) {
-      problems.push(`Flag --upstream-ca-address "${f.upstreamCaAddress}": want <host>:<port>`);
+      problems.push(
+        `Invalid value for --upstream-ca-address: want <host>:<port>, got "${f.upstreamCaAddress}"`,
+      );
     }
     if (f.signingCert || f.signingKey || f.certChain) {
       problems.push(
@@ -170,7 +172,7 @@ function keyMode(f: CaFlags, env: CaEnv, problems: string[], warnings: string[])
       );
     }
     if (!(f.requestedCaCertTtl > 0)) {
-      problems.push("Flag --requested-ca-cert-ttl: must be greater than 0s");
+      problems.push("Invalid value for --requested-ca-cert-ttl: must be greater than 0s");
     }
     return {
       kind: "upstream",
@@ -205,7 +207,9 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
   const warnings: string[] = [];
   const keys = keyMode(f, env, problems, warnings);
   if (!Number.isInteger(f.keySize) || f.keySize < 2048 || f.keySize > 8192 || f.keySize % 8) {
-    problems.push(`Flag --key-size ${f.keySize}: want 2048 to 8192 bits, a multiple of 8`);
+    problems.push(
+      `Invalid value for --key-size: want 2048 to 8192 bits, a multiple of 8, got ${f.keySize}`,
+    );
   }
   for (
     const [name, v] of [
@@ -215,21 +219,23 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
       ["probe-check-interval", f.probeCheckInterval],
     ] as const
   ) {
-    if (!(v > 0)) problems.push(`Flag --${name}: must be greater than 0s`);
+    if (!(v > 0)) problems.push(`Invalid value for --${name}: must be greater than 0s`);
   }
   if (f.workloadCertTtl > f.maxWorkloadCertTtl) {
     problems.push(
-      `Flag --workload-cert-ttl ${formatDuration(f.workloadCertTtl)} is greater than ` +
+      `Invalid value for --workload-cert-ttl: ${
+        formatDuration(f.workloadCertTtl)
+      } is greater than ` +
         `--max-workload-cert-ttl ${formatDuration(f.maxWorkloadCertTtl)}`,
     );
   }
   if (!(f.workloadCertGracePeriodRatio >= 0 && f.workloadCertGracePeriodRatio <= 1)) {
     problems.push(
-      `Flag --workload-cert-grace-period-ratio ${f.workloadCertGracePeriodRatio}: must be in [0, 1]`,
+      `Invalid value for --workload-cert-grace-period-ratio: must be in [0, 1], got ${f.workloadCertGracePeriodRatio}`,
     );
   }
   if (!(f.workloadCertMinGracePeriod >= 0)) {
-    problems.push("Flag --workload-cert-min-grace-period: must not be negative");
+    problems.push("Invalid value for --workload-cert-min-grace-period: must not be negative");
   }
   checkPort(f.grpcPort, "grpc-port", problems);
   checkPort(f.monitoringPort, "monitoring-port", problems);
@@ -257,7 +263,7 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
   }
   if (f.caStorageNamespace && !NAME.test(f.caStorageNamespace)) {
     problems.push(
-      `Flag --ca-storage-namespace "${f.caStorageNamespace}": not a valid namespace name`,
+      `Invalid value for --ca-storage-namespace: not a valid namespace name: "${f.caStorageNamespace}"`,
     );
   }
   const listened = f.listenedNamespace || env.NAMESPACE || "";
@@ -270,7 +276,7 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
     if (f.grpcHostname && !identities.includes(f.grpcHostname)) identities.unshift(f.grpcHostname);
   }
   if (f.grpcPort && !identities.length) {
-    problems.push("Flag --grpc-host-identities: name at least one host");
+    problems.push("Invalid value for --grpc-host-identities: name at least one host");
   }
   let customDnsNames = new Map<string, string[]>();
   try {

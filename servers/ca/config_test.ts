@@ -44,7 +44,7 @@ Deno.test("toConfig() refuses contradictory key material flags", () => {
   );
   assert.match(
     problems({ upstreamCaAddress: "nope", rootCert: "r", localStorageDir: "/d" }),
-    /--upstream-ca-address "nope": want <host>:<port>/,
+    /Invalid value for --upstream-ca-address: want <host>:<port>, got "nope"/,
   );
 });
 
@@ -60,15 +60,21 @@ Deno.test("toConfig() checks TTLs, ratios, ports, key size, DNS names and the li
   const base = { selfSignedCa: true, localStorageDir: "/d" };
   assert.match(
     problems({ ...base, workloadCertTtl: 3 * 3_600_000, maxWorkloadCertTtl: 3_600_000 }),
-    /--workload-cert-ttl 3h0m0s is greater than --max-workload-cert-ttl 1h0m0s/,
+    /Invalid value for --workload-cert-ttl: 3h0m0s is greater than --max-workload-cert-ttl 1h0m0s/,
   );
   assert.match(
     problems({ ...base, workloadCertGracePeriodRatio: 1.5 }),
-    /--workload-cert-grace-period-ratio 1.5: must be in \[0, 1\]/,
+    /Invalid value for --workload-cert-grace-period-ratio: must be in \[0, 1\], got 1.5/,
   );
-  assert.match(problems({ ...base, grpcPort: 70000 }), /--grpc-port 70000: want a port number/);
+  assert.match(
+    problems({ ...base, grpcPort: 70000 }),
+    /Invalid value for --grpc-port: want a port number from 0 to 65535, got 70000/,
+  );
   assert.match(problems({ ...base, grpcPort: 9000, monitoringPort: 9000 }), /must differ/);
-  assert.match(problems({ ...base, keySize: 1024 }), /--key-size 1024: want 2048 to 8192/);
+  assert.match(
+    problems({ ...base, keySize: 1024 }),
+    /Invalid value for --key-size: want 2048 to 8192 bits, a multiple of 8, got 1024/,
+  );
   assert.match(problems({ ...base, customDnsNames: "bad" }), /--custom-dns-names: bad entry "bad"/);
   assert.match(problems({ ...base, livenessProbePath: "/p" }), /go together: give both/);
   assert.match(

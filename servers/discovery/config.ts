@@ -4,7 +4,14 @@
  * @module
  */
 
-import { parseRegistries, type RegistryName } from "../../lib/registry/mod.ts";
+import type { H2Limits } from "../../lib/grpc/mod.ts";
+import type { InClusterEnv } from "../../lib/kube/mod.ts";
+import {
+  MAX_MOCK_PORT_OFFSET,
+  MOCK_PORT_OFFSET,
+  parseRegistries,
+  type RegistryName,
+} from "../../lib/registry/mod.ts";
 
 /** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
 export interface ListenAddress {
@@ -38,6 +45,11 @@ export interface DiscoveryConfig {
   readonly grpcAddr: ListenAddress;
   /** null when disabled (`--secureGrpcAddr ""`). */
   readonly secureGrpcAddr: ListenAddress | null;
+  /** Transport limits of both gRPC listeners (`--grpcMax*`, `--keepalive*`). */
+  readonly grpc: {
+    readonly limits: Readonly<Partial<H2Limits>>;
+    readonly maxConnections: number;
+  };
   readonly orchconfig: string;
   readonly meshConfigPath: string;
   readonly monitoringPort: number;
@@ -45,6 +57,8 @@ export interface DiscoveryConfig {
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
+  /** `--ingressStatus`: write the gateway service's addresses into the mesh's Ingresses. */
+  readonly ingressStatus: boolean;
   /** `--registries`, validated, duplicates removed, in order. */
   readonly registries: readonly RegistryName[];
   /** Warnings found while validating (duplicate registries), logged at start. */
@@ -54,6 +68,10 @@ export interface DiscoveryConfig {
   readonly ctrlz: { readonly address: string; readonly port: number };
   /** Directory of `cert-chain.pem`, `key.pem`, `root-cert.pem` for the TLS port. */
   readonly certDir: string;
+  /** Mock registry: endpoint port = service port + this (`MESH_MOCK_PORT_OFFSET`, default 10000). */
+  readonly mockPortOffset: number;
+  /** In-cluster orchestrator configuration (used without --orchconfig). */
+  readonly inCluster: InClusterEnv;
 }
 
 /** The flag values `toConfig` reads (the options object of `discovery`). */
@@ -71,12 +89,19 @@ export interface DiscoveryFlags {
   readonly domain: string;
   readonly grpcAddr: string;
   readonly secureGrpcAddr: string;
+  readonly grpcMaxConcurrentStreams: number;
+  readonly grpcMaxConnections: number;
+  readonly keepaliveInterval: number;
+  readonly keepaliveTimeout: number;
+  readonly keepaliveMinTime: number;
+  readonly keepaliveMaxServerConnectionAge: number;
   readonly orchconfig: string;
   readonly meshConfig: string;
   readonly monitoringPort: number;
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
+  readonly ingressStatus: boolean;
   readonly registries: readonly string[];
   readonly resync: number;
   readonly webhookEndpoint: string;
@@ -89,6 +114,12 @@ export interface DiscoveryEnv {
   readonly POD_NAMESPACE?: string;
   /** Directory of the mesh certificate files (default `/etc/certs/`). */
   readonly MESH_CERT_DIR?: string;
+  /** Set inside a cluster: in-cluster orchestrator configuration works without --orchconfig. */
+  readonly KUBERNETES_SERVICE_HOST?: string;
+  /** The API server's port inside a cluster. */
+  readonly KUBERNETES_SERVICE_PORT?: string;
+  /** Offset of the Mock registry's endpoint ports above its service ports (default 10000). */
+  readonly MESH_MOCK_PORT_OFFSET?: string;
 }
 
 /** Default directory of the mesh certificate files. */
@@ -111,14 +142,14 @@ export function parseListenAddress(value: string, flag: string): ListenAddress {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\[\]\s]*)):(\d{1,5})$/.exec(value);
   if (!m) {
     throw new Error(
-      `Flag --${flag} ${
+      `Invalid value for --${flag}: ${
         JSON.stringify(value)
       }: want ":<port>", "<host>:<port>" or "[<ipv6>]:<port>"`,
     );
   }
   const port = Number(m[3]);
   if (port > 65535) {
-    throw new Error(`Flag --${flag} ${JSON.stringify(value)}: port ${port} > 65535`);
+    throw new Error(`Invalid value for --${flag}: ${JSON.stringify(value)}: port ${port} > 65535`);
   }
   return { host: m[1] ?? m[2] ?? "", port };
 }
@@ -132,7 +163,7 @@ export function parseWebhook(value: string): WebhookTarget {
   if (value.startsWith("unix://")) {
     const path = value.slice("unix://".length);
     if (!path.startsWith("/") || path === "/") {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+      throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
     }
     return { kind: "unix", path };
   }
@@ -141,19 +172,21 @@ export function parseWebhook(value: string): WebhookTarget {
     try {
       url = new URL(value);
     } catch {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+      throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
     }
     if (!url.hostname || (url.pathname !== "/" && url.pathname !== "") || url.search) {
-      throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want} (no path)`);
+      throw new Error(
+        `Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want} (no path)`,
+      );
     }
     return { kind: "http", url: `http://${url.host}` };
   }
-  throw new Error(`Flag --webhookEndpoint ${JSON.stringify(value)}: ${want}`);
+  throw new Error(`Invalid value for --webhookEndpoint: ${JSON.stringify(value)}: ${want}`);
 }
 
 function checkPort(value: number, flag: string, problems: string[]): void {
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
-    problems.push(`Flag --${flag} ${value}: want a port number from 0 to 65535`);
+    problems.push(`Invalid value for --${flag}: ${value}: want a port number from 0 to 65535`);
   }
 }
 
@@ -183,7 +216,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   }
   const parsed = attempt(() => parseRegistries(flags.registries));
   if (parsed && parsed.names.length === 0) {
-    problems.push("Flag --registries: name at least one registry");
+    problems.push("Invalid value for --registries: name at least one registry");
   }
   const webhook = flags.webhookEndpoint === ""
     ? null
@@ -194,9 +227,27 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       ["regbserverInterval", flags.regbserverInterval],
     ] as const
   ) {
-    if (!(ms > 0)) problems.push(`Flag --${name}: must be greater than 0s`);
+    if (!(ms > 0)) problems.push(`Invalid value for --${name}: must be greater than 0s`);
   }
-  if (!(flags.resync >= 0)) problems.push("Flag --resync: must not be negative");
+  if (!(flags.resync >= 0)) problems.push("Invalid value for --resync: must not be negative");
+  if (!(flags.grpcMaxConcurrentStreams >= 1)) {
+    problems.push("Invalid value for --grpcMaxConcurrentStreams: must be at least 1");
+  }
+  if (!(flags.grpcMaxConnections >= 0)) {
+    problems.push("Invalid value for --grpcMaxConnections: must not be negative (0: no cap)");
+  }
+  for (
+    const name of [
+      "keepaliveInterval",
+      "keepaliveMinTime",
+      "keepaliveMaxServerConnectionAge",
+    ] as const
+  ) {
+    if (!(flags[name] >= 0)) problems.push(`Invalid value for --${name}: must not be negative`);
+  }
+  if (!(flags.keepaliveTimeout > 0)) {
+    problems.push("Invalid value for --keepaliveTimeout: must be greater than 0s");
+  }
   for (
     const [name, url] of [["regaserverURL", flags.regaserverURL], [
       "regbserverURL",
@@ -209,7 +260,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       ok = ["http:", "https:"].includes(new URL(url).protocol);
     } catch { /* reported below */ }
     if (!ok) {
-      problems.push(`Flag --${name} ${JSON.stringify(url)}: want an http:// or https:// URL`);
+      problems.push(
+        `Invalid value for --${name}: ${JSON.stringify(url)}: want an http:// or https:// URL`,
+      );
     }
   }
   const registries = parsed?.names ?? [];
@@ -224,11 +277,41 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   }
   if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(flags.domain)) {
     problems.push(
-      `Flag --domain ${JSON.stringify(flags.domain)}: want a DNS suffix like cluster.local`,
+      `Invalid value for --domain: ${
+        JSON.stringify(flags.domain)
+      }: want a DNS suffix like cluster.local`,
     );
   }
-  if (flags.meshConfig === "") problems.push("Flag --meshConfig: must not be empty");
-  if (flags.ctrlz_address === "") problems.push("Flag --ctrlz_address: must not be empty");
+  // What reads the orchestrator API, and how to do without it (named by flag).
+  const orchUsers = [
+    ...(flags.configDir === "" ? ["the config store (no --configDir)"] : []),
+    ...(registries.includes("Orchestrator") ? ["the Orchestrator registry (--registries)"] : []),
+    ...(flags.clusterRegistriesConfigMap ? ["--clusterRegistriesConfigMap"] : []),
+  ];
+  if (orchUsers.length && flags.orchconfig === "" && !env.KUBERNETES_SERVICE_HOST) {
+    problems.push(
+      `${orchUsers.join(" and ")} read${orchUsers.length === 1 ? "s" : ""} an orchestrator API ` +
+        "server, but there is no --orchconfig and no in-cluster configuration " +
+        "(KUBERNETES_SERVICE_HOST is not set): give --orchconfig <kubeconfig>" +
+        (flags.configDir === "" ? ", or --configDir <dir> to read config from files" : "") +
+        (registries.includes("Orchestrator") ? ", or other --registries (e.g. Mock)" : ""),
+    );
+  }
+  let mockPortOffset = MOCK_PORT_OFFSET;
+  if (env.MESH_MOCK_PORT_OFFSET !== undefined && env.MESH_MOCK_PORT_OFFSET !== "") {
+    const v = env.MESH_MOCK_PORT_OFFSET;
+    mockPortOffset = /^\d+$/.test(v) ? Number(v) : NaN;
+    if (!(mockPortOffset >= 1 && mockPortOffset <= MAX_MOCK_PORT_OFFSET)) {
+      problems.push(
+        `Invalid value for MESH_MOCK_PORT_OFFSET: ${JSON.stringify(v)}: want a whole number ` +
+          `from 1 to ${MAX_MOCK_PORT_OFFSET} (Mock endpoint port = service port + offset)`,
+      );
+    }
+  }
+  if (flags.meshConfig === "") problems.push("Invalid value for --meshConfig: must not be empty");
+  if (flags.ctrlz_address === "") {
+    problems.push("Invalid value for --ctrlz_address: must not be empty");
+  }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
     appNamespace: flags.appNamespace,
@@ -244,17 +327,33 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     domain: flags.domain,
     grpcAddr: Object.freeze(grpcAddr!),
     secureGrpcAddr: secureGrpcAddr ? Object.freeze(secureGrpcAddr) : null,
+    grpc: Object.freeze({
+      limits: Object.freeze({
+        maxConcurrentStreams: flags.grpcMaxConcurrentStreams,
+        keepaliveIntervalMs: flags.keepaliveInterval,
+        keepaliveTimeoutMs: flags.keepaliveTimeout,
+        keepaliveMinTimeMs: flags.keepaliveMinTime,
+        maxConnectionAgeMs: flags.keepaliveMaxServerConnectionAge,
+      }),
+      maxConnections: flags.grpcMaxConnections,
+    }),
     orchconfig: flags.orchconfig,
     meshConfigPath: flags.meshConfig,
     monitoringPort: flags.monitoringPort,
     namespace: flags.namespace || env.POD_NAMESPACE || "",
     port: flags.port,
     profile: flags.profile,
+    ingressStatus: flags.ingressStatus,
     registries: Object.freeze([...registries]),
     warnings: Object.freeze([...(parsed?.warnings ?? [])]),
     resyncMs: flags.resync,
     webhook: webhook ? Object.freeze(webhook) : null,
     ctrlz: Object.freeze({ address: flags.ctrlz_address, port: flags.ctrlz_port }),
     certDir: env.MESH_CERT_DIR || DEFAULT_CERT_DIR,
+    mockPortOffset,
+    inCluster: Object.freeze({
+      KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST,
+      KUBERNETES_SERVICE_PORT: env.KUBERNETES_SERVICE_PORT,
+    }),
   });
 }

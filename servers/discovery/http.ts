@@ -93,11 +93,51 @@ export interface HttpDeps {
   webhook: WebhookClient | null;
   profile: boolean;
   isReady(): boolean;
+  /** Why the server is not ready (answered by `/ready` with 503), or undefined when it is. */
+  notReady?(): string | undefined;
+  /** Why the config pipeline is stalled (the store's view is not kept up to date), or undefined. */
+  stalled?(): string | undefined;
   versionText: string;
   logger: Logger;
 }
 
 const json = (v: unknown) => JSON.stringify(v, null, 2);
+
+/** Largest request body read (bytes), as gRPC's default message size: larger ones get 413. */
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+/** Most `resource_names` in one REST discovery request (more: 400). */
+export const MAX_RESOURCE_NAMES = 5000;
+
+/** Largest REST discovery response (bytes of JSON): larger ones get 413 naming the limit. */
+export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+/** A request body that is too large (answered 413). */
+class BodyTooLarge extends Error {}
+
+/**
+ * The body of a request as text, reading at most `max` bytes: a declared or actual larger body
+ * throws {@link BodyTooLarge} without reading the rest.
+ */
+async function readBody(req: Request, max: number): Promise<string> {
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  if (declared > max) throw new BodyTooLarge();
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      throw new BodyTooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
+}
 
 /**
  * True when `host` is a loopback address: IPv4 127.0.0.0/8, IPv6 `::1` (any spelling), or an
@@ -137,6 +177,8 @@ export function discoveryApp(d: HttpDeps): Hono {
     c.body(body, status as 200, { "content-type": type });
   const jsonBody = (c: Context, v: unknown, status = 200) =>
     text(c, status, json(v) + "\n", "application/json");
+  const tooLarge = (c: Context) =>
+    text(c, 413, `Request body: more than the ${MAX_REQUEST_BYTES}-byte limit\n`);
 
   // ---- debug changes: from this host only ---------------------------------------------------
   // Both ports listen on every interface; adding services/instances, forcing a push or resetting
@@ -163,8 +205,9 @@ export function discoveryApp(d: HttpDeps): Hono {
     try {
       let req: Record<string, unknown>;
       try {
-        req = await c.req.json();
-      } catch {
+        req = JSON.parse(await readBody(c.req.raw, MAX_REQUEST_BYTES));
+      } catch (e) {
+        if (e instanceof BodyTooLarge) return tooLarge(c);
         return text(c, 400, "DiscoveryRequest: body is not valid JSON\n");
       }
       if (!req || typeof req !== "object" || Array.isArray(req)) {
@@ -186,6 +229,14 @@ export function discoveryApp(d: HttpDeps): Hono {
       const rawNames = req.resource_names ?? req.resourceNames ?? [];
       if (!Array.isArray(rawNames) || rawNames.some((n) => typeof n !== "string")) {
         return text(c, 400, "DiscoveryRequest: resource_names must be an array of strings\n");
+      }
+      if (rawNames.length > MAX_RESOURCE_NAMES) {
+        return text(
+          c,
+          400,
+          `DiscoveryRequest: resource_names has ${rawNames.length} names, at most ` +
+            `${MAX_RESOURCE_NAMES} per request (split the request)\n`,
+        );
       }
       const metadata = node.metadata && typeof node.metadata === "object"
         ? node.metadata as Record<string, unknown>
@@ -209,7 +260,7 @@ export function discoveryApp(d: HttpDeps): Hono {
           `Invalid node id ${JSON.stringify(node.id)}: ${(e as Error).message}\n`,
         );
       }
-      const names = rawNames.length ? rawNames as string[] : null;
+      const names = rawNames.length ? [...new Set(rawNames as string[])] : null;
       const cacheKey = JSON.stringify([t.short, node.id, metadata, names]);
       const cached = d.restCache?.get(t.short, cacheKey);
       if (cached) {
@@ -237,9 +288,18 @@ export function discoveryApp(d: HttpDeps): Hono {
           d.logger.warn(`Webhook failed, serving the unmodified response: ${(e as Error).message}`);
         }
       }
+      const body = json(response) + "\n";
+      if (body.length > MAX_RESPONSE_BYTES) {
+        return text(
+          c,
+          413,
+          `DiscoveryResponse: ${body.length} bytes is more than the ${MAX_RESPONSE_BYTES}-byte ` +
+            `limit; ask for fewer resource_names\n`,
+        );
+      }
       d.restCache?.set(cacheKey, response);
       ok = true;
-      return jsonBody(c, response);
+      return text(c, 200, body, "application/json");
     } finally {
       d.metrics.restCall(t.short, ok);
     }
@@ -251,13 +311,18 @@ export function discoveryApp(d: HttpDeps): Hono {
     d.restCache?.resetStats();
     return text(c, 200, "");
   });
-  app.get(
-    "/ready",
-    (c) =>
-      d.isReady()
-        ? text(c, 200, "ready\n")
-        : text(c, 503, "not ready: registries or config store not synced\n"),
-  );
+  app.get("/ready", (c) => {
+    const why = d.notReady
+      ? d.notReady()
+      : d.isReady()
+      ? undefined
+      : "registries or config store not synced";
+    // a config pipeline that stopped applying changes is not ready either; every reason is told
+    const reasons = [why, d.stalled?.()].filter((r): r is string => !!r);
+    return reasons.length
+      ? text(c, 503, `not ready: ${reasons.join("; ")}\n`)
+      : text(c, 200, "ready\n");
+  });
   app.get(
     "/version",
     (c) => text(c, 200, d.versionText.endsWith("\n") ? d.versionText : d.versionText + "\n"),
@@ -352,7 +417,13 @@ export function discoveryApp(d: HttpDeps): Hono {
     if (svc === undefined) {
       return text(c, 400, "Query parameter svc: required (the service hostname)\n");
     }
-    const raw = await c.req.text();
+    let raw: string;
+    try {
+      raw = await readBody(c.req.raw, MAX_REQUEST_BYTES);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) return tooLarge(c);
+      throw e;
+    }
     if (raw.trim() === "") return text(c, 400, "Request body: want a JSON object, got nothing\n");
     try {
       return { svc, body: JSON.parse(raw) };

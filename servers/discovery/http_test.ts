@@ -1,5 +1,19 @@
 import assert from "node:assert/strict";
-import { discoveryApp, type HttpDeps, isLocalPeer, isLoopbackAddress } from "./http.ts";
+import {
+  discoveryApp,
+  type HttpDeps,
+  isLocalPeer,
+  isLoopbackAddress,
+  MAX_REQUEST_BYTES,
+  MAX_RESOURCE_NAMES,
+} from "./http.ts";
+import {
+  type DeltaDiscoveryResponse,
+  MemoryStream,
+  ResourceCache,
+  XDS_TYPES,
+  XdsServer,
+} from "../../lib/xds/server/mod.ts";
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -62,4 +76,109 @@ Deno.test("discoveryApp() answers 405 with Allow: POST for other methods on POST
   const other = await a.request("/v3/discovery:secrets");
   assert.equal(other.status, 404);
   await other.body?.cancel();
+});
+
+Deno.test("discoveryApp() answers 413 to request bodies over MAX_REQUEST_BYTES without reading them whole", async () => {
+  const calls: string[] = [];
+  const a = discoveryApp({
+    logger: quiet,
+    metrics: { restCall: (t: string, ok: boolean) => calls.push(`${t} ${ok}`) },
+  } as unknown as HttpDeps);
+  const big = "x".repeat(MAX_REQUEST_BYTES + 1);
+  const declared = await a.request("/v3/discovery:routes", { method: "POST", body: big });
+  assert.equal(declared.status, 413);
+  assert.equal(
+    await declared.text(),
+    `Request body: more than the ${MAX_REQUEST_BYTES}-byte limit\n`,
+  );
+  // streamed without a length: cut once past the limit
+  let sent = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(ctl) {
+      if (sent > 2 * MAX_REQUEST_BYTES) return ctl.close();
+      sent += 1 << 20;
+      ctl.enqueue(new Uint8Array(1 << 20));
+    },
+  });
+  const streamed = await a.request("/debug/registryz?svc=x", { method: "POST", body: stream }, {
+    remoteAddr: { transport: "tcp", hostname: "127.0.0.1", port: 1 },
+  });
+  assert.equal(streamed.status, 413);
+  await streamed.body?.cancel();
+  assert.ok(sent <= MAX_REQUEST_BYTES + (2 << 20), `read ${sent} bytes`);
+  assert.deepEqual(calls, ["rds false"]);
+});
+
+Deno.test("discoveryApp() answers 400 to more than MAX_RESOURCE_NAMES names in one request", async () => {
+  const a = discoveryApp({ logger: quiet, metrics: { restCall() {} } } as unknown as HttpDeps);
+  const res = await a.request("/v3/discovery:routes", {
+    method: "POST",
+    body: JSON.stringify({
+      node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
+      resource_names: Array.from({ length: MAX_RESOURCE_NAMES + 1 }, (_, i) => `r${i}`),
+    }),
+  });
+  assert.equal(res.status, 400);
+  assert.equal(
+    await res.text(),
+    `DiscoveryRequest: resource_names has ${MAX_RESOURCE_NAMES + 1} names, at most ` +
+      `${MAX_RESOURCE_NAMES} per request (split the request)\n`,
+  );
+});
+
+Deno.test("discoveryApp() /ready answers 503 naming the reason while the config pipeline is stalled", async () => {
+  let stalled: string | undefined = 'Cannot read config directory "/x": No such file';
+  const a = discoveryApp({
+    logger: quiet,
+    isReady: () => true,
+    stalled: () => stalled,
+  } as unknown as HttpDeps);
+  const res = await a.request("/ready");
+  assert.equal(res.status, 503);
+  assert.equal(await res.text(), `not ready: ${stalled}\n`);
+  stalled = undefined;
+  const ok = await a.request("/ready");
+  assert.equal(ok.status, 200);
+  assert.equal(await ok.text(), "ready\n");
+});
+
+Deno.test("/debug/syncz shows a delta NACK beside the last acked version and nonce", async () => {
+  const cache = new ResourceCache();
+  cache.set(XDS_TYPES.cluster, "c1", new TextEncoder().encode("a"));
+  const server = new XdsServer<{ id: string }>({
+    parseNode: (n) => ({ id: n.id.split("~")[2] }),
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    debounceAfter: 0,
+    logger: quiet,
+  });
+  const a = discoveryApp({ logger: quiet, server } as unknown as HttpDeps);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  const CDS = XDS_TYPES.cluster;
+  h.receive({
+    node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
+    type_url: CDS,
+  });
+  const d1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  cache.set(CDS, "c1", new TextEncoder().encode("b"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const d2 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: d2.nonce, error_detail: { message: "rejected" } });
+  await server.flush();
+  const res = await a.request("/debug/syncz?proxyID=a.default");
+  assert.equal(res.status, 200);
+  const [sync] = await res.json();
+  assert.equal(sync.mode, "delta");
+  assert.deepEqual({ ...sync.cds, nack: { ...sync.cds.nack, time: "t" } }, {
+    sent: d2.system_version_info,
+    sentNonce: d2.nonce,
+    acked: d1.system_version_info,
+    ackedNonce: d1.nonce,
+    resources: 1,
+    nack: { version: d2.system_version_info, nonce: d2.nonce, error: "rejected", time: "t" },
+  });
+  server.close();
+  await s.waitEnded();
 });

@@ -27,13 +27,23 @@ export interface DiscoveryMetrics {
 
 const PUSH_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
 
+/** The state of the gRPC listeners, read at scrape time. */
+export interface TransportState {
+  /** Every gRPC listener is accepting connections (false while out of file descriptors). */
+  accepting: boolean;
+  /** Connections refused because `--grpcMaxConnections` were open (all listeners). */
+  refused: number;
+}
+
 /**
  * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges
- * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`.
+ * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`;
+ * `transport` for `mesh_xds_accepting` and `mesh_xds_refused_connections`.
  */
 export async function createMetrics(
   counts: () => ContextCounts,
   connections: () => number,
+  transport: () => TransportState = () => ({ accepting: true, refused: 0 }),
 ): Promise<DiscoveryMetrics> {
   const prom = await import("../../lib/deps/prom.ts");
   const register = new prom.Registry();
@@ -56,6 +66,17 @@ export async function createMetrics(
     "mesh_xds",
     "Number of proxies connected to this discovery instance over ADS.",
     connections,
+  );
+  gauge(
+    "mesh_xds_accepting",
+    "1 while the ADS listeners accept connections, 0 while one cannot (e.g. out of file " +
+      "descriptors; /ready answers 503 then).",
+    () => transport().accepting ? 1 : 0,
+  );
+  gauge(
+    "mesh_xds_refused_connections",
+    "ADS connections closed at once since start because --grpcMaxConnections were open.",
+    () => transport().refused,
   );
   gauge("mesh_services", "Total services known to discovery.", () => counts().services);
   gauge(

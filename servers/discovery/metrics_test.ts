@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  type DeltaDiscoveryResponse,
   type DiscoveryResponse,
   MemoryStream,
   ResourceCache,
@@ -51,6 +52,35 @@ Deno.test("/metrics push and convergence histograms are in seconds with a sum ab
   assert.ok(sum > 0 && sum < 1, `push time sum ${sum} s`);
   assert.ok(sample(text, "mesh_xds_convergence_time_sum") > 0);
   assert.match(text, /^mesh_xds_push_time_bucket\{le="0\.0001"\} \d+$/m);
+  server.close();
+  await s.waitEnded();
+});
+
+Deno.test("/metrics counts a delta NACK in mesh_xds_rejects and ignores a stale one", async () => {
+  const metrics = await createMetrics(
+    () => ({ services: 0, virtualServices: 0, configsByKind: {} }),
+    () => 1,
+  );
+  const cache = new ResourceCache();
+  cache.set(CDS, "c1", new TextEncoder().encode("a"));
+  const server = new XdsServer<{ id: string }>({
+    parseNode: (n) => ({ id: n.id }),
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    metrics: metrics.xds,
+    debounceAfter: 0,
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  });
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({
+    node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
+    type_url: CDS,
+  });
+  const d1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: d1.nonce, error_detail: { message: "bad" } });
+  h.receive({ type_url: CDS, response_nonce: "stale", error_detail: { message: "bad" } });
+  await server.flush();
+  assert.equal(sample(await metrics.text(), 'mesh_xds_rejects\\{type="cds"\\}'), 1);
   server.close();
   await s.waitEnded();
 });

@@ -113,6 +113,8 @@ export interface DiscoveryDeps {
   logger?: Logger;
   /** Debounce of pushes in ms (default: the ADS server's, 100). */
   debounceAfterMs?: number;
+  /** How often the certificate directory is checked while the TLS port waits for it (ms). */
+  certPollMs?: number;
 }
 
 /** Addresses actually bound (`host:port`). */
@@ -207,6 +209,7 @@ export async function start(
     } else {
       store = await openKubeStore({
         kubeconfigPath: config.orchconfig,
+        inCluster: config.inCluster,
         schemas: meshctlSchemas,
         resyncMs: config.resyncMs,
         namespace: config.appNamespace,
@@ -224,6 +227,7 @@ export async function start(
       const { createClusterRegistries } = await import("../../lib/registry/multicluster.ts");
       multicluster = await createClusterRegistries({
         kubeconfigPath: config.orchconfig,
+        inCluster: config.inCluster,
         configMapName: config.clusterRegistriesConfigMap,
         namespace: config.clusterRegistriesNamespace,
         domain: config.domain,
@@ -240,6 +244,7 @@ export async function start(
           members.push(
             await createOrchestratorRegistry({
               kubeconfigPath: config.orchconfig,
+              inCluster: config.inCluster,
               domain: config.domain,
               appNamespace: config.appNamespace,
               resyncMs: config.resyncMs,
@@ -249,6 +254,7 @@ export async function start(
           const { createIngressWatcher } = await import("../../lib/registry/ingress.ts");
           ingressWatcher = await createIngressWatcher({
             kubeconfigPath: config.orchconfig,
+            inCluster: config.inCluster,
             appNamespace: config.appNamespace,
             resyncMs: config.resyncMs,
             meshConfig,
@@ -276,12 +282,12 @@ export async function start(
           break;
         }
         case "Mock":
-          members.push(createMockRegistry(config.domain));
+          members.push(createMockRegistry(config.domain, config.mockPortOffset));
           break;
       }
     }
     if (multicluster && !members.includes(multicluster)) members.push(multicluster);
-    members.push(createServiceEntryRegistry(store));
+    members.push(createServiceEntryRegistry(store, config.domain));
     const debugRegistry = new DebugRegistry();
     members.push(debugRegistry);
     const aggregate = aggregateRegistries(members);
@@ -310,9 +316,16 @@ export async function start(
       logger: log,
     });
     const holder: { server?: XdsServer<Proxy> } = {};
+    /** The ADS listeners (plaintext, TLS), for readiness and metrics. */
+    const listeners: { accepting: boolean; refused: number }[] = [];
+    const transport = () => ({
+      accepting: listeners.every((l) => l.accepting),
+      refused: listeners.reduce((n, l) => n + l.refused, 0),
+    });
     const metrics = await createMetrics(
       () => model.counts(),
       () => holder.server?.connectionCount ?? 0,
+      transport,
     );
     const server = holder.server = new XdsServer<Proxy>({
       parseNode: (n) => proxyFromNode(n),
@@ -363,6 +376,9 @@ export async function start(
       }
     });
     ingressWatcher?.onChange(() => configChanged());
+    if (config.ingressStatus) {
+      await startIngressStatus(ingressWatcher, meshConfig, config, log, cleanups);
+    }
     await configs.open(store, () => configChanged());
 
     // Listeners.
@@ -371,32 +387,62 @@ export async function start(
       address: hostPort(grpcHost, config.grpcAddr.port),
       server,
       logger: getLogger("ads"),
+      transport: config.grpc,
     }).catch((e) => {
       throw listenError(`--grpcAddr ${hostPort(grpcHost, config.grpcAddr.port)}`, e);
     });
+    listeners.push(ads);
     cleanups.push(() => ads.shutdown());
     let secureGrpc: string | undefined;
-    if (config.secureGrpcAddr) {
-      if (deps.certs) {
-        const host = hostOf(config.secureGrpcAddr);
-        const secure = await startAdsServer({
-          address: hostPort(host, config.secureGrpcAddr.port),
-          server,
-          logger: getLogger("ads"),
-          // Client certificates are verified when presented (proxies without one stay anonymous).
-          tls: { ...deps.certs, requireClientCert: false },
-        }).catch((e) => {
-          throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
-        });
-        cleanups.push(() => secure.shutdown());
-        secureGrpc = hostPort(host, secure.port);
-      } else {
-        log.info(
-          `Secure gRPC (--secureGrpcAddr) not started: ${
-            deps.certsMissingReason || `no certificates in ${config.certDir}`
-          }`,
-        );
-      }
+    const startSecure = async (certs: MeshCerts) => {
+      const host = hostOf(config.secureGrpcAddr!);
+      const secure = await startAdsServer({
+        address: hostPort(host, config.secureGrpcAddr!.port),
+        server,
+        logger: getLogger("ads"),
+        // Client certificates are verified when presented (proxies without one stay anonymous).
+        tls: { ...certs, requireClientCert: false },
+        transport: config.grpc,
+      }).catch((e) => {
+        throw listenError(`--secureGrpcAddr ${hostPort(host, config.secureGrpcAddr!.port)}`, e);
+      });
+      listeners.push(secure);
+      cleanups.push(() => secure.shutdown());
+      return hostPort(host, secure.port);
+    };
+    if (config.secureGrpcAddr && deps.certs) {
+      secureGrpc = await startSecure(deps.certs);
+    } else if (config.secureGrpcAddr) {
+      log.info(
+        `Secure gRPC (--secureGrpcAddr) not started: ${
+          deps.certsMissingReason || `no certificates in ${config.certDir}`
+        }; it starts once the certificate files appear in ${config.certDir}`,
+      );
+      // The agent or the CA writes the files while discovery runs: start the port then.
+      let lastProblem = "";
+      let starting = false;
+      const timer = setInterval(async () => {
+        if (starting || secureGrpc) return;
+        starting = true;
+        try {
+          const { certs } = await readMeshCerts(config.certDir);
+          if (!certs) return;
+          secureGrpc = await startSecure(certs);
+          addresses.secureGrpc = secureGrpc;
+          clearInterval(timer);
+          log.info(
+            `Secure gRPC started: listening secureGrpc=${secureGrpc} (certificates appeared in ${config.certDir})`,
+          );
+        } catch (e) {
+          // a file still being written, or a bad one: said once, tried again
+          const problem = (e as Error).message;
+          if (problem !== lastProblem) log.warn(`Secure gRPC not started yet: ${problem}`);
+          lastProblem = problem;
+        } finally {
+          starting = false;
+        }
+      }, deps.certPollMs ?? 1000);
+      cleanups.push(() => clearInterval(timer));
     }
 
     let ready = false;
@@ -414,6 +460,13 @@ export async function start(
       webhook,
       profile: config.profile,
       isReady: () => ready,
+      notReady: () =>
+        !ready
+          ? "registries or config store not synced"
+          : !transport().accepting
+          ? "ADS cannot accept connections (out of file descriptors?)"
+          : undefined,
+      stalled: () => store.stalled?.(),
       versionText: formatVersion(versionInfo(), false),
       logger: log,
     });
@@ -493,4 +546,63 @@ async function fileIngressSource(
         ? [ingressConfigObject(ingress)]
         : [];
     });
+}
+
+/** How often the Ingress status is checked against the gateway service (also after changes). */
+const INGRESS_STATUS_PERIOD_MS = 10_000;
+
+/**
+ * `--ingressStatus`: keeps `status.loadBalancer` of the mesh's Ingresses equal to the addresses of
+ * the ingress gateway service (mesh config `ingressService`, in `--namespace`), after every change
+ * of the selected Ingresses and every 10 s. Needs the Orchestrator registry (the Ingress watcher).
+ */
+async function startIngressStatus(
+  watcher: IngressWatcher | undefined,
+  meshConfig: MeshConfig,
+  config: DiscoveryConfig,
+  log: Logger,
+  cleanups: (() => Promise<void> | void)[],
+): Promise<void> {
+  const service = meshConfig.ingressService;
+  if (!watcher || !service) {
+    log.warn(
+      `--ingressStatus: not started (${
+        !watcher ? "needs the Orchestrator registry" : "the mesh config sets no ingressService"
+      })`,
+    );
+    return;
+  }
+  const { loadKubeConfig } = await import("../../lib/kube/mod.ts");
+  const { syncIngressStatus } = await import("../../lib/registry/ingress_status.ts");
+  const kc = await loadKubeConfig(config.orchconfig, undefined, config.inCluster);
+  const namespace = config.namespace || "mesh-system";
+  let running = false;
+  let again = false;
+  const sync = async () => {
+    if (running) return void (again = true);
+    running = true;
+    try {
+      do {
+        again = false;
+        if (!watcher.apiVersion) continue;
+        const ingresses = watcher.ingresses().map((o) => ({
+          name: o.metadata.name,
+          namespace: o.metadata.namespace ?? "default",
+        }));
+        const n = await syncIngressStatus({
+          kubeConfig: kc,
+          apiVersion: watcher.apiVersion,
+          service: { name: service, namespace },
+          ingresses,
+        });
+        if (n) log.info(`Ingress status: updated ${n} Ingress${n === 1 ? "" : "es"}`);
+      } while (again);
+    } finally {
+      running = false;
+    }
+  };
+  watcher.onChange(() => void sync());
+  const timer = setInterval(() => void sync(), INGRESS_STATUS_PERIOD_MS);
+  cleanups.push(() => clearInterval(timer));
+  void sync();
 }

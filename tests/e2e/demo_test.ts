@@ -95,3 +95,33 @@ Deno.test("demo rejects a bad flag with exit code 2", async () => {
       'Run "deno task demo --help" for usage.\n',
   );
 });
+
+Deno.test("demo with default ports beside a demo's ports and Mock endpoints already in use picks free ones", async () => {
+  // what a first demo holds: its discovery ports and the Mock endpoints of hello's grpc port
+  const held = [
+    Deno.listen({ hostname: "127.0.0.1", port: 25010 }),
+    Deno.listen({ hostname: "127.0.1.1", port: 17070 }),
+  ];
+  const demo = spawnProgram("cli/demo.ts", []);
+  try {
+    const line = await demo.waitFor(/demo: default ports busy, using .*/, 30_000, "stdout");
+    assert.match(line, /--grpcPort \d+/);
+    assert.match(line, /--mockPortOffset \d+/);
+    await demo.waitFor(SPLIT, 30_000, "stdout");
+  } finally {
+    for (const l of held) l.close();
+    await demo.stop();
+  }
+  // a busy offset the user gave fails naming the flag
+  const busy = Deno.listen({ hostname: "127.0.1.1", port: 7070 + 30123 });
+  try {
+    const d2 = spawnProgram("cli/demo.ts", ["--mockPortOffset", "30123"]);
+    await d2.waitFor(/Error: Cannot listen/, 30_000, "stderr").finally(() => d2.stop());
+    assert.match(
+      d2.stderr(),
+      /Error: Cannot listen on 127\.0\.1\.1:37193 \(Mock endpoint of hello v1\): address already in use; give another --mockPortOffset/,
+    );
+  } finally {
+    busy.close();
+  }
+});

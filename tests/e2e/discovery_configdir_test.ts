@@ -31,7 +31,7 @@ Deno.test("mesh-discovery --configDir serves a router the gateway of an Ingress 
           id: ROUTER_ID,
           metadata: {
             fields: {
-              labels: { structValue: { fields: { mesh: { stringValue: "ingress" } } } },
+              labels: { structValue: { fields: { mesh: { stringValue: "ingressgateway" } } } },
             },
           },
         },

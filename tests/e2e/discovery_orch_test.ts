@@ -187,7 +187,9 @@ Deno.test("mesh-discovery with the Orchestrator registry serves what the API ser
     const routerNode = {
       id: "router~10.1.0.50~gateway-1.mesh-system~mesh-system.svc.cluster.local",
       metadata: {
-        fields: { labels: { structValue: { fields: { mesh: { stringValue: "ingress" } } } } },
+        fields: {
+          labels: { structValue: { fields: { mesh: { stringValue: "ingressgateway" } } } },
+        },
       },
       // an Envoy 1.27 gateway: header matchers come as string_match
       user_agent_name: "envoy",
@@ -198,7 +200,7 @@ Deno.test("mesh-discovery with the Orchestrator registry serves what the API ser
         const r = await http(`http://${d.http}/v3/discovery:listeners`, {
           method: "POST",
           body: JSON.stringify({
-            node: { id: routerNode.id, metadata: { labels: { mesh: "ingress" } } },
+            node: { id: routerNode.id, metadata: { labels: { mesh: "ingressgateway" } } },
           }),
         });
         return JSON.parse(r.body).resources.length > 0;

@@ -94,3 +94,42 @@ Deno.test("mesh-discovery does not start the TLS port and says why when the cert
     assert.equal(status.code, 0, proc.output().slice(-2000));
   }
 });
+
+Deno.test("mesh-discovery starts the TLS port when the cert files appear after start-up", async () => {
+  const pki = await makeTestPki();
+  const cfg = await Deno.makeTempDir({ prefix: "mesh-disc-" });
+  const certDir = `${cfg}/certs`;
+  const { proc, listening } = await startWithTls(cfg, certDir);
+  try {
+    assert.doesNotMatch(listening, /secureGrpc=/);
+    await proc.waitFor(/it starts once the certificate files appear in/, 5_000);
+    // written as the agent would, the key last
+    const server = await pki.issue("discovery", { ips: ["127.0.0.1"], dns: ["localhost"] });
+    await Deno.mkdir(certDir);
+    await Deno.copyFile(pki.caCert, `${certDir}/root-cert.pem`);
+    await Deno.copyFile(server.cert, `${certDir}/cert-chain.pem`);
+    await Deno.copyFile(server.key, `${certDir}/key.pem`);
+    const line = await proc.waitFor(/Secure gRPC started: listening secureGrpc=\S+/, 10_000);
+    const secureGrpc = /secureGrpc=(\S+)/.exec(line)![1].replace(/^0\.0\.0\.0/, "127.0.0.1");
+    const ads = adsClient(secureGrpc, await tlsCreds(pki.caCert), {
+      "grpc.ssl_target_name_override": "localhost",
+    });
+    const stream = ads.open();
+    try {
+      stream.send({
+        node: { id: "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local" },
+        type_url: TYPE_URLS.cluster,
+      });
+      const cds = await stream.next(TYPE_URLS.cluster, 10_000);
+      assert.ok(cds.resources.length > 0);
+    } finally {
+      await stream.close();
+      ads.close();
+    }
+  } finally {
+    const status = await proc.stop();
+    await pki.remove();
+    await Deno.remove(cfg, { recursive: true });
+    assert.equal(status.code, 0, proc.output().slice(-2000));
+  }
+});

@@ -14,7 +14,11 @@ Deno.test("meshctl context-create writes a kubeconfig kubectl uses", async () =>
       ["context-create", "--api-server", "http://127.0.0.1:8080"],
       { env: { KUBECONFIG: path } },
     );
-    assert.deepEqual(r, { code: 0, stdout: "Context created\n", stderr: "" });
+    assert.deepEqual(r, {
+      code: 0,
+      stdout: `Context "mesh" created in ${path}\n`,
+      stderr: "",
+    });
     assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
     // no temp file left behind
     assert.deepEqual(await Array.fromAsync(Deno.readDir(`${dir}/kube`), (e) => e.name), [
@@ -47,7 +51,7 @@ Deno.test("meshctl context-create writes a kubeconfig kubectl uses", async () =>
     ]);
     assert.deepEqual(r2, {
       code: 0,
-      stdout: 'kubeconfig context switched to "other"\nContext created\n',
+      stdout: `kubeconfig context switched to "other"\nContext "other" created in ${path}\n`,
       stderr: "",
     });
     const cfg2 = JSON.parse((await runKubectl(path, ["config", "view", "-o", "json"])).stdout);
@@ -72,7 +76,7 @@ Deno.test("meshctl context-create writes a kubeconfig kubectl uses", async () =>
       "-c",
       path,
     ]);
-    assert.equal(r3.stdout, "Context created\n");
+    assert.equal(r3.stdout, `Context "other" created in ${path}\n`);
     const cfg3 = parse(await Deno.readTextFile(path)) as {
       clusters: { name: string; cluster: Record<string, unknown> }[];
     };
@@ -99,7 +103,10 @@ Deno.test("meshctl context-create keeps existing entries and points kubectl at t
       "-c",
       path,
     ]);
-    assert.equal(r.stdout, 'kubeconfig context switched to "local"\nContext created\n');
+    assert.equal(
+      r.stdout,
+      `kubeconfig context switched to "local"\nContext "local" created in ${path}\n`,
+    );
     const view = JSON.parse((await runKubectl(path, ["config", "view", "-o", "json"])).stdout);
     assert.ok(view.contexts.some((c: { name: string }) => c.name === before.stdout.trim()));
     // kubectl talks to the fake API server through the new context
@@ -119,11 +126,11 @@ Deno.test("meshctl context-create refuses a missing or bad --api-server with exi
       [[], "specify the api server address with --api-server"],
       [
         ["--api-server", "not a url"],
-        'Invalid --api-server "not a url": not a URL (want http://<ip>:<port>)',
+        'Invalid value for --api-server: "not a url": not a URL (want http://<ip>:<port>)',
       ],
       [
         ["--api-server", "ftp://1.2.3.4"],
-        'Invalid --api-server "ftp://1.2.3.4": scheme must be http or https, got "ftp"',
+        'Invalid value for --api-server: "ftp://1.2.3.4": scheme must be http or https, got "ftp"',
       ],
     ];
     for (const [args, message] of cases) {

@@ -1,7 +1,9 @@
 /**
  * meshctl gen-deploy: golden output per feature set, accepted by `kubectl apply --dry-run=server`
  * against the fake API server; the config maps parse as the programs parse them; every flag the
- * Deployments pass exists in the program's flag table; flags vs values file; custom charts.
+ * Deployments pass exists in the program's flag table and configures it (mesh_ca, sidecar-injector:
+ * the injector's files come from the secret mesh_ca writes, RBAC of what they call); the injector
+ * config maps inject pods (lib/inject, kube-inject); flags vs values file; custom charts.
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "../../lib/deps/yaml.ts";
@@ -18,6 +20,16 @@ import { program as policyProgram } from "../../cli/mesh-policy.ts";
 import { program as caProgram } from "../../cli/mesh_ca.ts";
 import { program as injectorProgram } from "../../cli/sidecar-injector.ts";
 import { program as agentProgram } from "../../cli/mesh-agent.ts";
+import { applyPatch, Injector, STATUS_ANNOTATION } from "../../lib/inject/mod.ts";
+import { defaultValues, mergeValues, sidecarTemplate } from "../../lib/deploy/mod.ts";
+import { resolveOptions } from "../../lib/flags/mod.ts";
+import { dnsNamesFor } from "../../lib/pki/mod.ts";
+import { toConfig as caConfig, WORKLOAD_SECRET } from "../../servers/ca/mod.ts";
+import { toConfig as injectorConfig } from "../../servers/injector/mod.ts";
+import { convertConfigs } from "../../lib/convert/mod.ts";
+import { parseNodeId } from "../../lib/xds/node.ts";
+import { selectedGateways } from "../../lib/xds/generate/gateway.ts";
+import { ECHO_INGRESS, model } from "../../lib/xds/testdata/model.ts";
 import { startFakeKube } from "../harness/fake_kube.ts";
 import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
 import { meshctl, meshctlProcess, withDir } from "./_meshctl.ts";
@@ -47,6 +59,14 @@ const SETS: Record<string, { args: string[]; values?: string }> = {
       "discovery: {replicas: 3}\n",
   },
 };
+
+/** The merged values of a feature set that sets no flags (its values file over the defaults). */
+function chartValues(name: string): Record<string, unknown> {
+  const set = SETS[name];
+  assert.deepEqual(set.args, [], `${name}: flags are not merged here`);
+  const over = set.values ? docs(set.values)[0] : {};
+  return mergeValues(defaultValues(), over);
+}
 
 const CRDS_SECTION = /(# Source: mesh\/templates\/01-crds\.yaml\n)[\s\S]*?(?=---\n# Source:)/;
 
@@ -146,7 +166,7 @@ Deno.test("gen-deploy's config maps parse as the programs parse them, and every 
       if (name !== "minimal") {
         const inject = parseInjectConfig(cm("mesh-sidecar-injector").data.config, "inject");
         assert.equal(inject.policy, "enabled");
-        assert.match(inject.template, /^containers:\n- name: mesh-proxy$/m);
+        assert.equal(inject.template, sidecarTemplate(chartValues(name)), name);
         const crs = docs(cm("mesh-policy-custom-resources").data["custom-resources.yaml"]);
         assert.deepEqual(crs.map((c) => c.kind), ["metric", "prometheus", "rule", "kubernetesenv"]);
         for (const c of crs) assert.deepEqual(normalizeObject(c, c.kind).issues, [], c.kind);
@@ -283,5 +303,281 @@ data:
       none.stderr,
       'Error: Cannot use chart directory "' + dir + '/nochart": no such directory\n',
     );
+  });
+});
+
+/** A workload as a user writes it. */
+const WEB_DEPLOYMENT = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      serviceAccountName: web-sa
+      containers:
+        - name: web
+          image: nginx
+`;
+
+/** The images, pull policy and certificate secret of an injected pod spec. */
+function injected(spec: Obj) {
+  const names = (l: Obj[] | undefined) => (l ?? []).map((c) => `${c.name} ${c.image}`);
+  return {
+    initContainers: names(spec.initContainers),
+    containers: names(spec.containers),
+    pull: spec.containers[1]?.imagePullPolicy,
+    secret: spec.volumes?.find((v: Obj) => v.name === "mesh-certs")?.secret.secretName,
+  };
+}
+
+Deno.test("gen-deploy's injector config maps inject pods with the chart's images (sidecar-injector and kube-inject)", async () => {
+  const expected = {
+    "default": {
+      hub: "ghcr.io/mesh-project",
+      tag: undefined,
+      pull: "IfNotPresent",
+      proxy: "proxy",
+    },
+    "custom-images": {
+      hub: "registry.example.com/mesh",
+      tag: "1.2.3",
+      pull: "Always",
+      proxy: "proxy",
+    },
+    "ingress-node-port-debug": {
+      hub: "ghcr.io/mesh-project",
+      tag: undefined,
+      pull: "IfNotPresent",
+      proxy: "proxy_debug",
+    },
+  };
+  await withDir(async (dir) => {
+    for (const [name, want] of Object.entries(expected)) {
+      const all = docs((await render(name, dir)).stdout);
+      const cm = (n: string) => all.find((d) => d.kind === "ConfigMap" && d.metadata.name === n);
+      const tag = want.tag ?? all.find((d) => d.metadata.name === "mesh-discovery")
+        .spec.template.spec.containers[0].image.split(":").at(-1);
+      const pod = docs(WEB_DEPLOYMENT)[0].spec.template;
+      const wantSpec = {
+        initContainers: [
+          `mesh-init ${want.hub}/proxy_init:${tag}`,
+          `enable-core-dump ${want.hub}/proxy_init:${tag}`,
+        ],
+        containers: ["web nginx", `mesh-proxy ${want.hub}/${want.proxy}:${tag}`],
+        pull: want.pull,
+        secret: "mesh.web-sa",
+      };
+
+      // as sidecar-injector does: both config maps parsed, the JSON patch applied to the pod
+      const injectConfig = parseInjectConfig(cm("mesh-sidecar-injector").data.config, "inject");
+      const injector = new Injector({
+        policy: injectConfig.policy,
+        template: injectConfig.template,
+        meshConfig: parseMeshConfig(cm("mesh").data.mesh, "mesh"),
+      });
+      assert.equal(injector.decide(pod, "shop").inject, true, name);
+      const out = applyPatch(pod, injector.patch(pod));
+      assert.deepEqual(injected(out.spec), wantSpec, name);
+      assert.ok(out.metadata.annotations[STATUS_ANNOTATION], `${name}: status annotation`);
+      const proxyArgs = out.spec.containers[1].args;
+      assert.equal(
+        proxyArgs[proxyArgs.indexOf("--discoveryAddress") + 1],
+        `mesh-discovery.${name === "custom-images" ? "mesh-prod" : "mesh-system"}:15007`,
+        name,
+      );
+
+      // meshctl kube-inject with the same two config maps as files
+      await Deno.writeTextFile(`${dir}/inject-config`, cm("mesh-sidecar-injector").data.config);
+      await Deno.writeTextFile(`${dir}/mesh.yaml`, cm("mesh").data.mesh);
+      const r = await meshctl([
+        "kube-inject",
+        "-f",
+        "-",
+        "--injectConfigFile",
+        "inject-config",
+        "--meshConfigFile",
+        "mesh.yaml",
+      ], { cwd: dir, stdin: WEB_DEPLOYMENT });
+      assert.equal(r.stderr, "", name);
+      assert.equal(r.code, 0, name);
+      const kube = docs(r.stdout)[0].spec.template;
+      assert.deepEqual(injected(kube.spec), wantSpec, `${name}: kube-inject`);
+      assert.deepEqual(kube, out, `${name}: kube-inject and sidecar-injector agree`);
+    }
+  });
+});
+
+/** The options `program` gets from a container's `--name=value` arguments (as its CLI parses them). */
+function optionsOf(program: ProgramSpec, args: string[]): Obj {
+  const flags = allFlags(program.root);
+  const values = new Map<string, unknown>();
+  for (const a of args) {
+    const m = /^--([^=]+)(?:=(.*))?$/.exec(a);
+    assert.ok(m, `${program.name}: argument ${a} is not --name=value`);
+    const spec = flags.find((f) => f.name === m[1]);
+    assert.ok(spec, `${program.name}: no flag --${m[1]}`);
+    values.set(spec.name, spec.type.parse(m[2] ?? "true", values.get(spec.name) as never));
+  }
+  return resolveOptions(flags, [values]);
+}
+
+/** Where a file of a container comes from: `secret <name> <key>` or `configMap <name> <key>`. */
+function fileSource(pod: Obj, container: Obj, path: string): string {
+  const mount = (container.volumeMounts ?? [])
+    .filter((m: Obj) => path.startsWith(m.mountPath.replace(/\/?$/, "/")))
+    .sort((a: Obj, b: Obj) => b.mountPath.length - a.mountPath.length)[0];
+  assert.ok(mount, `${container.name}: ${path} is on no volume`);
+  const rel = path.slice(mount.mountPath.replace(/\/?$/, "/").length);
+  const volume = pod.volumes.find((v: Obj) => v.name === mount.name);
+  assert.ok(volume, `${container.name}: volume ${mount.name} is not defined`);
+  const kind = volume.secret ? "secret" : "configMap";
+  const src = volume.secret ?? volume.configMap;
+  const name = volume.secret ? src.secretName : src.name;
+  const key = src.items ? src.items.find((i: Obj) => i.path === rel)?.key : rel;
+  assert.ok(key, `${container.name}: ${path}: volume ${mount.name} has no item ${rel}`);
+  return `${kind} ${name} ${key}`;
+}
+
+/** The verbs a ClusterRole grants on `resource`. */
+function verbs(role: Obj, resource: string): string[] {
+  return role.rules.filter((r: Obj) => r.resources.includes(resource)).flatMap((r: Obj) => r.verbs);
+}
+
+Deno.test("gen-deploy's mesh_ca and sidecar-injector: the flags configure the programs, the injector's files come from the secret mesh_ca writes", async () => {
+  await withDir(async (dir) => {
+    for (const name of ["default", "mtls", "custom-images"]) {
+      const out = await render(name, dir);
+      const all = docs(out.stdout);
+      const find = (kind: string, n: string) =>
+        all.find((d) => d.kind === kind && d.metadata.name === n);
+      const ns = find("Deployment", "mesh-ca").metadata.namespace;
+      const env = { KUBERNETES_SERVICE_HOST: "10.0.0.1" };
+
+      // mesh_ca: a self-signed root in the orchestrator, secrets for the injector's service name
+      const caPod = find("Deployment", "mesh-ca").spec.template.spec;
+      const ca = caConfig(optionsOf(caProgram, caPod.containers[0].args), env);
+      assert.equal(ca.keys.kind, "self-signed", name);
+      assert.equal(ca.storageNamespace, ns, name);
+      assert.deepEqual(ca.orchestrator, { kubeconfig: "" }, name);
+      assert.deepEqual(ca.warnings, [], name);
+      const caRole = find("ClusterRole", `mesh-ca-${ns}`);
+      for (const v of ["create", "get", "list", "watch", "update", "delete"]) {
+        assert.ok(verbs(caRole, "secrets").includes(v), `${name}: mesh_ca may ${v} secrets`);
+      }
+      for (const v of ["list", "watch"]) {
+        assert.ok(verbs(caRole, "serviceaccounts").includes(v), `${name}: ${v} serviceaccounts`);
+      }
+      // gRPC callers' tokens are checked by a TokenReview (servers/ca/orch.ts)
+      assert.ok(verbs(caRole, "tokenreviews").includes("create"), `${name}: TokenReviews`);
+
+      // sidecar-injector: its flags pass toConfig, its files are in volumes that exist
+      const deploy = find("Deployment", "mesh-sidecar-injector");
+      const pod = deploy.spec.template.spec;
+      const container = pod.containers[0];
+      const inj = injectorConfig(optionsOf(injectorProgram, container.args), env);
+      const secret = `${WORKLOAD_SECRET.prefix}${pod.serviceAccountName}`;
+      assert.ok(find("ServiceAccount", pod.serviceAccountName), `${name}: service account`);
+      assert.deepEqual({
+        ca: fileSource(pod, container, inj.caCertFile),
+        cert: fileSource(pod, container, inj.tlsCertFile),
+        key: fileSource(pod, container, inj.tlsKeyFile),
+      }, {
+        ca: `secret ${secret} ${WORKLOAD_SECRET.root}`,
+        cert: `secret ${secret} ${WORKLOAD_SECRET.certChain}`,
+        key: `secret ${secret} ${WORKLOAD_SECRET.key}`,
+      }, name);
+      for (const file of [inj.injectConfigFile, inj.meshConfigFile]) {
+        const [kind, cmName, key] = fileSource(pod, container, file).split(" ");
+        assert.equal(kind, "configMap", `${name}: ${file}`);
+        assert.equal(typeof find("ConfigMap", cmName)?.data[key], "string", `${name}: ${file}`);
+      }
+      // the webhook calls the service whose name is in the certificate mesh_ca issues
+      const webhooks = find("MutatingWebhookConfiguration", inj.webhookConfigName).webhooks;
+      const webhook = webhooks.find((w: Obj) => w.name === inj.webhookName);
+      assert.ok(webhook, `${name}: webhook ${inj.webhookName}`);
+      const svc = webhook.clientConfig.service;
+      const dns = dnsNamesFor(ns, pod.serviceAccountName, {
+        custom: ca.customDnsNames,
+        appendWebhookNames: ca.appendDnsNames,
+        systemNamespace: ca.storageNamespace,
+      });
+      assert.ok(dns.includes(`${svc.name}.${svc.namespace}.svc`), `${name}: ${dns}`);
+      const service = find("Service", svc.name);
+      assert.equal(service.metadata.namespace, svc.namespace, name);
+      for (const [k, v] of Object.entries(service.spec.selector)) {
+        assert.equal(deploy.spec.template.metadata.labels[k], v, `${name}: service selects it`);
+      }
+      assert.equal(
+        service.spec.ports.find((p: Obj) => p.port === 443)?.targetPort,
+        inj.port,
+        `${name}: service port 443 reaches --port`,
+      );
+      // it reads the webhook configuration and replaces it with the caBundle (lib/inject/orch.ts)
+      const injRole = find("ClusterRole", `mesh-sidecar-injector-${ns}`);
+      for (const v of ["get", "update"]) {
+        assert.ok(
+          verbs(injRole, "mutatingwebhookconfigurations").includes(v),
+          `${name}: the injector may ${v} mutatingwebhookconfigurations`,
+        );
+      }
+
+      // every workload secret mounted is the one of the pod's own service account
+      for (const d of all.filter((d) => d.kind === "Deployment")) {
+        const spec = d.spec.template.spec;
+        for (const v of spec.volumes ?? []) {
+          const s = v.secret?.secretName;
+          if (!s?.startsWith(WORKLOAD_SECRET.prefix)) continue;
+          assert.equal(s, `${WORKLOAD_SECRET.prefix}${spec.serviceAccountName}`, d.metadata.name);
+          assert.ok(find("ServiceAccount", spec.serviceAccountName), d.metadata.name);
+        }
+      }
+    }
+  });
+});
+
+Deno.test("gen-deploy's ingress gateway is what discovery's Ingress Gateway and convert-networking-config's Gateway select; their certificates are in its mount", async () => {
+  await withDir(async (dir) => {
+    const all = docs((await render("default", dir)).stdout);
+    const deploy = all.find((d) =>
+      d.kind === "Deployment" && d.metadata.name === "mesh-ingressgateway"
+    );
+    const pod = deploy.spec.template.spec;
+    const labels = deploy.spec.template.metadata.labels;
+    assert.equal(labels.mesh, "ingressgateway");
+
+    // mesh-discovery: an Ingress object becomes a Gateway that selects the gateway's pod labels,
+    // also for a proxy that is not of the `ingress` type (a router)
+    const ctx = model({ configs: { ingresses: [ECHO_INGRESS] } });
+    const router = parseNodeId(
+      "router~10.0.9.9~mesh-ingressgateway-1.mesh-system~mesh-system.svc.cluster.local",
+      { labels },
+    );
+    const fromIngress = selectedGateways(ctx, router).filter((g) => g.fromIngress);
+    assert.equal(fromIngress.length, 1, "the Ingress-derived Gateway selects the gateway");
+    const other = parseNodeId("router~10.0.9.9~r.default~default.svc.cluster.local", {
+      labels: { mesh: "ingress" },
+    });
+    assert.deepEqual(selectedGateways(ctx, other).filter((g) => g.fromIngress), []);
+
+    // convert-networking-config: the Gateway it writes selects the same labels
+    const { configs } = convertConfigs([ECHO_INGRESS]);
+    const converted = configs.find((c) => c.kind === "Gateway")!;
+    const selector = (converted.spec as Obj).selector;
+    for (const [k, v] of Object.entries(selector)) assert.equal(labels[k], v, `selector ${k}`);
+
+    // both TLS servers read files of the gateway's certificate secret
+    const tlsOf = (spec: Obj) => spec.servers.find((s: Obj) => s.tls).tls;
+    for (const tls of [tlsOf(fromIngress[0].spec), tlsOf(converted.spec)]) {
+      assert.deepEqual([
+        fileSource(pod, pod.containers[0], tls.serverCertificate),
+        fileSource(pod, pod.containers[0], tls.privateKey),
+      ], ["secret mesh-ingressgateway-certs tls.crt", "secret mesh-ingressgateway-certs tls.key"]);
+    }
   });
 });

@@ -1,6 +1,7 @@
 /**
  * meshctl register / deregister: on the orch platform against the fake API server (checked with
- * the real kubectl), and on the fs platform with the ServiceEntry served by mesh-discovery.
+ * the real kubectl), and on the fs platform with the ServiceEntry served by mesh-discovery (its
+ * endpoints, and its service account checked under mutual TLS).
  */
 import assert from "node:assert/strict";
 import { parse } from "../../lib/deps/yaml.ts";
@@ -262,7 +263,27 @@ Deno.test("meshctl -p fs register keeps a ServiceEntry whose endpoints mesh-disc
       ],
     });
 
-    const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
+    // mutual TLS on: the clusters of the VM's service check its service account
+    const meshFile = await Deno.makeTempFile({ suffix: ".yaml" });
+    await Deno.writeTextFile(meshFile, "authPolicy: MUTUAL_TLS\n");
+    const d = await startDiscovery([
+      "--registries",
+      "Mock",
+      "--configDir",
+      dir,
+      "--meshConfig",
+      meshFile,
+    ]);
+    const sans = async () => {
+      const res = await post(`http://${d.http}/v3/discovery:clusters`, {
+        node: { id: "sidecar~10.9.0.1~app.default~default.svc.cluster.local" },
+      });
+      const body = JSON.parse(res.body) as { resources?: { name: string }[] };
+      const c = (body.resources ?? []).find((c) =>
+        c.name === "outbound|7070||vm-web.default.svc.cluster.local"
+      );
+      return JSON.stringify(c ?? null).match(/spiffe:\/\/[^"]+/g) ?? [];
+    };
     const eds = async () => {
       const res = await post(`http://${d.http}/v3/discovery:endpoints`, {
         node: { id: "sidecar~10.9.0.1~app.default~default.svc.cluster.local" },
@@ -290,6 +311,7 @@ Deno.test("meshctl -p fs register keeps a ServiceEntry whose endpoints mesh-disc
       await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 10_000);
       await waitUntil(async () => (await eds()).length === 2, 10_000);
       assert.deepEqual(await eds(), ["10.0.0.5:80", "10.0.0.6:80"]);
+      assert.deepEqual(await sans(), ["spiffe://cluster.local/ns/default/sa/default"]);
       // deregister: discovery drops the endpoint; the last one deletes the entry
       const dr = await meshctl(["deregister", "vm-web", "10.0.0.5", ...fs]);
       assert.deepEqual(dr, {
@@ -310,6 +332,7 @@ Deno.test("meshctl -p fs register keeps a ServiceEntry whose endpoints mesh-disc
       assert.match(none.stderr, /^Error: service-entry default\/vm-web not found/);
     } finally {
       const status = await d.proc.stop();
+      await Deno.remove(meshFile);
       assert.equal(status.code, 0, d.proc.output().slice(-3000));
     }
   });

@@ -45,3 +45,32 @@ Deno.test("buildClusters() gives round robin instead of ring hash to C-core 1.50
   assert.equal(world(core153).lb_policy, "RING_HASH");
   assert.equal(world(withClient(helloV1(), ENVOY_1_27)).lb_policy, "RING_HASH");
 });
+
+Deno.test("buildClusters() checks the service account of a VM registered by meshctl register (ServiceEntry annotation)", () => {
+  const vm = {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "ServiceEntry",
+    metadata: {
+      name: "vm-web",
+      namespace: "default",
+      annotations: { "alpha.mesh.io/orchestrator-serviceaccounts": "vm-sa" },
+    },
+    spec: {
+      hosts: ["vm-web.default.svc.cluster.local"],
+      ports: [{ number: 80, protocol: "HTTP", name: "http" }],
+      location: "MESH_INTERNAL",
+      resolution: "STATIC",
+      endpoints: [{ address: "10.0.0.5", ports: { http: 80 } }],
+    },
+  };
+  const ctx = model({ mesh: { authPolicy: "MUTUAL_TLS" }, serviceEntries: [vm] });
+  const c = buildClusters(ctx, helloV1()).find((c) =>
+    c.name === "outbound|80||vm-web.default.svc.cluster.local"
+  )!;
+  const sans = JSON.stringify(
+    c.transport_socket.typed_config.common_tls_context.combined_validation_context
+      ?.default_validation_context ??
+      c.transport_socket.typed_config.common_tls_context.validation_context,
+  );
+  assert.match(sans, /spiffe:\/\/cluster\.local\/ns\/default\/sa\/vm-sa/);
+});

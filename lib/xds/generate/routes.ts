@@ -84,6 +84,9 @@ export function headerMatcher(
 ): XdsResource | undefined {
   const s = stringMatcher(sm);
   if (!s) return undefined;
+  // An empty prefix or suffix holds for every value: Envoy's rules refuse it (min_len 1, in
+  // StringMatcher and in the older fields alike), so it is written as "the header is present".
+  if (s.prefix === "" || s.suffix === "") return { name, present_match: true };
   if (form === "string_match") return { name, string_match: s };
   const [kind, value] = Object.entries(s)[0];
   return { name, [LEGACY_FIELDS[kind]]: value };

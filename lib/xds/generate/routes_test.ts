@@ -76,6 +76,23 @@ Deno.test("routeMatch() writes the older oneof fields for clients without string
   }
 });
 
+Deno.test("routeMatch() writes an empty prefix or suffix as a presence match, valid in both forms", () => {
+  for (const form of ["string_match", "legacy"] as const) {
+    const m = routeMatch({
+      headers: { a: { prefix: "" }, b: { suffix: "" } },
+      scheme: { prefix: "" },
+    }, { ...scope, headerMatcher: form })!;
+    assert.deepEqual(m.headers, [
+      { name: "a", present_match: true },
+      { name: "b", present_match: true },
+      { name: ":scheme", present_match: true },
+    ]);
+    for (const h of m.headers) {
+      assert.deepEqual(pgvProblems("envoy.config.route.v3.HeaderMatcher", h), []);
+    }
+  }
+});
+
 Deno.test("buildRoutes() writes header matchers per client: Envoy 1.20+ string_match, gRPC C-core 1.51 the older fields", () => {
   const ctx = model({ configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] } });
   const node = (ua: Record<string, unknown>) =>

@@ -34,6 +34,7 @@ import {
   type CallHandler,
   type GrpcCall,
   GrpcStatus,
+  type H2Limits,
   listenGrpc,
   peerUris,
 } from "../../grpc/mod.ts";
@@ -75,12 +76,18 @@ export interface AdsServerOptions {
   server: XdsServer<any>;
   /** Logger (default `getLogger("ads")`). */
   logger?: Logger;
+  /** Transport limits (see `H2Limits` in lib/grpc; defaults there) and the connection cap. */
+  transport?: { limits?: Partial<H2Limits>; maxConnections?: number };
 }
 
 /** A running ADS listener. */
 export interface AdsServerHandle {
   /** The bound port (useful with port 0). */
   port: number;
+  /** False while the listener cannot accept connections (out of file descriptors). */
+  readonly accepting: boolean;
+  /** Connections refused because the connection cap was reached. */
+  readonly refused: number;
   /** Ends every stream (UNAVAILABLE), then stops the gRPC server. Idempotent. */
   shutdown(): Promise<void>;
 }
@@ -311,6 +318,8 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     tls,
     handlers,
     onError: (m) => log.warn(`ADS: ${m}`),
+    limits: opts.transport?.limits,
+    maxConnections: opts.transport?.maxConnections,
   }).catch((e) => {
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });
@@ -320,6 +329,12 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
   let stopped: Promise<void> | undefined;
   return {
     port,
+    get accepting() {
+      return listener.accepting;
+    },
+    get refused() {
+      return listener.refused;
+    },
     shutdown() {
       stopped ??= (async () => {
         const bye = { code: GrpcStatus.UNAVAILABLE, message: "Server is shutting down" };

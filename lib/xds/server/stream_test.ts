@@ -653,3 +653,257 @@ Deno.test("delta ADS: initial versions of explicit names are honoured and later 
   assert.equal(s.unread, 0);
   server.close();
 });
+
+// ---- ACK/NACK bookkeeping ---------------------------------------------------------------------
+// /debug/syncz, the NACK metrics and "keep the last good config" rest on these fields.
+
+/** The bookkeeping of one type without the timestamps. */
+function acks(server: XdsServer<TestProxy>, typeUrl: string) {
+  const t = server.connections()[0].types[typeUrl];
+  const strip = <T extends { time: string }>(x: T | undefined) => {
+    if (!x) return undefined;
+    const { time: _, ...rest } = x;
+    return rest;
+  };
+  return { acked: strip(t.lastAcked), nack: strip(t.lastNack) };
+}
+
+Deno.test("SotW NACK leaves the last acked version and nonce unchanged", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
+  cache.set(CDS, "c1", bytes("bad"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const r2 = await s.next();
+  // Envoy NACKs with the version it still runs (r1) and the nonce of the rejected response (r2);
+  // a client that reports the rejected version must not make it look acked either.
+  for (const version_info of [r1.version_info, r2.version_info]) {
+    h.receive({
+      type_url: CDS,
+      version_info,
+      response_nonce: r2.nonce,
+      error_detail: { code: 3, message: "bad" },
+    });
+    await server.flush();
+    assert.deepEqual(acks(server, CDS), {
+      acked: { version: r1.version_info, nonce: r1.nonce },
+      nack: { version: version_info, nonce: r2.nonce, error: "bad" },
+    });
+  }
+  server.close();
+});
+
+Deno.test("SotW stale nonces change neither the acked nor the NACKed state nor the NACK count", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  cache.set(CDS, "c1", bytes("b"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const r2 = await s.next();
+  // The client answers r1 after r2 went out: a stale ACK, then a stale NACK.
+  h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
+  h.receive({
+    type_url: CDS,
+    version_info: "",
+    response_nonce: r1.nonce,
+    error_detail: { code: 3, message: "stale" },
+  });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), { acked: undefined, nack: undefined });
+  assert.equal(metrics.nacks.cds, undefined);
+  // An unknown nonce is stale too.
+  h.receive({ type_url: CDS, version_info: r2.version_info, response_nonce: "nope" });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), { acked: undefined, nack: undefined });
+  // The current nonce is an ACK; stale ones after it still change nothing.
+  h.receive({ type_url: CDS, version_info: r2.version_info, response_nonce: r2.nonce });
+  h.receive({
+    type_url: CDS,
+    version_info: r1.version_info,
+    response_nonce: r1.nonce,
+    error_detail: { code: 3, message: "stale" },
+  });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), {
+    acked: { version: r2.version_info, nonce: r2.nonce },
+    nack: undefined,
+  });
+  assert.equal(metrics.nacks.cds, undefined);
+  assert.equal(s.unread, 0);
+  server.close();
+});
+
+Deno.test("delta NACK is recorded and counted as a NACK, leaves the last ACK, and stale nonces change nothing", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: CDS });
+  const d1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  await server.flush();
+  const ackD1 = { version: d1.system_version_info, nonce: d1.nonce };
+  assert.deepEqual(acks(server, CDS), { acked: ackD1, nack: undefined });
+  cache.set(CDS, "c1", bytes("bad"));
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  const d2 = await s.next();
+  assert.notEqual(d2.system_version_info, d1.system_version_info);
+  // Stale: the nonce of d1 again, as an ACK and as a NACK.
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  h.receive({ type_url: CDS, response_nonce: d1.nonce, error_detail: { code: 3, message: "x" } });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), { acked: ackD1, nack: undefined });
+  assert.equal(metrics.nacks.cds, undefined);
+  // The NACK of d2.
+  h.receive({
+    type_url: CDS,
+    response_nonce: d2.nonce,
+    error_detail: { code: 3, message: "cluster c1: bad" },
+  });
+  await server.flush();
+  assert.deepEqual(acks(server, CDS), {
+    acked: ackD1,
+    nack: { version: d2.system_version_info, nonce: d2.nonce, error: "cluster c1: bad" },
+  });
+  assert.equal(metrics.nacks.cds, 1);
+  assert.equal(s.unread, 0, "a NACK does not trigger a resend");
+  server.close();
+});
+
+// ---- what the server believes the client holds (found by mutation testing) ---------------------
+
+Deno.test("SotW request with an empty nonce on an open stream re-initializes it: everything is sent again", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  const r1 = await s.next();
+  h.receive({
+    type_url: EDS,
+    resource_names: ["c1", "c2"],
+    version_info: r1.version_info,
+    response_nonce: r1.nonce,
+  });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  // The client lost its state (e.g. its subscription restarted) and asks again from scratch.
+  h.receive({ type_url: EDS, resource_names: ["c1", "c2"] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1", "c2"]);
+  server.close();
+});
+
+Deno.test("SotW names dropped from a subscription are forgotten: subscribing again sends them again", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  const ack = (r: DiscoveryResponse, resource_names: string[]) =>
+    h.receive({
+      type_url: EDS,
+      resource_names,
+      version_info: r.version_info,
+      response_nonce: r.nonce,
+    });
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  const r1 = await s.next();
+  ack(r1, ["c1"]); // ACK, and drop c2
+  await server.flush();
+  assert.deepEqual(Object.keys(server.connections()[0].types[EDS].resources), ["c1"]);
+  ack(r1, ["c1", "c2"]);
+  await server.flush();
+  assert.ok(names(await s.next()).includes("c2"), "c2 is sent again");
+  server.close();
+});
+
+Deno.test("delta re-subscribing to a held name sends it again", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: EDS, resource_names_subscribe: ["c1"] });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c1"]);
+  h.receive({ type_url: EDS, response_nonce: d1.nonce });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  h.receive({ type_url: EDS, resource_names_subscribe: ["c1"] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1"]);
+  server.close();
+});
+
+Deno.test("a NACK without a message is recorded with its code, and a server without metrics hooks takes it", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const server = new XdsServer<TestProxy>({
+    parseNode: parseTestNode,
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    debounceAfter: 0,
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  });
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: r1.nonce, error_detail: { code: 3 } });
+  await server.flush();
+  assert.equal(acks(server, CDS).nack?.error, "code 3");
+  h.receive({ type_url: CDS, response_nonce: r1.nonce, error_detail: {} });
+  await server.flush();
+  assert.equal(acks(server, CDS).nack?.error, "code unknown");
+  server.close();
+});
+
+Deno.test("an EDS request without names subscribes to nothing (only CDS and LDS have wildcards), SotW and delta", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [CDS, "c1", "a"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS });
+  const d = new MemoryStream<DeltaDiscoveryResponse>();
+  server.openDelta(d).receive({ node: node("b"), type_url: EDS });
+  await server.flush();
+  while (s.unread) assert.deepEqual(names(await s.next()), [], "SotW sends no assignment");
+  while (d.unread) assert.deepEqual(names(await d.next()), [], "delta sends no assignment");
+  for (const c of server.connections()) assert.equal(c.types[EDS].wildcard, false, c.mode);
+  server.close();
+});
+
+Deno.test("delta: a legacy wildcard (no names in the first request) ends when names are subscribed", async () => {
+  const cache = cacheWith([[LDS, "l1", "a"], [LDS, "l2", "b"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: LDS });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["l1", "l2"]);
+  assert.equal(server.connections()[0].types[LDS].wildcard, true);
+  h.receive({ type_url: LDS, response_nonce: d1.nonce, resource_names_subscribe: ["l1"] });
+  await server.flush();
+  assert.equal(server.connections()[0].types[LDS].wildcard, false);
+  cache.set(LDS, "l2", bytes("b2"));
+  server.push({ kind: "full" });
+  await server.flush();
+  while (s.unread) assert.ok(!names(await s.next()).includes("l2"), "l2 is no longer subscribed");
+  server.close();
+});
+
+Deno.test("delta requests for an unknown type URL are ignored; known types are still served", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server } = newServer(cache, { knownTypes: [CDS, EDS, LDS, RDS] });
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: XDS_TYPES.secret, resource_names_subscribe: ["x"] });
+  h.receive({ type_url: XDS_TYPES.secret, resource_names_subscribe: ["y"] });
+  h.receive({ type_url: CDS });
+  assert.deepEqual(names(await s.next()), ["c1"]);
+  await server.flush();
+  assert.equal(s.sent.length, 1, "nothing is sent for the unknown type");
+  assert.deepEqual(Object.keys(server.connections()[0].types), [CDS]);
+  server.close();
+});

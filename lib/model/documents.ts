@@ -1,0 +1,80 @@
+/**
+ * Parsing of multi-document YAML/JSON text into documents, with bounds: one shared reader for
+ * every place that takes configuration files (the file store, meshctl), so that each reports
+ * the same clear error for a hostile document and the work per document stays bounded.
+ * @module
+ */
+import { parseAllDocuments } from "../deps/yaml.ts";
+import { firstErrorLine } from "./errors.ts";
+import { MAX_ALIASES, MAX_DEPTH } from "./limits.ts";
+import { escapeControl, QUOTE_MAX } from "./values.ts";
+
+/** One document of a stream: its decoded value, or why it cannot be read. */
+export interface ParsedDocument {
+  /** 1-based index of the document in the text. */
+  index: number;
+  /** The decoded value (`null` for an empty document); absent when `error` is set. */
+  value?: unknown;
+  /** One line: `cannot parse YAML: ...` (no code frame, bounded length). */
+  error?: string;
+  /** Character offset where the document starts in the text. */
+  start: number;
+}
+
+/**
+ * Parses every document of `text`. Never throws: a document that cannot be read carries an
+ * `error` (the first parser error, without the code frame; nesting too deep for the parser;
+ * more than {@link MAX_ALIASES} aliases). Shape bounds (self-reference, depth, size) are checked
+ * by `normalizeObject`.
+ */
+export function parseDocuments(text: string): ParsedDocument[] {
+  let list;
+  try {
+    // prettyErrors off: a code frame per error costs ~50 µs each, and a broken flow sequence
+    // can hold hundreds of thousands of errors
+    const parsed = parseAllDocuments(text, { prettyErrors: false, logLevel: "error" });
+    list = Array.isArray(parsed) ? parsed : [];
+  } catch (err) {
+    return [{ index: 1, start: 0, error: `cannot parse YAML: ${parserMessage(err)}` }];
+  }
+  return list.map((doc, i): ParsedDocument => {
+    const index = i + 1;
+    const start = doc.range?.[0] ?? 0;
+    if (doc.errors.length > 0) {
+      const e = doc.errors[0];
+      return { index, start, error: `cannot parse YAML: ${parserMessage(e)}${where(text, e.pos)}` };
+    }
+    try {
+      return { index, start, value: doc.toJS({ maxAliasCount: MAX_ALIASES }) };
+    } catch (err) {
+      return { index, start, error: `cannot parse YAML: ${parserMessage(err)}` };
+    }
+  });
+}
+
+/** ` at line L, column C` of a parser error's offset (computed for the first error only). */
+function where(text: string, pos: unknown): string {
+  const at = Array.isArray(pos) && typeof pos[0] === "number" ? pos[0] : -1;
+  if (at < 0 || at > text.length) return "";
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf("\n"); i !== -1 && i < at; i = text.indexOf("\n", i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return ` at line ${line}, column ${at - lineStart + 1}`;
+}
+
+/** A parser error as one bounded line, with the resource-exhaustion cases in plain words. */
+function parserMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof RangeError || /Maximum call stack size exceeded/.test(message)) {
+    return `nested deeper than the parser can read (keep documents under ${MAX_DEPTH} levels)`;
+  }
+  if (/Excessive alias count/.test(message)) {
+    return `more than ${MAX_ALIASES} aliases (*name) are resolved in this document`;
+  }
+  const line = firstErrorLine(message);
+  const max = QUOTE_MAX * 3;
+  return escapeControl(line.length > max ? line.slice(0, max) + "..." : line);
+}

@@ -1,0 +1,91 @@
+/**
+ * The contract between the policy runtime and its adapters.
+ * @module
+ */
+
+import type { ValueType } from "../../../lib/expr/mod.ts";
+import type { Logger } from "../../../lib/log/mod.ts";
+import type { ConfigObject } from "../../../lib/model/types.ts";
+import type { InstanceValue } from "../templates.ts";
+
+/** A gRPC status carried in a Check result. */
+export interface RpcStatus {
+  code: number;
+  message?: string;
+}
+
+/** What one check handler decided. */
+export interface CheckResult {
+  status: RpcStatus;
+  validDurationMs: number;
+  validUseCount: number;
+}
+
+/** Arguments of a quota allocation. */
+export interface QuotaArgs {
+  amount: number;
+  bestEffort: boolean;
+  /** Deduplication id of the allocation (request id + quota name). */
+  dedupId: string;
+}
+
+/** What a quota handler granted. */
+export interface QuotaResult {
+  granted: number;
+  validDurationMs: number;
+}
+
+/** An instance handed to an adapter. */
+export interface Instance {
+  /** `<name>.<kind>.<namespace>`. */
+  name: string;
+  kind: string;
+  value: InstanceValue;
+  /** Types of the top-level expression fields. */
+  types: Readonly<Record<string, ValueType>>;
+}
+
+/** A configured handler. */
+export interface Handler {
+  check?(instance: Instance): CheckResult | Promise<CheckResult>;
+  quota?(instance: Instance, args: QuotaArgs): QuotaResult | Promise<QuotaResult>;
+  report?(instances: Instance[]): void | Promise<void>;
+  /** Prometheus text of the handler's metrics (prometheus adapter). */
+  metrics?(): Promise<string>;
+  close?(): void | Promise<void>;
+}
+
+/** What adapters may use. */
+export interface AdapterEnv {
+  log: Logger;
+  now: () => number;
+  /** ServiceRole and ServiceRoleBinding objects of the current configuration. */
+  rbac: () => { roles: readonly ConfigObject[]; bindings: readonly ConfigObject[] };
+  /** Writes a line to stdout or stderr (stdio adapter). */
+  write: (stream: "stdout" | "stderr", line: string) => void;
+  /** Fetches a list (listchecker provider_url). */
+  fetch: typeof fetch;
+}
+
+/** An adapter kind. */
+export interface Adapter {
+  kind: string;
+  /** Template kinds it accepts. */
+  templates: readonly string[];
+  /**
+   * Builds a handler from its params.
+   * @throws {ConfigIssue} naming `object` and the field.
+   */
+  build(spec: Record<string, unknown>, env: AdapterEnv, object: string): Handler;
+}
+
+/** gRPC codes used by adapters. */
+export const Code = {
+  OK: 0,
+  INVALID_ARGUMENT: 3,
+  NOT_FOUND: 5,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  INTERNAL: 13,
+} as const;

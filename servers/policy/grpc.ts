@@ -1,0 +1,202 @@
+/**
+ * The policy API (`mesh.mixer.v1.Mixer`: Check, Report) as call handlers for our gRPC
+ * transport (`lib/grpc`). Each call runs in the API worker pool and each adapter call in the
+ * adapter worker pool: beyond their sizes, callers wait.
+ * @module
+ */
+
+import type { CallHandler, GrpcCall } from "../../lib/grpc/mod.ts";
+import type { Logger } from "../../lib/log/mod.ts";
+import {
+  AttributeError,
+  type CheckResponse,
+  decompress,
+  MIXER_SERVICE,
+  type MixerCodec,
+  type ProtoTime,
+  TrackingBag,
+} from "../../lib/mixer/mod.ts";
+import type { Value } from "../../lib/expr/mod.ts";
+import { Code } from "./adapters/mod.ts";
+import type { Pool } from "./pool.ts";
+import type { Snapshot } from "./runtime.ts";
+
+/** Hooks for the server's own metrics. */
+export interface ApiMetrics {
+  /** A Check answered with its precondition status code, or failed with a gRPC status. */
+  check(code: number, seconds: number): void;
+  /** A Report with `bags` attribute bags ended with gRPC status `code`. */
+  report(code: number, bags: number, seconds: number): void;
+}
+
+/** Options of {@link mixerHandlers}. */
+export interface MixerApiOptions {
+  codec: MixerCodec;
+  api: Pool;
+  adapters: Pool;
+  snapshot: () => Snapshot;
+  metrics: ApiMetrics;
+  log: Logger;
+  /** The largest request message (bytes). */
+  maxMessageSize: number;
+  /** Called around each call (tracing): returns the function that ends its span. */
+  span?: (name: string, call: GrpcCall) => (status: number, message?: string) => void;
+}
+
+/** A failed call with its gRPC status. */
+class CallError extends Error {
+  constructor(readonly code: number, message: string) {
+    super(message);
+  }
+}
+
+const duration = (ms: number): ProtoTime => {
+  const seconds = Math.floor(ms / 1000);
+  return { seconds, nanos: Math.round((ms - seconds * 1000) * 1e6) };
+};
+
+function unary(
+  name: string,
+  o: MixerApiOptions,
+  work: (req: Uint8Array) => Promise<Uint8Array>,
+): CallHandler {
+  return (call) => {
+    let req: Uint8Array | undefined;
+    let count = 0, tooBig = false, gone = false;
+    const endSpan = o.span?.(name, call);
+    const finish = (status: number, message?: string) => {
+      endSpan?.(status, message);
+      call.end(status, message);
+    };
+    call.onMessage = (m) => {
+      count++;
+      if (m.length > o.maxMessageSize) tooBig = true;
+      else req = new Uint8Array(m);
+    };
+    call.onCancel = () => gone = true;
+    call.onEnd = () => {
+      if (tooBig) {
+        return finish(
+          Code.RESOURCE_EXHAUSTED,
+          `request larger than --maxMessageSize (${o.maxMessageSize} bytes)`,
+        );
+      }
+      if (count !== 1 || !req) {
+        return finish(Code.INVALID_ARGUMENT, `want exactly one request message, got ${count}`);
+      }
+      const body = req;
+      // The pool bounds the work, not the write: a client that does not read its answer
+      // holds no worker (the transport's backpressure and send timeout deal with it).
+      o.api.run(() => gone ? undefined : work(body)).then(async (res) => {
+        if (gone || !res) return;
+        try {
+          await call.send([res]);
+          finish(Code.OK);
+        } catch {
+          // the call ended first (reset or connection closed)
+        }
+      }, (e) => {
+        if (gone) return;
+        const err = e instanceof CallError
+          ? e
+          : new CallError(Code.INTERNAL, `internal error: ${(e as Error).message}`);
+        if (err.code === Code.INTERNAL) o.log.error(`${name}: ${err.message}`);
+        finish(err.code, err.message);
+      });
+    };
+  };
+}
+
+function decodeError(e: unknown): never {
+  if (e instanceof AttributeError) throw new CallError(Code.INVALID_ARGUMENT, e.message);
+  throw new CallError(Code.INVALID_ARGUMENT, `cannot decode the request: ${(e as Error).message}`);
+}
+
+/** The Check and Report handlers by path. */
+export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
+  const run = <T>(f: () => T | Promise<T>) => o.adapters.run(f);
+  const check = async (body: Uint8Array): Promise<Uint8Array> => {
+    const started = performance.now();
+    let req, values;
+    try {
+      req = o.codec.decodeCheckRequest(body);
+      values = decompress(req.attributes, req.global_word_count ?? 0);
+    } catch (e) {
+      o.metrics.check(Code.INVALID_ARGUMENT, 0);
+      decodeError(e);
+    }
+    const bag = new TrackingBag(values);
+    const snap = o.snapshot();
+    let pre;
+    try {
+      pre = await snap.check(bag, run);
+    } catch (e) {
+      o.metrics.check(Code.INTERNAL, 0);
+      throw new CallError(Code.INTERNAL, `check dispatch failed: ${(e as Error).message}`);
+    }
+    const res: CheckResponse = {
+      precondition: {
+        status: { code: pre.status.code, message: pre.status.message ?? "" },
+        valid_duration: duration(pre.validDurationMs),
+        valid_use_count: pre.validUseCount,
+        referenced_attributes: bag.referenced(),
+      },
+      quotas: {},
+    };
+    if (pre.status.code === Code.OK) {
+      for (const [name, q] of Object.entries(req.quotas ?? {})) {
+        const amount = Number(q.amount ?? 0);
+        try {
+          const r = await snap.quota(bag, name, {
+            amount,
+            bestEffort: Boolean(q.best_effort),
+            dedupId: (req.deduplication_id ?? "") + name,
+          }, run);
+          res.quotas![name] = {
+            valid_duration: duration(r.validDurationMs),
+            granted_amount: r.granted,
+          };
+        } catch (e) {
+          throw new CallError(Code.INTERNAL, `quota "${name}" failed: ${(e as Error).message}`);
+        }
+      }
+    }
+    o.metrics.check(pre.status.code, (performance.now() - started) / 1000);
+    return o.codec.encodeCheckResponse(res);
+  };
+  const report = async (body: Uint8Array): Promise<Uint8Array> => {
+    const started = performance.now();
+    let req;
+    try {
+      req = o.codec.decodeReportRequest(body);
+    } catch (e) {
+      o.metrics.report(Code.INVALID_ARGUMENT, 0, 0);
+      decodeError(e);
+    }
+    const snap = o.snapshot();
+    const bag = new Map<string, Value>();
+    const list = req.attributes ?? [];
+    let first: string | undefined;
+    for (const [i, ca] of list.entries()) {
+      try {
+        decompress(ca, req.global_word_count ?? 0, bag, req.default_words ?? []);
+      } catch (e) {
+        o.metrics.report(Code.INVALID_ARGUMENT, i, 0);
+        throw new CallError(Code.INVALID_ARGUMENT, `attributes[${i}]: ${(e as Error).message}`);
+      }
+      try {
+        await snap.report({ get: (n) => bag.get(n) }, run);
+      } catch (e) {
+        first ??= `attributes[${i}]: ${(e as Error).message}`;
+      }
+    }
+    const code = first ? Code.INVALID_ARGUMENT : Code.OK;
+    o.metrics.report(code, list.length, (performance.now() - started) / 1000);
+    if (first) throw new CallError(code, first);
+    return o.codec.encodeReportResponse();
+  };
+  return new Map([
+    [`/${MIXER_SERVICE}/Check`, unary("Check", o, check)],
+    [`/${MIXER_SERVICE}/Report`, unary("Report", o, report)],
+  ]);
+}

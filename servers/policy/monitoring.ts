@@ -1,0 +1,126 @@
+/**
+ * The self-monitoring HTTP listener (`--monitoringPort`): `/metrics` (the server's own metrics
+ * and those of its prometheus handlers), `/version`, and with `--profile` `/debug/pprof/heap`
+ * and `/debug/pprof/profile?seconds=N`.
+ * @module
+ */
+
+import * as prom from "../../lib/deps/prom.ts";
+import { startCpuProfile } from "../../lib/process/mod.ts";
+import type { ApiMetrics } from "./grpc.ts";
+
+/** The server's own metrics. */
+export interface PolicyMetrics extends ApiMetrics {
+  /** A configuration load: accepted, or rejected with `issues` problems. */
+  config(ok: boolean, issues: number): void;
+  /** The Prometheus text of the server's own metrics. */
+  text(): Promise<string>;
+}
+
+/** Creates the server's metrics in a registry of their own. */
+export function createPolicyMetrics(): PolicyMetrics {
+  const registers = [new prom.Registry()];
+  const checks = new prom.Counter({
+    name: "mesh_policy_check_total",
+    help: "Check calls by precondition status code (or the gRPC status of a failed call).",
+    labelNames: ["code"] as const,
+    registers,
+  });
+  const checkSeconds = new prom.Histogram({
+    name: "mesh_policy_check_duration_seconds",
+    help: "Time to answer a Check.",
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1],
+    registers,
+  });
+  const reports = new prom.Counter({
+    name: "mesh_policy_report_total",
+    help: "Report calls by gRPC status code.",
+    labelNames: ["code"] as const,
+    registers,
+  });
+  const bags = new prom.Counter({
+    name: "mesh_policy_report_attribute_bags_total",
+    help: "Attribute bags received in Report calls.",
+    registers,
+  });
+  const loads = new prom.Counter({
+    name: "mesh_policy_config_loads_total",
+    help: "Configuration loads by result (accepted, rejected).",
+    labelNames: ["result"] as const,
+    registers,
+  });
+  const issues = new prom.Gauge({
+    name: "mesh_policy_config_issues",
+    help: "Problems of the last configuration seen (0 when it is in force).",
+    registers,
+  });
+  return {
+    check(code, seconds) {
+      checks.inc({ code: String(code) });
+      if (seconds > 0) checkSeconds.observe(seconds);
+    },
+    report(code, n) {
+      reports.inc({ code: String(code) });
+      bags.inc(n);
+    },
+    config(ok, n) {
+      loads.inc({ result: ok ? "accepted" : "rejected" });
+      issues.set(n);
+    },
+    text: () => registers[0].metrics(),
+  };
+}
+
+/** Options of {@link monitoringHandler}. */
+export interface MonitoringOptions {
+  metrics: () => Promise<string>;
+  versionText: string;
+  profile: boolean;
+}
+
+const text = (status: number, body: string, type = "text/plain; charset=utf-8") =>
+  new Response(body, { status, headers: { "content-type": type } });
+
+/** The monitoring HTTP handler. */
+export function monitoringHandler(o: MonitoringOptions): (req: Request) => Promise<Response> {
+  return async (req) => {
+    const url = new URL(req.url);
+    if (req.method !== "GET" && req.method !== "HEAD") return text(405, "Use GET\n");
+    if (url.pathname === "/metrics") return text(200, await o.metrics(), prom.register.contentType);
+    if (url.pathname === "/version") {
+      return text(200, o.versionText.endsWith("\n") ? o.versionText : o.versionText + "\n");
+    }
+    if (!url.pathname.startsWith("/debug/pprof")) {
+      return text(404, `404 page not found: ${url.pathname}\n`);
+    }
+    if (!o.profile) return text(404, "Profiling is off (start with --profile)\n");
+    if (url.pathname === "/debug/pprof/profile") {
+      const raw = url.searchParams.get("seconds") ?? "30";
+      const seconds = Number(raw);
+      if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
+        return text(400, `Bad seconds ${JSON.stringify(raw)}: want a number in (0, 600]\n`);
+      }
+      let p;
+      try {
+        p = await startCpuProfile();
+      } catch (e) {
+        return text(409, `${(e as Error).message}\n`);
+      }
+      await new Promise((r) => setTimeout(r, seconds * 1000));
+      return new Response(JSON.stringify(await p.stop()), {
+        headers: { "content-type": "application/json" },
+      });
+    }
+    if (url.pathname === "/debug/pprof/heap") {
+      const v8 = await import("node:v8");
+      const chunks: Uint8Array[] = [];
+      for await (const c of v8.getHeapSnapshot()) {
+        chunks.push(typeof c === "string" ? new TextEncoder().encode(c) : c);
+      }
+      return new Response(new Blob(chunks as BlobPart[]).stream(), {
+        headers: { "content-type": "application/octet-stream" },
+      });
+    }
+    return text(404, "Available: /debug/pprof/heap, /debug/pprof/profile?seconds=N\n");
+  };
+}

@@ -1,0 +1,374 @@
+/**
+ * The policy runtime: a configuration snapshot (rules with compiled `match` expressions,
+ * compiled instances, built handlers) and the dispatch of Check, quota and Report through it.
+ * A snapshot is built from the whole configuration at once; any problem rejects the snapshot
+ * (the caller keeps the previous one) with every issue naming the object and field.
+ * @module
+ */
+
+import {
+  type AttributeBag,
+  type AttributeManifest,
+  compile,
+  type Compiled,
+  DEFAULT_MANIFEST,
+  ExprError,
+  isValueType,
+  type ValueType,
+} from "../../lib/expr/mod.ts";
+import type { ConfigObject } from "../../lib/model/types.ts";
+import {
+  type AdapterEnv,
+  ADAPTERS,
+  type CheckResult,
+  Code,
+  type Handler,
+  type Instance,
+} from "./adapters/mod.ts";
+import { type CompiledInstance, compileInstance, ConfigIssue, TEMPLATES } from "./templates.ts";
+
+/** Check defaults when no handler answers (reference §4.3). */
+export const DEFAULT_VALID_DURATION_MS = 10_000;
+/** See {@link DEFAULT_VALID_DURATION_MS}. */
+export const DEFAULT_VALID_USE_COUNT = 200;
+
+interface Action {
+  handlerKey: string;
+  handler: Handler;
+  instances: CompiledInstance[];
+}
+
+interface Rule {
+  key: string;
+  namespace: string;
+  match?: Compiled;
+  actions: Action[];
+}
+
+/** A built handler and the spec it was built from (reused when unchanged). */
+export interface BuiltHandler {
+  spec: string;
+  handler: Handler;
+}
+
+/** Runs adapter work (the adapter worker pool). */
+export type AdapterRunner = <T>(work: () => T | Promise<T>) => Promise<T>;
+
+/** Result of a Check's precondition. */
+export interface PreconditionResult extends CheckResult {}
+
+/** Result of one quota. */
+export interface QuotaOutcome {
+  granted: number;
+  validDurationMs: number;
+}
+
+const key = (o: ConfigObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+
+/** Parses `<name>.<kind>[.<namespace>]` relative to `namespace`. */
+function resolveRef(
+  ref: string,
+  namespace: string,
+): { name: string; kind: string; ns: string } | undefined {
+  const parts = ref.split(".");
+  if (parts.length < 2) return undefined;
+  return {
+    name: parts[0],
+    kind: parts[1],
+    ns: parts.length > 2 ? parts.slice(2).join(".") : namespace,
+  };
+}
+
+/** The manifest: the built-in vocabulary plus the configuration's attribute manifests. */
+export function buildManifest(
+  objects: readonly ConfigObject[],
+  issues: ConfigIssue[],
+): AttributeManifest {
+  const m: Record<string, ValueType> = { ...DEFAULT_MANIFEST };
+  for (const o of objects) {
+    if (o.kind !== "attributemanifest") continue;
+    const attrs = (o.spec.attributes ?? {}) as Record<string, { valueType?: unknown }>;
+    for (const [name, a] of Object.entries(attrs)) {
+      const t = a?.valueType;
+      if (!isValueType(t)) {
+        issues.push(
+          new ConfigIssue(
+            key(o),
+            `spec.attributes.${name}.valueType`,
+            `unknown value type ${JSON.stringify(t)}`,
+          ),
+        );
+      } else m[name] = t;
+    }
+  }
+  return m;
+}
+
+/** A configuration snapshot. */
+export class Snapshot {
+  readonly rules: readonly Rule[];
+  readonly handlers: ReadonlyMap<string, BuiltHandler>;
+  readonly roles: readonly ConfigObject[];
+  readonly bindings: readonly ConfigObject[];
+  readonly defaultNamespace: string;
+  readonly #namespaced: boolean;
+
+  private constructor(
+    rules: Rule[],
+    handlers: Map<string, BuiltHandler>,
+    roles: ConfigObject[],
+    bindings: ConfigObject[],
+    defaultNamespace: string,
+  ) {
+    this.rules = rules;
+    this.handlers = handlers;
+    this.roles = roles;
+    this.bindings = bindings;
+    this.defaultNamespace = defaultNamespace;
+    this.#namespaced = rules.some((r) => r.namespace !== defaultNamespace);
+  }
+
+  /** An empty snapshot (no rules: Check answers the defaults). */
+  static empty(defaultNamespace: string): Snapshot {
+    return new Snapshot([], new Map(), [], [], defaultNamespace);
+  }
+
+  /**
+   * Builds a snapshot from every configuration object. Handlers whose spec did not change are
+   * taken from `previous` (adapter state such as quota counters survives reloads).
+   * @returns the snapshot, or the issues that reject it.
+   */
+  static build(
+    objects: readonly ConfigObject[],
+    defaultNamespace: string,
+    env: AdapterEnv,
+    previous?: Snapshot,
+  ): { snapshot: Snapshot; issues: [] } | { snapshot?: undefined; issues: ConfigIssue[] } {
+    const issues: ConfigIssue[] = [];
+    const manifest = buildManifest(objects, issues);
+    const handlers = new Map<string, BuiltHandler>();
+    const instances = new Map<string, CompiledInstance>();
+    const roles: ConfigObject[] = [], bindings: ConfigObject[] = [];
+    const built: BuiltHandler[] = [];
+    const attempt = (f: () => void) => {
+      try {
+        f();
+      } catch (e) {
+        if (e instanceof ConfigIssue) issues.push(e);
+        else throw e;
+      }
+    };
+    const rbacEnv: AdapterEnv = { ...env, rbac: () => ({ roles, bindings }) };
+    for (const o of objects) {
+      const k = key(o), ns = o.metadata.namespace ?? defaultNamespace;
+      if (o.kind === "ServiceRole") roles.push(o);
+      else if (o.kind === "ServiceRoleBinding") bindings.push(o);
+      else if (Object.hasOwn(TEMPLATES, o.kind)) {
+        attempt(() =>
+          instances.set(k, compileInstance(o.kind, o.metadata.name, ns, o.spec ?? {}, manifest))
+        );
+      } else if (ADAPTERS.has(o.kind)) {
+        const spec = JSON.stringify(o.spec ?? {});
+        const old = previous?.handlers.get(k);
+        if (old && old.spec === spec) handlers.set(k, old);
+        else {
+          attempt(() => {
+            const h = { spec, handler: ADAPTERS.get(o.kind)!.build(o.spec ?? {}, rbacEnv, k) };
+            handlers.set(k, h);
+            built.push(h);
+          });
+        }
+      }
+    }
+    const rules: Rule[] = [];
+    for (const o of objects) {
+      if (o.kind === "rule") {
+        attempt(() => rules.push(compileRule(o, defaultNamespace, manifest, handlers, instances)));
+      }
+    }
+    if (issues.length) {
+      for (const h of built) h.handler.close?.();
+      return { issues };
+    }
+    return {
+      snapshot: new Snapshot(rules, handlers, roles, bindings, defaultNamespace),
+      issues: [],
+    };
+  }
+
+  /** Closes the handlers of this snapshot that `next` does not reuse. */
+  async retire(next: Snapshot | undefined): Promise<void> {
+    const kept = new Set([...(next?.handlers.values() ?? [])].map((h) => h.handler));
+    for (const h of this.handlers.values()) if (!kept.has(h.handler)) await h.handler.close?.();
+  }
+
+  /** The rules that apply to a request: mesh-wide ones, and those of its destination's namespace. */
+  #applicable(bag: AttributeBag): Rule[] {
+    let ns: string | undefined;
+    if (this.#namespaced) {
+      const svc = bag.get("destination.service");
+      ns = typeof svc === "string" ? svc.split(".")[1] : undefined;
+    }
+    return this.rules.filter((r) => {
+      if (r.namespace !== this.defaultNamespace && r.namespace !== ns) return false;
+      if (!r.match) return true;
+      try {
+        return r.match.evaluate(bag) === true;
+      } catch {
+        return false; // an absent attribute in `match` means the rule does not apply
+      }
+    });
+  }
+
+  /** Dispatches a Check's precondition: the first non-OK status, the smallest validity. */
+  async check(bag: AttributeBag, run: AdapterRunner): Promise<PreconditionResult> {
+    const results: CheckResult[] = [];
+    for (const r of this.#applicable(bag)) {
+      for (const a of r.actions) {
+        if (!a.handler.check) continue;
+        for (const i of a.instances) {
+          if (i.variety !== "check") continue;
+          const inst = buildInstance(i, bag);
+          results.push(await run(() => a.handler.check!(inst)));
+        }
+      }
+    }
+    if (results.length === 0) {
+      return {
+        status: { code: Code.OK },
+        validDurationMs: DEFAULT_VALID_DURATION_MS,
+        validUseCount: DEFAULT_VALID_USE_COUNT,
+      };
+    }
+    return {
+      status: results.find((x) => x.status.code !== Code.OK)?.status ?? { code: Code.OK },
+      validDurationMs: Math.min(...results.map((x) => x.validDurationMs)),
+      validUseCount: Math.min(...results.map((x) => x.validUseCount)),
+    };
+  }
+
+  /** Allocates one quota (`name` is the instance's full or short name). */
+  async quota(
+    bag: AttributeBag,
+    name: string,
+    args: { amount: number; bestEffort: boolean; dedupId: string },
+    run: AdapterRunner,
+  ): Promise<QuotaOutcome> {
+    for (const r of this.#applicable(bag)) {
+      for (const a of r.actions) {
+        if (!a.handler.quota) continue;
+        const i = a.instances.find((x) =>
+          x.variety === "quota" && (x.fullName === name || x.fullName.split(".")[0] === name)
+        );
+        if (!i) continue;
+        const inst = buildInstance(i, bag);
+        return await run(() => a.handler.quota!(inst, args));
+      }
+    }
+    return { granted: args.amount, validDurationMs: DEFAULT_VALID_DURATION_MS };
+  }
+
+  /** Dispatches one attribute bag of a Report to every matching report handler. */
+  async report(bag: AttributeBag, run: AdapterRunner): Promise<void> {
+    const byHandler = new Map<Handler, Instance[]>();
+    for (const r of this.#applicable(bag)) {
+      for (const a of r.actions) {
+        if (!a.handler.report) continue;
+        for (const i of a.instances) {
+          if (i.variety !== "report") continue;
+          const list = byHandler.get(a.handler) ?? [];
+          list.push(buildInstance(i, bag));
+          byHandler.set(a.handler, list);
+        }
+      }
+    }
+    await Promise.all([...byHandler].map(([h, list]) => run(() => h.report!(list))));
+  }
+
+  /** Prometheus text of every handler that exposes metrics. */
+  async metrics(): Promise<string> {
+    const parts = await Promise.all(
+      [...this.handlers.values()].map((h) => h.handler.metrics?.() ?? ""),
+    );
+    return parts.filter((p) => p).join("\n");
+  }
+}
+
+function buildInstance(i: CompiledInstance, bag: AttributeBag): Instance {
+  return { name: i.fullName, kind: i.kind, value: i.build(bag), types: i.types };
+}
+
+function compileRule(
+  o: ConfigObject,
+  defaultNamespace: string,
+  manifest: AttributeManifest,
+  handlers: Map<string, BuiltHandler>,
+  instances: Map<string, CompiledInstance>,
+): Rule {
+  const k = key(o), ns = o.metadata.namespace ?? defaultNamespace;
+  const spec = o.spec as { match?: unknown; selector?: unknown; actions?: unknown };
+  const matchText = spec.match ?? spec.selector ?? "";
+  const field = spec.match !== undefined ? "spec.match" : "spec.selector";
+  if (typeof matchText !== "string") {
+    throw new ConfigIssue(k, field, "must be an expression (string)");
+  }
+  let match: Compiled | undefined;
+  if (matchText.trim() !== "") {
+    try {
+      match = compile(matchText, manifest);
+    } catch (e) {
+      if (e instanceof ExprError) throw new ConfigIssue(k, field, `${e.message} in "${matchText}"`);
+      throw e;
+    }
+    if (match.type !== "BOOL") {
+      throw new ConfigIssue(k, field, `must be a BOOL expression, not ${match.type}`);
+    }
+  }
+  const actions: Action[] = [];
+  const list = Array.isArray(spec.actions) ? spec.actions : [];
+  list.forEach((raw, ai) => {
+    const a = raw as { handler?: unknown; instances?: unknown };
+    const at = `spec.actions[${ai}]`;
+    const h = typeof a.handler === "string" ? resolveRef(a.handler, ns) : undefined;
+    if (!h) {
+      throw new ConfigIssue(
+        k,
+        `${at}.handler`,
+        `want <name>.<kind>[.<namespace>], got ${JSON.stringify(a.handler)}`,
+      );
+    }
+    const hk = `${h.kind}/${h.ns}/${h.name}`;
+    const handler = handlers.get(hk);
+    if (!handler) {
+      const why = ADAPTERS.has(h.kind) ? "no such handler" : `unsupported adapter kind "${h.kind}"`;
+      throw new ConfigIssue(k, `${at}.handler`, `${why}: "${a.handler}"`);
+    }
+    const adapter = ADAPTERS.get(h.kind)!;
+    const insts: CompiledInstance[] = [];
+    (Array.isArray(a.instances) ? a.instances : []).forEach((ref: unknown, ii: number) => {
+      const r = typeof ref === "string" ? resolveRef(ref, ns) : undefined;
+      const path = `${at}.instances[${ii}]`;
+      if (!r) {
+        throw new ConfigIssue(
+          k,
+          path,
+          `want <name>.<kind>[.<namespace>], got ${JSON.stringify(ref)}`,
+        );
+      }
+      const inst = instances.get(`${r.kind}/${r.ns}/${r.name}`);
+      if (!inst) throw new ConfigIssue(k, path, `no such instance: "${ref}"`);
+      if (!adapter.templates.includes(r.kind)) {
+        throw new ConfigIssue(
+          k,
+          path,
+          `handler kind "${h.kind}" does not take "${r.kind}" instances (takes ${
+            adapter.templates.join(", ")
+          })`,
+        );
+      }
+      insts.push(inst);
+    });
+    actions.push({ handlerKey: hk, handler: handler.handler, instances: insts });
+  });
+  return { key: k, namespace: ns, match, actions };
+}
