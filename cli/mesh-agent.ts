@@ -24,6 +24,12 @@ export const program: ProgramSpec = {
         summary: "Debugs the local proxy: prints one kind of its configuration.",
         args: ["<configuration-type>"],
         groups: [logging],
+        helpAfter: [
+          "Types: clusters, listeners, routes, config_dump, static, all.",
+          "The admin port is $MESH_AGENT_ADMIN_ADDRESS (default 127.0.0.1:15000); static prints",
+          "the files in $MESH_AGENT_CONFIG_PATH (default /etc/mesh/proxy).",
+        ].join("\n"),
+        load: () => import("./mesh-agent/debug.ts"),
       }),
       command({
         name: "proxy",
@@ -32,6 +38,7 @@ export const program: ProgramSpec = {
         args: ["[role]"],
         flags: proxyFlags,
         groups: [logging],
+        load: () => import("./mesh-agent/proxy.ts"),
       }),
       versionCommand(logging),
     ],

@@ -80,6 +80,17 @@ export function orchconfigDefault(
   return opts;
 }
 
+/** `proxy-config` flags. */
+export const proxyConfigFlags = [
+  flag({
+    name: "admin-address",
+    type: string,
+    default: "",
+    help:
+      "host:port of the proxy admin port `endpoint` reads on the fs platform (default 127.0.0.1:15000).",
+  }),
+] as const;
+
 /** `context-create` flags. */
 export const contextCreateFlags = [
   flag({
@@ -348,6 +359,8 @@ export const rbacCanFlags = [
 
 /** Options every meshctl command gets (global flags and L); `orchconfig` is always filled. */
 export type CommonOptions = OptionsOf<typeof common[number]["flags"][number]>;
+/** Options of `meshctl proxy-config`. */
+export type ProxyConfigOptions = OptionsOf<typeof proxyConfigFlags[number]> & CommonOptions;
 /** Options of `meshctl context-create`. */
 export type ContextCreateOptions = OptionsOf<typeof contextCreateFlags[number]> & CommonOptions;
 /** Options of `meshctl create`. */

@@ -9,7 +9,12 @@
  * `http-monitoring` (or `monitoring`), else 9093. For one proxy the first instance that knows it
  * answers; for `mesh` each instance's answer is printed under a `<pod> <type>` line.
  *
- * `endpoint` (the proxy's own admin interface) is not implemented yet (exit 1).
+ * `endpoint`: the proxy's own admin interface, as `mesh-agent debug` prints it (types `clusters`,
+ * `listeners`, `routes`, `static`, `all`; default `all`; `static` only through `mesh-agent debug`
+ * in the pod). With `--platform fs` the admin address is `--admin-address` (default
+ * `127.0.0.1:15000`); with `--platform orch` the pod `<pod-name>` in `-n` (default `default`) is
+ * looked up and its proxy container (`ingress`, `ingressgateway`, `egressgateway`, else
+ * `mesh-proxy`) asked at `<pod IP>:<--proxyAdminPort of that container, else 15000>`.
  * @module
  */
 
@@ -21,7 +26,7 @@ import {
   NOT_CONNECTED,
   printDebug,
 } from "../mesh-discovery/debug.ts";
-import type { CommonOptions } from "./flags.ts";
+import type { ProxyConfigOptions } from "./flags.ts";
 
 /** Monitoring port of discovery pods. */
 export const DISCOVERY_MONITORING_PORT = 9093;
@@ -43,11 +48,9 @@ export function monitoringPort(
 }
 
 /** Runs `proxy-config`. */
-export async function run(opts: CommonOptions, args: string[], ctx: CliContext) {
+export async function run(opts: ProxyConfigOptions, args: string[], ctx: CliContext) {
   const [location, pod, type = "all"] = args;
-  if (location === "endpoint") {
-    throw new Error("meshctl proxy-config endpoint is not implemented yet");
-  }
+  if (location === "endpoint") return await endpoint(opts, pod, type, ctx);
   if (location !== "discovery") {
     throw new UsageError(`"${location}" debug not supported: want endpoint or discovery`);
   }
@@ -90,5 +93,60 @@ export async function run(opts: CommonOptions, args: string[], ctx: CliContext) 
     }
   }
   if (pod !== "mesh") await ctx.stderr.write(NOT_CONNECTED + "\n");
+  return 0;
+}
+
+/** Types `proxy-config endpoint` accepts. */
+export const ENDPOINT_TYPES = ["clusters", "listeners", "routes", "config_dump", "all"];
+/** Proxy containers, in order of preference (Istio's rule). */
+const PROXY_CONTAINERS = ["ingress", "ingressgateway", "egressgateway", "mesh-proxy"];
+
+interface PodLike {
+  spec?: { containers?: { name: string; args?: string[] }[] };
+  status?: { podIP?: string };
+}
+
+/** `<pod IP>:<admin port>` of a pod's proxy, or an error naming what is missing. */
+export function proxyAdminAddress(pod: PodLike, name: string): string {
+  const containers = pod.spec?.containers ?? [];
+  const c = PROXY_CONTAINERS.map((n) => containers.find((x) => x.name === n)).find((x) => x);
+  if (!c) throw new Error(`pod ${name} has no proxy container (${PROXY_CONTAINERS.join(", ")})`);
+  if (!pod.status?.podIP) throw new Error(`pod ${name} has no IP yet`);
+  const args = c.args ?? [];
+  let port = "15000";
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "--proxyAdminPort" && i + 1 < args.length) port = args[i + 1];
+    else if (args[i].startsWith("--proxyAdminPort=")) port = args[i].split("=")[1];
+  }
+  const ip = pod.status.podIP.includes(":") ? `[${pod.status.podIP}]` : pod.status.podIP;
+  return `${ip}:${port}`;
+}
+
+async function endpoint(opts: ProxyConfigOptions, pod: string, type: string, ctx: CliContext) {
+  const admin = await import("../../lib/proxyadmin/mod.ts");
+  let t;
+  try {
+    t = admin.checkProxyConfigType(type, ENDPOINT_TYPES);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  let addr = opts.adminAddress || "127.0.0.1:15000";
+  if (opts.platform === "orch") {
+    const { kubeClient, loadKubeConfig } = await import("../../lib/kube/mod.ts");
+    const kc = await loadKubeConfig(opts.orchconfig);
+    const k8s = await kubeClient();
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const namespace = opts.namespace || "default";
+    let p;
+    try {
+      p = await core.readNamespacedPod({ name: pod, namespace });
+    } catch (e) {
+      throw new Error(
+        `Cannot get pod ${pod} in ${namespace}: ${(e as Error).message.split("\n")[0]}`,
+      );
+    }
+    addr = proxyAdminAddress(p as PodLike, pod);
+  }
+  await ctx.stdout.write(admin.formatSections(await admin.proxyConfig(addr, t)));
   return 0;
 }

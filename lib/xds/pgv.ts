@@ -66,6 +66,34 @@ function load(): { pb: Any; root: Any } {
   return (cache = { pb, root });
 }
 
+const extraLoaded = new Set<string>();
+
+/**
+ * Loads more `.proto` files (paths relative to `envoy-api/`, such as
+ * `envoy/config/bootstrap/v3/bootstrap.proto`) into the checker, so {@link pgvProblems} and
+ * {@link pgvEncode} know their messages. Loading a file twice is a no-op.
+ */
+export function pgvLoadProtoFiles(files: readonly string[]): void {
+  const { root } = load();
+  const todo = files.filter((f) => !extraLoaded.has(f));
+  if (!todo.length) return;
+  root.loadSync(todo.map((f) => path.join(xdsProtoRoot(), "envoy-api", f)), { keepCase: true });
+  root.resolveAll();
+  for (const f of todo) extraLoaded.add(f);
+}
+
+/**
+ * Encodes `obj` (the checker's object form: proto field names, durations as `{seconds, nanos}`,
+ * nested `Any`s as `{"@type": ..., ...fields}`) as protobuf message `typeName`. Throws when
+ * protobufjs rejects a value (a string where a message is expected, a bad enum name...).
+ */
+export function pgvEncode(typeName: string, obj: Record<string, unknown>): Uint8Array {
+  const t = load().root.lookupType(typeName);
+  const err = t.verify(t.fromObject(obj));
+  if (err) throw new Error(`${typeName.split(".").pop()}: ${err}`);
+  return t.encode(t.fromObject(obj)).finish();
+}
+
 /** Full name of every message type the checker knows (for tests and tooling). */
 export function pgvKnowsType(typeName: string): boolean {
   try {
@@ -362,5 +390,89 @@ export function pgvProblems(typeName: string, obj: unknown, label?: string): str
   const out: string[] = [];
   if (!obj || typeof obj !== "object") return [`${label ?? typeName}: expected an object`];
   validateInto(typeName, obj, label ?? typeName.split(".").pop()!, out);
+  return out;
+}
+
+const WRAPPERS = new Set(
+  ["Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes"].map((n) =>
+    `google.protobuf.${n}Value`
+  ),
+);
+
+function structValue(v: unknown): Any {
+  if (v === null) return { null_value: "NULL_VALUE" };
+  if (typeof v === "number") return { number_value: v };
+  if (typeof v === "string") return { string_value: v };
+  if (typeof v === "boolean") return { bool_value: v };
+  if (Array.isArray(v)) return { list_value: { values: v.map(structValue) } };
+  return { struct_value: structOf(v as Record<string, unknown>) };
+}
+
+function structOf(o: Record<string, unknown>): Any {
+  return { fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, structValue(v)])) };
+}
+
+function fromJsonValue(typeName: string, v: Any): Any {
+  if (v === null || v === undefined) return v;
+  if (typeName === "google.protobuf.Duration") {
+    const m = typeof v === "string" ? /^(-?\d+)(?:\.(\d{1,9}))?s$/.exec(v) : null;
+    if (!m) throw new Error(`expected a duration such as "1.5s", got ${q(v)}`);
+    return { seconds: Number(m[1]), nanos: Number((m[2] ?? "").padEnd(9, "0")) };
+  }
+  if (WRAPPERS.has(typeName)) return { value: v };
+  if (typeName === "google.protobuf.Struct") {
+    if (typeof v !== "object" || Array.isArray(v)) throw new Error(`expected an object`);
+    return structOf(v);
+  }
+  if (typeName === "google.protobuf.Value") return structValue(v);
+  if (typeName === "google.protobuf.Any") {
+    const at = v["@type"];
+    if (typeof at !== "string") throw new Error(`Any without "@type"`);
+    return { ...pgvFromProtoJson(at.slice(at.lastIndexOf("/") + 1), v), "@type": at };
+  }
+  return pgvFromProtoJson(typeName, v);
+}
+
+/**
+ * Turns the proto3 JSON form of message `typeName` (what Envoy reads from a bootstrap file:
+ * durations `"1s"`, wrappers and `Struct`s as bare values) into the checker's object form that
+ * {@link pgvProblems} and {@link pgvEncode} take. Fields the message lacks are kept as they are
+ * (so {@link pgvProblems} reports them); a value of the wrong shape throws, naming the field.
+ */
+export function pgvFromProtoJson(typeName: string, json: Any): Any {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new Error(`${typeName.split(".").pop()}: expected an object, got ${q(json)}`);
+  }
+  const { pb, root } = load();
+  const t = root.lookupType(typeName);
+  const out: Any = {};
+  for (const [k, v] of Object.entries(json)) {
+    const f = t.fields[k];
+    if (!f || !(f.resolvedType instanceof pb.Type)) {
+      out[k] = v;
+      continue;
+    }
+    const ft = f.resolvedType.fullName.slice(1);
+    try {
+      if (f.map) {
+        out[k] = Object.fromEntries(
+          Object.entries(v as object).map(([mk, mv]) => [mk, fromJsonValue(ft, mv)]),
+        );
+      } else if (f.repeated) {
+        if (!Array.isArray(v)) throw new Error(`expected a list, got ${q(v)}`);
+        out[k] = v.map((x, i) => {
+          try {
+            return fromJsonValue(ft, x);
+          } catch (e) {
+            const msg = (e as Error).message;
+            throw new Error(msg.startsWith(".") ? `[${i}]${msg}` : `[${i}]: ${msg}`);
+          }
+        });
+      } else out[k] = fromJsonValue(ft, v);
+    } catch (e) {
+      const msg = (e as Error).message;
+      throw new Error(/^[.[]/.test(msg) ? `.${k}${msg}` : `.${k}: ${msg}`);
+    }
+  }
   return out;
 }

@@ -219,20 +219,6 @@ Deno.test("unknown flags, commands and wrong positional arguments exit 2", async
   );
 });
 
-Deno.test("commands whose behaviour comes later exit 1 with one line", async () => {
-  const cases: [string, string[], string][] = [
-    ["mesh-agent", ["proxy", "router"], "mesh-agent proxy"],
-    ["mesh-agent", ["debug", "clusters"], "mesh-agent debug"],
-    ["meshctl", ["pc", "endpoint", "pod-1", "clusters"], "meshctl proxy-config endpoint"],
-  ];
-  for (const [program, args, name] of cases) {
-    const r = await runInProcess(program, args);
-    assert.equal(r.code, 1, `${program} ${args.join(" ")}: ${r.stderr}`);
-    assert.equal(r.stdout, "");
-    assert.equal(r.stderr, `Error: ${name} is not implemented yet\n`);
-  }
-});
-
 Deno.test("commands that only group subcommands print their help on stdout", async () => {
   for (
     const [program, args] of [["meshctl", []], ["meshctl", ["experimental"]], [

@@ -40,11 +40,21 @@ import {
 
 /** Full name of the ADS service. */
 export const ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService";
+/** gRPC service name of Envoy's Secret Discovery Service (SDS). */
+export const SDS_SERVICE = "envoy.service.secret.v3.SecretDiscoveryService";
 
 /** Options of {@link startAdsServer}. */
 export interface AdsServerOptions {
-  /** `host:port` to listen on (`127.0.0.1:0` picks a free port; `[::]:15010` for IPv6). */
+  /**
+   * `host:port` to listen on (`127.0.0.1:0` picks a free port; `[::]:15010` for IPv6), or
+   * `unix:<path>` for a Unix socket.
+   */
   address: string;
+  /**
+   * gRPC services answered by the state machine (default: ADS only). {@link SDS_SERVICE} serves
+   * `StreamSecrets`/`DeltaSecrets` (Envoy's SDS, same messages).
+   */
+  services?: readonly string[];
   /**
    * Serve TLS. PEM text or bytes. `root` verifies client certificates; it is passed explicitly so
    * that `GRPC_DEFAULT_SSL_ROOTS_FILE_PATH` in the environment does not replace it.
@@ -207,7 +217,8 @@ const peerIdentities = peerUris;
  * ```
  */
 export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerHandle> {
-  const { host, port: wanted } = parseAddress(opts.address);
+  const unixPath = opts.address.startsWith("unix:") ? opts.address.slice(5) : undefined;
+  const { host, port: wanted } = unixPath ? { host: "", port: 0 } : parseAddress(opts.address);
   const log = opts.logger ?? getLogger("ads");
   const tls = opts.tls
     ? {
@@ -278,33 +289,35 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     call.onCancel = gone;
   };
 
-  const base = `/${ADS_SERVICE}/`;
+  const handlers = new Map<string, CallHandler>();
+  for (const service of opts.services ?? [ADS_SERVICE]) {
+    const [stream, delta] = service === SDS_SERVICE
+      ? ["StreamSecrets", "DeltaSecrets"]
+      : ["StreamAggregatedResources", "DeltaAggregatedResources"];
+    handlers.set(`/${service}/${stream}`, (call) =>
+      serve<DiscoveryRequest, DiscoveryResponse>(
+        call,
+        decoders.sotw,
+        encodeDiscoveryResponseParts,
+        (t) => opts.server.openSotw(t),
+      ));
+    handlers.set(
+      `/${service}/${delta}`,
+      (call) =>
+        serve<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
+          call,
+          decoders.delta,
+          encodeDeltaDiscoveryResponseParts,
+          (t) => opts.server.openDelta(t),
+        ),
+    );
+  }
   const listener = await listenGrpc({
     host,
     port: wanted,
+    path: unixPath,
     tls,
-    handlers: new Map<string, CallHandler>([
-      [
-        base + "StreamAggregatedResources",
-        (call) =>
-          serve<DiscoveryRequest, DiscoveryResponse>(
-            call,
-            decoders.sotw,
-            encodeDiscoveryResponseParts,
-            (t) => opts.server.openSotw(t),
-          ),
-      ],
-      [
-        base + "DeltaAggregatedResources",
-        (call) =>
-          serve<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
-            call,
-            decoders.delta,
-            encodeDeltaDiscoveryResponseParts,
-            (t) => opts.server.openDelta(t),
-          ),
-      ],
-    ]),
+    handlers,
     onError: (m) => log.warn(`ADS: ${m}`),
     limits: opts.transport?.limits,
     maxConnections: opts.transport?.maxConnections,

@@ -74,6 +74,7 @@ export {
   ADS_SERVICE,
   type AdsServerHandle,
   type AdsServerOptions,
+  SDS_SERVICE,
   startAdsServer,
   structToJson,
 } from "./grpc.ts";

@@ -1,0 +1,32 @@
+/**
+ * `mesh-agent debug <configuration-type>`: prints one kind of the local proxy's configuration
+ * from its admin port (`$MESH_AGENT_ADMIN_ADDRESS`, default `127.0.0.1:15000`) or, for
+ * `static`, the files in `$MESH_AGENT_CONFIG_PATH` (default `/etc/mesh/proxy`).
+ * @module
+ */
+
+import { type CliContext, UsageError } from "../_shared/context.ts";
+import type { CommonOptions } from "./flags.ts";
+
+/** Admin address used unless `MESH_AGENT_ADMIN_ADDRESS` is set. */
+export const DEFAULT_ADMIN_ADDRESS = "127.0.0.1:15000";
+/** Generated-configuration directory used unless `MESH_AGENT_CONFIG_PATH` is set. */
+export const DEFAULT_CONFIG_PATH = "/etc/mesh/proxy";
+
+/** Runs `debug`. */
+export async function run(_opts: CommonOptions, args: string[], ctx: CliContext) {
+  const admin = await import("../../lib/proxyadmin/mod.ts");
+  let type;
+  try {
+    type = admin.checkProxyConfigType(args[0]);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const sections = await admin.proxyConfig(
+    ctx.env.MESH_AGENT_ADMIN_ADDRESS || DEFAULT_ADMIN_ADDRESS,
+    type,
+    { staticDir: ctx.env.MESH_AGENT_CONFIG_PATH || DEFAULT_CONFIG_PATH },
+  );
+  await ctx.stdout.write(admin.formatSections(sections));
+  return 0;
+}
