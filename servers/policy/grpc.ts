@@ -1,11 +1,13 @@
 /**
  * The policy API (`mesh.mixer.v1.Mixer`: Check, Report) as call handlers for our gRPC
  * transport (`lib/grpc`). Each call runs in the API worker pool and each adapter call in the
- * adapter worker pool: beyond their sizes, callers wait.
+ * adapter worker pool: beyond their sizes, callers wait. A call's deadline (`grpc-timeout`)
+ * is honoured: when it passes first, the call ends with DEADLINE_EXCEEDED and its answer, if it
+ * comes later, is dropped (work still waiting for a worker is skipped).
  * @module
  */
 
-import type { CallHandler, GrpcCall } from "../../lib/grpc/mod.ts";
+import { type CallHandler, type GrpcCall, grpcTimeoutMs } from "../../lib/grpc/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import {
   AttributeError,
@@ -63,17 +65,40 @@ function unary(
   return (call) => {
     let req: Uint8Array | undefined;
     let count = 0, tooBig = false, gone = false;
+    let timer: number | undefined;
     const endSpan = o.span?.(name, call);
     const finish = (status: number, message?: string) => {
+      clearTimeout(timer);
       endSpan?.(status, message);
       call.end(status, message);
     };
+    let timeoutMs: number | undefined;
+    try {
+      timeoutMs = grpcTimeoutMs(call.headers);
+    } catch (e) {
+      gone = true;
+      call.onMessage = () => {};
+      call.onEnd = () => {};
+      call.onCancel = () => {};
+      finish(Code.INVALID_ARGUMENT, (e as Error).message);
+      return;
+    }
+    if (timeoutMs !== undefined) {
+      // The deadline runs from the arrival of the request headers, as gRPC servers count it.
+      timer = setTimeout(() => {
+        gone = true;
+        finish(Code.DEADLINE_EXCEEDED, `deadline of ${timeoutMs} ms exceeded`);
+      }, Math.max(0, Math.ceil(timeoutMs)));
+    }
     call.onMessage = (m) => {
       count++;
       if (m.length > o.maxMessageSize) tooBig = true;
       else req = new Uint8Array(m);
     };
-    call.onCancel = () => gone = true;
+    call.onCancel = () => {
+      gone = true;
+      clearTimeout(timer);
+    };
     call.onEnd = () => {
       if (tooBig) {
         return finish(
