@@ -150,10 +150,11 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
       o.metrics.check(Code.INVALID_ARGUMENT, 0);
       decodeError(e);
     }
-    const bag = new TrackingBag(values);
+    const tracked = new TrackingBag(values);
     const snap = o.snapshot();
-    let pre;
+    let pre, bag;
     try {
+      bag = await snap.preprocess(tracked, run);
       pre = await snap.check(bag, run);
     } catch (e) {
       o.metrics.check(Code.INTERNAL, 0);
@@ -164,7 +165,7 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
         status: { code: pre.status.code, message: pre.status.message ?? "" },
         valid_duration: duration(pre.validDurationMs),
         valid_use_count: pre.validUseCount,
-        referenced_attributes: bag.referenced(),
+        referenced_attributes: tracked.referenced(),
       },
       quotas: {},
     };
@@ -210,7 +211,7 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
         throw new CallError(Code.INVALID_ARGUMENT, `attributes[${i}]: ${(e as Error).message}`);
       }
       try {
-        await snap.report({ get: (n) => bag.get(n) }, run);
+        await snap.report(await snap.preprocess({ get: (n) => bag.get(n) }, run), run);
       } catch (e) {
         first ??= `attributes[${i}]: ${(e as Error).message}`;
       }

@@ -36,6 +36,7 @@ async function slowServer(adapterMs: number) {
       timers.add(t);
     });
   const snapshot = {
+    preprocess: (bag: unknown) => Promise.resolve(bag),
     check: (_bag: unknown, run: (f: () => unknown) => Promise<unknown>) =>
       run(() => {
         adapterCalls++;

@@ -14,6 +14,7 @@ import {
   DEFAULT_MANIFEST,
   ExprError,
   isValueType,
+  type Value,
   type ValueType,
 } from "../../lib/expr/mod.ts";
 import type { ConfigObject } from "../../lib/model/types.ts";
@@ -218,6 +219,32 @@ export class Snapshot {
         return false; // an absent attribute in `match` means the rule does not apply
       }
     });
+  }
+
+  /**
+   * Attribute generation (reference §4.3: Check and Report preprocess their bag first): every
+   * applicable rule's attribute-generating handlers (`kubernetesenv`) see their instances and
+   * their outputs are bound to attributes that overlay the request's. A handler that generates
+   * nothing (undefined: the fs platform) binds nothing. Returns `bag` itself when no rule
+   * generates attributes.
+   */
+  async preprocess(bag: AttributeBag, run: AdapterRunner): Promise<AttributeBag> {
+    const generated = new Map<string, Value>();
+    for (const r of this.#applicable(bag)) {
+      for (const a of r.actions) {
+        if (!a.handler.generate) continue;
+        for (const i of a.instances) {
+          if (i.variety !== "attribute" || !i.bind) continue;
+          const inst = buildInstance(i, bag);
+          const out = await run(() => a.handler.generate!(inst));
+          if (out) { for (const [k, v] of i.bind(bag, out)) generated.set(k, v); }
+        }
+      }
+    }
+    if (generated.size === 0) return bag;
+    return {
+      get: (n) => generated.has(n) ? generated.get(n) : bag.get(n),
+    };
   }
 
   /** Dispatches a Check's precondition: the first non-OK status, the smallest validity. */

@@ -4,6 +4,7 @@
  */
 
 import { denier } from "./denier.ts";
+import { kubernetesenv } from "./kubernetesenv.ts";
 import { listchecker } from "./listchecker.ts";
 import { memquota } from "./memquota.ts";
 import { prometheus } from "./prometheus.ts";
@@ -16,5 +17,7 @@ export * from "./types.ts";
 
 /** Implemented adapters by kind. */
 export const ADAPTERS: ReadonlyMap<string, Adapter> = new Map(
-  [denier, listchecker, memquota, prometheus, rbac, statsd, stdio].map((a) => [a.kind, a]),
+  [denier, kubernetesenv, listchecker, memquota, prometheus, rbac, statsd, stdio].map((
+    a,
+  ) => [a.kind, a]),
 );
