@@ -147,6 +147,7 @@ async function startParts(
     write: deps.write ?? defaultWrite,
     fetch: (...a) => fetch(...a),
     kubeConfig: deps.kubeConfig ?? orchKubeConfig(config.configStoreURL),
+    traceUrl: config.tracing.zipkinUrl || undefined,
   };
   let store = deps.store;
   if (!store && config.configStoreURL) {

@@ -11,13 +11,14 @@ import { prometheus } from "./prometheus.ts";
 import { rbac } from "./rbac.ts";
 import { statsd } from "./statsd.ts";
 import { stdio } from "./stdio.ts";
+import { zipkin } from "./zipkin.ts";
 import type { Adapter } from "./types.ts";
 
 export * from "./types.ts";
 
 /** Implemented adapters by kind. */
 export const ADAPTERS: ReadonlyMap<string, Adapter> = new Map(
-  [denier, kubernetesenv, listchecker, memquota, prometheus, rbac, statsd, stdio].map((
+  [denier, kubernetesenv, listchecker, memquota, prometheus, rbac, statsd, stdio, zipkin].map((
     a,
   ) => [a.kind, a]),
 );

@@ -78,6 +78,8 @@ export interface AdapterEnv {
    * (`--configStoreURL orch://...`), absent on the fs platform.
    */
   kubeConfig?: () => Promise<KubeConfig>;
+  /** The server's `--trace_tracera_url` (zipkin adapter default), when set. */
+  traceUrl?: string;
 }
 
 /** An adapter kind. */
