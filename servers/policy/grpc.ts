@@ -83,7 +83,8 @@ function unary(
       finish(Code.INVALID_ARGUMENT, (e as Error).message);
       return;
     }
-    if (timeoutMs !== undefined) {
+    // Beyond setTimeout's range (~24.8 days) a deadline is as good as none.
+    if (timeoutMs !== undefined && timeoutMs <= 0x7fffffff) {
       // The deadline runs from the arrival of the request headers, as gRPC servers count it.
       timer = setTimeout(() => {
         gone = true;
