@@ -113,6 +113,8 @@ export class Snapshot {
   readonly bindings: readonly ConfigObject[];
   readonly defaultNamespace: string;
   readonly #namespaced: boolean;
+  /** The rules with an attribute-generating action (preprocessing looks at these only). */
+  readonly #generating: readonly Rule[];
 
   private constructor(
     rules: Rule[],
@@ -127,6 +129,9 @@ export class Snapshot {
     this.bindings = bindings;
     this.defaultNamespace = defaultNamespace;
     this.#namespaced = rules.some((r) => r.namespace !== defaultNamespace);
+    this.#generating = rules.filter((r) =>
+      r.actions.some((a) => a.handler.generate && a.instances.some((i) => i.bind))
+    );
   }
 
   /** An empty snapshot (no rules: Check answers the defaults). */
@@ -204,13 +209,13 @@ export class Snapshot {
   }
 
   /** The rules that apply to a request: mesh-wide ones, and those of its destination's namespace. */
-  #applicable(bag: AttributeBag): Rule[] {
+  #applicable(bag: AttributeBag, rules: readonly Rule[] = this.rules): Rule[] {
     let ns: string | undefined;
     if (this.#namespaced) {
       const svc = bag.get("destination.service");
       ns = typeof svc === "string" ? svc.split(".")[1] : undefined;
     }
-    return this.rules.filter((r) => {
+    return rules.filter((r) => {
       if (r.namespace !== this.defaultNamespace && r.namespace !== ns) return false;
       if (!r.match) return true;
       try {
@@ -229,8 +234,9 @@ export class Snapshot {
    * generates attributes.
    */
   async preprocess(bag: AttributeBag, run: AdapterRunner): Promise<AttributeBag> {
+    if (this.#generating.length === 0) return bag;
     const generated = new Map<string, Value>();
-    for (const r of this.#applicable(bag)) {
+    for (const r of this.#applicable(bag, this.#generating)) {
       for (const a of r.actions) {
         if (!a.handler.generate) continue;
         for (const i of a.instances) {
