@@ -109,8 +109,11 @@ async function findPrometheus(opts: MetricsOptions): Promise<string> {
       `Cannot list pods in ${opts.meshNamespace}: ${(e as Error).message.split("\n")[0]}`,
     );
   }
-  const pod = (pods.items ?? []).find((p) => p.status?.podIP);
-  if (!pod) throw new Error("no prometheus pods found");
+  // The first running pod with an address (a pending or finished one cannot answer).
+  const pod = (pods.items ?? []).find((p) =>
+    p.status?.podIP && (p.status.phase ?? "Running") === "Running"
+  );
+  if (!pod) throw new Error(`no running prometheus pods (app=prometheus) in ${opts.meshNamespace}`);
   const port = pod.spec?.containers?.flatMap((c) => c.ports ?? [])[0]?.containerPort ?? 9090;
   const ip = pod.status!.podIP!;
   return `http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`;

@@ -25,3 +25,4 @@ export {
 } from "./server.ts";
 export { GrpcMessageReader, type MessageError, type MessageReaderOptions } from "./messages.ts";
 export { callUnary, type UnaryCallOptions, type UnaryResult } from "./client.ts";
+export { grpcTimeoutMs } from "./deadline.ts";

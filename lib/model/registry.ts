@@ -256,6 +256,7 @@ export const ADAPTER_KINDS: readonly string[] = Object.freeze([
   "stackdriver",
   "statsd",
   "stdio",
+  "zipkin",
 ]);
 
 /** Template (instance) kinds of the policy server, sorted by name. */

@@ -1,11 +1,13 @@
 /**
  * The policy API (`mesh.mixer.v1.Mixer`: Check, Report) as call handlers for our gRPC
  * transport (`lib/grpc`). Each call runs in the API worker pool and each adapter call in the
- * adapter worker pool: beyond their sizes, callers wait.
+ * adapter worker pool: beyond their sizes, callers wait. A call's deadline (`grpc-timeout`)
+ * is honoured: when it passes first, the call ends with DEADLINE_EXCEEDED and its answer, if it
+ * comes later, is dropped (work still waiting for a worker is skipped).
  * @module
  */
 
-import type { CallHandler, GrpcCall } from "../../lib/grpc/mod.ts";
+import { type CallHandler, type GrpcCall, grpcTimeoutMs } from "../../lib/grpc/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import {
   AttributeError,
@@ -63,17 +65,41 @@ function unary(
   return (call) => {
     let req: Uint8Array | undefined;
     let count = 0, tooBig = false, gone = false;
+    let timer: number | undefined;
     const endSpan = o.span?.(name, call);
     const finish = (status: number, message?: string) => {
+      clearTimeout(timer);
       endSpan?.(status, message);
       call.end(status, message);
     };
+    let timeoutMs: number | undefined;
+    try {
+      timeoutMs = grpcTimeoutMs(call.headers);
+    } catch (e) {
+      gone = true;
+      call.onMessage = () => {};
+      call.onEnd = () => {};
+      call.onCancel = () => {};
+      finish(Code.INVALID_ARGUMENT, (e as Error).message);
+      return;
+    }
+    // Beyond setTimeout's range (~24.8 days) a deadline is as good as none.
+    if (timeoutMs !== undefined && timeoutMs <= 0x7fffffff) {
+      // The deadline runs from the arrival of the request headers, as gRPC servers count it.
+      timer = setTimeout(() => {
+        gone = true;
+        finish(Code.DEADLINE_EXCEEDED, `deadline of ${timeoutMs} ms exceeded`);
+      }, Math.max(0, Math.ceil(timeoutMs)));
+    }
     call.onMessage = (m) => {
       count++;
       if (m.length > o.maxMessageSize) tooBig = true;
       else req = new Uint8Array(m);
     };
-    call.onCancel = () => gone = true;
+    call.onCancel = () => {
+      gone = true;
+      clearTimeout(timer);
+    };
     call.onEnd = () => {
       if (tooBig) {
         return finish(
@@ -125,10 +151,11 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
       o.metrics.check(Code.INVALID_ARGUMENT, 0);
       decodeError(e);
     }
-    const bag = new TrackingBag(values);
+    const tracked = new TrackingBag(values);
     const snap = o.snapshot();
-    let pre;
+    let pre, bag;
     try {
+      bag = await snap.preprocess(tracked, run);
       pre = await snap.check(bag, run);
     } catch (e) {
       o.metrics.check(Code.INTERNAL, 0);
@@ -139,7 +166,7 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
         status: { code: pre.status.code, message: pre.status.message ?? "" },
         valid_duration: duration(pre.validDurationMs),
         valid_use_count: pre.validUseCount,
-        referenced_attributes: bag.referenced(),
+        referenced_attributes: tracked.referenced(),
       },
       quotas: {},
     };
@@ -185,7 +212,7 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
         throw new CallError(Code.INVALID_ARGUMENT, `attributes[${i}]: ${(e as Error).message}`);
       }
       try {
-        await snap.report({ get: (n) => bag.get(n) }, run);
+        await snap.report(await snap.preprocess({ get: (n) => bag.get(n) }, run), run);
       } catch (e) {
         first ??= `attributes[${i}]: ${(e as Error).message}`;
       }

@@ -20,6 +20,7 @@ import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import { mixerCodec } from "../../lib/mixer/mod.ts";
 import { allSchemas } from "../../lib/model/registry.ts";
 import type { ConfigObject } from "../../lib/model/types.ts";
+import { type KubeConfig, loadKubeConfig } from "../../lib/kube/mod.ts";
 import { startProbeUpdater } from "../../lib/probe/mod.ts";
 import { type ConfigStore, openStoreFromURL } from "../../lib/store/mod.ts";
 import type { AdapterEnv } from "./adapters/mod.ts";
@@ -67,6 +68,11 @@ export interface PolicyDeps {
   write?: AdapterEnv["write"];
   log?: Logger;
   now?: () => number;
+  /**
+   * The orchestrator's kubeconfig for attribute generation (kubernetesenv). Default: the
+   * kubeconfig of an `orch://<path>` `--configStoreURL`; none on the fs platform.
+   */
+  kubeConfig?: () => Promise<KubeConfig>;
 }
 
 /** Bound addresses. */
@@ -93,6 +99,18 @@ const enc = new TextEncoder();
 const defaultWrite: AdapterEnv["write"] = (stream, line) => {
   (stream === "stdout" ? Deno.stdout : Deno.stderr).writeSync(enc.encode(line + "\n"));
 };
+
+/** The kubeconfig of an `orch://<path>` store URL (loaded once, on first use). */
+function orchKubeConfig(url: string): (() => Promise<KubeConfig>) | undefined {
+  const m = /^orch:\/\/(.*)$/is.exec(url);
+  if (!m) return undefined;
+  let kc: Promise<KubeConfig> | undefined;
+  return () =>
+    kc ??= loadKubeConfig(m[1] || undefined).catch((e) => {
+      kc = undefined;
+      throw e;
+    });
+}
 
 /**
  * Starts the server.
@@ -128,6 +146,8 @@ async function startParts(
     rbac: () => ({ roles: [], bindings: [] }),
     write: deps.write ?? defaultWrite,
     fetch: (...a) => fetch(...a),
+    kubeConfig: deps.kubeConfig ?? orchKubeConfig(config.configStoreURL),
+    traceUrl: config.tracing.zipkinUrl || undefined,
   };
   let store = deps.store;
   if (!store && config.configStoreURL) {

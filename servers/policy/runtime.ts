@@ -14,6 +14,7 @@ import {
   DEFAULT_MANIFEST,
   ExprError,
   isValueType,
+  type Value,
   type ValueType,
 } from "../../lib/expr/mod.ts";
 import type { ConfigObject } from "../../lib/model/types.ts";
@@ -112,6 +113,8 @@ export class Snapshot {
   readonly bindings: readonly ConfigObject[];
   readonly defaultNamespace: string;
   readonly #namespaced: boolean;
+  /** The rules with an attribute-generating action (preprocessing looks at these only). */
+  readonly #generating: readonly Rule[];
 
   private constructor(
     rules: Rule[],
@@ -126,6 +129,9 @@ export class Snapshot {
     this.bindings = bindings;
     this.defaultNamespace = defaultNamespace;
     this.#namespaced = rules.some((r) => r.namespace !== defaultNamespace);
+    this.#generating = rules.filter((r) =>
+      r.actions.some((a) => a.handler.generate && a.instances.some((i) => i.bind))
+    );
   }
 
   /** An empty snapshot (no rules: Check answers the defaults). */
@@ -203,13 +209,13 @@ export class Snapshot {
   }
 
   /** The rules that apply to a request: mesh-wide ones, and those of its destination's namespace. */
-  #applicable(bag: AttributeBag): Rule[] {
+  #applicable(bag: AttributeBag, rules: readonly Rule[] = this.rules): Rule[] {
     let ns: string | undefined;
     if (this.#namespaced) {
       const svc = bag.get("destination.service");
       ns = typeof svc === "string" ? svc.split(".")[1] : undefined;
     }
-    return this.rules.filter((r) => {
+    return rules.filter((r) => {
       if (r.namespace !== this.defaultNamespace && r.namespace !== ns) return false;
       if (!r.match) return true;
       try {
@@ -218,6 +224,33 @@ export class Snapshot {
         return false; // an absent attribute in `match` means the rule does not apply
       }
     });
+  }
+
+  /**
+   * Attribute generation (reference §4.3: Check and Report preprocess their bag first): every
+   * applicable rule's attribute-generating handlers (`kubernetesenv`) see their instances and
+   * their outputs are bound to attributes that overlay the request's. A handler that generates
+   * nothing (undefined: the fs platform) binds nothing. Returns `bag` itself when no rule
+   * generates attributes.
+   */
+  async preprocess(bag: AttributeBag, run: AdapterRunner): Promise<AttributeBag> {
+    if (this.#generating.length === 0) return bag;
+    const generated = new Map<string, Value>();
+    for (const r of this.#applicable(bag, this.#generating)) {
+      for (const a of r.actions) {
+        if (!a.handler.generate) continue;
+        for (const i of a.instances) {
+          if (i.variety !== "attribute" || !i.bind) continue;
+          const inst = buildInstance(i, bag);
+          const out = await run(() => a.handler.generate!(inst));
+          if (out) { for (const [k, v] of i.bind(bag, out)) generated.set(k, v); }
+        }
+      }
+    }
+    if (generated.size === 0) return bag;
+    return {
+      get: (n) => generated.has(n) ? generated.get(n) : bag.get(n),
+    };
   }
 
   /** Dispatches a Check's precondition: the first non-OK status, the smallest validity. */

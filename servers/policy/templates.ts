@@ -14,11 +14,17 @@ import {
   type ValueType,
 } from "../../lib/expr/mod.ts";
 
-/** When an instance is used: Check, Report or quota allocation. */
-export type Variety = "check" | "report" | "quota";
+/**
+ * When an instance is used: Check, Report, quota allocation, or attribute generation (the
+ * preprocessing of every Check and Report bag before dispatch).
+ */
+export type Variety = "check" | "report" | "quota" | "attribute";
 
-/** A field: one expression, a map of expressions, or a nested record of fields. */
-type Field = "expr" | "map" | { [name: string]: Field };
+/**
+ * A field: one expression, a map of expressions, attribute bindings (attribute name → expression
+ * over `$out.<output>` and attributes), or a nested record of fields.
+ */
+type Field = "expr" | "map" | "bindings" | { [name: string]: Field };
 
 /** One template. */
 export interface Template {
@@ -77,7 +83,43 @@ export const TEMPLATES: Readonly<Record<string, Template>> = {
     },
   },
   quota: { variety: "quota", fields: { dimensions: "map" } },
+  kubernetes: {
+    variety: "attribute",
+    fields: {
+      source_uid: "expr",
+      source_ip: "expr",
+      destination_uid: "expr",
+      destination_ip: "expr",
+      origin_uid: "expr",
+      origin_ip: "expr",
+      attribute_bindings: "bindings",
+    },
+  },
 };
+
+/** The outputs (`$out.<name>`) of the `kubernetes` template, by party, and their types. */
+export const KUBERNETES_OUTPUTS: Readonly<Record<string, ValueType>> = Object.fromEntries(
+  ["source", "destination", "origin"].flatMap((p) => [
+    [`${p}_pod_ip`, "IP_ADDRESS"],
+    [`${p}_pod_name`, "STRING"],
+    [`${p}_labels`, "STRING_MAP"],
+    [`${p}_namespace`, "STRING"],
+    [`${p}_service`, "STRING"],
+    [`${p}_service_account_name`, "STRING"],
+    [`${p}_host_ip`, "IP_ADDRESS"],
+  ]),
+);
+
+/** The bindings used when a `kubernetes` instance has no `attribute_bindings`. */
+export const DEFAULT_KUBERNETES_BINDINGS: Readonly<Record<string, string>> = Object.fromEntries(
+  ["source", "destination"].flatMap((p) => [
+    [`${p}.ip`, `$out.${p}_pod_ip`],
+    [`${p}.labels`, `$out.${p}_labels`],
+    [`${p}.namespace`, `$out.${p}_namespace`],
+    [`${p}.service`, `$out.${p}_service`],
+    [`${p}.serviceAccount`, `$out.${p}_service_account_name`],
+  ]),
+);
 
 /** A configuration problem: the object, the field path and the reason. */
 export class ConfigIssue extends Error {
@@ -103,6 +145,62 @@ export interface CompiledInstance {
   readonly types: Readonly<Record<string, ValueType>>;
   /** Evaluates every field; an absent attribute leaves that field undefined (maps skip it). */
   build(bag: AttributeBag): InstanceValue;
+  /**
+   * Attribute generators: the attributes that the adapter's outputs bind, in binding order
+   * (a binding whose value is absent is left out, so the request's own attribute stays).
+   */
+  bind?(bag: AttributeBag, out: Readonly<Record<string, Value>>): Map<string, Value>;
+}
+
+/** `$out.x` is written `_out.x` for the expression parser (the same length: positions hold). */
+const OUT = "_out.";
+
+function compileBindings(
+  raw: unknown,
+  manifest: AttributeManifest,
+  object: string,
+): (bag: AttributeBag, out: Readonly<Record<string, Value>>) => Map<string, Value> {
+  const p = "spec.attribute_bindings";
+  const spec = raw ?? DEFAULT_KUBERNETES_BINDINGS;
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
+    throw new ConfigIssue(object, p, "must be a map of attribute name to expression");
+  }
+  const withOut: Record<string, ValueType> = { ...manifest };
+  for (const [k, t] of Object.entries(KUBERNETES_OUTPUTS)) withOut[OUT + k] = t;
+  const bindings: [string, Compiled][] = [];
+  for (const [attr, text] of Object.entries(spec)) {
+    const at = `${p}.${attr}`;
+    const want = manifest[attr];
+    if (!want) throw new ConfigIssue(object, at, `unknown attribute "${attr}"`);
+    if (typeof text !== "string") {
+      throw new ConfigIssue(object, at, "must be an expression (string)");
+    }
+    let c: Compiled;
+    try {
+      c = expr(text.replaceAll("$out.", OUT), withOut, object, at);
+    } catch (e) {
+      if (!(e instanceof ConfigIssue)) throw e;
+      throw new ConfigIssue(object, at, e.reason.replaceAll(OUT, "$out."));
+    }
+    if (c.type !== want) {
+      throw new ConfigIssue(object, at, `is ${c.type}, attribute "${attr}" is ${want}`);
+    }
+    bindings.push([attr, c]);
+  }
+  return (bag, out) => {
+    const view: AttributeBag = {
+      get: (n) => n.startsWith(OUT) ? out[n.slice(OUT.length)] : bag.get(n),
+    };
+    const res = new Map<string, Value>();
+    for (const [attr, c] of bindings) {
+      try {
+        res.set(attr, c.evaluate(view));
+      } catch (e) {
+        if (!(e as { missing?: boolean }).missing) throw e;
+      }
+    }
+    return res;
+  };
 }
 
 function compileFields(
@@ -124,6 +222,7 @@ function compileFields(
       );
     }
     if (field === "expr") out[name] = expr(raw, manifest, object, p);
+    else if (field === "bindings") continue; // compiled by compileBindings
     else if (field === "map") {
       if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
         throw new ConfigIssue(object, p, "must be a map of expressions");
@@ -189,11 +288,15 @@ export function compileInstance(
   const compiled = compileFields(spec ?? {}, t.fields, manifest, object, "spec");
   const types: Record<string, ValueType> = {};
   for (const [k, v] of Object.entries(compiled)) if (isCompiled(v)) types[k] = v.type;
+  const bindings = t.fields.attribute_bindings === "bindings"
+    ? compileBindings(spec?.attribute_bindings, manifest, object)
+    : undefined;
   return {
     fullName: `${name}.${kind}.${namespace}`,
     kind,
     variety: t.variety,
     types,
     build: (bag) => evaluateFields(compiled, bag),
+    ...(bindings ? { bind: bindings } : {}),
   };
 }

@@ -40,15 +40,30 @@ function header(call: GrpcCall, name: string): string | undefined {
   return undefined;
 }
 
-/** Creates the tracer for the `--trace_*` flags (disabled when none is set). */
-export function createTracer(
-  o: { zipkinUrl: string; jaegerUrl: string; logSpans: boolean },
+/** Batches Zipkin v2 spans and posts them to collectors every `intervalMs`. */
+export interface ZipkinExporter {
+  /** Queues a span (dropped when there is no collector). */
+  add(span: ZipkinSpan): void;
+  /** Posts what is queued now. */
+  flush(): Promise<void>;
+  /** Flushes and stops. */
+  close(): Promise<void>;
+}
+
+/** A Zipkin v2 JSON span. */
+export type ZipkinSpan = Omit<Span, "kind" | "localEndpoint"> & {
+  kind?: string;
+  localEndpoint?: { serviceName: string };
+};
+
+/** The batching exporter of spans to `urls` (Zipkin v2 JSON, `POST <url>`). */
+export function createZipkinExporter(
+  urls: readonly string[],
   log: Logger,
   send: typeof fetch = fetch,
-): Tracer {
-  const urls = [o.zipkinUrl, o.jaegerUrl].filter((u) => u);
-  const enabled = urls.length > 0 || o.logSpans;
-  let batch: Span[] = [];
+  intervalMs = 1000,
+): ZipkinExporter {
+  let batch: ZipkinSpan[] = [];
   const flush = async () => {
     if (batch.length === 0 || urls.length === 0) return;
     const body = JSON.stringify(batch);
@@ -67,7 +82,28 @@ export function createTracer(
       }
     }));
   };
-  const timer = urls.length ? setInterval(flush, 1000) : undefined;
+  const timer = urls.length ? setInterval(flush, intervalMs) : undefined;
+  return {
+    add(span) {
+      if (urls.length && batch.length < 10_000) batch.push(span);
+    },
+    flush,
+    async close() {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
+
+/** Creates the tracer for the `--trace_*` flags (disabled when none is set). */
+export function createTracer(
+  o: { zipkinUrl: string; jaegerUrl: string; logSpans: boolean },
+  log: Logger,
+  send: typeof fetch = fetch,
+): Tracer {
+  const urls = [o.zipkinUrl, o.jaegerUrl].filter((u) => u);
+  const enabled = urls.length > 0 || o.logSpans;
+  const exporter = createZipkinExporter(urls, log, send);
   return {
     enabled,
     span(name, call) {
@@ -88,12 +124,9 @@ export function createTracer(
           tags: { "grpc.status_code": String(status), ...(message ? { error: message } : {}) },
         };
         if (o.logSpans) log.info(`span ${JSON.stringify(span)}`);
-        if (urls.length) batch.push(span);
+        exporter.add(span);
       };
     },
-    async close() {
-      clearInterval(timer);
-      await flush();
-    },
+    close: () => exporter.close(),
   };
 }

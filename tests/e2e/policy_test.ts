@@ -194,7 +194,7 @@ Deno.test("mesh-policy crd all prints rule, attributemanifest, the adapters, the
   const names = docs.map((d) => d.spec.names.kind);
   assert.deepEqual(names.slice(0, 3), ["rule", "attributemanifest", "circonus"]);
   assert.equal(names.at(-1), "tracespan");
-  assert.equal(docs.length, 30);
+  assert.equal(docs.length, 31);
   assert.ok(
     docs.every((d) =>
       d.apiVersion === "apiextensions.k8s.io/v1" && d.spec.group === "config.mesh.io"

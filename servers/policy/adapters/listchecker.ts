@@ -67,10 +67,13 @@ export function compileList(type: EntryType, entries: readonly string[]): Matche
   }
 }
 
-/** listchecker: listentry. */
+/**
+ * listchecker: listentry (its `value`) and apikey (its `api_key`: a whitelist of keys, or a
+ * blacklist of revoked ones).
+ */
 export const listchecker: Adapter = {
   kind: "listchecker",
-  templates: ["listentry"],
+  templates: ["listentry", "apikey"],
   build(spec, env, object) {
     const p = new Params(spec, object).only([
       "provider_url",
@@ -126,9 +129,10 @@ export const listchecker: Adapter = {
     });
     const handler: Handler = {
       check(inst) {
-        const v = inst.value.value;
+        const field = inst.kind === "apikey" ? "api_key" : "value";
+        const v = inst.value[field];
         if (typeof v !== "string" && !(v instanceof Uint8Array)) {
-          return result(Code.INVALID_ARGUMENT, `${inst.name}: value is missing or not a string`);
+          return result(Code.INVALID_ARGUMENT, `${inst.name}: ${field} is missing or not a string`);
         }
         const text = typeof v === "string" ? v : [...v].join(".");
         if (type === "IP_ADDRESSES" && typeof v === "string" && !parseIp(v)) {

@@ -3,7 +3,8 @@
  * @module
  */
 
-import type { ValueType } from "../../../lib/expr/mod.ts";
+import type { Value, ValueType } from "../../../lib/expr/mod.ts";
+import type { KubeConfig } from "../../../lib/kube/mod.ts";
 import type { Logger } from "../../../lib/log/mod.ts";
 import type { ConfigObject } from "../../../lib/model/types.ts";
 import type { InstanceValue } from "../templates.ts";
@@ -50,6 +51,13 @@ export interface Handler {
   check?(instance: Instance): CheckResult | Promise<CheckResult>;
   quota?(instance: Instance, args: QuotaArgs): QuotaResult | Promise<QuotaResult>;
   report?(instances: Instance[]): void | Promise<void>;
+  /**
+   * Attribute generation: the outputs (`$out.<name>`) for one instance, or undefined when the
+   * handler has nothing to say (its attribute bindings are then not applied).
+   */
+  generate?(
+    instance: Instance,
+  ): Record<string, Value> | undefined | Promise<Record<string, Value> | undefined>;
   /** Prometheus text of the handler's metrics (prometheus adapter). */
   metrics?(): Promise<string>;
   close?(): void | Promise<void>;
@@ -65,6 +73,13 @@ export interface AdapterEnv {
   write: (stream: "stdout" | "stderr", line: string) => void;
   /** Fetches a list (listchecker provider_url). */
   fetch: typeof fetch;
+  /**
+   * The orchestrator's kubeconfig (kubernetesenv): set on the orchestrator platform
+   * (`--configStoreURL orch://...`), absent on the fs platform.
+   */
+  kubeConfig?: () => Promise<KubeConfig>;
+  /** The server's `--trace_tracera_url` (zipkin adapter default), when set. */
+  traceUrl?: string;
 }
 
 /** An adapter kind. */
@@ -83,6 +98,7 @@ export interface Adapter {
 export const Code = {
   OK: 0,
   INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
   PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
