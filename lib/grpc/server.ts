@@ -23,6 +23,7 @@
 import { Buffer } from "node:buffer";
 import type { Socket } from "node:net";
 import { encodeHeaders, type HeaderList, HpackDecoder, HpackError } from "./hpack.ts";
+import { FailureThrottle } from "./throttle.ts";
 import { BufferPool, Flag, frame, frameHeader, FrameType, PREFACE } from "./frames.ts";
 import { GrpcMessageReader, type MessageError } from "./messages.ts";
 import zlib from "node:zlib";
@@ -358,6 +359,7 @@ export class Connection {
   #control: Buffer[] = [];
   #goingAway = false;
   #dead = false;
+  #failed = false;
   // Budgets (see H2Limits).
   #streamsOpened = 0;
   #prematureResets = 0;
@@ -428,6 +430,7 @@ export class Connection {
           `HTTP/2 connection from ${this.peer} closed: no client preface and SETTINGS within ` +
             `${l.prefaceTimeoutMs} ms`,
         );
+        this.#failed = true;
         this.#destroy();
       }, l.prefaceTimeoutMs);
     }
@@ -436,6 +439,14 @@ export class Connection {
       const age = l.maxConnectionAgeMs * (0.9 + Math.random() * 0.2);
       this.#ageTimer = setTimeout(() => this.#maxAge(), age);
     }
+  }
+
+  /**
+   * True once the connection ended with a connection error (GOAWAY with an error code) or without
+   * a client preface in time: what a hostile or broken client gets, never a well-behaved one.
+   */
+  get failed(): boolean {
+    return this.#failed;
   }
 
   /** Open streams. */
@@ -545,6 +556,7 @@ export class Connection {
     this.opts.onError?.(`HTTP/2 connection from ${this.peer} failed: ${message}`);
     this.#goaway(code, debug);
     this.#dead = true;
+    this.#failed = true;
     this.#in = [];
     this.#inlen = 0;
     this.socket.pause();
@@ -1450,6 +1462,16 @@ export interface GrpcListenOptions extends H2Options {
    */
   maxConnections?: number;
   /**
+   * Failed connections (ended by a connection error, or no client preface in time) per source
+   * address and second before that address's new connections are paced (default
+   * {@link DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND}; 0 = off; see {@link FailureThrottle}).
+   * While over budget, a new connection from the address is held, unread, until its turn (at
+   * most this many a second), and refused when it would wait over 2 s; counted in
+   * {@link GrpcListener.throttled}, with one log line per 10 s. Well-behaved clients never fail a
+   * connection, so a burst of thousands of proxies from one address is not affected.
+   */
+  maxFailedConnectionsPerSecond?: number;
+  /**
    * How often the listener checks that it still accepts (a loopback connection to itself), in ms
    * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
    * fails (the connection cannot be made, or two checks in a row are not accepted within a
@@ -1471,6 +1493,11 @@ export interface GrpcListener {
   readonly accepting: boolean;
   /** Connections closed at once because {@link GrpcListenOptions.maxConnections} were open. */
   readonly refused: number;
+  /**
+   * New connections held or refused because their address was over
+   * {@link GrpcListenOptions.maxFailedConnectionsPerSecond}.
+   */
+  readonly throttled: number;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
@@ -1497,6 +1524,9 @@ export function peerUris(socket: any): string[] {
 
 const STOPPED = "the accept loop stopped";
 
+/** Default of {@link GrpcListenOptions.maxFailedConnectionsPerSecond}. */
+export const DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND = 20;
+
 /** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
 export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener> {
   const connections = new Set<Connection>();
@@ -1508,7 +1538,46 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
   const peerKey = (socket: Socket) =>
     `${(socket.remoteAddress ?? "").replace(/^::ffff:/, "")}:${socket.remotePort}`;
   let probeSeen: (() => void) | undefined;
+  const perSecond = opts.maxFailedConnectionsPerSecond ?? DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND;
+  if (!(perSecond >= 0)) {
+    throw new RangeError(`maxFailedConnectionsPerSecond must not be negative, got ${perSecond}`);
+  }
+  const throttle = perSecond > 0 ? new FailureThrottle(perSecond) : undefined;
+  /** Connections held until their address's turn. */
+  const held = new Set<Socket>();
+  let throttled = 0, throttledLogged = 0, lastThrottleLog = -Infinity;
   const accept = (socket: Socket) => {
+    const address = (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
+    const wait = throttle?.admit(address) ?? 0;
+    if (wait === 0) return serve(socket, address);
+    throttled++;
+    const now = performance.now();
+    if (now - lastThrottleLog >= 10_000) {
+      lastThrottleLog = now;
+      opts.onError?.(
+        `held or refused ${throttled - throttledLogged} new connection(s) (latest from ` +
+          `${address}): more than ${perSecond} of its connections a second ended in a ` +
+          `connection error`,
+      );
+      throttledLogged = throttled;
+    }
+    if (wait < 0 || closing) return void socket.destroy();
+    // Held unread (before any per-connection state exists) until the address's turn.
+    socket.pause();
+    socket.on("error", ignore);
+    held.add(socket);
+    const gone = () => {
+      clearTimeout(timer);
+      held.delete(socket);
+    };
+    const timer = setTimeout(() => {
+      gone();
+      socket.off("close", gone);
+      if (!socket.destroyed) serve(socket, address);
+    }, wait);
+    socket.once("close", gone);
+  };
+  const serve = (socket: Socket, address: string) => {
     if (maxConnections > 0 && connections.size >= maxConnections) {
       refused++;
       socket.destroy();
@@ -1525,8 +1594,12 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
       return;
     }
     const c = new Connection(socket, opts);
+    socket.resume();
     connections.add(c);
-    socket.once("close", () => connections.delete(c));
+    socket.once("close", () => {
+      connections.delete(c);
+      if (c.failed) throttle?.failed(address);
+    });
   };
   /**
    * Raw TCP accepts (before TLS): our own accept checks are recognised and dropped here, by the
@@ -1702,9 +1775,13 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
     get refused() {
       return refused;
     },
+    get throttled() {
+      return throttled;
+    },
     close(status, message, graceMs = 2000) {
       closing ??= (async () => {
         clearTimeout(checkTimer);
+        for (const s of held) s.destroy();
         await inflight;
         const stopped = open
           ? new Promise<void>((resolve) => server.close(() => resolve()))
