@@ -54,7 +54,8 @@ export class FailureThrottle {
       this.#state.set(address, s = { level: 0, at: t, next: 0 });
     }
     this.#drain(s, t);
-    s.level++;
+    // Over budget: the next connection waits its turn (it is not served at once).
+    if (++s.level > this.perSecond) s.next = Math.max(s.next, t + this.#interval);
   }
 
   /**
