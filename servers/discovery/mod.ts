@@ -317,10 +317,11 @@ export async function start(
     });
     const holder: { server?: XdsServer<Proxy> } = {};
     /** The ADS listeners (plaintext, TLS), for readiness and metrics. */
-    const listeners: { accepting: boolean; refused: number }[] = [];
+    const listeners: { accepting: boolean; refused: number; throttled: number }[] = [];
     const transport = () => ({
       accepting: listeners.every((l) => l.accepting),
       refused: listeners.reduce((n, l) => n + l.refused, 0),
+      throttled: listeners.reduce((n, l) => n + l.throttled, 0),
     });
     const metrics = await createMetrics(
       () => model.counts(),
