@@ -430,7 +430,7 @@ export class Connection {
           `HTTP/2 connection from ${this.peer} closed: no client preface and SETTINGS within ` +
             `${l.prefaceTimeoutMs} ms`,
         );
-        this.#failed = true;
+        this.#markFailed();
         this.#destroy();
       }, l.prefaceTimeoutMs);
     }
@@ -447,6 +447,15 @@ export class Connection {
    */
   get failed(): boolean {
     return this.#failed;
+  }
+
+  /** Called once when the connection fails (see {@link failed}), before its socket closes. */
+  onFailed: (() => void) | undefined = undefined;
+
+  #markFailed(): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.onFailed?.();
   }
 
   /** Open streams. */
@@ -556,7 +565,7 @@ export class Connection {
     this.opts.onError?.(`HTTP/2 connection from ${this.peer} failed: ${message}`);
     this.#goaway(code, debug);
     this.#dead = true;
-    this.#failed = true;
+    this.#markFailed();
     this.#in = [];
     this.#inlen = 0;
     this.socket.pause();
@@ -1596,10 +1605,8 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
     const c = new Connection(socket, opts);
     socket.resume();
     connections.add(c);
-    socket.once("close", () => {
-      connections.delete(c);
-      if (c.failed) throttle?.failed(address);
-    });
+    if (throttle) c.onFailed = () => throttle.failed(address);
+    socket.once("close", () => connections.delete(c));
   };
   /**
    * Raw TCP accepts (before TLS): our own accept checks are recognised and dropped here, by the
