@@ -443,7 +443,9 @@ export class Connection {
 
   /**
    * True once the connection ended with a connection error (GOAWAY with an error code) or without
-   * a client preface in time: what a hostile or broken client gets, never a well-behaved one.
+   * a client preface in time, or a request message would have gone over its
+   * `maxBufferedRequestBytes` (that stream ends `RESOURCE_EXHAUSTED`, the connection stays): what
+   * a hostile or broken client gets, never a well-behaved one.
    */
   get failed(): boolean {
     return this.#failed;
@@ -491,6 +493,7 @@ export class Connection {
   /** A buffer for a request message spread over frames, within the connection's budget. */
   takeRequestBuffer(n: number): Buffer {
     if (this.#buffered + n > this.limits.maxBufferedRequestBytes) {
+      this.#markFailed(); // abusive too, though only the stream ends
       throw new BufferBudgetError(
         `Request data buffered on this connection would exceed ` +
           `${this.limits.maxBufferedRequestBytes} bytes`,
@@ -1471,7 +1474,8 @@ export interface GrpcListenOptions extends H2Options {
    */
   maxConnections?: number;
   /**
-   * Failed connections (ended by a connection error, or no client preface in time) per source
+   * Failed connections ({@link Connection.failed}: a connection error, no client preface in
+   * time, or over the buffered-request budget) per source
    * address and second before that address's new connections are paced (default
    * {@link DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND}; 0 = off; see {@link FailureThrottle}).
    * While over budget, a new connection from the address is held, unread, until its turn (at
