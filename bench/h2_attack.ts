@@ -9,7 +9,9 @@
  * Targets (issue 13): growth ≤ 64 MB and p99 ≤ 1 s for each attack.
  *
  * `deno task bench h2_attack [--duration 3000] [--attackers 2] [--only <name>]
- * [--discovery-flag --grpcMaxConcurrentStreams=10]`; `--help` prints the options.
+ * [--discovery-flag --grpcMaxConcurrentStreams=10]`; `--help` prints the options. With
+ * `--discovery-flag --grpcMaxFailedConnectionRate=0` the per-address budget of failed connections
+ * is off (every attacker reconnect is served at once, as before it existed).
  * @module
  */
 import { parseArgs } from "node:util";

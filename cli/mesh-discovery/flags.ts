@@ -99,6 +99,13 @@ export const discoveryFlags = [
     help: "Open gRPC connections per listener at most; more are closed at once (0: no cap).",
   }),
   flag({
+    name: "grpcMaxFailedConnectionRate",
+    type: int,
+    default: 20,
+    help: "Connections per second from one address that may end in an HTTP/2 connection error " +
+      "before its new connections are paced to this rate (0: off).",
+  }),
+  flag({
     name: "keepaliveInterval",
     type: duration,
     default: 30_000,

@@ -94,7 +94,12 @@ const ECHO = "/t.S/Echo";
 const request = new TextEncoder().encode("ping");
 
 Deno.test("the transport withstands every attack class: answer, bounded memory, other clients served", async (t) => {
-  const server = await startServer({ sendTimeoutMs: 1000, prefaceTimeoutMs: 500 });
+  // Each class's per-connection limits alone: the per-address budget of failed connections
+  // (which would pace these thousands of loopback reconnects) is tested on its own below.
+  const server = await startServer(
+    { sendTimeoutMs: 1000, prefaceTimeoutMs: 500 },
+    { maxFailedConnectionsPerSecond: 0 },
+  );
   try {
     const base = await server.mem();
     for (const attack of ATTACKS) {
@@ -411,6 +416,45 @@ Deno.test("listenGrpc() caps connections and says so once per 10 s", async () =>
     assert.deepEqual(cs.map((c) => c.isClosed), [false, false, true, true]);
     assert.equal(listener.refused, 2);
     assert.equal(errors.filter((e) => /the limit is 2/.test(e)).length, 1);
+  } finally {
+    await Promise.all(cs.map((c) => c.close()));
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("an address whose connections keep failing has its next connection held", async () => {
+  const errors: string[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, echo]]),
+    maxFailedConnectionsPerSecond: 2,
+    onError: (m) => errors.push(m),
+  });
+  const cs: RawClient[] = [];
+  try {
+    // Three connection errors (DATA on stream 0) from 127.0.0.1: over a budget of 2 a second.
+    for (let i = 0; i < 3; i++) {
+      const c = await connected(listener.port);
+      cs.push(c);
+      await c.send(DATA, 0, 0, Buffer.alloc(1));
+      assert.ok(await c.until(() => c.isClosed, 5000), "the failing connection was not closed");
+    }
+    assert.equal(listener.throttled, 0);
+    // Another address is served at once; the failing one's next connection is held, then served.
+    const other = await RawClient.connect(listener.port, { localAddress: "127.0.0.2" });
+    cs.push(other);
+    assert.ok(await other.until(() => other.settings().size > 0, 5000), "127.0.0.2 not served");
+    assert.equal(listener.throttled, 0);
+    const held = await connected(listener.port);
+    cs.push(held);
+    assert.ok(await held.until(() => held.settings().size > 0, 5000), "never served");
+    assert.equal(listener.throttled, 1);
+    assert.ok(!held.isClosed);
+    assert.equal(
+      errors.filter((e) => /more than 2 of its connections a second ended in a/.test(e)).length,
+      1,
+    );
   } finally {
     await Promise.all(cs.map((c) => c.close()));
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);

@@ -23,6 +23,7 @@
 import { Buffer } from "node:buffer";
 import type { Socket } from "node:net";
 import { encodeHeaders, type HeaderList, HpackDecoder, HpackError } from "./hpack.ts";
+import { FailureThrottle } from "./throttle.ts";
 import { BufferPool, Flag, frame, frameHeader, FrameType, PREFACE } from "./frames.ts";
 import { GrpcMessageReader, type MessageError } from "./messages.ts";
 import zlib from "node:zlib";
@@ -359,6 +360,7 @@ export class Connection {
   #control: Buffer[] = [];
   #goingAway = false;
   #dead = false;
+  #failed = false;
   // Budgets (see H2Limits).
   #streamsOpened = 0;
   #prematureResets = 0;
@@ -429,6 +431,7 @@ export class Connection {
           `HTTP/2 connection from ${this.peer} closed: no client preface and SETTINGS within ` +
             `${l.prefaceTimeoutMs} ms`,
         );
+        this.#markFailed();
         this.#destroy();
       }, l.prefaceTimeoutMs);
     }
@@ -437,6 +440,25 @@ export class Connection {
       const age = l.maxConnectionAgeMs * (0.9 + Math.random() * 0.2);
       this.#ageTimer = setTimeout(() => this.#maxAge(), age);
     }
+  }
+
+  /**
+   * True once the connection ended with a connection error (GOAWAY with an error code) or without
+   * a client preface in time, or a request message would have gone over its
+   * `maxBufferedRequestBytes` (that stream ends `RESOURCE_EXHAUSTED`, the connection stays): what
+   * a hostile or broken client gets, never a well-behaved one.
+   */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
+  /** Called once when the connection fails (see {@link failed}), before its socket closes. */
+  onFailed: (() => void) | undefined = undefined;
+
+  #markFailed(): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.onFailed?.();
   }
 
   /** Open streams. */
@@ -472,6 +494,7 @@ export class Connection {
   /** A buffer for a request message spread over frames, within the connection's budget. */
   takeRequestBuffer(n: number): Buffer {
     if (this.#buffered + n > this.limits.maxBufferedRequestBytes) {
+      this.#markFailed(); // abusive too, though only the stream ends
       throw new BufferBudgetError(
         `Request data buffered on this connection would exceed ` +
           `${this.limits.maxBufferedRequestBytes} bytes`,
@@ -546,6 +569,7 @@ export class Connection {
     this.opts.onError?.(`HTTP/2 connection from ${this.peer} failed: ${message}`);
     this.#goaway(code, debug);
     this.#dead = true;
+    this.#markFailed();
     this.#in = [];
     this.#inlen = 0;
     this.socket.pause();
@@ -1451,6 +1475,17 @@ export interface GrpcListenOptions extends H2Options {
    */
   maxConnections?: number;
   /**
+   * Failed connections ({@link Connection.failed}: a connection error, no client preface in
+   * time, or over the buffered-request budget) per source
+   * address and second before that address's new connections are paced (default
+   * {@link DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND}; 0 = off; see {@link FailureThrottle}).
+   * While over budget, a new connection from the address is held, unread, until its turn (at
+   * most this many a second), and refused when it would wait over 2 s; counted in
+   * {@link GrpcListener.throttled}, with one log line per 10 s. Well-behaved clients never fail a
+   * connection, so a burst of thousands of proxies from one address is not affected.
+   */
+  maxFailedConnectionsPerSecond?: number;
+  /**
    * How often the listener checks that it still accepts (a loopback connection to itself), in ms
    * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
    * fails (the connection cannot be made, or two checks in a row are not accepted within a
@@ -1478,6 +1513,11 @@ export interface GrpcListener {
   /** Connections closed at once because {@link GrpcListenOptions.maxConnections} were open. */
   readonly refused: number;
   /**
+   * New connections held or refused because their address was over
+   * {@link GrpcListenOptions.maxFailedConnectionsPerSecond}.
+   */
+  readonly throttled: number;
+  /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
    */
@@ -1503,6 +1543,9 @@ export function peerUris(socket: any): string[] {
 
 const STOPPED = "the accept loop stopped";
 
+/** Default of {@link GrpcListenOptions.maxFailedConnectionsPerSecond}. */
+export const DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND = 20;
+
 /** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
 export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener> {
   const connections = new Set<Connection>();
@@ -1514,7 +1557,46 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
   const peerKey = (socket: Socket) =>
     `${(socket.remoteAddress ?? "").replace(/^::ffff:/, "")}:${socket.remotePort}`;
   let probeSeen: (() => void) | undefined;
+  const perSecond = opts.maxFailedConnectionsPerSecond ?? DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND;
+  if (!(perSecond >= 0)) {
+    throw new RangeError(`maxFailedConnectionsPerSecond must not be negative, got ${perSecond}`);
+  }
+  const throttle = perSecond > 0 ? new FailureThrottle(perSecond) : undefined;
+  /** Connections held until their address's turn. */
+  const held = new Set<Socket>();
+  let throttled = 0, throttledLogged = 0, lastThrottleLog = -Infinity;
   const accept = (socket: Socket) => {
+    const address = (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
+    const wait = throttle?.admit(address) ?? 0;
+    if (wait === 0) return serve(socket, address);
+    throttled++;
+    const now = performance.now();
+    if (now - lastThrottleLog >= 10_000) {
+      lastThrottleLog = now;
+      opts.onError?.(
+        `held or refused ${throttled - throttledLogged} new connection(s) (latest from ` +
+          `${address}): more than ${perSecond} of its connections a second ended in a ` +
+          `connection error`,
+      );
+      throttledLogged = throttled;
+    }
+    if (wait < 0 || closing) return void socket.destroy();
+    // Held unread (before any per-connection state exists) until the address's turn.
+    socket.pause();
+    socket.on("error", ignore);
+    held.add(socket);
+    const gone = () => {
+      clearTimeout(timer);
+      held.delete(socket);
+    };
+    const timer = setTimeout(() => {
+      gone();
+      socket.off("close", gone);
+      if (!socket.destroyed) serve(socket, address);
+    }, wait);
+    socket.once("close", gone);
+  };
+  const serve = (socket: Socket, address: string) => {
     if (maxConnections > 0 && connections.size >= maxConnections) {
       refused++;
       socket.destroy();
@@ -1531,7 +1613,9 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
       return;
     }
     const c = new Connection(socket, opts);
+    socket.resume();
     connections.add(c);
+    if (throttle) c.onFailed = () => throttle.failed(address);
     socket.once("close", () => connections.delete(c));
   };
   /**
@@ -1710,9 +1794,13 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
     get refused() {
       return refused;
     },
+    get throttled() {
+      return throttled;
+    },
     close(status, message, graceMs = 2000) {
       closing ??= (async () => {
         clearTimeout(checkTimer);
+        for (const s of held) s.destroy();
         await inflight;
         const stopped = open
           ? new Promise<void>((resolve) => server.close(() => resolve()))

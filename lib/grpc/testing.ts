@@ -100,14 +100,15 @@ export class RawClient {
 
   /**
    * Connects to 127.0.0.1:`port`; with `preface` (default) sends the client preface and SETTINGS
-   * (`settings`: [id, value] pairs).
+   * (`settings`: [id, value] pairs); `localAddress` picks the source address (e.g. 127.0.0.2).
    */
   static connect(
     port: number,
-    opts: { preface?: boolean; settings?: [number, number][] } = {},
+    opts: { preface?: boolean; settings?: [number, number][]; localAddress?: string } = {},
   ): Promise<RawClient> {
     return new Promise((resolve, reject) => {
-      const socket = net.connect(port, "127.0.0.1", () => {
+      const where = { port, host: "127.0.0.1", localAddress: opts.localAddress };
+      const socket = net.connect(where, () => {
         socket.off("error", reject);
         const c = new RawClient(socket);
         if (opts.preface ?? true) {

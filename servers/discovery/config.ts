@@ -49,6 +49,7 @@ export interface DiscoveryConfig {
   readonly grpc: {
     readonly limits: Readonly<Partial<H2Limits>>;
     readonly maxConnections: number;
+    readonly maxFailedConnectionsPerSecond: number;
   };
   readonly orchconfig: string;
   readonly meshConfigPath: string;
@@ -91,6 +92,7 @@ export interface DiscoveryFlags {
   readonly secureGrpcAddr: string;
   readonly grpcMaxConcurrentStreams: number;
   readonly grpcMaxConnections: number;
+  readonly grpcMaxFailedConnectionRate: number;
   readonly keepaliveInterval: number;
   readonly keepaliveTimeout: number;
   readonly keepaliveMinTime: number;
@@ -236,6 +238,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   if (!(flags.grpcMaxConnections >= 0)) {
     problems.push("Invalid value for --grpcMaxConnections: must not be negative (0: no cap)");
   }
+  if (!(flags.grpcMaxFailedConnectionRate >= 0)) {
+    problems.push("Invalid value for --grpcMaxFailedConnectionRate: must not be negative (0: off)");
+  }
   for (
     const name of [
       "keepaliveInterval",
@@ -336,6 +341,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
         maxConnectionAgeMs: flags.keepaliveMaxServerConnectionAge,
       }),
       maxConnections: flags.grpcMaxConnections,
+      maxFailedConnectionsPerSecond: flags.grpcMaxFailedConnectionRate,
     }),
     orchconfig: flags.orchconfig,
     meshConfigPath: flags.meshConfig,

@@ -33,17 +33,20 @@ export interface TransportState {
   accepting: boolean;
   /** Connections refused because `--grpcMaxConnections` were open (all listeners). */
   refused: number;
+  /** New connections held or refused by `--grpcMaxFailedConnectionRate` (all listeners). */
+  throttled: number;
 }
 
 /**
  * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges
  * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`;
- * `transport` for `mesh_xds_accepting` and `mesh_xds_refused_connections`.
+ * `transport` for `mesh_xds_accepting`, `mesh_xds_refused_connections` and
+ * `mesh_xds_throttled_connections`.
  */
 export async function createMetrics(
   counts: () => ContextCounts,
   connections: () => number,
-  transport: () => TransportState = () => ({ accepting: true, refused: 0 }),
+  transport: () => TransportState = () => ({ accepting: true, refused: 0, throttled: 0 }),
 ): Promise<DiscoveryMetrics> {
   const prom = await import("../../lib/deps/prom.ts");
   const register = new prom.Registry();
@@ -77,6 +80,13 @@ export async function createMetrics(
     "mesh_xds_refused_connections",
     "ADS connections closed at once since start because --grpcMaxConnections were open.",
     () => transport().refused,
+  );
+  gauge(
+    "mesh_xds_throttled_connections",
+    "ADS connections held or refused since start because more than " +
+      "--grpcMaxFailedConnectionRate connections a second from their address ended in an " +
+      "HTTP/2 connection error.",
+    () => transport().throttled,
   );
   gauge("mesh_services", "Total services known to discovery.", () => counts().services);
   gauge(

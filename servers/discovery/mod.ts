@@ -290,12 +290,13 @@ export async function start(
     });
     const holder: { server?: XdsServer<Proxy> } = {};
     /** The ADS listeners (plaintext, TLS), for readiness and metrics. */
-    const listeners: { accepting: boolean; refused: number }[] = [];
+    const listeners: { accepting: boolean; refused: number; throttled: number }[] = [];
     // Filled once every listener is up (the TLS port may start later and adds itself).
     const addresses = {} as DiscoveryAddresses;
     const transport = () => ({
       accepting: listeners.every((l) => l.accepting),
       refused: listeners.reduce((n, l) => n + l.refused, 0),
+      throttled: listeners.reduce((n, l) => n + l.throttled, 0),
     });
     const metrics = await createMetrics(
       () => model.counts(),

@@ -76,7 +76,11 @@ export interface AdsServerOptions {
   /** Logger (default `getLogger("ads")`). */
   logger?: Logger;
   /** Transport limits (see `H2Limits` in lib/grpc; defaults there) and the connection cap. */
-  transport?: { limits?: Partial<H2Limits>; maxConnections?: number };
+  transport?: {
+    limits?: Partial<H2Limits>;
+    maxConnections?: number;
+    maxFailedConnectionsPerSecond?: number;
+  };
 }
 
 /** A running ADS listener. */
@@ -87,6 +91,8 @@ export interface AdsServerHandle {
   readonly accepting: boolean;
   /** Connections refused because the connection cap was reached. */
   readonly refused: number;
+  /** New connections held or refused: their address's connections kept failing. */
+  readonly throttled: number;
   /** Ends every stream (UNAVAILABLE), then stops the gRPC server. Idempotent. */
   shutdown(): Promise<void>;
   /**
@@ -321,6 +327,7 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     onError: (m) => log.warn(`ADS: ${m}`),
     limits: opts.transport?.limits,
     maxConnections: opts.transport?.maxConnections,
+    maxFailedConnectionsPerSecond: opts.transport?.maxFailedConnectionsPerSecond,
   }).catch((e) => {
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });
@@ -343,6 +350,9 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
         key: pem("key", t.key),
         ca: pem("root", t.root),
       });
+    },
+    get throttled() {
+      return listener.throttled;
     },
     shutdown() {
       stopped ??= (async () => {
