@@ -165,3 +165,29 @@ Deno.test("DATA protocol errors: padding that just fits is accepted and not deli
     await alive(c);
   });
 });
+
+Deno.test("DATA protocol errors: DATA that disagrees with content-length resets the stream and says why", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    const withLength = (n: number) => grpcRequest(HOLD, [["content-length", String(n)]]);
+    await c.write(
+      // content-length 0, then a message: more DATA than announced (§8.1.1).
+      c.headersFrame(1, withLength(0)),
+      frame(DATA, 0, 1, msg),
+      // content-length one byte more than the DATA sent before END_STREAM.
+      c.headersFrame(3, withLength(msg.length + 1)),
+      frame(DATA, END_STREAM, 3, msg),
+    );
+    assert.ok(await c.until(() => c.resets().size === 2, 5000), "no RST_STREAM");
+    assert.deepEqual([...c.resets()], [[1, PROTOCOL_ERROR], [3, PROTOCOL_ERROR]]);
+    assert.deepEqual(cancelled, [
+      "more DATA than its content-length",
+      "DATA shorter than its content-length",
+    ]);
+    // A content-length that matches is accepted: the call stays open, nothing is reset.
+    await c.write(c.headersFrame(5, withLength(msg.length)), frame(DATA, END_STREAM, 5, msg));
+    await alive(c);
+    assert.equal(c.resets().has(5), false);
+    assert.equal(cancelled.length, 2);
+  });
+});
