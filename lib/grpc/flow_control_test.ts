@@ -14,6 +14,7 @@ import http2 from "node:http2";
 import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
 import { encodeHeaders } from "./hpack.ts";
 import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
+import { grpcRequest, RawClient } from "./testing.ts";
 
 const MIB = 1024 * 1024;
 
@@ -427,6 +428,57 @@ Deno.test("flow control (raw frames): padded DATA frames count whole but deliver
       });
     } finally {
       conn.close();
+    }
+  });
+});
+
+Deno.test("flow control (raw frames): the server gives back exactly the DATA it received, per stream and per connection", async () => {
+  // 5 calls of 8 MiB (2 stream windows each, 2.5 connection windows in all), sent one after the
+  // other in 16 KiB DATA frames without waiting for any WINDOW_UPDATE. The server's windows are
+  // 4 MiB per stream (SETTINGS) and 16 MiB per connection; it gives back what was consumed each
+  // time half a window is used, never on a frame that ends the stream (the stream is done).
+  await withServer(async (port) => {
+    const c = await RawClient.connect(port);
+    try {
+      const perCall = 8 * MIB, calls = 5, frameSize = 16384;
+      const body = Buffer.concat(
+        Array.from({ length: perCall / MIB }, () => grpcFrame(pattern(MIB - 5, 3))),
+      );
+      for (let i = 0; i < calls; i++) {
+        const id = 1 + 2 * i;
+        assert.ok(await c.write(c.headersFrame(id, grpcRequest("/t.S/Sink"))));
+        for (let at = 0; at < body.length; at += frameSize) {
+          const last = at + frameSize >= body.length;
+          const ok = await c.send(
+            FrameType.DATA,
+            last ? Flag.END_STREAM : 0,
+            id,
+            body.subarray(at, at + frameSize),
+          );
+          assert.ok(ok, `connection closed at call ${i}, byte ${at}`);
+        }
+      }
+      const ids = Array.from({ length: calls }, (_, i) => 1 + 2 * i);
+      assert.ok(
+        await c.until(() => ids.every((id) => (c.headers.get(id)?.length ?? 0) >= 2), 20_000),
+        "every call answered",
+      );
+      assert.equal(c.goaway, undefined);
+      assert.deepEqual([...c.resets()].filter(([, code]) => code !== 0), []);
+      const updates = (id: number) =>
+        c.frames.filter((f) => f.type === FrameType.WINDOW_UPDATE && f.id === id)
+          .map((f) => f.payload.readUInt32BE(0));
+      assert.equal(c.settings().get(4), 4 * MIB, "SETTINGS_INITIAL_WINDOW_SIZE");
+      for (const id of ids) {
+        assert.deepEqual(updates(id), [2 * MIB, 2 * MIB, 2 * MIB], `stream ${id}`);
+      }
+      assert.deepEqual(updates(0), [16 * MIB - 65535, 8 * MIB, 8 * MIB, 8 * MIB, 8 * MIB, 8 * MIB]);
+      for (const id of ids) {
+        const status = c.headers.get(id)!.at(-1)!.find(([k]) => k === "grpc-status")?.[1];
+        assert.equal(status, "0", `stream ${id} status`);
+      }
+    } finally {
+      await c.close();
     }
   });
 });

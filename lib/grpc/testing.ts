@@ -135,11 +135,13 @@ export class RawClient {
     if (this.#closed || this.socket.destroyed) return false;
     const ok = this.socket.write(bufs.length === 1 ? bufs[0] : Buffer.concat(bufs));
     if (ok) return true;
+    let timer: number | undefined;
     await Promise.race([
       new Promise<void>((r) => this.socket.once("drain", () => r())),
       this.closed,
-      new Promise<void>((r) => setTimeout(r, 200)),
+      new Promise<void>((r) => timer = setTimeout(r, 200)),
     ]);
+    clearTimeout(timer);
     return !this.#closed;
   }
 

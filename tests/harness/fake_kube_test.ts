@@ -256,17 +256,23 @@ Deno.test("kubectl wait sees a CRD established and returns once a watched object
     "customresourcedefinition.apiextensions.k8s.io/widgets.example.mesh.io condition met\n",
   );
   const waiting = kubectl(kube, ["wait", "--for=delete", "configmap/c", "--timeout=10s"]);
-  await waitUntil(() => kube.watchCount === 1, 10_000, "kubectl wait to open a watch");
+  // Delete only once this kubectl watches the ConfigMap. Counting open watches is not enough: the
+  // first `kubectl wait` also watched (the CRD), and under load the fake may not have seen that
+  // connection close yet. Deleting before the second kubectl's first GET makes it find nothing,
+  // exit 0 and print nothing: `kubectl wait --for=delete` on a missing object succeeds silently.
+  await waitUntil(
+    () =>
+      kube.requests.some((r) =>
+        r.path === "/api/v1/namespaces/default/configmaps" && r.search.includes("watch=true") &&
+        r.search.includes("fieldSelector=metadata.name%3Dc") && r.status === 200
+      ),
+    10_000,
+    "kubectl wait to watch configmap c",
+  );
   kube.remove("configmaps", "default", "c");
   const done = await waiting;
   assert.equal(done.code, 0, done.stderr);
   assert.equal(done.stdout, "configmap/c condition met\n");
-  assert.ok(
-    kube.requests.some((r) =>
-      r.path === "/api/v1/namespaces/default/configmaps" && r.search.includes("watch=true") &&
-      r.search.includes("fieldSelector=metadata.name%3Dc")
-    ),
-  );
 });
 
 // ---------------------------------------------------------------------------------------------

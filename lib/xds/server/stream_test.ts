@@ -907,3 +907,47 @@ Deno.test("delta requests for an unknown type URL are ignored; known types are s
   assert.deepEqual(Object.keys(server.connections()[0].types), [CDS]);
   server.close();
 });
+
+/** A stream whose sends fail (a transport that broke). */
+class FailingStream<R> extends MemoryStream<R> {
+  sends = 0;
+  override send(_r: R): Promise<void> {
+    this.sends++;
+    return Promise.reject(new Error("connection reset by peer"));
+  }
+}
+
+Deno.test("XdsServer ends a stream whose send fails with UNAVAILABLE and counts a send error, not a timeout", async () => {
+  const cache = cacheWith([[CDS, "c1", "v0"], [LDS, "l1", "v0"]]);
+  const { server, metrics } = newServer(cache);
+  const s = new FailingStream<DiscoveryResponse>();
+  const h = server.openSotw(s);
+  h.receive({ node: node("a"), type_url: CDS });
+  h.receive({ node: node("a"), type_url: LDS });
+  const end = await s.waitEnded();
+  assert.deepEqual(end, {
+    code: Status.UNAVAILABLE,
+    message: "Send failed: connection reset by peer",
+  });
+  assert.equal(s.sends, 1, "nothing more is sent on a failed stream");
+  assert.deepEqual(metrics.pushErrors, { cds_senderr: 1 });
+  assert.equal(server.connectionCount, 0);
+  server.close();
+});
+
+Deno.test("controlPlaneId is sent as control_plane.identifier in SotW and delta responses, and only when set", async () => {
+  for (const id of ["mesh-discovery-7", undefined]) {
+    const cache = cacheWith([[CDS, "c1", "v0"]]);
+    const { server } = newServer(cache, id ? { controlPlaneId: id } : {});
+    const { s, h } = sotw(server);
+    h.receive({ node: node("a"), type_url: CDS });
+    const r = await s.next();
+    assert.deepEqual(r.control_plane, id ? { identifier: id } : undefined);
+    const d = new MemoryStream<DeltaDiscoveryResponse>("memory:2");
+    server.openDelta(d).receive({ node: node("b"), type_url: CDS });
+    const dr = await d.next();
+    assert.deepEqual(names(dr), ["c1"]);
+    assert.deepEqual(dr.control_plane, id ? { identifier: id } : undefined);
+    server.close();
+  }
+});

@@ -1,0 +1,193 @@
+/**
+ * Protocol errors of misbehaving clients on DATA frames (RFC 9113 §5.1, §6.1): frames written by
+ * hand with {@link RawClient}; each case checks the error code and the GOAWAY debug text, and that
+ * the well-formed neighbour of each case (a closed stream, padding that just fits) is accepted.
+ */
+
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { Flag, frame, FrameType } from "./frames.ts";
+import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
+import { grpcFrame, grpcRequest, RawClient } from "./testing.ts";
+
+const { DATA, PING } = FrameType;
+const { END_STREAM, PADDED, ACK } = Flag;
+const PROTOCOL_ERROR = 1, STREAM_CLOSED = 5;
+const ECHO = "/t.S/Echo", HOLD = "/t.S/Hold";
+
+/** Answers each message with the same bytes, and ends when the client half-closes. */
+const echo: CallHandler = (c) => {
+  c.onMessage = (m) => void c.send([Buffer.from(m)]).catch(() => {});
+  c.onEnd = () => c.end(GrpcStatus.OK);
+};
+
+/** Never answers: the stream stays open after the client's END_STREAM. Records cancellations. */
+const cancelled: string[] = [];
+const hold: CallHandler = (c) => {
+  c.onMessage = () => {};
+  c.onCancel = (why) => cancelled.push(why);
+};
+
+async function withClient(fn: (c: RawClient) => Promise<void>): Promise<void> {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, echo], [HOLD, hold]]),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    await fn(c);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+}
+
+const msg = grpcFrame(Buffer.from("hello"));
+
+/** A PADDED DATA frame: pad length byte, `data`, `pad` zero bytes. */
+function padded(id: number, data: Uint8Array, pad: number, flags = 0): Buffer {
+  const p = Buffer.alloc(1 + data.length + pad);
+  p[0] = pad;
+  p.set(data, 1);
+  return frame(DATA, PADDED | flags, id, p);
+}
+
+/** The connection still works: a PING is acknowledged. */
+async function alive(c: RawClient): Promise<void> {
+  await c.write(frame(PING, 0, 0, Buffer.from("stillup!")));
+  assert.ok(
+    await c.until(() =>
+      c.frames.some((f) => f.type === PING && f.flags & ACK && f.payload.toString() === "stillup!")
+    ),
+    "PING not acknowledged",
+  );
+  assert.equal(c.goaway, undefined);
+}
+
+/** The status of a call's trailers, once they came. */
+async function statusOf(c: RawClient, id: number): Promise<string | undefined> {
+  assert.ok(await c.until(() => (c.headers.get(id)?.length ?? 0) >= 2), `no trailers on ${id}`);
+  return c.headers.get(id)!.at(-1)!.find(([k]) => k === "grpc-status")?.[1];
+}
+
+const CONNECTION_ERRORS: { name: string; send: (c: RawClient) => Uint8Array[]; debug: string }[] = [
+  {
+    name: "DATA on stream 0",
+    send: () => [frame(DATA, 0, 0, msg)],
+    debug: "DATA on stream 0",
+  },
+  {
+    name: "DATA on a stream never opened",
+    send: () => [frame(DATA, 0, 5, msg)],
+    debug: "DATA on idle stream 5",
+  },
+  {
+    name: "DATA on a stream above the last one opened",
+    send: (c) => [c.headersFrame(1, grpcRequest(HOLD)), frame(DATA, 0, 3, msg)],
+    debug: "DATA on idle stream 3",
+  },
+  {
+    name: "PADDED DATA whose pad length is the whole payload",
+    send: (
+      c,
+    ) => [c.headersFrame(1, grpcRequest(HOLD)), frame(DATA, PADDED, 1, Buffer.from([3, 0, 0]))],
+    debug: "bad DATA padding",
+  },
+  {
+    name: "PADDED DATA whose pad length exceeds the payload",
+    send: (
+      c,
+    ) => [c.headersFrame(1, grpcRequest(HOLD)), frame(DATA, PADDED, 1, Buffer.from([200, 1]))],
+    debug: "bad DATA padding",
+  },
+  {
+    name: "PADDED DATA with an empty payload",
+    send: (c) => [c.headersFrame(1, grpcRequest(HOLD)), frame(DATA, PADDED | END_STREAM, 1)],
+    debug: "bad DATA padding",
+  },
+];
+
+for (const k of CONNECTION_ERRORS) {
+  Deno.test(`DATA protocol errors: ${k.name} is a connection error (GOAWAY PROTOCOL_ERROR)`, async () => {
+    await withClient(async (c) => {
+      await c.write(...k.send(c));
+      assert.ok(await c.until(() => !!c.goaway, 5000), "no GOAWAY");
+      assert.deepEqual([c.goaway!.name, c.goaway!.debug], ["PROTOCOL_ERROR", k.debug]);
+      assert.equal(c.goaway!.code, PROTOCOL_ERROR);
+      assert.ok(await c.until(() => c.isClosed, 5000), "connection left open");
+    });
+  });
+}
+
+Deno.test("DATA protocol errors: DATA after END_STREAM resets only that stream (STREAM_CLOSED)", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(HOLD)),
+      frame(DATA, END_STREAM, 1, msg),
+      frame(DATA, 0, 1, msg),
+    );
+    assert.ok(await c.until(() => c.resets().has(1), 5000), "no RST_STREAM");
+    assert.equal(c.resets().get(1), STREAM_CLOSED);
+    assert.deepEqual(cancelled, ["DATA after END_STREAM"]);
+    await alive(c);
+    // The connection still serves calls.
+    await c.write(c.headersFrame(3, grpcRequest(ECHO)), frame(DATA, END_STREAM, 3, msg));
+    assert.equal(await statusOf(c, 3), "0");
+  });
+});
+
+Deno.test("DATA protocol errors: DATA on a stream already closed is dropped, the connection goes on", async () => {
+  await withClient(async (c) => {
+    await c.write(c.headersFrame(1, grpcRequest(ECHO)), frame(DATA, END_STREAM, 1, msg));
+    assert.equal(await statusOf(c, 1), "0");
+    // Stream 1 is closed on both sides: late DATA for it is neither an error nor delivered.
+    await c.write(frame(DATA, 0, 1, msg), frame(DATA, END_STREAM, 1, msg));
+    await alive(c);
+    assert.deepEqual([...c.resets()].filter(([, code]) => code !== 0), []);
+    await c.write(c.headersFrame(3, grpcRequest(ECHO)), frame(DATA, END_STREAM, 3, msg));
+    assert.equal(await statusOf(c, 3), "0");
+    assert.equal(c.dataBytes, 2 * msg.length, "only the two calls' answers");
+  });
+});
+
+Deno.test("DATA protocol errors: padding that just fits is accepted and not delivered", async () => {
+  await withClient(async (c) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(ECHO)),
+      padded(1, msg.subarray(0, 3), 0),
+      padded(1, new Uint8Array(), 7), // pad length = payload length - 1: no data at all
+      padded(1, msg.subarray(3), 2, END_STREAM),
+    );
+    assert.equal(await statusOf(c, 1), "0");
+    assert.equal(c.dataBytes, msg.length, "the message echoed once, without padding");
+    await alive(c);
+  });
+});
+
+Deno.test("DATA protocol errors: DATA that disagrees with content-length resets the stream and says why", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    const withLength = (n: number) => grpcRequest(HOLD, [["content-length", String(n)]]);
+    await c.write(
+      // content-length 0, then a message: more DATA than announced (§8.1.1).
+      c.headersFrame(1, withLength(0)),
+      frame(DATA, 0, 1, msg),
+      // content-length one byte more than the DATA sent before END_STREAM.
+      c.headersFrame(3, withLength(msg.length + 1)),
+      frame(DATA, END_STREAM, 3, msg),
+    );
+    assert.ok(await c.until(() => c.resets().size === 2, 5000), "no RST_STREAM");
+    assert.deepEqual([...c.resets()], [[1, PROTOCOL_ERROR], [3, PROTOCOL_ERROR]]);
+    assert.deepEqual(cancelled, [
+      "more DATA than its content-length",
+      "DATA shorter than its content-length",
+    ]);
+    // A content-length that matches is accepted: the call stays open, nothing is reset.
+    await c.write(c.headersFrame(5, withLength(msg.length)), frame(DATA, END_STREAM, 5, msg));
+    await alive(c);
+    assert.equal(c.resets().has(5), false);
+    assert.equal(cancelled.length, 2);
+  });
+});
