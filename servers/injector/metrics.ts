@@ -4,6 +4,7 @@
  * @module
  */
 
+import { promRegistry } from "../../lib/monitoring/mod.ts";
 import type { Outcome } from "./webhook.ts";
 
 /** What the server records, plus the exposition. */
@@ -38,36 +39,25 @@ const BUCKETS = [
 
 /** Creates the metrics on a private registry (with the process metrics). */
 export async function createMetrics(): Promise<InjectorMetrics> {
-  const prom = await import("../../lib/deps/prom.ts");
-  const register = new prom.Registry();
-  prom.collectDefaultMetrics({ register });
-  const registers = [register];
-  const requests = new prom.Counter({
-    name: "sidecar_injection_requests_total",
-    help: "AdmissionReviews received on /inject.",
-    registers,
-  });
-  const success = new prom.Counter({
-    name: "sidecar_injection_success_total",
-    help: "Pods injected (a patch was returned).",
-    registers,
-  });
-  const skip = new prom.Counter({
-    name: "sidecar_injection_skip_total",
-    help: "Pods the injection policy left alone.",
-    registers,
-  });
-  const failure = new prom.Counter({
-    name: "sidecar_injection_failure_total",
-    help: "Reviews answered with an error (bad request, bad pod, template failure).",
-    registers,
-  });
-  const duration = new prom.Histogram({
-    name: "sidecar_injection_duration_seconds",
-    help: "Time to answer POST /inject, in seconds.",
-    buckets: BUCKETS,
-    registers,
-  });
+  const { register, counter, histogram } = await promRegistry();
+  const requests = counter(
+    "sidecar_injection_requests_total",
+    "AdmissionReviews received on /inject.",
+  );
+  const success = counter(
+    "sidecar_injection_success_total",
+    "Pods injected (a patch was returned).",
+  );
+  const skip = counter("sidecar_injection_skip_total", "Pods the injection policy left alone.");
+  const failure = counter(
+    "sidecar_injection_failure_total",
+    "Reviews answered with an error (bad request, bad pod, template failure).",
+  );
+  const duration = histogram(
+    "sidecar_injection_duration_seconds",
+    "Time to answer POST /inject, in seconds.",
+    BUCKETS,
+  );
   return {
     observe(outcome, seconds) {
       requests.inc();

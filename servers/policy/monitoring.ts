@@ -6,7 +6,7 @@
  */
 
 import * as prom from "../../lib/deps/prom.ts";
-import { startCpuProfile } from "../../lib/process/mod.ts";
+import { monitoringHandler as sharedHandler } from "../../lib/monitoring/mod.ts";
 import type { ApiMetrics } from "./grpc.ts";
 
 /** The server's own metrics. */
@@ -78,49 +78,13 @@ export interface MonitoringOptions {
   profile: boolean;
 }
 
-const text = (status: number, body: string, type = "text/plain; charset=utf-8") =>
-  new Response(body, { status, headers: { "content-type": type } });
-
-/** The monitoring HTTP handler. */
+/** The monitoring HTTP handler (lib/monitoring with mesh-policy's flag name). */
 export function monitoringHandler(o: MonitoringOptions): (req: Request) => Promise<Response> {
-  return async (req) => {
-    const url = new URL(req.url);
-    if (req.method !== "GET" && req.method !== "HEAD") return text(405, "Use GET\n");
-    if (url.pathname === "/metrics") return text(200, await o.metrics(), prom.register.contentType);
-    if (url.pathname === "/version") {
-      return text(200, o.versionText.endsWith("\n") ? o.versionText : o.versionText + "\n");
-    }
-    if (!url.pathname.startsWith("/debug/pprof")) {
-      return text(404, `404 page not found: ${url.pathname}\n`);
-    }
-    if (!o.profile) return text(404, "Profiling is off (start with --profile)\n");
-    if (url.pathname === "/debug/pprof/profile") {
-      const raw = url.searchParams.get("seconds") ?? "30";
-      const seconds = Number(raw);
-      if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
-        return text(400, `Bad seconds ${JSON.stringify(raw)}: want a number in (0, 600]\n`);
-      }
-      let p;
-      try {
-        p = await startCpuProfile();
-      } catch (e) {
-        return text(409, `${(e as Error).message}\n`);
-      }
-      await new Promise((r) => setTimeout(r, seconds * 1000));
-      return new Response(JSON.stringify(await p.stop()), {
-        headers: { "content-type": "application/json" },
-      });
-    }
-    if (url.pathname === "/debug/pprof/heap") {
-      const v8 = await import("node:v8");
-      const chunks: Uint8Array[] = [];
-      for await (const c of v8.getHeapSnapshot()) {
-        chunks.push(typeof c === "string" ? new TextEncoder().encode(c) : c);
-      }
-      return new Response(new Blob(chunks as BlobPart[]).stream(), {
-        headers: { "content-type": "application/octet-stream" },
-      });
-    }
-    return text(404, "Available: /debug/pprof/heap, /debug/pprof/profile?seconds=N\n");
-  };
+  return sharedHandler({
+    metrics: o.metrics,
+    contentType: prom.register.contentType,
+    versionText: o.versionText,
+    profiling: o.profile,
+    profilingFlag: "--profile",
+  });
 }

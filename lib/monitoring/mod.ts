@@ -1,0 +1,138 @@
+/**
+ * The self-monitoring HTTP listener shared by the servers: `/metrics` (Prometheus text),
+ * `/version`, and when profiling is on `/debug/pprof/profile?seconds=N` (a V8 CPU profile) and
+ * `/debug/pprof/heap` (a heap snapshot). Other methods than GET/HEAD get 405, unknown paths 404.
+ *
+ * Also {@link promRegistry}, the small builder every server's metrics start from.
+ * @module
+ */
+
+import { startCpuProfile } from "../process/mod.ts";
+
+/** Options of {@link monitoringHandler}. */
+export interface MonitoringHandlerOptions {
+  /** The Prometheus text exposition served on `/metrics`. */
+  metrics: () => Promise<string>;
+  /** The content type of that exposition. */
+  contentType: string;
+  /** The text served on `/version` (a newline is added when missing). */
+  versionText: string;
+  /** Serve `/debug/pprof/*`. */
+  profiling: boolean;
+  /** The flag that turns profiling on, named in the 404 while it is off (e.g. `--profile`). */
+  profilingFlag: string;
+  /**
+   * Base name of the downloaded profiles (`<name>.cpuprofile`, `<name>.heapsnapshot`, sent as
+   * `content-disposition: attachment`); none when absent.
+   */
+  profileName?: string;
+}
+
+const text = (status: number, body: string, type = "text/plain; charset=utf-8") =>
+  new Response(body, { status, headers: { "content-type": type } });
+
+const download = (type: string, name: string | undefined, ext: string): HeadersInit =>
+  name === undefined
+    ? { "content-type": type }
+    : { "content-type": type, "content-disposition": `attachment; filename="${name}.${ext}"` };
+
+/** The monitoring HTTP handler. */
+export function monitoringHandler(
+  o: MonitoringHandlerOptions,
+): (req: Request) => Promise<Response> {
+  return async (req) => {
+    const url = new URL(req.url);
+    if (req.method !== "GET" && req.method !== "HEAD") return text(405, "Use GET\n");
+    switch (url.pathname) {
+      case "/metrics":
+        return text(200, await o.metrics(), o.contentType);
+      case "/version":
+        return text(200, o.versionText.endsWith("\n") ? o.versionText : o.versionText + "\n");
+    }
+    if (!url.pathname.startsWith("/debug/pprof")) {
+      return text(404, `404 page not found: ${url.pathname}\n`);
+    }
+    if (!o.profiling) return text(404, `Profiling is off (start with ${o.profilingFlag})\n`);
+    if (url.pathname === "/debug/pprof/profile") {
+      const raw = url.searchParams.get("seconds") ?? "30";
+      const seconds = Number(raw);
+      if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
+        return text(400, `Bad seconds ${JSON.stringify(raw)}: want a number in (0, 600]\n`);
+      }
+      let p;
+      try {
+        p = await startCpuProfile();
+      } catch (e) {
+        return text(409, `${(e as Error).message}\n`);
+      }
+      await new Promise((r) => setTimeout(r, seconds * 1000));
+      return new Response(JSON.stringify(await p.stop()), {
+        headers: download("application/json", o.profileName, "cpuprofile"),
+      });
+    }
+    if (url.pathname === "/debug/pprof/heap") {
+      const v8 = await import("node:v8");
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of v8.getHeapSnapshot()) {
+        chunks.push(typeof chunk === "string" ? new TextEncoder().encode(chunk) : chunk);
+      }
+      return new Response(new Blob(chunks as BlobPart[]).stream(), {
+        headers: download("application/octet-stream", o.profileName, "heapsnapshot"),
+      });
+    }
+    return text(404, "Available: /debug/pprof/heap, /debug/pprof/profile?seconds=N\n");
+  };
+}
+
+/** Options of {@link startMonitoring}. */
+export interface MonitoringOptions extends MonitoringHandlerOptions {
+  host: string;
+  port: number;
+}
+
+/** Serves {@link monitoringHandler}; resolves once listening (port 0 picks a free port). */
+export async function startMonitoring(
+  o: MonitoringOptions,
+): Promise<{ port: number; shutdown(): Promise<void> }> {
+  const { promise, resolve } = Promise.withResolvers<number>();
+  const server = Deno.serve({
+    hostname: o.host,
+    port: o.port,
+    onListen: ({ port }) => resolve(port),
+  }, monitoringHandler(o));
+  const port = await promise;
+  return { port, shutdown: () => server.shutdown() };
+}
+
+type Prom = typeof import("../deps/prom.ts");
+
+/** A private prom-client registry with the process metrics, and builders registering on it. */
+export interface PromRegistry {
+  /** prom-client itself (for metric kinds the builders do not cover). */
+  readonly prom: Prom;
+  /** The registry. */
+  readonly register: InstanceType<Prom["Registry"]>;
+  /** A counter on the registry, with these label names (none by default). */
+  counter<L extends string = never>(
+    name: string,
+    help: string,
+    labelNames?: readonly L[],
+  ): InstanceType<Prom["Counter"]>;
+  /** A histogram without labels on the registry. */
+  histogram(name: string, help: string, buckets: number[]): InstanceType<Prom["Histogram"]>;
+}
+
+/** Loads prom-client (lazily) and creates a {@link PromRegistry} with the process metrics. */
+export async function promRegistry(): Promise<PromRegistry> {
+  const prom = await import("../deps/prom.ts");
+  const register = new prom.Registry();
+  prom.collectDefaultMetrics({ register });
+  const registers = [register];
+  return {
+    prom,
+    register,
+    counter: (name, help, labelNames = []) =>
+      new prom.Counter({ name, help, labelNames, registers }),
+    histogram: (name, help, buckets) => new prom.Histogram({ name, help, buckets, registers }),
+  };
+}
