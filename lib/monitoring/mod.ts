@@ -106,20 +106,39 @@ export async function startMonitoring(
 
 type Prom = typeof import("../deps/prom.ts");
 
+type Registry = InstanceType<Prom["Registry"]>;
+
+/** Builders of metrics registered on one registry. */
+export interface MetricBuilders {
+  /** A counter, with these label names (none by default). */
+  counter(
+    name: string,
+    help: string,
+    labelNames?: readonly string[],
+  ): InstanceType<Prom["Counter"]>;
+  /** A histogram without labels. */
+  histogram(name: string, help: string, buckets: number[]): InstanceType<Prom["Histogram"]>;
+  /** A gauge without labels. */
+  gauge(name: string, help: string): InstanceType<Prom["Gauge"]>;
+}
+
+/** Builders registering on `register` (for callers that already hold prom-client). */
+export function metricBuilders(prom: Prom, register: Registry): MetricBuilders {
+  const registers = [register];
+  return {
+    counter: (name, help, labelNames = []) =>
+      new prom.Counter({ name, help, labelNames, registers }),
+    histogram: (name, help, buckets) => new prom.Histogram({ name, help, buckets, registers }),
+    gauge: (name, help) => new prom.Gauge({ name, help, registers }),
+  };
+}
+
 /** A private prom-client registry with the process metrics, and builders registering on it. */
-export interface PromRegistry {
+export interface PromRegistry extends MetricBuilders {
   /** prom-client itself (for metric kinds the builders do not cover). */
   readonly prom: Prom;
   /** The registry. */
-  readonly register: InstanceType<Prom["Registry"]>;
-  /** A counter on the registry, with these label names (none by default). */
-  counter<L extends string = never>(
-    name: string,
-    help: string,
-    labelNames?: readonly L[],
-  ): InstanceType<Prom["Counter"]>;
-  /** A histogram without labels on the registry. */
-  histogram(name: string, help: string, buckets: number[]): InstanceType<Prom["Histogram"]>;
+  readonly register: Registry;
 }
 
 /** Loads prom-client (lazily) and creates a {@link PromRegistry} with the process metrics. */
@@ -127,12 +146,5 @@ export async function promRegistry(): Promise<PromRegistry> {
   const prom = await import("../deps/prom.ts");
   const register = new prom.Registry();
   prom.collectDefaultMetrics({ register });
-  const registers = [register];
-  return {
-    prom,
-    register,
-    counter: (name, help, labelNames = []) =>
-      new prom.Counter({ name, help, labelNames, registers }),
-    histogram: (name, help, buckets) => new prom.Histogram({ name, help, buckets, registers }),
-  };
+  return { prom, register, ...metricBuilders(prom, register) };
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { startCpuProfile } from "../process/mod.ts";
 import {
+  metricBuilders,
   monitoringHandler,
   type MonitoringHandlerOptions,
   promRegistry,
@@ -98,18 +99,30 @@ Deno.test("startMonitoring listens on a free port and shuts down", async () => {
 });
 
 Deno.test("promRegistry builds counters and histograms on a private registry with process metrics", async () => {
-  const { register, counter, histogram } = await promRegistry();
+  const { register, counter, histogram, gauge } = await promRegistry();
   counter("t_requests_total", "Requests, by method.", ["method"]).inc({ method: "Get" });
   counter("t_plain_total", "Plain.").inc(2);
   histogram("t_seconds", "Latency.", [0.1, 1]).observe(0.5);
+  gauge("t_level", "Level.").set(7);
   const text = await register.metrics();
   assert.match(text, /^t_requests_total\{method="Get"\} 1$/m);
   assert.match(text, /^t_plain_total 2$/m);
   assert.match(text, /^t_seconds_bucket\{le="0.1"\} 0$/m);
   assert.match(text, /^t_seconds_bucket\{le="1"\} 1$/m);
+  assert.match(text, /^t_level 7$/m);
   assert.match(text, /^process_cpu_seconds_total /m);
   // A second registry is independent: the same names can be registered again.
   const other = await promRegistry();
   other.counter("t_plain_total", "Plain.");
   assert.doesNotMatch(await other.register.metrics(), /^t_plain_total 2$/m);
+});
+
+Deno.test("metricBuilders registers on the given registry only, without process metrics", async () => {
+  const prom = await import("../deps/prom.ts");
+  const register = new prom.Registry();
+  metricBuilders(prom, register).gauge("t_only", "Only.").set(1);
+  const text = await register.metrics();
+  assert.match(text, /^t_only 1$/m);
+  assert.doesNotMatch(text, /process_cpu_seconds_total/);
+  assert.doesNotMatch(await prom.register.metrics(), /t_only/);
 });

@@ -6,7 +6,7 @@
  */
 
 import * as prom from "../../lib/deps/prom.ts";
-import { monitoringHandler as sharedHandler } from "../../lib/monitoring/mod.ts";
+import { metricBuilders, monitoringHandler as sharedHandler } from "../../lib/monitoring/mod.ts";
 import type { ApiMetrics } from "./grpc.ts";
 
 /** The server's own metrics. */
@@ -19,41 +19,34 @@ export interface PolicyMetrics extends ApiMetrics {
 
 /** Creates the server's metrics in a registry of their own. */
 export function createPolicyMetrics(): PolicyMetrics {
-  const registers = [new prom.Registry()];
-  const checks = new prom.Counter({
-    name: "mesh_policy_check_total",
-    help: "Check calls by precondition status code (or the gRPC status of a failed call).",
-    labelNames: ["code"] as const,
-    registers,
-  });
-  const checkSeconds = new prom.Histogram({
-    name: "mesh_policy_check_duration_seconds",
-    help: "Time to answer a Check.",
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1],
-    registers,
-  });
-  const reports = new prom.Counter({
-    name: "mesh_policy_report_total",
-    help: "Report calls by gRPC status code.",
-    labelNames: ["code"] as const,
-    registers,
-  });
-  const bags = new prom.Counter({
-    name: "mesh_policy_report_attribute_bags_total",
-    help: "Attribute bags received in Report calls.",
-    registers,
-  });
-  const loads = new prom.Counter({
-    name: "mesh_policy_config_loads_total",
-    help: "Configuration loads by result (accepted, rejected).",
-    labelNames: ["result"] as const,
-    registers,
-  });
-  const issues = new prom.Gauge({
-    name: "mesh_policy_config_issues",
-    help: "Problems of the last configuration seen (0 when it is in force).",
-    registers,
-  });
+  const register = new prom.Registry();
+  const { counter, histogram, gauge } = metricBuilders(prom, register);
+  const checks = counter(
+    "mesh_policy_check_total",
+    "Check calls by precondition status code (or the gRPC status of a failed call).",
+    ["code"],
+  );
+  const checkSeconds = histogram(
+    "mesh_policy_check_duration_seconds",
+    "Time to answer a Check.",
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1],
+  );
+  const reports = counter("mesh_policy_report_total", "Report calls by gRPC status code.", [
+    "code",
+  ]);
+  const bags = counter(
+    "mesh_policy_report_attribute_bags_total",
+    "Attribute bags received in Report calls.",
+  );
+  const loads = counter(
+    "mesh_policy_config_loads_total",
+    "Configuration loads by result (accepted, rejected).",
+    ["result"],
+  );
+  const issues = gauge(
+    "mesh_policy_config_issues",
+    "Problems of the last configuration seen (0 when it is in force).",
+  );
   return {
     check(code, seconds) {
       checks.inc({ code: String(code) });
@@ -67,7 +60,7 @@ export function createPolicyMetrics(): PolicyMetrics {
       loads.inc({ result: ok ? "accepted" : "rejected" });
       issues.set(n);
     },
-    text: () => registers[0].metrics(),
+    text: () => register.metrics(),
   };
 }
 
