@@ -189,6 +189,8 @@ export function routeMatch(m: Any, scope: RouteScope): XdsResource | undefined {
   const uri = m.uri;
   if (typeof uri?.exact === "string") out.path = uri.exact;
   else if (typeof uri?.prefix === "string") out.prefix = uri.prefix;
+  // an empty regex holds only for an empty path (Envoy refuses an empty `regex`): exact ""
+  else if (uri?.regex === "") out.path = "";
   else if (typeof uri?.regex === "string") out.safe_regex = { regex: uri.regex };
   else out.prefix = "/";
   const headers: Any[] = [];

@@ -93,6 +93,24 @@ Deno.test("routeMatch() writes an empty prefix or suffix as a presence match, va
   }
 });
 
+Deno.test("routeMatch() writes an empty regex as an exact match of the empty value", () => {
+  for (const form of ["string_match", "legacy"] as const) {
+    const m = routeMatch({ headers: { a: { regex: "" } } }, { ...scope, headerMatcher: form })!;
+    const h = m.headers[0];
+    assert.deepEqual(
+      h,
+      form === "legacy" ? { name: "a", exact_match: "" } : {
+        name: "a",
+        string_match: { exact: "" },
+      },
+    );
+    assert.deepEqual(pgvProblems("envoy.config.route.v3.HeaderMatcher", h), []);
+  }
+  const uri = routeMatch({ uri: { regex: "" } }, scope)!;
+  assert.deepEqual(uri, { path: "" });
+  assert.deepEqual(pgvProblems("envoy.config.route.v3.RouteMatch", uri), []);
+});
+
 Deno.test("buildRoutes() writes header matchers per client: Envoy 1.20+ string_match, gRPC C-core 1.51 the older fields", () => {
   const ctx = model({ configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] } });
   const node = (ua: Record<string, unknown>) =>

@@ -148,6 +148,9 @@ export function stringMatcher(m: unknown): Record<string, unknown> | undefined {
   const o = m as Record<string, unknown>;
   if (typeof o.exact === "string") return { exact: o.exact };
   if (typeof o.prefix === "string") return { prefix: o.prefix };
+  // An empty regex (a whole-value match) holds only for the empty value; Envoy refuses an empty
+  // `regex` (min_len 1), so it is written as that exact match.
+  if (o.regex === "") return { exact: "" };
   if (typeof o.regex === "string") return { safe_regex: { regex: o.regex } };
   if (typeof o.suffix === "string") return { suffix: o.suffix };
   return undefined;
