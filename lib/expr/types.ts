@@ -3,20 +3,10 @@
  * @module
  */
 
-/** The value types of the attribute vocabulary. */
-export const VALUE_TYPES = [
-  "STRING",
-  "INT64",
-  "DOUBLE",
-  "BOOL",
-  "TIMESTAMP",
-  "IP_ADDRESS",
-  "EMAIL_ADDRESS",
-  "URI",
-  "DNS_NAME",
-  "DURATION",
-  "STRING_MAP",
-] as const;
+import { VALUE_TYPES } from "../model/specs.ts";
+
+/** The value types of the attribute vocabulary (those of attribute manifests, lib/model). */
+export { VALUE_TYPES };
 
 /** One value type. */
 export type ValueType = typeof VALUE_TYPES[number];
