@@ -18,7 +18,7 @@
  */
 import { stringify } from "../lib/deps/yaml.ts";
 import { builtinTemplate, defaultTemplateParams } from "../lib/inject/mod.ts";
-import { webhookConfiguration } from "../servers/injector/_testutil.ts";
+import { injectorArgs, webhookConfiguration } from "../servers/injector/_testutil.ts";
 import { makeTestPki } from "../tests/harness/certs.ts";
 import { startFakeKube } from "../tests/harness/fake_kube.ts";
 import { freePort, spawnProgram, waitUntil } from "../tests/harness/procs.ts";
@@ -201,20 +201,14 @@ async function webhookBench(o: Options): Promise<void> {
       objects: [webhookConfiguration(`https://127.0.0.1:${port}/inject`)],
     });
     await using proc = spawnProgram("sidecar-injector", [
-      "--port",
-      String(port),
-      "--tlsCertFile",
-      leaf.cert,
-      "--tlsKeyFile",
-      leaf.key,
-      "--caCertFile",
-      pki.caCert,
-      "--injectConfig",
-      `${dir}/inject`,
-      "--meshConfig",
-      `${dir}/mesh`,
-      "--orchconfig",
-      kube.kubeconfigPath,
+      ...injectorArgs({
+        port,
+        cert: leaf.cert,
+        key: leaf.key,
+        caCert: pki.caCert,
+        dir,
+        kubeconfig: kube.kubeconfigPath,
+      }),
       "--log_output_level",
       "default:warn",
     ], { clearEnv: true });

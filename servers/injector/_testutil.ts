@@ -26,3 +26,33 @@ export function webhookConfiguration(url: string, caBundle = ""): JsonObject {
     }],
   };
 }
+
+/**
+ * The command line of a `sidecar-injector` run on `port` with a key pair, the CA that issued it,
+ * the injection and mesh configuration files `<dir>/inject` and `<dir>/mesh`, and a kubeconfig.
+ */
+export function injectorArgs(o: {
+  port: number;
+  cert: string;
+  key: string;
+  caCert: string;
+  dir: string;
+  kubeconfig: string;
+}): string[] {
+  return [
+    "--port",
+    String(o.port),
+    "--tlsCertFile",
+    o.cert,
+    "--tlsKeyFile",
+    o.key,
+    "--caCertFile",
+    o.caCert,
+    "--injectConfig",
+    `${o.dir}/inject`,
+    "--meshConfig",
+    `${o.dir}/mesh`,
+    "--orchconfig",
+    o.kubeconfig,
+  ];
+}

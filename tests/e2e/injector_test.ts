@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parse, stringify } from "../../lib/deps/yaml.ts";
 import { builtinTemplate, defaultTemplateParams } from "../../lib/inject/mod.ts";
-import { webhookConfiguration } from "../../servers/injector/_testutil.ts";
+import { injectorArgs, webhookConfiguration } from "../../servers/injector/_testutil.ts";
 import { makeTestPki } from "../harness/certs.ts";
 import { type JsonObject, startFakeKube } from "../harness/fake_kube.ts";
 import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
@@ -55,20 +55,14 @@ Deno.test("kubectl apply through the fake API server stores the pod sidecar-inje
         ],
       });
       await using proc = spawnProgram("sidecar-injector", [
-        "--port",
-        String(port),
-        "--tlsCertFile",
-        leaf.cert,
-        "--tlsKeyFile",
-        leaf.key,
-        "--caCertFile",
-        pki.caCert,
-        "--injectConfig",
-        `${dir}/inject`,
-        "--meshConfig",
-        `${dir}/mesh`,
-        "--orchconfig",
-        kube.kubeconfigPath,
+        ...injectorArgs({
+          port,
+          cert: leaf.cert,
+          key: leaf.key,
+          caCert: pki.caCert,
+          dir,
+          kubeconfig: kube.kubeconfigPath,
+        }),
         "--healthCheckFile",
         `${dir}/health`,
         "--healthCheckInterval",
