@@ -24,8 +24,8 @@ import {
   rssOf,
   sustain,
 } from "../lib/grpc/testing.ts";
+import { startDiscovery } from "../tests/e2e/discovery_harness.ts";
 
-const REPO = new URL("../", import.meta.url);
 const MB = 1024 * 1024;
 const NODE = "sidecar~127.0.0.1~bench-probe.default~default.svc.cluster.local";
 const USAGE = `Usage: deno task bench h2_attack [--duration <ms>] [--attackers <n>]
@@ -104,51 +104,19 @@ export async function main(args: string[] = Deno.args): Promise<void> {
   if (!o) return console.log(USAGE);
   const out = (s = "") => console.log(s);
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-h2-" });
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      new URL("cli/mesh-discovery.ts", REPO).pathname,
-      "discovery",
-      "--registries",
-      "Mock",
-      "--configDir",
-      dir,
-      "--port",
-      "0",
-      "--monitoringPort",
-      "0",
-      "--grpcAddr",
-      "127.0.0.1:0",
-      "--secureGrpcAddr",
-      "",
-      "--ctrlz_port",
-      "0",
-      "--meshConfig",
-      "/nonexistent/mesh-config",
-      "--log_output_level",
-      "default:info,ads:error",
-      ...o.discoveryFlags,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let log = "";
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    const d = new TextDecoder();
-    for await (const c of s) {
-      log += d.decode(c, { stream: true });
-      if (log.length > 200_000) log = log.slice(-100_000);
-    }
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]).catch(() => {});
+  const d = await startDiscovery([
+    "--registries",
+    "Mock",
+    "--configDir",
+    dir,
+    "--log_output_level",
+    "default:info,ads:error",
+    ...o.discoveryFlags,
+  ]);
+  const child = d.proc;
   try {
-    const deadline = Date.now() + 60_000;
-    while (!log.includes("discovery is ready")) {
-      if (Date.now() > deadline) throw new Error(`mesh-discovery not ready:\n${log.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const port = Number(/grpc=\S+:(\d+)/.exec(log)![1]);
+    await child.waitFor(/discovery is ready/, 60_000);
+    const port = Number(d.grpc.split(":")[1]);
     const request = discoveryRequest(NODE);
     out(
       `## HTTP/2 attacks on ADS: mesh-discovery --registries Mock, ${o.attackers} attacker(s) × ` +
@@ -210,9 +178,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       );
     }
   } finally {
-    child.kill("SIGTERM");
-    await child.status;
-    await pumps;
+    await child.stop();
     await Deno.remove(dir, { recursive: true });
   }
 }
