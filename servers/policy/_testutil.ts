@@ -54,15 +54,10 @@ export function obj(
 }
 
 /** A running server with a memory store, a grpc-js client and captured stdio lines. */
-export interface TestServer {
+export interface TestServer extends TestClient {
   handle: PolicyHandle;
   store: ConfigStore;
   lines: string[];
-  check(attrs: Record<string, Value>, extra?: Record<string, unknown>): Promise<CheckResponse>;
-  /** Sends a raw request; resolves with the response or rejects with the grpc-js error. */
-  call(method: "Check" | "Report", req: unknown): Promise<unknown>;
-  report(bags: Record<string, Value>[]): Promise<unknown>;
-  close(): Promise<void>;
 }
 
 /** Starts a server on 127.0.0.1 with `objects` in its store. */
@@ -85,6 +80,21 @@ export async function startTestServer(
     ...deps,
   });
   await handle.ready;
+  return { handle, store, lines, ...await connectTestClient(handle) };
+}
+
+/** A grpc-js Mixer client of a running server. */
+export interface TestClient {
+  check(attrs: Record<string, Value>, extra?: Record<string, unknown>): Promise<CheckResponse>;
+  /** Sends a raw request; resolves with the response or rejects with the grpc-js error. */
+  call(method: "Check" | "Report", req: unknown): Promise<unknown>;
+  report(bags: Record<string, Value>[]): Promise<unknown>;
+  /** Closes the client and shuts the server down. */
+  close(): Promise<void>;
+}
+
+/** Connects a grpc-js Mixer client (an independent client of our transport) to `handle`. */
+export async function connectTestClient(handle: PolicyHandle): Promise<TestClient> {
   const grpc = await import("../../lib/deps/grpc.ts");
   const codec = await mixerCodec();
   // deno-lint-ignore no-explicit-any
@@ -98,9 +108,6 @@ export async function startTestServer(
       client[method](req, (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res)));
     });
   return {
-    handle,
-    store,
-    lines,
     call,
     check: (attrs, extra = {}) =>
       call("Check", { attributes: compress(attrs, DEFAULT_MANIFEST), ...extra }) as Promise<

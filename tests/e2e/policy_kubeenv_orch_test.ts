@@ -5,10 +5,8 @@
  */
 
 import assert from "node:assert/strict";
-import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
-import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
 import { start, toConfig } from "../../servers/policy/mod.ts";
-import { policyFlags } from "../../servers/policy/_testutil.ts";
+import { connectTestClient, policyFlags } from "../../servers/policy/_testutil.ts";
 import { waitUntil } from "../harness/procs.ts";
 import type { JsonObject } from "../harness/fake_kube.ts";
 import { startKubeWithCrds } from "./_meshctl.ts";
@@ -61,18 +59,9 @@ Deno.test("kubernetesenv on orch:// finds pods through the config store's orches
       log: { debug() {}, info() {}, warn() {}, error() {} },
     },
   );
-  const grpc = await import("../../lib/deps/grpc.ts");
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
-  const c = new pkg.mesh.mixer.v1.Mixer(handle.addresses.grpc, grpc.credentials.createInsecure());
-  const check = (attrs: Record<string, string>) =>
-    new Promise<number>((resolve, reject) =>
-      c.Check(
-        { attributes: compress(attrs, DEFAULT_MANIFEST) },
-        (e: Error | null, r: { precondition: { status: { code?: number } } }) =>
-          e ? reject(e) : resolve(r.precondition.status.code ?? 0),
-      )
-    );
+  const client = await connectTestClient(handle);
+  const check = async (attrs: Record<string, string>) =>
+    (await client.check(attrs)).precondition.status.code ?? 0;
   try {
     await handle.ready;
     await waitUntil(
@@ -94,7 +83,6 @@ Deno.test("kubernetesenv on orch:// finds pods through the config store's orches
     );
     assert.ok(kube.requests.some((r) => r.path === "/api/v1/namespaces/shop/pods/web-v2-def"));
   } finally {
-    c.close();
-    await handle.shutdown();
+    await client.close();
   }
 });

@@ -5,10 +5,8 @@
  */
 
 import assert from "node:assert/strict";
-import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
-import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
 import { start, toConfig } from "../../servers/policy/mod.ts";
-import { policyFlags } from "../../servers/policy/_testutil.ts";
+import { connectTestClient, policyFlags } from "../../servers/policy/_testutil.ts";
 import { waitUntil } from "../harness/procs.ts";
 import type { JsonObject } from "../harness/fake_kube.ts";
 import { startKubeWithCrds } from "./_meshctl.ts";
@@ -33,18 +31,9 @@ Deno.test("mesh-policy reads rules, instances and handlers from orch:// and keep
       log: { debug() {}, info() {}, warn() {}, error() {} },
     },
   );
-  const grpc = await import("../../lib/deps/grpc.ts");
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
-  const c = new pkg.mesh.mixer.v1.Mixer(handle.addresses.grpc, grpc.credentials.createInsecure());
-  const check = (attrs: Record<string, string>) =>
-    new Promise<number>((resolve, reject) =>
-      c.Check(
-        { attributes: compress(attrs, DEFAULT_MANIFEST) },
-        (e: Error | null, r: { precondition: { status: { code?: number } } }) =>
-          e ? reject(e) : resolve(r.precondition.status.code ?? 0),
-      )
-    );
+  const client = await connectTestClient(handle);
+  const check = async (attrs: Record<string, string>) =>
+    (await client.check(attrs)).precondition.status.code ?? 0;
   try {
     await handle.ready;
     const shop = { "destination.service": "cart.shop.svc.cluster.local", "source.name": "web" };
@@ -69,7 +58,6 @@ Deno.test("mesh-policy reads rules, instances and handlers from orch:// and keep
     );
     assert.equal(await check(shop), 5, "the last good rule stays");
   } finally {
-    c.close();
-    await handle.shutdown();
+    await client.close();
   }
 });
