@@ -18,7 +18,8 @@ function sample(text: string, name: string): number {
   return Number(m[1]);
 }
 
-Deno.test("/metrics push and convergence histograms are in seconds with a sum above 0 after pushes", async () => {
+/** Metrics wired to an xDS server over a cache holding one cluster `c1`. */
+async function serverWithMetrics() {
   const metrics = await createMetrics(
     () => ({ services: 0, virtualServices: 0, configsByKind: {} }),
     () => 1,
@@ -32,6 +33,11 @@ Deno.test("/metrics push and convergence histograms are in seconds with a sum ab
     debounceAfter: 0,
     logger: { debug() {}, info() {}, warn() {}, error() {} },
   });
+  return { metrics, cache, server };
+}
+
+Deno.test("/metrics push and convergence histograms are in seconds with a sum above 0 after pushes", async () => {
+  const { metrics, cache, server } = await serverWithMetrics();
   const s = new MemoryStream<DiscoveryResponse>();
   const h = server.openSotw(s);
   h.receive({
@@ -57,19 +63,7 @@ Deno.test("/metrics push and convergence histograms are in seconds with a sum ab
 });
 
 Deno.test("/metrics counts a delta NACK in mesh_xds_rejects and ignores a stale one", async () => {
-  const metrics = await createMetrics(
-    () => ({ services: 0, virtualServices: 0, configsByKind: {} }),
-    () => 1,
-  );
-  const cache = new ResourceCache();
-  cache.set(CDS, "c1", new TextEncoder().encode("a"));
-  const server = new XdsServer<{ id: string }>({
-    parseNode: (n) => ({ id: n.id }),
-    resourcesFor: (_p, t, names) => cache.select(t, names),
-    metrics: metrics.xds,
-    debounceAfter: 0,
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
-  });
+  const { metrics, cache, server } = await serverWithMetrics();
   const s = new MemoryStream<DeltaDiscoveryResponse>();
   const h = server.openDelta(s);
   h.receive({
