@@ -63,7 +63,7 @@ Deno.test("/metrics push and convergence histograms are in seconds with a sum ab
 });
 
 Deno.test("/metrics counts a delta NACK in mesh_xds_rejects and ignores a stale one", async () => {
-  const { metrics, cache, server } = await serverWithMetrics();
+  const { metrics, server } = await serverWithMetrics();
   const s = new MemoryStream<DeltaDiscoveryResponse>();
   const h = server.openDelta(s);
   h.receive({
