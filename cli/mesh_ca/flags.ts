@@ -134,6 +134,13 @@ export const serverFlags = [
     default: false,
     help: "Whether the CA signs certificates for other CAs.",
   }),
+  flag({
+    name: "signing-backend",
+    type: string,
+    default: "auto",
+    help: "Who signs workload certificates and verifies CSRs: auto (OpenSSL's libcrypto through " +
+      "FFI when it loads, else WebCrypto), openssl, or webcrypto.",
+  }),
   flag({ name: "signing-cert", type: string, default: "", help: "CA signing certificate file." }),
   flag({ name: "signing-key", type: string, default: "", help: "CA signing key file." }),
   flag({

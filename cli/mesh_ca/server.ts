@@ -19,6 +19,7 @@ export async function run(opts: ServerOptions, _args: string[], ctx: CliContext)
       NAMESPACE: ctx.env.NAMESPACE,
       KUBERNETES_SERVICE_HOST: ctx.env.KUBERNETES_SERVICE_HOST,
       MESH_CA_UPSTREAM_TOKEN_FILE: ctx.env.MESH_CA_UPSTREAM_TOKEN_FILE,
+      MESH_CA_LIBCRYPTO: ctx.env.MESH_CA_LIBCRYPTO,
     });
   } catch (e) {
     if (e instanceof ca.ConfigError) throw new UsageError(e.message);

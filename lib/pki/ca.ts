@@ -8,18 +8,8 @@
 
 import * as x509 from "../deps/x509.ts";
 import { formatDuration } from "../flags/mod.ts";
-import {
-  ascii,
-  children,
-  DerError,
-  ecdsaDerToP1363,
-  ecdsaP1363ToDer,
-  expectTag,
-  oid,
-  readTlv,
-  time,
-  tlv,
-} from "./der.ts";
+import { type CaSigner, type SigningBackend, webCryptoBackend } from "./backend.ts";
+import { ascii, children, DerError, expectTag, oid, readTlv, time, tlv } from "./der.ts";
 import {
   decodePem,
   encodePem,
@@ -120,15 +110,18 @@ export interface CsrInfo {
 
 /**
  * Parses a PEM CSR, checks its signature and its key (RSA of at least 2048 bits, or ECDSA
- * P-256).
+ * P-256). The common shapes are verified with `backend` (default WebCrypto).
  * @throws PkiError saying why the CSR is not acceptable.
  */
-export async function parseCsr(pem: string): Promise<CsrInfo> {
+export async function parseCsr(
+  pem: string,
+  backend: SigningBackend = webCryptoBackend,
+): Promise<CsrInfo> {
   const blocks = decodePem(pem).filter((b) => /^(NEW )?CERTIFICATE REQUEST$/.test(b.label));
   if (blocks.length !== 1) {
     throw new PkiError(`want one CERTIFICATE REQUEST PEM block, found ${blocks.length}`);
   }
-  const fast = await parseCsrFast(blocks[0].der);
+  const fast = await parseCsrFast(blocks[0].der, backend);
   if (fast) return fast;
   let csr: x509.Pkcs10CertificateRequest;
   try {
@@ -219,7 +212,10 @@ const SIG_HASH: Record<string, string> = {
  * constraints in an extension request) parsed by hand. Returns undefined for anything else, which
  * then takes the generic path; throws PkiError for a CSR that is definitely unacceptable.
  */
-async function parseCsrFast(der: Uint8Array): Promise<CsrInfo | undefined> {
+async function parseCsrFast(
+  der: Uint8Array,
+  backend: SigningBackend,
+): Promise<CsrInfo | undefined> {
   let info: Uint8Array, sigAlg: string, sig: Uint8Array, spki: Uint8Array, keyAlg: string;
   let curve = "";
   let attrs: Uint8Array | undefined;
@@ -249,7 +245,6 @@ async function parseCsrFast(der: Uint8Array): Promise<CsrInfo | undefined> {
   const hash = SIG_HASH[sigAlg];
   if (!hash) return undefined;
   let keyType: string;
-  let importAlg: RsaHashedImportParams | EcKeyImportParams;
   if (keyAlg === OID.rsa) {
     if (!sigAlg.startsWith("1.2.840.113549.")) return undefined;
     const bits = rsaBits(spki);
@@ -257,12 +252,10 @@ async function parseCsrFast(der: Uint8Array): Promise<CsrInfo | undefined> {
       throw new PkiError(`unsupported CSR key: RSA ${bits} bits, want at least 2048`);
     }
     keyType = `RSA-${bits}`;
-    importAlg = { name: "RSASSA-PKCS1-v1_5", hash };
   } else if (keyAlg === OID.ec) {
     if (curve !== OID.p256) return undefined; // the generic path names the curve
     if (!sigAlg.startsWith("1.2.840.10045.")) return undefined;
     keyType = "ECDSA-P-256";
-    importAlg = { name: "ECDSA", namedCurve: "P-256" };
   } else return undefined;
   let uris: string[] = [], dns: string[] = [], isCa = false;
   try {
@@ -293,16 +286,7 @@ async function parseCsrFast(der: Uint8Array): Promise<CsrInfo | undefined> {
   }
   let ok: boolean;
   try {
-    const key = await crypto.subtle.importKey("spki", spki as BufferSource, importAlg, false, [
-      "verify",
-    ]);
-    const signature = keyAlg === OID.ec ? ecdsaDerToP1363(sig, 32) : sig;
-    ok = await crypto.subtle.verify(
-      keyAlg === OID.ec ? { name: "ECDSA", hash } : importAlg,
-      key,
-      signature as BufferSource,
-      info as BufferSource,
-    );
+    ok = await backend.verify(spki, keyAlg === OID.ec ? "ec" : "rsa", hash, sig, info);
   } catch (e) {
     throw new PkiError(`cannot verify CSR signature: ${(e as Error).message}`);
   }
@@ -518,6 +502,11 @@ export interface Issued {
 export interface CertAuthorityOptions {
   /** The largest TTL that may be issued (ms). */
   maxTtlMs: number;
+  /**
+   * Signs workload certificates and verifies CSRs (default WebCrypto). Other certificates (CA,
+   * server) are rare and signed through @peculiar/x509 with WebCrypto.
+   */
+  backend?: SigningBackend;
   /** Clock (default `Date.now`). */
   now?: () => number;
 }
@@ -532,6 +521,7 @@ export class CertAuthority {
   readonly caChain: string[];
   readonly #opts: CertAuthorityOptions;
   readonly #signingAlg: ReturnType<typeof keyAlgorithm>;
+  readonly #signer: Promise<CaSigner>;
   #aki: x509.Extension | undefined;
   /** DER pieces of the fast path (workload certificates), computed once. */
   readonly #der: { sigAlg: Uint8Array; issuer: Uint8Array; fixedExtensions: Uint8Array[] };
@@ -544,6 +534,8 @@ export class CertAuthority {
     const chain = [material.signingCert, ...material.intermediates, material.root].map(pem);
     this.caChain = chain.filter((c, i) => chain.indexOf(c) === i);
     this.#signingAlg = keyAlgorithm(material.signingKey);
+    this.#signer = this.backend.signer(material.signingKey);
+    this.#signer.catch(() => {}); // reported by ready() and issue()
     const ski = material.signingCert.extensions.find((e) => e.type === "2.5.29.14");
     if (ski) {
       const keyId = (ski instanceof x509.SubjectKeyIdentifierExtension
@@ -590,6 +582,27 @@ export class CertAuthority {
         ...(this.#aki ? [raw(this.#aki)] : []),
       ],
     };
+  }
+
+  /** The backend that signs workload certificates and verifies CSRs. */
+  get backend(): SigningBackend {
+    return this.#opts.backend ?? webCryptoBackend;
+  }
+
+  /**
+   * Resolves once the backend holds the signing key.
+   * @throws Error when the backend cannot use the key.
+   */
+  async ready(): Promise<void> {
+    await this.#signer;
+  }
+
+  /**
+   * Parses and checks a CSR with this CA's backend (see {@link parseCsr}).
+   * @throws PkiError saying why the CSR is not acceptable.
+   */
+  parseCsr(pem: string): Promise<CsrInfo> {
+    return parseCsr(pem, this.backend);
   }
 
   /** The signing certificate's validity end. */
@@ -651,10 +664,7 @@ export class CertAuthority {
       spki,
       tlv(0xa3, tlv(0x30, ...d.fixedExtensions, san)),
     );
-    let sig: Uint8Array = new Uint8Array(
-      await crypto.subtle.sign(this.#signingAlg, this.material.signingKey, tbs as BufferSource),
-    );
-    if (this.#signingAlg.name === "ECDSA") sig = ecdsaP1363ToDer(sig);
+    const sig = await (await this.#signer).sign(tbs);
     return encodePem("CERTIFICATE", tlv(0x30, tbs, d.sigAlg, tlv(0x03, Uint8Array.of(0), sig)));
   }
 

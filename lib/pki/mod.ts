@@ -1,7 +1,8 @@
 /**
  * Public-key infrastructure for mesh_ca: PEM and key helpers (`pem.ts`), the CA core (`ca.ts`:
  * self-signed roots, plugged material checks, CSR parsing, signing with SPIFFE SANs) and the DNS
- * name rules (`dns.ts`). Imports @peculiar/x509: load this module lazily.
+ * name rules (`dns.ts`), the signing backends (`backend.ts`: WebCrypto, or OpenSSL through FFI in
+ * `openssl_ffi.ts`, loaded on first use). Imports @peculiar/x509: load this module lazily.
  *
  * ```ts
  * import { CertAuthority, createSelfSignedCa, loadCaMaterial, parseCsr, spiffeId } from "./mod.ts";
@@ -16,3 +17,5 @@
 export * from "./pem.ts";
 export * from "./ca.ts";
 export * from "./dns.ts";
+export * from "./backend.ts";
+export { LIBCRYPTO_NAMES, OpenSslError } from "./openssl_ffi.ts";

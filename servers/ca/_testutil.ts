@@ -6,7 +6,14 @@
 
 import { createCsr, generateKeyPair, type KeySpec, spiffeId } from "../../lib/pki/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
+import { loadOpenSsl } from "../../lib/pki/openssl_ffi.ts";
 import type { CaFlags } from "./config.ts";
+
+// The CA's default signing backend loads libcrypto once per process and keeps it: load it here,
+// outside any test, so the tests' resource sanitizer does not count it.
+try {
+  loadOpenSsl();
+} catch { /* not installed: the CAs of the tests fall back to WebCrypto */ }
 
 const HOUR = 3_600_000;
 
@@ -37,6 +44,7 @@ export function caFlags(over: Partial<CaFlags> = {}): CaFlags {
     selfSignedCaCertTtl: 8760 * HOUR,
     selfSignedCaOrg: "orch.cluster.local",
     signCaCerts: false,
+    signingBackend: "auto",
     signingCert: "",
     signingKey: "",
     trustedJwks: "",

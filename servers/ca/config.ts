@@ -6,6 +6,7 @@
  */
 
 import { formatDuration } from "../../lib/flags/mod.ts";
+import { BACKEND_CHOICES, type BackendChoice } from "../../lib/pki/backend.ts";
 import { parseCustomDnsNames } from "../../lib/pki/dns.ts";
 
 /** Flags read by {@link toConfig} (the options of the root command). */
@@ -34,6 +35,7 @@ export interface CaFlags {
   selfSignedCaCertTtl: number;
   selfSignedCaOrg: string;
   signCaCerts: boolean;
+  signingBackend: string;
   signingCert: string;
   signingKey: string;
   trustedJwks: string;
@@ -51,6 +53,8 @@ export interface CaEnv {
   KUBERNETES_SERVICE_HOST?: string;
   /** Token file presented to the upstream CA (default: the pod's service-account token). */
   MESH_CA_UPSTREAM_TOKEN_FILE?: string;
+  /** libcrypto to load instead of `libcrypto.so.3`, then `libcrypto.so` (a file name or path). */
+  MESH_CA_LIBCRYPTO?: string;
 }
 
 /** Where the CA's key material comes from. */
@@ -101,6 +105,10 @@ export interface CaConfig {
   readonly workloadTtlMs: number;
   readonly maxTtlMs: number;
   readonly signCaCerts: boolean;
+  /** --signing-backend: who signs workload certificates and verifies CSRs. */
+  readonly signingBackend: BackendChoice;
+  /** Libraries tried for the OpenSSL backend (from $MESH_CA_LIBCRYPTO; undefined: the defaults). */
+  readonly libcrypto: readonly string[] | undefined;
   readonly appendDnsNames: boolean;
   readonly customDnsNames: ReadonlyMap<string, readonly string[]>;
   readonly graceRatio: number;
@@ -300,6 +308,13 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
       };
     }
   }
+  const signingBackend = f.signingBackend as BackendChoice;
+  if (!BACKEND_CHOICES.includes(signingBackend)) {
+    problems.push(
+      `Invalid value for --signing-backend: want one of ${BACKEND_CHOICES.join(", ")}, got ` +
+        `"${f.signingBackend}"`,
+    );
+  }
   if (f.enableProfiling && !f.monitoringPort) {
     warnings.push("--enable-profiling has no effect without --monitoring-port");
   }
@@ -317,6 +332,8 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
     workloadTtlMs: f.workloadCertTtl,
     maxTtlMs: f.maxWorkloadCertTtl,
     signCaCerts: f.signCaCerts,
+    signingBackend,
+    libcrypto: env.MESH_CA_LIBCRYPTO ? Object.freeze([env.MESH_CA_LIBCRYPTO]) : undefined,
     appendDnsNames: f.appendDnsNames,
     customDnsNames,
     graceRatio: f.workloadCertGracePeriodRatio,

@@ -9,14 +9,17 @@
 import { callUnary } from "../../lib/grpc/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import {
+  type CaMaterial,
   type CaMaterialPem,
   CertAuthority,
+  type CertAuthorityOptions,
   createCsr,
   createSelfSignedCa,
   exportPrivateKey,
   generateKeyPair,
   loadCaMaterial,
   PkiError,
+  type SigningBackend,
   spiffeId,
   writeFileAtomic,
 } from "../../lib/pki/mod.ts";
@@ -83,6 +86,8 @@ export interface KeySourceDeps {
   /** Where a self-signed root is kept (self-signed mode). */
   store?: RootStore;
   maxTtlMs: number;
+  /** Signs workload certificates and verifies CSRs (default WebCrypto). */
+  backend?: SigningBackend;
   /** Renewal timing of an upstream certificate: grace ratio and minimum grace (ms). */
   graceRatio: number;
   minGraceMs: number;
@@ -100,6 +105,16 @@ async function readFile(flag: string, path: string): Promise<string> {
   }
 }
 
+/** A CA whose backend holds the signing key (errors: the backend cannot use it). */
+async function newCa(
+  material: CaMaterial,
+  opts: CertAuthorityOptions,
+): Promise<CertAuthority> {
+  const ca = new CertAuthority(material, opts);
+  await ca.ready();
+  return ca;
+}
+
 function fixed(ca: CertAuthority): KeySource {
   return { ca: () => ca, onChange() {}, stop() {} };
 }
@@ -109,7 +124,7 @@ function fixed(ca: CertAuthority): KeySource {
  * @throws Error with a one-line startup message saying what is wrong.
  */
 export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promise<KeySource> {
-  const opts = { maxTtlMs: deps.maxTtlMs, now: deps.now };
+  const opts = { maxTtlMs: deps.maxTtlMs, now: deps.now, backend: deps.backend };
   if (mode.kind === "plugged") {
     const pem: CaMaterialPem = {
       signingCert: await readFile("signing-cert", mode.signingCert),
@@ -118,7 +133,7 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
       rootCert: await readFile("root-cert", mode.rootCert),
     };
     try {
-      const ca = new CertAuthority(await loadCaMaterial(pem), opts);
+      const ca = await newCa(await loadCaMaterial(pem), opts);
       deps.log.info(`CA: using the plugged signing certificate ${mode.signingCert}`);
       return fixed(ca);
     } catch (e) {
@@ -141,7 +156,7 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
         if (m.root.notAfter.getTime() < (deps.now ?? Date.now)()) {
           deps.log.warn(`CA: the stored root expired at ${m.root.notAfter.toISOString()}`);
         }
-        return fixed(new CertAuthority(m, opts));
+        return fixed(await newCa(m, opts));
       } catch (e) {
         throw new Error(`The CA root kept in ${store.where} is unusable: ${(e as Error).message}`);
       }
@@ -159,7 +174,7 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
       // As Istio: the CA still works; a restart will generate another root.
       deps.log.error(`CA: cannot keep the new root in ${store.where}: ${(e as Error).message}`);
     }
-    return fixed(new CertAuthority(await loadCaMaterial(pem), opts));
+    return fixed(await newCa(await loadCaMaterial(pem), opts));
   }
   return await upstreamSource(mode, deps);
 }
@@ -236,7 +251,7 @@ async function upstreamSource(
       certChain: chain.slice(1).join(""),
       rootCert: root,
     });
-    return new CertAuthority(m, { maxTtlMs: deps.maxTtlMs, now: deps.now });
+    return await newCa(m, { maxTtlMs: deps.maxTtlMs, now: deps.now, backend: deps.backend });
   };
   let current: CertAuthority;
   try {

@@ -19,7 +19,7 @@
 import type { GrpcListener } from "../../lib/grpc/mod.ts";
 import { loadKubeConfig } from "../../lib/kube/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
-import type { CertAuthority } from "../../lib/pki/mod.ts";
+import { type CertAuthority, selectSigningBackend } from "../../lib/pki/mod.ts";
 import type { CaConfig } from "./config.ts";
 import { type Controller, startController } from "./controller.ts";
 import { startSigningServer } from "./grpc.ts";
@@ -126,8 +126,11 @@ async function startParts(
       store = secretRootStore(apis.core, config.storageNamespace);
     } else store = directoryRootStore(config.localStorageDir);
   }
+  const backend = selectSigningBackend(config.signingBackend, { libraries: config.libcrypto });
+  log.info(`signing backend: ${backend.description}`);
   const keys: KeySource = await startKeySource(config.keys, {
     store,
+    backend,
     maxTtlMs: config.maxTtlMs,
     graceRatio: config.graceRatio,
     minGraceMs: config.minGraceMs,

@@ -14,7 +14,6 @@ import {
   type DnsNameRules,
   dnsNamesFor,
   type Issued,
-  parseCsr,
   parseSpiffeId,
   spiffeId,
   subjectAltNames,
@@ -238,7 +237,7 @@ export async function signForCaller(
 ): Promise<Issued> {
   let csr;
   try {
-    csr = await parseCsr(csrPem);
+    csr = await ca.parseCsr(csrPem);
   } catch (e) {
     throw new CallError(
       Code.INVALID_ARGUMENT,
