@@ -1,10 +1,15 @@
 /**
  * mesh_ca benchmark: CSRs signed per second end to end over TLS (the real program, gRPC
  * CreateCertificate with a bearer JWT, 64 concurrent clients on their own HTTP/2 connections),
- * for an RSA-2048 and an ECDSA P-256 CA key; each next to the raw single-core signing bound of
- * `openssl speed` measured in the same run (target >= 50%), and next to `cfssl serve` (Debian
- * golang-cfssl) signing the same CSRs over HTTPS with 64 concurrent clients. Then the p99
- * latency of mesh_ca at half its maximum rate (open loop; target <= 20 ms).
+ * for an RSA-2048 and an ECDSA P-256 CA key, with each signing backend (`--signing-backend
+ * openssl`, the default where libcrypto loads, and `webcrypto`); each next to the raw single-core
+ * signing bound of `openssl speed` measured in the same run (target >= 50%), next to the crypto
+ * bound of the machine (every core doing one CA signature plus one P-256 CSR verification per
+ * CSR, at `openssl speed` rates), and next to `cfssl serve` (Debian golang-cfssl) signing the
+ * same CSRs over HTTPS with 64 concurrent clients. Also: the same transport answering with a
+ * fixed chain and no crypto (`bench/_noop_ca.ts`), the in-process sign+verify rate of each
+ * backend, the load average, and the p99 latency of mesh_ca at half its maximum rate (open loop;
+ * target <= 20 ms).
  *
  * `deno task bench ca [--seconds N] [--clients N] [--csrs N]`; `--help` prints this.
  * @module
@@ -15,7 +20,8 @@ import {
   createCsr,
   generateKeyPair,
   importPrivateKey,
-  keyAlgorithm,
+  selectSigningBackend,
+  type SigningBackend,
   spiffeId,
 } from "../lib/pki/mod.ts";
 import { testIssuer } from "../tests/harness/ca_client.ts";
@@ -24,9 +30,10 @@ import { freePort, spawnProgram } from "../tests/harness/procs.ts";
 const USAGE = `Usage: deno task bench ca [--seconds N] [--clients N] [--csrs N]
 
 CSRs signed per second by mesh_ca end to end over TLS (gRPC, bearer JWT, N concurrent clients,
-default 64) for an RSA-2048 and an ECDSA P-256 CA key, as a fraction of the single-core raw
-signing rate of \`openssl speed\` measured in the same run, compared with \`cfssl serve\` signing the
-same CSRs, and the p99 latency at half the maximum rate.
+default 64) for an RSA-2048 and an ECDSA P-256 CA key, with the openssl and the webcrypto signing
+backends, as a fraction of the single-core raw signing rate of \`openssl speed\` measured in the
+same run, compared with \`cfssl serve\` signing the same CSRs and with the same TLS gRPC transport
+answering without crypto; the p99 latency at half the maximum rate (default backend).
 
   --seconds N   duration of each measured phase (default 5)
   --clients N   concurrent clients (default 64)
@@ -67,8 +74,11 @@ async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
   return td.decode(o.stdout);
 }
 
-/** Single-core signs/s from `openssl speed -mr`. */
-async function opensslSpeed(alg: "rsa2048" | "ecdsap256", seconds: number): Promise<number> {
+/** Single-core signs/s and verifies/s from `openssl speed -mr`. */
+async function opensslSpeed(
+  alg: "rsa2048" | "ecdsap256",
+  seconds: number,
+): Promise<{ sign: number; verify: number }> {
   const out = await run("openssl", [
     "speed",
     "-seconds",
@@ -78,28 +88,33 @@ async function opensslSpeed(alg: "rsa2048" | "ecdsap256", seconds: number): Prom
   ]);
   const line = out.split("\n").find((l) => /^\+F[24]:/.test(l));
   if (!line) throw new Error(`openssl speed ${alg}: no result line`);
-  return Number(line.split(":")[3]);
+  const f = line.split(":");
+  return { sign: Number(f[3]), verify: Number(f[4]) };
 }
 
 /**
- * The same-runtime bound: per second, one WebCrypto signature with the CA key plus one ECDSA P-256
- * verification (the CSR's), as mesh_ca does per CSR, with `inFlight` pairs running at once
- * (WebCrypto runs on Deno's thread pool, so this uses every core, as the server does).
+ * The same-runtime bound of a backend: per second, one signature with the CA key plus one ECDSA
+ * P-256 verification (the CSR's), as mesh_ca does per CSR, with `inFlight` pairs running at once
+ * (both backends run them on Deno's thread pool, so this uses every core, as the server does).
  */
-async function webCryptoBound(keyFile: string, seconds: number, inFlight: number): Promise<number> {
-  const key = await importPrivateKey(await Deno.readTextFile(keyFile));
-  const alg = keyAlgorithm(key);
+async function backendBound(
+  backend: SigningBackend,
+  keyFile: string,
+  seconds: number,
+  inFlight: number,
+): Promise<number> {
+  const signer = await backend.signer(await importPrivateKey(await Deno.readTextFile(keyFile)));
   const csrKeys = await generateKeyPair({ kind: "ec" });
   const data = crypto.getRandomValues(new Uint8Array(600));
-  const ecdsa = { name: "ECDSA", hash: "SHA-256" };
-  const csrSig = await crypto.subtle.sign(ecdsa, csrKeys.privateKey, data);
+  const spki = new Uint8Array(await crypto.subtle.exportKey("spki", csrKeys.publicKey));
+  const csrSig = await (await backend.signer(csrKeys.privateKey)).sign(data);
   const t0 = performance.now();
   const end = t0 + Math.max(1, seconds / 2) * 1000;
   let n = 0;
   await Promise.all(Array.from({ length: inFlight }, async () => {
     while (performance.now() < end) {
-      await crypto.subtle.sign(alg, key, data);
-      await crypto.subtle.verify(ecdsa, csrKeys.publicKey, csrSig, data);
+      await signer.sign(data);
+      if (!await backend.verify(spki, "ec", "SHA-256", csrSig, data)) throw new Error("verify");
       n++;
     }
   }));
@@ -264,90 +279,226 @@ export async function main(args: string[] = []): Promise<void> {
       prefix.writeUInt32BE(msg.length, 1);
       return Buffer.concat([prefix, msg]);
     });
+    const load = () => Deno.loadavg().map((v) => v.toFixed(2)).join(" ");
+    const cores = navigator.hardwareConcurrency;
     console.log(
-      `clients ${o.clients}, ${o.seconds}s per phase, ${o.csrs} distinct ECDSA P-256 CSRs`,
+      `clients ${o.clients}, ${o.seconds}s per phase, ${o.csrs} distinct ECDSA P-256 CSRs, ` +
+        `${cores} cores, load average at start ${load()}`,
     );
+    const openssl = selectSigningBackend("auto");
+    const backends: ("openssl" | "webcrypto")[] = openssl.name === "openssl"
+      ? ["openssl", "webcrypto"]
+      : ["webcrypto"];
+    if (openssl.name !== "openssl") console.log(`no OpenSSL backend: ${openssl.description}`);
+    const p256 = await opensslSpeed("ecdsap256", o.seconds);
     const rows: string[][] = [[
       "CA key",
+      "backend",
       "mesh_ca CSRs/s",
-      "openssl signs/s (1 core)",
-      "of openssl",
-      "WebCrypto sign+verify/s",
-      "of WebCrypto",
+      "of openssl sign (1 core)",
+      "of crypto bound",
+      "in-process sign+verify/s",
       "cfssl CSRs/s",
       "mesh_ca/cfssl",
       "p50 / p99 at half rate",
     ]];
+    const notes: string[] = [];
+    let transport = NaN;
     for (const kind of ["rsa", "ec"] as const) {
       const ca = await makeCa(dir, kind);
-      const raw = await opensslSpeed(kind === "rsa" ? "rsa2048" : "ecdsap256", o.seconds);
-      const deno = await webCryptoBound(ca.key, o.seconds, o.clients);
-      const grpcPort = freePort();
-      const monitoringPort = freePort();
-      const proc = spawnProgram("mesh_ca", [
-        ...(o.profile ? ["--enable-profiling"] : []),
-        "--signing-cert",
-        ca.cert,
-        "--signing-key",
-        ca.key,
-        "--root-cert",
-        ca.cert,
-        "--local-storage-dir",
-        `${dir}/state`,
-        "--trusted-jwks",
-        `${dir}/jwks.json`,
-        "--grpc-port",
-        String(grpcPort),
-        "--monitoring-port",
-        String(o.profile ? monitoringPort : 0),
-        "--log_output_level",
-        "warn",
-      ]);
-      let rate = 0, p50 = NaN, p99 = NaN;
-      try {
-        await waitListening(grpcPort);
-        if (o.profile) await waitListening(monitoringPort);
-        const root = await Deno.readTextFile(ca.cert);
-        const g = await grpcCallers(grpcPort, root, token, bodies, o.clients);
-        try {
-          await closedLoop(g.callers, Math.min(1, o.seconds)); // warm-up
-          const profile = o.profile
-            ? fetch(`http://127.0.0.1:${monitoringPort}/debug/pprof/profile?seconds=${o.seconds}`)
-              .then((r) => r.text())
-            : undefined;
-          rate = await closedLoop(g.callers, o.seconds);
-          if (profile) {
-            await Deno.mkdir(o.profile, { recursive: true });
-            await Deno.writeTextFile(`${o.profile}/ca-${kind}.cpuprofile`, await profile);
-          }
-          const lat = await openLoop(g.callers, rate / 2, o.seconds);
-          p50 = pct(lat, 0.5);
-          p99 = pct(lat, 0.99);
-        } finally {
-          g.close();
-        }
-      } finally {
-        await proc.stop();
-      }
+      const raw = kind === "rsa" ? (await opensslSpeed("rsa2048", o.seconds)).sign : p256.sign;
+      // Every core: one CA signature plus one P-256 verification per CSR, at openssl speed rates.
+      const bound = cores / (1 / raw + 1 / p256.verify);
+      notes.push(
+        `${kind === "rsa" ? "RSA-2048" : "ECDSA P-256"} CA: openssl speed ${
+          raw.toFixed(0)
+        } signs/s (1 core), P-256 verify ${p256.verify.toFixed(0)}/s; crypto bound on ${cores} ` +
+          `cores ${bound.toFixed(0)} CSRs/s = ${(100 * bound / raw).toFixed(0)}% of the sign rate`,
+      );
+      if (kind === "rsa") transport = await noopRate(dir, ca, bodies, o);
       const cfssl = await cfsslRate(dir, ca, csrs, o);
-      rows.push([
-        kind === "rsa" ? "RSA-2048" : "ECDSA P-256",
-        rate.toFixed(0),
-        raw.toFixed(0),
-        `${((100 * rate) / raw).toFixed(1)}%`,
-        deno.toFixed(0),
-        `${((100 * rate) / deno).toFixed(0)}%`,
-        cfssl.toFixed(0),
-        (rate / cfssl).toFixed(2),
-        `${p50.toFixed(1)} / ${p99.toFixed(1)} ms`,
-      ]);
+      for (const backend of backends) {
+        const inProcess = await backendBound(
+          backend === "openssl" ? openssl : selectSigningBackend("webcrypto"),
+          ca.key,
+          o.seconds,
+          o.clients,
+        );
+        const r = await meshCaRate(dir, ca, backend, token, bodies, o, backend === backends[0]);
+        rows.push([
+          kind === "rsa" ? "RSA-2048" : "ECDSA P-256",
+          backend,
+          r.rate.toFixed(0),
+          `${((100 * r.rate) / raw).toFixed(1)}%`,
+          `${((100 * r.rate) / bound).toFixed(0)}%`,
+          inProcess.toFixed(0),
+          cfssl.toFixed(0),
+          (r.rate / cfssl).toFixed(2),
+          isNaN(r.p50) ? "-" : `${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms`,
+        ]);
+      }
     }
     const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
     for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
+    for (const n of notes) console.log(n);
+    console.log(
+      `transport alone (lib/grpc over TLS answering a fixed chain, no crypto): ${
+        transport.toFixed(0)
+      } calls/s`,
+    );
+    console.log(`load average at end ${load()}`);
     console.log("targets: >= 50% of openssl; p99 at half the maximum rate <= 20 ms");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/** mesh_ca with `backend`: closed-loop CSRs/s, then (when `latency`) p50/p99 at half that rate. */
+async function meshCaRate(
+  dir: string,
+  ca: { cert: string; key: string },
+  backend: "openssl" | "webcrypto",
+  token: string,
+  bodies: Buffer[],
+  o: Options,
+  latency: boolean,
+): Promise<{ rate: number; p50: number; p99: number }> {
+  const grpcPort = freePort();
+  const monitoringPort = freePort();
+  const proc = spawnProgram("mesh_ca", [
+    ...(o.profile ? ["--enable-profiling"] : []),
+    "--signing-backend",
+    backend,
+    "--signing-cert",
+    ca.cert,
+    "--signing-key",
+    ca.key,
+    "--root-cert",
+    ca.cert,
+    "--local-storage-dir",
+    `${dir}/state`,
+    "--trusted-jwks",
+    `${dir}/jwks.json`,
+    "--grpc-port",
+    String(grpcPort),
+    "--monitoring-port",
+    String(o.profile ? monitoringPort : 0),
+    "--log_output_level",
+    "warn",
+  ]);
+  let rate = 0, p50 = NaN, p99 = NaN;
+  try {
+    await waitListening(grpcPort);
+    if (o.profile) await waitListening(monitoringPort);
+    const root = await Deno.readTextFile(ca.cert);
+    const g = await grpcCallers(grpcPort, root, token, bodies, o.clients);
+    try {
+      await closedLoop(g.callers, Math.min(1, o.seconds)); // warm-up
+      const profile = o.profile
+        ? fetch(`http://127.0.0.1:${monitoringPort}/debug/pprof/profile?seconds=${o.seconds}`)
+          .then((r) => r.text())
+        : undefined;
+      rate = await closedLoop(g.callers, o.seconds);
+      if (profile) {
+        await Deno.mkdir(o.profile, { recursive: true });
+        const kind = ca.cert.includes("/rsa-") ? "rsa" : "ec";
+        await Deno.writeTextFile(`${o.profile}/ca-${kind}-${backend}.cpuprofile`, await profile);
+      }
+      if (latency) {
+        const lat = await openLoop(g.callers, rate / 2, o.seconds);
+        p50 = pct(lat, 0.5);
+        p99 = pct(lat, 0.99);
+      }
+    } finally {
+      g.close();
+    }
+  } finally {
+    await proc.stop();
+  }
+  return { rate, p50, p99 };
+}
+
+/** The TLS gRPC transport alone (bench/_noop_ca.ts): closed-loop calls/s. */
+async function noopRate(
+  dir: string,
+  ca: { cert: string; key: string },
+  bodies: Buffer[],
+  o: Options,
+): Promise<number> {
+  const tls = await serverCert(dir, ca, "mesh-ca");
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("./_noop_ca.ts", import.meta.url).pathname,
+      tls.cert,
+      tls.key,
+      ca.cert,
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!/listening \d+/.test(text)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("bench/_noop_ca.ts exited before listening");
+      text += value;
+    }
+    reader.releaseLock();
+    child.stdout.cancel().catch(() => {});
+    const port = Number(/listening (\d+)/.exec(text)![1]);
+    const g = await grpcCallers(port, await Deno.readTextFile(ca.cert), "none", bodies, o.clients);
+    try {
+      await closedLoop(g.callers, Math.min(1, o.seconds));
+      return await closedLoop(g.callers, o.seconds);
+    } finally {
+      g.close();
+    }
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+  }
+}
+
+/** A TLS server certificate for `name` (P-256), signed by `ca` with openssl. */
+async function serverCert(
+  dir: string,
+  ca: { cert: string; key: string },
+  name: string,
+): Promise<{ cert: string; key: string }> {
+  const key = `${dir}/${name}-tls-key.pem`, cert = `${dir}/${name}-tls.pem`;
+  await run("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key]);
+  await run("openssl", [
+    "req",
+    "-new",
+    "-key",
+    key,
+    "-subj",
+    `/CN=${name}`,
+    "-out",
+    `${dir}/${name}.csr`,
+  ]);
+  await Deno.writeTextFile(`${dir}/${name}-ext.cnf`, `subjectAltName=DNS:${name}\n`);
+  await run("openssl", [
+    "x509",
+    "-req",
+    "-in",
+    `${dir}/${name}.csr`,
+    "-CA",
+    ca.cert,
+    "-CAkey",
+    ca.key,
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-extfile",
+    `${dir}/${name}-ext.cnf`,
+    "-out",
+    cert,
+  ]);
+  return { cert, key };
 }
 
 async function waitListening(port: number): Promise<void> {
@@ -371,36 +522,7 @@ async function cfsslRate(
   o: Options,
 ): Promise<number> {
   // cfssl's TLS server certificate, for localhost, signed by the same CA.
-  const tlsKey = `${dir}/cfssl-tls-key.pem`, tlsCert = `${dir}/cfssl-tls.pem`;
-  await run("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", tlsKey]);
-  await run("openssl", [
-    "req",
-    "-new",
-    "-key",
-    tlsKey,
-    "-subj",
-    "/CN=localhost",
-    "-out",
-    `${dir}/cfssl.csr`,
-  ]);
-  await Deno.writeTextFile(`${dir}/cfssl-ext.cnf`, "subjectAltName=DNS:localhost\n");
-  await run("openssl", [
-    "x509",
-    "-req",
-    "-in",
-    `${dir}/cfssl.csr`,
-    "-CA",
-    ca.cert,
-    "-CAkey",
-    ca.key,
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    `${dir}/cfssl-ext.cnf`,
-    "-out",
-    tlsCert,
-  ]);
+  const { cert: tlsCert, key: tlsKey } = await serverCert(dir, ca, "localhost");
   const port = freePort();
   const child = new Deno.Command("cfssl", {
     args: [

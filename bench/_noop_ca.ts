@@ -1,0 +1,56 @@
+/**
+ * A transport baseline of bench/ca: our TLS gRPC transport (`lib/grpc`, as mesh_ca serves it)
+ * answering `CreateCertificate` with a fixed certificate chain without any crypto, to measure what
+ * the transport alone costs per CSR. `deno run -A bench/_noop_ca.ts <cert.pem> <key.pem>
+ * <ca.pem>` (a server certificate for `mesh-ca`, its key, the CA certificate); prints `listening <port>` and runs until killed.
+ * @module
+ */
+
+import { type CallHandler, listenGrpc } from "../lib/grpc/mod.ts";
+
+const [certFile, keyFile, caFile] = Deno.args;
+const te = new TextEncoder();
+const cert = await Deno.readTextFile(certFile);
+const ca = await Deno.readTextFile(caFile);
+
+/** MeshCertificateResponse { repeated string cert_chain = 1 }: the leaf and the root. */
+function response(certs: string[]): Uint8Array {
+  const parts: number[] = [];
+  for (const c of certs) {
+    const b = te.encode(c);
+    parts.push(0x0a);
+    for (let n = b.length;; n >>>= 7) {
+      if (n < 0x80) {
+        parts.push(n);
+        break;
+      }
+      parts.push((n & 0x7f) | 0x80);
+    }
+    parts.push(...b);
+  }
+  return Uint8Array.from(parts);
+}
+const answer = response([cert, ca]);
+
+const handler: CallHandler = (call) => {
+  let gone = false;
+  call.onMessage = () => {};
+  call.onCancel = () => gone = true;
+  call.onEnd = async () => {
+    if (gone) return;
+    await call.send([answer]);
+    call.end(0);
+  };
+};
+
+const listener = await listenGrpc({
+  host: "127.0.0.1",
+  port: 0,
+  tls: {
+    cert: te.encode(cert),
+    key: te.encode(await Deno.readTextFile(keyFile)),
+    ca: te.encode(ca),
+  },
+  handlers: new Map([["/mesh.v1.auth.MeshCertificateService/CreateCertificate", handler]]),
+});
+console.log(`listening ${listener.port}`);
