@@ -147,6 +147,38 @@ async function makeCa(dir: string, kind: "rsa" | "ec"): Promise<{ cert: string; 
   return { cert, key };
 }
 
+/** CPU seconds (user + system) a process used so far, from /proc (NaN elsewhere). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return NaN;
+  }
+}
+
+/** Resident set size of a process in MiB, from /proc (NaN elsewhere). */
+function rssMiB(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** A closed loop's rate and the CPU time `pid` spent per call (µs). */
+async function measured(
+  pid: number,
+  callers: Caller[],
+  seconds: number,
+): Promise<{ rate: number; cpuUs: number }> {
+  const cpu0 = cpuSeconds(pid);
+  const rate = await closedLoop(callers, seconds);
+  return { rate, cpuUs: ((cpuSeconds(pid) - cpu0) * 1e6) / (rate * seconds) };
+}
+
 /** Percentile of sorted values. */
 const pct = (s: number[], p: number) =>
   s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN;
@@ -297,13 +329,15 @@ export async function main(args: string[] = []): Promise<void> {
       "mesh_ca CSRs/s",
       "of openssl sign (1 core)",
       "of crypto bound",
+      "CPU µs/CSR",
+      "RSS MiB",
       "in-process sign+verify/s",
-      "cfssl CSRs/s",
+      "cfssl CSRs/s (CPU µs/CSR)",
       "mesh_ca/cfssl",
       "p50 / p99 at half rate",
     ]];
     const notes: string[] = [];
-    let transport = NaN;
+    let transport = { rate: NaN, cpuUs: NaN };
     for (const kind of ["rsa", "ec"] as const) {
       const ca = await makeCa(dir, kind);
       const raw = kind === "rsa" ? (await opensslSpeed("rsa2048", o.seconds)).sign : p256.sign;
@@ -313,7 +347,10 @@ export async function main(args: string[] = []): Promise<void> {
         `${kind === "rsa" ? "RSA-2048" : "ECDSA P-256"} CA: openssl speed ${
           raw.toFixed(0)
         } signs/s (1 core), P-256 verify ${p256.verify.toFixed(0)}/s; crypto bound on ${cores} ` +
-          `cores ${bound.toFixed(0)} CSRs/s = ${(100 * bound / raw).toFixed(0)}% of the sign rate`,
+          `cores ${bound.toFixed(0)} CSRs/s = ${
+            (100 * bound / raw).toFixed(0)
+          }% of the sign rate ` +
+          `(${(1e6 / raw + 1e6 / p256.verify).toFixed(0)} CPU µs/CSR)`,
       );
       if (kind === "rsa") transport = await noopRate(dir, ca, bodies, o);
       const cfssl = await cfsslRate(dir, ca, csrs, o);
@@ -331,9 +368,11 @@ export async function main(args: string[] = []): Promise<void> {
           r.rate.toFixed(0),
           `${((100 * r.rate) / raw).toFixed(1)}%`,
           `${((100 * r.rate) / bound).toFixed(0)}%`,
+          r.cpuUs.toFixed(0),
+          r.rssMiB.toFixed(0),
           inProcess.toFixed(0),
-          cfssl.toFixed(0),
-          (r.rate / cfssl).toFixed(2),
+          `${cfssl.rate.toFixed(0)} (${cfssl.cpuUs.toFixed(0)})`,
+          (r.rate / cfssl.rate).toFixed(2),
           isNaN(r.p50) ? "-" : `${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms`,
         ]);
       }
@@ -343,8 +382,8 @@ export async function main(args: string[] = []): Promise<void> {
     for (const n of notes) console.log(n);
     console.log(
       `transport alone (lib/grpc over TLS answering a fixed chain, no crypto): ${
-        transport.toFixed(0)
-      } calls/s`,
+        transport.rate.toFixed(0)
+      } calls/s, ${transport.cpuUs.toFixed(0)} CPU µs/call`,
     );
     console.log(`load average at end ${load()}`);
     console.log("targets: >= 50% of openssl; p99 at half the maximum rate <= 20 ms");
@@ -362,7 +401,7 @@ async function meshCaRate(
   bodies: Buffer[],
   o: Options,
   latency: boolean,
-): Promise<{ rate: number; p50: number; p99: number }> {
+): Promise<{ rate: number; cpuUs: number; rssMiB: number; p50: number; p99: number }> {
   const grpcPort = freePort();
   const monitoringPort = freePort();
   const proc = spawnProgram("mesh_ca", [
@@ -386,7 +425,7 @@ async function meshCaRate(
     "--log_output_level",
     "warn",
   ]);
-  let rate = 0, p50 = NaN, p99 = NaN;
+  let rate = 0, cpuUs = NaN, rss = NaN, p50 = NaN, p99 = NaN;
   try {
     await waitListening(grpcPort);
     if (o.profile) await waitListening(monitoringPort);
@@ -398,7 +437,8 @@ async function meshCaRate(
         ? fetch(`http://127.0.0.1:${monitoringPort}/debug/pprof/profile?seconds=${o.seconds}`)
           .then((r) => r.text())
         : undefined;
-      rate = await closedLoop(g.callers, o.seconds);
+      ({ rate, cpuUs } = await measured(proc.pid, g.callers, o.seconds));
+      rss = rssMiB(proc.pid);
       if (profile) {
         await Deno.mkdir(o.profile, { recursive: true });
         const kind = ca.cert.includes("/rsa-") ? "rsa" : "ec";
@@ -415,7 +455,7 @@ async function meshCaRate(
   } finally {
     await proc.stop();
   }
-  return { rate, p50, p99 };
+  return { rate, cpuUs, rssMiB: rss, p50, p99 };
 }
 
 /** The TLS gRPC transport alone (bench/_noop_ca.ts): closed-loop calls/s. */
@@ -424,7 +464,7 @@ async function noopRate(
   ca: { cert: string; key: string },
   bodies: Buffer[],
   o: Options,
-): Promise<number> {
+): Promise<{ rate: number; cpuUs: number }> {
   const tls = await serverCert(dir, ca, "mesh-ca");
   const child = new Deno.Command(Deno.execPath(), {
     args: [
@@ -452,7 +492,7 @@ async function noopRate(
     const g = await grpcCallers(port, await Deno.readTextFile(ca.cert), "none", bodies, o.clients);
     try {
       await closedLoop(g.callers, Math.min(1, o.seconds));
-      return await closedLoop(g.callers, o.seconds);
+      return await measured(child.pid, g.callers, o.seconds);
     } finally {
       g.close();
     }
@@ -520,7 +560,7 @@ async function cfsslRate(
   ca: { cert: string; key: string },
   csrs: string[],
   o: Options,
-): Promise<number> {
+): Promise<{ rate: number; cpuUs: number }> {
   // cfssl's TLS server certificate, for localhost, signed by the same CA.
   const { cert: tlsCert, key: tlsKey } = await serverCert(dir, ca, "localhost");
   const port = freePort();
@@ -550,7 +590,7 @@ async function cfsslRate(
     const h = httpsCallers(port, await Deno.readTextFile(ca.cert), csrs, o.clients);
     try {
       await closedLoop(h.callers, Math.min(1, o.seconds));
-      return await closedLoop(h.callers, o.seconds);
+      return await measured(child.pid, h.callers, o.seconds);
     } finally {
       h.close();
     }

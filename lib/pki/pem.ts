@@ -22,14 +22,19 @@ export interface PemBlock {
 
 const PEM_RE = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
 
+/** The native base64 codecs of V8 (TC39 "Uint8Array to/from base64"; ~50x faster than atob). */
+const base64 = {
+  decode: (Uint8Array as unknown as { fromBase64(s: string): Uint8Array }).fromBase64,
+  encode: (b: Uint8Array) => (b as unknown as { toBase64(): string }).toBase64(),
+};
+
 /** Every PEM block of `text`, in order (text outside blocks is ignored). */
 export function decodePem(text: string): PemBlock[] {
   const out: PemBlock[] = [];
   for (const m of text.matchAll(PEM_RE)) {
-    const b64 = m[2].replace(/\s+/g, "");
     let der: Uint8Array;
     try {
-      der = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      der = base64.decode.call(Uint8Array, m[2]); // ASCII whitespace is skipped
     } catch {
       throw new PkiError(`PEM block "${m[1]}" is not valid base64`);
     }
@@ -40,14 +45,10 @@ export function decodePem(text: string): PemBlock[] {
 
 /** Encodes DER as one PEM block (64-column base64). */
 export function encodePem(label: string, der: Uint8Array | ArrayBuffer): string {
-  const bytes = der instanceof Uint8Array ? der : new Uint8Array(der);
-  let bin = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  const b64 = btoa(bin);
-  const lines = b64.match(/.{1,64}/g) ?? [];
-  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
+  const b64 = base64.encode(der instanceof Uint8Array ? der : new Uint8Array(der));
+  let body = "";
+  for (let i = 0; i < b64.length; i += 64) body += b64.slice(i, i + 64) + "\n";
+  return `-----BEGIN ${label}-----\n${body}-----END ${label}-----\n`;
 }
 
 // ---- minimal DER (only what wrapping PKCS#1 / SEC 1 keys into PKCS#8 needs) --------------------
