@@ -11,7 +11,8 @@
  * backend, the load average, and the p99 latency of mesh_ca at half its maximum rate (open loop;
  * target <= 20 ms).
  *
- * `deno task bench ca [--seconds N] [--clients N] [--csrs N]`; `--help` prints this.
+ * `deno task bench ca [--seconds N] [--clients N] [--csrs N] [--keys rsa,ec] [--profile DIR]`;
+ * `--help` prints this.
  * @module
  */
 
@@ -27,7 +28,7 @@ import {
 import { testIssuer } from "../tests/harness/ca_client.ts";
 import { freePort, spawnProgram } from "../tests/harness/procs.ts";
 
-const USAGE = `Usage: deno task bench ca [--seconds N] [--clients N] [--csrs N]
+const USAGE = `Usage: deno task bench ca [--seconds N] [--clients N] [--csrs N] [--keys rsa,ec]
 
 CSRs signed per second by mesh_ca end to end over TLS (gRPC, bearer JWT, N concurrent clients,
 default 64) for an RSA-2048 and an ECDSA P-256 CA key, with the openssl and the webcrypto signing
@@ -38,11 +39,13 @@ answering without crypto; the p99 latency at half the maximum rate (default back
   --seconds N   duration of each measured phase (default 5)
   --clients N   concurrent clients (default 64)
   --csrs N      distinct CSRs (ECDSA P-256 keys) cycled through (default 64)
+  --keys LIST   CA keys to measure: rsa, ec or rsa,ec (default rsa,ec)
   --profile DIR record mesh_ca's CPU profile during each maximum-rate phase (DIR/ca-<key>.cpuprofile;
                 summarize with deno run -A bench/cpuprofile_top.ts DIR/*.cpuprofile)
 `;
 
 interface Options {
+  keys: ("rsa" | "ec")[];
   seconds: number;
   clients: number;
   csrs: number;
@@ -50,12 +53,20 @@ interface Options {
 }
 
 function parseArgs(args: string[]): Options | undefined {
-  const o: Options = { seconds: 5, clients: 64, csrs: 64, profile: "" };
+  const o: Options = { keys: ["rsa", "ec"], seconds: 5, clients: 64, csrs: 64, profile: "" };
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === "--help" || a === "-h") return undefined;
     const key = a.replace(/^--/, "") as keyof Options;
     if (!(key in o)) throw new Error(`Unknown flag ${a}\n\n${USAGE}`);
+    if (key === "keys") {
+      const keys = (args[++i] ?? "").split(",");
+      if (!keys.length || keys.some((k) => k !== "rsa" && k !== "ec")) {
+        throw new Error(`Flag ${a}: want rsa, ec or rsa,ec`);
+      }
+      o.keys = keys as Options["keys"];
+      continue;
+    }
     if (key === "profile") {
       o.profile = args[++i] ?? "";
       continue;
@@ -338,7 +349,7 @@ export async function main(args: string[] = []): Promise<void> {
     ]];
     const notes: string[] = [];
     let transport = { rate: NaN, cpuUs: NaN };
-    for (const kind of ["rsa", "ec"] as const) {
+    for (const kind of o.keys) {
       const ca = await makeCa(dir, kind);
       const raw = kind === "rsa" ? (await opensslSpeed("rsa2048", o.seconds)).sign : p256.sign;
       // Every core: one CA signature plus one P-256 verification per CSR, at openssl speed rates.
@@ -352,7 +363,7 @@ export async function main(args: string[] = []): Promise<void> {
           }% of the sign rate ` +
           `(${(1e6 / raw + 1e6 / p256.verify).toFixed(0)} CPU µs/CSR)`,
       );
-      if (kind === "rsa") transport = await noopRate(dir, ca, bodies, o);
+      if (kind === o.keys[0]) transport = await noopRate(dir, ca, bodies, o);
       const cfssl = await cfsslRate(dir, ca, csrs, o);
       for (const backend of backends) {
         const inProcess = await backendBound(

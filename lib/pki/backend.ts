@@ -114,7 +114,7 @@ export function selectSigningBackend(
     }
     return {
       ...webCryptoBackend,
-      description: `${webCryptoBackend.description}; OpenSSL not used: ${(e as Error).message}`,
+      description: `webcrypto (Deno crypto.subtle; OpenSSL not used: ${(e as Error).message})`,
     };
   }
 }

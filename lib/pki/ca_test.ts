@@ -12,12 +12,16 @@ import {
   parseCustomDnsNames,
   parseSpiffeId,
   PkiError,
+  selectSigningBackend,
   spiffeId,
   subjectAltNames,
+  webCryptoBackend,
   writeFileAtomic,
 } from "./mod.ts";
 
 const HOUR = 3_600_000;
+/** Loaded outside the tests: libcrypto stays loaded for the process (the resource sanitizer). */
+const BACKENDS = [webCryptoBackend, selectSigningBackend("openssl")];
 
 async function openssl(args: string[], stdin?: string): Promise<{ ok: boolean; out: string }> {
   const p = new Deno.Command("openssl", {
@@ -83,36 +87,40 @@ async function opensslCsr(kind: "rsa" | "ec", san: string): Promise<string> {
 }
 
 for (const kind of ["rsa", "ec"] as const) {
-  Deno.test(`CertAuthority.issue() with a self-signed ${kind} root signs openssl CSRs (RSA and EC) that openssl verify accepts`, async () => {
-    const key = kind === "rsa" ? { kind, bits: 2048 } : { kind };
-    const ca = new CertAuthority(
-      await loadCaMaterial(
-        await createSelfSignedCa({ org: "orch.cluster.local", ttlMs: 24 * HOUR, key }),
-      ),
-      { maxTtlMs: 2 * HOUR },
-    );
-    for (const csrKind of ["rsa", "ec"] as const) {
-      const id = spiffeId("ns1", "sa1");
-      const csr = await parseCsr(await opensslCsr(csrKind, `URI:${id}`));
-      assert.deepEqual(csr.uris, [id]);
-      assert.equal(csr.keyType, csrKind === "rsa" ? "RSA-2048" : "ECDSA-P-256");
-      const issued = await ca.issue({
-        publicKey: csr.publicKey,
-        uris: [id],
-        dns: ["a.b.svc"],
-        ttlMs: HOUR,
-      });
-      assert.equal(issued.chain.length, 2);
-      assert.match(await opensslVerify(issued.chain), /leaf\.pem: OK$/);
-      const [leaf] = parseCertificates(issued.certPem);
-      assert.deepEqual(subjectAltNames(leaf).uris, [id]);
-      assert.deepEqual(subjectAltNames(leaf).dns, ["a.b.svc"]);
-      assert.equal(leaf.notAfter.getTime() - leaf.notBefore.getTime() <= HOUR + 1000, true);
-      const text = (await openssl(["x509", "-noout", "-text"], issued.certPem)).out;
-      assert.match(text, /CA:FALSE/);
-      assert.match(text, /TLS Web Server Authentication, TLS Web Client Authentication/);
-    }
-  });
+  for (const backend of BACKENDS) {
+    Deno.test(`CertAuthority.issue() with a self-signed ${kind} root and the ${backend.name} backend signs openssl CSRs (RSA and EC) that openssl verify accepts`, async () => {
+      const key = kind === "rsa" ? { kind, bits: 2048 } : { kind };
+      const ca = new CertAuthority(
+        await loadCaMaterial(
+          await createSelfSignedCa({ org: "orch.cluster.local", ttlMs: 24 * HOUR, key }),
+        ),
+        { maxTtlMs: 2 * HOUR, backend },
+      );
+      await ca.ready();
+      assert.equal(ca.backend.name, backend.name);
+      for (const csrKind of ["rsa", "ec"] as const) {
+        const id = spiffeId("ns1", "sa1");
+        const csr = await ca.parseCsr(await opensslCsr(csrKind, `URI:${id}`));
+        assert.deepEqual(csr.uris, [id]);
+        assert.equal(csr.keyType, csrKind === "rsa" ? "RSA-2048" : "ECDSA-P-256");
+        const issued = await ca.issue({
+          publicKey: csr.publicKey,
+          uris: [id],
+          dns: ["a.b.svc"],
+          ttlMs: HOUR,
+        });
+        assert.equal(issued.chain.length, 2);
+        assert.match(await opensslVerify(issued.chain), /leaf\.pem: OK$/);
+        const [leaf] = parseCertificates(issued.certPem);
+        assert.deepEqual(subjectAltNames(leaf).uris, [id]);
+        assert.deepEqual(subjectAltNames(leaf).dns, ["a.b.svc"]);
+        assert.equal(leaf.notAfter.getTime() - leaf.notBefore.getTime() <= HOUR + 1000, true);
+        const text = (await openssl(["x509", "-noout", "-text"], issued.certPem)).out;
+        assert.match(text, /CA:FALSE/);
+        assert.match(text, /TLS Web Server Authentication, TLS Web Client Authentication/);
+      }
+    });
+  }
 }
 
 Deno.test("CertAuthority.issue() refuses a TTL above the maximum, naming both", async () => {
@@ -254,7 +262,7 @@ Deno.test("loadCaMaterial() accepts openssl keys (PKCS#1, SEC 1) and names what 
   }
 });
 
-Deno.test("parseCsr() refuses garbage, a bad signature and small RSA keys", async () => {
+Deno.test("parseCsr() refuses garbage, a bad signature and small RSA keys (default backend)", async () => {
   await assert.rejects(parseCsr("hello"), /want one CERTIFICATE REQUEST PEM block, found 0/);
   await assert.rejects(
     parseCsr("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"),

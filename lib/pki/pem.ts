@@ -22,19 +22,13 @@ export interface PemBlock {
 
 const PEM_RE = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
 
-/** The native base64 codecs of V8 (TC39 "Uint8Array to/from base64"; ~50x faster than atob). */
-const base64 = {
-  decode: (Uint8Array as unknown as { fromBase64(s: string): Uint8Array }).fromBase64,
-  encode: (b: Uint8Array) => (b as unknown as { toBase64(): string }).toBase64(),
-};
-
 /** Every PEM block of `text`, in order (text outside blocks is ignored). */
 export function decodePem(text: string): PemBlock[] {
   const out: PemBlock[] = [];
   for (const m of text.matchAll(PEM_RE)) {
     let der: Uint8Array;
     try {
-      der = base64.decode.call(Uint8Array, m[2]); // ASCII whitespace is skipped
+      der = Uint8Array.fromBase64(m[2]); // native (V8), ~50x faster than atob; skips whitespace
     } catch {
       throw new PkiError(`PEM block "${m[1]}" is not valid base64`);
     }
@@ -45,7 +39,7 @@ export function decodePem(text: string): PemBlock[] {
 
 /** Encodes DER as one PEM block (64-column base64). */
 export function encodePem(label: string, der: Uint8Array | ArrayBuffer): string {
-  const b64 = base64.encode(der instanceof Uint8Array ? der : new Uint8Array(der));
+  const b64 = (der instanceof Uint8Array ? der : new Uint8Array(der)).toBase64(); // native (V8)
   let body = "";
   for (let i = 0; i < b64.length; i += 64) body += b64.slice(i, i + 64) + "\n";
   return `-----BEGIN ${label}-----\n${body}-----END ${label}-----\n`;

@@ -122,3 +122,20 @@ Deno.test("upstreamServername() verifies the upstream by its DNS name, or mesh-c
   assert.equal(upstreamServername("127.0.0.1:8060"), "mesh-ca");
   assert.equal(upstreamServername("[::1]:8060"), "mesh-ca");
 });
+
+Deno.test("toConfig() takes --signing-backend auto, openssl or webcrypto (default auto) and $MESH_CA_LIBCRYPTO", () => {
+  const base = { selfSignedCa: true, localStorageDir: "/d" };
+  assert.equal(toConfig(caFlags(base)).signingBackend, "auto");
+  assert.equal(toConfig(caFlags(base)).libcrypto, undefined);
+  for (const b of ["auto", "openssl", "webcrypto"]) {
+    assert.equal(toConfig(caFlags({ ...base, signingBackend: b })).signingBackend, b);
+  }
+  assert.match(
+    problems({ ...base, signingBackend: "boringssl" }),
+    /^Invalid value for --signing-backend: want one of auto, openssl, webcrypto, got "boringssl"$/,
+  );
+  assert.deepEqual(
+    toConfig(caFlags(base), { MESH_CA_LIBCRYPTO: "/opt/ssl/libcrypto.so.3" }).libcrypto,
+    ["/opt/ssl/libcrypto.so.3"],
+  );
+});

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
-import { CertAuthority, createSelfSignedCa, loadCaMaterial } from "../../lib/pki/mod.ts";
-import { CallError, createAuthenticator } from "./signer.ts";
+import {
+  CertAuthority,
+  createSelfSignedCa,
+  decodePem,
+  encodePem,
+  loadCaMaterial,
+  selectSigningBackend,
+  spiffeId,
+} from "../../lib/pki/mod.ts";
+import { csrFor, opensslVerify } from "./_testutil.ts";
+import { CallError, createAuthenticator, signForCaller } from "./signer.ts";
 
 async function ca() {
   return new CertAuthority(
@@ -42,3 +51,39 @@ Deno.test("authenticate() reviews a token once per cache period, then again", as
     /no client certificate issued by this CA and no bearer token/,
   );
 });
+
+for (const backend of ["openssl", "webcrypto"] as const) {
+  Deno.test(`signForCaller() with the ${backend} backend signs a good CSR and refuses one with a bad signature: INVALID_ARGUMENT`, async () => {
+    const c = new CertAuthority(
+      await loadCaMaterial(
+        await createSelfSignedCa({ org: "o", ttlMs: 3.6e6, key: { kind: "ec" } }),
+      ),
+      { maxTtlMs: 3.6e6, backend: selectSigningBackend(backend) },
+    );
+    const caller = {
+      identity: spiffeId("ns", "sa"),
+      namespace: "ns",
+      serviceAccount: "sa",
+      via: "jwt" as const,
+    };
+    const policy = {
+      workloadTtlMs: 3.6e6,
+      maxTtlMs: 3.6e6,
+      signCaCerts: false,
+      dns: { custom: new Map(), appendWebhookNames: false, systemNamespace: "mesh-system" },
+    };
+    for (const key of [{ kind: "rsa", bits: 2048 } as const, { kind: "ec" } as const]) {
+      const { csr } = await csrFor("ns", "sa", { key });
+      const issued = await signForCaller(c, caller, csr, 0, policy);
+      assert.match(await opensslVerify(issued.chain), /leaf\.pem: OK$/);
+      const der = decodePem(csr)[0].der;
+      der[der.length - 1] ^= 0x01;
+      await assert.rejects(
+        signForCaller(c, caller, encodePem("CERTIFICATE REQUEST", der), 0, policy),
+        (e: CallError) =>
+          e.code === 3 && e.reason === "bad-csr" &&
+          e.message === "CSR parsing error (CSR signature does not verify)",
+      );
+    }
+  });
+}
