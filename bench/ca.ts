@@ -17,10 +17,13 @@
  */
 
 import { Buffer } from "node:buffer";
+import process from "node:process";
 import {
   createCsr,
   generateKeyPair,
   importPrivateKey,
+  loadOpenSsl,
+  openSslBackend,
   selectSigningBackend,
   type SigningBackend,
   spiffeId,
@@ -113,12 +116,13 @@ async function backendBound(
   keyFile: string,
   seconds: number,
   inFlight: number,
-): Promise<number> {
+): Promise<{ rate: number; cpuUs: number }> {
   const signer = await backend.signer(await importPrivateKey(await Deno.readTextFile(keyFile)));
   const csrKeys = await generateKeyPair({ kind: "ec" });
   const data = crypto.getRandomValues(new Uint8Array(600));
   const spki = new Uint8Array(await crypto.subtle.exportKey("spki", csrKeys.publicKey));
   const csrSig = await (await backend.signer(csrKeys.privateKey)).sign(data);
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const end = t0 + Math.max(1, seconds / 2) * 1000;
   let n = 0;
@@ -129,7 +133,8 @@ async function backendBound(
       n++;
     }
   }));
-  return n / ((performance.now() - t0) / 1000);
+  const cpu = process.cpuUsage(cpu0);
+  return { rate: n / ((performance.now() - t0) / 1000), cpuUs: (cpu.user + cpu.system) / n };
 }
 
 /** A CA key and self-signed certificate made with openssl. */
@@ -365,13 +370,24 @@ export async function main(args: string[] = []): Promise<void> {
       );
       if (kind === o.keys[0]) transport = await noopRate(dir, ca, bodies, o);
       const cfssl = await cfsslRate(dir, ca, csrs, o);
+      if (openssl.name === "openssl") {
+        // Which OpenSSL calls run on the thread pool (default auto: RSA signatures, P-256
+        // verifications), measured in this process without transport.
+        const modes: string[] = [];
+        for (const offload of ["auto", "all", "none"] as const) {
+          const b = openSslBackend(loadOpenSsl({ offload }));
+          const r = await backendBound(b, ca.key, o.seconds, o.clients);
+          modes.push(`${offload} ${r.rate.toFixed(0)}/s (${r.cpuUs.toFixed(0)} CPU µs)`);
+        }
+        notes.push(`  in-process sign+verify, openssl offload ${modes.join(", ")}`);
+      }
       for (const backend of backends) {
-        const inProcess = await backendBound(
+        const inProcess = (await backendBound(
           backend === "openssl" ? openssl : selectSigningBackend("webcrypto"),
           ca.key,
           o.seconds,
           o.clients,
-        );
+        )).rate;
         const r = await meshCaRate(dir, ca, backend, token, bodies, o, backend === backends[0]);
         rows.push([
           kind === "rsa" ? "RSA-2048" : "ECDSA P-256",

@@ -55,20 +55,20 @@ export function expectTag(t: Tlv | undefined, tag: number, what: string): Tlv {
   return t;
 }
 
-function lengthBytes(n: number): number[] {
-  if (n < 0x80) return [n];
-  const bytes: number[] = [];
-  for (let v = n; v > 0; v = Math.floor(v / 256)) bytes.unshift(v & 0xff);
-  return [0x80 | bytes.length, ...bytes];
-}
-
 /** Encodes one element from its content parts. */
 export function tlv(tag: number, ...content: Uint8Array[]): Uint8Array {
-  const len = content.reduce((n, c) => n + c.length, 0);
-  const head = [tag, ...lengthBytes(len)];
-  const out = new Uint8Array(head.length + len);
-  out.set(head, 0);
-  let at = head.length;
+  let len = 0;
+  for (const c of content) len += c.length;
+  // Tag and length written in place (the hot path builds ~20 elements a certificate).
+  const lenBytes = len < 0x80 ? 0 : len < 0x100 ? 1 : len < 0x10000 ? 2 : len < 0x1000000 ? 3 : 4;
+  const out = new Uint8Array(2 + lenBytes + len);
+  out[0] = tag;
+  if (lenBytes === 0) out[1] = len;
+  else {
+    out[1] = 0x80 | lenBytes;
+    for (let i = 0; i < lenBytes; i++) out[2 + i] = (len >>> (8 * (lenBytes - 1 - i))) & 0xff;
+  }
+  let at = 2 + lenBytes;
   for (const c of content) {
     out.set(c, at);
     at += c.length;

@@ -32,3 +32,22 @@ Deno.test("readTlv() and children() read long lengths; oid() decodes dotted form
   );
   assert.throws(() => readTlv(big.subarray(0, 100)), /truncated content/);
 });
+
+Deno.test("tlv() writes short and long DER lengths at every boundary", () => {
+  const cases: [number, string][] = [
+    [0, "0400"],
+    [127, "047f"],
+    [128, "048180"],
+    [255, "0481ff"],
+    [256, "04820100"],
+    [65535, "0482ffff"],
+    [65536, "0483010000"],
+  ];
+  for (const [n, head] of cases) {
+    const t = tlv(0x04, new Uint8Array(n).fill(7));
+    assert.equal(hex(t.subarray(0, head.length / 2)), head, `length ${n}`);
+    assert.equal(t.length, head.length / 2 + n);
+    assert.equal(readTlv(t).value.length, n);
+  }
+  assert.equal(hex(tlv(0x30, Uint8Array.of(1), Uint8Array.of(2, 3))), "3003010203");
+});

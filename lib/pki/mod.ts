@@ -18,4 +18,11 @@ export * from "./pem.ts";
 export * from "./ca.ts";
 export * from "./dns.ts";
 export * from "./backend.ts";
-export { LIBCRYPTO_NAMES, OpenSslError } from "./openssl_ffi.ts";
+export {
+  LIBCRYPTO_NAMES,
+  loadOpenSsl,
+  type OpenSsl,
+  OpenSslError,
+  type OpenSslKey,
+  type OpenSslOptions,
+} from "./openssl_ffi.ts";
