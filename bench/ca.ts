@@ -43,8 +43,9 @@ answering without crypto; the p99 latency at half the maximum rate (default back
   --clients N   concurrent clients (default 64)
   --csrs N      distinct CSRs (ECDSA P-256 keys) cycled through (default 64)
   --keys LIST   CA keys to measure: rsa, ec or rsa,ec (default rsa,ec)
-  --profile DIR record mesh_ca's CPU profile during each maximum-rate phase (DIR/ca-<key>-<backend>.cpuprofile;
-                summarize with deno run -A bench/cpuprofile_top.ts DIR/*.cpuprofile)
+  --profile DIR record mesh_ca's CPU profile during each maximum-rate phase
+                (DIR/ca-<key>-<backend>.cpuprofile; summarize with
+                deno run -A bench/cpuprofile_top.ts DIR/*.cpuprofile)
 `;
 
 interface Options {
