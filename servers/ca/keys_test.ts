@@ -275,13 +275,33 @@ Deno.test("an upstream-issued signing certificate is renewed before it expires a
         { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() },
       );
       try {
+        assert.equal(down.ca().backend.name, "openssl");
         const first = down.ca().material.signingCert.serialNumber;
+        const address = `127.0.0.1:${down.addresses.grpc!.split(":")[1]}`;
+        // Calls keep arriving while the signing key is replaced: none may fail (the old key must
+        // outlive the signatures in flight with it).
+        const csr = (await csrFor("x", "y")).csr;
+        const token = await issuer.token("system:serviceaccount:x:y");
+        let renewed = false;
+        const results: boolean[] = [];
+        const load = Promise.all(Array.from({ length: 4 }, async () => {
+          while (!renewed) {
+            const r = await createCertificate(
+              { address, root: upstream.ca().rootPem, token },
+              csr,
+              1,
+            );
+            results.push(r.ok);
+          }
+        }));
         await waitUntil(
           () => down.ca().material.signingCert.serialNumber !== first,
           10_000,
           "renewal",
         );
-        const address = `127.0.0.1:${down.addresses.grpc!.split(":")[1]}`;
+        renewed = true;
+        await load;
+        assert.ok(results.length > 0 && results.every((ok) => ok), JSON.stringify(results));
         const r = await createCertificate(
           {
             address,
