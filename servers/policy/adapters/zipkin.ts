@@ -7,6 +7,7 @@
  */
 
 import type { Value } from "../../../lib/expr/mod.ts";
+import { abortable } from "../abort.ts";
 import { batchProcessor, loadOtel, shutdownWithin, zipkinUrl } from "../tracing.ts";
 import { Params } from "./params.ts";
 import type { Adapter, Instance } from "./types.ts";
@@ -135,12 +136,12 @@ export const zipkin: Adapter = {
       });
     let dropped = 0, lastWarn = 0;
     return {
-      async report(instances) {
+      async report(instances, signal) {
         for (const inst of instances) {
           if (sample < 1 && Math.random() >= sample) continue;
           const span = toZipkinSpan(inst, serviceName);
           if (typeof span !== "string") {
-            (await open()).add(span);
+            (await abortable(open(), signal)).add(span);
             continue;
           }
           dropped++;
