@@ -9,14 +9,20 @@
 import type { GrpcCall } from "../../lib/grpc/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 
-type Otel = typeof import("../../lib/deps/otel.ts");
-type ReadableSpan = import("../../lib/deps/otel.ts").ReadableSpan;
-type SpanExporter = import("../../lib/deps/otel.ts").SpanExporter;
-type SpanProcessor = import("../../lib/deps/otel.ts").SpanProcessor;
+import type * as OtelModule from "../../lib/deps/otel.ts";
+import type { ReadableSpan, SpanExporter, SpanProcessor } from "../../lib/deps/otel.ts";
 
+type Otel = typeof OtelModule;
+
+/**
+ * Not a string literal on purpose: Deno resolves a literal dynamic import's graph (these npm
+ * packages) at every start, ~12 ms of CPU for `--help` too, even when it never runs. `deno compile`
+ * is told to include the module (compile.ts).
+ */
+const OTEL_MODULE = new URL("../../lib/deps/otel.ts", import.meta.url).href;
 let otelModule: Promise<Otel> | undefined;
 /** The OpenTelemetry modules, imported on first use. */
-export const loadOtel = (): Promise<Otel> => otelModule ??= import("../../lib/deps/otel.ts");
+export const loadOtel = (): Promise<Otel> => otelModule ??= import(OTEL_MODULE);
 
 /** The tracer of the server. */
 export interface Tracer {

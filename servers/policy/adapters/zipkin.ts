@@ -7,6 +7,7 @@
  */
 
 import type { Value } from "../../../lib/expr/mod.ts";
+import type { ReadableSpan } from "../../../lib/deps/otel.ts";
 import { abortable } from "../abort.ts";
 import { batchProcessor, loadOtel, shutdownWithin, zipkinUrl } from "../tracing.ts";
 import { Params } from "./params.ts";
@@ -31,7 +32,7 @@ export interface ZipkinSpan {
 }
 
 type Otel = Awaited<ReturnType<typeof loadOtel>>;
-type ReadableSpan = import("../../../lib/deps/otel.ts").ReadableSpan;
+
 type Resource = ReturnType<Otel["resourceFromAttributes"]>;
 
 const hrTime = (us: number): [number, number] => [Math.floor(us / 1e6), (us % 1e6) * 1000];
