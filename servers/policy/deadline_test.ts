@@ -12,12 +12,27 @@ import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
 import { getLogger } from "../../lib/log/mod.ts";
 import { compress, MIXER_SERVICE, mixerCodec } from "../../lib/mixer/mod.ts";
 import { abortable, CallError } from "./abort.ts";
-import { ADAPTERS, Code } from "./adapters/mod.ts";
+import { type AdapterEnv, ADAPTERS, Code } from "./adapters/mod.ts";
+import type { KubeConfig } from "../../lib/kube/mod.ts";
 import { Pool } from "./pool.ts";
 import { eventually, obj, startTestServer } from "./_testutil.ts";
 
 const CHECK = `/${MIXER_SERVICE}/Check`;
 const CANCEL = 8; // HTTP/2 error code of RST_STREAM
+
+/** A handler of `kind` built with the real fetch (and `over`). */
+function build(kind: string, spec: Record<string, unknown>, over: Partial<AdapterEnv> = {}) {
+  return ADAPTERS.get(kind)!.build(spec, {
+    log: getLogger("adapters"),
+    now: Date.now,
+    rbac: () => ({ roles: [], bindings: [] }),
+    write: () => {},
+    fetch: (...a) => fetch(...a),
+    ...over,
+  }, `${kind}/mesh-system/h`);
+}
+
+const deadline = () => new CallError(Code.DEADLINE_EXCEEDED, "deadline of 100 ms exceeded");
 
 /** An HTTP server on 127.0.0.1 that never answers; it counts requests and those given up. */
 function silentProvider() {
@@ -42,7 +57,7 @@ Deno.test("a caller waiting for a pool slot leaves the queue when its signal abo
   let ran = false;
   const waiting = pool.run(() => ran = true, ctl.signal);
   assert.equal(pool.queued, 1);
-  ctl.abort(new CallError(Code.DEADLINE_EXCEEDED, "deadline of 100 ms exceeded"));
+  ctl.abort(deadline());
   await assert.rejects(waiting, /deadline of 100 ms exceeded/);
   assert.equal(pool.queued, 0, "the aborted caller left the queue");
   // The slot goes to the next caller, not to the one that left.
@@ -62,17 +77,7 @@ Deno.test("a caller waiting for a pool slot leaves the queue when its signal abo
 
 Deno.test("a listchecker waiting for its provider's first answer stops when the call's signal aborts", async () => {
   const p = silentProvider();
-  const h = ADAPTERS.get("listchecker")!.build(
-    { provider_url: p.url, refresh_interval: "60s" },
-    {
-      log: getLogger("adapters"),
-      now: Date.now,
-      rbac: () => ({ roles: [], bindings: [] }),
-      write: () => {},
-      fetch: (...a) => fetch(...a),
-    },
-    "listchecker/mesh-system/slow",
-  );
+  const h = build("listchecker", { provider_url: p.url, refresh_interval: "60s" });
   try {
     const ctl = new AbortController();
     const pending = h.check!(
@@ -88,6 +93,35 @@ Deno.test("a listchecker waiting for its provider's first answer stops when the 
     await eventually(() => p.seen.abandoned === 1, "the provider fetch aborted by close()");
     await p.server.shutdown();
   }
+});
+
+Deno.test("a kubernetesenv pod lookup and a statsd send stop when the call's signal aborts", async () => {
+  // An orchestrator that never answers.
+  const { promise: never } = Promise.withResolvers<KubeConfig>();
+  const kube = build("kubernetesenv", {}, { kubeConfig: () => never });
+  const ctl = new AbortController();
+  const lookup = kube.generate!({
+    name: "attributes.kubernetes.mesh-system",
+    kind: "kubernetes",
+    value: { source_uid: "kubernetes://reviews-v1.shop" },
+    types: {},
+  }, ctl.signal);
+  ctl.abort(deadline());
+  await assert.rejects(Promise.resolve(lookup), /deadline of 100 ms exceeded/);
+  await kube.close?.();
+
+  const statsd = build("statsd", { address: "127.0.0.1:9", metrics: { m: {} } });
+  const late = AbortSignal.abort(deadline());
+  await assert.rejects(
+    Promise.resolve(statsd.report!([{
+      name: "m.metric.mesh-system",
+      kind: "metric",
+      value: { value: 1 },
+      types: {},
+    }], late)),
+    /deadline of 100 ms exceeded/,
+  );
+  await statsd.close?.();
 });
 
 Deno.test("a Check past its deadline stops the adapter in flight and frees its worker (--adapterWorkerPoolSize 1)", async () => {
