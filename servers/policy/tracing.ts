@@ -264,12 +264,16 @@ export async function createTracer(
         return () => {};
       }
       nextTraceId = traceId;
-      const span = tracer.startSpan(
-        `/mesh.mixer.v1.Mixer/${name}`,
-        { kind: otel.SpanKind.SERVER },
-        ctx,
-      );
-      nextTraceId = undefined;
+      let span;
+      try {
+        span = tracer.startSpan(
+          `/mesh.mixer.v1.Mixer/${name}`,
+          { kind: otel.SpanKind.SERVER },
+          ctx,
+        );
+      } finally {
+        nextTraceId = undefined;
+      }
       return (status, message) => {
         span.setAttribute("grpc.status_code", status);
         if (message) span.setAttribute("error", message);
