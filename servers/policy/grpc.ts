@@ -113,25 +113,23 @@ function unary(
       const body = req;
       // The pool bounds the work, not the write: a client that does not read its answer
       // holds no worker (the transport's backpressure and send timeout deal with it).
-      o.api.run(() => gone ? undefined : work(body, abort.signal), abort.signal).then(
-        async (res) => {
-          if (gone || !res) return;
-          try {
-            await call.send([res]);
-            finish(Code.OK);
-          } catch {
-            // the call ended first (reset or connection closed)
-          }
-        },
-        (e) => {
-          if (gone) return;
-          const err = e instanceof CallError
-            ? e
-            : new CallError(Code.INTERNAL, `internal error: ${(e as Error).message}`);
-          if (err.code === Code.INTERNAL) o.log.error(`${name}: ${err.message}`);
-          finish(err.code, err.message);
-        },
-      );
+      const signal = abort.signal;
+      o.api.run(() => gone ? undefined : work(body, signal), signal).then(async (res) => {
+        if (gone || !res) return;
+        try {
+          await call.send([res]);
+          finish(Code.OK);
+        } catch {
+          // the call ended first (reset or connection closed)
+        }
+      }, (e) => {
+        if (gone) return;
+        const err = e instanceof CallError
+          ? e
+          : new CallError(Code.INTERNAL, `internal error: ${(e as Error).message}`);
+        if (err.code === Code.INTERNAL) o.log.error(`${name}: ${err.message}`);
+        finish(err.code, err.message);
+      });
     };
   };
 }
