@@ -53,6 +53,14 @@ export const TARGETS = [
 /** One of {@linkcode TARGETS}. */
 export type Target = typeof TARGETS[number];
 
+/**
+ * Modules a program imports through a computed specifier (so that `deno run` does not resolve
+ * them at every start), which `deno compile` must be told to include.
+ */
+export const INCLUDES: Readonly<Partial<Record<Program, readonly string[]>>> = {
+  "mesh-policy": ["lib/deps/otel.ts"],
+};
+
 /** The repository root (this file's directory); builds run here. */
 export const ROOT: string = dirname(fileURLToPath(import.meta.url));
 
@@ -146,6 +154,7 @@ export function planBuilds(options: PlanOptions = {}): Build[] {
           output,
           "--import-map",
           importMap,
+          ...(INCLUDES[program] ?? []).flatMap((f) => ["--include", f]),
           entry,
         ],
       });

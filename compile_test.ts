@@ -81,6 +81,12 @@ Deno.test("planBuilds() gives the exact deno compile arguments", () => {
   ]);
 });
 
+Deno.test("planBuilds() includes the modules mesh-policy imports through a computed specifier", () => {
+  const [b] = planBuilds({ programs: ["mesh-policy"], targets: ["x86_64-unknown-linux-gnu"] });
+  assert.deepEqual(b.args.slice(-3), ["--include", "lib/deps/otel.ts", "cli/mesh-policy.ts"]);
+  assert.ok(Deno.statSync(new URL("./lib/deps/otel.ts", import.meta.url)).isFile);
+});
+
 Deno.test("planBuilds() puts outputs outside the checkout at absolute paths", () => {
   const [b] = planBuilds({
     programs: ["mesh-agent"],

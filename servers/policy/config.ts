@@ -117,7 +117,7 @@ export function toConfig(f: PolicyFlags): PolicyConfig {
       f.trace_tracerb_url,
     ]]
   ) {
-    if (url && !/^https?:\/\//.test(url)) {
+    if (url && (!/^https?:\/\//.test(url) || !URL.canParse(url))) {
       problems.push(`invalid --${flag} "${url}": want an http(s) URL`);
     }
   }

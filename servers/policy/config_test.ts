@@ -2,9 +2,6 @@ import assert from "node:assert/strict";
 import { ConfigError, parseAddress, toConfig } from "./config.ts";
 import { policyFlags } from "./_testutil.ts";
 import { Pool } from "./pool.ts";
-import { createTracer } from "./tracing.ts";
-import { getLogger } from "../../lib/log/mod.ts";
-import type { GrpcCall } from "../../lib/grpc/mod.ts";
 
 Deno.test("toConfig() takes the spec's defaults", () => {
   const c = toConfig(policyFlags());
@@ -78,36 +75,4 @@ Deno.test("Pool runs at most `size` jobs at once; later callers wait in order", 
   assert.equal(pool.active, 0);
   await assert.rejects(pool.run(() => Promise.reject(new Error("boom"))), /boom/);
   assert.equal(pool.active, 0, "a failed job frees its slot");
-});
-
-Deno.test("the tracer posts Zipkin v2 spans with the caller's trace id", async () => {
-  const posted: { url: string; body: unknown[] }[] = [];
-  const send = ((url: string, init: RequestInit) => {
-    posted.push({ url, body: JSON.parse(init.body as string) });
-    return Promise.resolve(new Response("", { status: 202 }));
-  }) as typeof fetch;
-  const t = createTracer(
-    { zipkinUrl: "http://zipkin:9411/api/v2/spans", jaegerUrl: "", logSpans: false },
-    getLogger("default"),
-    send,
-  );
-  const call = {
-    headers: [["x-b3-traceid", "463ac35c9f6413ad48485a3953bb6124"], [
-      "x-b3-spanid",
-      "a2fb4a1d1a96d312",
-    ]],
-  } as unknown as GrpcCall;
-  t.span("Check", call)(7, "denied");
-  await t.close();
-  assert.equal(posted.length, 1);
-  assert.equal(posted[0].url, "http://zipkin:9411/api/v2/spans");
-  const span = posted[0].body[0] as Record<string, unknown>;
-  assert.equal(span.traceId, "463ac35c9f6413ad48485a3953bb6124");
-  assert.equal(span.parentId, "a2fb4a1d1a96d312");
-  assert.equal(span.name, "/mesh.mixer.v1.Mixer/Check");
-  assert.deepEqual(span.tags, { "grpc.status_code": "7", error: "denied" });
-  assert.equal(
-    createTracer({ zipkinUrl: "", jaegerUrl: "", logSpans: false }, getLogger("default")).enabled,
-    false,
-  );
 });

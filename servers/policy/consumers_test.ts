@@ -120,6 +120,8 @@ Deno.test("tracespan instances become Zipkin spans sent to the collector at --tr
         "http.status_code": "503",
         "source.name": "reviews",
         service_name: "ratings.shop.svc.cluster.local",
+        // The OpenTelemetry Zipkin exporter tags the span's resource (its service name).
+        "service.name": "ratings.shop.svc.cluster.local",
       },
     }]);
     // The server's own Report span went to the same collector; nothing else from the bags.

@@ -3,7 +3,9 @@
  * transport (`lib/grpc`). Each call runs in the API worker pool and each adapter call in the
  * adapter worker pool: beyond their sizes, callers wait. A call's deadline (`grpc-timeout`)
  * is honoured: when it passes first, the call ends with DEADLINE_EXCEEDED and its answer, if it
- * comes later, is dropped (work still waiting for a worker is skipped).
+ * comes later, is dropped. The call's AbortSignal (aborted by the deadline or the client's
+ * cancellation) reaches the pools, where a waiting caller leaves the queue, and the adapters,
+ * which stop their I/O or waits so that their worker is freed.
  * @module
  */
 
@@ -19,6 +21,7 @@ import {
   TrackingBag,
 } from "../../lib/mixer/mod.ts";
 import type { Value } from "../../lib/expr/mod.ts";
+import { CallError } from "./abort.ts";
 import { Code } from "./adapters/mod.ts";
 import type { Pool } from "./pool.ts";
 import type { Snapshot } from "./runtime.ts";
@@ -45,13 +48,6 @@ export interface MixerApiOptions {
   span?: (name: string, call: GrpcCall) => (status: number, message?: string) => void;
 }
 
-/** A failed call with its gRPC status. */
-class CallError extends Error {
-  constructor(readonly code: number, message: string) {
-    super(message);
-  }
-}
-
 const duration = (ms: number): ProtoTime => {
   const seconds = Math.floor(ms / 1000);
   return { seconds, nanos: Math.round((ms - seconds * 1000) * 1e6) };
@@ -60,12 +56,13 @@ const duration = (ms: number): ProtoTime => {
 function unary(
   name: string,
   o: MixerApiOptions,
-  work: (req: Uint8Array) => Promise<Uint8Array>,
+  work: (req: Uint8Array, signal: AbortSignal) => Promise<Uint8Array>,
 ): CallHandler {
   return (call) => {
     let req: Uint8Array | undefined;
     let count = 0, tooBig = false, gone = false;
     let timer: number | undefined;
+    const abort = new AbortController();
     const endSpan = o.span?.(name, call);
     const finish = (status: number, message?: string) => {
       clearTimeout(timer);
@@ -88,7 +85,9 @@ function unary(
       // The deadline runs from the arrival of the request headers, as gRPC servers count it.
       timer = setTimeout(() => {
         gone = true;
-        finish(Code.DEADLINE_EXCEEDED, `deadline of ${timeoutMs} ms exceeded`);
+        const message = `deadline of ${timeoutMs} ms exceeded`;
+        finish(Code.DEADLINE_EXCEEDED, message);
+        abort.abort(new CallError(Code.DEADLINE_EXCEEDED, message));
       }, Math.max(0, Math.ceil(timeoutMs)));
     }
     call.onMessage = (m) => {
@@ -96,9 +95,10 @@ function unary(
       if (m.length > o.maxMessageSize) tooBig = true;
       else req = new Uint8Array(m);
     };
-    call.onCancel = () => {
+    call.onCancel = (why) => {
       gone = true;
       clearTimeout(timer);
+      abort.abort(new CallError(Code.CANCELLED, `call cancelled: ${why}`));
     };
     call.onEnd = () => {
       if (tooBig) {
@@ -113,7 +113,8 @@ function unary(
       const body = req;
       // The pool bounds the work, not the write: a client that does not read its answer
       // holds no worker (the transport's backpressure and send timeout deal with it).
-      o.api.run(() => gone ? undefined : work(body)).then(async (res) => {
+      const signal = abort.signal;
+      o.api.run(() => gone ? undefined : work(body, signal), signal).then(async (res) => {
         if (gone || !res) return;
         try {
           await call.send([res]);
@@ -140,8 +141,23 @@ function decodeError(e: unknown): never {
 
 /** The Check and Report handlers by path. */
 export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
-  const run = <T>(f: () => T | Promise<T>) => o.adapters.run(f);
-  const check = async (body: Uint8Array): Promise<Uint8Array> => {
+  const run = <T>(f: () => T | Promise<T>, signal?: AbortSignal) => o.adapters.run(f, signal);
+  /** An adapter failure as the call's error: the abort reason when the call was aborted. */
+  const failed = (
+    signal: AbortSignal,
+    e: unknown,
+    what: string,
+    metric: (code: number) => void,
+  ) => {
+    if (signal.aborted) {
+      const code = (signal.reason as CallError).code;
+      metric(code);
+      return signal.reason as CallError;
+    }
+    metric(Code.INTERNAL);
+    return new CallError(Code.INTERNAL, `${what}: ${(e as Error).message}`);
+  };
+  const check = async (body: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
     const started = performance.now();
     let req, values;
     try {
@@ -155,11 +171,10 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
     const snap = o.snapshot();
     let pre, bag;
     try {
-      bag = await snap.preprocess(tracked, run);
-      pre = await snap.check(bag, run);
+      bag = await snap.preprocess(tracked, run, signal);
+      pre = await snap.check(bag, run, signal);
     } catch (e) {
-      o.metrics.check(Code.INTERNAL, 0);
-      throw new CallError(Code.INTERNAL, `check dispatch failed: ${(e as Error).message}`);
+      throw failed(signal, e, "check dispatch failed", (code) => o.metrics.check(code, 0));
     }
     const res: CheckResponse = {
       precondition: {
@@ -174,24 +189,30 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
       for (const [name, q] of Object.entries(req.quotas ?? {})) {
         const amount = Number(q.amount ?? 0);
         try {
-          const r = await snap.quota(bag, name, {
-            amount,
-            bestEffort: Boolean(q.best_effort),
-            dedupId: (req.deduplication_id ?? "") + name,
-          }, run);
+          const r = await snap.quota(
+            bag,
+            name,
+            {
+              amount,
+              bestEffort: Boolean(q.best_effort),
+              dedupId: (req.deduplication_id ?? "") + name,
+            },
+            run,
+            signal,
+          );
           res.quotas![name] = {
             valid_duration: duration(r.validDurationMs),
             granted_amount: r.granted,
           };
         } catch (e) {
-          throw new CallError(Code.INTERNAL, `quota "${name}" failed: ${(e as Error).message}`);
+          throw failed(signal, e, `quota "${name}" failed`, (code) => o.metrics.check(code, 0));
         }
       }
     }
     o.metrics.check(pre.status.code, (performance.now() - started) / 1000);
     return o.codec.encodeCheckResponse(res);
   };
-  const report = async (body: Uint8Array): Promise<Uint8Array> => {
+  const report = async (body: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
     const started = performance.now();
     let req;
     try {
@@ -212,8 +233,13 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
         throw new CallError(Code.INVALID_ARGUMENT, `attributes[${i}]: ${(e as Error).message}`);
       }
       try {
-        await snap.report(await snap.preprocess({ get: (n) => bag.get(n) }, run), run);
+        const pre = await snap.preprocess({ get: (n) => bag.get(n) }, run, signal);
+        await snap.report(pre, run, signal);
       } catch (e) {
+        if (signal.aborted) {
+          o.metrics.report((signal.reason as CallError).code, i, 0);
+          throw signal.reason;
+        }
         first ??= `attributes[${i}]: ${(e as Error).message}`;
       }
     }

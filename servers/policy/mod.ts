@@ -31,7 +31,7 @@ import { createPolicyMetrics, monitoringHandler } from "./monitoring.ts";
 import { Pool } from "./pool.ts";
 import { Snapshot } from "./runtime.ts";
 import type { ConfigIssue } from "./templates.ts";
-import { createTracer } from "./tracing.ts";
+import { createTracer, type ExportTiming } from "./tracing.ts";
 
 export {
   type ApiAddress,
@@ -73,6 +73,8 @@ export interface PolicyDeps {
    * kubeconfig of an `orch://<path>` `--configStoreURL`; none on the fs platform.
    */
   kubeConfig?: () => Promise<KubeConfig>;
+  /** Batch delay and export timeout of the tracing exporters (default 1 s and 5 s). */
+  traceTiming?: ExportTiming;
 }
 
 /** Bound addresses. */
@@ -233,8 +235,8 @@ async function startParts(
 
   // ---- gRPC API
   const codec = await mixerCodec();
-  const tracer = createTracer(config.tracing, log);
-  cleanups.push(() => tracer.close());
+  const tracer = await createTracer(config.tracing, log, deps.traceTiming);
+  if (tracer) cleanups.push(() => tracer.close());
   const handlers = mixerHandlers({
     codec,
     api: new Pool(config.apiWorkerPoolSize),
@@ -243,7 +245,7 @@ async function startParts(
     metrics,
     log: getLogger("api"),
     maxMessageSize: config.maxMessageSize,
-    span: tracer.enabled ? tracer.span : undefined,
+    span: tracer?.span,
   });
   const a = config.address;
   let grpc: GrpcListener;

@@ -20,9 +20,13 @@ export class Pool {
   get queued(): number {
     return this.#waiting.length;
   }
-  /** Runs `work` when a slot is free. */
-  async run<T>(work: () => T | Promise<T>): Promise<T> {
-    if (this.#active >= this.size) await new Promise<void>((r) => this.#waiting.push(r));
+  /**
+   * Runs `work` when a slot is free. When `signal` aborts while the caller waits, it leaves the
+   * queue and the returned promise rejects with `signal.reason` (at once if it already aborted).
+   */
+  async run<T>(work: () => T | Promise<T>, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
+    if (this.#active >= this.size) await this.#wait(signal);
     else this.#active++;
     try {
       return await work();
@@ -31,5 +35,22 @@ export class Pool {
       if (next) next(); // the slot passes to the next caller
       else this.#active--;
     }
+  }
+
+  /** Waits for a slot passed on by a finishing job. */
+  #wait(signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.#waiting.indexOf(take);
+        if (i >= 0) this.#waiting.splice(i, 1);
+        reject(signal!.reason);
+      };
+      const take = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      this.#waiting.push(take);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
   }
 }

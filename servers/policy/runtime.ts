@@ -52,8 +52,11 @@ export interface BuiltHandler {
   handler: Handler;
 }
 
-/** Runs adapter work (the adapter worker pool). */
-export type AdapterRunner = <T>(work: () => T | Promise<T>) => Promise<T>;
+/**
+ * Runs adapter work (the adapter worker pool); a caller still waiting for a worker when `signal`
+ * aborts leaves the queue (rejecting with `signal.reason`).
+ */
+export type AdapterRunner = <T>(work: () => T | Promise<T>, signal?: AbortSignal) => Promise<T>;
 
 /** Result of a Check's precondition. */
 export interface PreconditionResult extends CheckResult {}
@@ -233,7 +236,11 @@ export class Snapshot {
    * nothing (undefined: the fs platform) binds nothing. Returns `bag` itself when no rule
    * generates attributes.
    */
-  async preprocess(bag: AttributeBag, run: AdapterRunner): Promise<AttributeBag> {
+  async preprocess(
+    bag: AttributeBag,
+    run: AdapterRunner,
+    signal?: AbortSignal,
+  ): Promise<AttributeBag> {
     if (this.#generating.length === 0) return bag;
     const generated = new Map<string, Value>();
     for (const r of this.#applicable(bag, this.#generating)) {
@@ -242,7 +249,7 @@ export class Snapshot {
         for (const i of a.instances) {
           if (i.variety !== "attribute" || !i.bind) continue;
           const inst = buildInstance(i, bag);
-          const out = await run(() => a.handler.generate!(inst));
+          const out = await run(() => a.handler.generate!(inst, signal), signal);
           if (out) { for (const [k, v] of i.bind(bag, out)) generated.set(k, v); }
         }
       }
@@ -254,7 +261,11 @@ export class Snapshot {
   }
 
   /** Dispatches a Check's precondition: the first non-OK status, the smallest validity. */
-  async check(bag: AttributeBag, run: AdapterRunner): Promise<PreconditionResult> {
+  async check(
+    bag: AttributeBag,
+    run: AdapterRunner,
+    signal?: AbortSignal,
+  ): Promise<PreconditionResult> {
     const results: CheckResult[] = [];
     for (const r of this.#applicable(bag)) {
       for (const a of r.actions) {
@@ -262,7 +273,7 @@ export class Snapshot {
         for (const i of a.instances) {
           if (i.variety !== "check") continue;
           const inst = buildInstance(i, bag);
-          results.push(await run(() => a.handler.check!(inst)));
+          results.push(await run(() => a.handler.check!(inst, signal), signal));
         }
       }
     }
@@ -286,6 +297,7 @@ export class Snapshot {
     name: string,
     args: { amount: number; bestEffort: boolean; dedupId: string },
     run: AdapterRunner,
+    signal?: AbortSignal,
   ): Promise<QuotaOutcome> {
     for (const r of this.#applicable(bag)) {
       for (const a of r.actions) {
@@ -295,14 +307,14 @@ export class Snapshot {
         );
         if (!i) continue;
         const inst = buildInstance(i, bag);
-        return await run(() => a.handler.quota!(inst, args));
+        return await run(() => a.handler.quota!(inst, args, signal), signal);
       }
     }
     return { granted: args.amount, validDurationMs: DEFAULT_VALID_DURATION_MS };
   }
 
   /** Dispatches one attribute bag of a Report to every matching report handler. */
-  async report(bag: AttributeBag, run: AdapterRunner): Promise<void> {
+  async report(bag: AttributeBag, run: AdapterRunner, signal?: AbortSignal): Promise<void> {
     const byHandler = new Map<Handler, Instance[]>();
     for (const r of this.#applicable(bag)) {
       for (const a of r.actions) {
@@ -315,7 +327,9 @@ export class Snapshot {
         }
       }
     }
-    await Promise.all([...byHandler].map(([h, list]) => run(() => h.report!(list))));
+    await Promise.all(
+      [...byHandler].map(([h, list]) => run(() => h.report!(list, signal), signal)),
+    );
   }
 
   /** Prometheus text of every handler that exposes metrics. */

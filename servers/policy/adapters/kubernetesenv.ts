@@ -5,12 +5,15 @@
  * name, labels, namespace, service account, host IP and service
  * (`<labels[pod_label_for_app]>.<namespace>.<cluster_domain_name>`). Lookups are cached for
  * `cache_refresh_duration` (absent pods too); concurrent lookups of one pod share one request.
- * On the fs platform (no orchestrator, no `kubeconfig_path`) it generates nothing.
+ * On the fs platform (no orchestrator, no `kubeconfig_path`) it generates nothing. A call whose
+ * deadline passes or whose client cancels stops waiting for a lookup (the shared lookup goes on
+ * and is cached for the calls after it).
  * @module
  */
 
 import { parseIp, type Value } from "../../../lib/expr/mod.ts";
 import { kubeClient, type KubeConfig, loadKubeConfig } from "../../../lib/kube/mod.ts";
+import { abortable } from "../abort.ts";
 import { Params } from "./params.ts";
 import type { Adapter, Handler } from "./types.ts";
 
@@ -116,16 +119,16 @@ export const kubernetesenv: Adapter = {
       });
 
     const handler: Handler = {
-      async generate(inst) {
+      async generate(inst, signal) {
         const v = inst.value;
         const out: Record<string, Value> = {};
         for (const party of ["source", "destination", "origin"]) {
           const uid = v[`${party}_uid`];
           const ip = ipText(v[`${party}_ip`] as Value | undefined);
           const pod = typeof uid === "string" && uid !== ""
-            ? await byUid(uid)
+            ? await abortable(byUid(uid), signal)
             : ip && ip !== "0.0.0.0"
-            ? await byIp(ip)
+            ? await abortable(byIp(ip), signal)
             : undefined;
           if (!pod) continue;
           out[`${party}_pod_name`] = pod.name;

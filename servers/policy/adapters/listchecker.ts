@@ -1,13 +1,17 @@
 /**
  * The `listchecker` adapter: whitelist or blacklist of strings, case-insensitive strings, IP
  * addresses (and CIDR ranges) or regular expressions; entries from `overrides` and, refreshed
- * every `refresh_interval`, from `provider_url` (one entry per line; `#` comments).
+ * every `refresh_interval`, from `provider_url` (one entry per line; `#` comments). Until the
+ * first fetch of the list ends, Checks wait for it (each as long as its call lasts: a deadline
+ * or a cancellation stops the wait); a fetch is bounded by `refresh_interval` (1 s to 30 s) and
+ * aborted when the handler closes.
  * @module
  */
 
 import { parseIp } from "../../../lib/expr/mod.ts";
+import { abortable } from "../abort.ts";
 import { Params } from "./params.ts";
-import { type Adapter, type CheckResult, Code, type Handler } from "./types.ts";
+import { type Adapter, type CheckResult, Code, type Handler, type Instance } from "./types.ts";
 
 const ENTRY_TYPES = ["STRINGS", "CASE_INSENSITIVE_STRINGS", "IP_ADDRESSES", "REGEX"] as const;
 type EntryType = typeof ENTRY_TYPES[number];
@@ -103,23 +107,42 @@ export const listchecker: Adapter = {
     const initial: Matcher = compiled;
     let provided: { match: Matcher; at: number } | undefined;
     let timer: number | undefined;
+    /** The fetch in flight (one at a time), aborted by close(). */
+    let inFlight: AbortController | undefined;
+    let closed = false;
+    const fetchTimeoutMs = Math.min(Math.max(refreshMs, 1000), 30_000);
     const refresh = async () => {
+      if (inFlight || closed) return;
+      const ctl = inFlight = new AbortController();
+      const limit = setTimeout(
+        () => ctl.abort(new Error(`no answer within ${fetchTimeoutMs} ms`)),
+        fetchTimeoutMs,
+      );
       try {
-        const res = await env.fetch(providerUrl);
-        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        const res = await env.fetch(providerUrl, { signal: ctl.signal });
+        if (!res.ok) {
+          await res.body?.cancel();
+          throw new Error(`HTTP ${res.status}`);
+        }
         const entries = (await res.text()).split("\n").map((l) => l.replace(/#.*/, "").trim())
           .filter((l) => l !== "");
         const m = compileList(type, entries);
         if (typeof m === "string") throw new Error(`invalid ${type} entry "${m}"`);
         provided = { match: m, at: env.now() };
       } catch (e) {
-        env.log.warn(
-          `${object}: cannot refresh the list from ${providerUrl}: ${(e as Error).message}`,
-        );
+        const why = ctl.signal.aborted
+          ? (ctl.signal.reason as Error).message
+          : (e as Error).message;
+        if (!closed) env.log.warn(`${object}: cannot refresh the list from ${providerUrl}: ${why}`);
+      } finally {
+        clearTimeout(limit);
+        inFlight = undefined;
       }
     };
+    /** The first fetch while it runs: Checks wait for it rather than answer without the list. */
+    let first: Promise<void> | undefined;
     if (providerUrl) {
-      refresh();
+      first = refresh().finally(() => first = undefined);
       timer = setInterval(refresh, Math.max(refreshMs, 100));
     }
     const result = (code: number, message = ""): CheckResult => ({
@@ -127,26 +150,32 @@ export const listchecker: Adapter = {
       validDurationMs: cachingMs,
       validUseCount: cachingUses,
     });
+    const decide = (inst: Instance): CheckResult => {
+      const field = inst.kind === "apikey" ? "api_key" : "value";
+      const v = inst.value[field];
+      if (typeof v !== "string" && !(v instanceof Uint8Array)) {
+        return result(Code.INVALID_ARGUMENT, `${inst.name}: ${field} is missing or not a string`);
+      }
+      const text = typeof v === "string" ? v : [...v].join(".");
+      if (type === "IP_ADDRESSES" && typeof v === "string" && !parseIp(v)) {
+        return result(Code.INVALID_ARGUMENT, `"${v}" is not an IP address`);
+      }
+      const fresh = provided && env.now() - provided.at <= ttlMs ? provided : undefined;
+      const found = initial(v) || (fresh?.match(v) ?? false);
+      if (blacklist) {
+        return found ? result(Code.PERMISSION_DENIED, `${text} is blacklisted`) : result(Code.OK);
+      }
+      return found ? result(Code.OK) : result(Code.NOT_FOUND, `${text} is not whitelisted`);
+    };
     const handler: Handler = {
-      check(inst) {
-        const field = inst.kind === "apikey" ? "api_key" : "value";
-        const v = inst.value[field];
-        if (typeof v !== "string" && !(v instanceof Uint8Array)) {
-          return result(Code.INVALID_ARGUMENT, `${inst.name}: ${field} is missing or not a string`);
-        }
-        const text = typeof v === "string" ? v : [...v].join(".");
-        if (type === "IP_ADDRESSES" && typeof v === "string" && !parseIp(v)) {
-          return result(Code.INVALID_ARGUMENT, `"${v}" is not an IP address`);
-        }
-        const fresh = provided && env.now() - provided.at <= ttlMs ? provided : undefined;
-        const found = initial(v) || (fresh?.match(v) ?? false);
-        if (blacklist) {
-          return found ? result(Code.PERMISSION_DENIED, `${text} is blacklisted`) : result(Code.OK);
-        }
-        return found ? result(Code.OK) : result(Code.NOT_FOUND, `${text} is not whitelisted`);
+      check(inst, signal) {
+        if (!first) return decide(inst);
+        return abortable(first, signal).then(() => decide(inst));
       },
       close() {
+        closed = true;
         if (timer !== undefined) clearInterval(timer);
+        inFlight?.abort(new Error("the handler was closed"));
       },
     };
     return handler;

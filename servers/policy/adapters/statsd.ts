@@ -56,7 +56,7 @@ export const statsd: Adapter = {
       socket.send(payload, port, host);
     };
     return {
-      async report(instances) {
+      async report(instances, signal) {
         const lines: string[] = [];
         for (const i of instances) {
           const cfg = metrics.get(i.name) ?? metrics.get(i.name.split(".")[0]);
@@ -69,14 +69,17 @@ export const statsd: Adapter = {
           const name = cfg.template ? expandTemplate(cfg.template, dims) : i.name.split(".")[0];
           lines.push(`${prefix}${name}:${v}|${cfg.type}${rate < 1 ? `|@${rate}` : ""}`);
         }
+        // A call past its deadline (or cancelled) sends no more datagrams.
         let batch = "";
         for (const l of lines) {
           if (batch && batch.length + 1 + l.length > flushBytes) {
+            signal?.throwIfAborted();
             await send(batch);
             batch = "";
           }
           batch = batch ? `${batch}\n${l}` : l;
         }
+        signal?.throwIfAborted();
         if (batch) await send(batch);
       },
       close() {

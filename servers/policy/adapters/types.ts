@@ -46,17 +46,26 @@ export interface Instance {
   types: Readonly<Record<string, ValueType>>;
 }
 
-/** A configured handler. */
+/**
+ * A configured handler. `signal` is the call's: it aborts when the call's deadline passes or its
+ * client cancels, and a handler that does I/O or waits stops then (rejecting with
+ * `signal.reason`) so that its worker is freed.
+ */
 export interface Handler {
-  check?(instance: Instance): CheckResult | Promise<CheckResult>;
-  quota?(instance: Instance, args: QuotaArgs): QuotaResult | Promise<QuotaResult>;
-  report?(instances: Instance[]): void | Promise<void>;
+  check?(instance: Instance, signal?: AbortSignal): CheckResult | Promise<CheckResult>;
+  quota?(
+    instance: Instance,
+    args: QuotaArgs,
+    signal?: AbortSignal,
+  ): QuotaResult | Promise<QuotaResult>;
+  report?(instances: Instance[], signal?: AbortSignal): void | Promise<void>;
   /**
    * Attribute generation: the outputs (`$out.<name>`) for one instance, or undefined when the
    * handler has nothing to say (its attribute bindings are then not applied).
    */
   generate?(
     instance: Instance,
+    signal?: AbortSignal,
   ): Record<string, Value> | undefined | Promise<Record<string, Value> | undefined>;
   /** Prometheus text of the handler's metrics (prometheus adapter). */
   metrics?(): Promise<string>;
@@ -97,6 +106,7 @@ export interface Adapter {
 /** gRPC codes used by adapters. */
 export const Code = {
   OK: 0,
+  CANCELLED: 1,
   INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,

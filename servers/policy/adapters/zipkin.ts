@@ -1,19 +1,68 @@
 /**
  * The `zipkin` adapter (Istio's `zipkin`): tracespan instances of Report become Zipkin v2 spans
  * posted, batched every second, to `url` (default: the server's `--trace_tracera_url`) with the
- * exporter of the server's own tracing. Spans with a malformed id or time are dropped (counted in
- * a warning) rather than failing the Report.
+ * OpenTelemetry Zipkin exporter of the server's own tracing (loaded on the first span). Spans
+ * with a malformed id or time are dropped (counted in a warning) rather than failing the Report.
  * @module
  */
 
 import type { Value } from "../../../lib/expr/mod.ts";
-import { createZipkinExporter, type ZipkinSpan } from "../tracing.ts";
+import type { ReadableSpan } from "../../../lib/deps/otel.ts";
+import { abortable } from "../abort.ts";
+import { batchProcessor, loadOtel, shutdownWithin, zipkinUrl } from "../tracing.ts";
 import { Params } from "./params.ts";
 import type { Adapter, Instance } from "./types.ts";
 
 const HEX_ID = /^[0-9a-f]{16}$|^[0-9a-f]{32}$/;
 
 const micros = (v: Value | undefined) => v instanceof Date ? v.getTime() * 1000 : undefined;
+
+/** A Zipkin v2 span (JSON). */
+export interface ZipkinSpan {
+  traceId: string;
+  id: string;
+  parentId?: string;
+  name: string;
+  /** Start, µs since the epoch. */
+  timestamp: number;
+  /** µs. */
+  duration: number;
+  localEndpoint: { serviceName: string };
+  tags: Record<string, string>;
+}
+
+type Otel = Awaited<ReturnType<typeof loadOtel>>;
+
+type Resource = ReturnType<Otel["resourceFromAttributes"]>;
+
+const hrTime = (us: number): [number, number] => [Math.floor(us / 1e6), (us % 1e6) * 1000];
+
+/**
+ * A Zipkin span as the OpenTelemetry span the exporter turns back into it (its ids and times kept;
+ * the exporter adds the resource's `service.name` to the tags).
+ */
+function readableSpan(otel: Otel, z: ZipkinSpan, resource: Resource): ReadableSpan {
+  const ctx = { traceId: z.traceId, spanId: z.id, traceFlags: otel.TraceFlags.SAMPLED };
+  return {
+    name: z.name,
+    kind: otel.SpanKind.INTERNAL,
+    spanContext: () => ctx,
+    parentSpanContext: z.parentId ? { ...ctx, spanId: z.parentId, isRemote: true } : undefined,
+    startTime: hrTime(z.timestamp),
+    endTime: hrTime(z.timestamp + z.duration),
+    duration: hrTime(z.duration),
+    status: { code: otel.SpanStatusCode.UNSET },
+    attributes: z.tags,
+    links: [],
+    events: [],
+    ended: true,
+    resource,
+    instrumentationScope: { name: "mesh-policy/zipkin" },
+    droppedAttributesCount: 0,
+    droppedEventsCount: 0,
+    droppedLinksCount: 0,
+  };
+}
 
 /** A tracespan instance as a Zipkin v2 span, or the reason it cannot be one. */
 export function toZipkinSpan(inst: Instance, serviceName: string): ZipkinSpan | string {
@@ -54,23 +103,46 @@ export const zipkin: Adapter = {
   templates: ["tracespan"],
   build(spec, env, object) {
     const p = new Params(spec, object).only(["url", "sample_probability", "service_name"]);
-    const url = p.string("url", env.traceUrl ?? "");
+    let url = p.string("url", env.traceUrl ?? "");
     if (!url) p.fail("url", "required when --trace_tracera_url is not set");
     if (!/^https?:\/\//.test(url) || !URL.canParse(url)) {
       p.fail("url", `want an http(s) URL, got ${JSON.stringify(url)}`);
     }
+    url = zipkinUrl(url);
     const sample = p.number("sample_probability", 1, 0);
     if (sample > 1) p.fail("sample_probability", `must be between 0 and 1, got ${sample}`);
     const serviceName = p.string("service_name", "mesh");
-    const exporter = createZipkinExporter([url], env.log, env.fetch);
+    // The exporter is built on the first span (the SDK loads lazily).
+    let sink: Promise<{ add(z: ZipkinSpan): void; close(): Promise<void> }> | undefined;
+    const open = () =>
+      sink ??= loadOtel().then((otel) => {
+        const p = batchProcessor(
+          otel,
+          { flag: "trace_tracera_url", url, protocol: "zipkin" },
+          env.log,
+        );
+        const resources = new Map<string, Resource>();
+        return {
+          add(z: ZipkinSpan) {
+            const name = z.localEndpoint.serviceName;
+            let r = resources.get(name);
+            if (!r) {
+              if (resources.size > 1000) resources.clear();
+              resources.set(name, r = otel.resourceFromAttributes({ "service.name": name }));
+            }
+            p.onEnd(readableSpan(otel, z, r));
+          },
+          close: () => shutdownWithin(p, 6000),
+        };
+      });
     let dropped = 0, lastWarn = 0;
     return {
-      report(instances) {
+      async report(instances, signal) {
         for (const inst of instances) {
           if (sample < 1 && Math.random() >= sample) continue;
           const span = toZipkinSpan(inst, serviceName);
           if (typeof span !== "string") {
-            exporter.add(span);
+            (await abortable(open(), signal)).add(span);
             continue;
           }
           dropped++;
@@ -81,7 +153,7 @@ export const zipkin: Adapter = {
           }
         }
       },
-      close: () => exporter.close(),
+      close: async () => await (await sink)?.close(),
     };
   },
 };
