@@ -224,3 +224,12 @@ Deno.test("meshMtlsDownstream() uses the workload certificates and ALPN h2, http
     assert.deepEqual(tc.require_client_certificate, require ? { value: true } : undefined);
   }
 });
+
+Deno.test("mtlsModeOf() skips malformed Policies and peers", () => {
+  assert.equal(modeWith({ peers: ["mtls", 7, { mtls: {} }] }), "STRICT");
+  assert.equal(modeWith(null), "NONE", "a Policy without a spec: namespace-wide, no peers");
+  // a service outside any namespace is governed by Policies without a namespace
+  const bare = { ...HELLO, hostname: "hello", namespace: "" };
+  const noNs = { ...policy("p", { peers: [{ mtls: {} }] }), metadata: { name: "p" } };
+  assert.equal(mtlsModeOf(model({ configs: { policies: [noNs] } }), bare, HTTP), "STRICT");
+});
