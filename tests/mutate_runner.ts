@@ -74,6 +74,8 @@ interface MutantRunOptions {
   disableBail: boolean;
   testFilter?: string[];
   hitLimit?: number;
+  /** The mutated file in the sandbox. */
+  sandboxFileName?: string;
   activeMutant: {
     id: string;
     fileName?: string;
@@ -268,10 +270,9 @@ export class DenoTestRunner {
       timeoutMs,
     });
     const m = options.activeMutant;
-    const where = m.fileName && m.location
-      ? `${relative(Deno.cwd(), m.fileName)}:${m.location.start.line + 1}:${
-        m.location.start.column + 1
-      }`
+    const file = options.sandboxFileName ?? m.fileName;
+    const where = file && m.location
+      ? `${relative(Deno.cwd(), file)}:${m.location.start.line + 1}:${m.location.start.column + 1}`
       : "";
     await this.#stat({
       ms: Math.round(run.ms),
