@@ -167,6 +167,7 @@ export async function main(args: string[]): Promise<number> {
       cleanTempDir: true,
       ignorePatterns: ["/reports", "/.stryker-tmp", "/coverage"],
     };
+    console.log(`survivors so far: grep '"code":0,' ${statsFile}`);
     const configFile = join(tmp, "stryker.config.json");
     await Deno.writeTextFile(configFile, JSON.stringify(config, null, 2));
     const started = performance.now();

@@ -18,6 +18,8 @@
  * @module
  */
 
+import { relative } from "node:path";
+
 /** The options of the `denoRunner` key of the Stryker config. */
 export interface DenoRunnerOptions {
   /** The test files, relative to the repository (and so to the sandbox). */
@@ -28,7 +30,9 @@ export interface DenoRunnerOptions {
   deno?: string;
   /**
    * A file to append one JSON line to per run: `{"dryRunMs"}` for the dry run, then
-   * `{"ms", "files", "status"}` per mutant (read by `tests/mutate.ts` for its summary).
+   * `{"ms", "files", "code", "mutant"}` per mutant run (`code`: the exit code, 0 = survived, null =
+   * timed out; `mutant`: `file:line:col mutator "replacement"`). Read by `tests/mutate.ts` for its
+   * summary; `tests/mutate.ts` prints its path, to follow survivors while the run goes on.
    */
   statsFile?: string;
 }
@@ -70,7 +74,15 @@ interface MutantRunOptions {
   disableBail: boolean;
   testFilter?: string[];
   hitLimit?: number;
-  activeMutant: { id: string };
+  /** The mutated file in the sandbox. */
+  sandboxFileName?: string;
+  activeMutant: {
+    id: string;
+    fileName?: string;
+    mutatorName?: string;
+    replacement?: string;
+    location?: { start: { line: number; column: number } };
+  };
 }
 
 /** The output kept of a test run (its end: where deno test prints the failures). */
@@ -185,11 +197,23 @@ export class DenoTestRunner {
     const dir = await Deno.makeTempDir({ prefix: "mesh-mutate-cov-" });
     try {
       const files = this.#opts.tests;
-      const run = await denoTest(this.#deno, Deno.cwd(), files, {
-        extra: [`--preload=${this.#opts.preload}`],
-        env: { MESH_MUTATE_COVERAGE_DIR: dir },
-        timeoutMs: options.timeout,
-      });
+      const dryRun = () =>
+        denoTest(this.#deno, Deno.cwd(), files, {
+          extra: [`--preload=${this.#opts.preload}`],
+          env: { MESH_MUTATE_COVERAGE_DIR: dir },
+          timeoutMs: options.timeout,
+        });
+      let run = await dryRun();
+      if (run.code !== 0 && run.code !== undefined) {
+        // A test that failed under load (a latency bound) would stop everything: once more.
+        this.#log.warn(
+          "The dry run failed; running it once more (a failure that passes now is a flaky test, " +
+            "whose failures will count as kills):\n%s",
+          run.output.slice(-3000),
+        );
+        for await (const e of Deno.readDir(dir)) await Deno.remove(`${dir}/${e.name}`);
+        run = await dryRun();
+      }
       await this.#stat({ dryRunMs: Math.round(run.ms) });
       if (run.code === undefined) {
         return { status: "timeout", reason: `after ${options.timeout} ms` };
@@ -245,7 +269,18 @@ export class DenoTestRunner {
       env,
       timeoutMs,
     });
-    await this.#stat({ ms: Math.round(run.ms), files: files.length, code: run.code ?? null });
+    const m = options.activeMutant;
+    const file = options.sandboxFileName ?? m.fileName;
+    const where = file && m.location
+      ? `${relative(Deno.cwd(), file)}:${m.location.start.line + 1}:${m.location.start.column + 1}`
+      : "";
+    await this.#stat({
+      ms: Math.round(run.ms),
+      files: files.length,
+      code: run.code ?? null,
+      // which mutant, so that survivors can be read (and worked on) while the run goes on
+      mutant: `${where} ${m.mutatorName ?? ""} ${JSON.stringify(m.replacement ?? "")}`,
+    });
     if (run.code === undefined) {
       return { status: "timeout", reason: `killed after ${Math.round(timeoutMs)} ms` };
     }
