@@ -161,7 +161,7 @@ Deno.test("gatewayListeners(): a TCP server forwards to the first tcp route of a
     ]),
     vs("a", [
       {
-        match: [{ port: 9001 }],
+        match: [{ port: 9001 }, { port: 9005 }],
         route: [{ destination: { host: "world", port: { number: 9000 } } }],
       },
       {
