@@ -144,7 +144,8 @@ Deno.test("buildListeners(): a sidecar's inbound listeners, HTTP through an HCM 
   assert.equal(tcp.typed_config.cluster, "inbound|9000||hello.default.svc.cluster.local");
   assert.equal(tcp.typed_config.stat_prefix, "inbound|9000||hello.default.svc.cluster.local");
   // STRICT: one chain, mTLS required; no access log without a file
-  const strict = buildListeners(model({ mesh: { authPolicy: "MUTUAL_TLS", accessLogFile: "" } }), HELLO_V1)[1];
+  const strict =
+    buildListeners(model({ mesh: { authPolicy: "MUTUAL_TLS", accessLogFile: "" } }), HELLO_V1)[1];
   assert.equal(strict.filter_chains.length, 1);
   assert.equal(strict.filter_chains[0].filter_chain_match, undefined);
   assert.deepEqual(
