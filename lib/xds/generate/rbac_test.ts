@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { ConfigObject } from "../../model/types.ts";
 import { model, SERVICES } from "../testdata/model.ts";
-import { rbacConfig, serviceNameMatches } from "./rbac.ts";
+import { principalName, rbacConfig, serviceNameMatches } from "./rbac.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -274,4 +274,66 @@ Deno.test("serviceNameMatches() refuses other names, prefixes and suffixes", () 
   assert.equal(serviceNameMatches("*.example.com", h), false);
   assert.equal(serviceNameMatches("hello*", h), true);
   assert.equal(serviceNameMatches("*local", h), true);
+});
+
+Deno.test("serviceNameMatches(): a wildcard only at the ends; no pattern without one matches a suffix", () => {
+  const h = "hello.default.svc.cluster.local";
+  assert.equal(serviceNameMatches("", h), false);
+  assert.equal(serviceNameMatches("hx*", h), false);
+  assert.equal(serviceNameMatches("cluster.local", h), false);
+  assert.equal(serviceNameMatches("ello.default.svc.cluster.local", h), false);
+});
+
+Deno.test("rbacConfig(): malformed roles, bindings and values are skipped; a rule must name the service", () => {
+  const p = policies([
+    role("m", [{ services: ["hello", "world"], methods: ["GET"] }]),
+    role("z", [{ services: ["hello"] }]),
+    role("a", [{
+      services: ["*"],
+      constraints: [{ key: "request.headers[x-v]", values: ["v1", 5] }],
+    }]),
+    obj("ServiceRole", "null-spec", null),
+  ], [
+    binding("bm", "m", ANYONE),
+    binding("bz", "z", ANYONE),
+    binding("ba", "a", ANYONE),
+    obj("ServiceRoleBinding", "no-ref", { subjects: ANYONE }),
+  ]);
+  assert.deepEqual(Object.keys(p), ["a", "m", "z"]);
+  assert.deepEqual(p.a.permissions, [{ header: { name: "x-v", string_match: { exact: "v1" } } }]);
+  assert.deepEqual(
+    permissions([{
+      services: ["*"],
+      constraints: [{ key: "x.request.headers[a]", values: ["1"] }, {
+        key: "request.headers[a].x",
+        values: ["1"],
+      }],
+    }]),
+    [{ and_rules: { rules: [{ not_rule: { any: true } }, { not_rule: { any: true } }] } }],
+  );
+  assert.deepEqual(
+    principals([{ properties: { "x.request.headers[a]": "1" } }, {
+      properties: { "request.headers[a].x": "1" },
+    }]),
+    [{ not_id: { any: true } }, { not_id: { any: true } }],
+  );
+  // a service outside any namespace: roles and bindings without a namespace
+  const bare = { ...HELLO, hostname: "hello", namespace: "" };
+  const noNs = (o: ConfigObject) => ({ ...o, metadata: { name: o.metadata.name } });
+  assert.deepEqual(
+    Object.keys(
+      policies(
+        [noNs(role("r", [{ services: ["hello"] }]))],
+        [noNs(binding("b", "r", ANYONE))],
+        bare,
+      ),
+    ),
+    ["r"],
+  );
+});
+
+Deno.test("principalName() adds spiffe:// unless the value starts with a scheme", () => {
+  assert.equal(principalName("td/ns/a/sa/b-http://x"), "spiffe://td/ns/a/sa/b-http://x");
+  assert.equal(principalName("https://issuer/x"), "https://issuer/x");
+  assert.equal(principalName("*"), "*");
 });
