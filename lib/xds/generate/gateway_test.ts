@@ -228,3 +228,60 @@ Deno.test("gatewayRouteConfig(): no bound VirtualService with routes: a blackhol
     routes: [{ match: { prefix: "/" }, direct_response: { status: 404 } }],
   }]);
 });
+
+Deno.test("gateway routes: short gateway names in matches, HTTP retries, redirect when any server of the port asks", () => {
+  const g = gw("gw", [
+    server(80, "HTTP", ["a.example.com"], { httpsRedirect: true }),
+    server(80, "HTTP", ["b.example.com"]),
+  ]);
+  const vs = cfg("VirtualService", "a", {
+    hosts: ["a.example.com"],
+    gateways: ["gw", "mesh"],
+    http: [{
+      match: [{ gateways: ["gw"], uri: { prefix: "/x" } }, { gateways: ["other"] }],
+      route: [{ destination: { host: "hello", port: { number: 80 } } }],
+      retries: { attempts: 2 },
+    }],
+  });
+  const ctx = model({ configs: { gateways: [g], virtualServices: [vs] } });
+  const rc = gatewayRouteConfig(ctx, gatewayRouter(), selectedGateways(ctx, gatewayRouter()), 80)!;
+  const [vh] = rc.virtual_hosts;
+  assert.equal(vh.require_tls, "ALL");
+  assert.deepEqual(vh.routes.map((r: Any) => r.match), [{ prefix: "/x" }]);
+  assert.equal(vh.routes[0].route.retry_policy.retry_on, "5xx,connect-failure,refused-stream");
+});
+
+Deno.test("gateway TCP forwarding: a VirtualService bound to the Gateway and others; routes without destinations skipped", () => {
+  const g = gw("tcp-gw", [server(9000, "TCP")]);
+  const vs = cfg("VirtualService", "a", {
+    hosts: ["*"],
+    gateways: ["tcp-gw", "mesh"],
+    tcp: [{ route: [] }, { route: [{ destination: { host: "world", port: { number: 9000 } } }] }],
+  });
+  const [l] = listeners([g], [vs]);
+  assert.equal(
+    l.filter_chains[0].filters[0].typed_config.cluster,
+    `outbound|9000||world.default.svc.cluster.local`,
+  );
+});
+
+Deno.test("selectedGateways(): Ingress gateways are not for routers whose labels do not match", () => {
+  const ingress: ConfigObject = {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "Ingress",
+    metadata: {
+      name: "i",
+      namespace: "default",
+      annotations: { "kubernetes.io/ingress.class": "mesh" },
+    },
+    spec: {
+      rules: [{ http: { paths: [{ backend: { serviceName: "hello", servicePort: 80 } }] } }],
+    },
+  };
+  const ctx = model({ configs: { ingresses: [ingress] } });
+  const other = parseNodeId("router~10.0.9.9~gw.mesh-system~mesh-system.svc.cluster.local", {
+    labels: { app: "x" },
+  });
+  assert.deepEqual(selectedGateways(ctx, other), []);
+  assert.equal(selectedGateways(ctx, gatewayRouter()).length, 1);
+});

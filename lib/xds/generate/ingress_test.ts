@@ -232,3 +232,21 @@ Deno.test("ingressesToConfigs() skips malformed rules and paths and defaults the
     ["networking.mesh.io/v1alpha3", "VirtualService"],
   );
 });
+
+Deno.test("ingressesToConfigs(): a servicePort is a number only when all digits; a backend needs a string name", () => {
+  const out = convert([ingress("a", {
+    rules: [{
+      http: {
+        paths: [
+          { path: "/a", backend: { serviceName: "hello", servicePort: "web8080" } },
+          { path: "/b", backend: { serviceName: "hello", servicePort: "8080web" } },
+          { path: "/c", backend: { serviceName: 5, servicePort: 80 } },
+        ],
+      },
+    }],
+  })]);
+  assert.deepEqual(httpOf(out).map((r) => r.route[0].destination.port), [
+    { name: "web8080" },
+    { name: "8080web" },
+  ]);
+});

@@ -233,3 +233,14 @@ Deno.test("mtlsModeOf() skips malformed Policies and peers", () => {
   const noNs = { ...policy("p", { peers: [{ mtls: {} }] }), metadata: { name: "p" } };
   assert.equal(mtlsModeOf(model({ configs: { policies: [noNs] } }), bare, HTTP), "STRICT");
 });
+
+Deno.test("mtlsModeOf(): any listed port selects; peers without mtls leave mTLS off", () => {
+  const t = {
+    targets: [{ name: "hello", ports: [{ number: 80 }, { number: 7070 }] }],
+    peers: [{ mtls: {} }],
+  };
+  assert.equal(modeWith(t, HTTP), "STRICT");
+  assert.equal(modeWith(t, GRPC), "STRICT");
+  assert.equal(modeWith(t, TCP), "NONE");
+  assert.equal(modeWith({ peers: [{ jwt: { issuer: "x" } }] }), "NONE");
+});

@@ -135,6 +135,7 @@ Deno.test("parseClusterName() refuses wrong directions, counts, ports and empty 
       "outbound|65536||h",
       "outbound|1.5||h",
       "outbound|80||",
+      "outbound|80|v1|h|x",
     ]
   ) assert.equal(parseClusterName(bad), undefined, bad);
   assert.equal(parseClusterName("outbound|65535||h")?.port, 65535);
