@@ -308,3 +308,125 @@ Deno.test("buildApiListener(): an api_listener for a known <host>:<port> with fa
   assert.deepEqual(cidrRange("fd00::/8"), { address_prefix: "fd00::", prefix_len: { value: 8 } });
   assert.deepEqual(cidrRange("fd00::1"), { address_prefix: "fd00::1", prefix_len: { value: 128 } });
 });
+
+function se(name: string, spec: Record<string, unknown>): ConfigObject {
+  return {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "ServiceEntry",
+    metadata: { name, namespace: "default" },
+    spec: { hosts: [name], location: "MESH_EXTERNAL", ...spec },
+  };
+}
+
+Deno.test("buildListeners(): one catch-all chain per port (the first service wins), no fallback beside it", () => {
+  const entries = [
+    se("a.internal", {
+      ports: [{ number: 8000, name: "tcp", protocol: "TCP" }],
+      resolution: "DNS",
+    }),
+    se("b.internal", {
+      ports: [{ number: 8000, name: "tcp", protocol: "TCP" }],
+      resolution: "DNS",
+    }),
+    se("net.internal", {
+      addresses: ["192.168.0.0/16"],
+      ports: [{ number: 8000, name: "tcp", protocol: "TCP" }],
+      resolution: "NONE",
+    }),
+  ];
+  const l = buildListeners(model({ serviceEntries: entries }), CLIENT).find((x) =>
+    x.name === "0.0.0.0_8000"
+  )!;
+  assert.deepEqual(l.filter_chains.map((c: Any) => [c.filter_chain_match, tcpCluster(c)]), [
+    [undefined, "outbound|8000||a.internal"],
+    [{ prefix_ranges: [cidrRange("192.168.0.0/16")] }, "outbound|8000||net.internal"],
+  ]);
+});
+
+Deno.test("buildListeners(): CIDR and SNI chains on one port get the fallback chain", () => {
+  const entries = [
+    se("net.internal", {
+      addresses: ["192.168.0.0/16"],
+      ports: [{ number: 8443, name: "tcp", protocol: "TCP" }],
+      resolution: "NONE",
+    }),
+    se("tls.example.com", {
+      ports: [{ number: 8443, name: "tls", protocol: "TLS" }],
+      resolution: "DNS",
+    }),
+  ];
+  const l = buildListeners(model({ serviceEntries: entries }), CLIENT).find((x) =>
+    x.name === "0.0.0.0_8443"
+  )!;
+  assert.deepEqual(l.filter_chains.map((c: Any) => [c.filter_chain_match, tcpCluster(c)]), [
+    [{ prefix_ranges: [cidrRange("192.168.0.0/16")] }, "outbound|8443||net.internal"],
+    [{ server_names: ["tls.example.com"] }, "outbound|8443||tls.example.com"],
+    [undefined, "BlackHoleCluster"],
+  ]);
+});
+
+Deno.test("buildListeners(): a TCP listener keeps its name against an HTTP port of the same number; HTTP ports sorted", () => {
+  const entries = [
+    se("raw.internal", {
+      ports: [{ number: 80, name: "tcp", protocol: "TCP" }],
+      resolution: "DNS",
+    }),
+    se("aaa.internal", {
+      ports: [{ number: 9090, name: "http", protocol: "HTTP" }],
+      resolution: "DNS",
+    }),
+  ];
+  const ls = buildListeners(model({ serviceEntries: entries }), CLIENT);
+  const wild = ls.filter((x) => x.name.startsWith("0.0.0.0_")).map((x) => x.name);
+  assert.deepEqual(wild, ["0.0.0.0_443", "0.0.0.0_80", "0.0.0.0_7070", "0.0.0.0_9090"]);
+  assert.equal(
+    tcpCluster(ls.find((x) => x.name === "0.0.0.0_80")!.filter_chains[0]),
+    "outbound|80||raw.internal",
+  );
+});
+
+Deno.test("buildListeners(): no inbound listener for UDP instances or instances of unknown services", () => {
+  const base = model();
+  const inst = base.instances[0];
+  const ctx = {
+    ...base,
+    instances: [
+      ...base.instances,
+      { ...inst, servicePort: { name: "udp", port: 5353, protocol: "UDP" as const }, port: 5353 },
+      { ...inst, hostname: "ghost.default.svc.cluster.local", port: 6000 },
+    ],
+  };
+  const names = buildListeners(ctx, HELLO_V1).map((l) => l.name).filter((n) =>
+    n.startsWith("10.0.1.1_")
+  );
+  assert.deepEqual(names, ["10.0.1.1_8080", "10.0.1.1_7070", "10.0.1.1_9000"]);
+});
+
+Deno.test("buildListeners(): tcp routes: any listed port matches; unweighted or empty splits fall through", () => {
+  const v = vs("world", {
+    hosts: ["world"],
+    tcp: [
+      {
+        match: [{ port: 7777 }, { port: 9000 }],
+        route: [{ destination: { host: "hello", subset: "a" } }, {}],
+      },
+    ],
+  });
+  const ls = buildListeners(model({ configs: { virtualServices: [v] } }), CLIENT);
+  assert.equal(
+    tcpCluster(ls.find((x) => x.name === "10.2.0.1_9000")!.filter_chains[0]),
+    "outbound|9000|a|hello.default.svc.cluster.local",
+  );
+  const zero = vs("world", {
+    hosts: ["world"],
+    tcp: [{
+      route: [{ destination: { host: "world", subset: "v1" } }, {
+        destination: { host: "world", subset: "v2" },
+      }],
+    }],
+  });
+  const l = buildListeners(model({ configs: { virtualServices: [zero] } }), CLIENT).find((x) =>
+    x.name === "10.2.0.1_9000"
+  )!;
+  assert.equal(tcpCluster(l.filter_chains[0]), "outbound|9000||world.default.svc.cluster.local");
+});
