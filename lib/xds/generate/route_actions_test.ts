@@ -392,3 +392,89 @@ Deno.test("apiRouteConfig(): the requested name first in the domains, routes of 
   const bare = { ...CLIENT, domain: "" };
   assert.equal(apiRouteConfig(ctx, bare, "hello:80")?.virtual_hosts[0].name, `${HELLO}:80`);
 });
+
+Deno.test("routes: matches for mesh and a gateway apply to sidecars; empty header matches are left out", () => {
+  const out = routes([
+    {
+      match: [{ gateways: ["mesh", "gw"], headers: { "x-empty": {}, "X-Ver": { exact: "2" } } }],
+      route: TO_WORLD,
+    },
+    { match: [{ gateways: ["mesh"] }], route: TO_WORLD },
+    null,
+    { route: TO_WORLD, redirect: "/x", appendHeaders: "ab" },
+  ]);
+  assert.deepEqual(out.map((r) => r.match), [
+    { prefix: "/", headers: [{ name: "x-ver", string_match: { exact: "2" } }] },
+    { prefix: "/" },
+    { prefix: "/" },
+  ]);
+  assert.equal(out[2].redirect, undefined);
+  assert.equal(out[2].route.cluster, `outbound|80||${WORLD}`);
+  assert.equal(out[2].request_headers_to_add, undefined);
+  // a sidecar's route configuration keeps a route matching gateway "mesh"
+  const ctx = model({
+    configs: {
+      virtualServices: [cfg("VirtualService", "world", {
+        hosts: ["world"],
+        http: [{ match: [{ gateways: ["mesh"], uri: { prefix: "/m" } }], route: TO_WORLD }],
+      })],
+    },
+  });
+  const [rc] = buildRoutes(ctx, CLIENT, ["80"]);
+  const vh = rc.virtual_hosts.find((v: Any) => v.name === `${WORLD}:80`);
+  assert.deepEqual(vh.routes[0].match, { prefix: "/m" });
+});
+
+Deno.test("destinationCluster(): a port name of an unknown host, a host with no HTTP port", () => {
+  const base = model();
+  const tcp2 = {
+    ...base.services[1],
+    hostname: "db.default.svc.cluster.local",
+    ports: [{ name: "a", port: 5432, protocol: "TCP" as const }, {
+      name: "b",
+      port: 5433,
+      protocol: "TCP" as const,
+    }],
+  };
+  const ctx = { ...base, services: [...base.services, tcp2] };
+  assert.equal(
+    destinationCluster(ctx, { host: "nope.example", port: { name: "http" } }, "default", 8080),
+    "outbound|8080||nope.example",
+  );
+  assert.equal(
+    destinationCluster(ctx, { host: "db" }, "default", 80),
+    "outbound|80||db.default.svc.cluster.local",
+  );
+});
+
+Deno.test("hashPolicy(): DestinationRules without subsets, without a load balancer, or for a host with no service", () => {
+  const dr = (host: string, spec: Record<string, unknown>) =>
+    cfg("DestinationRule", host, { host, ...spec });
+  const hp = (d: ConfigObject, cluster: string) =>
+    hashPolicy(model({ configs: { destinationRules: [d] } }), cluster);
+  const ch = { loadBalancer: { consistentHash: { httpHeader: "x-u" } } };
+  assert.deepEqual(hp(dr("world", { trafficPolicy: ch }), `outbound|80|v1|${WORLD}`), [{
+    header: { header_name: "x-u" },
+  }]);
+  assert.equal(
+    hp(
+      dr("world", { trafficPolicy: { connectionPool: { tcp: { maxConnections: 1 } } } }),
+      `outbound|80||${WORLD}`,
+    ),
+    undefined,
+  );
+  assert.deepEqual(
+    hp(dr("ghost", { trafficPolicy: ch }), "outbound|80||ghost.default.svc.cluster.local"),
+    [{ header: { header_name: "x-u" } }],
+  );
+});
+
+Deno.test("corsConfig(): not an object is no policy; exposed headers joined with commas", () => {
+  assert.equal(corsConfig("x"), undefined);
+  assert.equal(corsConfig({ exposeHeaders: ["a", "b"] })?.expose_headers, "a,b");
+});
+
+Deno.test("resolveTarget(): the port must end the name", () => {
+  assert.equal(apiRouteConfig(model(), CLIENT, "hello:80x"), undefined);
+  assert.equal(apiRouteConfig(model(), CLIENT, "hello:123456"), undefined);
+});
