@@ -300,3 +300,111 @@ Deno.test("buildClusters(): a subset's traffic policy is applied over the host's
     "the first world wins",
   );
 });
+
+const drOf = (host: string, spec: Record<string, unknown>) => ({
+  apiVersion: "networking.mesh.io/v1alpha3",
+  kind: "DestinationRule",
+  metadata: { name: host, namespace: "default" },
+  spec: { host, ...spec },
+});
+
+Deno.test("buildClusters(): a subset's ROUND_ROBIN replaces the host's policy; SIMPLE TLS sends no client certificate", () => {
+  const m = byName(buildClusters(
+    model({
+      configs: {
+        destinationRules: [drOf("world", {
+          trafficPolicy: {
+            loadBalancer: { simple: "RANDOM" },
+            tls: {
+              mode: "SIMPLE",
+              clientCertificate: "/c.pem",
+              privateKey: "/k.pem",
+              caCertificates: "/ca.pem",
+            },
+          },
+          subsets: [{ name: "rr", trafficPolicy: { loadBalancer: { simple: "ROUND_ROBIN" } } }],
+        })],
+      },
+    }),
+    helloV1(),
+  ));
+  assert.equal(m.get(`outbound|80|rr|${WORLD}`).lb_policy, "ROUND_ROBIN");
+  const tls = m.get(`outbound|80||${WORLD}`).transport_socket.typed_config.common_tls_context;
+  assert.equal(tls.tls_certificates, undefined);
+  assert.deepEqual(tls.validation_context, { trusted_ca: { filename: "/ca.pem" } });
+});
+
+Deno.test("buildClusters(): a tls block without a mode keeps mesh mTLS", () => {
+  const m = byName(buildClusters(
+    model({
+      mesh: { authPolicy: "MUTUAL_TLS" },
+      configs: { destinationRules: [drOf("world", { trafficPolicy: { tls: { sni: "x" } } })] },
+    }),
+    helloV1(),
+  ));
+  assert.deepEqual(
+    m.get(`outbound|80||${WORLD}`).transport_socket.typed_config.common_tls_context.alpn_protocols,
+    [
+      "istio",
+    ],
+  );
+});
+
+Deno.test("buildClusters(): DNS subsets take the endpoints with their labels; mixed unix and IP endpoints are resolved", () => {
+  const entries = [{
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "ServiceEntry",
+    metadata: { name: "dns", namespace: "default" },
+    spec: {
+      hosts: ["dns.example.com"],
+      ports: [{ number: 8080, name: "tcp", protocol: "TCP" }],
+      location: "MESH_EXTERNAL",
+      resolution: "DNS",
+      endpoints: [
+        { address: "a.example.com", labels: { v: "1" } },
+        { address: "b.example.com", labels: { v: "2" } },
+        { address: "unix:///run/c.sock", labels: { v: "3" } },
+      ],
+    },
+  }];
+  const dr = drOf("dns.example.com", {
+    subsets: [{ name: "v1", labels: { v: "1" } }, { name: "" }],
+  });
+  const cs = buildClusters(
+    model({ serviceEntries: entries, configs: { destinationRules: [dr] } }),
+    helloV1(),
+  );
+  const addrs = (c: Any) =>
+    c.load_assignment.endpoints[0].lb_endpoints.map((e: Any) =>
+      e.endpoint.address.socket_address?.address ?? e.endpoint.address.pipe.path
+    );
+  const all = cs.filter((c) => c.name.endsWith("|dns.example.com"));
+  assert.deepEqual(all.map((c) => c.name), [
+    "outbound|8080||dns.example.com",
+    "outbound|8080|v1|dns.example.com",
+  ]);
+  assert.equal(all[0].type, "STRICT_DNS");
+  assert.deepEqual(addrs(all[0]), ["a.example.com", "b.example.com", "/run/c.sock"]);
+  assert.deepEqual(addrs(all[1]), ["a.example.com"]);
+});
+
+Deno.test("buildClusters(): one inbound cluster per service port of the proxy, none for UDP", () => {
+  const base = model();
+  const inst = base.instances[0];
+  const ctx = {
+    ...base,
+    instances: [
+      ...base.instances,
+      { ...inst, port: 18080 },
+      { ...inst, servicePort: { name: "udp", port: 5353, protocol: "UDP" as const }, port: 5353 },
+    ],
+  };
+  assert.deepEqual(
+    buildClusters(ctx, helloV1()).filter((c) => c.name.startsWith("inbound|")).map((c) => c.name),
+    [
+      `inbound|80||${HELLO}`,
+      `inbound|7070||${HELLO}`,
+      `inbound|9000||${HELLO}`,
+    ],
+  );
+});
