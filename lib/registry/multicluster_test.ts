@@ -140,3 +140,64 @@ Deno.test("createClusterRegistries() rejects empty names", async () => {
     /config map name: must not be empty/,
   );
 });
+
+Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores other config maps, reports only real set changes", async () => {
+  await using local = await startFakeKube();
+  await using east = await startFakeKube();
+  await using west = await startFakeKube();
+  seed(east, "a", "10.10.0.1");
+  seed(west, "b", "10.20.0.1");
+  configMap(local, { east: east.kubeconfig() });
+  const mc = await createClusterRegistries({
+    kubeconfigPath: local.kubeconfigPath,
+    configMapName: "clusters",
+    namespace: "mesh-system",
+    domain: "cluster.local",
+    resyncMs: 0,
+  });
+  const sets: string[][] = [];
+  const changes: string[] = [];
+  mc.onClustersChange((ids) => sets.push(ids));
+  mc.onChange((k) => changes.push(k));
+  try {
+    await mc.start();
+    const [eastReg] = mc.registries();
+    assert.deepEqual(sets, [["east"]]);
+    // Another config map of the namespace is not the cluster list.
+    local.upsert({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "other", namespace: "mesh-system" },
+      data: { west: west.kubeconfig() },
+    });
+    // A key that cannot be used: reported, the set of running clusters is unchanged.
+    const ghost =
+      "apiVersion: v1\nkind: Config\ncurrent-context: ghost\ncontexts: []\nclusters: []\n";
+    configMap(local, { east: east.kubeconfig(), ghost });
+    await waitUntil(() => mc.errors().length === 1, 5000, "the error for ghost");
+    assert.deepEqual(mc.errors(), [{
+      cluster: "ghost",
+      message: 'Cluster "ghost" in config map mesh-system/clusters: invalid kubeconfig: ' +
+        'no current context with a cluster ("ghost")',
+    }]);
+    assert.deepEqual(mc.registries().map((r) => r.clusterId), ["east"]);
+    // east's registry was kept (not restarted), and nobody was told of a change
+    assert.equal(mc.registries()[0], eastReg);
+    assert.deepEqual(sets, [["east"]]);
+    assert.deepEqual(changes, []);
+  } finally {
+    await mc.stop();
+  }
+});
+
+Deno.test("createClusterRegistries() rejects an empty namespace", async () => {
+  await assert.rejects(
+    createClusterRegistries({
+      configMapName: "clusters",
+      namespace: "",
+      domain: "cluster.local",
+      resyncMs: 0,
+    }),
+    /^Error: Invalid cluster registries namespace: must not be empty$/,
+  );
+});

@@ -3,7 +3,10 @@ import type { Service } from "../../model/types.ts";
 import { parseNodeId } from "../node.ts";
 import { DB_ENTRIES, model, WORLD_DR } from "../testdata/model.ts";
 import { buildClusters } from "./clusters.ts";
-import { buildEndpoints, isKnownCluster, localityOf } from "./endpoints.ts";
+import { buildEndpoints, isKnownCluster, loadAssignment, localityOf } from "./endpoints.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
 
 Deno.test("localityOf() splits region/zone and always returns an object", () => {
   assert.deepEqual(localityOf("us-east/zone-a"), { region: "us-east", zone: "zone-a" });
@@ -91,4 +94,108 @@ Deno.test("buildClusters() gives a DNS service of unix sockets a STATIC load ass
   assert.deepEqual(c.load_assignment.endpoints[0].lb_endpoints, [{
     endpoint: { address: { pipe: { path: "/run/sock" } } },
   }]);
+});
+
+Deno.test("localityOf() drops an empty region or zone instead of keeping the slash", () => {
+  assert.deepEqual(localityOf("/zone-a"), { zone: "zone-a" });
+  assert.deepEqual(localityOf("us-east/"), { region: "us-east" });
+});
+
+/** world:80 with extra instances (labels and locality given), plus a UDP service. */
+function worldWith(extra: { address: string; labels: Record<string, string>; locality: string }[]) {
+  const base = model();
+  const world = base.services[1];
+  const udp: Service = {
+    hostname: "dns.default.svc.cluster.local",
+    address: "10.3.0.1",
+    ports: [{ name: "udp-dns", port: 53, protocol: "UDP" }, {
+      name: "tcp-dns",
+      port: 5353,
+      protocol: "TCP",
+    }],
+    namespace: "default",
+    meshExternal: false,
+    resolution: "ClientSideLB",
+    serviceAccounts: [],
+    registry: "Mock",
+  };
+  return {
+    ...base,
+    services: [...base.services, udp],
+    instances: [
+      ...extra.map((e) => ({
+        hostname: world.hostname,
+        servicePort: world.ports[0],
+        address: e.address,
+        port: 8080,
+        labels: e.labels,
+        locality: e.locality,
+        serviceAccount: "",
+      })),
+      ...base.instances,
+    ],
+  };
+}
+
+const addresses = (cla: Any) =>
+  cla.endpoints.map((g: Any) => [
+    g.locality.zone ?? "",
+    g.lb_endpoints.map((e: Any) => e.endpoint.address.socket_address.address),
+    g.load_balancing_weight.value,
+  ]);
+
+Deno.test("loadAssignment() puts every endpoint of a locality in one group, localities sorted", () => {
+  // listed before the model's own instances: zone-c first, a second one in zone-a
+  const ctx = worldWith([
+    { address: "10.0.9.1", labels: { version: "v1" }, locality: "us-east/zone-c" },
+    { address: "10.0.9.2", labels: { version: "v1" }, locality: "us-east/zone-a" },
+  ]);
+  assert.deepEqual(addresses(loadAssignment(ctx, "outbound|80||world.default.svc.cluster.local")), [
+    ["zone-a", ["10.0.9.2", "10.0.2.1"], 2],
+    ["zone-b", ["10.0.2.2"], 1],
+    ["zone-c", ["10.0.9.1"], 1],
+  ]);
+});
+
+Deno.test("loadAssignment() of a subset needs all its labels; a subset without labels has all endpoints", () => {
+  const dr = {
+    ...WORLD_DR,
+    spec: {
+      host: "world",
+      subsets: [
+        { name: "v1-canary", labels: { version: "v1", track: "canary" } },
+        { name: "all" },
+      ],
+    },
+  };
+  const ctx = {
+    ...worldWith([
+      { address: "10.0.9.1", labels: { version: "v1", track: "canary" }, locality: "" },
+    ]),
+    configs: { ...model().configs, destinationRules: [dr] },
+  };
+  const at = (subset: string) =>
+    addresses(loadAssignment(ctx, `outbound|80|${subset}|world.default.svc.cluster.local`));
+  assert.deepEqual(at("v1-canary"), [["", ["10.0.9.1"], 1]]);
+  assert.deepEqual(at("all"), [
+    ["", ["10.0.9.1"], 1],
+    ["zone-a", ["10.0.2.1"], 1],
+    ["zone-b", ["10.0.2.2"], 1],
+  ]);
+  // a subset the DestinationRule does not define, or a host without one: no endpoints (no throw)
+  assert.deepEqual(at("v2"), []);
+  assert.deepEqual(
+    loadAssignment(ctx, "outbound|80|v1|hello.default.svc.cluster.local").endpoints,
+    [],
+  );
+});
+
+Deno.test("isKnownCluster() refuses UDP ports, inbound subsets and subsets without a DestinationRule", () => {
+  const ctx = { ...worldWith([]), configs: { ...model().configs, destinationRules: [WORLD_DR] } };
+  assert.equal(isKnownCluster(ctx, "outbound|53||dns.default.svc.cluster.local"), false);
+  assert.equal(isKnownCluster(ctx, "outbound|5353||dns.default.svc.cluster.local"), true);
+  assert.equal(isKnownCluster(ctx, "inbound|80||world.default.svc.cluster.local"), true);
+  assert.equal(isKnownCluster(ctx, "inbound|80|v1|world.default.svc.cluster.local"), false);
+  assert.equal(isKnownCluster(ctx, "outbound|80|v1|world.default.svc.cluster.local"), true);
+  assert.equal(isKnownCluster(ctx, "outbound|80|v1|hello.default.svc.cluster.local"), false);
 });

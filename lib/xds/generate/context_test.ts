@@ -1,0 +1,149 @@
+/**
+ * The indexes of a push context: which config wins when several name the same host (oldest
+ * first, then namespace/name), which VirtualServices sidecars see, and which Gateways apply to
+ * ingress proxies.
+ */
+
+import assert from "node:assert/strict";
+import type { ConfigObject, Service } from "../../model/types.ts";
+import { parseNodeId } from "../node.ts";
+import {
+  ECHO_INGRESS,
+  model,
+  PUBLIC_GW,
+  PUBLIC_VS,
+  SERVICES,
+  WORLD_VS,
+} from "../testdata/model.ts";
+import { configOrder, indexOf } from "./context.ts";
+import { selectedGateways } from "./gateway.ts";
+import { buildRoutes } from "./routes.ts";
+
+const WORLD = "world.default.svc.cluster.local";
+
+function cfg(
+  kind: string,
+  name: string,
+  spec: Record<string, unknown>,
+  namespace?: string,
+  creationTimestamp?: string,
+): ConfigObject {
+  return {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind,
+    metadata: {
+      name,
+      ...(namespace === undefined ? {} : { namespace }),
+      ...(creationTimestamp === undefined ? {} : { creationTimestamp }),
+    },
+    spec,
+  };
+}
+
+Deno.test("configOrder() sorts oldest first, then by namespace, then by name; no timestamp first", () => {
+  const objs = [
+    cfg("X", "b", {}, "ns1", "2026-01-02T00:00:00Z"),
+    cfg("X", "a", {}, "ns2", "2026-01-01T00:00:00Z"),
+    cfg("X", "b", {}, "ns2", "2026-01-01T00:00:00Z"),
+    cfg("X", "z", {}, "ns1", "2026-01-01T00:00:00Z"),
+    cfg("X", "c", {}, undefined, "2026-01-01T00:00:00Z"),
+    cfg("X", "y", {}, "ns9"),
+  ];
+  const names = (l: ConfigObject[]) =>
+    l.map((o) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`);
+  assert.deepEqual(names([...objs].sort(configOrder)), [
+    "ns9/y",
+    "/c",
+    "ns1/z",
+    "ns2/a",
+    "ns2/b",
+    "ns1/b",
+  ]);
+  assert.equal(configOrder(objs[1], objs[1]), 0);
+});
+
+Deno.test("indexOf(): the oldest DestinationRule of a host wins; one without a host is ignored", () => {
+  const newer = cfg("DestinationRule", "new", { host: "world" }, "default", "2026-01-02T00:00:00Z");
+  const older = cfg("DestinationRule", "old", { host: "world" }, "default", "2026-01-01T00:00:00Z");
+  const hostless = cfg("DestinationRule", "none", {}, "default");
+  const idx = indexOf(model({ configs: { destinationRules: [hostless, newer, older] } }));
+  assert.equal(idx.destinationRuleByHost.get(WORLD)?.metadata.name, "old");
+  assert.deepEqual([...idx.destinationRuleByHost.keys()], [WORLD]);
+  // without a namespace a short host is not expanded
+  const bare = indexOf(
+    model({ configs: { destinationRules: [cfg("DestinationRule", "w", { host: "world" })] } }),
+  );
+  assert.deepEqual([...bare.destinationRuleByHost.keys()], ["world"]);
+});
+
+Deno.test("indexOf(): the first service of a hostname wins", () => {
+  const dup: Service = { ...SERVICES[1], address: "10.9.0.1", registry: "Consul" };
+  const base = model();
+  const idx = indexOf({ ...base, services: [...base.services, dup] });
+  assert.equal(idx.serviceByHost.get(WORLD)?.address, "10.2.0.1");
+  assert.deepEqual(idx.servicesByPort.get(80)?.map((s) => s.hostname), [
+    "hello.default.svc.cluster.local",
+    WORLD,
+  ]);
+});
+
+Deno.test("indexOf(): VirtualServices oldest first, all of a host kept, gateway-only ones not for sidecars", () => {
+  const a = cfg(
+    "VirtualService",
+    "a",
+    { hosts: ["world", 7], http: [] },
+    "default",
+    "2026-01-02T00:00:00Z",
+  );
+  const b = cfg(
+    "VirtualService",
+    "b",
+    { hosts: ["world"], http: [] },
+    "default",
+    "2026-01-01T00:00:00Z",
+  );
+  const gwOnly = { ...PUBLIC_VS, spec: { ...PUBLIC_VS.spec, hosts: ["world"] } };
+  const bare = cfg("VirtualService", "bare", { hosts: ["world"], gateways: ["gw", 3] });
+  const idx = indexOf(model({ configs: { virtualServices: [a, b, gwOnly, bare] } }));
+  assert.deepEqual(idx.virtualServices.map((v) => v.config.metadata.name), [
+    "bare",
+    "hello-public",
+    "b",
+    "a",
+  ]);
+  assert.deepEqual(idx.virtualServices[0].hosts, ["world"], "no namespace: short host kept");
+  assert.deepEqual(idx.virtualServices[0].gateways, ["gw"]);
+  assert.deepEqual(idx.virtualServices[3].hosts, [WORLD]);
+  assert.deepEqual(idx.meshVsByHost.get(WORLD)?.map((v) => v.config.metadata.name), ["b", "a"]);
+  // a sidecar's route to world is not changed by a VirtualService bound only to a Gateway
+  const sidecar = parseNodeId("sidecar~10.0.1.1~hello-v1.default~default.svc.cluster.local");
+  const onlyGw = model({
+    configs: {
+      virtualServices: [{ ...WORLD_VS, spec: { ...WORLD_VS.spec, gateways: ["public-gw"] } }],
+    },
+  });
+  const [rc] = buildRoutes(onlyGw, sidecar, ["80"]);
+  const vh = rc.virtual_hosts.find((v: { name: string }) => v.name === `${WORLD}:80`);
+  assert.deepEqual(vh.routes, [{
+    match: { prefix: "/" },
+    route: { cluster: `outbound|80||${WORLD}`, timeout: { seconds: 0 } },
+  }]);
+});
+
+Deno.test("indexOf(): Gateways oldest first, named <name>.<namespace>; ingress proxies get only Ingress ones", () => {
+  const old = cfg("Gateway", "old", { selector: { app: "x" } }, "prod", "2026-01-01T00:00:00Z");
+  const bare = cfg("Gateway", "bare", { selector: { app: "x" } });
+  const ctx = model({ configs: { gateways: [PUBLIC_GW, old, bare], ingresses: [ECHO_INGRESS] } });
+  const idx = indexOf(ctx);
+  assert.deepEqual(idx.gateways.map((g) => [g.fqdn, g.fromIngress]), [
+    ["bare", false],
+    ["public-gw.default.svc.cluster.local", false],
+    ["old.prod.svc.cluster.local", false],
+    ["mesh-autogenerated-k8s-ingress.mesh-system.svc.cluster.local", true],
+  ]);
+  const ingress = parseNodeId("ingress~10.0.9.8~ingress.mesh-system~mesh-system.svc.cluster.local");
+  assert.deepEqual(selectedGateways(ctx, ingress).map((g) => g.fqdn), [
+    "mesh-autogenerated-k8s-ingress.mesh-system.svc.cluster.local",
+  ]);
+  assert.equal(indexOf(ctx), idx, "built once per context");
+});
