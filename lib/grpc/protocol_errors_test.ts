@@ -191,3 +191,131 @@ Deno.test("DATA protocol errors: DATA that disagrees with content-length resets 
     assert.equal(cancelled.length, 2);
   });
 });
+
+// ---- WINDOW_UPDATE and SETTINGS (RFC 9113 §6.5, §6.9) ---------------------------------------------
+
+const { SETTINGS, WINDOW_UPDATE } = FrameType;
+const FLOW_CONTROL_ERROR = 3;
+const INITIAL_WINDOW_SIZE = 4, MAX_FRAME_SIZE = 5, ENABLE_PUSH = 2;
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
+function setting(id: number, value: number): Buffer {
+  const b = Buffer.alloc(6);
+  b.writeUInt16BE(id, 0);
+  b.writeUInt32BE(value, 2);
+  return b;
+}
+
+const WINDOW_ERRORS: { name: string; send: (c: RawClient) => Uint8Array[]; goaway: string }[] = [
+  {
+    name: "a connection WINDOW_UPDATE of 0",
+    send: () => [frame(WINDOW_UPDATE, 0, 0, u32(0))],
+    goaway: "PROTOCOL_ERROR WINDOW_UPDATE of 0",
+  },
+  {
+    name: "a connection window over 2^31-1",
+    send: () => [frame(WINDOW_UPDATE, 0, 0, u32(0x7fffffff - 65535 + 1))],
+    goaway: "FLOW_CONTROL_ERROR connection window overflow",
+  },
+  {
+    name: "a WINDOW_UPDATE of 3 bytes",
+    send: () => [frame(WINDOW_UPDATE, 0, 0, Buffer.from([0, 0, 1]))],
+    goaway: "FRAME_SIZE_ERROR WINDOW_UPDATE size",
+  },
+  {
+    name: "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1",
+    send: () => [frame(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 0x80000000))],
+    goaway: "FLOW_CONTROL_ERROR SETTINGS_INITIAL_WINDOW_SIZE",
+  },
+  {
+    name: "SETTINGS_INITIAL_WINDOW_SIZE pushing an open stream's window over 2^31-1",
+    send: (c) => [
+      c.headersFrame(1, grpcRequest(HOLD)),
+      frame(WINDOW_UPDATE, 0, 1, u32(0x7fffffff - 65535)), // the stream window is now 2^31-1
+      frame(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 65536)),
+    ],
+    goaway: "FLOW_CONTROL_ERROR stream window overflow",
+  },
+  {
+    name: "SETTINGS_MAX_FRAME_SIZE below 16384",
+    send: () => [frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16383))],
+    goaway: "PROTOCOL_ERROR SETTINGS_MAX_FRAME_SIZE 16383",
+  },
+  {
+    name: "SETTINGS_MAX_FRAME_SIZE over 2^24-1",
+    send: () => [frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16777216))],
+    goaway: "PROTOCOL_ERROR SETTINGS_MAX_FRAME_SIZE 16777216",
+  },
+  {
+    name: "SETTINGS_ENABLE_PUSH of 2",
+    send: () => [frame(SETTINGS, 0, 0, setting(ENABLE_PUSH, 2))],
+    goaway: "PROTOCOL_ERROR SETTINGS_ENABLE_PUSH 2",
+  },
+  {
+    name: "SETTINGS on a stream",
+    send: (c) => [c.headersFrame(1, grpcRequest(HOLD)), frame(SETTINGS, 0, 1)],
+    goaway: "PROTOCOL_ERROR SETTINGS on a stream",
+  },
+  {
+    name: "a SETTINGS ACK with a payload",
+    send: () => [frame(SETTINGS, ACK, 0, setting(ENABLE_PUSH, 0))],
+    goaway: "FRAME_SIZE_ERROR SETTINGS ACK with data",
+  },
+  {
+    name: "SETTINGS of 7 bytes",
+    send: () => [frame(SETTINGS, 0, 0, Buffer.alloc(7))],
+    goaway: "FRAME_SIZE_ERROR SETTINGS size",
+  },
+];
+
+for (const k of WINDOW_ERRORS) {
+  Deno.test(`flow-control and SETTINGS errors: ${k.name} is a connection error (GOAWAY ${k.goaway})`, async () => {
+    await withClient(async (c) => {
+      await c.write(...k.send(c));
+      assert.ok(await c.until(() => !!c.goaway, 5000), "no GOAWAY");
+      assert.equal(`${c.goaway!.name} ${c.goaway!.debug}`, k.goaway);
+      assert.ok(await c.until(() => c.isClosed, 5000), "connection left open");
+    });
+  });
+}
+
+Deno.test("flow-control and SETTINGS errors: stream WINDOW_UPDATEs of 0 or past 2^31-1 reset only that stream", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(HOLD)),
+      frame(WINDOW_UPDATE, 0, 1, u32(0)),
+      c.headersFrame(3, grpcRequest(HOLD)),
+      frame(WINDOW_UPDATE, 0, 3, u32(0x7fffffff - 65535)), // just fits
+      frame(WINDOW_UPDATE, 0, 3, u32(1)),
+    );
+    assert.ok(await c.until(() => c.resets().size === 2, 5000), "no RST_STREAM");
+    assert.deepEqual([...c.resets()], [[1, PROTOCOL_ERROR], [3, FLOW_CONTROL_ERROR]]);
+    assert.deepEqual(cancelled, ["WINDOW_UPDATE of 0", "stream window overflow"]);
+    await alive(c);
+  });
+});
+
+Deno.test("flow-control and SETTINGS errors: the limits themselves are accepted, and updates for closed streams ignored", async () => {
+  await withClient(async (c) => {
+    await c.write(
+      frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16384)),
+      frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16777215)),
+      frame(SETTINGS, 0, 0, setting(ENABLE_PUSH, 1)),
+      frame(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 0x7fffffff)),
+      frame(SETTINGS, ACK, 0),
+      frame(WINDOW_UPDATE, 0, 0, u32(0x7fffffff - 65535)),
+      c.headersFrame(1, grpcRequest(ECHO)),
+      frame(DATA, END_STREAM, 1, msg),
+    );
+    assert.equal(await statusOf(c, 1), "0");
+    await c.write(frame(WINDOW_UPDATE, 0, 1, u32(100)));
+    await alive(c);
+    assert.deepEqual([...c.resets()].filter(([, code]) => code !== 0), []);
+  });
+});

@@ -3,7 +3,13 @@ import { ResourceCache } from "./cache.ts";
 import { MemoryStream } from "./memory.ts";
 import { XdsCounters } from "./metrics.ts";
 import { XdsServer, type XdsServerOptions } from "./stream.ts";
-import { type DeltaDiscoveryResponse, type DiscoveryResponse, Status, XDS_TYPES } from "./types.ts";
+import {
+  type DeltaDiscoveryResponse,
+  type DiscoveryResponse,
+  Status,
+  type StreamEnd,
+  XDS_TYPES,
+} from "./types.ts";
 import { bytes, cacheWith, FakeClock, node, parseTestNode, type TestProxy } from "./_test_util.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = XDS_TYPES;
@@ -950,4 +956,164 @@ Deno.test("controlPlaneId is sent as control_plane.identifier in SotW and delta 
     assert.deepEqual(dr.control_plane, id ? { identifier: id } : undefined);
     server.close();
   }
+});
+
+/** How the server ended `s` so far (read afresh: the server ends streams from timers). */
+function endOf(s: MemoryStream<unknown>): StreamEnd | undefined {
+  return s.ended;
+}
+
+/** Lets pending promise callbacks and zero-delay timers run. */
+function settle(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 0));
+}
+
+Deno.test("a send slower than the sweep but within the send timeout keeps the stream; stuck sends end at the first sweep past their deadline", async () => {
+  const clock = new FakeClock();
+  const cache = cacheWith([[CDS, "c1", "v0"]]);
+  // A send timeout of 1 s: sends in flight are checked every 100 ms.
+  const { server, metrics } = newServer(cache, { sendTimeout: 1000, clock });
+  const idle = sotw(server, "memory:idle");
+  idle.h.receive({ node: node("idle"), type_url: CDS });
+  await idle.s.next();
+  const a = sotw(server, "memory:a");
+  a.s.hold();
+  a.h.receive({ node: node("a"), type_url: CDS });
+  await a.s.next(); // in flight from now on
+  clock.advance(999);
+  assert.equal(a.s.ended, undefined, "a send within its timeout is not cut short");
+  a.s.release();
+  await settle();
+  assert.equal(metrics.pushes.cds, 2);
+  clock.advance(5000);
+  assert.equal(a.s.ended, undefined, "a completed send has no deadline left");
+  assert.equal(idle.s.ended, undefined, "a stream with no send in flight is never timed out");
+  assert.equal(clock.timers, 0, "no sweep runs while no send is in flight");
+
+  // Two stuck sends, the second started 50 ms after the first (between two sweeps).
+  a.s.hold();
+  cache.set(CDS, "c1", bytes("v1"));
+  server.push({ kind: "full" });
+  void server.flush();
+  await a.s.next();
+  await idle.s.next();
+  clock.advance(50);
+  const b = sotw(server, "memory:b");
+  b.s.hold();
+  b.h.receive({ node: node("b"), type_url: CDS });
+  await b.s.next(); // b's first response, 50 ms after a's push
+  clock.advance(949);
+  assert.equal(a.s.ended, undefined, "1 ms before its deadline");
+  clock.advance(1);
+  const conA = `${node("a").id}-2`;
+  assert.deepEqual(endOf(a.s), {
+    code: Status.DEADLINE_EXCEEDED,
+    message: `Sending cds to ${conA} timed out after 1000 ms`,
+  });
+  assert.equal(b.s.ended, undefined, "b's deadline is 50 ms later");
+  clock.advance(99);
+  assert.equal(b.s.ended, undefined, "the sweep after b's deadline runs 100 ms after a's");
+  clock.advance(1);
+  assert.equal(endOf(b.s)?.code, Status.DEADLINE_EXCEEDED);
+  assert.deepEqual(metrics.pushErrors, { cds_timeout: 2 });
+  assert.equal(idle.s.ended, undefined);
+  assert.deepEqual(server.connections().map((c) => c.peer), ["memory:idle"]);
+  a.s.release();
+  b.s.release();
+  server.close();
+});
+
+/** A stream whose held sends are settled by the test: resolved or rejected, at any time. */
+class LateStream<R> extends MemoryStream<R> {
+  #pending: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  override send(r: R): Promise<void> {
+    void super.send(r);
+    return new Promise((resolve, reject) => this.#pending.push({ resolve, reject }));
+  }
+  settleAll(error?: Error): void {
+    for (const p of this.#pending.splice(0)) error ? p.reject(error) : p.resolve();
+  }
+}
+
+Deno.test("a send that completes or fails after its timeout ended the stream counts only as a timeout", async () => {
+  for (const late of ["completes", "fails"]) {
+    const clock = new FakeClock();
+    const cache = cacheWith([[CDS, "c1", "v0"], [LDS, "l1", "v0"]]);
+    const { server, metrics } = newServer(cache, { sendTimeout: 100, clock });
+    const s = new LateStream<DiscoveryResponse>();
+    const h = server.openSotw(s);
+    h.receive({ node: node("a"), type_url: CDS });
+    h.receive({ type_url: LDS });
+    await s.next();
+    clock.advance(100);
+    assert.equal(s.ended?.code, Status.DEADLINE_EXCEEDED, late);
+    s.settleAll(late === "fails" ? new Error("connection reset") : undefined);
+    await settle();
+    await settle();
+    assert.deepEqual(metrics.pushes, {}, `${late}: a send past its deadline is no push`);
+    assert.deepEqual(metrics.pushErrors, { cds_timeout: 1 }, late);
+    assert.equal(s.sent.length, 1, `${late}: nothing more is sent (LDS was queued)`);
+    server.close();
+  }
+});
+
+Deno.test("delta: a subscribed name that does not exist is reported removed once, and not twice when also held", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({
+    node: node("a"),
+    type_url: EDS,
+    initial_resource_versions: { gone: "old" },
+    resource_names_subscribe: ["c1", "gone", "nope"],
+  });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c1"]);
+  assert.deepEqual(d1.removed_resources, ["gone", "nope"]);
+  h.receive({ type_url: EDS, response_nonce: d1.nonce });
+  cache.set(EDS, "c1", bytes("e2"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  const d2 = await s.next();
+  assert.deepEqual(names(d2), ["c1"]);
+  assert.deepEqual(d2.removed_resources, [], "missing names are reported once");
+  // Created later, a subscribed name is sent.
+  cache.set(EDS, "nope", bytes("n1"));
+  server.push({ kind: "eds", clusters: ["nope"] });
+  await server.flush();
+  const d3 = await s.next();
+  assert.deepEqual(names(d3), ["nope"]);
+  assert.deepEqual(d3.removed_resources, []);
+  server.close();
+});
+
+Deno.test("delta: after a failed build, a scoped EDS push sends its cluster and reports no other new name as removed", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  let fail = true;
+  const { server, metrics } = newServer(cache, {
+    resourcesFor: (_p, t, n) => {
+      if (fail && t === EDS) throw new Error("generator broke");
+      return cache.select(t, n);
+    },
+  });
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: EDS, resource_names_subscribe: ["c1", "c2", "nope"] });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  assert.deepEqual(metrics.buildErrors, { eds_builderr: 1 });
+  fail = false;
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c1"]);
+  assert.deepEqual(d1.removed_resources, [], "c2 exists: it was only outside this push");
+  server.push({ kind: "config", types: [EDS] });
+  await server.flush();
+  const d2 = await s.next();
+  assert.deepEqual(names(d2), ["c2"]);
+  assert.deepEqual(d2.removed_resources, ["nope"], "reported by the next full response");
+  server.close();
 });
