@@ -1117,3 +1117,76 @@ Deno.test("delta: after a failed build, a scoped EDS push sends its cluster and 
   assert.deepEqual(d2.removed_resources, ["nope"], "reported by the next full response");
   server.close();
 });
+
+Deno.test("watchedNames(), forEachHeld() and proxies() report what the streams subscribe to and hold", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [CDS, "k1", "a"]]);
+  const { server } = newServer(cache);
+  assert.deepEqual([...server.watchedNames(EDS)], []);
+  const a = sotw(server, "memory:a");
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c3"] });
+  await a.s.next();
+  const b = new MemoryStream<DeltaDiscoveryResponse>("memory:b");
+  const hb = server.openDelta(b);
+  hb.receive({
+    node: node("b"),
+    type_url: EDS,
+    resource_names_subscribe: ["c2"],
+    initial_resource_versions: { c2: cache.get(EDS, "c2")!.version },
+  });
+  hb.receive({ type_url: CDS });
+  await b.next();
+  await server.flush();
+  assert.deepEqual([...server.watchedNames(EDS)].sort(), ["c1", "c2", "c3"]);
+  assert.deepEqual([...server.watchedNames(CDS)], ["k1"], "a wildcard holds what it was sent");
+  assert.deepEqual([...server.watchedNames(RDS)], []);
+  const held: string[] = [];
+  server.forEachHeld((t, n, v) => held.push(`${t === EDS ? "eds" : "cds"} ${n} ${v}`));
+  assert.deepEqual([...new Set(held)].sort(), [
+    `cds k1 ${cache.get(CDS, "k1")!.version}`,
+    `eds c1 ${cache.get(EDS, "c1")!.version}`,
+    `eds c2 ${cache.get(EDS, "c2")!.version}`,
+  ]);
+  assert.deepEqual(server.proxies().map((p) => p.id).sort(), ["a.default", "b.default"]);
+  // Unsubscribed names are no longer watched nor held.
+  hb.receive({ type_url: EDS, resource_names_unsubscribe: ["c2"] });
+  await server.flush();
+  assert.deepEqual([...server.watchedNames(EDS)].sort(), ["c1", "c3"]);
+  a.h.close();
+  assert.deepEqual([...server.watchedNames(EDS)], []);
+  assert.deepEqual(server.proxies().map((p) => p.id), ["b.default"]);
+  server.close();
+});
+
+Deno.test("connections() lists streams sorted by conId with the node, peer identities and per-type state", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
+  const clock = new FakeClock();
+  const { server } = newServer(cache, { clock });
+  const streams = ["z", "a", "m"].map((n) => {
+    const s = new MemoryStream<DiscoveryResponse>(`memory:${n}`, [
+      `spiffe://cluster.local/ns/default/sa/${n}`,
+    ]);
+    server.openSotw(s).receive({ node: node(n), type_url: CDS, resource_names: ["c2", "c1"] });
+    return s;
+  });
+  for (const s of streams) await s.next();
+  const cs = server.connections();
+  assert.deepEqual(cs.map((c) => c.nodeId), ["a", "m", "z"].map((n) => node(n).id));
+  const [a] = cs;
+  assert.equal(a.peer, "memory:a");
+  assert.deepEqual(a.peerIdentities, ["spiffe://cluster.local/ns/default/sa/a"]);
+  assert.equal(a.connectedAt, new Date(clock.t).toISOString());
+  assert.equal(a.mode, "sotw");
+  assert.deepEqual(a.proxy, parseTestNode(node("a")));
+  const t = a.types[CDS];
+  assert.deepEqual(t.subscribed, ["c1", "c2"]);
+  assert.equal(t.wildcard, false);
+  assert.deepEqual(Object.keys(t.resources), ["c1", "c2"], "sorted by name");
+  assert.deepEqual(
+    { ...t.lastSent, nonce: undefined, version: undefined },
+    { resources: 2, time: new Date(clock.t).toISOString(), nonce: undefined, version: undefined },
+  );
+  assert.equal(t.lastAcked, undefined);
+  assert.equal(t.lastNack, undefined);
+  assert.ok(!("lastAcked" in t) && !("lastNack" in t), "absent, not undefined, in /debug JSON");
+  server.close();
+});
