@@ -1190,3 +1190,27 @@ Deno.test("connections() lists streams sorted by conId with the node, peer ident
   assert.ok(!("lastAcked" in t) && !("lastNack" in t), "absent, not undefined, in /debug JSON");
   server.close();
 });
+
+Deno.test("SotW: '*' among names is a wildcard, not a subscribed name; dropping it narrows to the names", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS, resource_names: ["*", "c1"] });
+  const r1 = await s.next();
+  assert.deepEqual(names(r1), ["c1", "c2"]);
+  const t1 = server.connections()[0].types[CDS];
+  assert.equal(t1.wildcard, true);
+  assert.deepEqual(t1.subscribed, ["c1"]);
+  h.receive({ type_url: CDS, response_nonce: r1.nonce, resource_names: ["c1"] });
+  const r2 = await s.next();
+  assert.deepEqual(names(r2), ["c1"], "CDS responses list every subscribed resource");
+  assert.equal(server.connections()[0].types[CDS].wildcard, false);
+  assert.deepEqual(Object.keys(server.connections()[0].types[CDS].resources), ["c1"]);
+  // '*' on a type without wildcards (EDS) subscribes to nothing more than the names.
+  h.receive({ type_url: EDS, resource_names: ["*"] });
+  await server.flush();
+  const e = server.connections()[0].types[EDS];
+  assert.equal(e.wildcard, false);
+  assert.deepEqual(e.subscribed, []);
+  server.close();
+});
