@@ -1214,3 +1214,76 @@ Deno.test("SotW: '*' among names is a wildcard, not a subscribed name; dropping 
   assert.deepEqual(e.subscribed, []);
   server.close();
 });
+
+Deno.test("new XdsServer() requires parseNode and resourcesFor and a positive finite sendTimeout", () => {
+  const ok = { parseNode: parseTestNode, resourcesFor: () => new Map() };
+  assert.throws(
+    () => new XdsServer({ ...ok, parseNode: undefined as unknown as typeof parseTestNode }),
+    /XdsServer: parseNode is required/,
+  );
+  assert.throws(
+    () => new XdsServer({ ...ok, resourcesFor: undefined as unknown as () => Map<never, never> }),
+    /XdsServer: resourcesFor is required/,
+  );
+  for (const bad of [0, -1, NaN, Infinity]) {
+    assert.throws(
+      () => new XdsServer({ ...ok, sendTimeout: bad }),
+      new RegExp(`Invalid sendTimeout ${bad}: must be a number > 0`),
+    );
+  }
+  new XdsServer({ ...ok, sendTimeout: 1 }).close();
+});
+
+Deno.test("a closed XdsServer ends new streams with UNAVAILABLE and ignores pushes", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  await s.next();
+  server.close();
+  assert.deepEqual(await s.waitEnded(), {
+    code: Status.UNAVAILABLE,
+    message: "Server is shutting down",
+  });
+  assert.equal(metrics.connected, 0);
+  const late = sotw(server, "memory:late");
+  late.h.receive({ node: node("b"), type_url: CDS });
+  assert.equal((await late.s.waitEnded()).code, Status.UNAVAILABLE);
+  late.h.receive({ node: node("b"), type_url: CDS }); // after the end: ignored
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(late.s.sent.length, 0);
+  assert.equal(server.connectionCount, 0);
+  server.close(); // twice is fine
+});
+
+Deno.test("an ended stream ignores later requests; a request that throws ends its stream with INVALID_ARGUMENT", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  await s.next();
+  h.receive({
+    type_url: RDS,
+    get resource_names(): string[] {
+      throw new Error("bad names");
+    },
+  });
+  assert.deepEqual(await s.waitEnded(), { code: Status.INVALID_ARGUMENT, message: "bad names" });
+  assert.equal(server.connectionCount, 0);
+  assert.equal(metrics.connected, 0);
+  h.receive({ type_url: EDS, resource_names: ["x"] });
+  await server.flush();
+  assert.equal(s.sent.length, 1, "nothing is answered after the end");
+  // close() by the transport forgets the stream too.
+  const b = sotw(server, "memory:b");
+  b.h.receive({ node: node("b"), type_url: CDS });
+  await b.s.next();
+  assert.equal(metrics.connected, 1);
+  b.h.close();
+  assert.equal(server.connectionCount, 0);
+  assert.equal(metrics.connected, 0);
+  b.h.receive({ type_url: CDS });
+  assert.equal(server.connectionCount, 0, "a closed handle opens nothing");
+  server.close();
+});
