@@ -1287,3 +1287,30 @@ Deno.test("an ended stream ignores later requests; a request that throws ends it
   assert.equal(server.connectionCount, 0, "a closed handle opens nothing");
   server.close();
 });
+
+Deno.test("a first CDS/LDS request is answered even when there is nothing to send (the proxy waits for it), SotW and delta", async () => {
+  const cache = new ResourceCache();
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r = await s.next();
+  assert.deepEqual([r.type_url, r.resources.length], [CDS, 0]);
+  h.receive({ type_url: CDS, response_nonce: r.nonce });
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(s.unread, 0, "a push with nothing new sends nothing");
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const hd = server.openDelta(d);
+  hd.receive({ node: node("b"), type_url: LDS });
+  const dr = await d.next();
+  assert.deepEqual([dr.type_url, dr.resources.length, dr.removed_resources.length], [LDS, 0, 0]);
+  hd.receive({ type_url: LDS, response_nonce: dr.nonce });
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(d.unread, 0, "delta: a push with nothing new sends nothing");
+  // An explicit delta subscription to names that do not exist yet: they are reported removed.
+  hd.receive({ type_url: EDS, resource_names_subscribe: ["c1"] });
+  const de = await d.next();
+  assert.deepEqual([de.resources.length, de.removed_resources], [0, ["c1"]]);
+  server.close();
+});
