@@ -481,3 +481,25 @@ Deno.test("frame errors: padded and prioritized HEADERS that fit, a header block
     await alive(c);
   });
 });
+
+Deno.test("stream errors: request trailers end the request; trailers after END_STREAM or with a pseudo-header reset the stream", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(ECHO)),
+      frame(DATA, 0, 1, msg),
+      c.headersFrame(1, [["x-trailer", "1"]], END_STREAM),
+    );
+    assert.equal(await statusOf(c, 1), "0", "the trailers ended the request");
+    await c.write(
+      c.headersFrame(3, grpcRequest(HOLD), END_STREAM),
+      c.headersFrame(3, [["x-trailer", "1"]], END_STREAM),
+      c.headersFrame(5, grpcRequest(HOLD)),
+      c.headersFrame(5, [[":path", "/x"]], END_STREAM),
+    );
+    assert.ok(await c.until(() => c.resets().size === 2, 5000), "no RST_STREAM");
+    assert.deepEqual([...c.resets()], [[3, STREAM_CLOSED], [5, PROTOCOL_ERROR]]);
+    assert.deepEqual(cancelled, ["HEADERS after END_STREAM", "pseudo-header in trailers"]);
+    await alive(c);
+  });
+});
