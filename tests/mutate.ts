@@ -1,18 +1,22 @@
 /**
  * Mutation testing of one area: `deno task mutate <path>[:<from>-<to>] ... [--tests <file>...]`.
  *
- * Runs StrykerJS (`@stryker-mutator/core`, run by Deno from the npm registry) with its command
- * test runner: Stryker instruments the source files under `<path>` (each mutant behind a switch),
- * then for each mutant runs `nice -n 10 deno test -A --no-check` over the matching test files
- * only: the `*_test.ts` files next to the mutated files, plus any test file of lib/, servers/ or
- * tests/ (not tests/e2e) that imports a mutated file directly. `--tests` adds files (e2e tests
+ * Runs StrykerJS (`@stryker-mutator/core`, run by Deno from the npm registry) with our Deno test
+ * runner plugin (`tests/mutate_runner.ts`): Stryker instruments the source files under `<path>`
+ * (each mutant behind a switch); a dry run of the matching test files records which test file
+ * reaches which mutant (`coverageAnalysis: "perTest"`, one Stryker "test" per test file); then
+ * each reached mutant runs `nice -n 10 deno test -A --no-check` over the test files that reached
+ * it only, and the mutants no test reaches are NoCoverage without a run. The matching test files:
+ * the `*_test.ts` files next to the mutated files, plus any test file of lib/, servers/ or tests/
+ * (not tests/e2e) that imports a mutated file directly. `--tests` adds files (e2e tests
  * included). `<path>:<from>-<to>` mutates only those lines of a file (sampling a large file).
- * Not part of CI: it is slow (one test run per mutant). See docs/testing.md for the scores.
+ * Not part of CI. See docs/testing.md for the scores.
  *
- * Flags: `--tests <file>` (repeatable), `--tests-only` (run only the `--tests` files: a quicker
- * run when they are known to cover the mutated lines), `--concurrency N` (default 1: the machine is shared),
- * `--timeout <ms>` (extra time per mutant over the dry run; default 10000), `--list` (print the
- * files and tests, run nothing), `--help`.
+ * Flags: `--tests <file>` (repeatable), `--tests-only` (run only the `--tests` files),
+ * `--all-tests` (no coverage analysis: every mutant runs every test file, for tests that run the
+ * mutated code in a subprocess, where coverage is not seen), `--concurrency N` (default 1: the
+ * machine is shared), `--timeout <ms>` (extra time per mutant over the dry run; default 10000),
+ * `--list` (print the files and tests, run nothing), `--help`.
  * @module
  */
 
@@ -27,10 +31,13 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 const HELP = `Usage: deno task mutate <path>[:<from>-<to>] ... [--tests <file>]... [--list]
 
-Mutation testing with StrykerJS over deno test. <path> is a source file or directory
+Mutation testing with StrykerJS over deno test: each mutant runs only the test files that
+reached it in a first run (the others are NoCoverage). <path> is a source file or directory
 (e.g. lib/store, lib/grpc/server.ts, lib/xds/server/stream.ts:440-620).
   --tests <file>     also run this test file (repeatable; e2e tests are never added otherwise)
   --tests-only       run only the --tests files (quicker when they cover the mutated lines)
+  --all-tests        no coverage analysis: run every test file for every mutant (needed when
+                     the tests run the mutated code in a subprocess, whose coverage is not seen)
   --concurrency N    mutants tested at once (default 1)
   --timeout <ms>     time allowed per mutant beyond the dry run (default 10000)
   --list             print the files to mutate and the tests to run, then exit`;
@@ -95,6 +102,7 @@ export async function main(args: string[]): Promise<number> {
       concurrency: { type: "string", default: "1" },
       timeout: { type: "string", default: "10000" },
       "tests-only": { type: "boolean", default: false },
+      "all-tests": { type: "boolean", default: false },
       list: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -141,26 +149,27 @@ export async function main(args: string[]): Promise<number> {
   }
   const tmp = await Deno.makeTempDir({ prefix: "mesh-mutate-" });
   try {
+    const statsFile = join(tmp, "runs.jsonl");
     const config = {
       $schema: "https://stryker-mutator.io/schema/stryker-schema.json",
-      testRunner: "command",
-      commandRunner: {
-        command: `nice -n 10 deno test -A --no-check --quiet ${tests.join(" ")}`,
-      },
+      testRunner: "deno",
+      plugins: [join(ROOT, "tests", "mutate_runner.ts")],
+      denoRunner: { tests, preload: "tests/mutate_preload.ts", statsFile },
       mutate,
-      coverageAnalysis: "off",
+      coverageAnalysis: values["all-tests"] ? "off" : "perTest",
       concurrency: Number(values.concurrency),
       timeoutMS: Number(values.timeout),
+      dryRunTimeoutMinutes: 30,
       reporters: ["clear-text", "progress-append-only", "json"],
       jsonReporter: { fileName: join(tmp, "mutation.json") },
       clearTextReporter: { allowColor: false, logTests: false },
       tempDirName: ".stryker-tmp",
       cleanTempDir: true,
       ignorePatterns: ["/reports", "/.stryker-tmp", "/coverage"],
-      plugins: [],
     };
     const configFile = join(tmp, "stryker.config.json");
     await Deno.writeTextFile(configFile, JSON.stringify(config, null, 2));
+    const started = performance.now();
     const status = await new Deno.Command("nice", {
       args: [
         "-n",
@@ -176,8 +185,11 @@ export async function main(args: string[]): Promise<number> {
       cwd: ROOT,
       stdin: "null",
     }).spawn().status;
+    const elapsed = performance.now() - started;
     const report = await Deno.readTextFile(join(tmp, "mutation.json")).catch(() => "");
     if (report) {
+      const runs = await Deno.readTextFile(statsFile).catch(() => "");
+      console.log(summary(JSON.parse(report), parseRuns(runs), elapsed));
       const keep = join(ROOT, ".stryker-tmp", "last-mutation.json");
       await Deno.mkdir(dirname(keep), { recursive: true });
       await Deno.writeTextFile(keep, report);
@@ -187,6 +199,127 @@ export async function main(args: string[]): Promise<number> {
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }
+}
+
+/** One mutant of Stryker's JSON report (the fields used here). */
+interface ReportMutant {
+  mutatorName: string;
+  replacement?: string;
+  status: string;
+  statusReason?: string;
+  location: { start: { line: number; column: number } };
+}
+
+/** What the runner recorded (`denoRunner.statsFile`): the dry run and each mutant run. */
+export interface RunStats {
+  /** Wall time of the dry run (every test file once), ms. */
+  dryRunMs: number;
+  /** Mutant runs, and the test files they ran in all. */
+  mutantRuns: number;
+  fileRuns: number;
+}
+
+/** Reads the runner's JSON lines. */
+export function parseRuns(text: string): RunStats {
+  const stats: RunStats = { dryRunMs: 0, mutantRuns: 0, fileRuns: 0 };
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const r = JSON.parse(line) as { dryRunMs?: number; files?: number };
+    if (r.dryRunMs !== undefined) stats.dryRunMs = r.dryRunMs;
+    else {
+      stats.mutantRuns++;
+      stats.fileRuns += r.files ?? 0;
+    }
+  }
+  return stats;
+}
+
+const pct = (n: number, d: number) => d ? `${(100 * n / d).toFixed(1)}%` : "n/a";
+
+/**
+ * The summary printed after a run: per file, the mutants killed, timed out (counted as killed by
+ * Stryker, but under load a slow test is a false kill: they are listed to be checked), survived
+ * and not covered, the score with and without the timeouts, and the time taken against the
+ * estimate of a run of every test file for every mutant (Stryker's command runner).
+ */
+export function summary(
+  report: { files: Record<string, { mutants: ReportMutant[] }> },
+  runs: RunStats,
+  elapsedMs: number,
+): string {
+  const rows: string[][] = [[
+    "file",
+    "mutants",
+    "killed",
+    "timeout",
+    "survived",
+    "no cov",
+    "errors",
+    "score",
+    "score w/o timeouts",
+  ]];
+  const timeouts: string[] = [];
+  const total = { n: 0, killed: 0, timeout: 0, survived: 0, noCov: 0, errors: 0 };
+  const count = (file: string, ms: ReportMutant[]) => {
+    const c = { n: ms.length, killed: 0, timeout: 0, survived: 0, noCov: 0, errors: 0 };
+    for (const m of ms) {
+      if (m.status === "Killed") c.killed++;
+      else if (m.status === "Timeout") {
+        c.timeout++;
+        timeouts.push(
+          `  ${file}:${m.location.start.line}:${m.location.start.column} ${m.mutatorName} ` +
+            `${JSON.stringify(m.replacement ?? "")}${m.statusReason ? ` (${m.statusReason})` : ""}`,
+        );
+      } else if (m.status === "Survived") c.survived++;
+      else if (m.status === "NoCoverage") c.noCov++;
+      else c.errors++;
+    }
+    return c;
+  };
+  const row = (name: string, c: typeof total) => {
+    const valid = c.killed + c.timeout + c.survived + c.noCov;
+    rows.push([
+      name,
+      String(c.n),
+      String(c.killed),
+      String(c.timeout),
+      String(c.survived),
+      String(c.noCov),
+      String(c.errors),
+      pct(c.killed + c.timeout, valid),
+      pct(c.killed, valid),
+    ]);
+  };
+  for (const [file, { mutants }] of Object.entries(report.files).sort()) {
+    const c = count(file, mutants);
+    for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += c[k];
+    row(file, c);
+  }
+  if (Object.keys(report.files).length > 1) row("all", total);
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  const lines = rows.map((r) =>
+    r.map((cell, i) => i ? cell.padStart(widths[i]) : cell.padEnd(widths[i])).join("  ")
+  );
+  lines.unshift("", "Mutation score (timeouts count as killed in Stryker's score):");
+  if (timeouts.length) {
+    lines.push(`Timeouts (check they are real, not a slow test under load):`, ...timeouts);
+  }
+  const valid = total.killed + total.timeout + total.survived + total.noCov + total.errors;
+  const minutes = (ms: number) => `${(ms / 60000).toFixed(1)} min`;
+  lines.push(
+    `Time: ${minutes(elapsedMs)}; ${runs.mutantRuns} mutant runs of ${
+      (runs.fileRuns / Math.max(runs.mutantRuns, 1)).toFixed(1)
+    } test files on average; dry run ${(runs.dryRunMs / 1000).toFixed(1)} s.`,
+  );
+  if (runs.dryRunMs) {
+    const estimate = valid * runs.dryRunMs;
+    lines.push(
+      `Every test file for every mutant (the command runner; ${valid} mutants x the dry run): ` +
+        `about ${minutes(estimate)}, ` +
+        `${(estimate / elapsedMs).toFixed(1)}x the time taken.`,
+    );
+  }
+  return lines.join("\n");
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

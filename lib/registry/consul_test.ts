@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { convertConsulService, createConsulRegistry } from "./consul.ts";
+import { configureLogging, defaultLogOptions } from "../log/mod.ts";
 
 /** A fake Consul catalog speaking the real HTTP API shape (`/v1/catalog/...`). */
 function fakeConsul(catalog: Record<string, unknown[]>) {
@@ -119,6 +120,7 @@ Deno.test("convertConsulService() builds the whole service: ports sorted, first 
     { Address: "10.0.0.3", ServicePort: 9090, NodeMeta: { protocol: "tcp" }, Datacenter: "dc2" },
     { Address: "10.0.0.4" } as { Address: string }, // no port: skipped
     { ServicePort: 7000, ServiceTags: ["|x", "v|1"] },
+    { ServicePort: 7000, ServiceTags: ["|x"] }, // the same odd tag: reported once
   ]);
   const sa = "spiffe://cluster.local/ns/default/sa/default";
   assert.deepEqual(snap.services, [{
@@ -142,6 +144,7 @@ Deno.test("convertConsulService() builds the whole service: ports sorted, first 
       ["10.0.0.2", 8080, "HTTP", "", {}],
       ["10.0.0.3", 9090, "GRPC", "dc2", {}],
       ["", 7000, "HTTP", "", { v: "1" }],
+      ["", 7000, "HTTP", "", {}],
     ],
   );
   assert.ok(snap.instances.every((i) => i.serviceAccount === sa));
@@ -173,5 +176,50 @@ Deno.test("createConsulRegistry() refuses catalog answers of the wrong shape and
   } finally {
     await reg.stop();
     await server.shutdown();
+  }
+});
+
+Deno.test("createConsulRegistry() warns once per service and odd tag, and once per outage", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/out.log`;
+  const logging = await configureLogging({ ...defaultLogOptions(["default"]), targets: [file] });
+  let fail = false;
+  const fake = fakeConsul({
+    a: [{ Address: "10.0.0.1", ServicePort: 80, ServiceTags: ["primary", "v|1"] }],
+    b: [
+      { Address: "10.0.0.2", ServicePort: 80, ServiceTags: ["primary"] },
+      { Address: "10.0.0.3", ServicePort: 80, ServiceTags: ["primary", "canary"] },
+    ],
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    if (fail) return new Response("down", { status: 503 });
+    const url = new URL(req.url);
+    return fetch(`${fake.url}${url.pathname}`);
+  });
+  const reg = createConsulRegistry(`http://127.0.0.1:${server.addr.port}`, 60_000);
+  try {
+    await reg.start();
+    await reg.pollNow(); // the same tags again: no new warning
+    fail = true;
+    for (let i = 0; i < 3; i++) await assert.rejects(reg.pollNow(), /HTTP 503/);
+    fail = false;
+    await reg.pollNow();
+    await logging.dispose();
+    const lines = (await Deno.readTextFile(file)).split("\n").filter((l) => l !== "")
+      .map((l) => l.split("\t").slice(1).join(" "));
+    assert.deepEqual(lines, [
+      'warn default RegistryA: service a: tag "primary" is not of the form key|value; ignored',
+      'warn default RegistryA: service b: tag "primary" is not of the form key|value; ignored',
+      'warn default RegistryA: service b: tag "canary" is not of the form key|value; ignored',
+      `warn default RegistryA registry poll failed: GET http://127.0.0.1:${server.addr.port}` +
+      "/v1/catalog/services: HTTP 503: down",
+      "info default RegistryA registry reachable again",
+    ]);
+  } finally {
+    await logging.dispose();
+    await reg.stop();
+    await server.shutdown();
+    await fake.server.shutdown();
+    await Deno.remove(dir, { recursive: true });
   }
 });
