@@ -99,6 +99,11 @@ Deno.test("GrpcMessageReader: the length limit is inclusive; a longer message is
     tooLarge: true,
     message: "Received message larger than max (2147483649 vs. 1000)",
   });
+  // Every length byte counts, in order: 0x01020304.
+  assert.deepEqual(reader().r.push(new Uint8Array([0, 1, 2, 3, 4]), () => {}), {
+    tooLarge: true,
+    message: "Received message larger than max (16909060 vs. 1000)",
+  });
   assert.deepEqual(got, [8]);
 });
 
