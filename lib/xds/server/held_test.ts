@@ -25,6 +25,8 @@ Deno.test("Held: versions come from the shared view unless overridden; null hide
   assert.equal(h.has("a"), false);
   assert.equal(h.size, 0);
   h.replace(view);
+  h.set("a", "1"); // no overrides yet, and none needed
+  assert.equal(h.overrides, undefined);
   assert.equal(h.version("a"), "1");
   assert.equal(h.has("b"), true);
   h.set("a", "2"); // differs from the view: an override
