@@ -184,3 +184,159 @@ Deno.test("decodeDiscoveryRequest() decodes names interleaved with other fields 
   assert.equal(r.resource_names_raw, undefined);
   assert.equal(r.type_url, EDS);
 });
+
+/** Field `no` with wire type 2 and `payload`. */
+function lenField(no: number, payload: Uint8Array | string): number[] {
+  const b = typeof payload === "string" ? new TextEncoder().encode(payload) : payload;
+  return [(no << 3) | 2, b.length, ...b];
+}
+
+Deno.test("decodeDiscoveryRequest() skips unknown fields of every wire type and refuses what it cannot read", () => {
+  const unknown = [
+    (9 << 3) | 0,
+    0xac,
+    0x02, // varint 300
+    (10 << 3) | 1,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8, // fixed64
+    (11 << 3) | 5,
+    1,
+    2,
+    3,
+    4, // fixed32
+    ...lenField(12, "skip me"),
+  ];
+  const bytes = Uint8Array.from([
+    ...unknown,
+    ...lenField(1, "v1"),
+    ...lenField(3, "名前"), // a short name of only non-ASCII characters
+    ...lenField(3, "b".repeat(49)),
+    ...lenField(4, EDS),
+    ...lenField(5, "n1"),
+  ]);
+  const r = decodeDiscoveryRequest(bytes)!;
+  assert.deepEqual(
+    [r.version_info, r.type_url, r.response_nonce, r.resource_names],
+    ["v1", EDS, "n1", ["名前", "b".repeat(49)]],
+  );
+  assert.deepEqual(
+    plain(r),
+    plain(svc.StreamAggregatedResources.requestDeserialize(Buffer.from(bytes))),
+  );
+  // A request with no fields set has none.
+  const empty = decodeDiscoveryRequest(new Uint8Array())!;
+  assert.deepEqual([empty.version_info, empty.type_url, empty.response_nonce], [
+    undefined,
+    undefined,
+    undefined,
+  ]);
+  for (
+    const [what, bad] of [
+      ["a group (wire type 3)", [(9 << 3) | 3, 0]],
+      ["a fixed64 cut short", [(10 << 3) | 1, 1, 2, 3]],
+      ["a fixed32 cut short", [(11 << 3) | 5, 1, 2]],
+      ["an unknown field longer than the message", [(12 << 3) | 2, 5, 1]],
+      ["a varint of 9 bytes", [(9 << 3) | 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1]],
+      ["a varint cut short", [(9 << 3) | 0, 0xff]],
+    ] as const
+  ) {
+    assert.equal(
+      decodeDiscoveryRequest(Uint8Array.from([...lenField(4, EDS), ...bad])),
+      null,
+      what,
+    );
+    assert.equal(
+      decodeDeltaDiscoveryRequest(Uint8Array.from([...lenField(2, EDS), ...bad])),
+      null,
+      what,
+    );
+  }
+  assert.equal(
+    decodeDiscoveryRequest(
+      Uint8Array.from([(9 << 3) | 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]),
+    )
+      ?.type_url,
+    undefined,
+    "a varint of 8 bytes is read",
+  );
+});
+
+Deno.test("decodeDeltaDiscoveryRequest() skips unknown fields, also inside map entries, and refuses a bad entry", () => {
+  const entry = (...f: number[]) => lenField(5, Uint8Array.from(f));
+  const bytes = Uint8Array.from([
+    (13 << 3) | 0,
+    0xac,
+    0x02,
+    (14 << 3) | 1,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    ...lenField(15, "skip me"),
+    (3 << 3) | 0,
+    7, // a known field number with another wire type: skipped
+    ...lenField(2, EDS),
+    ...lenField(3, "名前"),
+    ...lenField(4, "u".repeat(60)),
+    ...lenField(6, "n1"),
+    ...entry(...lenField(1, "k1"), (3 << 3) | 0, 1, ...lenField(4, "x"), ...lenField(2, "v1")),
+    ...entry(...lenField(1, "keyonly")),
+    ...entry(...lenField(2, "valueonly")),
+  ]);
+  const r = decodeDeltaDiscoveryRequest(bytes)!;
+  assert.deepEqual(r, {
+    type_url: EDS,
+    resource_names_subscribe: ["名前"],
+    resource_names_unsubscribe: ["u".repeat(60)],
+    response_nonce: "n1",
+    initial_resource_versions: { k1: "v1", keyonly: "", "": "valueonly" },
+  });
+  // A map entry whose field runs past the entry.
+  assert.equal(decodeDeltaDiscoveryRequest(Uint8Array.from(entry(0x0a, 5, 0x61))), null);
+  assert.equal(
+    decodeDeltaDiscoveryRequest(Uint8Array.from(entry(...lenField(1, "k"), 0x12))),
+    null,
+  );
+});
+
+Deno.test("encoded responses carry non-ASCII and long versions, nonces and names exactly as protobufjs", () => {
+  const sotw = {
+    version_info: "版本-".repeat(30),
+    type_url: T,
+    nonce: "ñ",
+    resources,
+  };
+  const want = svc.StreamAggregatedResources.responseDeserialize(encodeDiscoveryResponse(sotw));
+  assert.equal(want.version_info, sotw.version_info);
+  assert.equal(want.nonce, "ñ");
+  const ours = Buffer.from(encodeDiscoveryResponse(sotw));
+  assert.deepEqual(
+    ours,
+    Buffer.from(svc.StreamAggregatedResources.responseSerialize({
+      ...sotw,
+      resources: resources.map((r) => ({ type_url: T, value: r.entry.bytes })),
+    })),
+  );
+  const delta = {
+    system_version_info: "é",
+    type_url: T,
+    nonce: "x".repeat(70),
+    resources: [],
+    removed_resources: ["名前"],
+  };
+  const got = svc.DeltaAggregatedResources.responseDeserialize(encodeDeltaDiscoveryResponse(delta));
+  assert.deepEqual(
+    [got.system_version_info, got.nonce, got.removed_resources],
+    ["é", "x".repeat(70), ["名前"]],
+  );
+});
