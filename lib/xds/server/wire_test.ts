@@ -9,6 +9,7 @@ import {
   encodedAny,
   encodeDeltaDiscoveryResponse,
   encodeDiscoveryResponse,
+  markShared,
   sameBytes,
 } from "./wire.ts";
 
@@ -338,5 +339,110 @@ Deno.test("encoded responses carry non-ASCII and long versions, nonces and names
   assert.deepEqual(
     [got.system_version_info, got.nonce, got.removed_resources],
     ["é", "x".repeat(70), ["名前"]],
+  );
+});
+
+/** protobufjs's encoding of a SotW or delta response of `list` as type `typeUrl`. */
+function reference(
+  kind: "sotw" | "delta",
+  r: AnyObj,
+  typeUrl: string,
+  list: { name: string; entry: { version: string; bytes: Uint8Array } }[],
+): Buffer {
+  const any = (x: (typeof list)[number]) => ({
+    type_url: typeUrl,
+    value: Buffer.from(x.entry.bytes),
+  });
+  // proto3: an empty string is the default, left out (protobufjs writes it when set).
+  r = Object.fromEntries(Object.entries(r).filter(([, v]) => v !== ""));
+  return kind === "sotw"
+    ? svc.StreamAggregatedResources.responseSerialize({ ...r, resources: list.map(any) })
+    : svc.DeltaAggregatedResources.responseSerialize({
+      ...r,
+      resources: list.map((x) => ({ name: x.name, version: x.entry.version, resource: any(x) })),
+    });
+}
+
+Deno.test("encoded responses: empty fields are left out, lengths of 128 take two bytes, delta carries control_plane", () => {
+  const sotw = { version_info: "", type_url: T, nonce: "", resources: [] };
+  assert.deepEqual(Buffer.from(encodeDiscoveryResponse(sotw)), reference("sotw", sotw, T, []));
+  const noType = { version_info: "v", type_url: "", nonce: "n", resources: [] };
+  assert.deepEqual(Buffer.from(encodeDiscoveryResponse(noType)), reference("sotw", noType, T, []));
+  const delta = {
+    system_version_info: "",
+    type_url: "",
+    nonce: "",
+    resources: [],
+    removed_resources: [],
+    control_plane: { identifier: "mesh-discovery" },
+  };
+  assert.deepEqual(
+    Buffer.from(encodeDeltaDiscoveryResponse(delta)),
+    reference("delta", delta, T, []),
+  );
+  const long = { version_info: "v".repeat(128), type_url: T, nonce: "\u0080x", resources };
+  assert.deepEqual(
+    Buffer.from(encodeDiscoveryResponse(long)),
+    reference("sotw", long, T, resources),
+  );
+});
+
+Deno.test("encoded resources are cached per type URL: the same entries sent as another type say so", () => {
+  const [one] = resources;
+  assert.notDeepEqual(encodedAny(T, one.entry), encodedAny(EDS, one.entry));
+  assert.deepEqual(Buffer.from(encodedAny(T, one.entry)).subarray(2, 2 + T.length).toString(), T);
+  const shared = [...resources];
+  markShared(shared);
+  for (const typeUrl of [T, EDS, T]) {
+    const r = { version_info: "v", type_url: typeUrl, nonce: "n", resources: shared };
+    assert.deepEqual(
+      Buffer.from(encodeDiscoveryResponse(r)),
+      reference("sotw", r, typeUrl, shared),
+    );
+    const d = { ...r, system_version_info: "v", removed_resources: [] };
+    assert.deepEqual(
+      Buffer.from(encodeDeltaDiscoveryResponse(d)),
+      reference("delta", d, typeUrl, shared),
+    );
+    // One-entry lists (not shared): SotW bodies are cached per entry; delta ones are not SotW's.
+    const single = [one];
+    const s1 = { version_info: "v", type_url: typeUrl, nonce: "n", resources: single };
+    assert.deepEqual(
+      Buffer.from(encodeDiscoveryResponse(s1)),
+      reference("sotw", s1, typeUrl, single),
+    );
+    const d1 = { ...s1, system_version_info: "v", removed_resources: [] };
+    assert.deepEqual(
+      Buffer.from(encodeDeltaDiscoveryResponse(d1)),
+      reference("delta", d1, typeUrl, single),
+    );
+  }
+});
+
+Deno.test("hand decoders: a names field of another wire type is skipped; map entries take only key 1 and value 2", () => {
+  // Field 3 as a varint (not a name), a varint of 128 in an unknown field, then the type URL.
+  const sotw = Uint8Array.from([(3 << 3) | 0, 5, (9 << 3) | 0, 0x80, 0x01, ...lenField(4, EDS)]);
+  const r = decodeDiscoveryRequest(sotw)!;
+  assert.deepEqual([r.type_url, r.resource_names], [EDS, []]);
+  // Names not contiguous, with a field 3 varint among them.
+  const loose = Uint8Array.from([
+    ...lenField(3, "a"),
+    ...lenField(4, EDS),
+    (3 << 3) | 0,
+    5,
+    ...lenField(3, "b"),
+  ]);
+  assert.deepEqual(decodeDiscoveryRequest(loose)!.resource_names, ["a", "b"]);
+  const entry = (...f: number[]) => lenField(5, Uint8Array.from(f));
+  const d = decodeDeltaDiscoveryRequest(Uint8Array.from([
+    ...entry(...lenField(1, "k"), ...lenField(2, "v"), ...lenField(4, "not-the-value")),
+  ]))!;
+  assert.deepEqual(d.initial_resource_versions, { k: "v" });
+  // An entry whose field runs past the entry (but not past the message) is refused.
+  assert.equal(
+    decodeDeltaDiscoveryRequest(
+      Uint8Array.from([...entry(0x0a, 5, 0x61), ...lenField(6, "nonce")]),
+    ),
+    null,
   );
 });
