@@ -1314,3 +1314,258 @@ Deno.test("a first CDS/LDS request is answered even when there is nothing to sen
   assert.deepEqual([de.resources.length, de.removed_resources], [0, ["c1"]]);
   server.close();
 });
+
+Deno.test("responses go out in Envoy's order: clusters, endpoints, listeners, routes", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [EDS, "c1", "e"], [LDS, "l1", "l"], [RDS, "r1", "r"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  s.hold();
+  h.receive({ node: node("a"), type_url: CDS });
+  await s.next(); // CDS in flight: the next requests wait
+  h.receive({ type_url: RDS, resource_names: ["r1"] });
+  h.receive({ type_url: LDS });
+  h.receive({ type_url: EDS, resource_names: ["c1"] });
+  s.release();
+  await server.flush();
+  const order = () => s.sent.slice(1).map((r) => r.type_url);
+  assert.deepEqual(order(), [EDS, LDS, RDS]);
+  s.hold();
+  for (const [t, n] of [[RDS, "r1"], [LDS, "l1"], [EDS, "c1"], [CDS, "c1"]]) {
+    cache.set(t, n, bytes(`${n}-2`));
+  }
+  server.push({ kind: "full" });
+  void server.flush();
+  await s.next();
+  await s.next();
+  await s.next();
+  await s.next();
+  s.release();
+  await server.flush();
+  assert.deepEqual(s.sent.slice(4).map((r) => r.type_url), [CDS, EDS, LDS, RDS]);
+  server.close();
+});
+
+Deno.test("a SotW subscription changed to other names of the same number is answered", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
+  const r1 = await s.next();
+  h.receive({ type_url: EDS, response_nonce: r1.nonce, resource_names: ["c2"] });
+  assert.deepEqual(names(await s.next()), ["c2"]);
+  assert.deepEqual(server.connections()[0].types[EDS].subscribed, ["c2"]);
+  server.close();
+});
+
+Deno.test("a generator returning names outside the subscription: the client gets only what it subscribed to", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"]]);
+  const { server } = newServer(cache, { resourcesFor: (_p, t) => cache.select(t, null) });
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  assert.deepEqual(names(await s.next()), ["c1", "c2"]);
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const hd = server.openDelta(d);
+  hd.receive({ node: node("b"), type_url: EDS, resource_names_subscribe: ["c3"] });
+  assert.deepEqual(names(await d.next()), ["c3"]);
+  // A scoped EDS push of c1 and c3 reaches each client for its own name only.
+  cache.set(EDS, "c1", bytes("e1b"));
+  cache.set(EDS, "c3", bytes("e3b"));
+  server.push({ kind: "eds", clusters: ["c1", "c3"] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1"]);
+  assert.deepEqual(names(await d.next()), ["c3"]);
+  server.close();
+});
+
+Deno.test("one push to several clients is timed once; merged dirty marks keep the wider one", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server, metrics } = newServer(cache);
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c1", "c2"] });
+  await a.s.next();
+  await b.s.next();
+  const before = metrics.pushDurations.count;
+  cache.set(EDS, "c1", bytes("x"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  assert.equal(metrics.pushDurations.count, before + 1, "one push, one observation");
+  assert.equal(metrics.convergenceTimes.count, before + 1);
+  await a.s.next();
+  await b.s.next();
+  // While a's send is held, a config push (every name) then an EDS push (one name) are merged.
+  a.s.hold();
+  cache.set(EDS, "c1", bytes("y"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  void server.flush();
+  await a.s.next();
+  cache.set(EDS, "c1", bytes("z"));
+  cache.set(EDS, "c2", bytes("z2"));
+  server.push({ kind: "config", types: [EDS] });
+  void server.flush();
+  server.push({ kind: "eds", clusters: ["c1"] });
+  void server.flush();
+  a.s.release();
+  await server.flush();
+  assert.deepEqual(names(await a.s.next()), ["c1", "c2"]);
+  server.close();
+});
+
+Deno.test("push({kind: eds}) without a clusters array is refused", () => {
+  const { server } = newServer(new ResourceCache());
+  assert.throws(
+    () => server.push({ kind: "eds" } as unknown as { kind: "eds"; clusters: string[] }),
+    /^Error: push\(\): eds event needs a clusters array$/,
+  );
+  server.close();
+});
+
+Deno.test("a server without metrics hooks survives build errors, send errors and send timeouts; the hooks get 'error' and 'timeout'", async () => {
+  for (const withHooks of [false, true]) {
+    const reasons: string[] = [];
+    const clock = new FakeClock();
+    const cache = cacheWith([[CDS, "c1", "a"], [EDS, "c1", "e"]]);
+    const server = new XdsServer<TestProxy>({
+      parseNode: parseTestNode,
+      resourcesFor: (_p, t, n) => {
+        if (t === EDS) throw new Error("generator broke");
+        return cache.select(t, n);
+      },
+      debounceAfter: 0,
+      sendTimeout: 100,
+      clock,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+      ...(withHooks ? { metrics: { sendError: (_t, reason) => reasons.push(reason) } } : {}),
+    });
+    const ok = sotw(server, "memory:ok");
+    ok.h.receive({ node: node("ok"), type_url: EDS, resource_names: ["c1"] });
+    ok.h.receive({ type_url: CDS });
+    assert.deepEqual(names(await ok.s.next()), ["c1"], "CDS served after the EDS build failed");
+    const failing = new FailingStream<DiscoveryResponse>("memory:failing");
+    server.openSotw(failing).receive({ node: node("f"), type_url: CDS });
+    assert.equal((await failing.waitEnded()).code, Status.UNAVAILABLE);
+    const slow = sotw(server, "memory:slow");
+    slow.s.hold();
+    slow.h.receive({ node: node("s"), type_url: CDS });
+    await slow.s.next();
+    clock.advance(100);
+    assert.equal(slow.s.ended?.code, Status.DEADLINE_EXCEEDED);
+    assert.deepEqual(reasons, withHooks ? ["error", "timeout"] : []);
+    slow.s.release();
+    server.close();
+  }
+});
+
+Deno.test("the first request's node.id must be a non-empty string", async () => {
+  const { server } = newServer(new ResourceCache());
+  for (const id of [5, ""]) {
+    const { s, h } = sotw(server);
+    h.receive({ node: { id: id as string }, type_url: CDS });
+    assert.deepEqual(await s.waitEnded(), {
+      code: Status.INVALID_ARGUMENT,
+      message: "Invalid first request: node.id is missing (the first request must carry node)",
+    });
+  }
+  server.close();
+  const late = sotw(server);
+  late.h.receive({ node: node("a"), type_url: CDS });
+  assert.deepEqual(await late.s.waitEnded(), {
+    code: Status.UNAVAILABLE,
+    message: "Server is shutting down",
+  });
+});
+
+Deno.test("delta: an explicit '*' survives later names; '*' alone later adds everything; a later empty request is no wildcard", async () => {
+  const cache = cacheWith([[LDS, "l1", "a"], [LDS, "l2", "b"], [CDS, "c1", "x"], [CDS, "c2", "y"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: LDS, resource_names_subscribe: ["*"] });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["l1", "l2"]);
+  h.receive({ type_url: LDS, response_nonce: d1.nonce, resource_names_subscribe: ["l1"] });
+  await server.flush();
+  assert.equal(server.connections()[0].types[LDS].wildcard, true, "the explicit '*' stays");
+  while (s.unread) await s.next();
+  // Explicit names first, then '*' alone: everything else is sent.
+  h.receive({ type_url: CDS, resource_names_subscribe: ["c1"] });
+  const c1 = await s.next();
+  assert.deepEqual(names(c1), ["c1"]);
+  // An ACK without names is not a (legacy) wildcard after the first request.
+  h.receive({ type_url: CDS, response_nonce: c1.nonce, initial_resource_versions: { zz: "1" } });
+  cache.set(CDS, "c2", bytes("y2"));
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(s.unread, 0, "c2 is not subscribed");
+  assert.equal(server.connections()[0].types[CDS].wildcard, false);
+  h.receive({ type_url: CDS, resource_names_subscribe: ["*"] });
+  const all = await s.next();
+  assert.deepEqual(names(all), ["c2"]);
+  server.close();
+});
+
+Deno.test("delta: removed names are sorted, from diffs, from initial versions and from missing subscriptions", async () => {
+  const cache = new ResourceCache();
+  for (const n of ["z", "m", "a"]) cache.set(CDS, n, bytes(n));
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({
+    node: node("a"),
+    type_url: CDS,
+    initial_resource_versions: { zz: "1", aa: "1" },
+  });
+  const d1 = await s.next();
+  assert.deepEqual(d1.removed_resources, ["aa", "zz"]);
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  cache.delete(CDS, "z");
+  cache.delete(CDS, "a");
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.deepEqual((await s.next()).removed_resources, ["a", "z"]);
+  h.receive({ type_url: EDS, resource_names_subscribe: ["zz", "aa"] });
+  assert.deepEqual((await s.next()).removed_resources, ["aa", "zz"]);
+  // A missing name subscribed next to '*' on a wildcard type is reported too.
+  h.receive({ type_url: LDS, resource_names_subscribe: ["*", "nope"] });
+  assert.deepEqual((await s.next()).removed_resources, ["nope"]);
+  server.close();
+});
+
+Deno.test("connections() sorts held names; forEachHeld() reports versions only; a transport without identities has none", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const sent: DiscoveryResponse[] = [];
+  const h = server.openSotw({
+    peer: "bare",
+    send: (r) => (sent.push(r), Promise.resolve()),
+    end() {},
+  });
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  await server.flush();
+  // Scoped pushes of c2, then c1: the client's own versions differ from the shared view.
+  for (const n of ["c2", "c1"]) {
+    cache.set(EDS, n, bytes(`${n}-new`));
+    server.push({ kind: "eds", clusters: [n] });
+    await server.flush();
+  }
+  const [c] = server.connections();
+  assert.deepEqual(c.peerIdentities, []);
+  assert.deepEqual(Object.entries(c.types[EDS].resources), [
+    ["c1", cache.get(EDS, "c1")!.version],
+    ["c2", cache.get(EDS, "c2")!.version],
+  ]);
+  const held: [string, string][] = [];
+  server.forEachHeld((_t, n, v) => held.push([n, v]));
+  for (const [, v] of held) assert.equal(typeof v, "string");
+  assert.ok(held.some(([n, v]) => n === "c1" && v === cache.get(EDS, "c1")!.version));
+  // Delta: an unsubscribed name of the shared view is hidden, never reported with a null version.
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const hd = server.openDelta(d);
+  hd.receive({ node: node("b"), type_url: EDS, resource_names_subscribe: ["c1", "c2"] });
+  await d.next();
+  hd.receive({ type_url: EDS, resource_names_unsubscribe: ["c2"] });
+  await server.flush();
+  server.forEachHeld((_t, n, v) => assert.equal(typeof v, "string", n));
+  server.close();
+});
