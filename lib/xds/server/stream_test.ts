@@ -1569,3 +1569,22 @@ Deno.test("connections() sorts held names; forEachHeld() reports versions only; 
   server.forEachHeld((_t, n, v) => assert.equal(typeof v, "string", n));
   server.close();
 });
+
+Deno.test("SotW: a removed cluster is a new CDS response; an ACK repeating the same EDS names gets none", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"], [EDS, "c1", "e"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: r1.nonce });
+  h.receive({ type_url: EDS, resource_names: ["c1"] });
+  const e1 = await s.next();
+  h.receive({ type_url: EDS, response_nonce: e1.nonce, resource_names: ["c1"] });
+  await server.flush();
+  assert.equal(s.unread, 0, "the ACK is not answered");
+  cache.delete(CDS, "c2");
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1"], "only a removal: still a response");
+  server.close();
+});
