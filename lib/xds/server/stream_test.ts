@@ -1582,6 +1582,13 @@ Deno.test("SotW: a removed cluster is a new CDS response; an ACK repeating the s
   h.receive({ type_url: EDS, response_nonce: e1.nonce, resource_names: ["c1"] });
   await server.flush();
   assert.equal(s.unread, 0, "the ACK is not answered");
+  // The same for explicit CDS names (a type whose responses list every subscribed resource).
+  const c = sotw(server, "memory:c");
+  c.h.receive({ node: node("c"), type_url: CDS, resource_names: ["c1"] });
+  const cr = await c.s.next();
+  c.h.receive({ type_url: CDS, response_nonce: cr.nonce, resource_names: ["c1"] });
+  await server.flush();
+  assert.equal(c.s.unread, 0, "the CDS ACK is not answered");
   cache.delete(CDS, "c2");
   server.push({ kind: "config", types: [CDS] });
   await server.flush();
