@@ -550,6 +550,15 @@ Deno.test("startAdsServer(): a port over 65535 is refused; setTls() on a plainte
     startAdsServer({ address: "127.0.0.1:65536", server, logger: quiet }),
     /Invalid address "127.0.0.1:65536": port 65536 is out of range/,
   );
+  for (const bad of ["a:b:1", "127.0.0.1:1x", " 127.0.0.1:1"]) {
+    await assert.rejects(
+      startAdsServer({ address: bad, server, logger: quiet }),
+      new RegExp(`Invalid address "${bad}": expected host:port`),
+      bad,
+    );
+  }
+  assert.equal(SDS_SERVICE, "envoy.service.secret.v3.SecretDiscoveryService");
+  assert.equal(ADS_SERVICE, "envoy.service.discovery.v3.AggregatedDiscoveryService");
   const ads = await startAdsServer({ address: "127.0.0.1:0", server, logger: quiet });
   try {
     assert.throws(
