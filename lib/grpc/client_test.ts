@@ -80,3 +80,76 @@ Deno.test("callUnary() makes a TLS call with a client certificate; setTls() swap
     await b.remove();
   }
 });
+
+Deno.test("callUnary(): the status without grpc-status, grpc-message decoding, the first message only, headers, deadline and address", async () => {
+  const pki = await makeTestPki();
+  const http2 = await import("node:http2");
+  try {
+    const server = await pki.issue("server", { dns: ["mesh-ca"] });
+    const read = (p: string) => Deno.readTextFileSync(p);
+    const h2 = http2.createSecureServer({ cert: read(server.cert), key: read(server.key) });
+    h2.on("stream", (stream, headers) => {
+      const path = String(headers[":path"]);
+      if (path === "/t.S/Hang") return; // never answers
+      if (path === "/t.S/NoStatus200") {
+        stream.respond({ ":status": 200, "content-type": "application/grpc" });
+        stream.end();
+        return;
+      }
+      if (path === "/t.S/NoStatus503") {
+        stream.respond({ ":status": 503 });
+        stream.end();
+        return;
+      }
+      // Echoes the authorization header as two messages; a grpc-message that is not valid
+      // percent-encoding.
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, {
+        waitForTrailers: true,
+      });
+      stream.on(
+        "wantTrailers",
+        () => stream.sendTrailers({ "grpc-status": "7", "grpc-message": "50%25 %E2%8" }),
+      );
+      const msg = (s: string) => {
+        const b = Buffer.alloc(5 + s.length);
+        b.writeUInt32BE(s.length, 1);
+        b.write(s, 5);
+        return b;
+      };
+      stream.end(Buffer.concat([msg(String(headers["authorization"])), msg("second")]));
+    });
+    await new Promise<void>((r) => h2.listen(0, "127.0.0.1", r));
+    const address = `127.0.0.1:${(h2.address() as { port: number }).port}`;
+    const call = (path: string, extra: Partial<Parameters<typeof callUnary>[0]> = {}) =>
+      callUnary({
+        address,
+        path,
+        message: te.encode("x"),
+        ca: read(pki.caCert),
+        servername: "mesh-ca",
+        ...extra,
+      });
+    try {
+      const r = await call("/t.S/Echo", { headers: { authorization: "Bearer t" } });
+      assert.deepEqual(
+        [r.status, r.message, new TextDecoder().decode(r.response)],
+        [7, "50%25 %E2%8", "Bearer t"],
+      );
+      const n200 = await call("/t.S/NoStatus200");
+      assert.deepEqual([n200.status, n200.message, n200.response], [2, "", undefined]);
+      assert.equal((await call("/t.S/NoStatus503")).status, 14);
+      await assert.rejects(
+        call("/t.S/Hang", { timeoutMs: 200 }),
+        new RegExp(`gRPC call /t.S/Hang to ${address} timed out`),
+      );
+      await assert.rejects(
+        call("/t.S/Echo", { address: "nope" }),
+        /Invalid address "nope": want host:port/,
+      );
+    } finally {
+      await new Promise((r) => h2.close(r));
+    }
+  } finally {
+    await pki.remove();
+  }
+});

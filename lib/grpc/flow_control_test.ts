@@ -482,3 +482,66 @@ Deno.test("flow control (raw frames): the server gives back exactly the DATA it 
     }
   });
 });
+
+/** A SETTINGS payload of one setting. */
+function setting(id: number, value: number): Buffer {
+  const b = Buffer.alloc(6);
+  b.writeUInt16BE(id, 0);
+  b.writeUInt32BE(value, 2);
+  return b;
+}
+
+/** A WINDOW_UPDATE payload. */
+function increment(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
+Deno.test("flow control (raw frames): a response uses exactly the client's stream and connection windows as SETTINGS and WINDOW_UPDATEs change them", async () => {
+  const { WINDOW_UPDATE, SETTINGS, DATA } = FrameType;
+  const INITIAL_WINDOW_SIZE = 4, MAX_FRAME_SIZE = 5;
+  await withServer(async (port) => {
+    // A 1000-byte stream window; the connection window is the default 65535.
+    const c = await RawClient.connect(port, { settings: [[INITIAL_WINDOW_SIZE, 1000]] });
+    try {
+      const size = 300_000, body = size + 5; // one message of 300000 bytes
+      await c.write(
+        c.headersFrame(1, grpcRequest("/t.S/Source")),
+        frame(DATA, Flag.END_STREAM, 1, grpcFrame(sizeRequest(size))),
+      );
+      const sentAfter = async (n: number, what: string) => {
+        assert.ok(await c.until(() => c.dataOn(1) >= n), `${what}: ${c.dataOn(1)} of ${n} bytes`);
+        assert.ok(await c.roundTrip());
+        assert.equal(c.dataOn(1), n, what);
+      };
+      await sentAfter(1000, "the stream window of the client's SETTINGS");
+      await c.send(WINDOW_UPDATE, 0, 1, increment(500));
+      await sentAfter(1500, "a stream WINDOW_UPDATE of 500");
+      await c.send(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 3000));
+      await sentAfter(3500, "a larger initial window adds the difference to the open stream");
+      // A smaller one takes it back: the window is -1000, and 1500 more gives room for 500.
+      await c.send(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 2000));
+      await c.send(WINDOW_UPDATE, 0, 1, increment(1500));
+      await sentAfter(4000, "a smaller initial window");
+      await c.send(WINDOW_UPDATE, 0, 1, increment(1_000_000));
+      await sentAfter(65535, "the connection window");
+      await c.send(WINDOW_UPDATE, 0, 0, increment(10_000));
+      await sentAfter(75535, "a connection WINDOW_UPDATE of 10000");
+      const frames = () =>
+        c.frames.filter((f) => f.type === DATA && f.id === 1).map((f) => f.length);
+      assert.equal(Math.max(...frames()), 16384, "DATA frames of at most the default 16384 bytes");
+      // A larger SETTINGS_MAX_FRAME_SIZE allows larger DATA frames; the rest of the window opens.
+      await c.send(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 65536));
+      await c.send(WINDOW_UPDATE, 0, 0, increment(body - 75535));
+      assert.ok(await c.until(() => (c.headers.get(1)?.length ?? 0) >= 2), "trailers");
+      assert.equal(c.dataOn(1), body);
+      assert.equal(Math.max(...frames()), 65536, "DATA frames up to the new maximum");
+      const status = c.headers.get(1)!.at(-1)!.find(([k]) => k === "grpc-status")?.[1];
+      assert.equal(status, "0");
+      assert.equal(c.goaway, undefined);
+    } finally {
+      await c.close();
+    }
+  });
+});

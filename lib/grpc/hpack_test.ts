@@ -601,3 +601,76 @@ Deno.test("HpackDecoder.decode() decodes a 200-octet all-Huffman gRPC request bl
   for (let i = 0; i < 100; i++) assert.deepEqual(d.decode(block), list);
   assert.equal(d.tableLength, 0);
 });
+
+/** RFC 7541 Appendix A: the static table, index 1 to 61. */
+const RFC_STATIC: [string, string][] = [
+  [":authority", ""],
+  [":method", "GET"],
+  [":method", "POST"],
+  [":path", "/"],
+  [":path", "/index.html"],
+  [":scheme", "http"],
+  [":scheme", "https"],
+  [":status", "200"],
+  [":status", "204"],
+  [":status", "206"],
+  [":status", "304"],
+  [":status", "400"],
+  [":status", "404"],
+  [":status", "500"],
+  ["accept-charset", ""],
+  ["accept-encoding", "gzip, deflate"],
+  ["accept-language", ""],
+  ["accept-ranges", ""],
+  ["accept", ""],
+  ["access-control-allow-origin", ""],
+  ["age", ""],
+  ["allow", ""],
+  ["authorization", ""],
+  ["cache-control", ""],
+  ["content-disposition", ""],
+  ["content-encoding", ""],
+  ["content-language", ""],
+  ["content-length", ""],
+  ["content-location", ""],
+  ["content-range", ""],
+  ["content-type", ""],
+  ["cookie", ""],
+  ["date", ""],
+  ["etag", ""],
+  ["expect", ""],
+  ["expires", ""],
+  ["from", ""],
+  ["host", ""],
+  ["if-match", ""],
+  ["if-modified-since", ""],
+  ["if-none-match", ""],
+  ["if-range", ""],
+  ["if-unmodified-since", ""],
+  ["last-modified", ""],
+  ["link", ""],
+  ["location", ""],
+  ["max-forwards", ""],
+  ["proxy-authenticate", ""],
+  ["proxy-authorization", ""],
+  ["range", ""],
+  ["referer", ""],
+  ["refresh", ""],
+  ["retry-after", ""],
+  ["server", ""],
+  ["set-cookie", ""],
+  ["strict-transport-security", ""],
+  ["transfer-encoding", ""],
+  ["user-agent", ""],
+  ["vary", ""],
+  ["via", ""],
+  ["www-authenticate", ""],
+];
+
+Deno.test("HpackDecoder.decode() reads every static table index as RFC 7541 Appendix A lists it", () => {
+  const d = new HpackDecoder();
+  const block = Uint8Array.from(RFC_STATIC.map((_, i) => 0x80 | (i + 1)));
+  assert.deepEqual(d.decode(block), RFC_STATIC);
+  // And a literal with an indexed name takes the static name (index 62 would be dynamic).
+  assert.deepEqual(d.decode(Uint8Array.from([0x0f, 0x2e, 1, 0x61])), [["www-authenticate", "a"]]);
+});

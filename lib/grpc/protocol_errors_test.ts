@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { Flag, frame, FrameType } from "./frames.ts";
+import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
 import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
 import { grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
@@ -189,5 +189,317 @@ Deno.test("DATA protocol errors: DATA that disagrees with content-length resets 
     await alive(c);
     assert.equal(c.resets().has(5), false);
     assert.equal(cancelled.length, 2);
+  });
+});
+
+// ---- WINDOW_UPDATE and SETTINGS (RFC 9113 §6.5, §6.9) ---------------------------------------------
+
+const { SETTINGS, WINDOW_UPDATE } = FrameType;
+const FLOW_CONTROL_ERROR = 3;
+const INITIAL_WINDOW_SIZE = 4, MAX_FRAME_SIZE = 5, ENABLE_PUSH = 2;
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
+function setting(id: number, value: number): Buffer {
+  const b = Buffer.alloc(6);
+  b.writeUInt16BE(id, 0);
+  b.writeUInt32BE(value, 2);
+  return b;
+}
+
+const WINDOW_ERRORS: { name: string; send: (c: RawClient) => Uint8Array[]; goaway: string }[] = [
+  {
+    name: "a connection WINDOW_UPDATE of 0",
+    send: () => [frame(WINDOW_UPDATE, 0, 0, u32(0))],
+    goaway: "PROTOCOL_ERROR WINDOW_UPDATE of 0",
+  },
+  {
+    name: "a connection window over 2^31-1",
+    send: () => [frame(WINDOW_UPDATE, 0, 0, u32(0x7fffffff - 65535 + 1))],
+    goaway: "FLOW_CONTROL_ERROR connection window overflow",
+  },
+  {
+    name: "a WINDOW_UPDATE of 3 bytes",
+    send: () => [frame(WINDOW_UPDATE, 0, 0, Buffer.from([0, 0, 1]))],
+    goaway: "FRAME_SIZE_ERROR WINDOW_UPDATE size",
+  },
+  {
+    name: "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1",
+    send: () => [frame(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 0x80000000))],
+    goaway: "FLOW_CONTROL_ERROR SETTINGS_INITIAL_WINDOW_SIZE",
+  },
+  {
+    name: "SETTINGS_INITIAL_WINDOW_SIZE pushing an open stream's window over 2^31-1",
+    send: (c) => [
+      c.headersFrame(1, grpcRequest(HOLD)),
+      frame(WINDOW_UPDATE, 0, 1, u32(0x7fffffff - 65535)), // the stream window is now 2^31-1
+      frame(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 65536)),
+    ],
+    goaway: "FLOW_CONTROL_ERROR stream window overflow",
+  },
+  {
+    name: "SETTINGS_MAX_FRAME_SIZE below 16384",
+    send: () => [frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16383))],
+    goaway: "PROTOCOL_ERROR SETTINGS_MAX_FRAME_SIZE 16383",
+  },
+  {
+    name: "SETTINGS_MAX_FRAME_SIZE over 2^24-1",
+    send: () => [frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16777216))],
+    goaway: "PROTOCOL_ERROR SETTINGS_MAX_FRAME_SIZE 16777216",
+  },
+  {
+    name: "SETTINGS_ENABLE_PUSH of 2",
+    send: () => [frame(SETTINGS, 0, 0, setting(ENABLE_PUSH, 2))],
+    goaway: "PROTOCOL_ERROR SETTINGS_ENABLE_PUSH 2",
+  },
+  {
+    name: "SETTINGS on a stream",
+    send: (c) => [c.headersFrame(1, grpcRequest(HOLD)), frame(SETTINGS, 0, 1)],
+    goaway: "PROTOCOL_ERROR SETTINGS on a stream",
+  },
+  {
+    name: "a SETTINGS ACK with a payload",
+    send: () => [frame(SETTINGS, ACK, 0, setting(ENABLE_PUSH, 0))],
+    goaway: "FRAME_SIZE_ERROR SETTINGS ACK with data",
+  },
+  {
+    name: "SETTINGS of 7 bytes",
+    send: () => [frame(SETTINGS, 0, 0, Buffer.alloc(7))],
+    goaway: "FRAME_SIZE_ERROR SETTINGS size",
+  },
+];
+
+for (const k of WINDOW_ERRORS) {
+  Deno.test(`flow-control and SETTINGS errors: ${k.name} is a connection error (GOAWAY ${k.goaway})`, async () => {
+    await withClient(async (c) => {
+      await c.write(...k.send(c));
+      assert.ok(await c.until(() => !!c.goaway, 5000), "no GOAWAY");
+      assert.equal(`${c.goaway!.name} ${c.goaway!.debug}`, k.goaway);
+      assert.ok(await c.until(() => c.isClosed, 5000), "connection left open");
+    });
+  });
+}
+
+Deno.test("flow-control and SETTINGS errors: stream WINDOW_UPDATEs of 0 or past 2^31-1 reset only that stream", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(HOLD)),
+      frame(WINDOW_UPDATE, 0, 1, u32(0)),
+      c.headersFrame(3, grpcRequest(HOLD)),
+      frame(WINDOW_UPDATE, 0, 3, u32(0x7fffffff - 65535)), // just fits
+      frame(WINDOW_UPDATE, 0, 3, u32(1)),
+    );
+    assert.ok(await c.until(() => c.resets().size === 2, 5000), "no RST_STREAM");
+    assert.deepEqual([...c.resets()], [[1, PROTOCOL_ERROR], [3, FLOW_CONTROL_ERROR]]);
+    assert.deepEqual(cancelled, ["WINDOW_UPDATE of 0", "stream window overflow"]);
+    await alive(c);
+  });
+});
+
+Deno.test("flow-control and SETTINGS errors: the limits themselves are accepted, and updates for closed streams ignored", async () => {
+  await withClient(async (c) => {
+    await c.write(
+      frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16384)),
+      frame(SETTINGS, 0, 0, setting(MAX_FRAME_SIZE, 16777215)),
+      frame(SETTINGS, 0, 0, setting(ENABLE_PUSH, 1)),
+      frame(SETTINGS, 0, 0, setting(INITIAL_WINDOW_SIZE, 0x7fffffff)),
+      frame(SETTINGS, ACK, 0),
+      frame(WINDOW_UPDATE, 0, 0, u32(0x7fffffff - 65535)),
+      c.headersFrame(1, grpcRequest(ECHO)),
+      frame(DATA, END_STREAM, 1, msg),
+    );
+    assert.equal(await statusOf(c, 1), "0");
+    await c.write(frame(WINDOW_UPDATE, 0, 1, u32(100)));
+    await alive(c);
+    assert.deepEqual([...c.resets()].filter(([, code]) => code !== 0), []);
+  });
+});
+
+// ---- other frames (RFC 9113 §6) -----------------------------------------------------------------
+
+const { HEADERS, PRIORITY, RST_STREAM, PUSH_PROMISE, GOAWAY, CONTINUATION } = FrameType;
+const { END_HEADERS } = Flag;
+const FIVE = Buffer.from([0, 0, 0, 0, 16]);
+
+const FRAME_ERRORS: { name: string; send: (c: RawClient) => Uint8Array[]; goaway: string }[] = [
+  {
+    name: "PRIORITY on stream 0",
+    send: () => [frame(PRIORITY, 0, 0, FIVE)],
+    goaway: "PROTOCOL_ERROR PRIORITY on stream 0",
+  },
+  {
+    name: "PRIORITY of 4 bytes",
+    send: () => [frame(PRIORITY, 0, 1, Buffer.alloc(4))],
+    goaway: "FRAME_SIZE_ERROR PRIORITY size",
+  },
+  {
+    name: "RST_STREAM on stream 0",
+    send: () => [frame(RST_STREAM, 0, 0, u32(8))],
+    goaway: "PROTOCOL_ERROR RST_STREAM on stream 0",
+  },
+  {
+    name: "RST_STREAM of 5 bytes",
+    send: (c) => [c.headersFrame(1, grpcRequest(HOLD)), frame(RST_STREAM, 0, 1, Buffer.alloc(5))],
+    goaway: "FRAME_SIZE_ERROR RST_STREAM size",
+  },
+  {
+    name: "RST_STREAM on a stream never opened",
+    send: () => [frame(RST_STREAM, 0, 1, u32(8))],
+    goaway: "PROTOCOL_ERROR RST_STREAM on an idle stream",
+  },
+  {
+    name: "PUSH_PROMISE from the client",
+    send: () => [frame(PUSH_PROMISE, END_HEADERS, 1, Buffer.alloc(4))],
+    goaway: "PROTOCOL_ERROR PUSH_PROMISE from a client",
+  },
+  {
+    name: "PING on a stream",
+    send: () => [frame(PING, 0, 1, Buffer.alloc(8))],
+    goaway: "PROTOCOL_ERROR PING on a stream",
+  },
+  {
+    name: "PING of 7 bytes",
+    send: () => [frame(PING, 0, 0, Buffer.alloc(7))],
+    goaway: "FRAME_SIZE_ERROR PING size",
+  },
+  {
+    name: "GOAWAY on a stream",
+    send: () => [frame(GOAWAY, 0, 1, Buffer.alloc(8))],
+    goaway: "PROTOCOL_ERROR GOAWAY on a stream",
+  },
+  {
+    name: "CONTINUATION without HEADERS",
+    send: () => [frame(CONTINUATION, END_HEADERS, 1, Buffer.alloc(1))],
+    goaway: "PROTOCOL_ERROR unexpected CONTINUATION",
+  },
+  {
+    name: "CONTINUATION of another stream",
+    send: (c) => [
+      frame(HEADERS, 0, 1, c.headersFrame(1, grpcRequest(HOLD)).subarray(9)),
+      frame(CONTINUATION, END_HEADERS, 3, Buffer.alloc(1)),
+    ],
+    goaway: "PROTOCOL_ERROR unexpected CONTINUATION",
+  },
+  {
+    name: "another frame inside a header block",
+    send: (c) => [
+      frame(HEADERS, 0, 1, c.headersFrame(1, grpcRequest(HOLD)).subarray(9)),
+      frame(PING, 0, 0, Buffer.alloc(8)),
+    ],
+    goaway: "PROTOCOL_ERROR expected CONTINUATION",
+  },
+  {
+    name: "HEADERS on stream 0",
+    send: (c) => [c.headersFrame(0, grpcRequest(HOLD))],
+    goaway: "PROTOCOL_ERROR HEADERS on stream 0",
+  },
+  {
+    name: "HEADERS on an even stream",
+    send: (c) => [c.headersFrame(2, grpcRequest(HOLD))],
+    goaway: "PROTOCOL_ERROR HEADERS on stream 2",
+  },
+  {
+    name: "a second HEADERS without END_STREAM",
+    send: (c) => [c.headersFrame(1, grpcRequest(HOLD)), c.headersFrame(1, [["x", "y"]])],
+    goaway: "PROTOCOL_ERROR second HEADERS without END_STREAM",
+  },
+  {
+    name: "PADDED HEADERS whose pad length is the whole payload",
+    send: () => [frame(HEADERS, END_HEADERS | PADDED, 1, Buffer.from([2, 0]))],
+    goaway: "PROTOCOL_ERROR bad HEADERS padding",
+  },
+  {
+    name: "HEADERS with the PRIORITY flag and 4 bytes",
+    send: () => [frame(HEADERS, END_HEADERS | Flag.PRIORITY, 1, Buffer.alloc(4))],
+    goaway: "FRAME_SIZE_ERROR HEADERS size",
+  },
+  {
+    name: "PADDED HEADERS whose padding leaves less than the 5 priority bytes",
+    send: () => [
+      frame(
+        HEADERS,
+        END_HEADERS | PADDED | Flag.PRIORITY,
+        1,
+        Buffer.from([2, 0, 0, 0, 0, 16, 0]),
+      ),
+    ],
+    goaway: "FRAME_SIZE_ERROR HEADERS size",
+  },
+];
+
+for (const k of FRAME_ERRORS) {
+  Deno.test(`frame errors: ${k.name} is a connection error (GOAWAY ${k.goaway})`, async () => {
+    await withClient(async (c) => {
+      await c.write(...k.send(c));
+      assert.ok(await c.until(() => !!c.goaway, 5000), "no GOAWAY");
+      assert.equal(`${c.goaway!.name} ${c.goaway!.debug}`, k.goaway);
+      assert.ok(await c.until(() => c.isClosed, 5000), "connection left open");
+    });
+  });
+}
+
+Deno.test("frame errors: a first frame other than SETTINGS is a connection error", async () => {
+  const listener = await listenGrpc({ host: "127.0.0.1", port: 0, handlers: new Map() });
+  const c = await RawClient.connect(listener.port, { preface: false });
+  try {
+    await c.write(PREFACE, frame(PING, 0, 0, Buffer.alloc(8)));
+    assert.ok(await c.until(() => !!c.goaway, 5000), "no GOAWAY");
+    assert.equal(
+      `${c.goaway!.name} ${c.goaway!.debug}`,
+      "PROTOCOL_ERROR first frame is not SETTINGS",
+    );
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("frame errors: padded and prioritized HEADERS that fit, a header block over CONTINUATIONs, unknown frame types and a client GOAWAY are accepted", async () => {
+  await withClient(async (c) => {
+    const block = c.headersFrame(1, grpcRequest(ECHO)).subarray(9);
+    const padded = Buffer.concat([Buffer.from([3]), FIVE, block, Buffer.alloc(3)]);
+    await c.write(
+      frame(HEADERS, END_HEADERS | PADDED | Flag.PRIORITY, 1, padded),
+      frame(DATA, END_STREAM, 1, msg),
+      frame(0x42, 0, 0, Buffer.from("unknown")), // unknown types are ignored (§4.1)
+    );
+    assert.equal(await statusOf(c, 1), "0");
+    const block3 = c.headersFrame(3, grpcRequest(ECHO)).subarray(9);
+    await c.write(
+      frame(HEADERS, 0, 3, block3.subarray(0, 4)),
+      frame(CONTINUATION, 0, 3, block3.subarray(4, 8)),
+      frame(CONTINUATION, END_HEADERS, 3, block3.subarray(8)),
+      frame(DATA, END_STREAM, 3, msg),
+    );
+    assert.equal(await statusOf(c, 3), "0");
+    await c.write(frame(GOAWAY, 0, 0, Buffer.alloc(8)));
+    await alive(c);
+  });
+});
+
+Deno.test("stream errors: request trailers end the request; trailers after END_STREAM or with a pseudo-header reset the stream", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(ECHO)),
+      frame(DATA, 0, 1, msg),
+      c.headersFrame(1, [["x-trailer", "1"]], END_STREAM),
+    );
+    assert.equal(await statusOf(c, 1), "0", "the trailers ended the request");
+    await c.write(
+      c.headersFrame(3, grpcRequest(HOLD), END_STREAM),
+      c.headersFrame(3, [["x-trailer", "1"]], END_STREAM),
+      c.headersFrame(5, grpcRequest(HOLD)),
+      c.headersFrame(5, [[":path", "/x"]], END_STREAM),
+    );
+    assert.ok(await c.until(() => c.resets().size === 2, 5000), "no RST_STREAM");
+    assert.deepEqual([...c.resets()], [[3, STREAM_CLOSED], [5, PROTOCOL_ERROR]]);
+    assert.deepEqual(cancelled, ["HEADERS after END_STREAM", "pseudo-header in trailers"]);
+    await alive(c);
   });
 });

@@ -347,3 +347,62 @@ Deno.test("percentEncode() escapes '%' and bytes outside printable ASCII as gRPC
   assert.equal(percentEncode("plain text"), "plain text");
   assert.equal(percentEncode("100% ü\n"), "100%25 %C3%BC%0A");
 });
+
+Deno.test("listenGrpc() refuses a method other than POST (405) and content types other than application/grpc[+x|;x] (415), each with its message", async () => {
+  await withServer({ "/t.S/Echo": echo }, async (_port, connect) => {
+    const s = await connect();
+    const x = new TextEncoder().encode("x");
+    const get = await call(s, "/t.S/Echo", [], { ":method": "GET" }).result;
+    assert.deepEqual(
+      [get.headers[":status"], get.headers["grpc-status"], get.headers["grpc-message"]],
+      [405, String(GrpcStatus.INTERNAL), "Method GET is not POST"],
+    );
+    for (
+      const [ct, ok] of [
+        ["application/grpc+proto", true],
+        ["application/grpc;charset=utf-8", true],
+        ["application/grpcx", false],
+        ["text/application/grpc", false],
+      ] as const
+    ) {
+      const r = await call(s, "/t.S/Echo", [x], { "content-type": ct }).result;
+      if (ok) assert.equal(r.trailers["grpc-status"], "0", ct);
+      else {
+        assert.deepEqual(
+          [r.headers[":status"], r.headers["grpc-message"]],
+          [415, `Content-type ${ct} is not gRPC`],
+          ct,
+        );
+      }
+    }
+    const none = await call(s, "/t.S/Echo", [], { "content-type": undefined }).result;
+    assert.deepEqual(
+      [none.headers[":status"], none.headers["grpc-status"], none.headers["grpc-message"]],
+      [415, String(GrpcStatus.INTERNAL), "Content-type (none) is not gRPC"],
+    );
+    const identity = await call(s, "/t.S/Echo", [x], { "grpc-encoding": "identity" }).result;
+    assert.equal(identity.trailers["grpc-status"], "0");
+    assert.deepEqual(identity.messages.map(String), ["x"]);
+    const br = await call(s, "/t.S/Echo", [], { "grpc-encoding": "br" }).result;
+    assert.deepEqual(
+      [br.headers[":status"], br.headers["grpc-message"]],
+      [200, 'Compression "br" is not supported (only identity and gzip)'],
+    );
+    // A compressed message on a stream without grpc-encoding.
+    const c = call(s, "/t.S/Echo", [], {}, false);
+    c.stream.end(Buffer.from([1, 0, 0, 0, 1, 0]));
+    const cr = await c.result;
+    assert.deepEqual(
+      [cr.headers["grpc-status"], cr.headers["grpc-message"]],
+      [String(GrpcStatus.INTERNAL), "Compressed message without a grpc-encoding"],
+    );
+    // And with grpc-encoding identity (nothing to decompress with).
+    const ci = call(s, "/t.S/Echo", [], { "grpc-encoding": "identity" }, false);
+    ci.stream.end(Buffer.from([1, 0, 0, 0, 1, 0]));
+    const cir = await ci.result;
+    assert.deepEqual(
+      [cir.headers["grpc-status"], cir.headers["grpc-message"]],
+      [String(GrpcStatus.INTERNAL), "Compressed message without a grpc-encoding"],
+    );
+  });
+});

@@ -34,7 +34,10 @@ export interface RawFrame {
   type: number;
   flags: number;
   id: number;
+  /** The payload (empty for DATA: counted, not kept). */
   payload: Buffer;
+  /** The payload's length as received (DATA included). */
+  length: number;
 }
 
 /** The server's GOAWAY. */
@@ -83,6 +86,7 @@ export class RawClient {
   #hpack = new HpackDecoder({ maxHeaderListSize: 1 << 20 });
   #waiters = new Set<() => void>();
   #closed = false;
+  #pings = 0;
   /** Resolves when the server closed the connection (or it failed). */
   readonly closed: Promise<void>;
 
@@ -168,6 +172,24 @@ export class RawClient {
     };
   }
 
+  /** Bytes received on DATA frames of stream `id`. */
+  dataOn(id: number): number {
+    let n = 0;
+    for (const f of this.frames) if (f.type === DATA && f.id === id) n += f.length;
+    return n;
+  }
+
+  /** Sends a PING and resolves once it is acknowledged: the server handled what came before. */
+  async roundTrip(ms = 10_000): Promise<boolean> {
+    const payload = Buffer.alloc(8);
+    payload.writeUInt32BE(++this.#pings, 4);
+    if (!await this.send(PING, 0, 0, payload)) return false;
+    return this.until(
+      () => this.frames.some((f) => f.type === PING && f.flags & 1 && f.payload.equals(payload)),
+      ms,
+    );
+  }
+
   /** RST_STREAM codes received, by stream id. */
   resets(): Map<number, number> {
     const m = new Map<number, number>();
@@ -228,6 +250,7 @@ export class RawClient {
         flags: this.#buf[4],
         id: this.#buf.readUInt32BE(5) & 0x7fffffff,
         payload: Buffer.from(this.#buf.subarray(9, 9 + len)),
+        length: len,
       };
       this.#buf = this.#buf.subarray(9 + len);
       if (f.type === DATA) {

@@ -39,3 +39,40 @@ Deno.test("FailureThrottle: the failures drain and the address is forgotten", ()
 Deno.test("FailureThrottle: a budget that is not positive is rejected", () => {
   assert.throws(() => new FailureThrottle(0), /perSecond must be > 0, got 0/);
 });
+
+Deno.test("FailureThrottle: at exactly the budget connections are served at once, every time", () => {
+  const { th } = throttle(4);
+  for (let i = 0; i < 4; i++) th.failed("10.0.0.1");
+  assert.deepEqual([th.admit("10.0.0.1"), th.admit("10.0.0.1"), th.admit("10.0.0.1")], [0, 0, 0]);
+});
+
+Deno.test("FailureThrottle: a wait of exactly maxDelayMs is still served; each failure over budget starts a full turn", () => {
+  const { th } = throttle(4);
+  for (let i = 0; i < 5; i++) th.failed("10.0.0.1");
+  const waits = Array.from({ length: 9 }, () => th.admit("10.0.0.1"));
+  assert.deepEqual(waits, [250, 500, 750, 1000, 1250, 1500, 1750, 2000, -1]);
+  const { clock: c2, th: t2 } = throttle(4);
+  for (let i = 0; i < 5; i++) t2.failed("10.0.0.2");
+  c2.t += 100;
+  t2.failed("10.0.0.2"); // still over budget: the next turn is 250 ms after this failure
+  assert.equal(t2.admit("10.0.0.2"), 250);
+});
+
+Deno.test("FailureThrottle: at 4096 addresses the drained ones are forgotten, the others kept", () => {
+  const { clock, th } = throttle(10);
+  for (let i = 0; i < 4094; i++) th.failed(`10.1.${i >> 8}.${i & 255}`);
+  clock.t += 2000; // all drained
+  for (let i = 0; i < 15; i++) th.failed("10.0.0.1"); // over budget
+  th.failed("10.0.0.2");
+  assert.equal(th.size, 4096, "no sweep below 4096 addresses");
+  th.failed("10.0.0.3");
+  assert.equal(th.size, 3, "the drained addresses are gone");
+  assert.ok(th.admit("10.0.0.1") > 0, "an address over budget is still paced");
+});
+
+Deno.test("FailureThrottle: the default clock is the monotonic one", () => {
+  const th = new FailureThrottle(1);
+  for (let i = 0; i < 3; i++) th.failed("10.0.0.1");
+  const wait = th.admit("10.0.0.1");
+  assert.ok(wait > 0 && wait <= 1000, `waits one turn, not ${wait}`);
+});

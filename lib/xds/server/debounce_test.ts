@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { Debouncer, type MergedPush } from "./debounce.ts";
+import { Debouncer, type MergedPush, mergePush } from "./debounce.ts";
+import type { PushEvent } from "./types.ts";
 import { FakeClock } from "./_test_util.ts";
 
 function setup(after = 100, max = 300) {
@@ -54,4 +55,66 @@ Deno.test("Debouncer treats a config event without types as full", () => {
 Deno.test("new Debouncer() rejects a negative debounceAfter and a max below after", () => {
   assert.throws(() => new Debouncer(() => {}, { after: -1 }), /Invalid debounceAfter -1/);
   assert.throws(() => new Debouncer(() => {}, { after: 100, max: 50 }), /Invalid debounceMax 50/);
+});
+
+Deno.test("Debouncer: stop() drops pending events; flushNow() flushes them once; a later event starts afresh", () => {
+  const { clock, flushed, d } = setup();
+  d.push({ kind: "eds", clusters: ["a"] });
+  assert.equal(d.pending, true);
+  d.stop();
+  assert.equal(d.pending, false);
+  assert.equal(clock.timers, 0);
+  clock.advance(1000);
+  assert.equal(flushed.length, 0, "stopped events are never flushed");
+  d.flushNow();
+  assert.equal(flushed.length, 0, "nothing pending: nothing flushed");
+  clock.advance(50);
+  d.push({ kind: "eds", clusters: ["b"] });
+  d.flushNow();
+  assert.equal(flushed.length, 1);
+  assert.deepEqual([...flushed[0].edsClusters], ["b"]);
+  assert.equal(flushed[0].events, 1);
+  assert.equal(flushed[0].firstEventAt, clock.t);
+  assert.equal(clock.timers, 0, "flushNow() clears the timer");
+  clock.advance(1000);
+  assert.equal(flushed.length, 1);
+});
+
+Deno.test("Debouncer: debounceAfter 0 flushes on the next tick; default settings are 100 and 1000 ms", () => {
+  const { clock, flushed, d } = setup(0, 0);
+  d.push({ kind: "full" });
+  assert.equal(flushed.length, 0, "not synchronously");
+  clock.advance(0);
+  assert.equal(flushed.length, 1);
+  const dd = new Debouncer(() => {}, { clock });
+  assert.deepEqual([dd.after, dd.max], [100, 1000]);
+  assert.throws(() => new Debouncer(() => {}, { after: NaN }), /Invalid debounceAfter NaN/);
+  assert.throws(() => new Debouncer(() => {}, { max: Infinity }), /Invalid debounceMax Infinity/);
+  assert.doesNotThrow(() => new Debouncer(() => {}, { after: 0, max: 0 }));
+  assert.doesNotThrow(() => new Debouncer(() => {}, { after: 50, max: 50 }));
+});
+
+Deno.test("mergePush(): full wins, config types and EDS clusters accumulate, unknown kinds are refused", () => {
+  const into = {
+    full: false,
+    types: new Set<string>(),
+    edsClusters: new Set<string>(),
+    events: 0,
+    firstEventAt: 0,
+  };
+  mergePush(into, { kind: "config", types: ["t1", "t2"] });
+  mergePush(into, { kind: "config", types: ["t2"] });
+  mergePush(into, { kind: "eds", clusters: ["a"] });
+  assert.deepEqual([into.full, [...into.types], [...into.edsClusters], into.events], [
+    false,
+    ["t1", "t2"],
+    ["a"],
+    3,
+  ]);
+  mergePush(into, { kind: "full" });
+  assert.equal(into.full, true);
+  assert.throws(
+    () => mergePush(into, { kind: "bogus" } as unknown as PushEvent),
+    /Unknown push event kind "bogus"/,
+  );
 });

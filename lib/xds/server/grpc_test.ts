@@ -3,7 +3,11 @@ import { Buffer } from "node:buffer";
 import * as path from "node:path";
 import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
 import { ResourceCache } from "./cache.ts";
-import { startAdsServer } from "./grpc.ts";
+import { ADS_SERVICE, SDS_SERVICE, startAdsServer, structToJson } from "./grpc.ts";
+import { Flag, frame, FrameType } from "../../grpc/frames.ts";
+import { grpcFrame, grpcRequest, RawClient } from "../../grpc/testing.ts";
+
+const { END_STREAM } = Flag;
 import { XdsServer } from "./stream.ts";
 import { XDS_TYPES } from "./types.ts";
 import { node, parseTestNode, type TestProxy, tlsServed } from "./_test_util.ts";
@@ -400,4 +404,197 @@ Deno.test("startAdsServer() rejects TLS material that is not PEM", async () => {
     /Invalid tls.root: not PEM/,
   );
   server.close();
+});
+
+Deno.test("structToJson() converts every Struct value kind, in proto-loader's and protobufjs's spellings", () => {
+  const snake = {
+    fields: {
+      s: { kind: "string_value", string_value: "x" },
+      n: { kind: "number_value", number_value: 2.5 },
+      b: { kind: "bool_value", bool_value: false },
+      z: { kind: "null_value", null_value: "NULL_VALUE" },
+      o: { kind: "struct_value", struct_value: { fields: { k: { string_value: "v" } } } },
+      l: {
+        kind: "list_value",
+        list_value: { values: [{ number_value: 1 }, { list_value: {} }, null] },
+      },
+      u: { kind: "something_new" },
+    },
+  };
+  const want = { s: "x", n: 2.5, b: false, z: null, o: { k: "v" }, l: [1, [], null], u: null };
+  assert.deepEqual(structToJson(snake), want);
+  const camel = {
+    fields: {
+      s: { stringValue: "x" },
+      n: { numberValue: 2.5 },
+      b: { boolValue: false },
+      z: { nullValue: 0 },
+      o: { structValue: { fields: { k: { stringValue: "v" } } } },
+      l: { listValue: { values: [{ numberValue: 1 }, { listValue: {} }, null] } },
+      u: {},
+    },
+  };
+  assert.deepEqual(structToJson(camel), want);
+  assert.deepEqual(structToJson(undefined), {});
+  assert.deepEqual(structToJson({}), {});
+});
+
+Deno.test("startAdsServer(): a client half-close ends the stream OK and a cancel forgets it; shutdown ends the rest UNAVAILABLE", async () => {
+  const t = await setup();
+  try {
+    const a = open(t.client, "StreamAggregatedResources");
+    a.send({ node: node("a"), type_url: CDS });
+    await a.next();
+    const b = open(t.client, "DeltaAggregatedResources");
+    b.send({ node: node("b"), type_url: CDS });
+    await b.next();
+    const c = open(t.client, "StreamAggregatedResources");
+    c.send({ node: node("c"), type_url: CDS });
+    await c.next();
+    assert.equal(t.server.connectionCount, 3);
+    a.call.end();
+    assert.deepEqual([(await a.status()).code, (await a.status()).details], [grpc.status.OK, ""]);
+    b.call.cancel();
+    await until(() => t.server.connectionCount === 1, "the ended and cancelled streams forgotten");
+    assert.deepEqual(t.server.connections().map((x) => x.nodeId), [node("c").id]);
+    const first = t.ads.shutdown();
+    assert.equal(t.ads.shutdown(), first, "shutdown() is idempotent");
+    await first;
+    const st = await c.status();
+    assert.deepEqual([st.code, st.details], [grpc.status.UNAVAILABLE, "Server is shutting down"]);
+    assert.equal(t.server.connectionCount, 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("startAdsServer(): a request that cannot be decoded ends the stream with INVALID_ARGUMENT", async () => {
+  const t = await setup();
+  const c = await RawClient.connect(t.ads.port);
+  try {
+    const path = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+    // Field 2 (node) whose length runs past the message: neither decoder can read it.
+    await c.write(
+      c.headersFrame(1, grpcRequest(path)),
+      frame(FrameType.DATA, 0, 1, grpcFrame(new Uint8Array([0x12, 0x7f, 0x0a]))),
+    );
+    assert.ok(await c.until(() => (c.headers.get(1)?.length ?? 0) >= 1), "no answer");
+    const h = new Map(c.headers.get(1)!.flat());
+    assert.equal(h.get("grpc-status"), String(grpc.status.INVALID_ARGUMENT));
+    assert.match(decodeURIComponent(h.get("grpc-message") ?? ""), /^Cannot decode the request: /);
+    assert.equal(t.server.connectionCount, 0);
+  } finally {
+    await c.close();
+    await t.close();
+  }
+});
+
+Deno.test("startAdsServer(): SDS_SERVICE serves StreamSecrets and DeltaSecrets; ADS only when listed", async () => {
+  const cache = new ResourceCache();
+  cache.set(XDS_TYPES.secret, "default", new Uint8Array());
+  const server = new XdsServer<TestProxy>({
+    parseNode: parseTestNode,
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    debounceAfter: 0,
+    logger: quiet,
+  });
+  const ads = await startAdsServer({
+    address: "127.0.0.1:0",
+    server,
+    services: [SDS_SERVICE],
+    logger: quiet,
+  });
+  const c = await RawClient.connect(ads.port);
+  try {
+    const req = encodeFirstRequest(XDS_TYPES.secret, "default");
+    for (const [id, method] of [[1, "StreamSecrets"], [3, "DeltaSecrets"]] as const) {
+      const path = `/${SDS_SERVICE}/${method}`;
+      await c.write(c.headersFrame(id, grpcRequest(path)));
+      await c.write(frame(FrameType.DATA, 0, id, grpcFrame(req[method])));
+    }
+    assert.ok(await c.until(() => c.dataOn(1) > 0 && c.dataOn(3) > 0), "SDS answers both");
+    await c.write(
+      c.headersFrame(5, grpcRequest(`/${ADS_SERVICE}/StreamAggregatedResources`), END_STREAM),
+    );
+    assert.ok(await c.until(() => (c.headers.get(5)?.length ?? 0) >= 1));
+    const st = c.headers.get(5)![0].find(([k]) => k === "grpc-status")?.[1];
+    assert.equal(st, String(grpc.status.UNIMPLEMENTED));
+    assert.deepEqual(server.connections().map((x) => x.mode).sort(), ["delta", "sotw"]);
+  } finally {
+    await c.close();
+    await ads.shutdown();
+    server.close();
+  }
+});
+
+/** A first SotW and delta request for one name (with a node), encoded by proto-loader. */
+function encodeFirstRequest(typeUrl: string, name: string): Record<string, Uint8Array> {
+  const n = node("s");
+  return {
+    StreamSecrets: pkg["envoy.service.discovery.v3.DiscoveryRequest"].serialize({
+      node: n,
+      type_url: typeUrl,
+      resource_names: [name],
+    }),
+    DeltaSecrets: pkg["envoy.service.discovery.v3.DeltaDiscoveryRequest"].serialize({
+      node: n,
+      type_url: typeUrl,
+      resource_names_subscribe: [name],
+    }),
+  };
+}
+
+Deno.test("startAdsServer(): a port over 65535 is refused; setTls() on a plaintext listener throws", async () => {
+  const server = new XdsServer({ parseNode: (n) => n.id, resourcesFor: () => new Map() });
+  await assert.rejects(
+    startAdsServer({ address: "127.0.0.1:65536", server, logger: quiet }),
+    /Invalid address "127.0.0.1:65536": port 65536 is out of range/,
+  );
+  for (const bad of ["a:b:1", "127.0.0.1:1x", " 127.0.0.1:1"]) {
+    await assert.rejects(
+      startAdsServer({ address: bad, server, logger: quiet }),
+      new RegExp(`Invalid address "${bad}": expected host:port`),
+      bad,
+    );
+  }
+  assert.equal(SDS_SERVICE, "envoy.service.secret.v3.SecretDiscoveryService");
+  assert.equal(ADS_SERVICE, "envoy.service.discovery.v3.AggregatedDiscoveryService");
+  const ads = await startAdsServer({ address: "127.0.0.1:0", server, logger: quiet });
+  try {
+    assert.throws(
+      () => ads.setTls({ certChain: "", key: "", root: "" }),
+      /setTls\(\) on a plaintext ADS listener/,
+    );
+    assert.equal(ads.accepting, true);
+    assert.equal(ads.refused, 0);
+    assert.equal(ads.throttled, 0);
+  } finally {
+    await ads.shutdown();
+    server.close();
+  }
+});
+
+Deno.test("startAdsServer() listens on a unix: socket", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "ads-unix-" });
+  const cache = new ResourceCache();
+  cache.set(CDS, "c1", encodeCluster({ name: "c1", type: "EDS" }));
+  const server = new XdsServer<TestProxy>({
+    parseNode: parseTestNode,
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    debounceAfter: 0,
+    logger: quiet,
+  });
+  const ads = await startAdsServer({ address: `unix:${dir}/ads.sock`, server, logger: quiet });
+  const client = new AdsClient(`unix://${dir}/ads.sock`, grpc.credentials.createInsecure());
+  try {
+    const s = open(client, "StreamAggregatedResources");
+    s.send({ node: node("a"), type_url: CDS });
+    assert.deepEqual((await s.next()).resources.map((r: AnyObj) => r.name), ["c1"]);
+    s.call.cancel();
+  } finally {
+    client.close();
+    await ads.shutdown();
+    server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -3,7 +3,13 @@ import { ResourceCache } from "./cache.ts";
 import { MemoryStream } from "./memory.ts";
 import { XdsCounters } from "./metrics.ts";
 import { XdsServer, type XdsServerOptions } from "./stream.ts";
-import { type DeltaDiscoveryResponse, type DiscoveryResponse, Status, XDS_TYPES } from "./types.ts";
+import {
+  type DeltaDiscoveryResponse,
+  type DiscoveryResponse,
+  Status,
+  type StreamEnd,
+  XDS_TYPES,
+} from "./types.ts";
 import { bytes, cacheWith, FakeClock, node, parseTestNode, type TestProxy } from "./_test_util.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = XDS_TYPES;
@@ -950,4 +956,642 @@ Deno.test("controlPlaneId is sent as control_plane.identifier in SotW and delta 
     assert.deepEqual(dr.control_plane, id ? { identifier: id } : undefined);
     server.close();
   }
+});
+
+/** How the server ended `s` so far (read afresh: the server ends streams from timers). */
+function endOf(s: MemoryStream<unknown>): StreamEnd | undefined {
+  return s.ended;
+}
+
+/** Lets pending promise callbacks and zero-delay timers run. */
+function settle(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 0));
+}
+
+Deno.test("a send slower than the sweep but within the send timeout keeps the stream; stuck sends end at the first sweep past their deadline", async () => {
+  const clock = new FakeClock();
+  const cache = cacheWith([[CDS, "c1", "v0"]]);
+  // A send timeout of 1 s: sends in flight are checked every 100 ms.
+  const { server, metrics } = newServer(cache, { sendTimeout: 1000, clock });
+  const idle = sotw(server, "memory:idle");
+  idle.h.receive({ node: node("idle"), type_url: CDS });
+  await idle.s.next();
+  const a = sotw(server, "memory:a");
+  a.s.hold();
+  a.h.receive({ node: node("a"), type_url: CDS });
+  await a.s.next(); // in flight from now on
+  clock.advance(999);
+  assert.equal(a.s.ended, undefined, "a send within its timeout is not cut short");
+  a.s.release();
+  await settle();
+  assert.equal(metrics.pushes.cds, 2);
+  clock.advance(5000);
+  assert.equal(a.s.ended, undefined, "a completed send has no deadline left");
+  assert.equal(idle.s.ended, undefined, "a stream with no send in flight is never timed out");
+  assert.equal(clock.timers, 0, "no sweep runs while no send is in flight");
+
+  // Two stuck sends, the second started 50 ms after the first (between two sweeps).
+  a.s.hold();
+  cache.set(CDS, "c1", bytes("v1"));
+  server.push({ kind: "full" });
+  void server.flush();
+  await a.s.next();
+  await idle.s.next();
+  clock.advance(50);
+  const b = sotw(server, "memory:b");
+  b.s.hold();
+  b.h.receive({ node: node("b"), type_url: CDS });
+  await b.s.next(); // b's first response, 50 ms after a's push
+  clock.advance(949);
+  assert.equal(a.s.ended, undefined, "1 ms before its deadline");
+  clock.advance(1);
+  const conA = `${node("a").id}-2`;
+  assert.deepEqual(endOf(a.s), {
+    code: Status.DEADLINE_EXCEEDED,
+    message: `Sending cds to ${conA} timed out after 1000 ms`,
+  });
+  assert.equal(b.s.ended, undefined, "b's deadline is 50 ms later");
+  clock.advance(99);
+  assert.equal(b.s.ended, undefined, "the sweep after b's deadline runs 100 ms after a's");
+  clock.advance(1);
+  assert.equal(endOf(b.s)?.code, Status.DEADLINE_EXCEEDED);
+  assert.deepEqual(metrics.pushErrors, { cds_timeout: 2 });
+  assert.equal(idle.s.ended, undefined);
+  assert.deepEqual(server.connections().map((c) => c.peer), ["memory:idle"]);
+  a.s.release();
+  b.s.release();
+  server.close();
+});
+
+/** A stream whose held sends are settled by the test: resolved or rejected, at any time. */
+class LateStream<R> extends MemoryStream<R> {
+  #pending: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  override send(r: R): Promise<void> {
+    void super.send(r);
+    return new Promise((resolve, reject) => this.#pending.push({ resolve, reject }));
+  }
+  settleAll(error?: Error): void {
+    for (const p of this.#pending.splice(0)) error ? p.reject(error) : p.resolve();
+  }
+}
+
+Deno.test("a send that completes or fails after its timeout ended the stream counts only as a timeout", async () => {
+  for (const late of ["completes", "fails"]) {
+    const clock = new FakeClock();
+    const cache = cacheWith([[CDS, "c1", "v0"], [LDS, "l1", "v0"]]);
+    const { server, metrics } = newServer(cache, { sendTimeout: 100, clock });
+    const s = new LateStream<DiscoveryResponse>();
+    const h = server.openSotw(s);
+    h.receive({ node: node("a"), type_url: CDS });
+    h.receive({ type_url: LDS });
+    await s.next();
+    clock.advance(100);
+    assert.equal(s.ended?.code, Status.DEADLINE_EXCEEDED, late);
+    s.settleAll(late === "fails" ? new Error("connection reset") : undefined);
+    await settle();
+    await settle();
+    assert.deepEqual(metrics.pushes, {}, `${late}: a send past its deadline is no push`);
+    assert.deepEqual(metrics.pushErrors, { cds_timeout: 1 }, late);
+    assert.equal(s.sent.length, 1, `${late}: nothing more is sent (LDS was queued)`);
+    server.close();
+  }
+});
+
+Deno.test("delta: a subscribed name that does not exist is reported removed once, and not twice when also held", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({
+    node: node("a"),
+    type_url: EDS,
+    initial_resource_versions: { gone: "old" },
+    resource_names_subscribe: ["c1", "gone", "nope"],
+  });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c1"]);
+  assert.deepEqual(d1.removed_resources, ["gone", "nope"]);
+  h.receive({ type_url: EDS, response_nonce: d1.nonce });
+  cache.set(EDS, "c1", bytes("e2"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  const d2 = await s.next();
+  assert.deepEqual(names(d2), ["c1"]);
+  assert.deepEqual(d2.removed_resources, [], "missing names are reported once");
+  // Created later, a subscribed name is sent.
+  cache.set(EDS, "nope", bytes("n1"));
+  server.push({ kind: "eds", clusters: ["nope"] });
+  await server.flush();
+  const d3 = await s.next();
+  assert.deepEqual(names(d3), ["nope"]);
+  assert.deepEqual(d3.removed_resources, []);
+  server.close();
+});
+
+Deno.test("delta: after a failed build, a scoped EDS push sends its cluster and reports no other new name as removed", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  let fail = true;
+  const { server, metrics } = newServer(cache, {
+    resourcesFor: (_p, t, n) => {
+      if (fail && t === EDS) throw new Error("generator broke");
+      return cache.select(t, n);
+    },
+  });
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: EDS, resource_names_subscribe: ["c1", "c2", "nope"] });
+  await server.flush();
+  assert.equal(s.unread, 0);
+  assert.deepEqual(metrics.buildErrors, { eds_builderr: 1 });
+  fail = false;
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c1"]);
+  assert.deepEqual(d1.removed_resources, [], "c2 exists: it was only outside this push");
+  server.push({ kind: "config", types: [EDS] });
+  await server.flush();
+  const d2 = await s.next();
+  assert.deepEqual(names(d2), ["c2"]);
+  assert.deepEqual(d2.removed_resources, ["nope"], "reported by the next full response");
+  server.close();
+});
+
+Deno.test("watchedNames(), forEachHeld() and proxies() report what the streams subscribe to and hold", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [CDS, "k1", "a"]]);
+  const { server } = newServer(cache);
+  assert.deepEqual([...server.watchedNames(EDS)], []);
+  const a = sotw(server, "memory:a");
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c3"] });
+  await a.s.next();
+  const b = new MemoryStream<DeltaDiscoveryResponse>("memory:b");
+  const hb = server.openDelta(b);
+  hb.receive({
+    node: node("b"),
+    type_url: EDS,
+    resource_names_subscribe: ["c2"],
+    initial_resource_versions: { c2: cache.get(EDS, "c2")!.version },
+  });
+  hb.receive({ type_url: CDS });
+  await b.next();
+  await server.flush();
+  assert.deepEqual([...server.watchedNames(EDS)].sort(), ["c1", "c2", "c3"]);
+  assert.deepEqual([...server.watchedNames(CDS)], ["k1"], "a wildcard holds what it was sent");
+  assert.deepEqual([...server.watchedNames(RDS)], []);
+  const held: string[] = [];
+  server.forEachHeld((t, n, v) => held.push(`${t === EDS ? "eds" : "cds"} ${n} ${v}`));
+  assert.deepEqual([...new Set(held)].sort(), [
+    `cds k1 ${cache.get(CDS, "k1")!.version}`,
+    `eds c1 ${cache.get(EDS, "c1")!.version}`,
+    `eds c2 ${cache.get(EDS, "c2")!.version}`,
+  ]);
+  assert.deepEqual(server.proxies().map((p) => p.id).sort(), ["a.default", "b.default"]);
+  // Unsubscribed names are no longer watched nor held.
+  hb.receive({ type_url: EDS, resource_names_unsubscribe: ["c2"] });
+  await server.flush();
+  assert.deepEqual([...server.watchedNames(EDS)].sort(), ["c1", "c3"]);
+  a.h.close();
+  assert.deepEqual([...server.watchedNames(EDS)], []);
+  assert.deepEqual(server.proxies().map((p) => p.id), ["b.default"]);
+  server.close();
+});
+
+Deno.test("connections() lists streams sorted by conId with the node, peer identities and per-type state", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
+  const clock = new FakeClock();
+  const { server } = newServer(cache, { clock });
+  const streams = ["z", "a", "m"].map((n) => {
+    const s = new MemoryStream<DiscoveryResponse>(`memory:${n}`, [
+      `spiffe://cluster.local/ns/default/sa/${n}`,
+    ]);
+    server.openSotw(s).receive({ node: node(n), type_url: CDS, resource_names: ["c2", "c1"] });
+    return s;
+  });
+  for (const s of streams) await s.next();
+  const cs = server.connections();
+  assert.deepEqual(cs.map((c) => c.nodeId), ["a", "m", "z"].map((n) => node(n).id));
+  const [a] = cs;
+  assert.equal(a.peer, "memory:a");
+  assert.deepEqual(a.peerIdentities, ["spiffe://cluster.local/ns/default/sa/a"]);
+  assert.equal(a.connectedAt, new Date(clock.t).toISOString());
+  assert.equal(a.mode, "sotw");
+  assert.deepEqual(a.proxy, parseTestNode(node("a")));
+  const t = a.types[CDS];
+  assert.deepEqual(t.subscribed, ["c1", "c2"]);
+  assert.equal(t.wildcard, false);
+  assert.deepEqual(Object.keys(t.resources), ["c1", "c2"], "sorted by name");
+  assert.deepEqual(
+    { ...t.lastSent, nonce: undefined, version: undefined },
+    { resources: 2, time: new Date(clock.t).toISOString(), nonce: undefined, version: undefined },
+  );
+  assert.equal(t.lastAcked, undefined);
+  assert.equal(t.lastNack, undefined);
+  assert.ok(!("lastAcked" in t) && !("lastNack" in t), "absent, not undefined, in /debug JSON");
+  server.close();
+});
+
+Deno.test("SotW: '*' among names is a wildcard, not a subscribed name; dropping it narrows to the names", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS, resource_names: ["*", "c1"] });
+  const r1 = await s.next();
+  assert.deepEqual(names(r1), ["c1", "c2"]);
+  const t1 = server.connections()[0].types[CDS];
+  assert.equal(t1.wildcard, true);
+  assert.deepEqual(t1.subscribed, ["c1"]);
+  h.receive({ type_url: CDS, response_nonce: r1.nonce, resource_names: ["c1"] });
+  const r2 = await s.next();
+  assert.deepEqual(names(r2), ["c1"], "CDS responses list every subscribed resource");
+  assert.equal(server.connections()[0].types[CDS].wildcard, false);
+  assert.deepEqual(Object.keys(server.connections()[0].types[CDS].resources), ["c1"]);
+  // '*' on a type without wildcards (EDS) subscribes to nothing more than the names.
+  h.receive({ type_url: EDS, resource_names: ["*"] });
+  await server.flush();
+  const e = server.connections()[0].types[EDS];
+  assert.equal(e.wildcard, false);
+  assert.deepEqual(e.subscribed, []);
+  server.close();
+});
+
+Deno.test("new XdsServer() requires parseNode and resourcesFor and a positive finite sendTimeout", () => {
+  const ok = { parseNode: parseTestNode, resourcesFor: () => new Map() };
+  assert.throws(
+    () => new XdsServer({ ...ok, parseNode: undefined as unknown as typeof parseTestNode }),
+    /XdsServer: parseNode is required/,
+  );
+  assert.throws(
+    () => new XdsServer({ ...ok, resourcesFor: undefined as unknown as () => Map<never, never> }),
+    /XdsServer: resourcesFor is required/,
+  );
+  for (const bad of [0, -1, NaN, Infinity]) {
+    assert.throws(
+      () => new XdsServer({ ...ok, sendTimeout: bad }),
+      new RegExp(`Invalid sendTimeout ${bad}: must be a number > 0`),
+    );
+  }
+  new XdsServer({ ...ok, sendTimeout: 1 }).close();
+});
+
+Deno.test("a closed XdsServer ends new streams with UNAVAILABLE and ignores pushes", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  await s.next();
+  server.close();
+  assert.deepEqual(await s.waitEnded(), {
+    code: Status.UNAVAILABLE,
+    message: "Server is shutting down",
+  });
+  assert.equal(metrics.connected, 0);
+  const late = sotw(server, "memory:late");
+  late.h.receive({ node: node("b"), type_url: CDS });
+  assert.equal((await late.s.waitEnded()).code, Status.UNAVAILABLE);
+  late.h.receive({ node: node("b"), type_url: CDS }); // after the end: ignored
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(late.s.sent.length, 0);
+  assert.equal(server.connectionCount, 0);
+  server.close(); // twice is fine
+});
+
+Deno.test("an ended stream ignores later requests; a request that throws ends its stream with INVALID_ARGUMENT", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"]]);
+  const { server, metrics } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  await s.next();
+  h.receive({
+    type_url: RDS,
+    get resource_names(): string[] {
+      throw new Error("bad names");
+    },
+  });
+  assert.deepEqual(await s.waitEnded(), { code: Status.INVALID_ARGUMENT, message: "bad names" });
+  assert.equal(server.connectionCount, 0);
+  assert.equal(metrics.connected, 0);
+  h.receive({ type_url: EDS, resource_names: ["x"] });
+  await server.flush();
+  assert.equal(s.sent.length, 1, "nothing is answered after the end");
+  // close() by the transport forgets the stream too.
+  const b = sotw(server, "memory:b");
+  b.h.receive({ node: node("b"), type_url: CDS });
+  await b.s.next();
+  assert.equal(metrics.connected, 1);
+  b.h.close();
+  assert.equal(server.connectionCount, 0);
+  assert.equal(metrics.connected, 0);
+  b.h.receive({ type_url: CDS });
+  assert.equal(server.connectionCount, 0, "a closed handle opens nothing");
+  server.close();
+});
+
+Deno.test("a first CDS/LDS request is answered even when there is nothing to send (the proxy waits for it), SotW and delta", async () => {
+  const cache = new ResourceCache();
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r = await s.next();
+  assert.deepEqual([r.type_url, r.resources.length], [CDS, 0]);
+  h.receive({ type_url: CDS, response_nonce: r.nonce });
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(s.unread, 0, "a push with nothing new sends nothing");
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const hd = server.openDelta(d);
+  hd.receive({ node: node("b"), type_url: LDS });
+  const dr = await d.next();
+  assert.deepEqual([dr.type_url, dr.resources.length, dr.removed_resources.length], [LDS, 0, 0]);
+  hd.receive({ type_url: LDS, response_nonce: dr.nonce });
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(d.unread, 0, "delta: a push with nothing new sends nothing");
+  // An explicit delta subscription to names that do not exist yet: they are reported removed.
+  hd.receive({ type_url: EDS, resource_names_subscribe: ["c1"] });
+  const de = await d.next();
+  assert.deepEqual([de.resources.length, de.removed_resources], [0, ["c1"]]);
+  server.close();
+});
+
+Deno.test("responses go out in Envoy's order: clusters, endpoints, listeners, routes", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [EDS, "c1", "e"], [LDS, "l1", "l"], [RDS, "r1", "r"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  s.hold();
+  h.receive({ node: node("a"), type_url: CDS });
+  await s.next(); // CDS in flight: the next requests wait
+  h.receive({ type_url: RDS, resource_names: ["r1"] });
+  h.receive({ type_url: LDS });
+  h.receive({ type_url: EDS, resource_names: ["c1"] });
+  s.release();
+  await server.flush();
+  const order = () => s.sent.slice(1).map((r) => r.type_url);
+  assert.deepEqual(order(), [EDS, LDS, RDS]);
+  s.hold();
+  for (const [t, n] of [[RDS, "r1"], [LDS, "l1"], [EDS, "c1"], [CDS, "c1"]]) {
+    cache.set(t, n, bytes(`${n}-2`));
+  }
+  server.push({ kind: "full" });
+  void server.flush();
+  await s.next();
+  await s.next();
+  await s.next();
+  await s.next();
+  s.release();
+  await server.flush();
+  assert.deepEqual(s.sent.slice(4).map((r) => r.type_url), [CDS, EDS, LDS, RDS]);
+  server.close();
+});
+
+Deno.test("a SotW subscription changed to other names of the same number is answered", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
+  const r1 = await s.next();
+  h.receive({ type_url: EDS, response_nonce: r1.nonce, resource_names: ["c2"] });
+  assert.deepEqual(names(await s.next()), ["c2"]);
+  assert.deepEqual(server.connections()[0].types[EDS].subscribed, ["c2"]);
+  server.close();
+});
+
+Deno.test("a generator returning names outside the subscription: the client gets only what it subscribed to", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"]]);
+  const { server } = newServer(cache, { resourcesFor: (_p, t) => cache.select(t, null) });
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  assert.deepEqual(names(await s.next()), ["c1", "c2"]);
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const hd = server.openDelta(d);
+  hd.receive({ node: node("b"), type_url: EDS, resource_names_subscribe: ["c3"] });
+  assert.deepEqual(names(await d.next()), ["c3"]);
+  // A scoped EDS push of c1 and c3 reaches each client for its own name only.
+  cache.set(EDS, "c1", bytes("e1b"));
+  cache.set(EDS, "c3", bytes("e3b"));
+  server.push({ kind: "eds", clusters: ["c1", "c3"] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1"]);
+  assert.deepEqual(names(await d.next()), ["c3"]);
+  server.close();
+});
+
+Deno.test("one push to several clients is timed once; merged dirty marks keep the wider one", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server, metrics } = newServer(cache);
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c1", "c2"] });
+  await a.s.next();
+  await b.s.next();
+  const before = metrics.pushDurations.count;
+  cache.set(EDS, "c1", bytes("x"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  assert.equal(metrics.pushDurations.count, before + 1, "one push, one observation");
+  assert.equal(metrics.convergenceTimes.count, before + 1);
+  await a.s.next();
+  await b.s.next();
+  // While a's send is held, a config push (every name) then an EDS push (one name) are merged.
+  a.s.hold();
+  cache.set(EDS, "c1", bytes("y"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  void server.flush();
+  await a.s.next();
+  cache.set(EDS, "c1", bytes("z"));
+  cache.set(EDS, "c2", bytes("z2"));
+  server.push({ kind: "config", types: [EDS] });
+  void server.flush();
+  server.push({ kind: "eds", clusters: ["c1"] });
+  void server.flush();
+  a.s.release();
+  await server.flush();
+  assert.deepEqual(names(await a.s.next()), ["c1", "c2"]);
+  server.close();
+});
+
+Deno.test("push({kind: eds}) without a clusters array is refused", () => {
+  const { server } = newServer(new ResourceCache());
+  assert.throws(
+    () => server.push({ kind: "eds" } as unknown as { kind: "eds"; clusters: string[] }),
+    /^Error: push\(\): eds event needs a clusters array$/,
+  );
+  server.close();
+});
+
+Deno.test("a server without metrics hooks survives build errors, send errors and send timeouts; the hooks get 'error' and 'timeout'", async () => {
+  for (const withHooks of [false, true]) {
+    const reasons: string[] = [];
+    const clock = new FakeClock();
+    const cache = cacheWith([[CDS, "c1", "a"], [EDS, "c1", "e"]]);
+    const server = new XdsServer<TestProxy>({
+      parseNode: parseTestNode,
+      resourcesFor: (_p, t, n) => {
+        if (t === EDS) throw new Error("generator broke");
+        return cache.select(t, n);
+      },
+      debounceAfter: 0,
+      sendTimeout: 100,
+      clock,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+      ...(withHooks ? { metrics: { sendError: (_t, reason) => reasons.push(reason) } } : {}),
+    });
+    const ok = sotw(server, "memory:ok");
+    ok.h.receive({ node: node("ok"), type_url: EDS, resource_names: ["c1"] });
+    ok.h.receive({ type_url: CDS });
+    assert.deepEqual(names(await ok.s.next()), ["c1"], "CDS served after the EDS build failed");
+    const failing = new FailingStream<DiscoveryResponse>("memory:failing");
+    server.openSotw(failing).receive({ node: node("f"), type_url: CDS });
+    assert.equal((await failing.waitEnded()).code, Status.UNAVAILABLE);
+    const slow = sotw(server, "memory:slow");
+    slow.s.hold();
+    slow.h.receive({ node: node("s"), type_url: CDS });
+    await slow.s.next();
+    clock.advance(100);
+    assert.equal(slow.s.ended?.code, Status.DEADLINE_EXCEEDED);
+    assert.deepEqual(reasons, withHooks ? ["error", "timeout"] : []);
+    slow.s.release();
+    server.close();
+  }
+});
+
+Deno.test("the first request's node.id must be a non-empty string", async () => {
+  const { server } = newServer(new ResourceCache());
+  for (const id of [5, ""]) {
+    const { s, h } = sotw(server);
+    h.receive({ node: { id: id as string }, type_url: CDS });
+    assert.deepEqual(await s.waitEnded(), {
+      code: Status.INVALID_ARGUMENT,
+      message: "Invalid first request: node.id is missing (the first request must carry node)",
+    });
+  }
+  server.close();
+  const late = sotw(server);
+  late.h.receive({ node: node("a"), type_url: CDS });
+  assert.deepEqual(await late.s.waitEnded(), {
+    code: Status.UNAVAILABLE,
+    message: "Server is shutting down",
+  });
+});
+
+Deno.test("delta: an explicit '*' survives later names; '*' alone later adds everything; a later empty request is no wildcard", async () => {
+  const cache = cacheWith([[LDS, "l1", "a"], [LDS, "l2", "b"], [CDS, "c1", "x"], [CDS, "c2", "y"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: LDS, resource_names_subscribe: ["*"] });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["l1", "l2"]);
+  h.receive({ type_url: LDS, response_nonce: d1.nonce, resource_names_subscribe: ["l1"] });
+  await server.flush();
+  assert.equal(server.connections()[0].types[LDS].wildcard, true, "the explicit '*' stays");
+  while (s.unread) await s.next();
+  // Explicit names first, then '*' alone: everything else is sent.
+  h.receive({ type_url: CDS, resource_names_subscribe: ["c1"] });
+  const c1 = await s.next();
+  assert.deepEqual(names(c1), ["c1"]);
+  // An ACK without names is not a (legacy) wildcard after the first request.
+  h.receive({ type_url: CDS, response_nonce: c1.nonce, initial_resource_versions: { zz: "1" } });
+  cache.set(CDS, "c2", bytes("y2"));
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.equal(s.unread, 0, "c2 is not subscribed");
+  assert.equal(server.connections()[0].types[CDS].wildcard, false);
+  h.receive({ type_url: CDS, resource_names_subscribe: ["*"] });
+  const all = await s.next();
+  assert.deepEqual(names(all), ["c2"]);
+  server.close();
+});
+
+Deno.test("delta: removed names are sorted, from diffs, from initial versions and from missing subscriptions", async () => {
+  const cache = new ResourceCache();
+  for (const n of ["z", "m", "a"]) cache.set(CDS, n, bytes(n));
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({
+    node: node("a"),
+    type_url: CDS,
+    initial_resource_versions: { zz: "1", aa: "1" },
+  });
+  const d1 = await s.next();
+  assert.deepEqual(d1.removed_resources, ["aa", "zz"]);
+  h.receive({ type_url: CDS, response_nonce: d1.nonce });
+  cache.delete(CDS, "z");
+  cache.delete(CDS, "a");
+  server.push({ kind: "full" });
+  await server.flush();
+  assert.deepEqual((await s.next()).removed_resources, ["a", "z"]);
+  h.receive({ type_url: EDS, resource_names_subscribe: ["zz", "aa"] });
+  assert.deepEqual((await s.next()).removed_resources, ["aa", "zz"]);
+  // A missing name subscribed next to '*' on a wildcard type is reported too.
+  h.receive({ type_url: LDS, resource_names_subscribe: ["*", "nope"] });
+  assert.deepEqual((await s.next()).removed_resources, ["nope"]);
+  server.close();
+});
+
+Deno.test("connections() sorts held names; forEachHeld() reports versions only; a transport without identities has none", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const { server } = newServer(cache);
+  const sent: DiscoveryResponse[] = [];
+  const h = server.openSotw({
+    peer: "bare",
+    send: (r) => (sent.push(r), Promise.resolve()),
+    end() {},
+  });
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  await server.flush();
+  // Scoped pushes of c2, then c1: the client's own versions differ from the shared view.
+  for (const n of ["c2", "c1"]) {
+    cache.set(EDS, n, bytes(`${n}-new`));
+    server.push({ kind: "eds", clusters: [n] });
+    await server.flush();
+  }
+  const [c] = server.connections();
+  assert.deepEqual(c.peerIdentities, []);
+  assert.deepEqual(Object.entries(c.types[EDS].resources), [
+    ["c1", cache.get(EDS, "c1")!.version],
+    ["c2", cache.get(EDS, "c2")!.version],
+  ]);
+  const held: [string, string][] = [];
+  server.forEachHeld((_t, n, v) => held.push([n, v]));
+  for (const [, v] of held) assert.equal(typeof v, "string");
+  assert.ok(held.some(([n, v]) => n === "c1" && v === cache.get(EDS, "c1")!.version));
+  // Delta: an unsubscribed name of the shared view is hidden, never reported with a null version.
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const hd = server.openDelta(d);
+  hd.receive({ node: node("b"), type_url: EDS, resource_names_subscribe: ["c1", "c2"] });
+  await d.next();
+  hd.receive({ type_url: EDS, resource_names_unsubscribe: ["c2"] });
+  await server.flush();
+  server.forEachHeld((_t, n, v) => assert.equal(typeof v, "string", n));
+  server.close();
+});
+
+Deno.test("SotW: a removed cluster is a new CDS response; an ACK repeating the same EDS names gets none", async () => {
+  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"], [EDS, "c1", "e"]]);
+  const { server } = newServer(cache);
+  const { s, h } = sotw(server);
+  h.receive({ node: node("a"), type_url: CDS });
+  const r1 = await s.next();
+  h.receive({ type_url: CDS, response_nonce: r1.nonce });
+  h.receive({ type_url: EDS, resource_names: ["c1"] });
+  const e1 = await s.next();
+  h.receive({ type_url: EDS, response_nonce: e1.nonce, resource_names: ["c1"] });
+  await server.flush();
+  assert.equal(s.unread, 0, "the ACK is not answered");
+  // The same for explicit CDS names (a type whose responses list every subscribed resource).
+  const c = sotw(server, "memory:c");
+  c.h.receive({ node: node("c"), type_url: CDS, resource_names: ["c1"] });
+  const cr = await c.s.next();
+  c.h.receive({ type_url: CDS, response_nonce: cr.nonce, resource_names: ["c1"] });
+  await server.flush();
+  assert.equal(c.s.unread, 0, "the CDS ACK is not answered");
+  cache.delete(CDS, "c2");
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1"], "only a removal: still a response");
+  server.close();
 });

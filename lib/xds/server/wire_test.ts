@@ -9,6 +9,7 @@ import {
   encodedAny,
   encodeDeltaDiscoveryResponse,
   encodeDiscoveryResponse,
+  markShared,
   sameBytes,
 } from "./wire.ts";
 
@@ -183,4 +184,265 @@ Deno.test("decodeDiscoveryRequest() decodes names interleaved with other fields 
   assert.deepEqual(r.resource_names, ["a", "b"]);
   assert.equal(r.resource_names_raw, undefined);
   assert.equal(r.type_url, EDS);
+});
+
+/** Field `no` with wire type 2 and `payload`. */
+function lenField(no: number, payload: Uint8Array | string): number[] {
+  const b = typeof payload === "string" ? new TextEncoder().encode(payload) : payload;
+  return [(no << 3) | 2, b.length, ...b];
+}
+
+Deno.test("decodeDiscoveryRequest() skips unknown fields of every wire type and refuses what it cannot read", () => {
+  const unknown = [
+    (9 << 3) | 0,
+    0xac,
+    0x02, // varint 300
+    (10 << 3) | 1,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8, // fixed64
+    (11 << 3) | 5,
+    1,
+    2,
+    3,
+    4, // fixed32
+    ...lenField(12, "skip me"),
+  ];
+  const bytes = Uint8Array.from([
+    ...unknown,
+    ...lenField(1, "v1"),
+    ...lenField(3, "名前"), // a short name of only non-ASCII characters
+    ...lenField(3, "b".repeat(49)),
+    ...lenField(4, EDS),
+    ...lenField(5, "n1"),
+  ]);
+  const r = decodeDiscoveryRequest(bytes)!;
+  assert.deepEqual(
+    [r.version_info, r.type_url, r.response_nonce, r.resource_names],
+    ["v1", EDS, "n1", ["名前", "b".repeat(49)]],
+  );
+  assert.deepEqual(
+    plain(r),
+    plain(svc.StreamAggregatedResources.requestDeserialize(Buffer.from(bytes))),
+  );
+  // A request with no fields set has none.
+  const empty = decodeDiscoveryRequest(new Uint8Array())!;
+  assert.deepEqual([empty.version_info, empty.type_url, empty.response_nonce], [
+    undefined,
+    undefined,
+    undefined,
+  ]);
+  for (
+    const [what, bad] of [
+      ["a group (wire type 3)", [(9 << 3) | 3, 0]],
+      ["a fixed64 cut short", [(10 << 3) | 1, 1, 2, 3]],
+      ["a fixed32 cut short", [(11 << 3) | 5, 1, 2]],
+      ["an unknown field longer than the message", [(12 << 3) | 2, 5, 1]],
+      ["a varint of 9 bytes", [(9 << 3) | 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1]],
+      ["a varint cut short", [(9 << 3) | 0, 0xff]],
+    ] as const
+  ) {
+    assert.equal(
+      decodeDiscoveryRequest(Uint8Array.from([...lenField(4, EDS), ...bad])),
+      null,
+      what,
+    );
+    assert.equal(
+      decodeDeltaDiscoveryRequest(Uint8Array.from([...lenField(2, EDS), ...bad])),
+      null,
+      what,
+    );
+  }
+  assert.equal(
+    decodeDiscoveryRequest(
+      Uint8Array.from([(9 << 3) | 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]),
+    )
+      ?.type_url,
+    undefined,
+    "a varint of 8 bytes is read",
+  );
+});
+
+Deno.test("decodeDeltaDiscoveryRequest() skips unknown fields, also inside map entries, and refuses a bad entry", () => {
+  const entry = (...f: number[]) => lenField(5, Uint8Array.from(f));
+  const bytes = Uint8Array.from([
+    (13 << 3) | 0,
+    0xac,
+    0x02,
+    (14 << 3) | 1,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    ...lenField(15, "skip me"),
+    (3 << 3) | 0,
+    7, // a known field number with another wire type: skipped
+    ...lenField(2, EDS),
+    ...lenField(3, "名前"),
+    ...lenField(4, "u".repeat(60)),
+    ...lenField(6, "n1"),
+    ...entry(...lenField(1, "k1"), (3 << 3) | 0, 1, ...lenField(4, "x"), ...lenField(2, "v1")),
+    ...entry(...lenField(1, "keyonly")),
+    ...entry(...lenField(2, "valueonly")),
+  ]);
+  const r = decodeDeltaDiscoveryRequest(bytes)!;
+  assert.deepEqual(r, {
+    type_url: EDS,
+    resource_names_subscribe: ["名前"],
+    resource_names_unsubscribe: ["u".repeat(60)],
+    response_nonce: "n1",
+    initial_resource_versions: { k1: "v1", keyonly: "", "": "valueonly" },
+  });
+  // A map entry whose field runs past the entry.
+  assert.equal(decodeDeltaDiscoveryRequest(Uint8Array.from(entry(0x0a, 5, 0x61))), null);
+  assert.equal(
+    decodeDeltaDiscoveryRequest(Uint8Array.from(entry(...lenField(1, "k"), 0x12))),
+    null,
+  );
+});
+
+Deno.test("encoded responses carry non-ASCII and long versions, nonces and names exactly as protobufjs", () => {
+  const sotw = {
+    version_info: "版本-".repeat(30),
+    type_url: T,
+    nonce: "ñ",
+    resources,
+  };
+  const want = svc.StreamAggregatedResources.responseDeserialize(encodeDiscoveryResponse(sotw));
+  assert.equal(want.version_info, sotw.version_info);
+  assert.equal(want.nonce, "ñ");
+  const ours = Buffer.from(encodeDiscoveryResponse(sotw));
+  assert.deepEqual(
+    ours,
+    Buffer.from(svc.StreamAggregatedResources.responseSerialize({
+      ...sotw,
+      resources: resources.map((r) => ({ type_url: T, value: r.entry.bytes })),
+    })),
+  );
+  const delta = {
+    system_version_info: "é",
+    type_url: T,
+    nonce: "x".repeat(70),
+    resources: [],
+    removed_resources: ["名前"],
+  };
+  const got = svc.DeltaAggregatedResources.responseDeserialize(encodeDeltaDiscoveryResponse(delta));
+  assert.deepEqual(
+    [got.system_version_info, got.nonce, got.removed_resources],
+    ["é", "x".repeat(70), ["名前"]],
+  );
+});
+
+/** protobufjs's encoding of a SotW or delta response of `list` as type `typeUrl`. */
+function reference(
+  kind: "sotw" | "delta",
+  r: AnyObj,
+  typeUrl: string,
+  list: { name: string; entry: { version: string; bytes: Uint8Array } }[],
+): Buffer {
+  const any = (x: (typeof list)[number]) => ({
+    type_url: typeUrl,
+    value: Buffer.from(x.entry.bytes),
+  });
+  // proto3: an empty string is the default, left out (protobufjs writes it when set).
+  r = Object.fromEntries(Object.entries(r).filter(([, v]) => v !== ""));
+  return kind === "sotw"
+    ? svc.StreamAggregatedResources.responseSerialize({ ...r, resources: list.map(any) })
+    : svc.DeltaAggregatedResources.responseSerialize({
+      ...r,
+      resources: list.map((x) => ({ name: x.name, version: x.entry.version, resource: any(x) })),
+    });
+}
+
+Deno.test("encoded responses: empty fields are left out, lengths of 128 take two bytes, delta carries control_plane", () => {
+  const sotw = { version_info: "", type_url: T, nonce: "", resources: [] };
+  assert.deepEqual(Buffer.from(encodeDiscoveryResponse(sotw)), reference("sotw", sotw, T, []));
+  const noType = { version_info: "v", type_url: "", nonce: "n", resources: [] };
+  assert.deepEqual(Buffer.from(encodeDiscoveryResponse(noType)), reference("sotw", noType, T, []));
+  const delta = {
+    system_version_info: "",
+    type_url: "",
+    nonce: "",
+    resources: [],
+    removed_resources: [],
+    control_plane: { identifier: "mesh-discovery" },
+  };
+  assert.deepEqual(
+    Buffer.from(encodeDeltaDiscoveryResponse(delta)),
+    reference("delta", delta, T, []),
+  );
+  const long = { version_info: "v".repeat(128), type_url: T, nonce: "\u0080x", resources };
+  assert.deepEqual(
+    Buffer.from(encodeDiscoveryResponse(long)),
+    reference("sotw", long, T, resources),
+  );
+});
+
+Deno.test("encoded resources are cached per type URL: the same entries sent as another type say so", () => {
+  const [one] = resources;
+  assert.notDeepEqual(encodedAny(T, one.entry), encodedAny(EDS, one.entry));
+  assert.deepEqual(Buffer.from(encodedAny(T, one.entry)).subarray(2, 2 + T.length).toString(), T);
+  const shared = [...resources];
+  markShared(shared);
+  for (const typeUrl of [T, EDS, T]) {
+    const r = { version_info: "v", type_url: typeUrl, nonce: "n", resources: shared };
+    assert.deepEqual(
+      Buffer.from(encodeDiscoveryResponse(r)),
+      reference("sotw", r, typeUrl, shared),
+    );
+    const d = { ...r, system_version_info: "v", removed_resources: [] };
+    assert.deepEqual(
+      Buffer.from(encodeDeltaDiscoveryResponse(d)),
+      reference("delta", d, typeUrl, shared),
+    );
+    // One-entry lists (not shared): SotW bodies are cached per entry; delta ones are not SotW's.
+    const single = [one];
+    const s1 = { version_info: "v", type_url: typeUrl, nonce: "n", resources: single };
+    assert.deepEqual(
+      Buffer.from(encodeDiscoveryResponse(s1)),
+      reference("sotw", s1, typeUrl, single),
+    );
+    const d1 = { ...s1, system_version_info: "v", removed_resources: [] };
+    assert.deepEqual(
+      Buffer.from(encodeDeltaDiscoveryResponse(d1)),
+      reference("delta", d1, typeUrl, single),
+    );
+  }
+});
+
+Deno.test("hand decoders: a names field of another wire type is skipped; map entries take only key 1 and value 2", () => {
+  // Field 3 as a varint (not a name), a varint of 128 in an unknown field, then the type URL.
+  const sotw = Uint8Array.from([(3 << 3) | 0, 5, (9 << 3) | 0, 0x80, 0x01, ...lenField(4, EDS)]);
+  const r = decodeDiscoveryRequest(sotw)!;
+  assert.deepEqual([r.type_url, r.resource_names], [EDS, []]);
+  // Names not contiguous, with a field 3 varint among them.
+  const loose = Uint8Array.from([
+    ...lenField(3, "a"),
+    ...lenField(4, EDS),
+    (3 << 3) | 0,
+    5,
+    ...lenField(3, "b"),
+  ]);
+  assert.deepEqual(decodeDiscoveryRequest(loose)!.resource_names, ["a", "b"]);
+  const entry = (...f: number[]) => lenField(5, Uint8Array.from(f));
+  const d = decodeDeltaDiscoveryRequest(Uint8Array.from([
+    ...entry(...lenField(1, "k"), ...lenField(2, "v"), ...lenField(4, "not-the-value")),
+  ]))!;
+  assert.deepEqual(d.initial_resource_versions, { k: "v" });
+  // An entry whose field runs past the entry (but not past the message) is refused.
+  assert.equal(
+    decodeDeltaDiscoveryRequest(
+      Uint8Array.from([...entry(0x0a, 5, 0x61), ...lenField(6, "nonce")]),
+    ),
+    null,
+  );
 });
