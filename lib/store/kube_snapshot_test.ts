@@ -47,7 +47,7 @@ Deno.test("readKubeSnapshot() lists every type page by page and serves get/list 
         ? ok([vs("a", "team"), vs("c")])
         : ok([vs("b", "default"), vs("a", "default")], "p2");
     }
-    return ok([]);
+    return { status: 200, body: "{}" }; // no items, no metadata: an empty list
   });
   const store = await readKubeSnapshot({ rest, schemas });
   assert.deepEqual(asked.sort(), [
@@ -71,6 +71,7 @@ Deno.test("readKubeSnapshot() lists every type page by page and serves get/list 
     "b",
   ]);
   assert.deepEqual(await store.list("destinationrule"), []);
+  assert.equal((await store.get("virtualservice", "b", "default"))?.metadata.name, "b");
   const got = await store.get("virtualservice", "a", "team");
   assert.equal(got?.metadata.namespace, "team");
   assert.equal(await store.get("virtualservice", "a", "elsewhere"), undefined);
