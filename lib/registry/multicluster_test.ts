@@ -189,12 +189,25 @@ Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores o
     assert.ok(mc.registries().every((r, i) => r === regs[i]));
     assert.deepEqual(sets, [["east", "west"]]);
     assert.deepEqual(changes, []);
+    // errors() are in key order, whatever order they came in
+    configMap(local, {
+      east: east.kubeconfig(),
+      west: west.kubeconfig(),
+      ghost,
+      aaa: "clusters: [",
+    });
+    await waitUntil(() => mc.errors().length === 2, 5000, "the error for aaa");
+    assert.deepEqual(mc.errors().map((e) => e.cluster), ["aaa", "ghost"]);
     await logging.dispose();
     const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
       .filter((l) => l.includes("Multicluster")).map((l) => l.split("\t").slice(1).join(" "));
     assert.deepEqual(lines, [
       'info default Multicluster: added the registry of cluster "east"',
       'info default Multicluster: added the registry of cluster "west"',
+      `warn default Multicluster: ${error}`,
+      // a key that could not be used is tried again (and reported again) on each change
+      'warn default Multicluster: Cluster "aaa" in config map mesh-system/clusters: invalid kubeconfig: ' +
+      "unexpected end of the stream within a flow collection (2:1)",
       `warn default Multicluster: ${error}`,
     ]);
   } finally {
