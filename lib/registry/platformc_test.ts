@@ -125,3 +125,63 @@ Deno.test("createPlatformCRegistry() gets nothing from an API that wants a clien
     await pki.remove();
   }
 });
+
+Deno.test("parsePlatformCConfig() refuses each malformed file with a one-line error naming the field", () => {
+  const bad: [string, string][] = [
+    ["- a\n", "pc.yaml: expected a YAML mapping"],
+    ["just text\n", "pc.yaml: expected a YAML mapping"],
+    ["", "pc.yaml: expected a YAML mapping"],
+    ["platformc:\n  address: a:1\nextra: 1\n", "pc.yaml: extra: unknown field"],
+    ["service_port: 80\n", "pc.yaml: platformc: missing required field"],
+    ["platformc: text\n", "pc.yaml: platformc: missing required field"],
+    ["platformc:\n  address: null\n", "pc.yaml: platformc.address: missing required field"],
+    ["platformc:\n  address: 7\n", "pc.yaml: platformc.address: must be a string"],
+    [
+      "platformc:\n  address: 'http://a b'\n",
+      'pc.yaml: platformc.address: invalid address "http://a b"',
+    ],
+    [
+      "platformc:\n  address: a:1\n  poll_interval: 0s\n",
+      "pc.yaml: platformc.poll_interval: must be > 0",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: '80'\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: 1.5\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: 0\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: 65536\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\n  client_key_path: k.pem\n",
+      "pc.yaml: platformc.client_cert_path and platformc.client_key_path must be given together",
+    ],
+  ];
+  for (const [text, message] of bad) {
+    assert.throws(() => parsePlatformCConfig(text, "pc.yaml"), { message }, JSON.stringify(text));
+  }
+  // the limits themselves are fine; http:// is kept, anything else becomes https://; slashes go
+  const edge = parsePlatformCConfig(
+    "copilot:\n  address: http://pc.local:9000//\nservice_port: 65535\n",
+    "pc.yaml",
+  );
+  assert.equal(edge.address, "http://pc.local:9000");
+  assert.equal(edge.servicePort, 65535);
+  assert.equal(edge.pollIntervalMs, 30_000);
+  assert.equal(
+    parsePlatformCConfig("platformc:\n  address: pc:1\nservice_port: 1\n", "p").address,
+    "https://pc:1",
+  );
+  assert.equal(
+    parsePlatformCConfig("platformc:\n  address: xhttp://pc:1\n", "p").address,
+    "https://xhttp://pc:1",
+  );
+});
