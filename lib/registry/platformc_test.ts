@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import https from "node:https";
 import { makeTestPki } from "../../tests/harness/certs.ts";
-import { createPlatformCRegistry, parsePlatformCConfig } from "./platformc.ts";
+import { convertPlatformC, createPlatformCRegistry, parsePlatformCConfig } from "./platformc.ts";
 
 Deno.test("parsePlatformCConfig() names the field of every mistake", () => {
   const ok = parsePlatformCConfig(
@@ -184,4 +184,83 @@ Deno.test("parsePlatformCConfig() refuses each malformed file with a one-line er
     parsePlatformCConfig("platformc:\n  address: xhttp://pc:1\n", "p").address,
     "https://xhttp://pc:1",
   );
+});
+
+Deno.test("convertPlatformC() builds whole services and instances, sorted, skipping unusable entries", () => {
+  const snap = convertPlatformC(
+    {
+      backends: {
+        "b.apps.internal": { backends: [{ address: "10.0.0.2", port: 61001 }] },
+        "a.apps.internal": {
+          backends: [
+            { address: "10.0.0.1", port: 61000, app_guid: "g-1" },
+            { address: "", port: 1 }, // no address
+            { address: "10.0.0.9" }, // no port
+          ],
+        },
+        "c.apps.internal": {}, // no backends: a service without instances
+      },
+    },
+    {
+      internal_routes: [
+        {
+          hostname: "db.internal",
+          vip: "127.128.0.1",
+          backends: { backends: [{ address: "10.1.0.1", port: 5432 }] },
+        },
+        { hostname: "novip.internal" },
+        { vip: "127.128.0.2" }, // no hostname: skipped
+      ],
+    },
+    8080,
+  );
+  const http = { name: "http", port: 8080, protocol: "HTTP" };
+  const tcp = { name: "tcp", port: 8080, protocol: "TCP" };
+  const service = (hostname: string, address: string, port: unknown) => ({
+    hostname,
+    address,
+    ports: [port],
+    namespace: "",
+    meshExternal: false,
+    resolution: "ClientSideLB",
+    serviceAccounts: [],
+    registry: "PlatformC",
+  });
+  assert.deepEqual(snap.services, [
+    service("a.apps.internal", "0.0.0.0", http),
+    service("b.apps.internal", "0.0.0.0", http),
+    service("c.apps.internal", "0.0.0.0", http),
+    service("db.internal", "127.128.0.1", tcp),
+    service("novip.internal", "0.0.0.0", tcp),
+  ]);
+  assert.deepEqual(snap.instances, [
+    {
+      hostname: "a.apps.internal",
+      servicePort: http,
+      address: "10.0.0.1",
+      port: 61000,
+      labels: { cfapp: "g-1" },
+      locality: "",
+      serviceAccount: "",
+    },
+    {
+      hostname: "b.apps.internal",
+      servicePort: http,
+      address: "10.0.0.2",
+      port: 61001,
+      labels: {},
+      locality: "",
+      serviceAccount: "",
+    },
+    {
+      hostname: "db.internal",
+      servicePort: tcp,
+      address: "10.1.0.1",
+      port: 5432,
+      labels: {},
+      locality: "",
+      serviceAccount: "",
+    },
+  ]);
+  assert.deepEqual(convertPlatformC(null, null, 8080), { services: [], instances: [] });
 });
