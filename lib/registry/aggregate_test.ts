@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { aggregateRegistries, parseRegistries } from "./aggregate.ts";
 import { createMockRegistry } from "./mock.ts";
+import type { ServiceRegistry } from "../model/types.ts";
 
 Deno.test("parseRegistries() rejects unknown names and skips duplicates with a warning", () => {
   assert.throws(
     () => parseRegistries(["Kubernetes"]),
-    /Service registry Kubernetes is not supported/,
+    /^Error: Service registry Kubernetes is not supported\. Supported: Orchestrator, RegistryA, RegistryB, PlatformC, Mock$/,
   );
   const r = parseRegistries(["Mock", "RegistryA", "Mock"]);
   assert.deepEqual(r.names, ["Mock", "RegistryA"]);
@@ -36,4 +37,29 @@ Deno.test("aggregateRegistries() takes a service from the first registry and mer
   assert.equal(agg.services().length, 2);
   assert.equal(agg.instances().length, a.instances().length + b.instances().length);
   await agg.stop();
+});
+
+Deno.test("aggregateRegistries() starts and stops every member and passes on each member's changes", async () => {
+  const calls: string[] = [];
+  const handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  const member = (name: string): ServiceRegistry => ({
+    name,
+    services: () => [],
+    instances: () => [],
+    onChange: (h) => void handlers.push(h),
+    start: () => Promise.resolve(void calls.push(`start ${name}`)),
+    stop: () => Promise.resolve(void calls.push(`stop ${name}`)),
+  });
+  const agg = aggregateRegistries([member("a"), member("b")]);
+  assert.equal(agg.name, "Aggregate");
+  const seen: string[] = [];
+  agg.onChange((k) => seen.push(`1 ${k}`));
+  agg.onChange((k) => seen.push(`2 ${k}`));
+  await agg.start();
+  assert.deepEqual(calls, ["start a", "start b"]);
+  handlers[0]("endpoints"); // a
+  handlers[1]("services"); // b
+  assert.deepEqual(seen, ["1 endpoints", "2 endpoints", "1 services", "2 services"]);
+  await agg.stop();
+  assert.deepEqual(calls, ["start a", "start b", "stop a", "stop b"]);
 });

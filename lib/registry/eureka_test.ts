@@ -74,3 +74,61 @@ Deno.test("createEurekaRegistry() polls /eureka/v2/apps with Accept: application
     await server.shutdown();
   }
 });
+
+Deno.test("convertEurekaApps() builds whole services: ports sorted and in range, first protocol kept, one app or many", () => {
+  const port = (n: unknown, enabled: unknown = "true") => ({ $: n, "@enabled": enabled });
+  const snap = convertEurekaApps({
+    applications: {
+      // a single application (not in an array), as Eureka's JSON gives it
+      application: {
+        instance: [
+          {
+            hostName: "web.local",
+            ipAddr: "10.0.0.1",
+            status: "UP",
+            port: port(9090, true), // a JSON boolean works too
+            securePort: port(65536), // out of range: ignored
+            metadata: { "mesh.protocol": "grpc", version: "v1" },
+          },
+          {
+            hostName: "web.local",
+            ipAddr: "10.0.0.2",
+            status: "UP",
+            port: port(8080),
+            securePort: port(9090), // same port, other protocol: the first one is kept
+            metadata: { "istio.protocol": "http" },
+          },
+          { hostName: "web.local", ipAddr: "10.0.0.3", status: "UP", port: port(0) },
+          { hostName: "web.local", ipAddr: "10.0.0.4", status: "UP", port: port(65535) },
+          { hostName: "web.local", ipAddr: "10.0.0.5", status: "UP", port: port(7000, "false") },
+        ],
+      },
+    },
+  });
+  assert.deepEqual(snap.services, [{
+    hostname: "web.local",
+    address: "0.0.0.0",
+    ports: [
+      { name: "8080", port: 8080, protocol: "HTTP" },
+      { name: "9090", port: 9090, protocol: "GRPC" },
+      { name: "65535", port: 65535, protocol: "TCP" },
+    ],
+    namespace: "",
+    meshExternal: false,
+    resolution: "ClientSideLB",
+    serviceAccounts: [],
+    registry: "RegistryB",
+  }]);
+  assert.deepEqual(
+    snap.instances.map((
+      i,
+    ) => [i.address, i.port, i.servicePort.protocol, i.labels, i.locality, i.serviceAccount]),
+    [
+      ["10.0.0.1", 9090, "GRPC", { version: "v1" }, "", ""],
+      ["10.0.0.2", 8080, "HTTP", {}, "", ""],
+      ["10.0.0.2", 9090, "GRPC", {}, "", ""],
+      ["10.0.0.4", 65535, "TCP", {}, "", ""],
+    ],
+  );
+  assert.deepEqual(convertEurekaApps({}), { services: [], instances: [] });
+});

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { createClusterRegistries } from "./multicluster.ts";
+import { configureLogging, defaultLogOptions } from "../log/mod.ts";
 
 function seed(kube: FakeKube, svc: string, ip: string) {
   kube.upsert({
@@ -147,7 +148,12 @@ Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores o
   await using west = await startFakeKube();
   seed(east, "a", "10.10.0.1");
   seed(west, "b", "10.20.0.1");
-  configMap(local, { east: east.kubeconfig() });
+  configMap(local, { west: west.kubeconfig(), east: east.kubeconfig() });
+  const dir = await Deno.makeTempDir();
+  const logging = await configureLogging({
+    ...defaultLogOptions(["default"]),
+    targets: [`${dir}/out.log`],
+  });
   const mc = await createClusterRegistries({
     kubeconfigPath: local.kubeconfigPath,
     configMapName: "clusters",
@@ -161,32 +167,53 @@ Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores o
   mc.onChange((k) => changes.push(k));
   try {
     await mc.start();
-    const [eastReg] = mc.registries();
-    assert.deepEqual(sets, [["east"]]);
+    const regs = mc.registries();
+    assert.deepEqual(sets, [["east", "west"]]);
     // Another config map of the namespace is not the cluster list.
     local.upsert({
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: { name: "other", namespace: "mesh-system" },
-      data: { west: west.kubeconfig() },
+      data: { south: west.kubeconfig() },
     });
     // A key that cannot be used: reported, the set of running clusters is unchanged.
     const ghost =
       "apiVersion: v1\nkind: Config\ncurrent-context: ghost\ncontexts: []\nclusters: []\n";
-    configMap(local, { east: east.kubeconfig(), ghost });
+    configMap(local, { east: east.kubeconfig(), west: west.kubeconfig(), ghost });
     await waitUntil(() => mc.errors().length === 1, 5000, "the error for ghost");
-    assert.deepEqual(mc.errors(), [{
-      cluster: "ghost",
-      message: 'Cluster "ghost" in config map mesh-system/clusters: invalid kubeconfig: ' +
-        'no current context with a cluster ("ghost")',
-    }]);
-    assert.deepEqual(mc.registries().map((r) => r.clusterId), ["east"]);
-    // east's registry was kept (not restarted), and nobody was told of a change
-    assert.equal(mc.registries()[0], eastReg);
-    assert.deepEqual(sets, [["east"]]);
+    const error = 'Cluster "ghost" in config map mesh-system/clusters: invalid kubeconfig: ' +
+      'no current context with a cluster ("ghost")';
+    assert.deepEqual(mc.errors(), [{ cluster: "ghost", message: error }]);
+    // east's and west's registries were kept (not restarted), and nobody was told of a change
+    assert.deepEqual(mc.registries().map((r) => r.clusterId), ["east", "west"]);
+    assert.ok(mc.registries().every((r, i) => r === regs[i]));
+    assert.deepEqual(sets, [["east", "west"]]);
     assert.deepEqual(changes, []);
+    // errors() are in key order, whatever order they came in
+    configMap(local, {
+      east: east.kubeconfig(),
+      west: west.kubeconfig(),
+      ghost,
+      aaa: "clusters: [",
+    });
+    await waitUntil(() => mc.errors().length === 2, 5000, "the error for aaa");
+    assert.deepEqual(mc.errors().map((e) => e.cluster), ["aaa", "ghost"]);
+    await logging.dispose();
+    const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
+      .filter((l) => l.includes("Multicluster")).map((l) => l.split("\t").slice(1).join(" "));
+    assert.deepEqual(lines, [
+      'info default Multicluster: added the registry of cluster "east"',
+      'info default Multicluster: added the registry of cluster "west"',
+      `warn default Multicluster: ${error}`,
+      // a key that could not be used is tried again (and reported again) on each change
+      'warn default Multicluster: Cluster "aaa" in config map mesh-system/clusters: invalid kubeconfig: ' +
+      "unexpected end of the stream within a flow collection (2:1)",
+      `warn default Multicluster: ${error}`,
+    ]);
   } finally {
+    await logging.dispose();
     await mc.stop();
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

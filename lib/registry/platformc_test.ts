@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import https from "node:https";
 import { makeTestPki } from "../../tests/harness/certs.ts";
-import { createPlatformCRegistry, parsePlatformCConfig } from "./platformc.ts";
+import { convertPlatformC, createPlatformCRegistry, parsePlatformCConfig } from "./platformc.ts";
 
 Deno.test("parsePlatformCConfig() names the field of every mistake", () => {
   const ok = parsePlatformCConfig(
@@ -124,4 +124,143 @@ Deno.test("createPlatformCRegistry() gets nothing from an API that wants a clien
     await api.close();
     await pki.remove();
   }
+});
+
+Deno.test("parsePlatformCConfig() refuses each malformed file with a one-line error naming the field", () => {
+  const bad: [string, string][] = [
+    ["- a\n", "pc.yaml: expected a YAML mapping"],
+    ["just text\n", "pc.yaml: expected a YAML mapping"],
+    ["", "pc.yaml: expected a YAML mapping"],
+    ["platformc:\n  address: a:1\nextra: 1\n", "pc.yaml: extra: unknown field"],
+    ["service_port: 80\n", "pc.yaml: platformc: missing required field"],
+    ["platformc: text\n", "pc.yaml: platformc: missing required field"],
+    ["platformc:\n  address: null\n", "pc.yaml: platformc.address: missing required field"],
+    ["platformc:\n  address: 7\n", "pc.yaml: platformc.address: must be a string"],
+    [
+      "platformc:\n  address: 'http://a b'\n",
+      'pc.yaml: platformc.address: invalid address "http://a b"',
+    ],
+    [
+      "platformc:\n  address: a:1\n  poll_interval: 0s\n",
+      "pc.yaml: platformc.poll_interval: must be > 0",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: '80'\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: 1.5\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: 0\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\nservice_port: 65536\n",
+      "pc.yaml: service_port: must be a port number between 1 and 65535",
+    ],
+    [
+      "platformc:\n  address: a:1\n  client_key_path: k.pem\n",
+      "pc.yaml: platformc.client_cert_path and platformc.client_key_path must be given together",
+    ],
+  ];
+  for (const [text, message] of bad) {
+    assert.throws(() => parsePlatformCConfig(text, "pc.yaml"), { message }, JSON.stringify(text));
+  }
+  // the limits themselves are fine; http:// is kept, anything else becomes https://; slashes go
+  const edge = parsePlatformCConfig(
+    "copilot:\n  address: http://pc.local:9000//\nservice_port: 65535\n",
+    "pc.yaml",
+  );
+  assert.equal(edge.address, "http://pc.local:9000");
+  assert.equal(edge.servicePort, 65535);
+  assert.equal(edge.pollIntervalMs, 30_000);
+  assert.equal(
+    parsePlatformCConfig("platformc:\n  address: pc:1\nservice_port: 1\n", "p").address,
+    "https://pc:1",
+  );
+  assert.equal(
+    parsePlatformCConfig("platformc:\n  address: xhttp://pc:1\n", "p").address,
+    "https://xhttp://pc:1",
+  );
+});
+
+Deno.test("convertPlatformC() builds whole services and instances, sorted, skipping unusable entries", () => {
+  const snap = convertPlatformC(
+    {
+      backends: {
+        "b.apps.internal": { backends: [{ address: "10.0.0.2", port: 61001 }] },
+        "a.apps.internal": {
+          backends: [
+            { address: "10.0.0.1", port: 61000, app_guid: "g-1" },
+            { address: "", port: 1 }, // no address
+            { address: "10.0.0.9" }, // no port
+          ],
+        },
+        "c.apps.internal": {}, // no backends: a service without instances
+      },
+    },
+    {
+      internal_routes: [
+        {
+          hostname: "db.internal",
+          vip: "127.128.0.1",
+          backends: { backends: [{ address: "10.1.0.1", port: 5432 }] },
+        },
+        { hostname: "novip.internal" },
+        { vip: "127.128.0.2" }, // no hostname: skipped
+      ],
+    },
+    8080,
+  );
+  const http = { name: "http", port: 8080, protocol: "HTTP" };
+  const tcp = { name: "tcp", port: 8080, protocol: "TCP" };
+  const service = (hostname: string, address: string, port: unknown) => ({
+    hostname,
+    address,
+    ports: [port],
+    namespace: "",
+    meshExternal: false,
+    resolution: "ClientSideLB",
+    serviceAccounts: [],
+    registry: "PlatformC",
+  });
+  assert.deepEqual(snap.services, [
+    service("a.apps.internal", "0.0.0.0", http),
+    service("b.apps.internal", "0.0.0.0", http),
+    service("c.apps.internal", "0.0.0.0", http),
+    service("db.internal", "127.128.0.1", tcp),
+    service("novip.internal", "0.0.0.0", tcp),
+  ]);
+  assert.deepEqual(snap.instances, [
+    {
+      hostname: "a.apps.internal",
+      servicePort: http,
+      address: "10.0.0.1",
+      port: 61000,
+      labels: { cfapp: "g-1" },
+      locality: "",
+      serviceAccount: "",
+    },
+    {
+      hostname: "b.apps.internal",
+      servicePort: http,
+      address: "10.0.0.2",
+      port: 61001,
+      labels: {},
+      locality: "",
+      serviceAccount: "",
+    },
+    {
+      hostname: "db.internal",
+      servicePort: tcp,
+      address: "10.1.0.1",
+      port: 5432,
+      labels: {},
+      locality: "",
+      serviceAccount: "",
+    },
+  ]);
+  assert.deepEqual(convertPlatformC(null, null, 8080), { services: [], instances: [] });
 });

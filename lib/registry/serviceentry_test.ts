@@ -43,15 +43,29 @@ Deno.test("convertServiceEntries() maps resolution and location, MESH_EXTERNAL b
       ports: [{ number: 80, name: "http", protocol: "HTTP" }],
       resolution: "DNS",
     }),
+    // NONE ignores the endpoints it is given; STATIC without endpoints has none
+    se("none-eps", {
+      hosts: ["c.com"],
+      ports: [{ number: 80, name: "http", protocol: "HTTP" }],
+      endpoints: [{ address: "10.9.9.9" }],
+    }),
+    se("static", {
+      hosts: ["d.com"],
+      ports: [{ number: 80, name: "http", protocol: "HTTP" }],
+      resolution: "STATIC",
+    }),
   ]);
   assert.deepEqual(services.map((s) => [s.hostname, s.address, s.resolution, s.meshExternal]), [
     ["a.com", "0.0.0.0", "Passthrough", true],
     ["b.com", "0.0.0.0", "DNSLB", true],
+    ["c.com", "0.0.0.0", "Passthrough", true],
+    ["d.com", "0.0.0.0", "ClientSideLB", true],
   ]);
   // NONE has no endpoints; DNS without endpoints resolves the host itself.
-  assert.deepEqual(instances.map((i) => [i.hostname, i.address, i.port, i.servicePort.protocol]), [
-    ["b.com", "b.com", 80, "HTTP"],
-  ]);
+  assert.deepEqual(
+    instances.map((i) => [i.hostname, i.address, i.port, i.servicePort.protocol, i.locality]),
+    [["b.com", "b.com", 80, "HTTP", ""]],
+  );
 });
 
 Deno.test("convertServiceEntries() takes endpoint ports by port name, else the service port", () => {
@@ -93,10 +107,21 @@ Deno.test("createServiceEntryRegistry() follows the store's ServiceEntries", asy
       resolution: "DNS",
     }));
     await waitUntil(() => reg.services().length > 0);
+    assert.equal(reg.name, "ServiceEntry");
     assert.deepEqual(reg.services().map((s) => s.hostname), ["api.example.com"]);
+    assert.deepEqual(reg.instances().map((i) => i.address), ["api.example.com"]);
     assert.ok(changes.includes("services"));
     await store.delete("serviceentry", "ext", "default");
     await waitUntil(() => reg.services().length === 0);
+    assert.deepEqual(reg.services(), []);
+    // stopped, it no longer follows the store
+    await reg.stop();
+    await store.create(se("late", {
+      hosts: ["late.example.com"],
+      ports: [{ number: 80, name: "http", protocol: "HTTP" }],
+      resolution: "DNS",
+    }));
+    await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(reg.services(), []);
   } finally {
     await reg.stop();

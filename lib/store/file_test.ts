@@ -352,6 +352,29 @@ Deno.test("createFileStore() fails clearly on a missing directory", async () => 
   );
 });
 
+Deno.test("createFileStore() refuses a file, and poll or rescan periods that are not positive", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-filestore-" });
+  try {
+    await Deno.writeTextFile(`${dir}/f.yaml`, "");
+    await assert.rejects(
+      createFileStore({ dir: `${dir}/f.yaml` }),
+      new RegExp(`^Error: Cannot use config directory "${dir}/f.yaml": not a directory$`),
+    );
+    for (const bad of [0, -5, NaN, Infinity]) {
+      await assert.rejects(
+        createFileStore({ dir, pollMs: bad }),
+        new RegExp(`^Error: Invalid file store pollMs ${bad}: must be a positive number$`),
+      );
+      await assert.rejects(
+        createFileStore({ dir, rescanMs: bad }),
+        new RegExp(`^Error: Invalid file store rescanMs ${bad}: must be a positive number$`),
+      );
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("createFileStore() follows a mounted config map's symlinks and sees its swaps", async () => {
   await withStore(async (store, dir) => {
     await Deno.mkdir(`${dir}/..2024_01`);

@@ -9,7 +9,17 @@ const VS = "/apis/networking.mesh.io/v1alpha3";
 const vs = (name: string, namespace?: string, hosts: string[] = [name]) => ({
   apiVersion: "networking.mesh.io/v1alpha3",
   kind: "VirtualService",
-  metadata: { name, ...(namespace ? { namespace } : {}), resourceVersion: "7", uid: "u-1" },
+  metadata: {
+    name,
+    ...(namespace ? { namespace } : {}),
+    resourceVersion: "7",
+    uid: "u-1",
+    labels: { app: name },
+    annotations: { note: "n" },
+    creationTimestamp: "2026-01-02T03:04:05Z",
+    generation: 3,
+    managedFields: [{ manager: "kubectl" }], // not kept
+  },
   spec: { hosts, http: [{ route: [{ destination: { host: hosts[0] ?? name } }] }] },
 });
 
@@ -47,7 +57,7 @@ Deno.test("readKubeSnapshot() lists every type page by page and serves get/list 
         ? ok([vs("a", "team"), vs("c")])
         : ok([vs("b", "default"), vs("a", "default")], "p2");
     }
-    return ok([]);
+    return { status: 200, body: "{}" }; // no items, no metadata: an empty list
   });
   const store = await readKubeSnapshot({ rest, schemas });
   assert.deepEqual(asked.sort(), [
@@ -71,8 +81,19 @@ Deno.test("readKubeSnapshot() lists every type page by page and serves get/list 
     "b",
   ]);
   assert.deepEqual(await store.list("destinationrule"), []);
+  assert.equal((await store.get("virtualservice", "b", "default"))?.metadata.name, "b");
   const got = await store.get("virtualservice", "a", "team");
-  assert.equal(got?.metadata.namespace, "team");
+  // the metadata a user sees: these fields, nothing else of the API's
+  assert.deepEqual(got?.metadata, {
+    name: "a",
+    namespace: "team",
+    resourceVersion: "7",
+    uid: "u-1",
+    labels: { app: "a" },
+    annotations: { note: "n" },
+    creationTimestamp: "2026-01-02T03:04:05Z",
+    generation: 3,
+  });
   assert.equal(await store.get("virtualservice", "a", "elsewhere"), undefined);
   // what callers get are copies: changing them changes nothing in the snapshot
   got!.metadata.name = "changed";

@@ -328,3 +328,17 @@ Deno.test("createKubeStore() keeps the last valid version of an object made inva
     [vsRaw("a", "default")],
   );
 });
+
+Deno.test("createKubeStore() refuses a negative or non-finite resyncMs", async () => {
+  const kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
+  try {
+    for (const resyncMs of [-1, NaN, Infinity]) {
+      await assert.rejects(
+        createKubeStore({ kubeconfigPath: kube.kubeconfigPath, resyncMs }),
+        new RegExp(`^Error: Invalid orchestrator store resyncMs ${resyncMs}: must be >= 0$`),
+      );
+    }
+  } finally {
+    await kube.close();
+  }
+});

@@ -90,3 +90,27 @@ Deno.test("createMemoryStore() validates on the way in and normalises the group"
   ]);
   await store.close();
 });
+
+Deno.test("createMemoryStore() lists by namespace, hands out copies, refuses writes once closed", async () => {
+  const store = createMemoryStore();
+  const vs = await fixture("VirtualService");
+  await store.create(vs);
+  await store.create({ ...vs, metadata: { ...vs.metadata, namespace: "team" } });
+  assert.deepEqual(
+    (await store.list("virtualservice", "team")).map((o) => o.metadata.namespace),
+    ["team"],
+  );
+  assert.equal((await store.list("virtualservice")).length, 2);
+  // what get and list return are copies
+  const got = (await store.get("virtualservice", vs.metadata.name, "team"))!;
+  got.metadata.labels = { changed: "yes" };
+  (await store.list("virtualservice"))[0].metadata.labels = { changed: "yes" };
+  for (const o of await store.list("virtualservice")) assert.equal(o.metadata.labels, undefined);
+  await store.close();
+  const closed = /^Error: Config store is closed$/;
+  await assert.rejects(store.create({ ...vs, metadata: { ...vs.metadata, name: "new" } }), closed);
+  await assert.rejects(store.update(got), closed);
+  await assert.rejects(store.delete("virtualservice", vs.metadata.name, "team"), closed);
+  // reads still answer from what was there
+  assert.equal((await store.list("virtualservice")).length, 2);
+});
