@@ -5,6 +5,7 @@
  */
 
 import { Buffer } from "node:buffer";
+import { isIP } from "node:net";
 
 /** Options of {@link callUnary}. */
 export interface UnaryCallOptions {
@@ -16,7 +17,10 @@ export interface UnaryCallOptions {
   message: Uint8Array;
   /** PEM root certificate(s) verifying the server. */
   ca: string;
-  /** The name the server certificate must carry (SNI and verification; default the host). */
+  /**
+   * The name the server certificate must carry (SNI and verification). Default: the host; for an
+   * IP address (`127.0.0.1:port`, `[::1]:port`), no SNI and the certificate must carry that IP.
+   */
   servername?: string;
   /** Client certificate chain and key (PEM), for mutual TLS. */
   cert?: string;
@@ -50,7 +54,9 @@ export async function callUnary(opts: UnaryCallOptions): Promise<UnaryResult> {
     ca: opts.ca,
     cert: opts.cert,
     key: opts.key,
-    servername: opts.servername ?? host,
+    // TLS forbids an IP address as SNI (node:tls throws): the IP is then verified against the
+    // certificate's IP SANs.
+    servername: opts.servername ?? (isIP(host) ? undefined : host),
     ALPNProtocols: ["h2"],
   });
   const timeoutMs = opts.timeoutMs ?? 10_000;

@@ -153,3 +153,65 @@ Deno.test("callUnary(): the status without grpc-status, grpc-message decoding, t
     await pki.remove();
   }
 });
+
+Deno.test("callUnary(): an IPv6 [addr]:port address, verified against the IP SAN without a servername; an empty response message", async () => {
+  const pki = await makeTestPki();
+  try {
+    const server = await pki.issue("server", { dns: ["mesh-ca"], ips: ["::1"] });
+    const read = (p: string) => Deno.readTextFileSync(p);
+    const listener = await listenGrpc({
+      host: "[::1]",
+      port: 0,
+      tls: {
+        cert: te.encode(read(server.cert)),
+        key: te.encode(read(server.key)),
+        ca: te.encode(read(pki.caCert)),
+      },
+      handlers: new Map([["/t.S/Empty", (c: GrpcCall) => {
+        c.onEnd = () => c.send([new Uint8Array(0)]).then(() => c.end(GrpcStatus.OK, ""));
+      }]]),
+    });
+    try {
+      const r = await callUnary({
+        address: `[::1]:${listener.port}`,
+        path: "/t.S/Empty",
+        message: te.encode("x"),
+        ca: read(pki.caCert),
+      });
+      // An empty message is a response (0 bytes), not the absence of one.
+      assert.deepEqual([r.status, r.message, r.response], [0, "", new Uint8Array(0)]);
+    } finally {
+      await listener.close(GrpcStatus.UNAVAILABLE, "bye", 500);
+    }
+  } finally {
+    await pki.remove();
+  }
+});
+
+Deno.test("callUnary(): trailing junk after the port is refused; a refused connection rejects with its cause, not as a timeout", async () => {
+  const pki = await makeTestPki();
+  try {
+    // A port nothing listens on.
+    const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (l.addr as Deno.NetAddr).port;
+    l.close();
+    const call = (address: string) =>
+      callUnary({
+        address,
+        path: "/t.S/M",
+        message: te.encode("x"),
+        ca: Deno.readTextFileSync(pki.caCert),
+        timeoutMs: 5_000,
+      });
+    await assert.rejects(
+      call(`127.0.0.1:${port}x`),
+      new RegExp(`Invalid address "127.0.0.1:${port}x": want host:port`),
+    );
+    await assert.rejects(call(`127.0.0.1:${port}`), (e: Error) => {
+      assert.match(e.message, /ECONNREFUSED|refused/i);
+      return true;
+    });
+  } finally {
+    await pki.remove();
+  }
+});
