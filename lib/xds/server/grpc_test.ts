@@ -100,7 +100,7 @@ function open(client: AnyObj, method: string) {
   };
 }
 
-async function setup(tls?: AnyObj) {
+async function setup(tls?: AnyObj, host = "127.0.0.1") {
   const cache = new ResourceCache();
   cache.set(CDS, "c1", encodeCluster({ name: "c1", type: "EDS" }));
   const server = new XdsServer<TestProxy>({
@@ -111,14 +111,14 @@ async function setup(tls?: AnyObj) {
     logger: quiet,
   });
   const ads = await startAdsServer({
-    address: "127.0.0.1:0",
+    address: `${host}:0`,
     server,
     tls: tls?.server,
     logger: quiet,
   });
   // Deno's TLS refuses an IP address as SNI server name: verify the server as "localhost".
   const client = new AdsClient(
-    `127.0.0.1:${ads.port}`,
+    `${host}:${ads.port}`,
     tls?.client ?? grpc.credentials.createInsecure(),
     tls ? { "grpc.ssl_target_name_override": "localhost" } : {},
   );
@@ -596,5 +596,107 @@ Deno.test("startAdsServer() listens on a unix: socket", async () => {
     await ads.shutdown();
     server.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("startAdsServer() listens on an IPv6 [::1]:port address", async () => {
+  const t = await setup(undefined, "[::1]");
+  try {
+    const s = open(t.client, "StreamAggregatedResources");
+    s.send({ node: node("a"), type_url: CDS });
+    assert.deepEqual((await s.next()).resources.map((r: AnyObj) => r.name), ["c1"]);
+    s.call.cancel();
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test('startAdsServer(): a port already taken (65535 here) fails with "Cannot listen on <address>"', async () => {
+  const server = new XdsServer({ parseNode: (n) => n.id, resourcesFor: () => new Map() });
+  let holder: Deno.Listener | undefined;
+  try {
+    holder = Deno.listen({ hostname: "127.0.0.1", port: 65535 });
+  } catch {
+    // Already taken by another process: taken all the same.
+  }
+  try {
+    await assert.rejects(
+      startAdsServer({ address: "127.0.0.1:65535", server, logger: quiet }),
+      (e: Error) => {
+        assert.match(e.message, /^Cannot listen on 127\.0\.0\.1:65535: .*(EADDRINUSE|in use)/i);
+        return true;
+      },
+    );
+  } finally {
+    holder?.close();
+    server.close();
+  }
+});
+
+Deno.test('startAdsServer() TLS: the "not PEM" errors name the field; setTls() checks its PEM, keeps the old certificate on error and swaps it for new connections', async () => {
+  const dir = await Deno.makeTempDir({ prefix: "ads-tls-set-" });
+  const other = await Deno.makeTempDir({ prefix: "ads-tls-set-other-" });
+  try {
+    const c = await makeCerts(dir);
+    const o = await makeCerts(other);
+    const xs = new XdsServer({ parseNode: (n) => n.id, resourcesFor: () => new Map() });
+    const notPem = (field: string) =>
+      new RegExp(`^Error: Invalid tls\\.${field}: not PEM \\(no "-----BEGIN" line\\)$`);
+    const good = { certChain: c["server.crt"], key: c["server.key"], root: c["ca.crt"] };
+    for (const field of ["certChain", "key", "root"] as const) {
+      await assert.rejects(
+        startAdsServer({
+          address: "127.0.0.1:0",
+          server: xs,
+          logger: quiet,
+          tls: { ...good, [field]: "x" },
+        }),
+        (e: Error) => {
+          assert.match(String(e), notPem(field));
+          return true;
+        },
+      );
+    }
+    xs.close();
+    // No requireClientCert: a client without a certificate is served.
+    const t = await setup({ server: good, client: grpc.credentials.createInsecure() });
+    try {
+      assert.equal(await tlsServed(t.ads.port, { ca: c["ca.crt"] }), true);
+      const next = { certChain: o["server.crt"], key: o["server.key"], root: o["ca.crt"] };
+      for (const field of ["certChain", "key", "root"] as const) {
+        assert.throws(() => t.ads.setTls({ ...next, [field]: "x" }), (e: Error) => {
+          assert.match(String(e), notPem(field));
+          return true;
+        });
+      }
+      // A refused setTls() changed nothing.
+      assert.equal(await tlsServed(t.ads.port, { ca: c["ca.crt"] }), true);
+      assert.equal(await tlsServed(t.ads.port, { ca: o["ca.crt"] }), false);
+      t.ads.setTls(next);
+      assert.equal(await tlsServed(t.ads.port, { ca: o["ca.crt"] }), true);
+      assert.equal(await tlsServed(t.ads.port, { ca: c["ca.crt"] }), false);
+      // The new root verifies client certificates: one from the old CA is refused.
+      assert.equal(
+        await tlsServed(t.ads.port, {
+          ca: o["ca.crt"],
+          cert: c["client.crt"],
+          key: c["client.key"],
+        }),
+        false,
+      );
+      assert.equal(
+        await tlsServed(t.ads.port, {
+          ca: o["ca.crt"],
+          cert: o["client.crt"],
+          key: o["client.key"],
+        }),
+        true,
+      );
+    } finally {
+      await t.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(other, { recursive: true });
   }
 });
