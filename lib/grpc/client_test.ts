@@ -216,3 +216,44 @@ Deno.test("callUnary(): trailing junk after the port is refused; a refused conne
     await pki.remove();
   }
 });
+
+Deno.test("callUnary() offers ALPN h2 (servers such as grpc-go refuse a TLS connection without it)", async () => {
+  const pki = await makeTestPki();
+  try {
+    const server = await pki.issue("server", { dns: ["mesh-ca"] });
+    const read = (p: string) => Deno.readTextFileSync(p);
+    const l = Deno.listenTls({
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: read(server.cert),
+      key: read(server.key),
+      alpnProtocols: ["h2"],
+    });
+    const negotiated = (async () => {
+      const conn = await l.accept();
+      try {
+        return (await conn.handshake()).alpnProtocol;
+      } catch (e) {
+        return `handshake failed: ${(e as Error).message}`;
+      } finally {
+        conn.close();
+      }
+    })();
+    try {
+      // The server closes the connection after the handshake: the call fails, its ALPN is kept.
+      await callUnary({
+        address: `127.0.0.1:${l.addr.port}`,
+        path: "/t.S/M",
+        message: te.encode("x"),
+        ca: read(pki.caCert),
+        servername: "mesh-ca",
+        timeoutMs: 5_000,
+      }).catch(() => undefined);
+      assert.equal(await negotiated, "h2");
+    } finally {
+      l.close();
+    }
+  } finally {
+    await pki.remove();
+  }
+});
