@@ -528,3 +528,27 @@ Deno.test("createKubeStore() writes objects without a namespace to the default n
     { defaultNamespace: "team" },
   );
 });
+
+Deno.test("createKubeStore() relists without events for unchanged objects, and a deleted invalid object emits none", async () => {
+  const invalid = vsRaw("bad", "default");
+  invalid.spec = { hosts: ["bad"] };
+  await withKube(
+    async (store, kube) => {
+      const rec = recordEvents(store);
+      await store.resync();
+      await store.resync();
+      kube.remove("virtualservices.networking.mesh.io", "default", "bad");
+      await until(() => store.errors().length === 0, 3000, "the error to clear");
+      kube.upsert(vsRaw("late", "default"));
+      await until(() => rec.events.length > 0, 3000, "the ADDED event");
+      assert.deepEqual(eventLines(rec.events), ["ADDED VirtualService/default/late"]);
+      assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), [
+        "late",
+        "pre",
+      ]);
+      rec.close();
+    },
+    { log: false },
+    [vsRaw("pre", "default"), invalid],
+  );
+});
