@@ -162,3 +162,25 @@ Deno.test("Watchers deliver a copy to each handler in order, log a failing one a
   w.emit("DELETED", obj);
   assert.equal(logged.length, 2);
 });
+
+Deno.test("store validation errors label input that is no object, or has no metadata", async () => {
+  const store = createMemoryStore();
+  const message = (raw: unknown) =>
+    store.create(raw as never).then(() => "", (e: Error) => `${e.name}: ${e.message}`);
+  assert.equal(
+    await message(null),
+    "ValidationError: Invalid config: object: must be an object, got null",
+  );
+  assert.equal(
+    await message(undefined),
+    "ValidationError: Invalid config: object: must be an object, got undefined",
+  );
+  assert.match(
+    await message({ kind: "VirtualService" }),
+    /^ValidationError: Invalid config: VirtualService: metadata\.name: is required; /,
+  );
+  assert.match(
+    await message({ kind: "VirtualService", metadata: { namespace: "n s", name: "a b" } }),
+    /^ValidationError: Invalid config: VirtualService\/"n s"\/"a b": metadata\.name: /,
+  );
+});
