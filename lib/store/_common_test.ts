@@ -1,6 +1,16 @@
 import assert from "node:assert/strict";
 import { createMemoryStore } from "./memory.ts";
-import { deepEqual } from "./_common.ts";
+import {
+  alreadyExists,
+  byNsName,
+  canonicalJson,
+  contentVersion,
+  deepEqual,
+  notFound,
+  staleVersion,
+  Watchers,
+} from "./_common.ts";
+import type { ConfigObject } from "../model/types.ts";
 import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
 
 const vs = (kind: unknown, name: unknown, namespace?: unknown) => ({
@@ -55,4 +65,122 @@ Deno.test("deepEqual() compares JSON values structurally, ignoring key order and
   assert.ok(!deepEqual({}, null));
   assert.ok(!deepEqual(1, "1"));
   assert.ok(!deepEqual({ a: { b: 1 } }, { a: { b: 2 } }));
+});
+
+Deno.test("deepEqual() tells an object from a primitive or another primitive, and [undefined] from []", () => {
+  assert.ok(!deepEqual(1, 2));
+  assert.ok(!deepEqual({}, 1));
+  assert.ok(!deepEqual({}, ""));
+  assert.ok(!deepEqual("", {}));
+  assert.ok(!deepEqual([undefined], []));
+});
+
+Deno.test("canonicalJson() sorts keys, drops undefined members and refuses runaway nesting", () => {
+  assert.equal(
+    canonicalJson({ b: 1, a: [undefined, "x", { d: null, c: true }], u: undefined }),
+    '{"a":[null,"x",{"c":true,"d":null}],"b":1}',
+  );
+  assert.equal(canonicalJson(undefined), "null");
+  assert.equal(canonicalJson("s"), '"s"');
+  assert.equal(canonicalJson(null), "null");
+  let deep: unknown = 1;
+  for (let i = 0; i < 1000; i++) deep = { k: deep };
+  assert.throws(() => canonicalJson(deep), /^Error: object is nested deeper than \d+$/);
+  let arr: unknown = 1;
+  for (let i = 0; i < 1000; i++) arr = [arr];
+  assert.throws(() => canonicalJson(arr), /nested deeper than/);
+});
+
+Deno.test("contentVersion() is a stable 12-hex-digit hash of the content without resourceVersion", () => {
+  const o = (rv: string, spec: Record<string, unknown>): ConfigObject => ({
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "VirtualService",
+    metadata: { name: "a", namespace: "ns", resourceVersion: rv },
+    spec,
+  });
+  // the same value in every process (a golden value), whatever the resourceVersion or key order
+  assert.equal(contentVersion(o("9", { hosts: ["a"], n: [1, null] })), "e9123138084f");
+  assert.equal(contentVersion(o("1", { n: [1, null], hosts: ["a"] })), "e9123138084f");
+  assert.notEqual(contentVersion(o("9", { hosts: ["b"], n: [1, null] })), "e9123138084f");
+});
+
+Deno.test("store error messages name the kind, object and namespace", () => {
+  assert.equal(notFound("Gateway", "gw", "ns").message, 'Gateway "gw" not found in namespace "ns"');
+  assert.equal(
+    alreadyExists("Gateway", "gw", "ns").message,
+    'Gateway "gw" already exists in namespace "ns"',
+  );
+  assert.equal(
+    staleVersion("Gateway", "gw", "ns", "1", "2").message,
+    'Gateway "gw" in namespace "ns" was modified: resourceVersion "1" is stale (current "2")',
+  );
+});
+
+Deno.test("byNsName() orders by namespace, then name", () => {
+  const o = (namespace: string | undefined, name: string) =>
+    ({ metadata: { name, namespace } }) as ConfigObject;
+  const sorted = [o("b", "a"), o("a", "b"), o("a", "a"), o(undefined, "z"), o("a", "b")]
+    .sort(byNsName)
+    .map((x) => `${x.metadata.namespace ?? ""}/${x.metadata.name}`);
+  assert.deepEqual(sorted, ["/z", "a/a", "a/b", "a/b", "b/a"]);
+  assert.equal(byNsName(o("a", "a"), o("a", "a")), 0);
+  assert.equal(byNsName(o("a", "b"), o("a", "a")), 1);
+  assert.equal(byNsName(o("b", "a"), o("a", "a")), 1);
+});
+
+Deno.test("Watchers deliver a copy to each handler in order, log a failing one and go on", () => {
+  const logged: string[] = [];
+  const w = new Watchers({
+    debug() {},
+    info() {},
+    warn() {},
+    error: (m: string) => void logged.push(m),
+  });
+  const seen: string[] = [];
+  const obj = {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "Gateway",
+    metadata: { name: "gw", namespace: "ns" },
+    spec: {},
+  } as ConfigObject;
+  w.add(() => {
+    throw new Error("boom");
+  });
+  const h = w.add((e) => {
+    seen.push(`${e.type} ${e.object.metadata.name}`);
+    e.object.metadata.name = "changed";
+  });
+  w.emit("ADDED", obj);
+  assert.deepEqual(seen, ["ADDED gw"]);
+  assert.equal(obj.metadata.name, "gw");
+  assert.deepEqual(logged, ["Config store watch handler failed on ADDED Gateway/ns/gw: boom"]);
+  h.close();
+  w.emit("DELETED", obj);
+  assert.deepEqual(seen, ["ADDED gw"]);
+  assert.equal(logged.length, 2);
+  w.clear();
+  w.emit("DELETED", obj);
+  assert.equal(logged.length, 2);
+});
+
+Deno.test("store validation errors label input that is no object, or has no metadata", async () => {
+  const store = createMemoryStore();
+  const message = (raw: unknown) =>
+    store.create(raw as never).then(() => "", (e: Error) => `${e.name}: ${e.message}`);
+  assert.equal(
+    await message(null),
+    "ValidationError: Invalid config: object: must be an object, got null",
+  );
+  assert.equal(
+    await message(undefined),
+    "ValidationError: Invalid config: object: must be an object, got undefined",
+  );
+  assert.match(
+    await message({ kind: "VirtualService" }),
+    /^ValidationError: Invalid config: VirtualService: metadata\.name: is required; /,
+  );
+  assert.match(
+    await message({ kind: "VirtualService", metadata: { namespace: "n s", name: "a b" } }),
+    /^ValidationError: Invalid config: VirtualService\/"n s"\/"a b": metadata\.name: /,
+  );
 });

@@ -342,3 +342,213 @@ Deno.test("createKubeStore() refuses a negative or non-finite resyncMs", async (
     await kube.close();
   }
 });
+
+/** A logger recording `level message` lines. */
+function recordingLogger() {
+  const lines: string[] = [];
+  return {
+    lines,
+    log: {
+      debug: (m: string) => void lines.push(`debug ${m}`),
+      info: (m: string) => void lines.push(`info ${m}`),
+      warn: (m: string) => void lines.push(`warn ${m}`),
+      error: (m: string) => void lines.push(`error ${m}`),
+    },
+  };
+}
+
+Deno.test("createKubeStore() serves the labels and annotations of an object and writes those given", async () => {
+  const pre = vsRaw("pre", "default");
+  pre.metadata = {
+    name: "pre",
+    namespace: "default",
+    labels: { app: "reviews" },
+    annotations: { "mesh.io/note": "kept" },
+  };
+  await withKube(
+    async (store, kube) => {
+      const got = await store.get("virtualservice", "pre", "default");
+      assert.deepEqual(got?.metadata.labels, { app: "reviews" });
+      assert.deepEqual(got?.metadata.annotations, { "mesh.io/note": "kept" });
+      assert.equal(got?.metadata.namespace, "default");
+      assert.equal(
+        got?.metadata.resourceVersion,
+        kube.get("virtualservices.networking.mesh.io", "default", "pre")?.metadata
+          .resourceVersion,
+      );
+      const vs = await fixture("VirtualService");
+      vs.metadata.labels = { tier: "web" };
+      vs.metadata.annotations = { owner: "team-a" };
+      await store.create(vs);
+      const stored = kube.get("virtualservices.networking.mesh.io", "default", vs.metadata.name);
+      assert.deepEqual(stored?.metadata.labels, { tier: "web" });
+      assert.deepEqual(stored?.metadata.annotations, { owner: "team-a" });
+      assert.equal(stored?.apiVersion, "networking.mesh.io/v1alpha3");
+      assert.equal(stored?.kind, "VirtualService");
+    },
+    {},
+    [pre],
+  );
+});
+
+Deno.test("createKubeStore() list filters by namespace, sorts, and hands out copies", async () => {
+  await withKube(
+    async (store) => {
+      const names = async (ns?: string) =>
+        (await store.list("virtualservice", ns)).map((o) =>
+          `${o.metadata.namespace}/${o.metadata.name}`
+        );
+      assert.deepEqual(await names(), ["default/a", "default/b", "team/c"]);
+      assert.deepEqual(await names("team"), ["team/c"]);
+      assert.deepEqual(await names("default"), ["default/a", "default/b"]);
+      const got = (await store.get("virtualservice", "a", "default"))!;
+      got.spec.hosts = ["changed"];
+      (await store.list("virtualservice"))[0].spec.hosts = ["changed"];
+      assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
+      await assert.rejects(store.list("nosuchtype"), /nosuchtype/);
+    },
+    {},
+    [vsRaw("b", "default"), vsRaw("c", "team"), vsRaw("a", "default")],
+  );
+});
+
+Deno.test("createKubeStore() errors name the object and the operation", async () => {
+  await withKube(async (store, kube) => {
+    const vs = await fixture("VirtualService");
+    await store.create(vs);
+    await assert.rejects(store.create(vs), (e: Error) => {
+      assert.ok(e instanceof ConflictError);
+      assert.match(e.message, /^create VirtualService\/default\/reviews: /);
+      return true;
+    });
+    const missing = structuredClone(vs);
+    missing.metadata.name = "nope";
+    await assert.rejects(
+      store.update(missing),
+      /^NotFoundError: update VirtualService\/default\/nope: /,
+    );
+    await assert.rejects(store.delete("virtualservice", "nope", "default"), (e: Error) => {
+      assert.ok(e instanceof NotFoundError);
+      assert.equal(e.message, 'VirtualService "nope" not found in namespace "default"');
+      return true;
+    });
+    kube.failNext({ method: "DELETE", code: 500, message: "etcd down" });
+    await assert.rejects(
+      store.delete("virtualservice", "reviews", "default"),
+      (e: Error) => {
+        assert.ok(!(e instanceof NotFoundError));
+        assert.equal(e.message, "delete VirtualService/default/reviews: etcd down (HTTP 500)");
+        return true;
+      },
+    );
+    kube.failNext({ method: "PUT", code: 500, message: "etcd down" });
+    const cur = (await store.get("virtualservice", "reviews", "default"))!;
+    await assert.rejects(
+      store.update(withLabel(cur, "a", "b")),
+      /^Error: update VirtualService\/default\/reviews: etcd down \(HTTP 500\)$/,
+    );
+    assert.ok(await store.get("virtualservice", "reviews", "default"), "still there");
+  });
+});
+
+Deno.test("createKubeStore() logs an invalid object once, naming it, and forgets it when deleted", async () => {
+  const { lines, log } = recordingLogger();
+  const invalid = vsRaw("bad", "default");
+  invalid.spec = { hosts: ["bad"] };
+  await withKube(
+    async (store, kube) => {
+      assert.deepEqual(lines, [
+        "error Invalid virtualservices object in the orchestrator (ignored): " +
+        "VirtualService/default/bad: spec: a virtual service must set http or tcp routes",
+      ]);
+      // seen again (relist, a change of another field): not logged again
+      await store.resync();
+      const again = structuredClone(invalid);
+      again.metadata = { name: "bad", namespace: "default", labels: { x: "y" } };
+      kube.upsert(again);
+      kube.upsert(vsRaw("ok", "default"));
+      await until(async () => !!(await store.get("virtualservice", "ok", "default")), 3000);
+      assert.equal(lines.length, 1);
+      assert.deepEqual(store.errors().map((e) => e.object), ["VirtualService/default/bad"]);
+      kube.remove("virtualservices.networking.mesh.io", "default", "bad");
+      await until(() => store.errors().length === 0, 3000, "the error to clear");
+      assert.equal(await store.get("virtualservice", "bad", "default"), undefined);
+    },
+    { log },
+    [invalid],
+  );
+});
+
+Deno.test("createKubeStore() logs a type that cannot be listed once, and its recovery clears errors()", async () => {
+  const isGateway = (c: unknown) =>
+    (c as { spec: { names: { kind: string } } }).spec.names.kind === "Gateway";
+  await using kube = await startFakeKube({
+    objects: crdManifests().filter((c) => !isGateway(c)) as JsonObject[],
+  });
+  const { lines, log } = recordingLogger();
+  const store = await createKubeStore({ kubeconfigPath: kube.kubeconfigPath, resyncMs: 0, log });
+  try {
+    await store.resync();
+    await store.resync();
+    assert.deepEqual(lines, [
+      `warn Orchestrator config store: cannot list gateways.networking.mesh.io/v1alpha3 from ${kube.url}: not found (is the custom resource definition installed?)`,
+    ]);
+    assert.deepEqual(store.errors().map((e) => [e.type, e.object]), [["gateway", undefined]]);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("createKubeStore() refuses writes once closed", async () => {
+  await withKube(async (store) => {
+    const vs = await fixture("VirtualService");
+    await store.close();
+    await store.close();
+    await assert.rejects(store.create(vs), /^Error: Config store is closed$/);
+    await assert.rejects(store.update(vs), /^Error: Config store is closed$/);
+    await assert.rejects(
+      store.delete("virtualservice", "reviews", "default"),
+      /^Error: Config store is closed$/,
+    );
+    await store.resync();
+  });
+});
+
+Deno.test("createKubeStore() writes objects without a namespace to the default namespace", async () => {
+  await withKube(
+    async (store, kube) => {
+      assert.equal(store.defaultNamespace, "team");
+      assert.equal(store.namespace, "");
+      const vs = await fixture("VirtualService");
+      delete vs.metadata.namespace;
+      const created = await store.create(vs);
+      assert.equal(created.metadata.namespace, "team");
+      assert.ok(kube.get("virtualservices.networking.mesh.io", "team", vs.metadata.name));
+    },
+    { defaultNamespace: "team" },
+  );
+});
+
+Deno.test("createKubeStore() relists without events for unchanged objects, and a deleted invalid object emits none", async () => {
+  const invalid = vsRaw("bad", "default");
+  invalid.spec = { hosts: ["bad"] };
+  await withKube(
+    async (store, kube) => {
+      const rec = recordEvents(store);
+      await store.resync();
+      await store.resync();
+      kube.remove("virtualservices.networking.mesh.io", "default", "bad");
+      await until(() => store.errors().length === 0, 3000, "the error to clear");
+      kube.upsert(vsRaw("late", "default"));
+      await until(() => rec.events.length > 0, 3000, "the ADDED event");
+      assert.deepEqual(eventLines(rec.events), ["ADDED VirtualService/default/late"]);
+      assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), [
+        "late",
+        "pre",
+      ]);
+      rec.close();
+    },
+    { log: false },
+    [vsRaw("pre", "default"), invalid],
+  );
+});
