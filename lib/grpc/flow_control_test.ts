@@ -14,7 +14,7 @@ import http2 from "node:http2";
 import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
 import { encodeHeaders } from "./hpack.ts";
 import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
-import { grpcRequest, RawClient } from "./testing.ts";
+import { grpcFrame, grpcRequest, messagesOf, RawClient } from "./testing.ts";
 
 const MIB = 1024 * 1024;
 
@@ -86,24 +86,6 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
       timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
-}
-
-function grpcFrame(body: Uint8Array): Buffer {
-  const b = Buffer.alloc(5 + body.length);
-  b.writeUInt32BE(body.length, 1);
-  b.set(body, 5);
-  return b;
-}
-
-/** The messages of a gRPC body. */
-function messagesOf(data: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let at = 0; at + 5 <= data.length;) {
-    const len = data.readUInt32BE(at + 1);
-    out.push(data.subarray(at + 5, at + 5 + len));
-    at += 5 + len;
-  }
-  return out;
 }
 
 // ---- node:http2 ---------------------------------------------------------------------------------
@@ -336,7 +318,7 @@ Deno.test("flow control (h2load): 16 requests of 6 MiB, 8 at a time on one conne
   const dir = await Deno.makeTempDir({ prefix: "mesh-h2load-" });
   try {
     const up = `${dir}/up`, down = `${dir}/down`;
-    await Deno.writeFile(up, Buffer.concat(upload(6 * MIB, 3).map(grpcFrame)));
+    await Deno.writeFile(up, Buffer.concat(upload(6 * MIB, 3).map((m) => grpcFrame(m))));
     await Deno.writeFile(down, grpcFrame(sizeRequest(4 * MIB)));
     await withServer(async (port) => {
       const run = async (path: string, data: string, extra: string[]) => {

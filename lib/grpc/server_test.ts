@@ -10,25 +10,7 @@ import {
   listenGrpc,
   percentEncode,
 } from "./server.ts";
-
-/** gRPC length-prefixed message. */
-function grpcMessage(body: Uint8Array): Buffer {
-  const b = Buffer.alloc(5 + body.length);
-  b.writeUInt32BE(body.length, 1);
-  b.set(body, 5);
-  return b;
-}
-
-/** Splits received gRPC bytes into messages. */
-function messagesOf(data: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let at = 0; at + 5 <= data.length;) {
-    const len = data.readUInt32BE(at + 1);
-    out.push(data.subarray(at + 5, at + 5 + len));
-    at += 5 + len;
-  }
-  return out;
-}
+import { grpcFrame, messagesOf } from "./testing.ts";
 
 interface Result {
   headers: http2.IncomingHttpHeaders;
@@ -65,7 +47,7 @@ function call(
     stream.on("end", done);
     stream.on("close", done);
   });
-  for (const m of send) stream.write(grpcMessage(m));
+  for (const m of send) stream.write(grpcFrame(m));
   if (endRequest) stream.end();
   return { result, stream };
 }

@@ -58,6 +58,17 @@ export function grpcFrame(body: Uint8Array, compressed = false): Buffer {
   return b;
 }
 
+/** The messages of received gRPC bytes (5-byte-prefixed messages back to back). */
+export function messagesOf(data: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at + 5 <= data.length;) {
+    const len = data.readUInt32BE(at + 1);
+    out.push(data.subarray(at + 5, at + 5 + len));
+    at += 5 + len;
+  }
+  return out;
+}
+
 /** The request headers of a gRPC call to `path` (plus `extra`). */
 export function grpcRequest(path: string, extra: HeaderList = []): HeaderList {
   return [
