@@ -14,25 +14,9 @@ import { frame, FrameType, PREFACE } from "./frames.ts";
 import { encodeHeaders, type HeaderList } from "./hpack.ts";
 import { type CallHandler, Connection, GrpcStatus } from "./server.ts";
 import { grpcFrame, grpcRequest } from "./testing.ts";
+import { rng } from "../../tests/fuzz/_gen.ts";
 
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    int: (n: number) => Math.floor(next() * n),
-    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)],
-    chance: (p: number) => next() < p,
-  };
-}
-type Rng = ReturnType<typeof prng>;
+type Rng = ReturnType<typeof rng>;
 
 /** An in-memory socket: records what the connection writes, completes writes asynchronously. */
 class FakeSocket extends EventEmitter {
@@ -197,7 +181,7 @@ Deno.test("fuzz: random frame sequences never crash the connection, output stays
   const seed = Number(Deno.env.get("FUZZ_SEED") ?? Math.floor(Math.random() * 2 ** 31));
   const count = Number(Deno.env.get("FUZZ_SEQUENCES") ?? 10_000);
   console.log(`fuzz seed ${seed} (rerun with FUZZ_SEED=${seed}), ${count} sequences`);
-  const r = prng(seed);
+  const r = rng(seed);
   const rssBefore = Deno.memoryUsage().rss;
   let goaways = 0;
   for (let i = 0; i < count; i++) {
