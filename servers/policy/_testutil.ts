@@ -83,6 +83,31 @@ export async function startTestServer(
   return { handle, store, lines, ...await connectTestClient(handle) };
 }
 
+/**
+ * Starts a server on 127.0.0.1 whose configuration comes from `--configStoreURL
+ * orch://<kubeconfig>`, with a client; `code` answers a Check's precondition status code. Await
+ * `handle.ready` before relying on the configuration; `close()` ends both.
+ */
+export async function startOrchTestServer(
+  kubeconfig: string,
+): Promise<
+  TestClient & { handle: PolicyHandle; code(attrs: Record<string, Value>): Promise<number> }
+> {
+  const handle = await start(toConfig(policyFlags({ configStoreURL: `orch://${kubeconfig}` })), {
+    host: "127.0.0.1",
+    port: 0,
+    monitoringPort: null,
+    reloadDelayMs: 5,
+    log: { debug() {}, info() {}, warn() {}, error() {} },
+  });
+  const client = await connectTestClient(handle);
+  return {
+    ...client,
+    handle,
+    code: async (attrs) => (await client.check(attrs)).precondition.status.code ?? 0,
+  };
+}
+
 /** A grpc-js Mixer client of a running server. */
 export interface TestClient {
   check(attrs: Record<string, Value>, extra?: Record<string, unknown>): Promise<CheckResponse>;

@@ -5,8 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { start, toConfig } from "../../servers/policy/mod.ts";
-import { connectTestClient, policyFlags } from "../../servers/policy/_testutil.ts";
+import { startOrchTestServer } from "../../servers/policy/_testutil.ts";
 import { waitUntil } from "../harness/procs.ts";
 import type { JsonObject } from "../harness/fake_kube.ts";
 import { startKubeWithCrds } from "./_meshctl.ts";
@@ -21,19 +20,8 @@ const o = (kind: string, name: string, ns: string, spec: JsonObject): JsonObject
 Deno.test("mesh-policy reads rules, instances and handlers from orch:// and keeps the last good config", async () => {
   await using kube = await startKubeWithCrds();
   kube.upsert({ apiVersion: "v1", kind: "Namespace", metadata: { name: "shop" } });
-  const handle = await start(
-    toConfig(policyFlags({ configStoreURL: `orch://${kube.kubeconfigPath}` })),
-    {
-      host: "127.0.0.1",
-      port: 0,
-      monitoringPort: null,
-      reloadDelayMs: 5,
-      log: { debug() {}, info() {}, warn() {}, error() {} },
-    },
-  );
-  const client = await connectTestClient(handle);
-  const check = async (attrs: Record<string, string>) =>
-    (await client.check(attrs)).precondition.status.code ?? 0;
+  const client = await startOrchTestServer(kube.kubeconfigPath);
+  const { handle, code: check } = client;
   try {
     await handle.ready;
     const shop = { "destination.service": "cart.shop.svc.cluster.local", "source.name": "web" };
