@@ -49,7 +49,8 @@ export class Dictionary {
   }
 }
 
-function time(t: ProtoTime | undefined): number {
+/** A protobuf Timestamp or Duration in milliseconds. */
+export function time(t: ProtoTime | undefined): number {
   return (Number(t?.seconds ?? 0) * 1000) + Number(t?.nanos ?? 0) / 1e6;
 }
 

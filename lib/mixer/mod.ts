@@ -27,3 +27,10 @@ export {
   type ReferencedAttributes,
   type ReportRequest,
 } from "./proto.ts";
+export {
+  decodeCheck,
+  decodeCheckRequest,
+  type DecodedCheck,
+  encodeCheckResponse,
+  WireError,
+} from "./wire.ts";

@@ -6,6 +6,7 @@
  */
 
 import type { Buffer } from "node:buffer";
+import { decodeCheckRequest, encodeCheckResponse } from "./wire.ts";
 
 /** Full name of the policy service. */
 export const MIXER_SERVICE = "mesh.mixer.v1.Mixer";
@@ -87,7 +88,7 @@ export interface MixerCodec {
   decodeCheckRequest(b: Uint8Array): CheckRequest;
   encodeCheckRequest(m: CheckRequest): Buffer;
   decodeCheckResponse(b: Uint8Array): CheckResponse;
-  encodeCheckResponse(m: CheckResponse): Buffer;
+  encodeCheckResponse(m: CheckResponse): Uint8Array;
   decodeReportRequest(b: Uint8Array): ReportRequest;
   encodeReportRequest(m: ReportRequest): Buffer;
   encodeReportResponse(): Buffer;
@@ -121,10 +122,10 @@ export function mixerCodec(): Promise<MixerCodec> {
     const svc = pkg[MIXER_SERVICE] as any;
     const { Check, Report } = svc;
     return {
-      decodeCheckRequest: (b) => Check.requestDeserialize(b),
+      decodeCheckRequest,
       encodeCheckRequest: (m) => Check.requestSerialize(m),
       decodeCheckResponse: (b) => Check.responseDeserialize(b),
-      encodeCheckResponse: (m) => Check.responseSerialize(m),
+      encodeCheckResponse,
       decodeReportRequest: (b) => Report.requestDeserialize(b),
       encodeReportRequest: (m) => Report.requestSerialize(m),
       encodeReportResponse: () => Report.responseSerialize({}),

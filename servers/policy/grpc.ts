@@ -14,6 +14,7 @@ import type { Logger } from "../../lib/log/mod.ts";
 import {
   AttributeError,
   type CheckResponse,
+  decodeCheck,
   decompress,
   MIXER_SERVICE,
   type MixerCodec,
@@ -159,15 +160,14 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
   };
   const check = async (body: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
     const started = performance.now();
-    let req, values;
+    let req;
     try {
-      req = o.codec.decodeCheckRequest(body);
-      values = decompress(req.attributes, req.global_word_count ?? 0);
+      req = decodeCheck(body);
     } catch (e) {
       o.metrics.check(Code.INVALID_ARGUMENT, 0);
       decodeError(e);
     }
-    const tracked = new TrackingBag(values);
+    const tracked = new TrackingBag(req.values);
     const snap = o.snapshot();
     let pre, bag;
     try {
