@@ -83,8 +83,18 @@ Deno.test("planBuilds() gives the exact deno compile arguments", () => {
 
 Deno.test("planBuilds() includes the modules mesh-policy imports through a computed specifier", () => {
   const [b] = planBuilds({ programs: ["mesh-policy"], targets: ["x86_64-unknown-linux-gnu"] });
-  assert.deepEqual(b.args.slice(-3), ["--include", "lib/deps/otel.ts", "cli/mesh-policy.ts"]);
+  assert.deepEqual(b.args.slice(-4, -2), ["--include", "lib/deps/otel.ts"]);
+  assert.equal(b.args.at(-1), "cli/mesh-policy.ts");
   assert.ok(Deno.statSync(new URL("./lib/deps/otel.ts", import.meta.url)).isFile);
+});
+
+Deno.test("planBuilds() builds mesh-policy with its V8 flags, and the other programs with none", () => {
+  const [policy] = planBuilds({ programs: ["mesh-policy"], targets: ["x86_64-unknown-linux-gnu"] });
+  assert.equal(policy.args.at(-2), "--v8-flags=--max-semi-space-size=1");
+  for (const b of planBuilds({ targets: ["x86_64-unknown-linux-gnu"] })) {
+    if (b.program === "mesh-policy") continue;
+    assert.ok(!b.args.some((a) => a.startsWith("--v8-flags")), b.program);
+  }
 });
 
 Deno.test("planBuilds() puts outputs outside the checkout at absolute paths", () => {

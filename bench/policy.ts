@@ -23,13 +23,16 @@
 import { DEFAULT_MANIFEST } from "../lib/expr/mod.ts";
 import { compress, GLOBAL_DICTIONARY, mixerCodec } from "../lib/mixer/mod.ts";
 import { type ProgramProcess, spawnProgram } from "../tests/harness/procs.ts";
+import { V8_FLAGS, v8FlagsArgs } from "../compile.ts";
 
 const USAGE =
   `Usage: deno task bench policy [--seconds N] [--rate N] [--inflight N] [--latency-only]
 
 Check latency (p50, p99, p999) at --rate checks/s (default 1000) from h2load (nghttp2) sending
 gRPC-framed requests, against mesh-policy and a no-op grpc-js handler, first evenly paced (one
-request every 1000/rate ms, the headline), then with h2load's bursty --rps; the same rate from a
+request every 1000/rate ms, the headline), then with h2load's bursty --rps. mesh-policy runs with
+the V8 flags it is built with (compile.ts V8_FLAGS); the even run is repeated against a second
+mesh-policy with V8's defaults, to show what the flags change. Then the same rate from a
 grpc-js client (open loop) as the cross-check, with mesh-policy's CPU; then
 the maximum Check throughput with --inflight calls in flight (default 32) against mesh-policy and
 against a no-op grpc-js unary handler measured in the same run.
@@ -315,9 +318,10 @@ export async function main(args: string[] = []): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-policy-" });
   await Deno.writeTextFile(`${dir}/rules.yaml`, CONFIG);
   let server: ProgramProcess | undefined, noop: ProgramProcess | undefined;
+  let plain: ProgramProcess | undefined;
   let c: Client | undefined, b: Client | undefined;
   try {
-    server = spawnProgram("mesh-policy", [
+    const policyArgs = [
       "server",
       "--address",
       "tcp://127.0.0.1:0",
@@ -325,13 +329,20 @@ export async function main(args: string[] = []): Promise<void> {
       "0",
       "--configStoreURL",
       `fs://${dir}`,
-    ]);
+    ];
+    // As built by compile.ts (its V8 flags), and with V8's defaults for comparison.
+    server = spawnProgram("mesh-policy", policyArgs, {
+      denoArgs: ["-A", ...v8FlagsArgs("mesh-policy")],
+    });
+    plain = spawnProgram("mesh-policy", policyArgs);
     noop = spawnProgram(new URL("./_noop_mixer.ts", import.meta.url).pathname);
     const m = await server.waitFor(/Policy API listening on (\S+)/, 30_000);
     const address = m.split(" ").at(-1)!;
     const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 30_000)).split(" ")
       .at(-1)!;
     const port = (await noop.waitFor(/listening (\d+)/, 30_000)).split(" ")[1];
+    const plainAddress = (await plain.waitFor(/Policy API listening on (\S+)/, 30_000)).split(" ")
+      .at(-1)!;
     c = await client(address);
     b = await client(`127.0.0.1:${port}`);
     if ((await c.check()) !== 0) {
@@ -373,6 +384,8 @@ export async function main(args: string[] = []): Promise<void> {
       return { base, ours, within, count: after.count - before.count };
     };
     const even = await phase("even");
+    await h2Run(plainAddress, "warm.log", 2, "even");
+    const evenPlain = await h2Run(plainAddress, "plain.log", o.seconds, "even");
     const rps = await phase("rps");
     console.log(
       `h2load (nghttp2), ${o.rate} gRPC Check requests/s for ${o.seconds} s per run, each server ` +
@@ -393,7 +406,12 @@ export async function main(args: string[] = []): Promise<void> {
     for (const [name, r] of [["even", even], ["rps", rps]] as const) {
       console.log(latencyRow(`${name}: baseline no-op grpc-js handler`, r.base.ms));
       console.log(latencyRow(`${name}: mesh-policy Check`, r.ours.ms));
+      if (name === "even") console.log(latencyRow(`even: mesh-policy, V8 defaults`, evenPlain.ms));
     }
+    console.log(
+      `mesh-policy's V8 flags (compile.ts): ${V8_FLAGS["mesh-policy"]?.join(" ") || "none"}; ` +
+        `"V8 defaults": the same program without them`,
+    );
     for (const [name, r] of [["even", even], ["rps", rps]] as const) {
       console.log(
         `server side during the ${name} run: ${r.within} % of ${r.count} checks answered within 1 ms`,
@@ -451,6 +469,7 @@ export async function main(args: string[] = []): Promise<void> {
     c?.close();
     b?.close();
     await server?.stop();
+    await plain?.stop();
     await noop?.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
