@@ -527,6 +527,12 @@ class Writer {
     this.pos += written;
     this.#length(at);
   }
+  /** string field, written even when empty (repeated elements, map keys). */
+  stringAlways(no: number, s: string): void {
+    if (s) return this.string(no, s);
+    this.tag(no, LEN);
+    this.varint(0);
+  }
   /** Starts a length-delimited field; returns what {@link end} needs. */
   begin(no: number): number {
     this.tag(no, LEN);
@@ -568,14 +574,7 @@ function writeTime(w: Writer, no: number, t: ProtoTime | undefined): void {
 function writeReferenced(w: Writer, no: number, ref: ReferencedAttributes | undefined): void {
   if (!ref) return;
   const at = w.begin(no);
-  for (const word of ref.words) {
-    // A repeated string keeps its empty elements.
-    if (word) w.string(1, word);
-    else {
-      w.tag(1, LEN);
-      w.varint(0);
-    }
-  }
+  for (const word of ref.words) w.stringAlways(1, word); // a repeated string keeps empty ones
   for (const m of ref.attribute_matches) {
     const a = w.begin(2);
     w.sint(1, m.name);
@@ -591,26 +590,18 @@ function writeReferenced(w: Writer, no: number, ref: ReferencedAttributes | unde
 export function encodeCheckResponse(m: CheckResponse): Uint8Array {
   const w = new Writer();
   const p = m.precondition;
-  if (p) {
-    const at = w.begin(2);
-    if (p.status) {
-      const s = w.begin(1);
-      w.int(1, p.status.code);
-      w.string(2, p.status.message);
-      w.end(s);
-    }
-    writeTime(w, 2, p.valid_duration);
-    w.int(3, p.valid_use_count);
-    writeReferenced(w, 5, p.referenced_attributes);
-    w.end(at);
-  }
+  const at = w.begin(2);
+  const s = w.begin(1);
+  w.int(1, p.status.code);
+  w.string(2, p.status.message);
+  w.end(s);
+  writeTime(w, 2, p.valid_duration);
+  w.int(3, p.valid_use_count);
+  writeReferenced(w, 5, p.referenced_attributes);
+  w.end(at);
   for (const [name, q] of Object.entries(m.quotas ?? {})) {
     const e = w.begin(3);
-    if (name) w.string(1, name);
-    else {
-      w.tag(1, LEN);
-      w.varint(0);
-    }
+    w.stringAlways(1, name); // a map entry carries its key, as protobufjs writes it
     const v = w.begin(2);
     writeTime(w, 1, q.valid_duration);
     w.int(2, q.granted_amount);

@@ -339,3 +339,188 @@ Deno.test("decodeCheck gives proto3 defaults to map entries without a value and 
       /Word index -1 is beyond the message words \(0\)/.test(e.message),
   );
 });
+
+/** `field` as a length-delimited field holding `payload`. */
+const len = (field: number, payload: number[]) => [(field << 3) | 2, payload.length, ...payload];
+/** A CheckRequest whose attributes (words ["a"] first) hold `fields`. */
+const withAttributes = (...fields: number[][]) =>
+  Uint8Array.from(len(1, [...len(1, [0x61]), ...fields.flat()]));
+/** Both decoders. */
+const DECODERS = [
+  ["decodeCheckRequest", decodeCheckRequest],
+  ["decodeCheck", decodeCheck],
+] as const;
+
+Deno.test("both decoders refuse a field of the wrong wire type, naming the message and the field", () => {
+  const k = [0x08, 0x01]; // key: sint32 -1 ("a")
+  const cases: [number[], RegExp][] = [
+    [[0x08, 0x01], /^CheckRequest field 1 has wire type 0, want 2$/],
+    [[0x19, 0, 0, 0, 0, 0, 0, 0, 0], /^CheckRequest field 3 has wire type 1, want 2$/],
+    [[0x20, 0x01], /^CheckRequest field 4 has wire type 0, want 2$/],
+    [len(4, [0x08, 0x01]), /^CheckRequest.quotas field 1 has wire type 0, want 2$/],
+    [len(4, [0x10, 0x01]), /^CheckRequest.quotas field 2 has wire type 0, want 2$/],
+    [len(4, len(2, len(1, []))), /^QuotaParams field 1 has wire type 2, want 0$/],
+    [len(4, len(2, len(2, []))), /^QuotaParams field 2 has wire type 2, want 0$/],
+    [len(1, [0x08, 0x01]), /^CompressedAttributes field 1 has wire type 0, want 2$/],
+    [len(1, [0x48, 0x01]), /^CompressedAttributes field 9 has wire type 0, want 2$/],
+    [len(1, len(2, len(1, []))), /^CompressedAttributes.strings field 1 has wire type 2, want 0$/],
+    [
+      len(1, len(3, [...k, 0x11, 0, 0, 0, 0, 0, 0, 0, 0])),
+      /^CompressedAttributes.int64s field 2 has wire type 1, want 0$/,
+    ],
+    [
+      len(1, len(4, [...k, 0x10, 0x01])),
+      /^CompressedAttributes.doubles field 2 has wire type 0, want 1$/,
+    ],
+    [
+      len(1, len(5, [...k, 0x12, 0x00])),
+      /^CompressedAttributes.bools field 2 has wire type 2, want 0$/,
+    ],
+    [
+      len(1, len(6, [...k, ...len(2, len(1, []))])),
+      /^Timestamp\/Duration field 1 has wire type 2, want 0$/,
+    ],
+    [
+      len(1, len(7, [...k, ...len(2, len(2, []))])),
+      /^Timestamp\/Duration field 2 has wire type 2, want 0$/,
+    ],
+    [
+      len(1, len(8, [...k, 0x10, 0x01])),
+      /^CompressedAttributes.bytes field 2 has wire type 0, want 2$/,
+    ],
+    [
+      len(1, len(9, [...k, ...len(2, [0x08, 0x01])])),
+      /^StringMap field 1 has wire type 0, want 2$/,
+    ],
+    [
+      len(1, len(9, [...k, ...len(2, len(1, len(1, [])))])),
+      /^StringMap.entries field 1 has wire type 2, want 0$/,
+    ],
+    [
+      len(1, len(9, [...k, ...len(2, len(1, len(2, [])))])),
+      /^StringMap.entries field 2 has wire type 2, want 0$/,
+    ],
+  ];
+  for (const [bytes, want] of cases) {
+    for (const [name, decode] of DECODERS) {
+      assert.throws(
+        () => decode(Uint8Array.from(bytes)),
+        (e) => e instanceof WireError && e.name === "WireError" && want.test(e.message),
+        `${name}: ${want}`,
+      );
+    }
+  }
+});
+
+Deno.test("both decoders skip unknown fields inside every nested message", () => {
+  const unknownVarint = [0x78, 0x05]; // field 15, varint
+  const unknownLen = [0x7a, 0x01, 0x00]; // field 15, bytes
+  const k = [0x08, 0x01, ...unknownVarint, ...unknownLen]; // key -1 ("a") and two unknown fields
+  const attrs = withAttributes(
+    [0x50, 0x07], // field 10 of CompressedAttributes, varint
+    [0x52, 0x00], // field 10, bytes
+    len(5, [...k, 0x10, 0x01]),
+    len(6, [...k, ...len(2, [0x08, 0x02, ...unknownLen, 0x10, 0x03])]),
+    len(9, [
+      ...k,
+      ...len(2, [...unknownVarint, ...len(1, [0x08, 0x01, ...unknownLen, 0x10, 0x01])]),
+    ]),
+  );
+  const got = decodeCheckRequest(attrs);
+  assert.deepEqual(got.attributes, {
+    words: ["a"],
+    bools: { "-1": true },
+    timestamps: { "-1": { seconds: 2, nanos: 3 } },
+    string_maps: { "-1": { entries: { "-1": -1 } } },
+  });
+  assert.deepEqual(decodeCheck(attrs).values, new Map([["a", { a: "a" }]]));
+  const quotas = Uint8Array.from(
+    len(4, [
+      ...len(1, [0x71]),
+      ...unknownVarint,
+      ...len(2, [0x08, 0x05, ...unknownLen, 0x10, 0x01]),
+    ]),
+  );
+  for (const [, decode] of DECODERS) {
+    assert.deepEqual(decode(quotas).quotas, { q: { amount: 5, best_effort: true } });
+  }
+});
+
+Deno.test("both decoders give map entries their proto3 defaults: empty quota name, false, {}, empty bytes", () => {
+  const q = decodeCheck(Uint8Array.from(len(4, len(2, [])))).quotas;
+  assert.deepEqual(q, { "": {} });
+  assert.deepEqual(decodeCheckRequest(Uint8Array.from(len(4, len(2, [])))).quotas, q);
+  const k = [0x08, 0x01];
+  assert.deepEqual(
+    decodeCheckRequest(withAttributes(len(5, k), len(6, k), len(7, k), len(8, k), len(9, k)))
+      .attributes,
+    {
+      words: ["a"],
+      bools: { "-1": false },
+      timestamps: { "-1": {} },
+      durations: { "-1": {} },
+      bytes: { "-1": new Uint8Array() },
+      string_maps: { "-1": {} },
+    },
+  );
+});
+
+Deno.test("both decoders read a bool from all 64 bits and stop a varint at its message's end", () => {
+  const k = [0x08, 0x01];
+  const high = [0x10, 0x80, 0x80, 0x80, 0x80, 0x10]; // value 2^32: low 32 bits zero
+  const b = withAttributes(len(5, [...k, ...high]));
+  assert.deepEqual(decodeCheckRequest(b).attributes?.bools, { "-1": true });
+  assert.deepEqual(decodeCheck(b).values, new Map([["a", true]]));
+  // An entry that ends after its key's tag: the key's varint must not be read from what follows.
+  const cut = Uint8Array.from([...len(1, [...len(1, [0x61]), ...len(2, [0x08])]), 0x10, 0x05]);
+  for (const [name, decode] of DECODERS) {
+    assert.throws(() => decode(cut), /truncated varint/, name);
+  }
+  // An entry longer than the attributes that hold it, though the request has bytes enough.
+  const long = Uint8Array.from([...len(1, [0x12, 0x04, 0x08, 0x01]), 0x10, 0x05, 0x10, 0x06]);
+  for (const [name, decode] of DECODERS) {
+    assert.throws(() => decode(long), /field of 4 bytes at byte 4 runs past the end/, name);
+  }
+});
+
+Deno.test("decodeCheckRequest merges a repeated attributes field field by field", () => {
+  const first = withAttributes(len(5, [0x08, 0x01, 0x10, 0x01]));
+  const second = Uint8Array.from(len(1, [...len(1, [0x62]), ...len(2, [0x08, 0x03, 0x10, 0x00])]));
+  assert.deepEqual(decodeCheckRequest(Uint8Array.from([...first, ...second])).attributes, {
+    words: ["a", "b"],
+    bools: { "-1": true },
+    strings: { "-2": 0 },
+  });
+});
+
+Deno.test("encodeCheckResponse writes the bytes protobufjs writes, once proto3 defaults are left out", async () => {
+  const { r, pj } = await fuzz();
+  const bytes = (x: Uint8Array) => Array.from(x);
+  for (let i = 0; i < CASES; i++) {
+    const res = response(r);
+    // Sometimes without valid_duration: the field is left out, not written empty.
+    if (r.chance(0.2)) {
+      delete (res.precondition as Partial<CheckResponse["precondition"]>).valid_duration;
+    }
+    assert.deepEqual(
+      bytes(encodeCheckResponse(res)),
+      bytes(pj.responseSerialize(canon(res))),
+      `case ${i}`,
+    );
+  }
+  // Payloads of exactly 127, 128 and 16384 bytes: the length takes 1, 2 and 3 bytes.
+  for (const n of [125, 126, 127, 128, 16382, 16384]) {
+    const res: CheckResponse = {
+      precondition: {
+        status: { code: 3, message: "m".repeat(n) },
+        valid_duration: {},
+        valid_use_count: 0,
+      },
+    };
+    assert.deepEqual(
+      bytes(encodeCheckResponse(res)),
+      bytes(pj.responseSerialize(canon(res))),
+      `${n}`,
+    );
+  }
+});
