@@ -81,6 +81,13 @@ class Reader {
     this.varint64();
     return this.lo;
   }
+  /** A field's tag (field number << 3 | wire type); field number 0 is refused, as by protobuf. */
+  tag(): number {
+    const at = this.pos;
+    const t = this.uint32();
+    if (t >>> 3 === 0) throw new WireError(`field number 0 at byte ${at}`);
+    return t;
+  }
   /** int32: the low 32 bits, signed. */
   int32(): number {
     return this.uint32() | 0;
@@ -175,7 +182,7 @@ function expect(no: number, wire: number, want: number, message: string): void {
 /** Reads a message whose fields 1 and 2 are varints, each with `read`; others are skipped. */
 function twoVarints(r: Reader, what: string, read: (no: 1 | 2) => void): void {
   while (r.pos < r.end) {
-    const tag = r.uint32(), no = tag >>> 3, wire = tag & 7;
+    const tag = r.tag(), no = tag >>> 3, wire = tag & 7;
     if (no === 1 || no === 2) {
       expect(no, wire, VARINT, what);
       read(no);
@@ -209,7 +216,7 @@ function entry<K extends number | string, V>(
   const e = r.sub();
   let k: K | undefined, v: V | undefined;
   while (e.pos < e.end) {
-    const tag = e.uint32(), no = tag >>> 3, wire = tag & 7;
+    const tag = e.tag(), no = tag >>> 3, wire = tag & 7;
     if (no === 1) {
       expect(no, wire, keyWire, what);
       k = key(e);
@@ -250,7 +257,7 @@ MAPS[9] = { name: "string_maps", read: subStringMap, wire: LEN, empty };
 function stringMap(r: Reader): { entries?: Record<string, number> } {
   const out: { entries?: Record<string, number> } = {};
   while (r.pos < r.end) {
-    const tag = r.uint32(), no = tag >>> 3, wire = tag & 7;
+    const tag = r.tag(), no = tag >>> 3, wire = tag & 7;
     if (no === 1) {
       expect(no, wire, LEN, "StringMap");
       entry(r, out.entries ??= {}, sint32, VARINT, sint32, VARINT, zero, "StringMap.entries");
@@ -264,8 +271,8 @@ function compressedAttributes(r: Reader): CompressedAttributes {
   const out: CompressedAttributes = {};
   const what = "CompressedAttributes";
   while (r.pos < r.end) {
-    const tag = r.uint32(), no = tag >>> 3, wire = tag & 7;
-    if (no < 1 || no > 9) {
+    const tag = r.tag(), no = tag >>> 3, wire = tag & 7;
+    if (no > 9) {
       r.skip(wire);
       continue;
     }
@@ -314,7 +321,7 @@ function checkRequest(
   attributes: (r: Reader) => void,
 ): void {
   while (r.pos < r.end) {
-    const tag = r.uint32(), no = tag >>> 3, wire = tag & 7;
+    const tag = r.tag(), no = tag >>> 3, wire = tag & 7;
     if (no === 1) {
       expect(no, wire, LEN, "CheckRequest");
       attributes(r);
@@ -327,8 +334,6 @@ function checkRequest(
     } else if (no === 4) {
       expect(no, wire, LEN, "CheckRequest");
       entry(r, out.quotas ??= {}, string, LEN, subQuota, LEN, empty, "CheckRequest.quotas");
-    } else if (no === 0) {
-      throw new WireError(`field number 0 at byte ${r.pos}`);
     } else r.skip(wire);
   }
 }
@@ -359,8 +364,8 @@ export function decodeCheck(b: Uint8Array): DecodedCheck {
   for (let i = 0; i < spans.length; i += 2) {
     const a = new Reader(b, spans[i], spans[i + 1]);
     while (a.pos < a.end) {
-      const tag = a.uint32(), no = tag >>> 3, wire = tag & 7;
-      if (no >= 1 && no <= 9) expect(no, wire, LEN, "CompressedAttributes");
+      const tag = a.tag(), no = tag >>> 3, wire = tag & 7;
+      if (no <= 9) expect(no, wire, LEN, "CompressedAttributes");
       if (no === 1) words.push(a.string());
       else a.skip(wire);
     }
@@ -369,7 +374,7 @@ export function decodeCheck(b: Uint8Array): DecodedCheck {
   for (let i = 0; i < spans.length; i += 2) {
     const a = new Reader(b, spans[i], spans[i + 1]);
     while (a.pos < a.end) {
-      const tag = a.uint32(), no = tag >>> 3, wire = tag & 7;
+      const tag = a.tag(), no = tag >>> 3, wire = tag & 7;
       if (no < 2 || no > 9) {
         a.skip(wire);
         continue;
@@ -378,7 +383,7 @@ export function decodeCheck(b: Uint8Array): DecodedCheck {
       const outer = a.enter();
       let key = 0, value: Value | undefined;
       while (a.pos < a.end) {
-        const t = a.uint32(), f = t >>> 3, w = t & 7;
+        const t = a.tag(), f = t >>> 3, w = t & 7;
         if (f === 1) {
           expect(f, w, VARINT, `CompressedAttributes.${MAPS[no].name}`);
           key = a.sint32();
@@ -415,7 +420,7 @@ function mapValue(e: Reader, no: number, dict: Dictionary): Value {
       const m: Record<string, string> = {};
       const map = e.enter();
       while (e.pos < e.end) {
-        const tag = e.uint32(), f = tag >>> 3, w = tag & 7;
+        const tag = e.tag(), f = tag >>> 3, w = tag & 7;
         if (f !== 1) {
           e.skip(w);
           continue;
@@ -424,7 +429,7 @@ function mapValue(e: Reader, no: number, dict: Dictionary): Value {
         const entry = e.enter();
         let k = 0, v = 0;
         while (e.pos < e.end) {
-          const t = e.uint32(), g = t >>> 3, xw = t & 7;
+          const t = e.tag(), g = t >>> 3, xw = t & 7;
           if (g === 1 || g === 2) {
             expect(g, xw, VARINT, "StringMap.entries");
             if (g === 1) k = e.sint32();

@@ -151,7 +151,7 @@ Deno.test("decodeCheckRequest refuses malformed input with a WireError that says
   );
   refused(Uint8Array.from([0x0a, 0x03, 0x22, 0x01, 0x08]), /truncated varint|runs past the end/);
   refused(Uint8Array.from([0x7b]), /unsupported wire type 3 at byte 1/);
-  refused(Uint8Array.from([0x02, 0x00]), /field number 0/);
+  refused(Uint8Array.from([0x02, 0x00]), /^field number 0 at byte 0$/);
   // Every strict prefix of a valid encoding decodes or is refused, never anything else.
   for (let i = 0; i < 50; i++) {
     const wire: Uint8Array = pj.requestSerialize(request(r));
@@ -491,6 +491,13 @@ Deno.test("decodeCheckRequest merges a repeated attributes field field by field"
     bools: { "-1": true },
     strings: { "-2": 0 },
   });
+  // The first occurrence without words: the second's words alone.
+  const noWords = Uint8Array.from(len(1, len(5, [0x08, 0x01, 0x10, 0x01])));
+  assert.deepEqual(decodeCheckRequest(Uint8Array.from([...noWords, ...second])).attributes, {
+    words: ["b"],
+    bools: { "-1": true },
+    strings: { "-2": 0 },
+  });
 });
 
 Deno.test("encodeCheckResponse writes the bytes protobufjs writes, once proto3 defaults are left out", async () => {
@@ -523,4 +530,42 @@ Deno.test("encodeCheckResponse writes the bytes protobufjs writes, once proto3 d
       `${n}`,
     );
   }
+});
+
+Deno.test("both decoders refuse field number 0 in nested messages and nested lengths past their message", () => {
+  const k = [0x08, 0x01];
+  const cases: [number[], RegExp][] = [
+    [[...withAttributes([0x02, 0x00])], /^field number 0 at byte 5$/],
+    [[...withAttributes(len(2, [0x00, 0x01]))], /^field number 0 at byte 7$/],
+    [[...withAttributes(len(9, [...k, ...len(2, [0x02, 0x00])]))], /^field number 0 at byte 11$/],
+    [[...len(4, len(2, [0x00, 0x01]))], /^field number 0 at byte 4$/],
+    // A StringMap entry of 4 bytes inside a StringMap of 4 bytes, with more request after it.
+    [
+      [
+        ...withAttributes(len(9, [...k, ...len(2, [0x0a, 0x04, 0x08, 0x01])])),
+        0x10,
+        0x05,
+        0x10,
+        0x06,
+      ],
+      /^field of 4 bytes at byte 13 runs past the end$/,
+    ],
+  ];
+  for (const [bytes, want] of cases) {
+    for (const [name, decode] of DECODERS) {
+      assert.throws(
+        () => decode(Uint8Array.from(bytes)),
+        (e) => e instanceof WireError && want.test(e.message),
+        `${name}: ${want}`,
+      );
+    }
+  }
+});
+
+Deno.test("both decoders turn invalid UTF-8 into U+FFFD, short ASCII-looking words included", () => {
+  const b = Uint8Array.from([
+    ...len(1, [...len(1, [0x61, 0x80]), ...len(1, [0xff]), ...len(2, [0x08, 0x01, 0x10, 0x03])]),
+  ]);
+  assert.deepEqual(decodeCheckRequest(b).attributes?.words, ["a\uFFFD", "\uFFFD"]);
+  assert.deepEqual(decodeCheck(b).values, new Map([["a\uFFFD", "\uFFFD"]]));
 });
