@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import assert from "node:assert/strict";
 import { eventually, obj, startTestServer } from "./_testutil.ts";
 
@@ -258,6 +259,42 @@ Deno.test("with --apiWorkerPoolSize 1, concurrent Checks wait their turn and all
     assert.equal(all.length, 50);
     assert.ok(all.every((r) => r.precondition.valid_use_count === 200));
   } finally {
+    await s.close();
+  }
+});
+
+Deno.test("a Check whose bytes are not a CheckRequest fails with INVALID_ARGUMENT naming the field", async () => {
+  const s = await startTestServer();
+  const grpc = await import("../../lib/deps/grpc.ts");
+  const raw = new grpc.Client(s.handle.addresses.grpc, grpc.credentials.createInsecure());
+  const call = (bytes: number[]) =>
+    new Promise<unknown>((resolve, reject) =>
+      raw.makeUnaryRequest(
+        "/mesh.mixer.v1.Mixer/Check",
+        (b: Uint8Array) => Buffer.from(b),
+        (b: Uint8Array) => b,
+        Uint8Array.from(bytes),
+        (e: Error | null, r?: unknown) => (e ? reject(e) : resolve(r)),
+      )
+    );
+  try {
+    // attributes { strings: entry with a fixed64 value }: strings values are varints.
+    await assert.rejects(
+      call([0x0a, 0x0d, 0x12, 0x0b, 0x08, 0x01, 0x11, 1, 2, 3, 4, 5, 6, 7, 8]),
+      (e: { code: number; details: string }) =>
+        e.code === 3 &&
+        e.details ===
+          "cannot decode the request: CompressedAttributes.strings field 2 has wire type 1, want 0",
+    );
+    await assert.rejects(
+      call([0x0a, 0x05, 0x0a]),
+      (e: { code: number; details: string }) =>
+        e.code === 3 &&
+        e.details === "cannot decode the request: field of 5 bytes at byte 2 runs past the end",
+    );
+    assert.equal((await s.check({ "source.name": "ok" })).precondition.valid_use_count, 200);
+  } finally {
+    raw.close();
     await s.close();
   }
 });
