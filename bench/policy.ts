@@ -47,7 +47,9 @@ or give the measured processes the CPU with \`chrt -f 10 deno task bench policy 
 (real-time priority is inherited by the servers and h2load; do not use it for the throughput
 phases, which would starve the rest of the machine).
 
-Needs h2load and nghttp (Debian package nghttp2-client).
+Needs h2load and nghttp (Debian package nghttp2-client). With nghttpd (nghttp2-server) the even run
+also goes to nghttpd serving a 20-byte file: a C HTTP/2 server that does no work, the floor that
+the client, the kernel and the scheduler of this machine set.
 `;
 
 interface Options {
@@ -185,6 +187,41 @@ async function nghttpStatus(address: string, body: string): Promise<string> {
   return /grpc-status: (\d+)/.exec(text)?.[1] ?? `none (nghttp exit ${out.code})`;
 }
 
+/**
+ * nghttpd (plain HTTP/2) serving `<dir>/www` on a free loopback port, or undefined when nghttpd is
+ * not installed. The path of the Check (`/mesh.mixer.v1.Mixer/Check`) is a 20-byte file there.
+ */
+async function startNghttpd(dir: string) {
+  const www = `${dir}/www/mesh.mixer.v1.Mixer`;
+  await Deno.mkdir(www, { recursive: true });
+  await Deno.writeTextFile(`${www}/Check`, "x".repeat(20));
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  let child;
+  try {
+    child = new Deno.Command("nghttpd", {
+      args: ["--no-tls", "-a", "127.0.0.1", "-d", `${dir}/www`, String(port)],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
+  for (let i = 0; i < 100; i++) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+      return { child, port };
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  child.kill();
+  await child.status;
+  throw new Error(`nghttpd did not listen on 127.0.0.1:${port}`);
+}
+
 /** How h2load spaces the requests of the latency phase. */
 type Pacing = "even" | "rps";
 
@@ -319,6 +356,7 @@ export async function main(args: string[] = []): Promise<void> {
   await Deno.writeTextFile(`${dir}/rules.yaml`, CONFIG);
   let server: ProgramProcess | undefined, noop: ProgramProcess | undefined;
   let plain: ProgramProcess | undefined;
+  let floor: { child: Deno.ChildProcess; port: number } | undefined;
   let c: Client | undefined, b: Client | undefined;
   try {
     const policyArgs = [
@@ -386,6 +424,16 @@ export async function main(args: string[] = []): Promise<void> {
     const even = await phase("even");
     await h2Run(plainAddress, "warm.log", 2, "even");
     const evenPlain = await h2Run(plainAddress, "plain.log", o.seconds, "even");
+    let evenFloor: Awaited<ReturnType<typeof h2Run>> | undefined;
+    floor = await startNghttpd(dir);
+    if (floor) {
+      const floorAddress = `127.0.0.1:${floor.port}`;
+      await h2Run(floorAddress, "warm.log", 2, "even");
+      evenFloor = await h2Run(floorAddress, "floor.log", o.seconds, "even");
+      floor.child.kill();
+      await floor.child.status;
+      floor = undefined;
+    }
     const rps = await phase("rps");
     console.log(
       `h2load (nghttp2), ${o.rate} gRPC Check requests/s for ${o.seconds} s per run, each server ` +
@@ -406,7 +454,11 @@ export async function main(args: string[] = []): Promise<void> {
     for (const [name, r] of [["even", even], ["rps", rps]] as const) {
       console.log(latencyRow(`${name}: baseline no-op grpc-js handler`, r.base.ms));
       console.log(latencyRow(`${name}: mesh-policy Check`, r.ours.ms));
-      if (name === "even") console.log(latencyRow(`even: mesh-policy, V8 defaults`, evenPlain.ms));
+      if (name !== "even") continue;
+      console.log(latencyRow(`even: mesh-policy, V8 defaults`, evenPlain.ms));
+      if (evenFloor) {
+        console.log(latencyRow(`even: floor, nghttpd (C) serving a file`, evenFloor.ms));
+      } else console.log(`even: floor not measured (no nghttpd: Debian package nghttp2-server)`);
     }
     console.log(
       `mesh-policy's V8 flags (compile.ts): ${V8_FLAGS["mesh-policy"]?.join(" ") || "none"}; ` +
@@ -468,6 +520,8 @@ export async function main(args: string[] = []): Promise<void> {
   } finally {
     c?.close();
     b?.close();
+    floor?.child.kill();
+    await floor?.child.status;
     await server?.stop();
     await plain?.stop();
     await noop?.stop();
