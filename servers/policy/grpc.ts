@@ -115,14 +115,12 @@ function unary(
       // The pool bounds the work, not the write: a client that does not read its answer
       // holds no worker (the transport's backpressure and send timeout deal with it).
       const signal = abort.signal;
-      o.api.run(() => gone ? undefined : work(body, signal), signal).then(async (res) => {
+      o.api.run(() => gone ? undefined : work(body, signal), signal).then((res) => {
         if (gone || !res) return;
-        try {
-          await call.send([res]);
-          finish(Code.OK);
-        } catch {
-          // the call ended first (reset or connection closed)
-        }
+        // The trailers follow the message without waiting for its write: both leave in one
+        // write to the socket (when the flow-control windows allow), not one each.
+        call.send([res]).catch(() => {}); // rejects only when the call ended first (reset, closed)
+        finish(Code.OK);
       }, (e) => {
         if (gone) return;
         const err = e instanceof CallError
