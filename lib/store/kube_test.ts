@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { type JsonObject, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { allSchemas, crdManifests } from "../model/mod.ts";
+import type { ConfigObject } from "../model/types.ts";
 import { createKubeStore, type KubeStore, type KubeStoreOptions } from "./kube.ts";
 import { openStoreFromURL } from "./mod.ts";
 import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
@@ -550,5 +551,131 @@ Deno.test("createKubeStore() relists without events for unchanged objects, and a
     },
     { log: false },
     [vsRaw("pre", "default"), invalid],
+  );
+});
+
+/** "resolved" when `p` settles within `ms`, else "waiting" (`p` is left to run). */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<"resolved" | "waiting"> {
+  let timer: number | undefined;
+  const waiting = new Promise<"waiting">((r) => timer = setTimeout(() => r("waiting"), ms));
+  const settled = p.then(() => "resolved" as const, () => "resolved" as const);
+  try {
+    return await Promise.race([settled, waiting]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Resolves once the store's virtual-service watch is open: a change made from now on reaches the
+ * store through it (a watch opened later would replay it from the history, past the gate).
+ */
+async function vsWatchOpen(store: KubeStore, kube: Fake) {
+  kube.upsert(vsRaw("probe", "mesh-system"));
+  await until(
+    async () => !!(await store.get("virtualservice", "probe", "mesh-system")),
+    5000,
+    "the watch to open",
+  );
+}
+
+Deno.test("createKubeStore() writes return only once the watch shows them: a get after a write sees it", async () => {
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      const order: string[] = [];
+      const h = store.watch((e) => order.push(`${e.type} ${e.object.metadata.name}`));
+      const gate = kube.watchGate;
+      /** Runs a write with its watch event held: it must wait for the event, then return. */
+      const slowWatch = async <T>(what: string, write: () => Promise<T>): Promise<T> => {
+        gate.hold();
+        const p = write().then((r) => (order.push(`${what} returned`), r));
+        await until(() => gate.held === 1, 5000, `the watch event of the ${what}`);
+        // the API server has answered; the store's cache does not show the write yet
+        assert.equal(await settlesWithin(p, 300), "waiting", `the ${what} waits for its event`);
+        gate.release();
+        return await p;
+      };
+      const a = await slowWatch(
+        "create",
+        () => store.create(vsRaw("a", "default") as unknown as ConfigObject),
+      );
+      assert.deepEqual(await store.get("virtualservice", "a", "default"), a);
+      const a2 = await slowWatch("update", () => store.update(withLabel(a, "v", "2")));
+      assert.notEqual(a2.metadata.resourceVersion, a.metadata.resourceVersion);
+      assert.deepEqual(await store.get("virtualservice", "a", "default"), a2);
+      await slowWatch("delete", () => store.delete("virtualservice", "a", "default"));
+      assert.equal(await store.get("virtualservice", "a", "default"), undefined);
+      assert.deepEqual(order, [
+        "ADDED a",
+        "create returned",
+        "MODIFIED a",
+        "update returned",
+        "DELETED a",
+        "delete returned",
+      ]);
+      h.close();
+    },
+    { writeWaitMs: 60_000 },
+  );
+});
+
+Deno.test("createKubeStore() close() ends a write waiting for its watch event", async () => {
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      kube.watchGate.hold();
+      const p = store.create(vsRaw("a", "default") as unknown as ConfigObject);
+      await until(() => kube.watchGate.held === 1, 5000, "the watch event of the create");
+      await store.close();
+      // returns what the API server answered, without waiting out writeWaitMs
+      assert.equal((await p).metadata.name, "a");
+      kube.watchGate.release();
+    },
+    { writeWaitMs: 600_000 },
+  );
+});
+
+Deno.test("createKubeStore() a relist repairs changes the watch missed: a delete, an edit, an invalid object's delete", async () => {
+  const invalid = vsRaw("bad", "default");
+  invalid.spec = { hosts: ["bad"] };
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      const rec = recordEvents(store);
+      const gate = kube.watchGate;
+      const vss = "virtualservices.networking.mesh.io";
+      gate.drop({ name: "gone" });
+      gate.drop({ name: "edited" });
+      gate.drop({ name: "bad" });
+      kube.remove(vss, "default", "gone");
+      kube.upsert(vsRaw("edited", "default", "edited2"));
+      kube.remove(vss, "default", "bad");
+      // a later change arrives: the watch went on past the three it missed
+      kube.upsert(vsRaw("later", "default"));
+      await until(async () => !!(await store.get("virtualservice", "later", "default")), 5000);
+      assert.equal(gate.dropped, 3);
+      assert.ok(await store.get("virtualservice", "gone", "default"), "missed: still cached");
+      assert.deepEqual(store.errors().map((e) => e.object), ["VirtualService/default/bad"]);
+      await store.resync();
+      assert.equal(await store.get("virtualservice", "gone", "default"), undefined);
+      assert.deepEqual(
+        (await store.get("virtualservice", "edited", "default"))?.spec.hosts,
+        ["edited2"],
+      );
+      assert.deepEqual(store.errors(), []);
+      assert.deepEqual(
+        (await store.list("virtualservice", "default")).map((o) => o.metadata.name),
+        ["edited", "kept", "later"],
+      );
+      assert.deepEqual(eventLines(rec.events), [
+        "ADDED VirtualService/default/later",
+        "MODIFIED VirtualService/default/edited",
+        "DELETED VirtualService/default/gone",
+      ]);
+      rec.close();
+    },
+    { log: false },
+    [vsRaw("gone", "default"), vsRaw("edited", "default"), vsRaw("kept", "default"), invalid],
   );
 });
