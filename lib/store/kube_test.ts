@@ -5,7 +5,15 @@ import type { ConfigObject } from "../model/types.ts";
 import { createKubeStore, type KubeStore, type KubeStoreOptions } from "./kube.ts";
 import { openStoreFromURL } from "./mod.ts";
 import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
-import { eventLines, fixture, fixtures, recordEvents, until, withLabel } from "./_testutil.ts";
+import {
+  eventLines,
+  fixture,
+  fixtures,
+  recordEvents,
+  recordingLogger,
+  until,
+  withLabel,
+} from "./_testutil.ts";
 
 type Fake = Awaited<ReturnType<typeof startFakeKube>>;
 
@@ -345,19 +353,6 @@ Deno.test("createKubeStore() refuses a negative or non-finite resyncMs", async (
 });
 
 /** A logger recording `level message` lines. */
-function recordingLogger() {
-  const lines: string[] = [];
-  return {
-    lines,
-    log: {
-      debug: (m: string) => void lines.push(`debug ${m}`),
-      info: (m: string) => void lines.push(`info ${m}`),
-      warn: (m: string) => void lines.push(`warn ${m}`),
-      error: (m: string) => void lines.push(`error ${m}`),
-    },
-  };
-}
-
 Deno.test("createKubeStore() serves the labels and annotations of an object and writes those given", async () => {
   const pre = vsRaw("pre", "default");
   pre.metadata = {

@@ -1,0 +1,239 @@
+// The file store's scanning rules, each seen as a user of `--configDir` would: which files and
+// documents load, what errors() and the log say, and when a changed file is read again. File
+// times are set with Deno.utime, so no test depends on how fast it runs.
+import assert from "node:assert/strict";
+import { allSchemas } from "../model/mod.ts";
+import { createFileStore, type FileStore, type FileStoreOptions } from "./file.ts";
+import { eventLines, recordEvents, recordingLogger } from "./_testutil.ts";
+
+const VS = (name: string, host = name) =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata: { name: ${name} }
+spec:
+  hosts: [${host}]
+  http:
+  - route:
+    - destination: { host: ${host} }
+`;
+
+async function withDir(
+  files: Record<string, string>,
+  fn: (dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-filescan-" });
+  try {
+    for (const [rel, text] of Object.entries(files)) {
+      const slash = rel.lastIndexOf("/");
+      if (slash > 0) await Deno.mkdir(`${dir}/${rel.slice(0, slash)}`, { recursive: true });
+      await Deno.writeTextFile(`${dir}/${rel}`, text);
+    }
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function open(dir: string, opts: Partial<FileStoreOptions> = {}): Promise<FileStore> {
+  return await createFileStore({ dir, watch: false, log: false, ...opts });
+}
+
+const hosts = async (store: FileStore, name: string) =>
+  (await store.get("virtualservice", name, "default"))?.spec.hosts;
+
+Deno.test("file store: an empty directory has no errors and no objects", async () => {
+  await withDir({ "notes.txt": "not config" }, async (dir) => {
+    const store = await open(dir);
+    try {
+      assert.deepEqual(store.errors(), []);
+      assert.deepEqual(await store.list("virtualservice"), []);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a directory reached twice through links, or a link loop, is read once", async () => {
+  await withDir({ "sub/x.yaml": VS("x") }, async (dir) => {
+    await Deno.symlink("sub", `${dir}/again`);
+    await Deno.symlink(".", `${dir}/sub/loop`);
+    const store = await open(dir);
+    try {
+      // read twice, x would be reported as its own duplicate
+      assert.deepEqual(store.errors(), []);
+      assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), ["x"]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: among duplicates the first file in sorted path order wins, errors in path order", async () => {
+  const names = ["m", "c", "x", "a", "q", "h", "t", "e", "b/z", "b/a"];
+  const files = Object.fromEntries(names.map((n) => [`${n}.yaml`, VS("d", n.replace("/", "-"))]));
+  await withDir(files, async (dir) => {
+    const store = await open(dir);
+    try {
+      assert.deepEqual(await hosts(store, "d"), ["a"]);
+      assert.deepEqual(store.errors().map((e) => e.file), [
+        "b/a.yaml",
+        "b/z.yaml",
+        "c.yaml",
+        "e.yaml",
+        "h.yaml",
+        "m.yaml",
+        "q.yaml",
+        "t.yaml",
+        "x.yaml",
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: documents that are no object are errors; unknown and not-held kinds are skipped, logged", async () => {
+  const files = {
+    "a.yaml": `hello\n---\n- 1\n- 2\n---\n${VS("ok")}---\n---\n`,
+    "b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" +
+      "apiVersion: networking.mesh.io/v1alpha3\nkind: DestinationRule\n" +
+      "metadata: {name: d}\nspec: {host: d}\n",
+  };
+  await withDir(files, async (dir) => {
+    const { lines, log } = recordingLogger();
+    const store = await open(dir, {
+      log,
+      schemas: allSchemas.filter((s) => s.kind === "VirtualService"),
+    });
+    try {
+      const shape = "must be an object with apiVersion, kind, metadata and spec";
+      assert.deepEqual(store.errors(), [
+        { file: "a.yaml", document: 1, message: `a.yaml document 1: ${shape}` },
+        { file: "a.yaml", document: 2, message: `a.yaml document 2: ${shape}` },
+      ]);
+      assert.deepEqual(lines, [
+        `error Config file error (nothing of it applies): a.yaml document 1: ${shape}`,
+        `error Config file error (nothing of it applies): a.yaml document 2: ${shape}`,
+        'warn Skipping b.yaml document 1: unknown kind "ConfigMap" (apiVersion "v1")',
+        'debug Skipping b.yaml document 2: kind "DestinationRule" is not held here',
+      ]);
+      assert.equal(await hosts(store, "ok"), undefined, "a file with errors applies nothing");
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: the log tells when a broken file keeps its previous content and when it is valid again", async () => {
+  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+    const { lines, log } = recordingLogger();
+    const store = await open(dir, { log });
+    try {
+      await Deno.writeTextFile(`${dir}/a.yaml`, "kind: [x");
+      await store.sync();
+      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "a2"));
+      await store.sync();
+      assert.equal(lines.length, 2, lines.join("\n"));
+      assert.match(
+        lines[0],
+        /^error Config file error \(its previous content stays in force\): a\.yaml document 1: cannot parse YAML: /,
+      );
+      assert.equal(lines[1], "info Config file a.yaml is valid again");
+      assert.deepEqual(await hosts(store, "a"), ["a2"]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: an unreadable directory is one error with no file, logged once", async () => {
+  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+    const { lines, log } = recordingLogger();
+    const store = await open(dir, { log });
+    try {
+      await Deno.rename(dir, `${dir}-moved`);
+      try {
+        await store.sync();
+        await store.sync();
+      } finally {
+        await Deno.rename(`${dir}-moved`, dir);
+      }
+      const message = `Cannot read config directory "${dir}": No such file or directory ` +
+        `(os error 2): realpath '${dir}'`;
+      assert.deepEqual(lines, [`error ${message}`]);
+      assert.deepEqual(store.errors(), [{ file: "", message }]);
+      assert.deepEqual(await hosts(store, "a"), ["a"], "what was loaded stays in force");
+      await store.sync();
+      assert.deepEqual(store.errors(), []);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a file of exactly maxFileBytes is read", async () => {
+  const text = VS("a");
+  await withDir({ "a.yaml": text }, async (dir) => {
+    const store = await open(dir, { maxFileBytes: new TextEncoder().encode(text).length });
+    try {
+      assert.deepEqual(store.errors(), []);
+      assert.deepEqual(await hosts(store, "a"), ["a"]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a changed file is read again whatever its time says", async () => {
+  // Same size each time (hosts of one letter), so only the time and the inode tell a change.
+  const hour = 3600_000;
+  await withDir({ "a.yaml": VS("a", "p") }, async (dir) => {
+    const path = `${dir}/a.yaml`;
+    const old = new Date(Date.now() - hour);
+    await Deno.utime(path, old, old);
+    const store = await open(dir);
+    try {
+      assert.deepEqual(await hosts(store, "a"), ["p"]);
+      // rewritten in place, its time set back to another old time (as `touch -d`, `cp -p` do)
+      await Deno.writeTextFile(path, VS("a", "q"));
+      const older = new Date(old.getTime() - 1000);
+      await Deno.utime(path, older, older);
+      await store.sync();
+      assert.deepEqual(await hosts(store, "a"), ["q"], "an old time, but another one");
+      // replaced by another file (rename) with the same old time and size: another inode
+      await Deno.writeTextFile(`${dir}/.new`, VS("a", "r"));
+      await Deno.utime(`${dir}/.new`, older, older);
+      await Deno.rename(`${dir}/.new`, path);
+      await store.sync();
+      assert.deepEqual(await hosts(store, "a"), ["r"], "the same time, but another file");
+      // a time in the future (a skewed clock): rewritten in place keeping it, still read
+      const future = new Date(Date.now() + hour);
+      await Deno.utime(path, future, future);
+      await store.sync();
+      await Deno.writeTextFile(path, VS("a", "s"));
+      await Deno.utime(path, future, future);
+      await store.sync();
+      assert.deepEqual(await hosts(store, "a"), ["s"], "the same future time and size");
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: by default a document gone from a file just rewritten stays until it is quiet", async () => {
+  await withDir({ "a.yaml": `${VS("a")}---\n${VS("b")}` }, async (dir) => {
+    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 60_000 });
+    try {
+      const rec = recordEvents(store);
+      // rewritten in place a moment ago, without b: b is held for REMOVAL_QUIET_MS (2 s)
+      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "a2"));
+      await store.sync();
+      assert.deepEqual(await hosts(store, "a"), ["a2"]);
+      assert.deepEqual(await hosts(store, "b"), ["b"]);
+      assert.deepEqual(eventLines(rec.events), ["MODIFIED VirtualService/default/a"]);
+      rec.close();
+    } finally {
+      await store.close();
+    }
+  });
+});
