@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { allSchemas } from "../model/mod.ts";
 import { createFileStore, type FileStore, type FileStoreOptions } from "./file.ts";
-import { eventLines, recordEvents, recordingLogger } from "./_testutil.ts";
+import { eventLines, recordEvents, recordingLogger, until } from "./_testutil.ts";
 
 const VS = (name: string, host = name) =>
   `apiVersion: networking.mesh.io/v1alpha3
@@ -230,8 +230,78 @@ Deno.test("file store: by default a document gone from a file just rewritten sta
       await store.sync();
       assert.deepEqual(await hosts(store, "a"), ["a2"]);
       assert.deepEqual(await hosts(store, "b"), ["b"]);
-      assert.deepEqual(eventLines(rec.events), ["MODIFIED VirtualService/default/a"]);
+      assert.deepEqual(store.errors(), [], "holding is no error");
+      // changed again while b is held: the change applies at once, b is still held
+      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "a3"));
+      await store.sync();
+      assert.deepEqual(await hosts(store, "a"), ["a3"]);
+      assert.deepEqual(await hosts(store, "b"), ["b"]);
+      assert.deepEqual(eventLines(rec.events), [
+        "MODIFIED VirtualService/default/a",
+        "MODIFIED VirtualService/default/a",
+      ]);
+      // a file whose time is in the future (a skewed clock) is not "just rewritten": no hold
+      await Deno.writeTextFile(`${dir}/f.yaml`, `${VS("c")}---\n${VS("d")}`);
+      const future = new Date(Date.now() + 3600_000);
+      await Deno.utime(`${dir}/f.yaml`, future, future);
+      await store.sync();
+      await Deno.writeTextFile(`${dir}/f.yaml`, VS("c"));
+      await Deno.utime(`${dir}/f.yaml`, future, future);
+      await store.sync();
+      assert.equal(await hosts(store, "d"), undefined);
+      assert.deepEqual(eventLines(rec.events).slice(2), [
+        "ADDED VirtualService/default/c",
+        "ADDED VirtualService/default/d",
+        "DELETED VirtualService/default/d",
+      ]);
       rec.close();
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a held removal applies by itself once the file is quiet, with no poll or notification", async () => {
+  await withDir({ "a.yaml": `${VS("a")}---\n${VS("b")}` }, async (dir) => {
+    const store = await createFileStore({
+      dir,
+      log: false,
+      watchFs: false,
+      pollMs: 600_000,
+      removalQuietMs: 1500,
+    });
+    try {
+      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a"));
+      await store.sync();
+      assert.deepEqual(await hosts(store, "b"), ["b"], "held while the file may be rewritten");
+      // nothing but the store's own timer rescans now
+      await until(async () => (await hosts(store, "b")) === undefined, 20_000, "b to go");
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a file over the size limit, and duplicates, are logged once however often scanned", async () => {
+  const files = { "a.yaml": VS("d"), "b.yaml": VS("d", "other") };
+  await withDir(files, async (dir) => {
+    const { lines, log } = recordingLogger();
+    const store = await open(dir, { log, maxFileBytes: 1024 });
+    try {
+      await Deno.writeTextFile(`${dir}/big.yaml`, `${VS("big")}#${"x".repeat(2000)}\n`);
+      await store.sync();
+      await store.sync();
+      const big = "big.yaml: 2160 bytes is more than the 1024-byte limit of a config file " +
+        "(split it into several files)";
+      const dup = "b.yaml document 1: VirtualService/default/d: duplicate of a.yaml document 1 " +
+        "(ignored)";
+      assert.deepEqual(lines, [`error Config file error: ${dup}`, `error ${big}`]);
+      assert.deepEqual(store.errors(), [
+        { file: "big.yaml", message: big },
+        { file: "b.yaml", document: 1, message: dup },
+      ]);
+      assert.equal(await hosts(store, "big"), undefined, "nothing of it applies");
+      assert.deepEqual(await hosts(store, "d"), ["d"]);
     } finally {
       await store.close();
     }
