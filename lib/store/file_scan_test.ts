@@ -307,3 +307,46 @@ Deno.test("file store: a file over the size limit, and duplicates, are logged on
     }
   });
 });
+
+Deno.test("file store: the events of one scan come sorted by type, namespace and name", async () => {
+  await withDir({ "m.yaml": VS("mm") }, async (dir) => {
+    const store = await open(dir);
+    try {
+      const rec = recordEvents(store);
+      await Deno.writeTextFile(`${dir}/1.yaml`, VS("zz"));
+      await Deno.writeTextFile(`${dir}/2.yaml`, VS("aa"));
+      await Deno.writeTextFile(
+        `${dir}/3.yaml`,
+        "apiVersion: networking.mesh.io/v1alpha3\nkind: DestinationRule\n" +
+          "metadata: {name: x}\nspec: {host: x}\n",
+      );
+      await Deno.remove(`${dir}/m.yaml`);
+      // written an hour ago: settled, so one scan sees all four changes
+      const old = new Date(Date.now() - 3600_000);
+      for (const f of ["1", "2", "3"]) await Deno.utime(`${dir}/${f}.yaml`, old, old);
+      await store.sync();
+      assert.deepEqual(eventLines(rec.events), [
+        "ADDED DestinationRule/default/x",
+        "ADDED VirtualService/default/aa",
+        "DELETED VirtualService/default/mm",
+        "ADDED VirtualService/default/zz",
+      ]);
+      rec.close();
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: once closed, sync() no longer reads the directory", async () => {
+  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+    const store = await open(dir);
+    await store.close();
+    await Deno.writeTextFile(`${dir}/b.yaml`, VS("b"));
+    const old = new Date(Date.now() - 3600_000);
+    await Deno.utime(`${dir}/b.yaml`, old, old);
+    await store.sync();
+    assert.equal(await hosts(store, "b"), undefined);
+    assert.deepEqual(await hosts(store, "a"), ["a"]);
+  });
+});
