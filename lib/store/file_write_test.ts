@@ -1,0 +1,138 @@
+// The file store's write path as a user of `meshctl create/replace/delete` on a `--configDir`
+// sees it: which file is written, what it holds afterwards, and why a write is refused.
+import assert from "node:assert/strict";
+import { createFileStore, type FileStore } from "./file.ts";
+import { ConflictError } from "./types.ts";
+import { withLabel } from "./_testutil.ts";
+
+const VS = (name: string, host = name) =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata: { name: ${name} }
+spec:
+  hosts: [${host}]
+  http:
+  - route:
+    - destination: { host: ${host} }
+`;
+
+/** A store (no watcher: sync() and writes rescan) over a directory holding `files`. */
+async function withFiles(
+  files: Record<string, string>,
+  fn: (store: FileStore, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-filewrite-" });
+  try {
+    for (const [rel, text] of Object.entries(files)) {
+      const slash = rel.lastIndexOf("/");
+      if (slash > 0) await Deno.mkdir(`${dir}/${rel.slice(0, slash)}`, { recursive: true });
+      await Deno.writeTextFile(`${dir}/${rel}`, text);
+      // settled: written an hour ago, not "possibly still being written"
+      const old = new Date(Date.now() - 3600_000);
+      await Deno.utime(`${dir}/${rel}`, old, old);
+    }
+    const store = await createFileStore({ dir, watch: false, log: false });
+    try {
+      await fn(store, dir);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const vs = async (store: FileStore, name: string) =>
+  (await store.get("virtualservice", name, "default"))!;
+
+Deno.test("file store create: a file of that name holding something else is kept; the object gets the next free name-N.yaml", async () => {
+  const taken = "default/virtualservices/x.yaml";
+  const other = { [taken]: VS("other"), "default/virtualservices/x-1.yaml": "# notes\n" };
+  await withFiles(other, async (store, dir) => {
+    const created = await store.create({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "VirtualService",
+      metadata: { name: "x", namespace: "default" },
+      spec: { hosts: ["x"], http: [{ route: [{ destination: { host: "x" } }] }] },
+    });
+    assert.equal(created.metadata.name, "x");
+    assert.equal(await Deno.readTextFile(`${dir}/${taken}`), VS("other"));
+    assert.equal(await Deno.readTextFile(`${dir}/default/virtualservices/x-1.yaml`), "# notes\n");
+    assert.match(
+      await Deno.readTextFile(`${dir}/default/virtualservices/x-2.yaml`),
+      /^apiVersion: networking\.mesh\.io\/v1alpha3\nkind: VirtualService\nmetadata:\n  name: x\n/,
+    );
+  });
+});
+
+Deno.test("file store update: the first document keeps a leading ---, a later one gets one", async () => {
+  const text = `---\n${VS("a")}---\n${VS("b")}`;
+  await withFiles({ "t.yaml": text, "u.yaml": `${VS("c")}---\n${VS("d")}` }, async (store, dir) => {
+    await store.update(withLabel(await vs(store, "a"), "k", "v"));
+    const t = await Deno.readTextFile(`${dir}/t.yaml`);
+    assert.ok(t.startsWith("---\napiVersion: networking.mesh.io/v1alpha3\n"), t);
+    assert.ok(t.endsWith(`---\n${VS("b")}`), t);
+    await store.update(withLabel(await vs(store, "c"), "k", "v"));
+    const u = await Deno.readTextFile(`${dir}/u.yaml`);
+    assert.ok(u.startsWith("apiVersion: networking.mesh.io/v1alpha3\n"), u);
+    await store.update(withLabel(await vs(store, "d"), "k", "v"));
+    const u2 = await Deno.readTextFile(`${dir}/u.yaml`);
+    assert.equal(u2.split("\n---\n").length, 2, u2);
+    assert.equal((await vs(store, "d")).metadata.labels?.k, "v");
+    assert.equal((await vs(store, "c")).metadata.labels?.k, "v");
+  });
+});
+
+Deno.test("file store update: without a resourceVersion the last writer wins; with a stale one it is refused, naming both", async () => {
+  await withFiles({ "a.yaml": VS("a") }, async (store) => {
+    const a = await vs(store, "a");
+    const noVersion = withLabel(a, "k", "1");
+    delete noVersion.metadata.resourceVersion;
+    const a1 = await store.update(noVersion);
+    assert.equal(a1.metadata.labels?.k, "1");
+    await assert.rejects(
+      store.update(withLabel(a, "k", "2")),
+      (e: Error) =>
+        e instanceof ConflictError && e.message.includes(a.metadata.resourceVersion!) &&
+        e.message.includes(a1.metadata.resourceVersion!),
+    );
+  });
+});
+
+Deno.test("file store delete: a file left with only comments or empty documents is removed", async () => {
+  const files = { "a.yaml": `${VS("a")}---\n# nothing else here\n---\n`, "b.yaml": VS("b") };
+  await withFiles(files, async (store, dir) => {
+    await store.delete("virtualservice", "a", "default");
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["b.yaml"]);
+  });
+});
+
+Deno.test("file store: an object whose file has errors cannot be changed until it is fixed", async () => {
+  await withFiles({ "a.yaml": VS("a") }, async (store, dir) => {
+    const a = await vs(store, "a");
+    const broken = `${VS("a", "a2")}---\nkind: [x\n`;
+    await Deno.writeTextFile(`${dir}/a.yaml`, broken);
+    const old = new Date(Date.now() - 3600_000);
+    await Deno.utime(`${dir}/a.yaml`, old, old);
+    await store.sync();
+    assert.deepEqual((await vs(store, "a")).spec.hosts, ["a"], "the last good content is in force");
+    const refused = new RegExp(
+      `^Error: Cannot change VirtualService "a" in namespace "default": its file a\\.yaml has ` +
+        `errors \\(fix it first\\): a\\.yaml document 2: cannot parse YAML`,
+    );
+    await assert.rejects(store.update(withLabel(a, "k", "v")), refused);
+    await assert.rejects(store.delete("virtualservice", "a", "default"), refused);
+    assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), broken, "the file is left as it is");
+  });
+});
+
+Deno.test("file store: writes are refused once closed", async () => {
+  await withFiles({ "a.yaml": VS("a") }, async (store) => {
+    const a = await vs(store, "a");
+    await store.close();
+    const closed = /^Error: Config store is closed$/;
+    await assert.rejects(store.update(withLabel(a, "k", "v")), closed);
+    await assert.rejects(store.delete("virtualservice", "a", "default"), closed);
+    await assert.rejects(store.create({ ...a, metadata: { name: "b" } }), closed);
+  });
+});
