@@ -136,3 +136,43 @@ Deno.test("file store: writes are refused once closed", async () => {
     await assert.rejects(store.create({ ...a, metadata: { name: "b" } }), closed);
   });
 });
+
+Deno.test("file store update: a .JSON file (any case) stays JSON", async () => {
+  const json = JSON.stringify(
+    {
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "DestinationRule",
+      metadata: { name: "j" },
+      spec: { host: "j" },
+    },
+    null,
+    2,
+  );
+  await withFiles({ "J.JSON": json }, async (store, dir) => {
+    const j = (await store.get("destinationrule", "j", "default"))!;
+    await store.update(withLabel(j, "k", "v"));
+    const parsed = JSON.parse(await Deno.readTextFile(`${dir}/J.JSON`));
+    assert.deepEqual(parsed.metadata, { name: "j", namespace: "default", labels: { k: "v" } });
+  });
+});
+
+Deno.test("file store: get, list and errors() hand out copies; list filters by namespace, sorted", async () => {
+  const team = (name: string) => VS(name).replace("{ name: ", "{ namespace: team, name: ");
+  const files = { "a.yaml": `${team("z")}---\n${VS("b")}---\n${team("c")}`, "bad.yaml": "kind: [" };
+  await withFiles(files, async (store) => {
+    assert.deepEqual(
+      (await store.list("virtualservice", "team")).map((o) => o.metadata.name),
+      ["c", "z"],
+    );
+    assert.deepEqual(
+      (await store.list("virtualservice")).map((o) => `${o.metadata.namespace}/${o.metadata.name}`),
+      ["default/b", "team/c", "team/z"],
+    );
+    (await store.list("virtualservice"))[0].spec.hosts = ["changed"];
+    (await vs(store, "b")).metadata.name = "changed";
+    assert.deepEqual((await vs(store, "b")).spec.hosts, ["b"]);
+    store.errors()[0].message = "changed";
+    assert.match(store.errors()[0].message, /^bad\.yaml document 1: cannot parse YAML/);
+    await assert.rejects(store.list("nosuchtype"), /^Error: Unknown config type "nosuchtype"/);
+  });
+});
