@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { type JsonObject, startFakeKube } from "../../tests/harness/fake_kube.ts";
-import { allSchemas, crdManifests } from "../model/mod.ts";
+import { allSchemas, crdManifests, ingressSchema } from "../model/mod.ts";
 import type { ConfigObject } from "../model/types.ts";
 import { createKubeStore, type KubeStore, type KubeStoreOptions } from "./kube.ts";
 import { openStoreFromURL } from "./mod.ts";
@@ -611,7 +611,8 @@ Deno.test("createKubeStore() writes return only once the watch shows them: a get
       ]);
       h.close();
     },
-    { writeWaitMs: 60_000 },
+    // the default writeWaitMs (2 s): far longer than the 300 ms looked at
+    {},
   );
 });
 
@@ -672,5 +673,38 @@ Deno.test("createKubeStore() a relist repairs changes the watch missed: a delete
     },
     { log: false },
     [vsRaw("gone", "default"), vsRaw("edited", "default"), vsRaw("kept", "default"), invalid],
+  );
+});
+
+Deno.test("createKubeStore() writes an Ingress given in extensions/v1beta1 as networking.k8s.io/v1", async () => {
+  await withKube(
+    async (store, kube) => {
+      await store.create({
+        apiVersion: "extensions/v1beta1",
+        kind: "Ingress",
+        metadata: { name: "echo", namespace: "default" },
+        spec: {
+          rules: [{
+            host: "echo.example.com",
+            http: { paths: [{ path: "/echo", backend: { serviceName: "echo", servicePort: 80 } }] },
+          }],
+        },
+      });
+      const stored = kube.get("ingresses.networking.k8s.io", "default", "echo");
+      assert.equal(stored?.apiVersion, "networking.k8s.io/v1");
+      assert.deepEqual(stored?.spec, {
+        rules: [{
+          host: "echo.example.com",
+          http: {
+            paths: [{
+              path: "/echo",
+              pathType: "ImplementationSpecific",
+              backend: { service: { name: "echo", port: { number: 80 } } },
+            }],
+          },
+        }],
+      });
+    },
+    { schemas: [ingressSchema] },
   );
 });
