@@ -350,3 +350,16 @@ Deno.test("file store: once closed, sync() no longer reads the directory", async
     assert.deepEqual(await hosts(store, "a"), ["a"]);
   });
 });
+
+Deno.test("file store: notifications cover files in subdirectories", async () => {
+  await withDir({ "team/a.yaml": VS("a") }, async (dir) => {
+    // neither the safety-net rescan nor polling can be what sees it
+    const store = await createFileStore({ dir, log: false, rescanMs: 600_000, pollMs: 600_000 });
+    try {
+      await Deno.writeTextFile(`${dir}/team/b.yaml`, VS("b"));
+      await until(async () => (await hosts(store, "b")) !== undefined, 20_000, "b by notification");
+    } finally {
+      await store.close();
+    }
+  });
+});
