@@ -363,3 +363,27 @@ Deno.test("file store: notifications cover files in subdirectories", async () =>
     }
   });
 });
+
+Deno.test("file store: polling goes on after the first poll, and closing logs nothing", async () => {
+  await withDir({}, async (dir) => {
+    const { lines, log } = recordingLogger();
+    const store = await createFileStore({
+      dir,
+      log,
+      watchFs: false,
+      pollMs: 20,
+      rescanMs: 600_000,
+    });
+    try {
+      for (const name of ["p", "q", "r"]) {
+        await Deno.writeTextFile(`${dir}/${name}.yaml`, VS(name));
+        await until(async () => (await hosts(store, name)) !== undefined, 20_000, name);
+      }
+    } finally {
+      await store.close();
+    }
+    const notified = await createFileStore({ dir, log });
+    await notified.close();
+    assert.deepEqual(lines, []);
+  });
+});

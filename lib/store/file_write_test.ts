@@ -176,3 +176,69 @@ Deno.test("file store: get, list and errors() hand out copies; list filters by n
     await assert.rejects(store.list("nosuchtype"), /^Error: Unknown config type "nosuchtype"/);
   });
 });
+
+Deno.test("file store update: a .json.yaml file stays YAML, a .json file ends with a newline", async () => {
+  const json = JSON.stringify({
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "DestinationRule",
+    metadata: { name: "j" },
+    spec: { host: "j" },
+  });
+  await withFiles({ "a.json.yaml": VS("a"), "j.json": json }, async (store, dir) => {
+    await store.update(withLabel(await vs(store, "a"), "k", "v"));
+    assert.match(await Deno.readTextFile(`${dir}/a.json.yaml`), /^apiVersion: /);
+    await store.update(withLabel((await store.get("destinationrule", "j", "default"))!, "k", "v"));
+    assert.match(await Deno.readTextFile(`${dir}/j.json`), /^\{\n[^]*\n\}\n$/);
+  });
+});
+
+Deno.test("file store: an object of a file being rewritten by another writer cannot be changed meanwhile", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-filewrite-" });
+  try {
+    await Deno.writeTextFile(`${dir}/a.yaml`, `${VS("a")}---\n${VS("b")}`);
+    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
+    try {
+      // rewritten in place a moment ago without b: b is held for the quiet period (2 s)
+      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a"));
+      await store.sync();
+      assert.ok(await store.get("virtualservice", "b", "default"), "b is held");
+      await assert.rejects(
+        store.update(withLabel(await vs(store, "a"), "k", "v")),
+        (e: Error) =>
+          e instanceof ConflictError &&
+          e.message === "a.yaml is being rewritten by another writer; try again",
+      );
+      assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), VS("a"), "left as it is");
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("file store with watch: false arms no timer and no file watcher", async () => {
+  await withFiles({ "a.yaml": VS("a") }, async (_, dir) => {
+    const realSetTimeout = globalThis.setTimeout;
+    const realWatchFs = Deno.watchFs;
+    const armed: string[] = [];
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      armed.push(`setTimeout ${ms}`);
+      return realSetTimeout(fn, ms);
+    }) as typeof setTimeout;
+    Deno.watchFs = ((...args: Parameters<typeof Deno.watchFs>) => {
+      armed.push("watchFs");
+      return realWatchFs(...args);
+    }) as typeof Deno.watchFs;
+    try {
+      const store = await createFileStore({ dir, watch: false, log: false });
+      await store.sync();
+      await store.update(withLabel(await vs(store, "a"), "k", "v"));
+      await store.close();
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+      Deno.watchFs = realWatchFs;
+    }
+    assert.deepEqual(armed, []);
+  });
+});
