@@ -97,7 +97,7 @@ Deno.test("file store: documents that are no object are errors; unknown and not-
     "a.yaml": `hello\n---\n- 1\n- 2\n---\n${VS("ok")}---\n---\n`,
     "b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" +
       "apiVersion: networking.mesh.io/v1alpha3\nkind: DestinationRule\n" +
-      "metadata: {name: d}\nspec: {host: d}\n",
+      "metadata: {name: d}\nspec: {host: d}\n---\nkind: Foo\nmetadata: {name: f}\n",
   };
   await withDir(files, async (dir) => {
     const { lines, log } = recordingLogger();
@@ -116,6 +116,7 @@ Deno.test("file store: documents that are no object are errors; unknown and not-
         `error Config file error (nothing of it applies): a.yaml document 2: ${shape}`,
         'warn Skipping b.yaml document 1: unknown kind "ConfigMap" (apiVersion "v1")',
         'debug Skipping b.yaml document 2: kind "DestinationRule" is not held here',
+        'warn Skipping b.yaml document 3: unknown kind "Foo" (apiVersion "")',
       ]);
       assert.equal(await hosts(store, "ok"), undefined, "a file with errors applies nothing");
     } finally {
@@ -386,4 +387,76 @@ Deno.test("file store: polling goes on after the first poll, and closing logs no
     await notified.close();
     assert.deepEqual(lines, []);
   });
+});
+
+/**
+ * Runs `fn` with Deno.watchFs replaced: `watcher` gives what the store's watcher yields (it may
+ * throw or end), or Deno.watchFs throws `fails`.
+ */
+async function withFakeWatchFs(
+  opts: { fails?: Error; events?: () => AsyncGenerator<Deno.FsEvent> },
+  fn: () => Promise<void>,
+): Promise<void> {
+  const real = Deno.watchFs;
+  Deno.watchFs = (() => {
+    if (opts.fails) throw opts.fails;
+    return {
+      close() {},
+      [Symbol.asyncIterator]: opts.events!,
+    } as unknown as Deno.FsWatcher;
+  }) as typeof Deno.watchFs;
+  try {
+    await fn();
+  } finally {
+    Deno.watchFs = real;
+  }
+}
+
+/** Opens a store (notifications wanted, safety-net rescan off) and checks that polling sees changes. */
+async function pollsAfter(
+  dir: string,
+  log: ReturnType<typeof recordingLogger>["log"],
+  after = () => {},
+) {
+  const store = await createFileStore({ dir, log, pollMs: 20, rescanMs: 600_000 });
+  try {
+    after();
+    for (const name of ["p", "q"]) {
+      await Deno.writeTextFile(`${dir}/${name}.yaml`, VS(name));
+      await until(async () => (await hosts(store, name)) !== undefined, 20_000, name);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+Deno.test("file store: without file notifications it says so and polls every pollMs", async () => {
+  await withDir({}, async (dir) => {
+    const { lines, log } = recordingLogger();
+    await withFakeWatchFs({ fails: new Error("too many watches") }, () => pollsAfter(dir, log));
+    assert.deepEqual(lines, [
+      `warn No file notifications for "${dir}" (polling only): too many watches`,
+    ]);
+  });
+});
+
+Deno.test("file store: when notifications end or fail it says why and polls every pollMs from then on", async () => {
+  for (const failure of [undefined, "inotify gone"]) {
+    await withDir({}, async (dir) => {
+      const { lines, log } = recordingLogger();
+      let stop!: () => void;
+      const stopped = new Promise<void>((r) => stop = r);
+      // the watcher ends (or fails) once the store is open, its safety-net rescan armed
+      const events = async function* (): AsyncGenerator<Deno.FsEvent> {
+        await stopped;
+        if (failure) throw new Error(failure);
+      };
+      await withFakeWatchFs({ events }, () => pollsAfter(dir, log, stop));
+      assert.deepEqual(lines, [
+        `warn File notifications for "${dir}" stopped (polling every 20 ms): ${
+          failure ?? "the watcher ended"
+        }`,
+      ]);
+    });
+  }
 });
