@@ -579,14 +579,21 @@ Deno.test("createKubeStore() writes return only once the watch shows them: a get
     async (store, kube) => {
       await vsWatchOpen(store, kube);
       const order: string[] = [];
-      const h = store.watch((e) => order.push(`${e.type} ${e.object.metadata.name}`));
+      const h = store.watch((e) => {
+        if (e.object.metadata.name === "a") order.push(`${e.type} a`);
+      });
       const gate = kube.watchGate;
       /** Runs a write with its watch event held: it must wait for the event, then return. */
+      let others = 0;
       const slowWatch = async <T>(what: string, write: () => Promise<T>): Promise<T> => {
-        gate.hold();
+        gate.hold({ name: "a" });
         const p = write().then((r) => (order.push(`${what} returned`), r));
         await until(() => gate.held === 1, 5000, `the watch event of the ${what}`);
-        // the API server has answered; the store's cache does not show the write yet
+        // the API server has answered; the store's cache does not show the write yet, and the
+        // change of another object that it does show is not the one the write waits for
+        const other = `other${++others}`;
+        kube.upsert(vsRaw(other, "mesh-system"));
+        await until(async () => !!(await store.get("virtualservice", other, "mesh-system")));
         assert.equal(await settlesWithin(p, 300), "waiting", `the ${what} waits for its event`);
         gate.release();
         return await p;

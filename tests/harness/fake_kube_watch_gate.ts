@@ -17,8 +17,11 @@ export interface WatchEventMatch {
 
 /** Controls when the changes of the fake API server reach its open watches. */
 export interface WatchGate {
-  /** Holds every watch event from now on, in order, until {@linkcode WatchGate.release}. */
-  hold(): void;
+  /**
+   * Holds the watch events matching `match` (default: every event) from now on, in order, until
+   * {@linkcode WatchGate.release}; the others go through.
+   */
+  hold(match?: WatchEventMatch): void;
   /** Delivers the held events in order, then lets events through again. */
   release(): void;
   /** How many events are held now. */
@@ -40,7 +43,7 @@ export interface WatchGateControl extends WatchGate {
 
 /** A gate that lets every event through until told otherwise. */
 export function createWatchGate(): WatchGateControl {
-  let holding = false;
+  let holding: WatchEventMatch | undefined;
   const queue: (() => void)[] = [];
   const drops: { match: WatchEventMatch; left: number }[] = [];
   let dropped = 0;
@@ -49,11 +52,11 @@ export function createWatchGate(): WatchGateControl {
       ? (o.metadata as { name?: unknown }).name
       : undefined;
   return {
-    hold() {
-      holding = true;
+    hold(match = {}) {
+      holding = match;
     },
     release() {
-      holding = false;
+      holding = undefined;
       for (const deliver of queue.splice(0)) deliver();
     },
     get held() {
@@ -69,16 +72,16 @@ export function createWatchGate(): WatchGateControl {
       return dropped;
     },
     pass(type, object, deliver) {
-      const d = drops.find((d) =>
-        (d.match.type === undefined || d.match.type === type) &&
-        (d.match.name === undefined || d.match.name === nameOf(object))
-      );
+      const matches = (m: WatchEventMatch) =>
+        (m.type === undefined || m.type === type) &&
+        (m.name === undefined || m.name === nameOf(object));
+      const d = drops.find((d) => matches(d.match));
       if (d) {
         if (--d.left === 0) drops.splice(drops.indexOf(d), 1);
         dropped++;
         return;
       }
-      if (holding) queue.push(deliver);
+      if (holding && matches(holding)) queue.push(deliver);
       else deliver();
     },
   };

@@ -27,5 +27,12 @@ Deno.test("watch gate: passes events, holds them in order until release, drops m
   pass("DELETED", "b");
   assert.equal(gate.dropped, 2);
   assert.deepEqual(seen.slice(3), ["DELETED a", "MODIFIED b", "DELETED b"]);
+  // hold by name: the others go through
+  gate.hold({ name: "a" });
+  pass("MODIFIED", "a");
+  pass("MODIFIED", "c");
+  assert.deepEqual(seen.slice(6), ["MODIFIED c"]);
+  gate.release();
+  assert.deepEqual(seen.slice(6), ["MODIFIED c", "MODIFIED a"]);
   assert.throws(() => gate.drop({}, 0), /"count" must be a positive integer, got 0/);
 });
