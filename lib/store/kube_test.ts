@@ -715,3 +715,24 @@ Deno.test("createKubeStore() writes an Ingress given in extensions/v1beta1 as ne
     { schemas: [ingressSchema] },
   );
 });
+
+Deno.test("createKubeStore() rejects naming the server when it cannot be reached", async () => {
+  const kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
+  const kubeconfig = await Deno.makeTempFile({ prefix: "mesh-kubeconfig-" });
+  try {
+    await kube.writeKubeconfig(kubeconfig);
+    await kube.close();
+    const { lines, log } = recordingLogger();
+    await assert.rejects(
+      createKubeStore({ kubeconfigPath: kubeconfig, resyncMs: 0, log }),
+      (e: Error) => {
+        assert.match(e.message, /^Cannot open the orchestrator config store: cannot list /);
+        assert.ok(e.message.includes(kube.url), e.message);
+        return true;
+      },
+    );
+    assert.ok(lines.length > 0 && lines.every((l) => l.startsWith("warn ")), lines.join("\n"));
+  } finally {
+    await Deno.remove(kubeconfig);
+  }
+});
