@@ -736,3 +736,20 @@ Deno.test("createKubeStore() rejects naming the server when it cannot be reached
     await Deno.remove(kubeconfig);
   }
 });
+
+Deno.test("createKubeStore() update without a resourceVersion reads the current one before writing", async () => {
+  await withKube(async (store, kube) => {
+    const created = await store.create(vsRaw("a", "default") as unknown as ConfigObject);
+    const noVersion = withLabel(created, "k", "v");
+    delete noVersion.metadata.resourceVersion;
+    kube.requests.length = 0;
+    const updated = await store.update(noVersion);
+    assert.equal(updated.metadata.labels?.k, "v");
+    // an API server refuses an update of a custom resource without one (the fake takes it)
+    const path = "/apis/networking.mesh.io/v1alpha3/namespaces/default/virtualservices/a";
+    assert.deepEqual(
+      kube.requests.filter((r) => r.path === path).map((r) => `${r.method} ${r.status}`),
+      ["GET 200", "PUT 200"],
+    );
+  });
+});
