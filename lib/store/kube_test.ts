@@ -737,7 +737,7 @@ Deno.test("createKubeStore() rejects naming the server when it cannot be reached
   }
 });
 
-Deno.test("createKubeStore() update without a resourceVersion reads the current one before writing", async () => {
+Deno.test("createKubeStore() update without a resourceVersion reads the current one before writing; writes return once seen", async () => {
   await withKube(async (store, kube) => {
     const created = await store.create(vsRaw("a", "default") as unknown as ConfigObject);
     const noVersion = withLabel(created, "k", "v");
@@ -751,5 +751,9 @@ Deno.test("createKubeStore() update without a resourceVersion reads the current 
       kube.requests.filter((r) => r.path === path).map((r) => `${r.method} ${r.status}`),
       ["GET 200", "PUT 200"],
     );
-  });
+    // each write returned as soon as its watch event came (a wait for anything else would be
+    // the 600 s writeWaitMs)
+    await store.delete("virtualservice", "a", "default");
+    assert.equal(await store.get("virtualservice", "a", "default"), undefined);
+  }, { writeWaitMs: 600_000 });
 });
