@@ -757,3 +757,31 @@ Deno.test("createKubeStore() update without a resourceVersion reads the current 
     assert.equal(await store.get("virtualservice", "a", "default"), undefined);
   }, { writeWaitMs: 600_000 });
 });
+
+Deno.test("createKubeStore() an object left out as invalid can be fixed by an update; a failed read of it is an error", async () => {
+  const invalid = vsRaw("bad", "default");
+  invalid.spec = { hosts: ["bad"] };
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      assert.equal(await store.get("virtualservice", "bad", "default"), undefined);
+      const fixed = vsRaw("bad", "default") as unknown as ConfigObject;
+      kube.failNext({ method: "GET", path: /\/virtualservices\/bad$/, code: 500 });
+      await assert.rejects(
+        store.update(structuredClone(fixed)),
+        /^Error: update VirtualService\/default\/bad: .*HTTP 500/,
+      );
+      // its event held: the update waits for an object the cache does not hold yet
+      kube.watchGate.hold({ name: "bad" });
+      const p = store.update(structuredClone(fixed));
+      await until(() => kube.watchGate.held === 1, 5000, "the update's event");
+      kube.watchGate.release();
+      const updated = await p;
+      assert.deepEqual(updated.spec, fixed.spec);
+      assert.deepEqual((await store.get("virtualservice", "bad", "default"))?.spec, fixed.spec);
+      assert.deepEqual(store.errors(), []);
+    },
+    { log: false, writeWaitMs: 600_000 },
+    [invalid],
+  );
+});
