@@ -156,6 +156,7 @@ Deno.test("file store: an unreadable directory is one error with no file, logged
       try {
         await store.sync();
         await store.sync();
+        await store.sync();
       } finally {
         await Deno.rename(`${dir}-moved`, dir);
       }
@@ -290,6 +291,7 @@ Deno.test("file store: a file over the size limit, and duplicates, are logged on
     const store = await open(dir, { log, maxFileBytes: 1024 });
     try {
       await Deno.writeTextFile(`${dir}/big.yaml`, `${VS("big")}#${"x".repeat(2000)}\n`);
+      await store.sync();
       await store.sync();
       await store.sync();
       const big = "big.yaml: 2160 bytes is more than the 1024-byte limit of a config file " +
@@ -459,4 +461,77 @@ Deno.test("file store: when notifications end or fail it says why and polls ever
       ]);
     });
   }
+});
+
+Deno.test("file store: reads .yaml, .yml and .json files in any case, nothing else", async () => {
+  const files = {
+    "a.yml": VS("a"),
+    "b.YAML": VS("b"),
+    "c.Json": JSON.stringify({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "DestinationRule",
+      metadata: { name: "c" },
+      spec: { host: "c" },
+    }),
+    "d.yaml.orig": VS("d"),
+    "e.yaml~": VS("e"),
+    "f.jsonl": VS("f"),
+  };
+  await withDir(files, async (dir) => {
+    const store = await open(dir);
+    try {
+      assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), [
+        "a",
+        "b",
+      ]);
+      assert.ok(await store.get("destinationrule", "c", "default"));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a file over the limit that is then emptied is read again: no error, nothing in force", async () => {
+  await withDir({ "a.yaml": `${VS("a")}#${"x".repeat(2000)}\n` }, async (dir) => {
+    const store = await open(dir, { maxFileBytes: 1024 });
+    try {
+      assert.equal(store.errors().length, 1);
+      await Deno.writeTextFile(`${dir}/a.yaml`, "");
+      const old = new Date(Date.now() - 3600_000);
+      await Deno.utime(`${dir}/a.yaml`, old, old);
+      await store.sync();
+      assert.deepEqual(store.errors(), []);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a file larger than the read buffer (64 KiB) is read whole", async () => {
+  const comment = `# ${"long line of notes ".repeat(60)}\n`.repeat(80);
+  await withDir({ "a.yaml": `${comment}${VS("a", "whole")}${comment}` }, async (dir) => {
+    assert.ok((await Deno.stat(`${dir}/a.yaml`)).size > 2 * 64 * 1024);
+    const store = await open(dir);
+    try {
+      assert.deepEqual(store.errors(), []);
+      assert.deepEqual(await hosts(store, "a"), ["whole"]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: links added while it watches are followed by later scans", async () => {
+  await withDir({ "real/x.yaml": VS("x") }, async (dir) => {
+    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
+    try {
+      await Deno.symlink("real/x.yaml", `${dir}/link.yaml`);
+      await Deno.symlink("nowhere.yaml", `${dir}/dangling.yaml`);
+      await store.sync();
+      // x read through the link too (first in path order): real/x.yaml is its duplicate
+      assert.deepEqual(store.errors().map((e) => e.file), ["real/x.yaml"]);
+    } finally {
+      await store.close();
+    }
+  });
 });
