@@ -452,6 +452,7 @@ Deno.test("file store: when notifications end or fail it says why and polls ever
       const events = async function* (): AsyncGenerator<Deno.FsEvent> {
         await stopped;
         if (failure) throw new Error(failure);
+        yield* [];
       };
       await withFakeWatchFs({ events }, () => pollsAfter(dir, log, stop));
       assert.deepEqual(lines, [

@@ -60,7 +60,7 @@ Deno.test("file store create: a file of that name holding something else is kept
     assert.equal(await Deno.readTextFile(`${dir}/default/virtualservices/x-1.yaml`), "# notes\n");
     assert.match(
       await Deno.readTextFile(`${dir}/default/virtualservices/x-2.yaml`),
-      /^apiVersion: networking\.mesh\.io\/v1alpha3\nkind: VirtualService\nmetadata:\n  name: x\n/,
+      /^apiVersion: networking\.mesh\.io\/v1alpha3\nkind: VirtualService\nmetadata:\n {2}name: x\n/,
     );
   });
 });
