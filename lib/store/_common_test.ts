@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { MAX_DEPTH } from "../model/mod.ts";
+import { createFileStore } from "./file.ts";
 import { createMemoryStore } from "./memory.ts";
 import {
   alreadyExists,
@@ -183,4 +185,42 @@ Deno.test("store validation errors label input that is no object, or has no meta
     await message({ kind: "VirtualService", metadata: { namespace: "n s", name: "a b" } }),
     /^ValidationError: Invalid config: VirtualService\/"n s"\/"a b": metadata\.name: /,
   );
+});
+
+Deno.test("a store given no logger logs to the default scope", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-common-" });
+  const written: string[] = [];
+  const stderr = Deno.stderr as { writeSync(p: Uint8Array): number };
+  const writeSync = stderr.writeSync;
+  try {
+    await Deno.writeTextFile(`${dir}/bad.yaml`, "kind: [");
+    stderr.writeSync = (p: Uint8Array) => (written.push(new TextDecoder().decode(p)), p.length);
+    try {
+      const store = await createFileStore({ dir, watch: false });
+      await store.close();
+    } finally {
+      stderr.writeSync = writeSync;
+    }
+    assert.equal(written.length, 1, written.join(""));
+    assert.match(
+      written[0],
+      /\terror\tdefault\tConfig file error \(nothing of it applies\): bad\.yaml /,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("canonicalJson() takes nesting up to its limit and refuses one level more", () => {
+  const nested = (depth: number) => {
+    let v: unknown = 1;
+    for (let i = 0; i < depth; i++) v = [v];
+    return v;
+  };
+  const limit = 4 * MAX_DEPTH;
+  assert.equal(
+    canonicalJson(nested(limit + 1)),
+    `${"[".repeat(limit + 1)}1${"]".repeat(limit + 1)}`,
+  );
+  assert.throws(() => canonicalJson(nested(limit + 2)), new RegExp(`nested deeper than ${limit}$`));
 });

@@ -77,3 +77,25 @@ export async function fixture(kind: string, ns = "default"): Promise<ConfigObjec
   if (!f) throw new Error(`No fixture of kind ${kind}`);
   return f;
 }
+
+/** A logger recording `level message` lines, for assertions on what a store logs. */
+export function recordingLogger(): {
+  lines: string[];
+  log: {
+    debug(m: string): void;
+    info(m: string): void;
+    warn(m: string): void;
+    error(m: string): void;
+  };
+} {
+  const lines: string[] = [];
+  return {
+    lines,
+    log: {
+      debug: (m: string) => void lines.push(`debug ${m}`),
+      info: (m: string) => void lines.push(`info ${m}`),
+      warn: (m: string) => void lines.push(`warn ${m}`),
+      error: (m: string) => void lines.push(`error ${m}`),
+    },
+  };
+}

@@ -1,10 +1,19 @@
 import assert from "node:assert/strict";
 import { type JsonObject, startFakeKube } from "../../tests/harness/fake_kube.ts";
-import { allSchemas, crdManifests } from "../model/mod.ts";
+import { allSchemas, crdManifests, ingressSchema } from "../model/mod.ts";
+import type { ConfigObject } from "../model/types.ts";
 import { createKubeStore, type KubeStore, type KubeStoreOptions } from "./kube.ts";
 import { openStoreFromURL } from "./mod.ts";
 import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
-import { eventLines, fixture, fixtures, recordEvents, until, withLabel } from "./_testutil.ts";
+import {
+  eventLines,
+  fixture,
+  fixtures,
+  recordEvents,
+  recordingLogger,
+  until,
+  withLabel,
+} from "./_testutil.ts";
 
 type Fake = Awaited<ReturnType<typeof startFakeKube>>;
 
@@ -344,19 +353,6 @@ Deno.test("createKubeStore() refuses a negative or non-finite resyncMs", async (
 });
 
 /** A logger recording `level message` lines. */
-function recordingLogger() {
-  const lines: string[] = [];
-  return {
-    lines,
-    log: {
-      debug: (m: string) => void lines.push(`debug ${m}`),
-      info: (m: string) => void lines.push(`info ${m}`),
-      warn: (m: string) => void lines.push(`warn ${m}`),
-      error: (m: string) => void lines.push(`error ${m}`),
-    },
-  };
-}
-
 Deno.test("createKubeStore() serves the labels and annotations of an object and writes those given", async () => {
   const pre = vsRaw("pre", "default");
   pre.metadata = {
@@ -550,5 +546,242 @@ Deno.test("createKubeStore() relists without events for unchanged objects, and a
     },
     { log: false },
     [vsRaw("pre", "default"), invalid],
+  );
+});
+
+/** "resolved" when `p` settles within `ms`, else "waiting" (`p` is left to run). */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<"resolved" | "waiting"> {
+  let timer: number | undefined;
+  const waiting = new Promise<"waiting">((r) => timer = setTimeout(() => r("waiting"), ms));
+  const settled = p.then(() => "resolved" as const, () => "resolved" as const);
+  try {
+    return await Promise.race([settled, waiting]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Resolves once the store's virtual-service watch is open: a change made from now on reaches the
+ * store through it (a watch opened later would replay it from the history, past the gate).
+ */
+async function vsWatchOpen(store: KubeStore, kube: Fake) {
+  kube.upsert(vsRaw("probe", "mesh-system"));
+  await until(
+    async () => !!(await store.get("virtualservice", "probe", "mesh-system")),
+    5000,
+    "the watch to open",
+  );
+}
+
+Deno.test("createKubeStore() writes return only once the watch shows them: a get after a write sees it", async () => {
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      const order: string[] = [];
+      const h = store.watch((e) => {
+        if (e.object.metadata.name === "a") order.push(`${e.type} a`);
+      });
+      const gate = kube.watchGate;
+      /** Runs a write with its watch event held: it must wait for the event, then return. */
+      let others = 0;
+      const slowWatch = async <T>(what: string, write: () => Promise<T>): Promise<T> => {
+        gate.hold({ name: "a" });
+        const p = write().then((r) => (order.push(`${what} returned`), r));
+        await until(() => gate.held === 1, 5000, `the watch event of the ${what}`);
+        // the API server has answered; the store's cache does not show the write yet, and the
+        // change of another object that it does show is not the one the write waits for
+        const other = `other${++others}`;
+        kube.upsert(vsRaw(other, "mesh-system"));
+        await until(async () => !!(await store.get("virtualservice", other, "mesh-system")));
+        assert.equal(await settlesWithin(p, 300), "waiting", `the ${what} waits for its event`);
+        gate.release();
+        return await p;
+      };
+      const a = await slowWatch(
+        "create",
+        () => store.create(vsRaw("a", "default") as unknown as ConfigObject),
+      );
+      assert.deepEqual(await store.get("virtualservice", "a", "default"), a);
+      const a2 = await slowWatch("update", () => store.update(withLabel(a, "v", "2")));
+      assert.notEqual(a2.metadata.resourceVersion, a.metadata.resourceVersion);
+      assert.deepEqual(await store.get("virtualservice", "a", "default"), a2);
+      await slowWatch("delete", () => store.delete("virtualservice", "a", "default"));
+      assert.equal(await store.get("virtualservice", "a", "default"), undefined);
+      assert.deepEqual(order, [
+        "ADDED a",
+        "create returned",
+        "MODIFIED a",
+        "update returned",
+        "DELETED a",
+        "delete returned",
+      ]);
+      h.close();
+    },
+    // the default writeWaitMs (2 s): far longer than the 300 ms looked at
+    {},
+  );
+});
+
+Deno.test("createKubeStore() close() ends a write waiting for its watch event", async () => {
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      kube.watchGate.hold();
+      const p = store.create(vsRaw("a", "default") as unknown as ConfigObject);
+      await until(() => kube.watchGate.held === 1, 5000, "the watch event of the create");
+      await store.close();
+      // returns what the API server answered, without waiting out writeWaitMs
+      assert.equal((await p).metadata.name, "a");
+      kube.watchGate.release();
+    },
+    { writeWaitMs: 600_000 },
+  );
+});
+
+Deno.test("createKubeStore() a relist repairs changes the watch missed: a delete, an edit, an invalid object's delete", async () => {
+  const invalid = vsRaw("bad", "default");
+  invalid.spec = { hosts: ["bad"] };
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      const rec = recordEvents(store);
+      const gate = kube.watchGate;
+      const vss = "virtualservices.networking.mesh.io";
+      gate.drop({ name: "gone" });
+      gate.drop({ name: "edited" });
+      gate.drop({ name: "bad" });
+      kube.remove(vss, "default", "gone");
+      kube.upsert(vsRaw("edited", "default", "edited2"));
+      kube.remove(vss, "default", "bad");
+      // a later change arrives: the watch went on past the three it missed
+      kube.upsert(vsRaw("later", "default"));
+      await until(async () => !!(await store.get("virtualservice", "later", "default")), 5000);
+      assert.equal(gate.dropped, 3);
+      assert.ok(await store.get("virtualservice", "gone", "default"), "missed: still cached");
+      assert.deepEqual(store.errors().map((e) => e.object), ["VirtualService/default/bad"]);
+      await store.resync();
+      assert.equal(await store.get("virtualservice", "gone", "default"), undefined);
+      assert.deepEqual(
+        (await store.get("virtualservice", "edited", "default"))?.spec.hosts,
+        ["edited2"],
+      );
+      assert.deepEqual(store.errors(), []);
+      assert.deepEqual(
+        (await store.list("virtualservice", "default")).map((o) => o.metadata.name),
+        ["edited", "kept", "later"],
+      );
+      assert.deepEqual(eventLines(rec.events), [
+        "ADDED VirtualService/default/later",
+        "MODIFIED VirtualService/default/edited",
+        "DELETED VirtualService/default/gone",
+      ]);
+      rec.close();
+    },
+    { log: false },
+    [vsRaw("gone", "default"), vsRaw("edited", "default"), vsRaw("kept", "default"), invalid],
+  );
+});
+
+Deno.test("createKubeStore() writes an Ingress given in extensions/v1beta1 as networking.k8s.io/v1", async () => {
+  await withKube(
+    async (store, kube) => {
+      await store.create({
+        apiVersion: "extensions/v1beta1",
+        kind: "Ingress",
+        metadata: { name: "echo", namespace: "default" },
+        spec: {
+          rules: [{
+            host: "echo.example.com",
+            http: { paths: [{ path: "/echo", backend: { serviceName: "echo", servicePort: 80 } }] },
+          }],
+        },
+      });
+      const stored = kube.get("ingresses.networking.k8s.io", "default", "echo");
+      assert.equal(stored?.apiVersion, "networking.k8s.io/v1");
+      assert.deepEqual(stored?.spec, {
+        rules: [{
+          host: "echo.example.com",
+          http: {
+            paths: [{
+              path: "/echo",
+              pathType: "ImplementationSpecific",
+              backend: { service: { name: "echo", port: { number: 80 } } },
+            }],
+          },
+        }],
+      });
+    },
+    { schemas: [ingressSchema] },
+  );
+});
+
+Deno.test("createKubeStore() rejects naming the server when it cannot be reached", async () => {
+  const kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
+  const kubeconfig = await Deno.makeTempFile({ prefix: "mesh-kubeconfig-" });
+  try {
+    await kube.writeKubeconfig(kubeconfig);
+    await kube.close();
+    const { lines, log } = recordingLogger();
+    await assert.rejects(
+      createKubeStore({ kubeconfigPath: kubeconfig, resyncMs: 0, log }),
+      (e: Error) => {
+        assert.match(e.message, /^Cannot open the orchestrator config store: cannot list /);
+        assert.ok(e.message.includes(kube.url), e.message);
+        return true;
+      },
+    );
+    assert.ok(lines.length > 0 && lines.every((l) => l.startsWith("warn ")), lines.join("\n"));
+  } finally {
+    await Deno.remove(kubeconfig);
+  }
+});
+
+Deno.test("createKubeStore() update without a resourceVersion reads the current one before writing; writes return once seen", async () => {
+  await withKube(async (store, kube) => {
+    const created = await store.create(vsRaw("a", "default") as unknown as ConfigObject);
+    const noVersion = withLabel(created, "k", "v");
+    delete noVersion.metadata.resourceVersion;
+    kube.requests.length = 0;
+    const updated = await store.update(noVersion);
+    assert.equal(updated.metadata.labels?.k, "v");
+    // an API server refuses an update of a custom resource without one (the fake takes it)
+    const path = "/apis/networking.mesh.io/v1alpha3/namespaces/default/virtualservices/a";
+    assert.deepEqual(
+      kube.requests.filter((r) => r.path === path).map((r) => `${r.method} ${r.status}`),
+      ["GET 200", "PUT 200"],
+    );
+    // each write returned as soon as its watch event came (a wait for anything else would be
+    // the 600 s writeWaitMs)
+    await store.delete("virtualservice", "a", "default");
+    assert.equal(await store.get("virtualservice", "a", "default"), undefined);
+  }, { writeWaitMs: 600_000 });
+});
+
+Deno.test("createKubeStore() an object left out as invalid can be fixed by an update; a failed read of it is an error", async () => {
+  const invalid = vsRaw("bad", "default");
+  invalid.spec = { hosts: ["bad"] };
+  await withKube(
+    async (store, kube) => {
+      await vsWatchOpen(store, kube);
+      assert.equal(await store.get("virtualservice", "bad", "default"), undefined);
+      const fixed = vsRaw("bad", "default") as unknown as ConfigObject;
+      kube.failNext({ method: "GET", path: /\/virtualservices\/bad$/, code: 500 });
+      await assert.rejects(
+        store.update(structuredClone(fixed)),
+        /^Error: update VirtualService\/default\/bad: .*HTTP 500/,
+      );
+      // its event held: the update waits for an object the cache does not hold yet
+      kube.watchGate.hold({ name: "bad" });
+      const p = store.update(structuredClone(fixed));
+      await until(() => kube.watchGate.held === 1, 5000, "the update's event");
+      kube.watchGate.release();
+      const updated = await p;
+      assert.deepEqual(updated.spec, fixed.spec);
+      assert.deepEqual((await store.get("virtualservice", "bad", "default"))?.spec, fixed.spec);
+      assert.deepEqual(store.errors(), []);
+    },
+    { log: false, writeWaitMs: 600_000 },
+    [invalid],
   );
 });

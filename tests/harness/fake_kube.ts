@@ -18,6 +18,7 @@
  */
 
 import { tokenReviewResponse } from "./fake_kube_tokenreview.ts";
+import { createWatchGate, type WatchGate } from "./fake_kube_watch_gate.ts";
 import { parse as parseYaml } from "../../lib/deps/yaml.ts";
 import {
   clone,
@@ -181,6 +182,8 @@ export interface FakeKube {
   bookmark(): void;
   /** Makes the next matching request(s) fail with the given Status. */
   failNext(spec: FailureSpec): void;
+  /** Holds or drops watch events (a slow watch, a missed change): fake_kube_watch_gate.ts. */
+  readonly watchGate: WatchGate;
   /** The resource types currently served (built-ins and CRD-registered). */
   resourceTypes(): ResourceType[];
   /** TokenReview tokens (token → username); add or delete entries at any time. */
@@ -566,6 +569,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
   let historyStart = 0; // every event with rv > historyStart is in `history`
   let rv = 0;
   const watchers = new Set<Watcher>();
+  const watchGate = createWatchGate();
   const failures: (FailureSpec & { left: number })[] = [];
   const requests: RecordedRequest[] = [];
   let nextClusterIP = 1;
@@ -638,7 +642,9 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     const ev: HistoryEvent = { rv, type, key: storeKey(t), object: clone(obj), previous: prev };
     history.push(ev);
     while (history.length > historySize) historyStart = history.shift()!.rv;
-    for (const w of watchers) deliver(w, ev, t);
+    watchGate.pass(type, obj, () => {
+      for (const w of watchers) deliver(w, ev, t);
+    });
   }
 
   function deliver(w: Watcher, ev: HistoryEvent, t: ResourceType) {
@@ -2095,6 +2101,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       failures.push({ ...spec, left: times });
     },
     reviewTokens,
+    watchGate,
     resourceTypes() {
       return [...types.values()].map((t) => ({
         ...t,
