@@ -31,6 +31,7 @@ import {
   strategicMergePatch,
 } from "./_patch.ts";
 import { type AdmissionView, admitCreate } from "./fake_kube_admission.ts";
+import { MissedEvents } from "./fake_kube_missed.ts";
 import { decodeKubeProtobuf, encodeOpenApiV2, OPENAPI_V2_PROTOBUF_TYPES } from "./_protobuf.ts";
 import {
   type Matcher,
@@ -179,6 +180,8 @@ export interface FakeKube {
   expireHistory(): void;
   /** Sends a BOOKMARK now on every open watch that allowed bookmarks. */
   bookmark(): void;
+  /** The next `n` (default 1) changes of `resource` reach no open watch (fake_kube_missed.ts). */
+  missEvents(resource: string, n?: number): void;
   /** Makes the next matching request(s) fail with the given Status. */
   failNext(spec: FailureSpec): void;
   /** The resource types currently served (built-ins and CRD-registered). */
@@ -567,6 +570,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
   let rv = 0;
   const watchers = new Set<Watcher>();
   const failures: (FailureSpec & { left: number })[] = [];
+  const missed = new MissedEvents();
   const requests: RecordedRequest[] = [];
   let nextClusterIP = 1;
   let closed = false;
@@ -638,6 +642,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     const ev: HistoryEvent = { rv, type, key: storeKey(t), object: clone(obj), previous: prev };
     history.push(ev);
     while (history.length > historySize) historyStart = history.shift()!.rv;
+    if (missed.take(ev.key)) return;
     for (const w of watchers) deliver(w, ev, t);
   }
 
@@ -2082,6 +2087,11 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       historyStart = rv;
     },
     bookmark: bookmarkAll,
+    missEvents(resource, n = 1) {
+      const t = findType(resource);
+      if (!t) throw new TypeError(`FakeKube.missEvents: unknown resource "${resource}"`);
+      missed.miss(storeKey(t), n);
+    },
     failNext(spec) {
       if (!Number.isInteger(spec.code) || spec.code < 400 || spec.code > 599) {
         throw new TypeError(
