@@ -314,8 +314,15 @@ Deno.test("createOrchestratorRegistry() maps headless and ExternalName services 
     assert.equal(httpbin.resolution, "Passthrough");
     assert.deepEqual(httpbin.attributes, { externalName: "httpbin.org" });
     assert.deepEqual(
-      reg.instances().map((i) => [i.hostname, i.address, i.port, i.labels]),
-      [["httpbin.default.svc.cluster.local", "httpbin.org", 80, { app: "httpbin" }]],
+      reg.instances().map((i) => [
+        i.hostname,
+        i.address,
+        i.port,
+        i.labels,
+        i.locality,
+        i.serviceAccount,
+      ]),
+      [["httpbin.default.svc.cluster.local", "httpbin.org", 80, { app: "httpbin" }, "", ""]],
     );
   } finally {
     await reg.stop();
@@ -663,10 +670,12 @@ Deno.test("createOrchestratorRegistry() finds each endpoint's pod, node and acco
     "topology.kubernetes.io/zone": "za",
   }));
   kube.upsert(node("node-bare", {}));
-  // Two host-network pods share 10.5.0.1; each service takes the one of its own namespace.
+  // Host-network pods share 10.5.0.1; each service takes the first (by name) of its own
+  // namespace, else the first by namespace and name.
+  kube.upsert(pod("host-shop-b", "shop", "10.5.0.1", { labels: { who: "shop-b" } }));
   kube.upsert(pod("host-shop", "shop", "10.5.0.1", { labels: { who: "shop" }, sa: "shop-sa" }));
   kube.upsert(pod("host-infra", "infra", "10.5.0.1", { labels: { who: "infra" }, sa: "infra-sa" }));
-  for (const ns of ["shop", "infra"]) {
+  for (const ns of ["shop", "infra", "default"]) {
     kube.upsert(service("agent", ns, { ports: [{ name: "http", port: 80 }] }));
     kube.upsert(endpoints("agent", ns, [{ ip: "10.5.0.1" }], [{ name: "http", port: 8080 }]));
   }
@@ -677,6 +686,21 @@ Deno.test("createOrchestratorRegistry() finds each endpoint's pod, node and acco
   }));
   kube.upsert(pod("other-ns", "infra", "10.6.0.9", { labels: { app: "x" }, sa: "infra-api" }));
   kube.upsert(pod("by-ip", "shop", "10.6.0.3", { labels: { app: "by-ip" } }));
+  kube.upsert(pod("squatter", "shop", "10.6.0.7", { labels: { app: "squatter" } }));
+  // A pod named by the targetRef wins over the IP: a missing one means no pod.
+  kube.upsert(service("ref", "shop", { ports: [{ name: "http", port: 80 }] }));
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "Endpoints",
+    metadata: { name: "ref", namespace: "shop" },
+    subsets: [{
+      addresses: [
+        { ip: "10.6.0.7", targetRef: { kind: "Pod", name: "not-yet" } },
+        { ip: "10.6.0.8", targetRef: { name: "api-1" } }, // no kind: a pod
+      ],
+      ports: [{ name: "http", port: 80, protocol: "TCP" }],
+    }],
+  });
   kube.upsert(service("api", "shop", {
     clusterIP: "10.96.0.10",
     ports: [{ name: "http", port: 8000 }, { name: "tcp-admin", port: 15000 }],
@@ -717,9 +741,11 @@ Deno.test("createOrchestratorRegistry() finds each endpoint's pod, node and acco
     await reg.start();
     assert.deepEqual(changes, [], "nothing is reported while starting");
     assert.deepEqual(reg.services().map((s) => s.hostname), [
+      "agent.default.svc.cluster.local",
       "agent.infra.svc.cluster.local",
       "agent.shop.svc.cluster.local",
       "api.shop.svc.cluster.local",
+      "ref.shop.svc.cluster.local",
     ]);
     const view = (host: string) =>
       reg.instances().filter((i) => i.hostname === host).map((i) =>
@@ -732,6 +758,13 @@ Deno.test("createOrchestratorRegistry() finds each endpoint's pod, node and acco
     ]);
     assert.deepEqual(view("agent.infra.svc.cluster.local"), [
       '80 10.5.0.1:8080 {"who":"infra"}  spiffe://cluster.local/ns/infra/sa/infra-sa',
+    ]);
+    assert.deepEqual(view("agent.default.svc.cluster.local"), [
+      '80 10.5.0.1:8080 {"who":"infra"}  spiffe://cluster.local/ns/infra/sa/infra-sa',
+    ]);
+    assert.deepEqual(view("ref.shop.svc.cluster.local"), [
+      "80 10.6.0.7:80 {}  ",
+      '80 10.6.0.8:80 {"app":"api"} r/za spiffe://cluster.local/ns/shop/sa/default',
     ]);
     // sorted by service port, then address, then endpoint port
     assert.deepEqual(view("api.shop.svc.cluster.local"), [
@@ -746,10 +779,27 @@ Deno.test("createOrchestratorRegistry() finds each endpoint's pod, node and acco
       "15000 10.6.0.5:15000 {}  ",
       '15000 10.6.0.9:15000 {"app":"x"}  spiffe://cluster.local/ns/infra/sa/infra-api',
     ]);
-    assert.deepEqual(reg.services()[2].serviceAccounts, [
+    assert.deepEqual(reg.services()[3].serviceAccounts, [
       "spiffe://cluster.local/ns/infra/sa/infra-api",
       "spiffe://cluster.local/ns/shop/sa/default",
     ]);
+
+    // A host pod that sorts first comes: taken by the services of its namespace and of none.
+    kube.upsert(pod("a-host", "infra", "10.5.0.1", { labels: { who: "a-host" } }));
+    await waitUntil(
+      () => view("agent.infra.svc.cluster.local")[0].includes("a-host"),
+      5000,
+      "a-host",
+    );
+    assert.deepEqual(
+      reg.instancesByAddress("10.5.0.1").map((i) => `${i.hostname} ${i.labels.who}`),
+      [
+        "agent.default.svc.cluster.local a-host",
+        "agent.infra.svc.cluster.local a-host",
+        "agent.shop.svc.cluster.local shop",
+      ],
+    );
+    changes.length = 0;
 
     // The node's labels change: the instances' locality follows, as an endpoints change.
     kube.upsert(node("node-bare", { "topology.kubernetes.io/zone": "zb" }));
@@ -858,6 +908,23 @@ Deno.test("createOrchestratorRegistry() reads EndpointSlices: readiness, zones, 
       ports: [{ name: "http", port: 8080, protocol: "TCP" }],
     });
     await waitUntil(() => view().join() === "a 10.7.9.9 ,b 10.7.0.1 ", 5000, "the stray slice");
+    // The same endpoint in two slices of a service: the first slice by name gives its zone.
+    for (const [name, zone] of [["b-2", "zone-2"], ["b-0", "zone-0"]]) {
+      kube.upsert({
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        metadata: { name, namespace: "default", labels: { [SERVICE_NAME_LABEL]: "b" } },
+        addressType: "IPv4",
+        endpoints: [{ addresses: ["10.7.5.5"], zone }],
+        ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+      });
+    }
+    await waitUntil(
+      () => reg.instancesByAddress("10.7.5.5")[0]?.locality === "zone-0",
+      5000,
+      "the zone of b-0",
+    );
+    assert.equal(reg.instancesByAddress("10.7.5.5").length, 1);
   } finally {
     await reg.stop();
   }
@@ -1152,6 +1219,49 @@ Deno.test("createOrchestratorRegistry() finds pods by any of their IPs and forge
     await waitUntil(() => reg.instances().length === 0, 5000, "the endpoints gone");
     assert.deepEqual(changes, ["services"], "the pods' account left the service with them");
     assert.deepEqual(reg.services()[0].serviceAccounts, []);
+  } finally {
+    await reg.stop();
+  }
+});
+
+Deno.test("createOrchestratorRegistry() tells no change for objects that change nothing", async () => {
+  await using kube = await startFakeKube();
+  seedReviews(kube);
+  kube.upsert(service("ratings", "default", { ports: [{ name: "http", port: 9080 }] }));
+  kube.upsert(pod("lonely", "default", "10.1.9.9", { labels: { app: "lonely" } }));
+  const { reg, changes } = await registryFor(kube);
+  try {
+    await reg.start();
+    // On each watch, changes that alter no service come first, then one that does: once the
+    // last is seen, the others have been handled.
+    kube.upsert(endpoints("orphan", "default", [{ ip: "10.1.9.1" }], [{ name: "http", port: 80 }]));
+    kube.upsert(endpoints("reviews", "default", [
+      { ip: "10.1.0.1", pod: "reviews-v1" },
+      { ip: "10.1.0.2" },
+    ], [{ name: "grpc", port: 7070 }]));
+    kube.upsert(
+      slice("ghost-1", "default", "ghost", [{ ip: "10.1.9.2" }], [{ name: "http", port: 80 }]),
+    );
+    kube.upsert(
+      slice("ratings-1", "default", "ratings", [{ ip: "10.1.9.3" }], [{
+        name: "http",
+        port: 9080,
+      }]),
+    );
+    kube.upsert(pod("lonely", "default", "10.1.9.9", { labels: { app: "lonely", v: "2" } }));
+    kube.upsert(pod("reviews-v2", "default", "10.1.0.2", {
+      labels: { app: "reviews", version: "v2-b" },
+      node: "node-2",
+    }));
+    await waitUntil(
+      () =>
+        reg.instances().length === 3 &&
+        reg.instancesByAddress("10.1.9.3").length === 1 &&
+        reg.instancesByAddress("10.1.0.2")[0]?.labels.version === "v2-b",
+      5000,
+      "the three changes",
+    );
+    assert.deepEqual(changes, ["endpoints", "endpoints", "endpoints"]);
   } finally {
     await reg.stop();
   }
