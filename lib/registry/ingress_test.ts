@@ -66,6 +66,8 @@ Deno.test("createIngressWatcher() keeps the Ingresses of the mesh class in STRIC
     kube.upsert(ingress("e", "default", { cls: "mesh" }));
     await waitUntil(() => w.ingresses().length === 3, 5000, "e to be selected");
     assert.equal(changes, before + 1);
+    // a new Ingress takes its place in namespace and name order
+    assert.deepEqual(names(w.ingresses()), ["default/d", "default/e", "team/b"]);
   } finally {
     await w.stop();
   }
@@ -91,6 +93,11 @@ Deno.test("createIngressWatcher() honours DEFAULT mode and the application names
   try {
     await w.start();
     assert.deepEqual(names(w.ingresses()), ["team/b"]);
+    await waitUntil(
+      () => kube.requests.some((r) => r.path.endsWith("/ingresses") && r.search.includes("watch")),
+      5000,
+      "the watch",
+    );
     assert.ok(
       kube.requests.every((r) =>
         !r.path.includes("/ingresses") || r.path.includes("/namespaces/team/")
@@ -425,6 +432,18 @@ Deno.test("createIngressWatcher() falls back to extensions/v1beta1, or watches n
     /^Error: Cannot start the Ingress watcher: cannot list ingresses \(networking\.k8s\.io\/v1\) in namespace team: etcd down \(HTTP 500\)$/,
   );
   await failing.stop();
+  kube.failNext({
+    method: "GET",
+    path: "/apis/networking.k8s.io/v1/ingresses",
+    code: 500,
+    message: "etcd down",
+  });
+  const failingAll = await watcher();
+  await assert.rejects(
+    failingAll.start(),
+    /^Error: Cannot start the Ingress watcher: cannot list ingresses \(networking\.k8s\.io\/v1\): etcd down \(HTTP 500\)$/,
+  );
+  await failingAll.stop();
   // Stopped before it started: start() then watches nothing.
   const early = await watcher();
   await early.stop();
@@ -450,6 +469,62 @@ Deno.test("createIngressWatcher() relists on its resync period, dropping what th
     kube.remove("ingresses", "default", "a");
     await waitUntil(() => w.ingresses().length === 1, 5000, "the relist without a");
     assert.deepEqual(names(w.ingresses()), ["default/b"]);
+  } finally {
+    await w.stop();
+  }
+});
+
+Deno.test("createIngressWatcher() tells no change when nothing is selected, and needs no kubeconfig when OFF", async () => {
+  await using kube = await startFakeKube();
+  kube.upsert(ingress("a", "default", { cls: "nginx" }));
+  const w = await createIngressWatcher({
+    kubeconfigPath: kube.kubeconfigPath,
+    resyncMs: 0,
+    meshConfig: { ingressClass: "mesh", ingressControllerMode: "STRICT" },
+  });
+  let changes = 0;
+  w.onChange(() => changes++);
+  try {
+    await w.start();
+    assert.deepEqual(w.ingresses(), []);
+    assert.equal(changes, 0);
+  } finally {
+    await w.stop();
+  }
+  const off = await createIngressWatcher({
+    kubeconfigPath: "/nonexistent/kubeconfig",
+    resyncMs: 0,
+    meshConfig: { ingressClass: "mesh", ingressControllerMode: "OFF" },
+  });
+  await off.start();
+  await off.stop();
+  assert.equal(off.apiVersion, "");
+});
+
+Deno.test("createIngressWatcher() uses networking.k8s.io/v1 when the group serves older versions too", async () => {
+  await using kube = await startFakeKube();
+  // networking.k8s.io also served in v1beta1 (Kubernetes 1.19 to 1.21), here by a custom resource.
+  kube.upsert({
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: "oldthings.networking.k8s.io" },
+    spec: {
+      group: "networking.k8s.io",
+      scope: "Namespaced",
+      names: { plural: "oldthings", singular: "oldthing", kind: "OldThing" },
+      versions: [{ name: "v1beta1", served: true, storage: true }],
+    },
+  });
+  kube.upsert(ingress("a", "default", { cls: "mesh" }));
+  const w = await createIngressWatcher({
+    kubeconfigPath: kube.kubeconfigPath,
+    resyncMs: 0,
+    meshConfig: { ingressClass: "mesh", ingressControllerMode: "STRICT" },
+  });
+  try {
+    await w.start();
+    assert.equal(w.apiVersion, "networking.k8s.io/v1");
+    assert.deepEqual(names(w.ingresses()), ["default/a"]);
   } finally {
     await w.stop();
   }

@@ -1117,7 +1117,7 @@ Deno.test("createOrchestratorRegistry() managementPorts() reads every probe form
           name: "app",
           image: "app",
           ports: [{ name: "admin", containerPort: 9901 }, { containerPort: 7000 }],
-          livenessProbe: { httpGet: { port: "8081", path: "/healthz" } }, // a number as text
+          livenessProbe: { httpGet: { port: "8082", path: "/healthz" } }, // a number as text
           readinessProbe: { httpGet: { port: "metrics", path: "/ready" } }, // no such port
         },
         {
@@ -1126,6 +1126,14 @@ Deno.test("createOrchestratorRegistry() managementPorts() reads every probe form
           ports: [{ name: "admin", containerPort: 15000 }],
           livenessProbe: { tcpSocket: { port: "admin" } }, // this container's named port
           readinessProbe: { httpGet: { path: "/" } }, // no port: skipped
+        },
+        {
+          name: "digits",
+          image: "app",
+          ports: [{ name: "health2", containerPort: 9902 }, { name: "2nd", containerPort: 9903 }],
+          // names that end or start with a digit are names, not numbers
+          livenessProbe: { httpGet: { port: "health2" } },
+          readinessProbe: { tcpSocket: { port: "2nd" } },
         },
         {
           name: "twin",
@@ -1143,6 +1151,9 @@ Deno.test("createOrchestratorRegistry() managementPorts() reads every probe form
     assert.deepEqual(reg.managementPorts("10.3.0.2"), [
       { name: "mgmt-8081-http", port: 8081, protocol: "HTTP" },
       { name: "mgmt-8081-tcp", port: 8081, protocol: "TCP" },
+      { name: "mgmt-8082-http", port: 8082, protocol: "HTTP" },
+      { name: "mgmt-9902-http", port: 9902, protocol: "HTTP" },
+      { name: "mgmt-9903-tcp", port: 9903, protocol: "TCP" },
       { name: "mgmt-15000-tcp", port: 15000, protocol: "TCP" },
     ]);
   } finally {
@@ -1185,6 +1196,11 @@ Deno.test("createOrchestratorRegistry() resync() repairs changes the watches mis
     );
     assert.equal(lists.length, 2);
     for (const r of lists) assert.equal(new URLSearchParams(r.search).get("limit"), "500");
+    const nodeLists = kube.requests.filter((r) =>
+      r.path === "/api/v1/nodes" && !/watch/.test(r.search)
+    );
+    assert.equal(nodeLists.length, 2);
+    for (const r of nodeLists) assert.equal(new URLSearchParams(r.search).get("limit"), "500");
   } finally {
     await reg.stop();
   }
@@ -1262,6 +1278,42 @@ Deno.test("createOrchestratorRegistry() tells no change for objects that change 
       "the three changes",
     );
     assert.deepEqual(changes, ["endpoints", "endpoints", "endpoints"]);
+  } finally {
+    await reg.stop();
+  }
+});
+
+Deno.test("createOrchestratorRegistry() maps unnamed ports and orders a port listed twice", async () => {
+  await using kube = await startFakeKube();
+  // A single-port service: its port and the Endpoints' port have no name.
+  kube.upsert(service("single", "default", { ports: [{ port: 80 }] }));
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "Endpoints",
+    metadata: { name: "single", namespace: "default" },
+    subsets: [{
+      addresses: [{ ip: "10.12.0.1" }],
+      notReadyAddresses: [{ ip: "10.12.0.2" }],
+      ports: [{ port: 8080, protocol: "TCP" }],
+    }, { notReadyAddresses: [{ ip: "10.12.0.3" }], ports: [{ port: 8080, protocol: "TCP" }] }],
+  });
+  // During a targetPort change two slices give the same address two ports of one name.
+  kube.upsert(service("moving", "default", { ports: [{ name: "http", port: 80 }] }));
+  kube.upsert(slice("moving-a", "default", "moving", [{ ip: "10.12.1.1" }], [
+    { name: "http", port: 8081 },
+  ]));
+  kube.upsert(slice("moving-b", "default", "moving", [{ ip: "10.12.1.1" }], [
+    { name: "http", port: 8080 },
+  ]));
+  const { reg } = await registryFor(kube);
+  try {
+    await reg.start();
+    assert.deepEqual(
+      reg.instances().map((i) =>
+        `${i.hostname.split(".")[0]} ${i.servicePort.port} ${i.address}:${i.port}`
+      ),
+      ["moving 80 10.12.1.1:8080", "moving 80 10.12.1.1:8081", "single 80 10.12.0.1:8080"],
+    );
   } finally {
     await reg.stop();
   }
