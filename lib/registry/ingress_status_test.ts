@@ -77,3 +77,69 @@ Deno.test("syncIngressStatus() writes the service's addresses into the Ingresses
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("serviceAddresses() copes with a status without a load balancer", () => {
+  assert.deepEqual(serviceAddresses({ status: {}, spec: { externalIPs: ["9.9.9.9"] } }), [
+    { ip: "9.9.9.9" },
+  ]);
+  assert.deepEqual(serviceAddresses({ status: { loadBalancer: {} }, spec: {} }), []);
+});
+
+Deno.test("syncIngressStatus() clears addresses, skips what is right or gone, warns per Ingress it cannot update", async () => {
+  await using kube = await startFakeKube();
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: "gw", namespace: "mesh-system" },
+    spec: { ports: [{ name: "http", port: 80 }] },
+    status: {},
+  });
+  kube.upsert({ ...ingress("bare"), status: {} }); // no loadBalancer: nothing to clear
+  kube.upsert({ ...ingress("empty"), status: { loadBalancer: {} } });
+  kube.upsert({ ...ingress("old"), status: { loadBalancer: { ingress: [{ ip: "10.9.9.9" }] } } });
+  kube.upsert({ ...ingress("stuck"), status: { loadBalancer: { ingress: [{ ip: "10.9.9.9" }] } } });
+  kube.upsert(ingress("after"));
+  const kubeConfig = await loadKubeConfig(kube.kubeconfigPath);
+  const opts = {
+    kubeConfig,
+    apiVersion: "networking.k8s.io/v1",
+    service: { name: "gw", namespace: "mesh-system" },
+    ingresses: ["bare", "empty", "gone", "stuck", "old", "after"].map((name) => ({
+      name,
+      namespace: "default",
+    })),
+  };
+  const dir = await Deno.makeTempDir();
+  const logging = await configureLogging({
+    ...defaultLogOptions(["default"]),
+    targets: [`${dir}/out.log`],
+  });
+  try {
+    kube.failNext({
+      method: "PUT",
+      path: "/apis/networking.k8s.io/v1/namespaces/default/ingresses/stuck/status",
+      code: 500,
+      message: "etcd down",
+    });
+    kube.requests.length = 0;
+    // The service has no address: "old" is cleared, "stuck" fails, the others are right already.
+    assert.equal(await syncIngressStatus(opts), 1);
+    assert.deepEqual(
+      (kube.get("ingresses", "default", "old") as { status?: unknown }).status,
+      { loadBalancer: { ingress: [] } },
+    );
+    assert.deepEqual(
+      kube.requests.filter((r) => r.method === "PUT").map((r) => r.path.split("/").at(-2)),
+      ["stuck", "old"],
+    );
+    await logging.dispose();
+    const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n").filter((l) => l)
+      .map((l) => l.split("\t").slice(1).join(" "));
+    assert.deepEqual(lines, [
+      "warn default Ingress status: cannot update default/stuck: etcd down (HTTP 500)",
+    ]);
+  } finally {
+    await logging.dispose();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -161,7 +161,7 @@ export async function createClusterRegistries(
   async function reconcile(): Promise<void> {
     if (closed) return;
     const want = desired;
-    const before = running().map(([id]) => id).join(",");
+    const before = running();
     for (const [id, e] of [...entries]) {
       if (want.get(id) === e.text && e.registry) continue;
       entries.delete(id);
@@ -178,11 +178,15 @@ export async function createClusterRegistries(
       else log.info(`Multicluster: added the registry of cluster "${id}"`);
       entries.set(id, e);
     }
-    const ids = running().map(([id]) => id);
-    if (ids.join(",") !== before) {
+    const now = running();
+    const ids = now.map(([id]) => id);
+    if (ids.join(",") !== before.map(([id]) => id).join(",")) {
       for (const h of [...clusterHandlers]) h(ids);
-      if (started) notify("services");
     }
+    // A cluster added, removed or replaced (same key, another kubeconfig): what is served changed.
+    const replaced = now.length !== before.length ||
+      now.some(([, e], i) => e.registry !== before[i][1].registry);
+    if (replaced && started) notify("services");
   }
 
   const schedule = () => {

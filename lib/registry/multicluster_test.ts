@@ -228,3 +228,87 @@ Deno.test("createClusterRegistries() rejects an empty namespace", async () => {
     /^Error: Invalid cluster registries namespace: must not be empty$/,
   );
 });
+
+Deno.test("createClusterRegistries() logs a missing config map and failing handlers, restarts a cluster whose kubeconfig changed", async () => {
+  await using local = await startFakeKube();
+  await using east = await startFakeKube();
+  await using east2 = await startFakeKube();
+  seed(east, "a", "10.10.0.1");
+  seed(east2, "a", "10.11.0.1");
+  const dir = await Deno.makeTempDir();
+  const logging = await configureLogging({
+    ...defaultLogOptions(["default"]),
+    targets: [`${dir}/out.log`],
+  });
+  const mc = await createClusterRegistries({
+    kubeconfigPath: local.kubeconfigPath,
+    configMapName: "clusters",
+    namespace: "mesh-system",
+    domain: "cluster.local",
+    resyncMs: 0,
+  });
+  const changes: string[] = [];
+  mc.onChange(() => {
+    throw new Error("handler bug");
+  });
+  mc.onChange((k) => changes.push(k));
+  try {
+    await mc.start();
+    assert.equal(mc.name, "Multicluster");
+    configMap(local, { east: east.kubeconfig() });
+    await waitUntil(() => mc.registries().length === 1, 5000, "east");
+    assert.deepEqual(changes, ["services"]);
+    const first = mc.registries()[0];
+    // The same key, another kubeconfig: a new registry, on the other cluster.
+    configMap(local, { east: east2.kubeconfig() });
+    await waitUntil(() => mc.registries()[0] !== first, 5000, "the new east registry");
+    assert.deepEqual(mc.instances().map((i) => i.address), ["10.11.0.1"]);
+    // The cluster set is the same, but what it serves changed: a push is needed.
+    assert.deepEqual(changes, ["services", "services"]);
+    await waitUntil(() => east.watchCount === 0, 5000, "the old registry's watches to close");
+    // The old registry is stopped: its cluster's changes are no longer told.
+    changes.length = 0;
+    seed(east, "b", "10.10.0.2");
+    seed(east2, "a", "10.11.0.9");
+    await waitUntil(() => changes.length === 1, 5000, "the change on east2");
+    assert.deepEqual(changes, ["endpoints"]);
+    await logging.dispose();
+    const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
+      .filter((l) => l.includes("Multicluster")).map((l) => l.split("\t").slice(1).join(" "));
+    assert.deepEqual(lines, [
+      "info default Multicluster: config map mesh-system/clusters not found",
+      'info default Multicluster: added the registry of cluster "east"',
+      "error default Multicluster: change handler failed: handler bug",
+      'info default Multicluster: added the registry of cluster "east"',
+      "error default Multicluster: change handler failed: handler bug",
+      "error default Multicluster: change handler failed: handler bug",
+    ]);
+  } finally {
+    await logging.dispose();
+    await mc.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("createClusterRegistries() stop() while a cluster is being added leaves nothing running", async () => {
+  await using local = await startFakeKube();
+  await using east = await startFakeKube();
+  seed(east, "a", "10.10.0.1");
+  configMap(local, {});
+  const mc = await createClusterRegistries({
+    kubeconfigPath: local.kubeconfigPath,
+    configMapName: "clusters",
+    namespace: "mesh-system",
+    domain: "cluster.local",
+    resyncMs: 0,
+  });
+  await mc.start();
+  east.requests.length = 0;
+  configMap(local, { east: east.kubeconfig() });
+  // Stop as soon as the remote cluster is being read.
+  await waitUntil(() => east.requests.length > 0, 5000, "east being read");
+  await mc.stop();
+  assert.deepEqual(mc.registries(), []);
+  assert.deepEqual(mc.services(), []);
+  await waitUntil(() => east.watchCount === 0, 5000, "no watch left on east");
+});

@@ -16,9 +16,10 @@
  * - per-port authentication annotations `auth.mesh.io/<port>` (or `auth.istio.io/<port>`) with
  *   value `NONE` or `MUTUAL_TLS` are recorded in `Service.attributes["auth.mesh.io/<port>"]`;
  * - instances: each ready endpoint address × endpoint port whose name matches a service port
- *   name; labels and service account from the pod (by `targetRef`, else by IP); locality
- *   `region/zone` from the pod's node labels (`topology.kubernetes.io/*`, else the old
- *   `failure-domain.beta.kubernetes.io/*`), else the EndpointSlice's zone.
+ *   name; labels and service account from the pod (by `targetRef`, else by IP: when several pods
+ *   share the IP, the first by name of the service's namespace, else the first by namespace and
+ *   name); locality `region/zone` from the pod's node labels (`topology.kubernetes.io/*`, else
+ *   the old `failure-domain.beta.kubernetes.io/*`), else the EndpointSlice's zone.
  *
  * Endpoints come from `discovery.k8s.io/v1` EndpointSlices when the cluster serves them: a service
  * with at least one slice (label `kubernetes.io/service-name`) takes its endpoints from its
@@ -396,15 +397,11 @@ export async function createOrchestratorRegistry(
     }
     const ks = podsByIp.get(address);
     if (!ks) return { token: `ip:${address}`, pod: undefined };
-    // prefer a pod of the service's namespace when several share the IP (host network)
-    let best: KPod | undefined;
-    for (const k of ks) {
-      const p = pods.get(k);
-      if (!best || (p?.metadata?.namespace === svcNs && best.metadata?.namespace !== svcNs)) {
-        best = p;
-      }
-    }
-    return { token: `ip:${address}`, pod: best };
+    // Several pods can share the IP (host network): the first of the service's namespace by
+    // name, else the first by namespace and name (keys are `<namespace>/<name>`).
+    const keys = [...ks].sort();
+    const best = keys.find((k) => k.startsWith(`${svcNs}/`)) ?? keys[0];
+    return { token: `ip:${address}`, pod: pods.get(best) };
   }
 
   function convert(k: string): Converted | undefined {

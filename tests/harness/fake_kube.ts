@@ -180,6 +180,11 @@ export interface FakeKube {
   expireHistory(): void;
   /** Sends a BOOKMARK now on every open watch that allowed bookmarks. */
   bookmark(): void;
+  /**
+   * The next `n` (default 1) changes of `resource` (`services`, `ingresses.networking.k8s.io`)
+   * reach no open watch: `watchGate.drop` for one resource.
+   */
+  missEvents(resource: string, n?: number): void;
   /** Makes the next matching request(s) fail with the given Status. */
   failNext(spec: FailureSpec): void;
   /** Holds or drops watch events (a slow watch, a missed change): fake_kube_watch_gate.ts. */
@@ -644,7 +649,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     while (history.length > historySize) historyStart = history.shift()!.rv;
     watchGate.pass(type, obj, () => {
       for (const w of watchers) deliver(w, ev, t);
-    });
+    }, ev.key);
   }
 
   function deliver(w: Watcher, ev: HistoryEvent, t: ResourceType) {
@@ -2088,6 +2093,11 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       historyStart = rv;
     },
     bookmark: bookmarkAll,
+    missEvents(resource, n = 1) {
+      const t = findType(resource);
+      if (!t) throw new TypeError(`FakeKube.missEvents: unknown resource "${resource}"`);
+      watchGate.drop({ resource: storeKey(t) }, n);
+    },
     failNext(spec) {
       if (!Number.isInteger(spec.code) || spec.code < 400 || spec.code > 599) {
         throw new TypeError(

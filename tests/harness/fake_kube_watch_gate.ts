@@ -13,6 +13,8 @@ export interface WatchEventMatch {
   type?: string;
   /** The object's `metadata.name`. */
   name?: string;
+  /** The resource, as the fake keys its storage (`services`, `ingresses.networking.k8s.io`). */
+  resource?: string;
 }
 
 /** Controls when the changes of the fake API server reach its open watches. */
@@ -35,10 +37,10 @@ export interface WatchGate {
 /** The fake's side of a {@linkcode WatchGate}. */
 export interface WatchGateControl extends WatchGate {
   /**
-   * Called by the fake for each change, with `deliver` sending it to the open watches: runs
-   * `deliver` now, later (held) or never (dropped).
+   * Called by the fake for each change of `resource`, with `deliver` sending it to the open
+   * watches: runs `deliver` now, later (held) or never (dropped).
    */
-  pass(type: string, object: { metadata?: unknown }, deliver: () => void): void;
+  pass(type: string, object: { metadata?: unknown }, deliver: () => void, resource: string): void;
 }
 
 /** A gate that lets every event through until told otherwise. */
@@ -71,10 +73,11 @@ export function createWatchGate(): WatchGateControl {
     get dropped() {
       return dropped;
     },
-    pass(type, object, deliver) {
+    pass(type, object, deliver, resource) {
       const matches = (m: WatchEventMatch) =>
         (m.type === undefined || m.type === type) &&
-        (m.name === undefined || m.name === nameOf(object));
+        (m.name === undefined || m.name === nameOf(object)) &&
+        (m.resource === undefined || m.resource === resource);
       const d = drops.find((d) => matches(d.match));
       if (d) {
         if (--d.left === 0) drops.splice(drops.indexOf(d), 1);
