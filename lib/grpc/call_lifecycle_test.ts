@@ -191,3 +191,29 @@ Deno.test("a client that goes away cancels each open call once and rejects its w
       void sends.push(s.call.send([Buffer.from("answer")]).then(() => "sent", (e) => e.message)),
   );
 });
+
+Deno.test("a handler that throws fails the connection: GOAWAY INTERNAL_ERROR, debug text cut at 200", async () => {
+  const errors: string[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, () => {
+      throw new Error("x".repeat(150) + "y".repeat(150));
+    }]]),
+    onError: (m) => errors.push(m),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    await c.write(c.headersFrame(1, grpcRequest(RECORD), END_STREAM));
+    assert.ok(await c.until(() => c.goaway !== undefined));
+    assert.deepEqual([c.goaway!.name, c.goaway!.debug], [
+      "INTERNAL_ERROR",
+      "x".repeat(150) + "y".repeat(50),
+    ]);
+    assert.ok(await c.until(() => c.isClosed));
+    assert.match(errors.join("\n"), /failed: x{150}y{150}$/m);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});

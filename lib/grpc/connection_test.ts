@@ -1,0 +1,116 @@
+/**
+ * The start of a connection and the server's log of refused requests, as a client sees them: a
+ * client preface that arrives in pieces is accepted, one that goes wrong in its first bytes is
+ * refused at once (without waiting for the rest), and the reasons logged for malformed requests.
+ */
+
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { frame, FrameType, PREFACE } from "./frames.ts";
+import { GrpcStatus, listenGrpc } from "./server.ts";
+import { END_STREAM, grpcRequest, RawClient } from "./testing.ts";
+
+const { SETTINGS } = FrameType;
+const ECHO = "/t.S/Echo";
+
+async function withServer(
+  fn: (port: number, errors: string[]) => Promise<void>,
+): Promise<void> {
+  const errors: string[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, (c) => {
+      c.onEnd = () => c.end(GrpcStatus.OK);
+    }]]),
+    onError: (m) => errors.push(m),
+  });
+  try {
+    await fn(listener.port, errors);
+  } finally {
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+}
+
+Deno.test("a client preface written one octet at a time is accepted", async () => {
+  await withServer(async (port) => {
+    const c = await RawClient.connect(port, { preface: false });
+    try {
+      for (const b of PREFACE) {
+        await c.write(Uint8Array.of(b));
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      await c.write(frame(SETTINGS, 0, 0, Buffer.alloc(0)));
+      await c.write(c.headersFrame(1, grpcRequest(ECHO), END_STREAM));
+      assert.ok(await c.until(() => (c.headers.get(1)?.length ?? 0) >= 1));
+      assert.deepEqual(c.headers.get(1)![0].find(([k]) => k === "grpc-status"), [
+        "grpc-status",
+        "0",
+      ]);
+      assert.equal(c.goaway, undefined);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+Deno.test("a preface wrong in its first octets is refused before the rest arrives", async () => {
+  for (const start of ["X", "PRX", "PRI * HTTP/1.1", "PRI * HTTP/2.0\r\n\r\nSM\r\n\rX"]) {
+    await withServer(async (port, errors) => {
+      const c = await RawClient.connect(port, { preface: false });
+      try {
+        // The first wrong octet ends it: the server does not wait for all 24 of the preface.
+        await c.write(Buffer.from(start, "latin1"));
+        assert.ok(await c.until(() => c.goaway !== undefined, 5000), `no GOAWAY after ${start}`);
+        assert.deepEqual([c.goaway!.name, c.goaway!.debug], [
+          "PROTOCOL_ERROR",
+          "not an HTTP/2 connection preface",
+        ]);
+        assert.ok(await c.until(() => c.isClosed, 5000));
+        assert.match(errors.join("\n"), /failed: not an HTTP\/2 connection preface/);
+      } finally {
+        await c.close();
+      }
+    });
+  }
+  // Exactly the 23 first octets of the preface: the server waits (no GOAWAY), then serves.
+  await withServer(async (port) => {
+    const c = await RawClient.connect(port, { preface: false });
+    try {
+      await c.write(PREFACE.subarray(0, 23));
+      await c.write(PREFACE.subarray(23), frame(SETTINGS, 0, 0, Buffer.alloc(0)));
+      assert.ok(await c.roundTrip());
+      assert.equal(c.goaway, undefined);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+Deno.test("requests refused as malformed are logged with the peer and the reason; others answered", async () => {
+  await withServer(async (port, errors) => {
+    const c = await RawClient.connect(port);
+    try {
+      await c.write(
+        c.headersFrame(1, grpcRequest(ECHO).filter(([k]) => k !== ":path"), END_STREAM),
+        c.headersFrame(3, grpcRequest(ECHO).filter(([k]) => k !== "content-type"), END_STREAM),
+      );
+      assert.ok(await c.until(() => c.resets().has(1) && c.headers.has(3)));
+      assert.deepEqual([...c.resets()], [[1, 1]]); // PROTOCOL_ERROR
+      const local = c.socket.localPort;
+      assert.ok(
+        errors.includes(`HTTP/2 request from ipv4:127.0.0.1:${local} refused: missing :path`),
+        errors.join("\n"),
+      );
+      // No content-type: 415 with the reason in grpc-message.
+      assert.deepEqual(c.headers.get(3), [[
+        [":status", "415"],
+        ["content-type", "application/grpc"],
+        ["grpc-status", String(GrpcStatus.INTERNAL)],
+        ["grpc-message", "Content-type (none) is not gRPC"],
+      ]]);
+    } finally {
+      await c.close();
+    }
+  });
+});
