@@ -217,3 +217,36 @@ Deno.test("a handler that throws fails the connection: GOAWAY INTERNAL_ERROR, de
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
   }
 });
+
+Deno.test("a call ended without a message is answered Trailers-Only; RST_STREAM NO_ERROR only if the client still sends", async () => {
+  await withClient(
+    async (c) => {
+      // Half-closed with its message: the Trailers-Only response alone.
+      await c.write(
+        c.headersFrame(1, grpcRequest(RECORD)),
+        frame(DATA, END_STREAM, 1, grpcFrame(Buffer.from("a"))),
+      );
+      // Still sending: the same answer, then RST_STREAM NO_ERROR.
+      await c.write(
+        c.headersFrame(3, grpcRequest(RECORD)),
+        frame(DATA, 0, 3, grpcFrame(Buffer.from("b"))),
+      );
+      for (const id of [1, 3]) {
+        assert.deepEqual(await blocks(c, id), [[
+          [":status", "200"],
+          ["content-type", "application/grpc"],
+          ["grpc-status", String(GrpcStatus.INVALID_ARGUMENT)],
+          ["grpc-message", "no such thing"],
+        ]]);
+        const h = c.frames.find((f) => f.id === id && f.type === FrameType.HEADERS)!;
+        assert.equal(h.flags & END_STREAM, END_STREAM);
+      }
+      assert.ok(await c.until(() => c.resets().has(3)));
+      assert.ok(await c.roundTrip());
+      assert.deepEqual([...c.resets()], [[3, NO_ERROR]]);
+      assert.equal(c.dataOn(1) + c.dataOn(3), 0);
+    },
+    [],
+    (s) => s.call.end(GrpcStatus.INVALID_ARGUMENT, "no such thing"),
+  );
+});

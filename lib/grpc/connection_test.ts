@@ -114,3 +114,72 @@ Deno.test("requests refused as malformed are logged with the peer and the reason
     }
   });
 });
+
+Deno.test("listenGrpc() refuses a negative maxFailedConnectionsPerSecond; 0 turns pacing off", async () => {
+  for (const bad of [-1, NaN]) {
+    await assert.rejects(
+      listenGrpc({
+        host: "127.0.0.1",
+        port: 0,
+        handlers: new Map(),
+        maxFailedConnectionsPerSecond: bad,
+      }),
+      new RangeError(`maxFailedConnectionsPerSecond must not be negative, got ${bad}`),
+    );
+  }
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map(),
+    maxFailedConnectionsPerSecond: 0,
+  });
+  try {
+    // Three connections failing at once from one address are not paced: the fourth is served.
+    for (let i = 0; i < 3; i++) {
+      const bad = await RawClient.connect(listener.port, { preface: false });
+      await bad.write(Buffer.from("X"));
+      assert.ok(await bad.until(() => bad.isClosed, 5000));
+    }
+    const c = await RawClient.connect(listener.port);
+    try {
+      assert.ok(await c.roundTrip());
+      assert.equal(listener.throttled, 0);
+    } finally {
+      await c.close();
+    }
+  } finally {
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("the accept check of a listener on a wildcard or bracketed address reaches it", async () => {
+  for (const host of ["0.0.0.0", "::", "[::1]", "127.0.0.1"]) {
+    const changes: string[] = [];
+    const errors: string[] = [];
+    const listener = await listenGrpc({
+      host,
+      port: 0,
+      handlers: new Map(),
+      acceptCheckMs: 10,
+      onAcceptingChange: (ok, why) => changes.push(`${ok} ${why}`),
+      onError: (m) => errors.push(m),
+    });
+    try {
+      // Many checks: one that connected elsewhere would be refused at once and turn accepting off.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(listener.accepting, true, `${host}: ${changes.join(", ")}`);
+      assert.deepEqual(changes, [], host);
+      assert.deepEqual(errors, [], host);
+      if (!host.includes(":")) {
+        const c = await RawClient.connect(listener.port);
+        try {
+          assert.ok(await c.roundTrip());
+        } finally {
+          await c.close();
+        }
+      }
+    } finally {
+      await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+    }
+  }
+});
