@@ -250,3 +250,43 @@ Deno.test("a call ended without a message is answered Trailers-Only; RST_STREAM 
     (s) => s.call.end(GrpcStatus.INVALID_ARGUMENT, "no such thing"),
   );
 });
+
+Deno.test("a message over the connection's buffered-request budget ends its call RESOURCE_EXHAUSTED only", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, (call: GrpcCall) => {
+      call.onMessage = (m) => void call.send([Buffer.from(m)]).catch(() => {});
+      call.onEnd = () => call.end(GrpcStatus.OK);
+    }]]),
+    limits: { maxBufferedRequestBytes: 100_000 },
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    // A 150000-octet message whose first 1000 octets came: it would be held whole.
+    const head = Buffer.alloc(5 + 1000);
+    head.writeUInt32BE(150_000, 1);
+    await c.write(c.headersFrame(1, grpcRequest(RECORD)), frame(DATA, 0, 1, head));
+    const [trailers] = await blocks(c, 1);
+    assert.deepEqual(trailers.slice(2), [
+      ["grpc-status", String(GrpcStatus.RESOURCE_EXHAUSTED)],
+      ["grpc-message", "Request data buffered on this connection would exceed 100000 bytes"],
+    ]);
+    // The connection stays, and a message within the budget still goes through.
+    const body = grpcFrame(Buffer.alloc(50_000, 7));
+    const frames = [];
+    for (let at = 0; at < body.length; at += 16384) {
+      const end = Math.min(at + 16384, body.length);
+      frames.push(frame(DATA, end === body.length ? END_STREAM : 0, 3, body.subarray(at, end)));
+    }
+    await c.write(c.headersFrame(3, grpcRequest(RECORD)), ...frames);
+    const h3 = await blocks(c, 3, 2);
+    assert.deepEqual(h3[1], [["grpc-status", "0"]]);
+    assert.equal(c.dataOn(3), 50_005);
+    assert.equal(c.goaway, undefined);
+    assert.equal([...listener.connections][0].failed, true);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
