@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { frame, FrameType, PREFACE } from "./frames.ts";
-import { GrpcStatus, listenGrpc } from "./server.ts";
-import { END_STREAM, grpcRequest, RawClient } from "./testing.ts";
+import { type GrpcCall, GrpcStatus, listenGrpc } from "./server.ts";
+import { END_STREAM, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { SETTINGS } = FrameType;
 const ECHO = "/t.S/Echo";
@@ -183,3 +183,105 @@ Deno.test("the accept check of a listener on a wildcard or bracketed address rea
     }
   }
 });
+
+Deno.test("after the max-age GOAWAY new streams are refused, open calls go on, then end UNAVAILABLE", async () => {
+  let open: GrpcCall | undefined;
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, (c) => {
+      open = c;
+      c.onMessage = (m) => void c.send([Buffer.from(m)]).catch(() => {});
+    }]]),
+    limits: { maxConnectionAgeMs: 50, maxConnectionAgeGraceMs: 1000, keepaliveIntervalMs: 0 },
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    await c.write(c.headersFrame(1, grpcRequest(ECHO)));
+    assert.ok(await c.until(() => c.goaway !== undefined, 5000), "no GOAWAY");
+    assert.deepEqual([c.goaway!.name, c.goaway!.debug, c.goaway!.lastStreamId], [
+      "NO_ERROR",
+      "max_age",
+      1,
+    ]);
+    await c.write(
+      c.headersFrame(3, grpcRequest(ECHO)),
+      frame(FrameType.DATA, 0, 1, grpcFrame(Buffer.from("still here"))),
+    );
+    assert.ok(await c.until(() => c.resets().has(3)));
+    assert.equal(c.resets().get(3), 7); // REFUSED_STREAM
+    assert.ok(await c.until(() => c.dataOn(1) === 5 + 10), "the open call stopped");
+    assert.ok(open);
+    // After the grace period: UNAVAILABLE, and the connection closes.
+    const [, trailers] = await blocksOf(c, 1, 2);
+    assert.deepEqual(trailers, [
+      ["grpc-status", String(GrpcStatus.UNAVAILABLE)],
+      ["grpc-message", "Connection reached its maximum age"],
+    ]);
+    assert.ok(await c.until(() => c.isClosed, 5000));
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("close() sends GOAWAY, ends calls and closes each connection once written, not at the grace", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, () => {}]]),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    await c.write(c.headersFrame(1, grpcRequest(ECHO)));
+    assert.ok(await c.roundTrip());
+    const closing = listener.close(GrpcStatus.UNAVAILABLE, "going down", 60_000);
+    assert.ok(await c.until(() => c.isClosed, 10_000), "still open (waiting for the grace?)");
+    await closing;
+    assert.deepEqual([c.goaway?.name, c.goaway?.debug], ["NO_ERROR", ""]);
+    assert.deepEqual(c.headers.get(1), [[
+      [":status", "200"],
+      ["content-type", "application/grpc"],
+      ["grpc-status", String(GrpcStatus.UNAVAILABLE)],
+      ["grpc-message", "going down"],
+    ]]);
+  } finally {
+    await c.close();
+  }
+});
+
+Deno.test("finished calls free their stream: many sequential calls under maxConcurrentStreams 2", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, (call) => {
+      call.onMessage = (m) => void call.send([Buffer.from(m)]).catch(() => {});
+      call.onEnd = () => call.end(GrpcStatus.OK);
+    }]]),
+    limits: { maxConcurrentStreams: 2 },
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    for (let id = 1; id <= 11; id += 2) {
+      // Each call half-closes with its message; its stream is gone once the answer is out.
+      await c.write(
+        c.headersFrame(id, grpcRequest(ECHO)),
+        frame(FrameType.DATA, END_STREAM, id, grpcFrame(Buffer.from("hi"))),
+      );
+      const [, trailers] = await blocksOf(c, id, 2);
+      assert.deepEqual(trailers, [["grpc-status", "0"]], `call ${id}`);
+      assert.equal(c.dataOn(id), 7);
+    }
+    assert.ok(await c.roundTrip());
+    assert.deepEqual([...c.resets()], []);
+    assert.equal([...listener.connections][0].streams, 0);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+async function blocksOf(c: RawClient, id: number, n: number) {
+  assert.ok(await c.until(() => (c.headers.get(id)?.length ?? 0) >= n), `no headers on ${id}`);
+  return c.headers.get(id)!;
+}
