@@ -41,13 +41,13 @@ async function eventually(pred: () => boolean, what: string): Promise<void> {
   assert.ok(pred(), what);
 }
 
-async function start(sendTimeoutMs: number, errors: string[]) {
+async function start(sendTimeoutMs: number, errors?: string[]) {
   const listener = await listenGrpc({
     host: "127.0.0.1",
     port: 0,
     handlers: new Map<string, CallHandler>([[BULK, bulk], [NOTE, () => void noted++]]),
     limits: { maxOutboundBytes: LIMIT, sendTimeoutMs, keepaliveIntervalMs: 0 },
-    onError: (m) => errors.push(m),
+    onError: errors && ((m) => errors.push(m)),
   });
   // Flow control never limits: the whole window for the stream and the connection.
   const c = await RawClient.connect(listener.port, { settings: [[4, 0x7fffffff]] });
@@ -163,6 +163,21 @@ Deno.test("a client that sends SETTINGS without reading the acks meets maxOutbou
       "ENHANCE_YOUR_CALM",
       "more than 20 control frames queued (peer not reading)",
     ]);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("the send timeout closes the connection without an onError callback too", async () => {
+  const { listener, c } = await start(300);
+  try {
+    c.socket.pause();
+    await c.write(
+      c.headersFrame(1, grpcRequest(BULK)),
+      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
+    );
+    await eventually(() => listener.connections.size === 0, "connection still open");
   } finally {
     await c.close();
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);

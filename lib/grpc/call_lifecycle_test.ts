@@ -290,3 +290,16 @@ Deno.test("a message over the connection's buffered-request budget ends its call
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
   }
 });
+
+Deno.test("a gzip message that does not inflate ends its call INTERNAL with the reason", async () => {
+  await withClient(async (c, seen) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(RECORD, [["grpc-encoding", "gzip"]])),
+      frame(DATA, END_STREAM, 1, grpcFrame(Buffer.from("not gzip at all"), true)),
+    );
+    const [trailers] = await blocks(c, 1);
+    assert.equal(trailers[2][1], String(GrpcStatus.INTERNAL));
+    assert.match(trailers[3][1], /^Cannot decompress the gzip message: /);
+    assert.deepEqual(seen[0].messages, []);
+  });
+});

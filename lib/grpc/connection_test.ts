@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { frame, FrameType, PREFACE } from "./frames.ts";
-import { type GrpcCall, GrpcStatus, listenGrpc } from "./server.ts";
+import { type GrpcCall, GrpcStatus, listenGrpc, peerUris } from "./server.ts";
 import { END_STREAM, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { SETTINGS } = FrameType;
@@ -165,8 +165,10 @@ Deno.test("the accept check of a listener on a wildcard or bracketed address rea
       onError: (m) => errors.push(m),
     });
     try {
-      // Many checks: one that connected elsewhere would be refused at once and turn accepting off.
-      await new Promise((r) => setTimeout(r, 300));
+      // Many checks: one that connected elsewhere would be refused at once and turn accepting
+      // off; one the listener did not recognise as its own would go unanswered (two in a row,
+      // a second each, turn accepting off).
+      await new Promise((r) => setTimeout(r, host === "127.0.0.1" ? 2500 : 300));
       assert.equal(listener.accepting, true, `${host}: ${changes.join(", ")}`);
       assert.deepEqual(changes, [], host);
       assert.deepEqual(errors, [], host);
@@ -285,3 +287,25 @@ async function blocksOf(c: RawClient, id: number, n: number) {
   assert.ok(await c.until(() => (c.headers.get(id)?.length ?? 0) >= n), `no headers on ${id}`);
   return c.headers.get(id)!;
 }
+
+Deno.test("peerUris() gives the URI SANs of a verified peer certificate only", () => {
+  const san = "DNS:a.example, URI:spiffe://cluster.local/ns/a/sa/b, IP Address:10.0.0.1, URI:x:y";
+  const socket = (authorized: boolean, subjectaltname?: string) => ({
+    authorized,
+    getPeerCertificate: () => (subjectaltname === undefined ? {} : { subjectaltname }),
+  });
+  assert.deepEqual(peerUris(socket(true, san)), ["spiffe://cluster.local/ns/a/sa/b", "x:y"]);
+  assert.deepEqual(peerUris(socket(false, san)), []);
+  assert.deepEqual(peerUris(socket(true)), []);
+  assert.deepEqual(peerUris({}), []);
+  assert.deepEqual(peerUris({ authorized: true }), []);
+  assert.deepEqual(
+    peerUris({
+      authorized: true,
+      getPeerCertificate: () => {
+        throw new Error("gone");
+      },
+    }),
+    [],
+  );
+});
