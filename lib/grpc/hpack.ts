@@ -365,6 +365,14 @@ export class HpackDecoder {
     return this.#entries.length - this.#start;
   }
 
+  /**
+   * Slots held by the dynamic table's array: live entries plus evicted ones not yet compacted away
+   * (fewer than 64, or fewer than the live ones). Bounds the decoder's memory; for tests.
+   */
+  get tableSlots(): number {
+    return this.#entries.length;
+  }
+
   /** The dynamic table's entries, newest first (index 62 first), for tests and debugging. */
   dynamicTable(): HeaderList {
     const out: HeaderList = [];

@@ -674,3 +674,232 @@ Deno.test("HpackDecoder.decode() reads every static table index as RFC 7541 Appe
   // And a literal with an indexed name takes the static name (index 62 would be dynamic).
   assert.deepEqual(d.decode(Uint8Array.from([0x0f, 0x2e, 1, 0x61])), [["www-authenticate", "a"]]);
 });
+
+// ---------------------------------------------------------------------------------------------
+// Exact bounds and the less common paths (found untested by mutation testing, issue 15)
+
+Deno.test("HpackError and HeaderListTooLargeError name themselves in messages and logs", () => {
+  assert.equal(String(new HpackError("bad block")), "HpackError: bad block");
+  assert.equal(
+    String(new HeaderListTooLargeError(7)),
+    "HeaderListTooLargeError: Header list size exceeds the limit of 7 octets (maxHeaderListSize)",
+  );
+});
+
+Deno.test("HpackDecoder.decode() decodes UTF-8 whose non-ASCII octets are all in the first 8", () => {
+  // "é1234567": octets c3 a9 31..37 (9), the tail after the first 8 is ASCII.
+  const d = new HpackDecoder();
+  const value = ascii("é1234567");
+  assert.deepEqual(d.decode(concat(hex("04"), Uint8Array.of(value.length), value)), [
+    [":path", "é1234567"],
+  ]);
+  // Exactly 16 octets (no tail at all), raw and Huffman-coded.
+  const sixteen = ascii("ééééé123456"); // 5 * 2 + 6 = 16 octets
+  assert.equal(sixteen.length, 16);
+  assert.deepEqual(d.decode(concat(hex("04"), Uint8Array.of(16), sixteen)), [
+    [":path", "ééééé123456"],
+  ]);
+  const h = huffmanEncode(sixteen);
+  assert.deepEqual(d.decode(concat(hex("04"), Uint8Array.of(0x80 | h.length), h)), [
+    [":path", "ééééé123456"],
+  ]);
+});
+
+Deno.test("HpackDecoder.decode() decodes Huffman strings far longer than its first scratch buffer", () => {
+  // 256 decoded octets fit the initial scratch; these need it grown once (one doubling is not
+  // enough for the second) and must come back whole.
+  const d = new HpackDecoder({ maxHeaderListSize: 1 << 20 });
+  for (const n of [300, 2000, 5000]) {
+    const value = Array.from({ length: n }, (_, i) => "abcdefghij"[i % 10]).join("");
+    const h = huffmanEncode(ascii(value));
+    // 7-bit prefix length: 127 then the rest in 7-bit groups.
+    const len: number[] = [0x80 | 0x7f];
+    let rest = h.length - 127;
+    while (rest >= 128) {
+      len.push((rest & 0x7f) | 0x80);
+      rest = Math.floor(rest / 128);
+    }
+    len.push(rest);
+    const block = concat(hex("0f 2b"), Uint8Array.from(len), h); // user-agent (58): 15 + 43
+    const got = d.decode(block);
+    assert.equal(got.length, 1);
+    assert.equal(got[0][0], "user-agent");
+    assert.equal(got[0][1].length, n);
+    assert.equal(got[0][1], value);
+  }
+});
+
+Deno.test("HpackDecoder.decode() counts every field kind at exactly maxHeaderListSize", () => {
+  // Indexed static ":method: POST": 7 + 4 + 32 = 43 octets.
+  assert.deepEqual(new HpackDecoder({ maxHeaderListSize: 43 }).decode(hex("83")), [
+    [":method", "POST"],
+  ]);
+  assert.throws(
+    () => new HpackDecoder({ maxHeaderListSize: 42 }).decode(hex("83")),
+    HeaderListTooLargeError,
+  );
+  // Literal without indexing "x-a: bcd": 3 + 3 + 32 = 38 octets, the last field of the block.
+  const literal = concat(hex("82 00 03"), ascii("x-a"), hex("03"), ascii("bcd"));
+  assert.deepEqual(new HpackDecoder({ maxHeaderListSize: 42 + 38 }).decode(literal), [
+    [":method", "GET"],
+    ["x-a", "bcd"],
+  ]);
+  assert.throws(
+    () => new HpackDecoder({ maxHeaderListSize: 42 + 37 }).decode(literal),
+    HeaderListTooLargeError,
+  );
+  // Literal with incremental indexing "ab: c": 2 + 1 + 32 = 35.
+  const indexed = concat(hex("40 02"), ascii("ab"), hex("01"), ascii("c"));
+  assert.deepEqual(new HpackDecoder({ maxHeaderListSize: 35 }).decode(indexed), [["ab", "c"]]);
+  assert.throws(
+    () => new HpackDecoder({ maxHeaderListSize: 34 }).decode(indexed),
+    HeaderListTooLargeError,
+  );
+  // A zero limit is allowed (only an empty block passes).
+  assert.deepEqual(new HpackDecoder({ maxHeaderListSize: 0 }).decode(new Uint8Array(0)), []);
+  assert.throws(() => new HpackDecoder({ maxHeaderListSize: 0 }).decode(hex("82")), /limit of 0/);
+});
+
+Deno.test("HpackDecoder constructor and setMaxTableSize() accept exactly 0..2^31-1", () => {
+  const max = 0x7fffffff;
+  assert.equal(new HpackDecoder({ maxTableSize: max }).tableSize, 0);
+  assert.equal(new HpackDecoder({ maxTableSize: 0 }).tableSize, 0);
+  assert.throws(
+    () => new HpackDecoder({ maxTableSize: max + 1 }),
+    /Invalid maxTableSize 2147483648/,
+  );
+  assert.throws(() => new HpackDecoder({ maxHeaderListSize: -1 }), /Invalid maxHeaderListSize -1/);
+  assert.throws(() => new HpackDecoder({ maxHeaderListSize: 0.5 }), /Invalid maxHeaderListSize/);
+  const d = new HpackDecoder();
+  for (const bad of [-1, 1.5, max + 1, NaN]) {
+    assert.throws(
+      () => d.setMaxTableSize(bad),
+      (err: unknown) =>
+        err instanceof RangeError && err.message.startsWith(`Invalid maxTableSize ${bad}:`),
+    );
+  }
+  // A refused value changes nothing: no size update is required afterwards.
+  assert.deepEqual(d.decode(hex("82")), [[":method", "GET"]]);
+  d.setMaxTableSize(max);
+  // A size update up to the new limit is now accepted: 2^31-1 = 31 + 0x7fffffe0.
+  assert.deepEqual(d.decode(hex("3f e0 ff ff ff 07 82")), [[":method", "GET"]]);
+  d.setMaxTableSize(0);
+  assertHpackError(() => d.decode(hex("82")), /must start with a dynamic table size update/);
+  assert.deepEqual(d.decode(hex("20 82")), [[":method", "GET"]]);
+});
+
+Deno.test("HpackDecoder.setMaxTableSize() at or above the capacity needs no size update", () => {
+  const d = new HpackDecoder(); // capacity 4096
+  d.decode(concat(hex("40 01"), ascii("a"), hex("01"), ascii("b")));
+  d.setMaxTableSize(4096); // the same
+  assert.deepEqual(d.decode(hex("82 be")), [[":method", "GET"], ["a", "b"]]);
+  d.setMaxTableSize(8192); // larger: the capacity stays 4096 until the peer changes it
+  assert.deepEqual(d.decode(hex("82 be")), [[":method", "GET"], ["a", "b"]]);
+  // The peer may now grow the table up to 8192 (= 31 + 0xe1 + 0x3f * 128 -> 3f e1 3f).
+  assert.deepEqual(d.decode(hex("3f e1 3f be")), [["a", "b"]]);
+});
+
+Deno.test("HpackDecoder's dynamic table holds entries that fill it exactly", () => {
+  // Capacity 70: two 35-octet entries fit exactly, an entry of exactly 70 fits alone.
+  const d = new HpackDecoder({ maxTableSize: 70 });
+  d.decode(concat(hex("40 02"), ascii("ab"), hex("01"), ascii("c")));
+  d.decode(concat(hex("40 02"), ascii("de"), hex("01"), ascii("f")));
+  assert.deepEqual(d.dynamicTable(), [["de", "f"], ["ab", "c"]]);
+  assert.equal(d.tableSize, 70);
+  const v = "v".repeat(70 - 32 - 1);
+  d.decode(concat(hex("40 01"), ascii("x"), Uint8Array.of(v.length), ascii(v)));
+  assert.deepEqual(d.dynamicTable(), [["x", v]]);
+  assert.equal(d.tableSize, 70);
+});
+
+Deno.test("HpackDecoder.decode() rejects an index past the end after evictions", () => {
+  // Capacity 70 holds two 35-octet entries: after a third, the oldest is gone and index 64
+  // (the third dynamic entry) is past the end.
+  const d = new HpackDecoder({ maxTableSize: 70 });
+  for (const name of ["aa", "bb", "cc"]) {
+    d.decode(concat(hex("40 02"), ascii(name), hex("01"), ascii("v")));
+  }
+  assert.deepEqual(d.decode(hex("be bf")), [["cc", "v"], ["bb", "v"]]);
+  assertHpackError(
+    () => d.decode(hex("c0")),
+    /Header index 64 is past the end of the table \(61 static \+ 2 dynamic entries\)/,
+  );
+});
+
+Deno.test("encodeHeaders() writes a length of exactly 127 + 128 with a continuation octet", () => {
+  // 255 = 127 (prefix) + 128: 7f 80 01 (RFC 7541 5.1), not 7f 80 (which would be truncated).
+  const value = "v".repeat(255);
+  const block = encodeHeaders([[":path", value]]);
+  assert.equal(toHex(block.subarray(0, 4)), "04" + "7f8001");
+  assert.equal(block.length, 4 + 255);
+  assert.deepEqual(new HpackDecoder().decode(block), [[":path", value]]);
+  // A name index of exactly 15 + 128 is not reachable (static names stop at 61), but a string
+  // length of 127 is: 7f 00.
+  assert.equal(toHex(encodeHeaders([[":path", "v".repeat(127)]]).subarray(0, 3)), "047f00");
+});
+
+Deno.test("encodeHeaders() writes U+0080 and other non-ASCII strings as UTF-8", () => {
+  assert.equal(toHex(encodeHeaders([["x", "\u0080"]])), "00" + "0178" + "02c280");
+  assert.equal(toHex(encodeHeaders([["x", "é"]])), "00" + "0178" + "02c3a9");
+  assert.equal(toHex(encodeHeaders([["x", "a\u00ff"]])), "00" + "0178" + "0361c3bf");
+});
+
+Deno.test("encodeHeadersInto() writes short blocks in place, touching nothing around them", () => {
+  const list: HeaderList = [[":status", "200"], ["grpc-status", "0"]]; // 16 octets
+  const block = encodeHeaders(list);
+  assert.ok(block.length <= 64);
+  for (const offset of [0, 5]) {
+    const dst = new Uint8Array(offset + block.length + 4).fill(0xee);
+    assert.equal(encodeHeadersInto(list, dst, offset), offset + block.length);
+    assert.deepEqual(dst.subarray(offset, offset + block.length), block);
+    assert.deepEqual(dst.subarray(0, offset), new Uint8Array(offset).fill(0xee));
+    assert.deepEqual(dst.subarray(offset + block.length), Uint8Array.of(0xee, 0xee, 0xee, 0xee));
+  }
+  // Exactly 64 octets, and exactly filling the buffer.
+  const list64: HeaderList = [["x", "v".repeat(64 - 4)]]; // 00 01 78 3c + 60
+  assert.equal(encodeHeaders(list64).length, 64);
+  const dst = new Uint8Array(64 + 2).fill(0xee);
+  assert.equal(encodeHeadersInto(list64, dst, 2), 66);
+  assert.deepEqual(dst.subarray(2), encodeHeaders(list64));
+  assert.deepEqual(dst.subarray(0, 2), Uint8Array.of(0xee, 0xee));
+  assert.throws(
+    () => encodeHeadersInto(list, new Uint8Array(100), -1),
+    /Header block of 16 octets does not fit at offset -1 of a 100-octet buffer/,
+  );
+});
+
+Deno.test("encodeHeaders() grows its buffer for large lists, then keeps encoding small ones", () => {
+  const d = new HpackDecoder({ maxHeaderListSize: 1 << 22 });
+  for (const n of [10_000, 100_000, 1_000_000]) {
+    const list: HeaderList = [[":status", "200"], ["x-big", "b".repeat(n)], ["x-after", "a"]];
+    assert.deepEqual(d.decode(encodeHeaders(list)), list);
+  }
+  // Many small lists afterwards: the buffer is reused, not grown on every call.
+  for (let i = 0; i < 200; i++) {
+    assert.equal(toHex(encodeHeaders([[":status", "200"]])), "88");
+  }
+});
+
+Deno.test("HpackDecoder's table array stays bounded over many evictions of a never-empty table", () => {
+  // Large entries (4 live of ~1000 octets) and small ones (~100 live): evicted slots are
+  // compacted away, so the array never holds more than 64 + 2 x the live entries.
+  for (const valueLen of [950, 5]) {
+    const d = new HpackDecoder({ maxTableSize: 4096 });
+    const value = "v".repeat(valueLen);
+    for (let i = 0; i < 3000; i++) {
+      const name = `n${i}`;
+      const v = ascii(value);
+      const len = v.length < 127 ? Uint8Array.of(v.length) : Uint8Array.of(0x7f, ...[
+        ((v.length - 127) & 0x7f) | 0x80,
+        (v.length - 127) >> 7,
+      ]);
+      d.decode(concat(hex("40"), Uint8Array.of(name.length), ascii(name), len, v));
+      assert.ok(d.tableLength > 0);
+      assert.ok(
+        d.tableSlots <= 64 + 2 * d.tableLength,
+        `${d.tableSlots} slots for ${d.tableLength} entries after ${i + 1} insertions`,
+      );
+    }
+    assert.deepEqual(d.decode(hex("be")), [["n2999", value]]);
+  }
+});

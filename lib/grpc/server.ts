@@ -948,12 +948,25 @@ export class Connection {
     const cl = get("content-length");
     if (cl !== undefined) s.contentLength = Number(cl);
     if (method !== "POST") {
-      this.#refuse(s, "405", GrpcStatus.INTERNAL, `Method ${method ?? "(none)"} is not POST`);
+      this.#refuse(
+        s,
+        flags,
+        "405",
+        GrpcStatus.INTERNAL,
+        `Method ${method ?? "(none)"} is not POST`,
+      );
     } else if (!/^application\/grpc([+;].*)?$/.test(ct)) {
-      this.#refuse(s, "415", GrpcStatus.INTERNAL, `Content-type ${ct || "(none)"} is not gRPC`);
+      this.#refuse(
+        s,
+        flags,
+        "415",
+        GrpcStatus.INTERNAL,
+        `Content-type ${ct || "(none)"} is not gRPC`,
+      );
     } else if (enc && enc !== "identity" && enc !== "gzip") {
       this.#refuse(
         s,
+        flags,
         "200",
         GrpcStatus.UNIMPLEMENTED,
         `Compression "${enc}" is not supported (only identity and gzip)`,
@@ -962,20 +975,23 @@ export class Connection {
       s.gzip = enc === "gzip";
       const handler = this.opts.handlers.get(s.path);
       if (!handler) {
-        this.#refuse(s, "200", GrpcStatus.UNIMPLEMENTED, `Method not found: ${s.path}`);
+        this.#refuse(s, flags, "200", GrpcStatus.UNIMPLEMENTED, `Method not found: ${s.path}`);
       } else handler(s);
     }
     if (flags & END_STREAM) this.#endOfRequest(s);
   }
 
-  /** Answers a stream with a Trailers-Only response (or an HTTP error status). */
-  #refuse(s: Stream, status: string, code: number, message: string): void {
+  /**
+   * Answers a new stream with a Trailers-Only response (or an HTTP error status), then, if the
+   * client is still sending (no END_STREAM in `flags` of its HEADERS), RST_STREAM NO_ERROR.
+   */
+  #refuse(s: Stream, flags: number, status: string, code: number, message: string): void {
     s.localEnded = true;
     s.headersSent = true;
     const h: HeaderList = [[":status", status], ["content-type", GRPC]];
     h.push(["grpc-status", String(code)], ["grpc-message", percentEncode(message)]);
     this.#queueControl(frame(HEADERS, END_HEADERS | END_STREAM, s.id, encodeHeaders(h)));
-    if (!s.remoteEnded) this.#queueControl(rstStream(s.id, H2Error.NO_ERROR));
+    if (!(flags & END_STREAM)) this.#queueControl(rstStream(s.id, H2Error.NO_ERROR));
     this.#streams.delete(s.id);
     s.closed = true;
   }
