@@ -143,3 +143,36 @@ Deno.test("syncIngressStatus() clears addresses, skips what is right or gone, wa
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("syncIngressStatus() warns about a failure that is not an HTTP status", async () => {
+  await using kube = await startFakeKube();
+  kube.upsert({
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: "gw", namespace: "default" },
+    spec: { ports: [{ name: "http", port: 80 }] },
+  });
+  const dir = await Deno.makeTempDir();
+  const logging = await configureLogging({
+    ...defaultLogOptions(["default"]),
+    targets: [`${dir}/out.log`],
+  });
+  try {
+    // an API version without its version part: the client refuses before any request
+    const written = await syncIngressStatus({
+      kubeConfig: await loadKubeConfig(kube.kubeconfigPath),
+      apiVersion: "networking.k8s.io",
+      service: { name: "gw", namespace: "default" },
+      ingresses: [{ name: "a", namespace: "default" }],
+    });
+    assert.equal(written, 0);
+    await logging.dispose();
+    assert.match(
+      await Deno.readTextFile(`${dir}/out.log`),
+      /\twarn\tdefault\tIngress status: cannot update default\/a: Required parameter version/,
+    );
+  } finally {
+    await logging.dispose();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -60,9 +60,10 @@ Deno.test("createClusterRegistries() runs one registry per config map key and fo
       mc.errors()[0].message,
       /^Cluster "broken" in config map mesh-system\/clusters: invalid kubeconfig: /,
     );
-    assert.match(
+    assert.equal(
       mc.errors()[1].message,
-      /^Cluster "empty" in .*: invalid kubeconfig: no current context/,
+      'Cluster "empty" in config map mesh-system/clusters: invalid kubeconfig: no current ' +
+        'context with a cluster ("")',
     );
     assert.deepEqual(mc.services().map((s) => s.hostname), [
       "east-only.default.svc.cluster.local",
@@ -233,8 +234,10 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
   await using local = await startFakeKube();
   await using east = await startFakeKube();
   await using east2 = await startFakeKube();
+  await using west = await startFakeKube();
   seed(east, "a", "10.10.0.1");
   seed(east2, "a", "10.11.0.1");
+  seed(west, "w", "10.20.0.1");
   const dir = await Deno.makeTempDir();
   const logging = await configureLogging({
     ...defaultLogOptions(["default"]),
@@ -255,14 +258,15 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
   try {
     await mc.start();
     assert.equal(mc.name, "Multicluster");
-    configMap(local, { east: east.kubeconfig() });
-    await waitUntil(() => mc.registries().length === 1, 5000, "east");
+    configMap(local, { east: east.kubeconfig(), west: west.kubeconfig() });
+    await waitUntil(() => mc.registries().length === 2, 5000, "east and west");
     assert.deepEqual(changes, ["services"]);
-    const first = mc.registries()[0];
-    // The same key, another kubeconfig: a new registry, on the other cluster.
-    configMap(local, { east: east2.kubeconfig() });
+    const [first, westReg] = mc.registries();
+    // The same key, another kubeconfig: a new registry, on the other cluster; west is kept.
+    configMap(local, { east: east2.kubeconfig(), west: west.kubeconfig() });
     await waitUntil(() => mc.registries()[0] !== first, 5000, "the new east registry");
-    assert.deepEqual(mc.instances().map((i) => i.address), ["10.11.0.1"]);
+    assert.equal(mc.registries()[1], westReg);
+    assert.deepEqual(mc.instances().map((i) => i.address), ["10.11.0.1", "10.20.0.1"]);
     // The cluster set is the same, but what it serves changed: a push is needed.
     assert.deepEqual(changes, ["services", "services"]);
     await waitUntil(() => east.watchCount === 0, 5000, "the old registry's watches to close");
@@ -278,6 +282,7 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
     assert.deepEqual(lines, [
       "info default Multicluster: config map mesh-system/clusters not found",
       'info default Multicluster: added the registry of cluster "east"',
+      'info default Multicluster: added the registry of cluster "west"',
       "error default Multicluster: change handler failed: handler bug",
       'info default Multicluster: added the registry of cluster "east"',
       "error default Multicluster: change handler failed: handler bug",
@@ -311,4 +316,29 @@ Deno.test("createClusterRegistries() stop() while a cluster is being added leave
   assert.deepEqual(mc.registries(), []);
   assert.deepEqual(mc.services(), []);
   await waitUntil(() => east.watchCount === 0, 5000, "no watch left on east");
+});
+
+Deno.test("createClusterRegistries() reports a registry that cannot be created, per cluster", async () => {
+  await using local = await startFakeKube();
+  await using east = await startFakeKube();
+  configMap(local, { east: east.kubeconfig() });
+  const mc = await createClusterRegistries({
+    kubeconfigPath: local.kubeconfigPath,
+    configMapName: "clusters",
+    namespace: "mesh-system",
+    domain: "cluster.local",
+    resyncMs: 0,
+    endpointsSource: "both" as "auto",
+  });
+  try {
+    await mc.start();
+    assert.deepEqual(mc.errors(), [{
+      cluster: "east",
+      message: 'Cluster "east" in config map mesh-system/clusters: Invalid orchestrator ' +
+        'endpoints source "both": expected auto, slices or endpoints',
+    }]);
+    assert.deepEqual(mc.registries(), []);
+  } finally {
+    await mc.stop();
+  }
 });
