@@ -264,7 +264,12 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
     const [first, westReg] = mc.registries();
     // The same key, another kubeconfig: a new registry, on the other cluster; west is kept.
     configMap(local, { east: east2.kubeconfig(), west: west.kubeconfig() });
-    await waitUntil(() => mc.registries()[0] !== first, 5000, "the new east registry");
+    // (east is stopped, then its replacement started: in between, only west is there)
+    await waitUntil(
+      () => mc.registries().length === 2 && mc.registries()[0] !== first,
+      5000,
+      "the new east registry",
+    );
     assert.equal(mc.registries()[1], westReg);
     assert.deepEqual(mc.instances().map((i) => i.address), ["10.11.0.1", "10.20.0.1"]);
     // The cluster set is the same, but what it serves changed: a push is needed.
