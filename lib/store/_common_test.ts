@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MAX_DEPTH } from "../model/mod.ts";
+import { allSchemas, MAX_DEPTH } from "../model/mod.ts";
 import { createFileStore } from "./file.ts";
 import { createMemoryStore } from "./memory.ts";
 import {
@@ -223,4 +223,25 @@ Deno.test("canonicalJson() takes nesting up to its limit and refuses one level m
     `${"[".repeat(limit + 1)}1${"]".repeat(limit + 1)}`,
   );
   assert.throws(() => canonicalJson(nested(limit + 2)), new RegExp(`nested deeper than ${limit}$`));
+});
+
+Deno.test("contentVersion() keeps its 12 digits when the hash is small (leading zeros)", () => {
+  const o: ConfigObject = {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "VirtualService",
+    metadata: { name: "n120", namespace: "default" },
+    spec: { hosts: ["n120"] },
+  };
+  // this content hashes below 16^11: its version has a leading zero
+  assert.equal(contentVersion(o), "03deca7b081e");
+});
+
+Deno.test("a store refuses a type it does not hold, naming the ones it holds", async () => {
+  const store = createMemoryStore(
+    allSchemas.filter((s) => s.kind === "VirtualService" || s.kind === "Gateway"),
+  );
+  await assert.rejects(
+    store.list("serviceentry"),
+    /^Error: Unknown config type "serviceentry" \(this store holds: (virtualservice, gateway|gateway, virtualservice)\)$/,
+  );
 });
