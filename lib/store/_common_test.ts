@@ -245,3 +245,22 @@ Deno.test("a store refuses a type it does not hold, naming the ones it holds", a
     /^Error: Unknown config type "serviceentry" \(this store holds: (virtualservice, gateway|gateway, virtualservice)\)$/,
   );
 });
+
+Deno.test("a store refuses to create a kind it does not hold, naming it", async () => {
+  const store = createMemoryStore(allSchemas.filter((s) => s.kind === "VirtualService"));
+  await assert.rejects(
+    store.create({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "Gateway",
+      metadata: { name: "g", namespace: "default" },
+      spec: {
+        selector: { istio: "ingressgateway" },
+        servers: [{ port: { number: 80, name: "http", protocol: "HTTP" }, hosts: ["*"] }],
+      },
+    }),
+    (e: Error) =>
+      e instanceof ValidationError &&
+      e.message === "Invalid config: Gateway/default/g: kind: kind Gateway " +
+          "(networking.mesh.io/v1alpha3) is not held by this store",
+  );
+});
