@@ -198,13 +198,28 @@ Deno.test("a store given no logger logs to the default scope", async () => {
     try {
       const store = await createFileStore({ dir, watch: false });
       await store.close();
+      // the memory store's watch handlers too
+      const memory = createMemoryStore();
+      memory.watch(() => {
+        throw new Error("handler broke");
+      });
+      await memory.create({
+        apiVersion: "networking.mesh.io/v1alpha3",
+        kind: "DestinationRule",
+        metadata: { name: "d", namespace: "default" },
+        spec: { host: "d" },
+      });
     } finally {
       stderr.writeSync = writeSync;
     }
-    assert.equal(written.length, 1, written.join(""));
+    assert.equal(written.length, 2, written.join(""));
     assert.match(
       written[0],
       /\terror\tdefault\tConfig file error \(nothing of it applies\): bad\.yaml /,
+    );
+    assert.match(
+      written[1],
+      /\terror\tdefault\tConfig store watch handler failed on ADDED DestinationRule\/default\/d: handler broke/,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
