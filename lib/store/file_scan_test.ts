@@ -542,3 +542,33 @@ Deno.test("file store: links added while it watches are followed by later scans"
     }
   });
 });
+
+Deno.test("file store: a file renamed with a new object in one scan: the old object goes, the new one comes", async () => {
+  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+    const store = await open(dir);
+    try {
+      await Deno.remove(`${dir}/a.yaml`);
+      await Deno.writeTextFile(`${dir}/b.yaml`, VS("b"));
+      const old = new Date(Date.now() - 3600_000);
+      await Deno.utime(`${dir}/b.yaml`, old, old);
+      await store.sync();
+      assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), ["b"]);
+      assert.equal(store.stalled(), undefined);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: the first scan follows links to files", async () => {
+  await withDir({ "real/x.yaml": VS("x") }, async (dir) => {
+    await Deno.symlink("real/x.yaml", `${dir}/link.yaml`);
+    const store = await open(dir);
+    try {
+      // x read through the link too (first in path order): real/x.yaml is its duplicate
+      assert.deepEqual(store.errors().map((e) => e.file), ["real/x.yaml"]);
+    } finally {
+      await store.close();
+    }
+  });
+});
