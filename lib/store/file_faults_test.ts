@@ -3,7 +3,7 @@
 // takes long. Each is made by replacing one Deno function for the time of the test.
 import assert from "node:assert/strict";
 import { createFileStore, type FileStore } from "./file.ts";
-import { withLabel } from "./_testutil.ts";
+import { recordingLogger, withLabel } from "./_testutil.ts";
 
 const VS = (name: string, host = name) =>
   `apiVersion: networking.mesh.io/v1alpha3
@@ -186,4 +186,96 @@ Deno.test("file store: stalled() tells a scan that has run for more than 10 s", 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("file store: a scan that fails is logged once, told by stalled(), and forgotten once a scan succeeds", async () => {
+  const { lines, log } = recordingLogger();
+  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
+    await touch(`${dir}/a.yaml`);
+    // a stat answer that breaks when read: nothing a file can do, so the scan itself fails
+    const broken = {
+      isFile: true,
+      size: 10,
+      get mtime(): Date {
+        throw new Error("broken stat");
+      },
+    };
+    await replaced(
+      "statSync",
+      (statSync) => (path: string) => path.endsWith("/a.yaml") ? broken : statSync(path),
+      async () => {
+        await store.sync();
+        await store.sync();
+      },
+    );
+    assert.deepEqual(lines, ["error Config directory scan failed: broken stat"]);
+    assert.equal(store.stalled(), "Config directory scan failed: broken stat");
+    assert.deepEqual(await names(store), ["a"], "what was loaded stays in force");
+    await store.sync();
+    assert.equal(store.stalled(), undefined);
+  }, { log });
+});
+
+Deno.test("file store: a write to a file that keeps changing under it is refused; one change is waited out", async () => {
+  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
+    const a = (await store.get("virtualservice", "a", "default"))!;
+    const path = `${dir}/a.yaml`;
+    // another writer's content each time the store looks before writing
+    let looks = 0;
+    await assert.rejects(
+      replaced(
+        "readTextFile",
+        (readTextFile) => (p: string) =>
+          p === path ? Promise.resolve(`# another writer ${++looks}\n${VS("a")}`) : readTextFile(p),
+        () => store.update(withLabel(a, "k", "v")),
+      ),
+      /^ConflictError: a\.yaml keeps changing; try again$/,
+    );
+    assert.equal(looks, 4);
+    assert.equal(await Deno.readTextFile(path), VS("a"), "left as it is");
+    // changed once only: the store looks again and writes
+    looks = 0;
+    await replaced(
+      "readTextFile",
+      (readTextFile) => (p: string) =>
+        p === path && ++looks === 1 ? Promise.resolve("# another writer\n") : readTextFile(p),
+      () => store.update(withLabel(a, "k", "v")),
+    );
+    assert.equal(looks, 2);
+    assert.equal((await store.get("virtualservice", "a", "default"))?.metadata.labels?.k, "v");
+  });
+});
+
+Deno.test("file store: a write that does not show in the directory is an error, not a silent success", async () => {
+  await withStore({}, async (store) => {
+    await assert.rejects(
+      // the rename "succeeds" but the file never appears
+      replaced("rename", () => () => Promise.resolve(), () =>
+        store.create({
+          apiVersion: "networking.mesh.io/v1alpha3",
+          kind: "DestinationRule",
+          metadata: { name: "d", namespace: "default" },
+          spec: { host: "d" },
+        })),
+      /^Error: DestinationRule "d" in namespace "default" was written but is not in force \(see the store errors\)$/,
+    );
+  });
+});
+
+Deno.test("file store: a file modified moments ago is left aside until it has been quiet", async () => {
+  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "half"));
+    const { mtime } = await Deno.stat(`${dir}/a.yaml`);
+    // the clock stands 10 ms after the write: the writer may still be at it
+    const realNow = Date.now;
+    Date.now = () => mtime!.getTime() + 10;
+    try {
+      await store.sync(); // gives up after its ~1 s of settling rounds
+      assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
+    } finally {
+      Date.now = realNow;
+    }
+    await store.sync();
+    assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["half"]);
+  });
 });
