@@ -206,6 +206,7 @@ Deno.test("file store: a scan that fails is logged once, told by stalled(), and 
       async () => {
         await store.sync();
         await store.sync();
+        await store.sync();
       },
     );
     assert.deepEqual(lines, ["error Config directory scan failed: broken stat"]);
