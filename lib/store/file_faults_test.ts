@@ -280,3 +280,24 @@ Deno.test("file store: a file modified moments ago is left aside until it has be
     assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["half"]);
   });
 });
+
+Deno.test("file store: a file or subdirectory gone while a scan reaches it is gone, not an error", async () => {
+  await withStore({ "a.yaml": VS("a"), "b.yaml": VS("b") }, async (store, dir) => {
+    await Deno.mkdir(`${dir}/sub`);
+    await Deno.writeTextFile(`${dir}/sub/c.yaml`, VS("c"));
+    await store.sync();
+    assert.deepEqual(await names(store), ["a", "b", "c"]);
+    // b.yaml vanishes between the directory listing and its stat; sub between its listing and
+    // its walk
+    await replaced("statSync", (statSync) => (path: string) => {
+      if (path.endsWith("/b.yaml")) throw new Deno.errors.NotFound("gone");
+      return statSync(path);
+    }, () =>
+      replaced("realPathSync", (realPathSync) => (path: string) => {
+        if (path.endsWith("/sub")) throw new Deno.errors.NotFound("gone");
+        return realPathSync(path);
+      }, () => store.sync()));
+    assert.deepEqual(store.errors(), []);
+    assert.deepEqual(await names(store), ["a"]);
+  });
+});
