@@ -301,3 +301,29 @@ Deno.test("file store: a file or subdirectory gone while a scan reaches it is go
     assert.deepEqual(await names(store), ["a"]);
   });
 });
+
+Deno.test("file store: a held removal applies once the quiet period is over, the file unchanged since", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-filefault-" });
+  try {
+    await Deno.writeTextFile(`${dir}/a.yaml`, `${VS("a")}---\n${VS("b")}`);
+    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
+    try {
+      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a"));
+      await store.sync();
+      assert.deepEqual(await names(store), ["a", "b"], "b held while the file may be rewritten");
+      // 3 s later by the clock (past the 2 s quiet period), the file not touched since
+      const realNow = Date.now;
+      Date.now = () => realNow() + 3000;
+      try {
+        await store.sync();
+      } finally {
+        Date.now = realNow;
+      }
+      assert.deepEqual(await names(store), ["a"]);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
