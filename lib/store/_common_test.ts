@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MAX_DEPTH } from "../model/mod.ts";
+import { allSchemas, MAX_DEPTH } from "../model/mod.ts";
 import { createFileStore } from "./file.ts";
 import { createMemoryStore } from "./memory.ts";
 import {
@@ -198,13 +198,28 @@ Deno.test("a store given no logger logs to the default scope", async () => {
     try {
       const store = await createFileStore({ dir, watch: false });
       await store.close();
+      // the memory store's watch handlers too
+      const memory = createMemoryStore();
+      memory.watch(() => {
+        throw new Error("handler broke");
+      });
+      await memory.create({
+        apiVersion: "networking.mesh.io/v1alpha3",
+        kind: "DestinationRule",
+        metadata: { name: "d", namespace: "default" },
+        spec: { host: "d" },
+      });
     } finally {
       stderr.writeSync = writeSync;
     }
-    assert.equal(written.length, 1, written.join(""));
+    assert.equal(written.length, 2, written.join(""));
     assert.match(
       written[0],
       /\terror\tdefault\tConfig file error \(nothing of it applies\): bad\.yaml /,
+    );
+    assert.match(
+      written[1],
+      /\terror\tdefault\tConfig store watch handler failed on ADDED DestinationRule\/default\/d: handler broke/,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -223,4 +238,44 @@ Deno.test("canonicalJson() takes nesting up to its limit and refuses one level m
     `${"[".repeat(limit + 1)}1${"]".repeat(limit + 1)}`,
   );
   assert.throws(() => canonicalJson(nested(limit + 2)), new RegExp(`nested deeper than ${limit}$`));
+});
+
+Deno.test("contentVersion() keeps its 12 digits when the hash is small (leading zeros)", () => {
+  const o: ConfigObject = {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "VirtualService",
+    metadata: { name: "n120", namespace: "default" },
+    spec: { hosts: ["n120"] },
+  };
+  // this content hashes below 16^11: its version has a leading zero
+  assert.equal(contentVersion(o), "03deca7b081e");
+});
+
+Deno.test("a store refuses a type it does not hold, naming the ones it holds", async () => {
+  const store = createMemoryStore(
+    allSchemas.filter((s) => s.kind === "VirtualService" || s.kind === "Gateway"),
+  );
+  await assert.rejects(
+    store.list("serviceentry"),
+    /^Error: Unknown config type "serviceentry" \(this store holds: (virtualservice, gateway|gateway, virtualservice)\)$/,
+  );
+});
+
+Deno.test("a store refuses to create a kind it does not hold, naming it", async () => {
+  const store = createMemoryStore(allSchemas.filter((s) => s.kind === "VirtualService"));
+  await assert.rejects(
+    store.create({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "Gateway",
+      metadata: { name: "g", namespace: "default" },
+      spec: {
+        selector: { istio: "ingressgateway" },
+        servers: [{ port: { number: 80, name: "http", protocol: "HTTP" }, hosts: ["*"] }],
+      },
+    }),
+    (e: Error) =>
+      e instanceof ValidationError &&
+      e.message === "Invalid config: Gateway/default/g: kind: kind Gateway " +
+          "(networking.mesh.io/v1alpha3) is not held by this store",
+  );
 });

@@ -97,7 +97,8 @@ Deno.test("file store: documents that are no object are errors; unknown and not-
     "a.yaml": `hello\n---\n- 1\n- 2\n---\n${VS("ok")}---\n---\n`,
     "b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" +
       "apiVersion: networking.mesh.io/v1alpha3\nkind: DestinationRule\n" +
-      "metadata: {name: d}\nspec: {host: d}\n---\nkind: Foo\nmetadata: {name: f}\n",
+      "metadata: {name: d}\nspec: {host: d}\n---\nkind: Foo\nmetadata: {name: f}\n---\nkind: Bar\n",
+    "c.yaml": "apiVersion: networking.mesh.io/v1alpha3\nmetadata: {name: k}\nspec: {}\n",
   };
   await withDir(files, async (dir) => {
     const { lines, log } = recordingLogger();
@@ -110,6 +111,8 @@ Deno.test("file store: documents that are no object are errors; unknown and not-
       assert.deepEqual(store.errors(), [
         { file: "a.yaml", document: 1, message: `a.yaml document 1: ${shape}` },
         { file: "a.yaml", document: 2, message: `a.yaml document 2: ${shape}` },
+        // no kind: an error, not an unknown kind to skip
+        { file: "c.yaml", document: 1, message: "c.yaml document 1: kind: is required" },
       ]);
       assert.deepEqual(lines, [
         `error Config file error (nothing of it applies): a.yaml document 1: ${shape}`,
@@ -117,6 +120,9 @@ Deno.test("file store: documents that are no object are errors; unknown and not-
         'warn Skipping b.yaml document 1: unknown kind "ConfigMap" (apiVersion "v1")',
         'debug Skipping b.yaml document 2: kind "DestinationRule" is not held here',
         'warn Skipping b.yaml document 3: unknown kind "Foo" (apiVersion "")',
+        // an unknown kind with other problems too is still skipped
+        'warn Skipping b.yaml document 4: unknown kind "Bar" (apiVersion "")',
+        "error Config file error (nothing of it applies): c.yaml document 1: kind: is required",
       ]);
       assert.equal(await hosts(store, "ok"), undefined, "a file with errors applies nothing");
     } finally {
@@ -529,6 +535,36 @@ Deno.test("file store: links added while it watches are followed by later scans"
       await Deno.symlink("real/x.yaml", `${dir}/link.yaml`);
       await Deno.symlink("nowhere.yaml", `${dir}/dangling.yaml`);
       await store.sync();
+      // x read through the link too (first in path order): real/x.yaml is its duplicate
+      assert.deepEqual(store.errors().map((e) => e.file), ["real/x.yaml"]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: a file renamed with a new object in one scan: the old object goes, the new one comes", async () => {
+  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+    const store = await open(dir);
+    try {
+      await Deno.remove(`${dir}/a.yaml`);
+      await Deno.writeTextFile(`${dir}/b.yaml`, VS("b"));
+      const old = new Date(Date.now() - 3600_000);
+      await Deno.utime(`${dir}/b.yaml`, old, old);
+      await store.sync();
+      assert.deepEqual((await store.list("virtualservice")).map((o) => o.metadata.name), ["b"]);
+      assert.equal(store.stalled(), undefined);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+Deno.test("file store: the first scan follows links to files", async () => {
+  await withDir({ "real/x.yaml": VS("x") }, async (dir) => {
+    await Deno.symlink("real/x.yaml", `${dir}/link.yaml`);
+    const store = await open(dir);
+    try {
       // x read through the link too (first in path order): real/x.yaml is its duplicate
       assert.deepEqual(store.errors().map((e) => e.file), ["real/x.yaml"]);
     } finally {
