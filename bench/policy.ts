@@ -32,7 +32,8 @@ Check latency (p50, p99, p999) at --rate checks/s (default 1000) from h2load (ng
 gRPC-framed requests, against mesh-policy and a no-op grpc-js handler, first evenly paced (one
 request every 1000/rate ms, the headline), then with h2load's bursty --rps. mesh-policy runs with
 the V8 flags it is built with (compile.ts V8_FLAGS); the even run is repeated against a second
-mesh-policy with V8's defaults, to show what the flags change. Then the same rate from a
+mesh-policy with V8's defaults, to show what the flags change (in the middle of the first one's
+run, cut in two halves: A B B A, so that neither gains from going first). Then the same rate from a
 grpc-js client (open loop) as the cross-check, with mesh-policy's CPU; then
 the maximum Check throughput with --inflight calls in flight (default 32) against mesh-policy and
 against a no-op grpc-js unary handler measured in the same run.
@@ -405,12 +406,23 @@ export async function main(args: string[] = []): Promise<void> {
     const h2Run = (addr: string, log: string, seconds: number, pacing: Pacing) =>
       h2loadCheck(addr, `${dir}/check.bin`, `${dir}/${pacing}-${log}`, o.rate, seconds, pacing);
     /** One pacing against both servers; checks that mesh-policy counted every request OK. */
-    const phase = async (pacing: Pacing) => {
+    /**
+     * With `between`, mesh-policy's run is cut in two halves with `between` in the middle, so
+     * that a comparison measured there sits at the same average time (A B B A: fair to a
+     * machine whose background load drifts during the run).
+     */
+    const phase = async (pacing: Pacing, between?: () => Promise<void>) => {
       await h2Run(noopAddress, "warm.log", 2, pacing);
       const base = await h2Run(noopAddress, "noop.log", o.seconds, pacing);
       await h2Run(address, "warm.log", 2, pacing);
       const before = await serverSide(monitoring);
-      const ours = await h2Run(address, "policy.log", o.seconds, pacing);
+      let ours;
+      if (between) {
+        const a = await h2Run(address, "policy-a.log", o.seconds / 2, pacing);
+        await between();
+        const b = await h2Run(address, "policy-b.log", o.seconds / 2, pacing);
+        ours = { ms: [...a.ms, ...b.ms].sort((x, y) => x - y), done: a.done + b.done };
+      } else ours = await h2Run(address, "policy.log", o.seconds, pacing);
       const after = await serverSide(monitoring);
       const okDelta = after.ok - before.ok, errDelta = after.notOk - before.notOk;
       if (okDelta !== ours.done || errDelta !== 0) {
@@ -421,9 +433,11 @@ export async function main(args: string[] = []): Promise<void> {
       const within = (100 * (after.le1 - before.le1) / (after.count - before.count)).toFixed(2);
       return { base, ours, within, count: after.count - before.count };
     };
-    const even = await phase("even");
+    let evenPlain: Awaited<ReturnType<typeof h2Run>> | undefined;
     await h2Run(plainAddress, "warm.log", 2, "even");
-    const evenPlain = await h2Run(plainAddress, "plain.log", o.seconds, "even");
+    const even = await phase("even", async () => {
+      evenPlain = await h2Run(plainAddress, "plain.log", o.seconds, "even");
+    });
     let evenFloor: Awaited<ReturnType<typeof h2Run>> | undefined;
     floor = await startNghttpd(dir);
     if (floor) {
@@ -455,7 +469,7 @@ export async function main(args: string[] = []): Promise<void> {
       console.log(latencyRow(`${name}: baseline no-op grpc-js handler`, r.base.ms));
       console.log(latencyRow(`${name}: mesh-policy Check`, r.ours.ms));
       if (name !== "even") continue;
-      console.log(latencyRow(`even: mesh-policy, V8 defaults`, evenPlain.ms));
+      console.log(latencyRow(`even: mesh-policy, V8 defaults`, evenPlain!.ms));
       if (evenFloor) {
         console.log(latencyRow(`even: floor, nghttpd (C) serving a file`, evenFloor.ms));
       } else console.log(`even: floor not measured (no nghttpd: Debian package nghttp2-server)`);
