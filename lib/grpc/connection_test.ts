@@ -9,7 +9,7 @@ import { Buffer } from "node:buffer";
 import net from "node:net";
 import { frame, FrameType, PREFACE } from "./frames.ts";
 import { encodeHeaders } from "./hpack.ts";
-import { type GrpcCall, GrpcStatus, listenGrpc, peerUris } from "./server.ts";
+import { type GrpcCall, GrpcStatus, listenGrpc, peerUris, percentEncode } from "./server.ts";
 import { END_STREAM, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { SETTINGS } = FrameType;
@@ -337,8 +337,9 @@ Deno.test("the server's first frames: its SETTINGS and a connection WINDOW_UPDAT
       0,
       16 * 1024 * 1024 - 65535,
     ]);
-    // Our SETTINGS acknowledged (the client's first SETTINGS is acked by the server too).
+    // The client's SETTINGS acknowledged; a well-behaved connection has not failed.
     assert.ok(c.frames.some((f) => f.type === SETTINGS && f.flags & 1));
+    assert.equal([...listener.connections][0].failed, false);
   } finally {
     await c.close();
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
@@ -479,4 +480,10 @@ Deno.test("a connection without the preface is closed at prefaceTimeoutMs, with 
     await c.close();
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
   }
+});
+
+Deno.test("percentEncode() keeps exactly 0x20-0x7E but '%'", () => {
+  assert.equal(percentEncode(" ~}"), " ~}");
+  assert.equal(percentEncode("\x1f\x7f%"), "%1F%7F%25");
+  assert.equal(percentEncode("é"), "%C3%A9");
 });
