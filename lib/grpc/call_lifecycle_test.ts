@@ -303,3 +303,73 @@ Deno.test("a gzip message that does not inflate ends its call INTERNAL with the 
     assert.deepEqual(seen[0].messages, []);
   });
 });
+
+Deno.test("responses whose frames add up to about 16 KiB are written whole, RST_STREAM NO_ERROR after trailers only while the client sends", async () => {
+  // One write per flush: HEADERS, DATA, trailers (and RST_STREAM) around the buffer size class
+  // of 16384 octets, for each message size from 16250 to 16379 octets.
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, (call: GrpcCall) => {
+      call.onMessage = (m) => {
+        call.send([Buffer.alloc(m.readUInt16BE(0), 1)]).catch(() => {});
+        call.end(GrpcStatus.OK);
+      };
+    }]]),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    const wu = Buffer.alloc(4);
+    wu.writeUInt32BE(0x7fffffff - 65535);
+    await c.write(frame(FrameType.WINDOW_UPDATE, 0, 0, wu));
+    let id = 1;
+    for (let size = 16250; size <= 16379; size++, id += 2) {
+      const ask = Buffer.alloc(2);
+      ask.writeUInt16BE(size);
+      const ended = size % 2 === 0;
+      await c.write(
+        c.headersFrame(id, grpcRequest(RECORD)),
+        frame(DATA, ended ? END_STREAM : 0, id, grpcFrame(ask)),
+      );
+      const h = await blocks(c, id, 2);
+      assert.deepEqual(h[1], [["grpc-status", "0"]], `size ${size}`);
+      assert.equal(c.dataOn(id), size + 5, `size ${size}`);
+      if (!ended) assert.ok(await c.until(() => c.resets().get(id) === NO_ERROR), `size ${size}`);
+    }
+    assert.ok(await c.roundTrip());
+    // RST_STREAM NO_ERROR on exactly the calls whose client had not half-closed.
+    const resets = [...c.resets()];
+    assert.equal(resets.length, 65);
+    assert.ok(resets.every(([sid, code]) => code === NO_ERROR && ((sid - 1) / 2) % 2 === 1));
+    assert.equal(c.goaway, undefined);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("350 calls answered Trailers-Only in one flush are all written, each with its RST_STREAM", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, (call: GrpcCall) => call.end(GrpcStatus.UNAVAILABLE)]]),
+    limits: { maxConcurrentStreams: 1000 },
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    assert.ok(await c.roundTrip());
+    const ids = Array.from({ length: 350 }, (_, i) => 1 + 2 * i);
+    // One write: the server reads them at once and answers them in one flush of about 19 KB
+    // (over the 16 KiB buffer size class by less than the RST_STREAMs: both must be counted).
+    await c.write(...ids.map((id) => c.headersFrame(id, grpcRequest(RECORD))));
+    assert.ok(await c.until(() => c.resets().size === 350), `${c.resets().size} resets`);
+    for (const id of ids) {
+      assert.equal(c.headers.get(id)?.[0].find(([k]) => k === "grpc-status")?.[1], "14");
+      assert.equal(c.resets().get(id), NO_ERROR);
+    }
+    assert.equal(c.goaway, undefined);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
