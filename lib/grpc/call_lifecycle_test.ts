@@ -380,3 +380,28 @@ Deno.test("350 calls answered Trailers-Only in one flush are all written, each w
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
   }
 });
+
+Deno.test("a handler whose onMessage throws fails the connection (GOAWAY INTERNAL_ERROR), not just its call", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, (call: GrpcCall) => {
+      call.onMessage = () => {
+        throw new Error("handler bug");
+      };
+    }]]),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    await c.write(
+      c.headersFrame(1, grpcRequest(RECORD)),
+      frame(DATA, 0, 1, grpcFrame(Buffer.from("x"))),
+    );
+    assert.ok(await c.until(() => c.goaway !== undefined, 5000), "no GOAWAY");
+    assert.deepEqual([c.goaway!.name, c.goaway!.debug], ["INTERNAL_ERROR", "handler bug"]);
+    assert.equal(c.headers.get(1), undefined);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
