@@ -221,3 +221,20 @@ Deno.test("a client that reads in steps: the backlog stays within maxOutboundByt
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
   }
 });
+
+Deno.test("close() ends a connection whose peer does not read at the grace period", async () => {
+  const { listener, c, conn } = await start(60_000);
+  try {
+    c.socket.pause();
+    await c.write(
+      c.headersFrame(1, grpcRequest(BULK)),
+      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
+    );
+    await eventually(() => conn().outstanding > 0, "nothing written");
+    // The GOAWAY cannot be written while the peer does not read: the socket is destroyed at 200 ms.
+    await listener.close(GrpcStatus.UNAVAILABLE, "going down", 200);
+    assert.equal(listener.connections.size, 0);
+  } finally {
+    await c.close();
+  }
+});

@@ -290,6 +290,15 @@ Deno.test("a message over the connection's buffered-request budget ends its call
       assert.deepEqual(h[1], [["grpc-status", "0"]]);
       assert.equal(c.dataOn(id), 100_005);
     }
+    // Two partial messages held at once: the second would go over the budget.
+    const part = Buffer.alloc(5 + 1000);
+    part.writeUInt32BE(60_000, 1);
+    await c.write(c.headersFrame(7, grpcRequest(RECORD)), frame(DATA, 0, 7, part));
+    assert.ok(await c.roundTrip());
+    await c.write(c.headersFrame(9, grpcRequest(RECORD)), frame(DATA, 0, 9, part));
+    const [t9] = await blocks(c, 9);
+    assert.equal(t9[2][1], String(GrpcStatus.RESOURCE_EXHAUSTED));
+    assert.equal(c.headers.get(7), undefined); // still receiving its message
     assert.equal(c.goaway, undefined);
     assert.equal([...listener.connections][0].failed, true);
   } finally {

@@ -487,3 +487,35 @@ Deno.test("percentEncode() keeps exactly 0x20-0x7E but '%'", () => {
   assert.equal(percentEncode("\x1f\x7f%"), "%1F%7F%25");
   assert.equal(percentEncode("é"), "%C3%A9");
 });
+
+Deno.test("prefaceTimeoutMs 0 waits for the preface; the timeouts close connections without onError too", async () => {
+  const off = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map(),
+    limits: { prefaceTimeoutMs: 0 },
+  });
+  const late = await RawClient.connect(off.port, { preface: false });
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    await late.write(PREFACE, frame(SETTINGS, 0, 0, Buffer.alloc(0)));
+    assert.ok(await late.roundTrip());
+    assert.equal(late.isClosed, false);
+  } finally {
+    await late.close();
+    await off.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+  // No onError: the preface deadline and the keepalive timeout still close the connection.
+  for (
+    const limits of [{ prefaceTimeoutMs: 50 }, { keepaliveIntervalMs: 30, keepaliveTimeoutMs: 50 }]
+  ) {
+    const listener = await listenGrpc({ host: "127.0.0.1", port: 0, handlers: new Map(), limits });
+    const c = await RawClient.connect(listener.port, { preface: "keepaliveIntervalMs" in limits });
+    try {
+      assert.ok(await c.until(() => c.isClosed, 5000), JSON.stringify(limits));
+    } finally {
+      await c.close();
+      await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+    }
+  }
+});
