@@ -183,3 +183,58 @@ Deno.test("the send timeout closes the connection without an onError callback to
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
   }
 });
+
+Deno.test("a client that reads in steps: the backlog stays within maxOutboundBytes after every drain", async () => {
+  const { listener, c, conn } = await start(60_000, []);
+  try {
+    c.socket.pause();
+    await c.write(
+      c.headersFrame(1, grpcRequest(BULK)),
+      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
+    );
+    const settled = async () => {
+      let last = -1;
+      for (let still = 0; still < 3;) {
+        const now = conn().outstanding;
+        still = now === last ? still + 1 : 0;
+        last = now;
+        assert.ok(now <= MOST, `${now} bytes outstanding`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    await eventually(() => conn().outstanding > 0, "nothing written");
+    const total = COUNT * (MESSAGE + 5);
+    while (c.dataOn(1) < total) {
+      await settled();
+      // Read about 2 MiB more, then stop reading again.
+      const target = Math.min(total, c.dataBytes + 2 * 1024 * 1024);
+      c.socket.resume();
+      assert.ok(await c.until(() => c.dataBytes >= target || c.isClosed, 30_000), "stalled");
+      c.socket.pause();
+    }
+    c.socket.resume();
+    assert.ok(await c.until(() => (c.headers.get(1)?.length ?? 0) >= 2, 30_000), "no trailers");
+    assert.equal(c.headers.get(1)!.length, 2);
+    assert.equal(c.dataOn(1), total);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("close() ends a connection whose peer does not read at the grace period", async () => {
+  const { listener, c, conn } = await start(60_000);
+  try {
+    c.socket.pause();
+    await c.write(
+      c.headersFrame(1, grpcRequest(BULK)),
+      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
+    );
+    await eventually(() => conn().outstanding > 0, "nothing written");
+    // The GOAWAY cannot be written while the peer does not read: the socket is destroyed at 200 ms.
+    await listener.close(GrpcStatus.UNAVAILABLE, "going down", 200);
+    assert.equal(listener.connections.size, 0);
+  } finally {
+    await c.close();
+  }
+});

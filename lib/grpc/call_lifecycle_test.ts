@@ -261,7 +261,11 @@ Deno.test("a message over the connection's buffered-request budget ends its call
     }]]),
     limits: { maxBufferedRequestBytes: 100_000 },
   });
-  const c = await RawClient.connect(listener.port);
+  // The whole window for the answers (echoes of up to 100000 octets).
+  const c = await RawClient.connect(listener.port, { settings: [[4, 0x7fffffff]] });
+  const wu = Buffer.alloc(4);
+  wu.writeUInt32BE(0x7fffffff - 65535);
+  await c.write(frame(FrameType.WINDOW_UPDATE, 0, 0, wu));
   try {
     // A 150000-octet message whose first 1000 octets came: it would be held whole.
     const head = Buffer.alloc(5 + 1000);
@@ -273,16 +277,28 @@ Deno.test("a message over the connection's buffered-request budget ends its call
       ["grpc-message", "Request data buffered on this connection would exceed 100000 bytes"],
     ]);
     // The connection stays, and a message within the budget still goes through.
-    const body = grpcFrame(Buffer.alloc(50_000, 7));
-    const frames = [];
-    for (let at = 0; at < body.length; at += 16384) {
-      const end = Math.min(at + 16384, body.length);
-      frames.push(frame(DATA, end === body.length ? END_STREAM : 0, 3, body.subarray(at, end)));
+    // A message of exactly the budget, twice (the buffer of the first is given back).
+    for (const id of [3, 5]) {
+      const body = grpcFrame(Buffer.alloc(100_000, 7));
+      const frames = [];
+      for (let at = 0; at < body.length; at += 16384) {
+        const end = Math.min(at + 16384, body.length);
+        frames.push(frame(DATA, end === body.length ? END_STREAM : 0, id, body.subarray(at, end)));
+      }
+      await c.write(c.headersFrame(id, grpcRequest(RECORD)), ...frames);
+      const h = await blocks(c, id, 2);
+      assert.deepEqual(h[1], [["grpc-status", "0"]]);
+      assert.equal(c.dataOn(id), 100_005);
     }
-    await c.write(c.headersFrame(3, grpcRequest(RECORD)), ...frames);
-    const h3 = await blocks(c, 3, 2);
-    assert.deepEqual(h3[1], [["grpc-status", "0"]]);
-    assert.equal(c.dataOn(3), 50_005);
+    // Two partial messages held at once: the second would go over the budget.
+    const part = Buffer.alloc(5 + 1000);
+    part.writeUInt32BE(60_000, 1);
+    await c.write(c.headersFrame(7, grpcRequest(RECORD)), frame(DATA, 0, 7, part));
+    assert.ok(await c.roundTrip());
+    await c.write(c.headersFrame(9, grpcRequest(RECORD)), frame(DATA, 0, 9, part));
+    const [t9] = await blocks(c, 9);
+    assert.equal(t9[2][1], String(GrpcStatus.RESOURCE_EXHAUSTED));
+    assert.equal(c.headers.get(7), undefined); // still receiving its message
     assert.equal(c.goaway, undefined);
     assert.equal([...listener.connections][0].failed, true);
   } finally {
@@ -302,4 +318,99 @@ Deno.test("a gzip message that does not inflate ends its call INTERNAL with the 
     assert.match(trailers[3][1], /^Cannot decompress the gzip message: /);
     assert.deepEqual(seen[0].messages, []);
   });
+});
+
+Deno.test("responses whose frames add up to about 16 KiB are written whole, RST_STREAM NO_ERROR after trailers only while the client sends", async () => {
+  // One write per flush: HEADERS, DATA, trailers (and RST_STREAM) around the buffer size class
+  // of 16384 octets, for each message size from 16250 to 16379 octets.
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, (call: GrpcCall) => {
+      call.onMessage = (m) => {
+        call.send([Buffer.alloc(m.readUInt16BE(0), 1)]).catch(() => {});
+        call.end(GrpcStatus.OK);
+      };
+    }]]),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    const wu = Buffer.alloc(4);
+    wu.writeUInt32BE(0x7fffffff - 65535);
+    await c.write(frame(FrameType.WINDOW_UPDATE, 0, 0, wu));
+    let id = 1;
+    for (let size = 16250; size <= 16379; size++, id += 2) {
+      const ask = Buffer.alloc(2);
+      ask.writeUInt16BE(size);
+      const ended = size % 2 === 0;
+      await c.write(
+        c.headersFrame(id, grpcRequest(RECORD)),
+        frame(DATA, ended ? END_STREAM : 0, id, grpcFrame(ask)),
+      );
+      const h = await blocks(c, id, 2);
+      assert.deepEqual(h[1], [["grpc-status", "0"]], `size ${size}`);
+      assert.equal(c.dataOn(id), size + 5, `size ${size}`);
+      if (!ended) assert.ok(await c.until(() => c.resets().get(id) === NO_ERROR), `size ${size}`);
+    }
+    assert.ok(await c.roundTrip());
+    // RST_STREAM NO_ERROR on exactly the calls whose client had not half-closed.
+    const resets = [...c.resets()];
+    assert.equal(resets.length, 65);
+    assert.ok(resets.every(([sid, code]) => code === NO_ERROR && ((sid - 1) / 2) % 2 === 1));
+    assert.equal(c.goaway, undefined);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("350 calls answered Trailers-Only in one flush are all written, each with its RST_STREAM", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, (call: GrpcCall) => call.end(GrpcStatus.UNAVAILABLE)]]),
+    limits: { maxConcurrentStreams: 1000 },
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    assert.ok(await c.roundTrip());
+    const ids = Array.from({ length: 350 }, (_, i) => 1 + 2 * i);
+    // One write: the server reads them at once and answers them in one flush of about 19 KB
+    // (over the 16 KiB buffer size class by less than the RST_STREAMs: both must be counted).
+    await c.write(...ids.map((id) => c.headersFrame(id, grpcRequest(RECORD))));
+    assert.ok(await c.until(() => c.resets().size === 350), `${c.resets().size} resets`);
+    for (const id of ids) {
+      assert.equal(c.headers.get(id)?.[0].find(([k]) => k === "grpc-status")?.[1], "14");
+      assert.equal(c.resets().get(id), NO_ERROR);
+    }
+    assert.equal(c.goaway, undefined);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("a handler whose onMessage throws fails the connection (GOAWAY INTERNAL_ERROR), not just its call", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[RECORD, (call: GrpcCall) => {
+      call.onMessage = () => {
+        throw new Error("handler bug");
+      };
+    }]]),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    await c.write(
+      c.headersFrame(1, grpcRequest(RECORD)),
+      frame(DATA, 0, 1, grpcFrame(Buffer.from("x"))),
+    );
+    assert.ok(await c.until(() => c.goaway !== undefined, 5000), "no GOAWAY");
+    assert.deepEqual([c.goaway!.name, c.goaway!.debug], ["INTERNAL_ERROR", "handler bug"]);
+    assert.equal(c.headers.get(1), undefined);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
 });

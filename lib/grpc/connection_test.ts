@@ -6,8 +6,10 @@
 
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import net from "node:net";
 import { frame, FrameType, PREFACE } from "./frames.ts";
-import { type GrpcCall, GrpcStatus, listenGrpc, peerUris } from "./server.ts";
+import { encodeHeaders } from "./hpack.ts";
+import { type GrpcCall, GrpcStatus, listenGrpc, peerUris, percentEncode } from "./server.ts";
 import { END_STREAM, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { SETTINGS } = FrameType;
@@ -308,4 +310,212 @@ Deno.test("peerUris() gives the URI SANs of a verified peer certificate only", (
     }),
     [],
   );
+});
+
+Deno.test("the server's first frames: its SETTINGS and a connection WINDOW_UPDATE to 16 MiB", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map(),
+    limits: { maxConcurrentStreams: 7 },
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    assert.ok(await c.roundTrip());
+    const first = c.frames[0];
+    assert.equal(first.type, SETTINGS);
+    assert.equal(first.flags, 0);
+    assert.deepEqual([...c.settings()], [
+      [4, 4 * 1024 * 1024], // SETTINGS_INITIAL_WINDOW_SIZE
+      [6, 65536], // SETTINGS_MAX_HEADER_LIST_SIZE
+      [2, 0], // SETTINGS_ENABLE_PUSH
+      [3, 7], // SETTINGS_MAX_CONCURRENT_STREAMS
+    ]);
+    const wu = c.frames[1];
+    assert.deepEqual([wu.type, wu.id, wu.payload.readUInt32BE(0)], [
+      FrameType.WINDOW_UPDATE,
+      0,
+      16 * 1024 * 1024 - 65535,
+    ]);
+    // The client's SETTINGS acknowledged; a well-behaved connection has not failed.
+    assert.ok(c.frames.some((f) => f.type === SETTINGS && f.flags & 1));
+    assert.equal([...listener.connections][0].failed, false);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("calls see their peer as ipv4:address:port or ipv6:[address]:port", async () => {
+  const peers: string[] = [];
+  for (const host of ["127.0.0.1", "::1"]) {
+    const listener = await listenGrpc({
+      host,
+      port: 0,
+      handlers: new Map([[ECHO, (call) => {
+        peers.push(call.peer);
+        call.end(GrpcStatus.OK);
+      }]]),
+    });
+    try {
+      const sock = await new Promise<import("node:net").Socket>((resolve, reject) => {
+        const s = net.connect({ host, port: listener.port }, () => resolve(s));
+        s.once("error", reject);
+      });
+      try {
+        sock.write(Buffer.concat([
+          PREFACE,
+          frame(SETTINGS, 0, 0, Buffer.alloc(0)),
+          frame(FrameType.HEADERS, 4 | END_STREAM, 1, encodeHeaders(grpcRequest(ECHO))),
+        ]));
+        for (let i = 0; i < 500 && peers.length < (host === "::1" ? 2 : 1); i++) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        const want = host === "::1"
+          ? `ipv6:[::1]:${sock.localPort}`
+          : `ipv4:127.0.0.1:${sock.localPort}`;
+        assert.equal(peers.at(-1), want);
+      } finally {
+        sock.destroy();
+      }
+    } finally {
+      await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+    }
+  }
+});
+
+Deno.test("keepalive: an idle peer is pinged with our opaque data; its ack keeps the connection", async () => {
+  const errors: string[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map(),
+    limits: { keepaliveIntervalMs: 50, keepaliveTimeoutMs: 60_000 },
+    onError: (m) => errors.push(m),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    const pings = () => c.frames.filter((f) => f.type === FrameType.PING && !(f.flags & 1));
+    assert.ok(await c.until(() => pings().length >= 1, 5000), "no keepalive PING");
+    assert.equal(pings()[0].payload.toString("latin1"), "meshkeep");
+    await c.send(FrameType.PING, 1, 0, pings()[0].payload);
+    // Pinged again after the next silent interval, still connected.
+    assert.ok(await c.until(() => pings().length >= 2, 5000), "no second PING");
+    assert.equal(c.isClosed, false);
+    assert.equal(c.goaway, undefined);
+    assert.deepEqual(errors, []);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("keepalive: a peer that does not ack is closed with the reason logged", async () => {
+  const errors: string[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map(),
+    limits: { keepaliveIntervalMs: 50, keepaliveTimeoutMs: 100 },
+    onError: (m) => errors.push(m),
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    assert.ok(await c.until(() => c.isClosed, 5000), "still open");
+    assert.equal(c.goaway, undefined); // closed at once, no GOAWAY
+    assert.match(
+      errors.join("\n"),
+      /^HTTP\/2 connection from ipv4:127\.0\.0\.1:\d+ closed: keepalive PING not acknowledged within 100 ms$/m,
+    );
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("keepalive enforcement: the third PING within keepaliveMinTimeMs is too_many_pings; sending forgives", async () => {
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([[ECHO, (call) => call.end(GrpcStatus.OK)]]),
+    limits: { keepaliveMinTimeMs: 60_000 },
+  });
+  const c = await RawClient.connect(listener.port);
+  try {
+    // The first PING starts the clock; two strikes are tolerated.
+    for (let i = 0; i < 3; i++) assert.ok(await c.roundTrip());
+    // A response (headers) forgives the strikes: two more are tolerated again.
+    await c.write(c.headersFrame(1, grpcRequest(ECHO), END_STREAM));
+    assert.ok(await c.until(() => c.headers.has(1)));
+    for (let i = 0; i < 2; i++) assert.ok(await c.roundTrip());
+    assert.equal(c.goaway, undefined);
+    await c.send(FrameType.PING, 0, 0, Buffer.alloc(8));
+    assert.ok(await c.until(() => c.goaway !== undefined, 5000));
+    assert.deepEqual([c.goaway!.name, c.goaway!.debug], ["ENHANCE_YOUR_CALM", "too_many_pings"]);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("a connection without the preface is closed at prefaceTimeoutMs, with the reason logged", async () => {
+  const errors: string[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map(),
+    limits: { prefaceTimeoutMs: 100 },
+    onError: (m) => errors.push(m),
+  });
+  const c = await RawClient.connect(listener.port, { preface: false });
+  try {
+    await c.write(PREFACE); // the preface alone, without SETTINGS, does not stop the clock
+    assert.ok(await c.until(() => c.isClosed, 5000), "still open");
+    assert.match(
+      errors.join("\n"),
+      /^HTTP\/2 connection from ipv4:127\.0\.0\.1:\d+ closed: no client preface and SETTINGS within 100 ms$/m,
+    );
+    assert.equal([...listener.connections].length, 0);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("percentEncode() keeps exactly 0x20-0x7E but '%'", () => {
+  assert.equal(percentEncode(" ~}"), " ~}");
+  assert.equal(percentEncode("\x1f\x7f%"), "%1F%7F%25");
+  assert.equal(percentEncode("é"), "%C3%A9");
+});
+
+Deno.test("prefaceTimeoutMs 0 waits for the preface; the timeouts close connections without onError too", async () => {
+  const off = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map(),
+    limits: { prefaceTimeoutMs: 0 },
+  });
+  const late = await RawClient.connect(off.port, { preface: false });
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    await late.write(PREFACE, frame(SETTINGS, 0, 0, Buffer.alloc(0)));
+    assert.ok(await late.roundTrip());
+    assert.equal(late.isClosed, false);
+  } finally {
+    await late.close();
+    await off.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+  // No onError: the preface deadline and the keepalive timeout still close the connection.
+  for (
+    const limits of [{ prefaceTimeoutMs: 50 }, { keepaliveIntervalMs: 30, keepaliveTimeoutMs: 50 }]
+  ) {
+    const listener = await listenGrpc({ host: "127.0.0.1", port: 0, handlers: new Map(), limits });
+    const c = await RawClient.connect(listener.port, { preface: "keepaliveIntervalMs" in limits });
+    try {
+      assert.ok(await c.until(() => c.isClosed, 5000), JSON.stringify(limits));
+    } finally {
+      await c.close();
+      await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+    }
+  }
 });
