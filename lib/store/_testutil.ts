@@ -99,3 +99,41 @@ export function recordingLogger(): {
     },
   };
 }
+
+/** A VirtualService document (YAML) `name` whose one route goes to `host`. */
+export const vsYaml = (name: string, host = name): string =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata: { name: ${name} }
+spec:
+  hosts: [${host}]
+  http:
+  - route:
+    - destination: { host: ${host} }
+`;
+
+/**
+ * Runs `fn` with a new temporary directory (`prefix`) holding `files` (paths relative to it,
+ * subdirectories made), removed afterwards. With `settled`, each file's times are set an hour
+ * back: not "possibly still being written" for the file store.
+ */
+export async function withFilesDir(
+  prefix: string,
+  files: Record<string, string>,
+  fn: (dir: string) => Promise<void>,
+  { settled = false } = {},
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix });
+  try {
+    const old = new Date(Date.now() - 3600_000);
+    for (const [rel, text] of Object.entries(files)) {
+      const slash = rel.lastIndexOf("/");
+      if (slash > 0) await Deno.mkdir(`${dir}/${rel.slice(0, slash)}`, { recursive: true });
+      await Deno.writeTextFile(`${dir}/${rel}`, text);
+      if (settled) await Deno.utime(`${dir}/${rel}`, old, old);
+    }
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}

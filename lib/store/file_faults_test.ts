@@ -3,18 +3,7 @@
 // takes long. Each is made by replacing one Deno function for the time of the test.
 import assert from "node:assert/strict";
 import { createFileStore, type FileStore } from "./file.ts";
-import { recordingLogger, withLabel } from "./_testutil.ts";
-
-const VS = (name: string, host = name) =>
-  `apiVersion: networking.mesh.io/v1alpha3
-kind: VirtualService
-metadata: { name: ${name} }
-spec:
-  hosts: [${host}]
-  http:
-  - route:
-    - destination: { host: ${host} }
-`;
+import { recordingLogger, vsYaml, withFilesDir, withLabel } from "./_testutil.ts";
 
 type Fns = Record<string, unknown>;
 
@@ -35,27 +24,19 @@ async function replaced<T>(
 }
 
 /** A directory of settled files (written an hour ago) and a store (no watcher) over it. */
-async function withStore(
+function withStore(
   files: Record<string, string>,
   fn: (store: FileStore, dir: string) => Promise<void>,
   opts: Partial<Parameters<typeof createFileStore>[0]> = {},
 ): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-filefault-" });
-  try {
-    const old = new Date(Date.now() - 3600_000);
-    for (const [rel, text] of Object.entries(files)) {
-      await Deno.writeTextFile(`${dir}/${rel}`, text);
-      await Deno.utime(`${dir}/${rel}`, old, old);
-    }
+  return withFilesDir("mesh-filefault-", files, async (dir) => {
     const store = await createFileStore({ dir, watch: false, log: false, ...opts });
     try {
       await fn(store, dir);
     } finally {
       await store.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  }, { settled: true });
 }
 
 /** Touches a file so that the next scan reads it again (a new, settled time). */
@@ -68,7 +49,7 @@ const names = async (store: FileStore) =>
   (await store.list("virtualservice")).map((o) => o.metadata.name);
 
 Deno.test("file store: a file that cannot be stat'ed or opened keeps its objects, with an error naming it", async () => {
-  await withStore({ "a.yaml": VS("a"), "b.yaml": VS("b") }, async (store, dir) => {
+  await withStore({ "a.yaml": vsYaml("a"), "b.yaml": vsYaml("b") }, async (store, dir) => {
     await touch(`${dir}/b.yaml`);
     await replaced("statSync", (statSync) => (path: string) => {
       if (path.endsWith("/b.yaml")) throw new Deno.errors.PermissionDenied("stat denied");
@@ -98,7 +79,7 @@ Deno.test("file store: a file that cannot be stat'ed or opened keeps its objects
 });
 
 Deno.test("file store: a read that fails, or a file grown past the limit since its stat, is an error; its objects stay", async () => {
-  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
+  await withStore({ "a.yaml": vsYaml("a") }, async (store, dir) => {
     const fakeFile = (readSync: (buf: Uint8Array) => number | null) => () => ({
       readSync,
       close() {},
@@ -127,7 +108,7 @@ Deno.test("file store: a read that fails, or a file grown past the limit since i
 });
 
 Deno.test("file store: a write whose rename fails leaves the file and no temporary file, and says why", async () => {
-  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
+  await withStore({ "a.yaml": vsYaml("a") }, async (store, dir) => {
     const a = (await store.get("virtualservice", "a", "default"))!;
     await assert.rejects(
       replaced(
@@ -138,14 +119,14 @@ Deno.test("file store: a write whose rename fails leaves the file and no tempora
       /^Error: no space left on device$/,
     );
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["a.yaml"]);
-    assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), VS("a"));
+    assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), vsYaml("a"));
   });
 });
 
 Deno.test("file store: stalled() tells a scan that has run for more than 10 s", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-filefault-" });
   try {
-    await Deno.writeTextFile(`${dir}/a.yaml`, VS("a"));
+    await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
     const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
     try {
       let release!: () => void;
@@ -190,7 +171,7 @@ Deno.test("file store: stalled() tells a scan that has run for more than 10 s", 
 
 Deno.test("file store: a scan that fails is logged once, told by stalled(), and forgotten once a scan succeeds", async () => {
   const { lines, log } = recordingLogger();
-  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
+  await withStore({ "a.yaml": vsYaml("a") }, async (store, dir) => {
     await touch(`${dir}/a.yaml`);
     // a stat answer that breaks when read: nothing a file can do, so the scan itself fails
     const broken = {
@@ -218,7 +199,7 @@ Deno.test("file store: a scan that fails is logged once, told by stalled(), and 
 });
 
 Deno.test("file store: a write to a file that keeps changing under it is refused; one change is waited out", async () => {
-  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
+  await withStore({ "a.yaml": vsYaml("a") }, async (store, dir) => {
     const a = (await store.get("virtualservice", "a", "default"))!;
     const path = `${dir}/a.yaml`;
     // another writer's content each time the store looks before writing
@@ -227,13 +208,15 @@ Deno.test("file store: a write to a file that keeps changing under it is refused
       replaced(
         "readTextFile",
         (readTextFile) => (p: string) =>
-          p === path ? Promise.resolve(`# another writer ${++looks}\n${VS("a")}`) : readTextFile(p),
+          p === path
+            ? Promise.resolve(`# another writer ${++looks}\n${vsYaml("a")}`)
+            : readTextFile(p),
         () => store.update(withLabel(a, "k", "v")),
       ),
       /^ConflictError: a\.yaml keeps changing; try again$/,
     );
     assert.equal(looks, 4);
-    assert.equal(await Deno.readTextFile(path), VS("a"), "left as it is");
+    assert.equal(await Deno.readTextFile(path), vsYaml("a"), "left as it is");
     // changed once only: the store looks again and writes
     looks = 0;
     await replaced(
@@ -264,8 +247,8 @@ Deno.test("file store: a write that does not show in the directory is an error, 
 });
 
 Deno.test("file store: a file modified moments ago is left aside until it has been quiet", async () => {
-  await withStore({ "a.yaml": VS("a") }, async (store, dir) => {
-    await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "half"));
+  await withStore({ "a.yaml": vsYaml("a") }, async (store, dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a", "half"));
     const { mtime } = await Deno.stat(`${dir}/a.yaml`);
     // the clock stands 10 ms after the write: the writer may still be at it
     const realNow = Date.now;
@@ -282,9 +265,9 @@ Deno.test("file store: a file modified moments ago is left aside until it has be
 });
 
 Deno.test("file store: a file or subdirectory gone while a scan reaches it is gone, not an error", async () => {
-  await withStore({ "a.yaml": VS("a"), "b.yaml": VS("b") }, async (store, dir) => {
+  await withStore({ "a.yaml": vsYaml("a"), "b.yaml": vsYaml("b") }, async (store, dir) => {
     await Deno.mkdir(`${dir}/sub`);
-    await Deno.writeTextFile(`${dir}/sub/c.yaml`, VS("c"));
+    await Deno.writeTextFile(`${dir}/sub/c.yaml`, vsYaml("c"));
     await store.sync();
     assert.deepEqual(await names(store), ["a", "b", "c"]);
     // b.yaml vanishes between the directory listing and its stat; sub between its listing and
@@ -305,10 +288,10 @@ Deno.test("file store: a file or subdirectory gone while a scan reaches it is go
 Deno.test("file store: a held removal applies once the quiet period is over, the file unchanged since", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-filefault-" });
   try {
-    await Deno.writeTextFile(`${dir}/a.yaml`, `${VS("a")}---\n${VS("b")}`);
+    await Deno.writeTextFile(`${dir}/a.yaml`, `${vsYaml("a")}---\n${vsYaml("b")}`);
     const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
     try {
-      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a"));
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
       await store.sync();
       assert.deepEqual(await names(store), ["a", "b"], "b held while the file may be rewritten");
       // 3 s later by the clock (past the 2 s quiet period), the file not touched since

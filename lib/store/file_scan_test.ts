@@ -4,34 +4,20 @@
 import assert from "node:assert/strict";
 import { allSchemas } from "../model/mod.ts";
 import { createFileStore, type FileStore, type FileStoreOptions } from "./file.ts";
-import { eventLines, recordEvents, recordingLogger, until } from "./_testutil.ts";
+import {
+  eventLines,
+  recordEvents,
+  recordingLogger,
+  until,
+  vsYaml,
+  withFilesDir,
+} from "./_testutil.ts";
 
-const VS = (name: string, host = name) =>
-  `apiVersion: networking.mesh.io/v1alpha3
-kind: VirtualService
-metadata: { name: ${name} }
-spec:
-  hosts: [${host}]
-  http:
-  - route:
-    - destination: { host: ${host} }
-`;
-
-async function withDir(
+function withDir(
   files: Record<string, string>,
   fn: (dir: string) => Promise<void>,
 ): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-filescan-" });
-  try {
-    for (const [rel, text] of Object.entries(files)) {
-      const slash = rel.lastIndexOf("/");
-      if (slash > 0) await Deno.mkdir(`${dir}/${rel.slice(0, slash)}`, { recursive: true });
-      await Deno.writeTextFile(`${dir}/${rel}`, text);
-    }
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  return withFilesDir("mesh-filescan-", files, fn);
 }
 
 async function open(dir: string, opts: Partial<FileStoreOptions> = {}): Promise<FileStore> {
@@ -54,7 +40,7 @@ Deno.test("file store: an empty directory has no errors and no objects", async (
 });
 
 Deno.test("file store: a directory reached twice through links, or a link loop, is read once", async () => {
-  await withDir({ "sub/x.yaml": VS("x") }, async (dir) => {
+  await withDir({ "sub/x.yaml": vsYaml("x") }, async (dir) => {
     await Deno.symlink("sub", `${dir}/again`);
     await Deno.symlink(".", `${dir}/sub/loop`);
     const store = await open(dir);
@@ -70,7 +56,9 @@ Deno.test("file store: a directory reached twice through links, or a link loop, 
 
 Deno.test("file store: among duplicates the first file in sorted path order wins, errors in path order", async () => {
   const names = ["m", "c", "x", "a", "q", "h", "t", "e", "b/z", "b/a"];
-  const files = Object.fromEntries(names.map((n) => [`${n}.yaml`, VS("d", n.replace("/", "-"))]));
+  const files = Object.fromEntries(
+    names.map((n) => [`${n}.yaml`, vsYaml("d", n.replace("/", "-"))]),
+  );
   await withDir(files, async (dir) => {
     const store = await open(dir);
     try {
@@ -94,7 +82,7 @@ Deno.test("file store: among duplicates the first file in sorted path order wins
 
 Deno.test("file store: documents that are no object are errors; unknown and not-held kinds are skipped, logged", async () => {
   const files = {
-    "a.yaml": `hello\n---\n- 1\n- 2\n---\n${VS("ok")}---\n---\n`,
+    "a.yaml": `hello\n---\n- 1\n- 2\n---\n${vsYaml("ok")}---\n---\n`,
     "b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" +
       "apiVersion: networking.mesh.io/v1alpha3\nkind: DestinationRule\n" +
       "metadata: {name: d}\nspec: {host: d}\n---\nkind: Foo\nmetadata: {name: f}\n---\nkind: Bar\n",
@@ -132,13 +120,13 @@ Deno.test("file store: documents that are no object are errors; unknown and not-
 });
 
 Deno.test("file store: the log tells when a broken file keeps its previous content and when it is valid again", async () => {
-  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+  await withDir({ "a.yaml": vsYaml("a") }, async (dir) => {
     const { lines, log } = recordingLogger();
     const store = await open(dir, { log });
     try {
       await Deno.writeTextFile(`${dir}/a.yaml`, "kind: [x");
       await store.sync();
-      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "a2"));
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a", "a2"));
       await store.sync();
       assert.equal(lines.length, 2, lines.join("\n"));
       assert.match(
@@ -154,7 +142,7 @@ Deno.test("file store: the log tells when a broken file keeps its previous conte
 });
 
 Deno.test("file store: an unreadable directory is one error with no file, logged once", async () => {
-  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+  await withDir({ "a.yaml": vsYaml("a") }, async (dir) => {
     const { lines, log } = recordingLogger();
     const store = await open(dir, { log });
     try {
@@ -180,7 +168,7 @@ Deno.test("file store: an unreadable directory is one error with no file, logged
 });
 
 Deno.test("file store: a file of exactly maxFileBytes is read", async () => {
-  const text = VS("a");
+  const text = vsYaml("a");
   await withDir({ "a.yaml": text }, async (dir) => {
     const store = await open(dir, { maxFileBytes: new TextEncoder().encode(text).length });
     try {
@@ -195,7 +183,7 @@ Deno.test("file store: a file of exactly maxFileBytes is read", async () => {
 Deno.test("file store: a changed file is read again whatever its time says", async () => {
   // Same size each time (hosts of one letter), so only the time and the inode tell a change.
   const hour = 3600_000;
-  await withDir({ "a.yaml": VS("a", "p") }, async (dir) => {
+  await withDir({ "a.yaml": vsYaml("a", "p") }, async (dir) => {
     const path = `${dir}/a.yaml`;
     const old = new Date(Date.now() - hour);
     await Deno.utime(path, old, old);
@@ -203,13 +191,13 @@ Deno.test("file store: a changed file is read again whatever its time says", asy
     try {
       assert.deepEqual(await hosts(store, "a"), ["p"]);
       // rewritten in place, its time set back to another old time (as `touch -d`, `cp -p` do)
-      await Deno.writeTextFile(path, VS("a", "q"));
+      await Deno.writeTextFile(path, vsYaml("a", "q"));
       const older = new Date(old.getTime() - 1000);
       await Deno.utime(path, older, older);
       await store.sync();
       assert.deepEqual(await hosts(store, "a"), ["q"], "an old time, but another one");
       // replaced by another file (rename) with the same old time and size: another inode
-      await Deno.writeTextFile(`${dir}/.new`, VS("a", "r"));
+      await Deno.writeTextFile(`${dir}/.new`, vsYaml("a", "r"));
       await Deno.utime(`${dir}/.new`, older, older);
       await Deno.rename(`${dir}/.new`, path);
       await store.sync();
@@ -218,7 +206,7 @@ Deno.test("file store: a changed file is read again whatever its time says", asy
       const future = new Date(Date.now() + hour);
       await Deno.utime(path, future, future);
       await store.sync();
-      await Deno.writeTextFile(path, VS("a", "s"));
+      await Deno.writeTextFile(path, vsYaml("a", "s"));
       await Deno.utime(path, future, future);
       await store.sync();
       assert.deepEqual(await hosts(store, "a"), ["s"], "the same future time and size");
@@ -229,18 +217,18 @@ Deno.test("file store: a changed file is read again whatever its time says", asy
 });
 
 Deno.test("file store: by default a document gone from a file just rewritten stays until it is quiet", async () => {
-  await withDir({ "a.yaml": `${VS("a")}---\n${VS("b")}` }, async (dir) => {
+  await withDir({ "a.yaml": `${vsYaml("a")}---\n${vsYaml("b")}` }, async (dir) => {
     const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 60_000 });
     try {
       const rec = recordEvents(store);
       // rewritten in place a moment ago, without b: b is held for REMOVAL_QUIET_MS (2 s)
-      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "a2"));
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a", "a2"));
       await store.sync();
       assert.deepEqual(await hosts(store, "a"), ["a2"]);
       assert.deepEqual(await hosts(store, "b"), ["b"]);
       assert.deepEqual(store.errors(), [], "holding is no error");
       // changed again while b is held: the change applies at once, b is still held
-      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a", "a3"));
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a", "a3"));
       await store.sync();
       assert.deepEqual(await hosts(store, "a"), ["a3"]);
       assert.deepEqual(await hosts(store, "b"), ["b"]);
@@ -249,11 +237,11 @@ Deno.test("file store: by default a document gone from a file just rewritten sta
         "MODIFIED VirtualService/default/a",
       ]);
       // a file whose time is in the future (a skewed clock) is not "just rewritten": no hold
-      await Deno.writeTextFile(`${dir}/f.yaml`, `${VS("c")}---\n${VS("d")}`);
+      await Deno.writeTextFile(`${dir}/f.yaml`, `${vsYaml("c")}---\n${vsYaml("d")}`);
       const future = new Date(Date.now() + 3600_000);
       await Deno.utime(`${dir}/f.yaml`, future, future);
       await store.sync();
-      await Deno.writeTextFile(`${dir}/f.yaml`, VS("c"));
+      await Deno.writeTextFile(`${dir}/f.yaml`, vsYaml("c"));
       await Deno.utime(`${dir}/f.yaml`, future, future);
       await store.sync();
       assert.equal(await hosts(store, "d"), undefined);
@@ -270,7 +258,7 @@ Deno.test("file store: by default a document gone from a file just rewritten sta
 });
 
 Deno.test("file store: a held removal applies by itself once the file is quiet, with no poll or notification", async () => {
-  await withDir({ "a.yaml": `${VS("a")}---\n${VS("b")}` }, async (dir) => {
+  await withDir({ "a.yaml": `${vsYaml("a")}---\n${vsYaml("b")}` }, async (dir) => {
     const store = await createFileStore({
       dir,
       log: false,
@@ -279,7 +267,7 @@ Deno.test("file store: a held removal applies by itself once the file is quiet, 
       removalQuietMs: 1500,
     });
     try {
-      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a"));
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
       await store.sync();
       assert.deepEqual(await hosts(store, "b"), ["b"], "held while the file may be rewritten");
       // nothing but the store's own timer rescans now
@@ -291,12 +279,12 @@ Deno.test("file store: a held removal applies by itself once the file is quiet, 
 });
 
 Deno.test("file store: a file over the size limit, and duplicates, are logged once however often scanned", async () => {
-  const files = { "a.yaml": VS("d"), "b.yaml": VS("d", "other") };
+  const files = { "a.yaml": vsYaml("d"), "b.yaml": vsYaml("d", "other") };
   await withDir(files, async (dir) => {
     const { lines, log } = recordingLogger();
     const store = await open(dir, { log, maxFileBytes: 1024 });
     try {
-      await Deno.writeTextFile(`${dir}/big.yaml`, `${VS("big")}#${"x".repeat(2000)}\n`);
+      await Deno.writeTextFile(`${dir}/big.yaml`, `${vsYaml("big")}#${"x".repeat(2000)}\n`);
       await store.sync();
       await store.sync();
       await store.sync();
@@ -318,12 +306,12 @@ Deno.test("file store: a file over the size limit, and duplicates, are logged on
 });
 
 Deno.test("file store: the events of one scan come sorted by type, namespace and name", async () => {
-  await withDir({ "m.yaml": VS("mm") }, async (dir) => {
+  await withDir({ "m.yaml": vsYaml("mm") }, async (dir) => {
     const store = await open(dir);
     try {
       const rec = recordEvents(store);
-      await Deno.writeTextFile(`${dir}/1.yaml`, VS("zz"));
-      await Deno.writeTextFile(`${dir}/2.yaml`, VS("aa"));
+      await Deno.writeTextFile(`${dir}/1.yaml`, vsYaml("zz"));
+      await Deno.writeTextFile(`${dir}/2.yaml`, vsYaml("aa"));
       await Deno.writeTextFile(
         `${dir}/3.yaml`,
         "apiVersion: networking.mesh.io/v1alpha3\nkind: DestinationRule\n" +
@@ -348,10 +336,10 @@ Deno.test("file store: the events of one scan come sorted by type, namespace and
 });
 
 Deno.test("file store: once closed, sync() no longer reads the directory", async () => {
-  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+  await withDir({ "a.yaml": vsYaml("a") }, async (dir) => {
     const store = await open(dir);
     await store.close();
-    await Deno.writeTextFile(`${dir}/b.yaml`, VS("b"));
+    await Deno.writeTextFile(`${dir}/b.yaml`, vsYaml("b"));
     const old = new Date(Date.now() - 3600_000);
     await Deno.utime(`${dir}/b.yaml`, old, old);
     await store.sync();
@@ -361,11 +349,11 @@ Deno.test("file store: once closed, sync() no longer reads the directory", async
 });
 
 Deno.test("file store: notifications cover files in subdirectories", async () => {
-  await withDir({ "team/a.yaml": VS("a") }, async (dir) => {
+  await withDir({ "team/a.yaml": vsYaml("a") }, async (dir) => {
     // neither the safety-net rescan nor polling can be what sees it
     const store = await createFileStore({ dir, log: false, rescanMs: 600_000, pollMs: 600_000 });
     try {
-      await Deno.writeTextFile(`${dir}/team/b.yaml`, VS("b"));
+      await Deno.writeTextFile(`${dir}/team/b.yaml`, vsYaml("b"));
       await until(async () => (await hosts(store, "b")) !== undefined, 20_000, "b by notification");
     } finally {
       await store.close();
@@ -385,7 +373,7 @@ Deno.test("file store: polling goes on after the first poll, and closing logs no
     });
     try {
       for (const name of ["p", "q", "r"]) {
-        await Deno.writeTextFile(`${dir}/${name}.yaml`, VS(name));
+        await Deno.writeTextFile(`${dir}/${name}.yaml`, vsYaml(name));
         await until(async () => (await hosts(store, name)) !== undefined, 20_000, name);
       }
     } finally {
@@ -430,7 +418,7 @@ async function pollsAfter(
   try {
     after();
     for (const name of ["p", "q"]) {
-      await Deno.writeTextFile(`${dir}/${name}.yaml`, VS(name));
+      await Deno.writeTextFile(`${dir}/${name}.yaml`, vsYaml(name));
       await until(async () => (await hosts(store, name)) !== undefined, 20_000, name);
     }
   } finally {
@@ -472,17 +460,17 @@ Deno.test("file store: when notifications end or fail it says why and polls ever
 
 Deno.test("file store: reads .yaml, .yml and .json files in any case, nothing else", async () => {
   const files = {
-    "a.yml": VS("a"),
-    "b.YAML": VS("b"),
+    "a.yml": vsYaml("a"),
+    "b.YAML": vsYaml("b"),
     "c.Json": JSON.stringify({
       apiVersion: "networking.mesh.io/v1alpha3",
       kind: "DestinationRule",
       metadata: { name: "c" },
       spec: { host: "c" },
     }),
-    "d.yaml.orig": VS("d"),
-    "e.yaml~": VS("e"),
-    "f.jsonl": VS("f"),
+    "d.yaml.orig": vsYaml("d"),
+    "e.yaml~": vsYaml("e"),
+    "f.jsonl": vsYaml("f"),
   };
   await withDir(files, async (dir) => {
     const store = await open(dir);
@@ -499,7 +487,7 @@ Deno.test("file store: reads .yaml, .yml and .json files in any case, nothing el
 });
 
 Deno.test("file store: a file over the limit that is then emptied is read again: no error, nothing in force", async () => {
-  await withDir({ "a.yaml": `${VS("a")}#${"x".repeat(2000)}\n` }, async (dir) => {
+  await withDir({ "a.yaml": `${vsYaml("a")}#${"x".repeat(2000)}\n` }, async (dir) => {
     const store = await open(dir, { maxFileBytes: 1024 });
     try {
       assert.equal(store.errors().length, 1);
@@ -516,7 +504,7 @@ Deno.test("file store: a file over the limit that is then emptied is read again:
 
 Deno.test("file store: a file larger than the read buffer (64 KiB) is read whole", async () => {
   const comment = `# ${"long line of notes ".repeat(60)}\n`.repeat(80);
-  await withDir({ "a.yaml": `${comment}${VS("a", "whole")}${comment}` }, async (dir) => {
+  await withDir({ "a.yaml": `${comment}${vsYaml("a", "whole")}${comment}` }, async (dir) => {
     assert.ok((await Deno.stat(`${dir}/a.yaml`)).size > 2 * 64 * 1024);
     const store = await open(dir);
     try {
@@ -529,7 +517,7 @@ Deno.test("file store: a file larger than the read buffer (64 KiB) is read whole
 });
 
 Deno.test("file store: links added while it watches are followed by later scans", async () => {
-  await withDir({ "real/x.yaml": VS("x") }, async (dir) => {
+  await withDir({ "real/x.yaml": vsYaml("x") }, async (dir) => {
     const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
     try {
       await Deno.symlink("real/x.yaml", `${dir}/link.yaml`);
@@ -544,11 +532,11 @@ Deno.test("file store: links added while it watches are followed by later scans"
 });
 
 Deno.test("file store: a file renamed with a new object in one scan: the old object goes, the new one comes", async () => {
-  await withDir({ "a.yaml": VS("a") }, async (dir) => {
+  await withDir({ "a.yaml": vsYaml("a") }, async (dir) => {
     const store = await open(dir);
     try {
       await Deno.remove(`${dir}/a.yaml`);
-      await Deno.writeTextFile(`${dir}/b.yaml`, VS("b"));
+      await Deno.writeTextFile(`${dir}/b.yaml`, vsYaml("b"));
       const old = new Date(Date.now() - 3600_000);
       await Deno.utime(`${dir}/b.yaml`, old, old);
       await store.sync();
@@ -561,7 +549,7 @@ Deno.test("file store: a file renamed with a new object in one scan: the old obj
 });
 
 Deno.test("file store: the first scan follows links to files", async () => {
-  await withDir({ "real/x.yaml": VS("x") }, async (dir) => {
+  await withDir({ "real/x.yaml": vsYaml("x") }, async (dir) => {
     await Deno.symlink("real/x.yaml", `${dir}/link.yaml`);
     const store = await open(dir);
     try {

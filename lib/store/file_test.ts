@@ -3,29 +3,29 @@ import { stringify } from "../deps/yaml.ts";
 import { allSchemas } from "../model/mod.ts";
 import { createFileStore, type FileStore } from "./file.ts";
 import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
-import { eventLines, fixture, fixtures, recordEvents, until, withLabel } from "./_testutil.ts";
+import {
+  eventLines,
+  fixture,
+  fixtures,
+  recordEvents,
+  until,
+  withFilesDir,
+  withLabel,
+} from "./_testutil.ts";
 
-async function withStore(
+function withStore(
   fn: (store: FileStore, dir: string) => Promise<void>,
   files: Record<string, string> = {},
   opts: Partial<Parameters<typeof createFileStore>[0]> = {},
 ) {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-filestore-" });
-  try {
-    for (const [rel, text] of Object.entries(files)) {
-      const slash = rel.lastIndexOf("/");
-      if (slash > 0) await Deno.mkdir(`${dir}/${rel.slice(0, slash)}`, { recursive: true });
-      await Deno.writeTextFile(`${dir}/${rel}`, text);
-    }
+  return withFilesDir("mesh-filestore-", files, async (dir) => {
     const store = await createFileStore({ dir, ...opts });
     try {
       await fn(store, dir);
     } finally {
       await store.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 }
 
 async function listFiles(dir: string, rel = ""): Promise<string[]> {

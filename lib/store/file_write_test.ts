@@ -3,43 +3,21 @@
 import assert from "node:assert/strict";
 import { createFileStore, type FileStore } from "./file.ts";
 import { ConflictError } from "./types.ts";
-import { withLabel } from "./_testutil.ts";
+import { vsYaml, withFilesDir, withLabel } from "./_testutil.ts";
 
-const VS = (name: string, host = name) =>
-  `apiVersion: networking.mesh.io/v1alpha3
-kind: VirtualService
-metadata: { name: ${name} }
-spec:
-  hosts: [${host}]
-  http:
-  - route:
-    - destination: { host: ${host} }
-`;
-
-/** A store (no watcher: sync() and writes rescan) over a directory holding `files`. */
-async function withFiles(
+/** A store (no watcher: sync() and writes rescan) over a directory of settled `files`. */
+function withFiles(
   files: Record<string, string>,
   fn: (store: FileStore, dir: string) => Promise<void>,
 ): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-filewrite-" });
-  try {
-    for (const [rel, text] of Object.entries(files)) {
-      const slash = rel.lastIndexOf("/");
-      if (slash > 0) await Deno.mkdir(`${dir}/${rel.slice(0, slash)}`, { recursive: true });
-      await Deno.writeTextFile(`${dir}/${rel}`, text);
-      // settled: written an hour ago, not "possibly still being written"
-      const old = new Date(Date.now() - 3600_000);
-      await Deno.utime(`${dir}/${rel}`, old, old);
-    }
+  return withFilesDir("mesh-filewrite-", files, async (dir) => {
     const store = await createFileStore({ dir, watch: false, log: false });
     try {
       await fn(store, dir);
     } finally {
       await store.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  }, { settled: true });
 }
 
 const vs = async (store: FileStore, name: string) =>
@@ -47,7 +25,7 @@ const vs = async (store: FileStore, name: string) =>
 
 Deno.test("file store create: a file of that name holding something else is kept; the object gets the next free name-N.yaml", async () => {
   const taken = "default/virtualservices/x.yaml";
-  const other = { [taken]: VS("other"), "default/virtualservices/x-1.yaml": "# notes\n" };
+  const other = { [taken]: vsYaml("other"), "default/virtualservices/x-1.yaml": "# notes\n" };
   await withFiles(other, async (store, dir) => {
     const created = await store.create({
       apiVersion: "networking.mesh.io/v1alpha3",
@@ -56,7 +34,7 @@ Deno.test("file store create: a file of that name holding something else is kept
       spec: { hosts: ["x"], http: [{ route: [{ destination: { host: "x" } }] }] },
     });
     assert.equal(created.metadata.name, "x");
-    assert.equal(await Deno.readTextFile(`${dir}/${taken}`), VS("other"));
+    assert.equal(await Deno.readTextFile(`${dir}/${taken}`), vsYaml("other"));
     assert.equal(await Deno.readTextFile(`${dir}/default/virtualservices/x-1.yaml`), "# notes\n");
     assert.match(
       await Deno.readTextFile(`${dir}/default/virtualservices/x-2.yaml`),
@@ -66,25 +44,28 @@ Deno.test("file store create: a file of that name holding something else is kept
 });
 
 Deno.test("file store update: the first document keeps a leading ---, a later one gets one", async () => {
-  const text = `---\n${VS("a")}---\n${VS("b")}`;
-  await withFiles({ "t.yaml": text, "u.yaml": `${VS("c")}---\n${VS("d")}` }, async (store, dir) => {
-    await store.update(withLabel(await vs(store, "a"), "k", "v"));
-    const t = await Deno.readTextFile(`${dir}/t.yaml`);
-    assert.ok(t.startsWith("---\napiVersion: networking.mesh.io/v1alpha3\n"), t);
-    assert.ok(t.endsWith(`---\n${VS("b")}`), t);
-    await store.update(withLabel(await vs(store, "c"), "k", "v"));
-    const u = await Deno.readTextFile(`${dir}/u.yaml`);
-    assert.ok(u.startsWith("apiVersion: networking.mesh.io/v1alpha3\n"), u);
-    await store.update(withLabel(await vs(store, "d"), "k", "v"));
-    const u2 = await Deno.readTextFile(`${dir}/u.yaml`);
-    assert.equal(u2.split("\n---\n").length, 2, u2);
-    assert.equal((await vs(store, "d")).metadata.labels?.k, "v");
-    assert.equal((await vs(store, "c")).metadata.labels?.k, "v");
-  });
+  const text = `---\n${vsYaml("a")}---\n${vsYaml("b")}`;
+  await withFiles(
+    { "t.yaml": text, "u.yaml": `${vsYaml("c")}---\n${vsYaml("d")}` },
+    async (store, dir) => {
+      await store.update(withLabel(await vs(store, "a"), "k", "v"));
+      const t = await Deno.readTextFile(`${dir}/t.yaml`);
+      assert.ok(t.startsWith("---\napiVersion: networking.mesh.io/v1alpha3\n"), t);
+      assert.ok(t.endsWith(`---\n${vsYaml("b")}`), t);
+      await store.update(withLabel(await vs(store, "c"), "k", "v"));
+      const u = await Deno.readTextFile(`${dir}/u.yaml`);
+      assert.ok(u.startsWith("apiVersion: networking.mesh.io/v1alpha3\n"), u);
+      await store.update(withLabel(await vs(store, "d"), "k", "v"));
+      const u2 = await Deno.readTextFile(`${dir}/u.yaml`);
+      assert.equal(u2.split("\n---\n").length, 2, u2);
+      assert.equal((await vs(store, "d")).metadata.labels?.k, "v");
+      assert.equal((await vs(store, "c")).metadata.labels?.k, "v");
+    },
+  );
 });
 
 Deno.test("file store update: without a resourceVersion the last writer wins; with a stale one it is refused, naming both", async () => {
-  await withFiles({ "a.yaml": VS("a") }, async (store) => {
+  await withFiles({ "a.yaml": vsYaml("a") }, async (store) => {
     const a = await vs(store, "a");
     const noVersion = withLabel(a, "k", "1");
     delete noVersion.metadata.resourceVersion;
@@ -100,7 +81,10 @@ Deno.test("file store update: without a resourceVersion the last writer wins; wi
 });
 
 Deno.test("file store delete: a file left with only comments or empty documents is removed", async () => {
-  const files = { "a.yaml": `${VS("a")}---\n# nothing else here\n---\n`, "b.yaml": VS("b") };
+  const files = {
+    "a.yaml": `${vsYaml("a")}---\n# nothing else here\n---\n`,
+    "b.yaml": vsYaml("b"),
+  };
   await withFiles(files, async (store, dir) => {
     await store.delete("virtualservice", "a", "default");
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["b.yaml"]);
@@ -108,9 +92,9 @@ Deno.test("file store delete: a file left with only comments or empty documents 
 });
 
 Deno.test("file store: an object whose file has errors cannot be changed until it is fixed", async () => {
-  await withFiles({ "a.yaml": VS("a") }, async (store, dir) => {
+  await withFiles({ "a.yaml": vsYaml("a") }, async (store, dir) => {
     const a = await vs(store, "a");
-    const broken = `${VS("a", "a2")}---\nkind: [x\n`;
+    const broken = `${vsYaml("a", "a2")}---\nkind: [x\n`;
     await Deno.writeTextFile(`${dir}/a.yaml`, broken);
     const old = new Date(Date.now() - 3600_000);
     await Deno.utime(`${dir}/a.yaml`, old, old);
@@ -127,7 +111,7 @@ Deno.test("file store: an object whose file has errors cannot be changed until i
 });
 
 Deno.test("file store: writes are refused once closed", async () => {
-  await withFiles({ "a.yaml": VS("a") }, async (store) => {
+  await withFiles({ "a.yaml": vsYaml("a") }, async (store) => {
     const a = await vs(store, "a");
     await store.close();
     const closed = /^Error: Config store is closed$/;
@@ -157,8 +141,11 @@ Deno.test("file store update: a .JSON file (any case) stays JSON", async () => {
 });
 
 Deno.test("file store: get, list and errors() hand out copies; list filters by namespace, sorted", async () => {
-  const team = (name: string) => VS(name).replace("{ name: ", "{ namespace: team, name: ");
-  const files = { "a.yaml": `${team("z")}---\n${VS("b")}---\n${team("c")}`, "bad.yaml": "kind: [" };
+  const team = (name: string) => vsYaml(name).replace("{ name: ", "{ namespace: team, name: ");
+  const files = {
+    "a.yaml": `${team("z")}---\n${vsYaml("b")}---\n${team("c")}`,
+    "bad.yaml": "kind: [",
+  };
   await withFiles(files, async (store) => {
     assert.deepEqual(
       (await store.list("virtualservice", "team")).map((o) => o.metadata.name),
@@ -184,7 +171,7 @@ Deno.test("file store update: a .json.yaml file stays YAML, a .json file ends wi
     metadata: { name: "j" },
     spec: { host: "j" },
   });
-  await withFiles({ "a.json.yaml": VS("a"), "j.json": json }, async (store, dir) => {
+  await withFiles({ "a.json.yaml": vsYaml("a"), "j.json": json }, async (store, dir) => {
     await store.update(withLabel(await vs(store, "a"), "k", "v"));
     assert.match(await Deno.readTextFile(`${dir}/a.json.yaml`), /^apiVersion: /);
     await store.update(withLabel((await store.get("destinationrule", "j", "default"))!, "k", "v"));
@@ -195,11 +182,11 @@ Deno.test("file store update: a .json.yaml file stays YAML, a .json file ends wi
 Deno.test("file store: an object of a file being rewritten by another writer cannot be changed meanwhile", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-filewrite-" });
   try {
-    await Deno.writeTextFile(`${dir}/a.yaml`, `${VS("a")}---\n${VS("b")}`);
+    await Deno.writeTextFile(`${dir}/a.yaml`, `${vsYaml("a")}---\n${vsYaml("b")}`);
     const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
     try {
       // rewritten in place a moment ago without b: b is held for the quiet period (2 s)
-      await Deno.writeTextFile(`${dir}/a.yaml`, VS("a"));
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
       await store.sync();
       assert.ok(await store.get("virtualservice", "b", "default"), "b is held");
       await assert.rejects(
@@ -208,7 +195,7 @@ Deno.test("file store: an object of a file being rewritten by another writer can
           e instanceof ConflictError &&
           e.message === "a.yaml is being rewritten by another writer; try again",
       );
-      assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), VS("a"), "left as it is");
+      assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), vsYaml("a"), "left as it is");
     } finally {
       await store.close();
     }
@@ -218,7 +205,7 @@ Deno.test("file store: an object of a file being rewritten by another writer can
 });
 
 Deno.test("file store with watch: false arms no timer and no file watcher", async () => {
-  await withFiles({ "a.yaml": VS("a") }, async (_, dir) => {
+  await withFiles({ "a.yaml": vsYaml("a") }, async (_, dir) => {
     const realSetTimeout = globalThis.setTimeout;
     const realWatchFs = Deno.watchFs;
     const armed: string[] = [];
