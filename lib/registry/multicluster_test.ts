@@ -28,6 +28,42 @@ function configMap(kube: FakeKube, data: Record<string, string>) {
   });
 }
 
+/** The multicluster registry of config map mesh-system/clusters on `local`. */
+function clusters(
+  local: FakeKube,
+  extra: Partial<Parameters<typeof createClusterRegistries>[0]> = {},
+) {
+  return createClusterRegistries({
+    kubeconfigPath: local.kubeconfigPath,
+    configMapName: "clusters",
+    namespace: "mesh-system",
+    domain: "cluster.local",
+    resyncMs: 0,
+    ...extra,
+  });
+}
+
+/** Logging to a file in a new temporary directory. */
+async function logFile() {
+  const dir = await Deno.makeTempDir();
+  const logging = await configureLogging({
+    ...defaultLogOptions(["default"]),
+    targets: [`${dir}/out.log`],
+  });
+  return {
+    /** Ends the logging and gives the Multicluster lines as "level category message". */
+    async lines() {
+      await logging.dispose();
+      return (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
+        .filter((l) => l.includes("Multicluster")).map((l) => l.split("\t").slice(1).join(" "));
+    },
+    async close() {
+      await logging.dispose();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
 Deno.test("createClusterRegistries() runs one registry per config map key and follows changes", async () => {
   await using local = await startFakeKube();
   await using east = await startFakeKube();
@@ -41,13 +77,7 @@ Deno.test("createClusterRegistries() runs one registry per config map key and fo
     broken: "clusters: [unclosed",
     empty: "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n",
   });
-  const mc = await createClusterRegistries({
-    kubeconfigPath: local.kubeconfigPath,
-    configMapName: "clusters",
-    namespace: "mesh-system",
-    domain: "cluster.local",
-    resyncMs: 0,
-  });
+  const mc = await clusters(local);
   const changes: string[] = [];
   const sets: string[][] = [];
   mc.onChange((k) => changes.push(k));
@@ -106,13 +136,7 @@ Deno.test("createClusterRegistries() runs one registry per config map key and fo
 
 Deno.test("createClusterRegistries() reports an unreachable cluster by key and starts without the config map", async () => {
   await using local = await startFakeKube();
-  const mc = await createClusterRegistries({
-    kubeconfigPath: local.kubeconfigPath,
-    configMapName: "clusters",
-    namespace: "mesh-system",
-    domain: "cluster.local",
-    resyncMs: 0,
-  });
+  const mc = await clusters(local);
   try {
     await mc.start();
     assert.deepEqual(mc.registries(), []);
@@ -150,18 +174,8 @@ Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores o
   seed(east, "a", "10.10.0.1");
   seed(west, "b", "10.20.0.1");
   configMap(local, { west: west.kubeconfig(), east: east.kubeconfig() });
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
-  const mc = await createClusterRegistries({
-    kubeconfigPath: local.kubeconfigPath,
-    configMapName: "clusters",
-    namespace: "mesh-system",
-    domain: "cluster.local",
-    resyncMs: 0,
-  });
+  const log = await logFile();
+  const mc = await clusters(local);
   const sets: string[][] = [];
   const changes: string[] = [];
   mc.onClustersChange((ids) => sets.push(ids));
@@ -199,9 +213,7 @@ Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores o
     });
     await waitUntil(() => mc.errors().length === 2, 5000, "the error for aaa");
     assert.deepEqual(mc.errors().map((e) => e.cluster), ["aaa", "ghost"]);
-    await logging.dispose();
-    const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
-      .filter((l) => l.includes("Multicluster")).map((l) => l.split("\t").slice(1).join(" "));
+    const lines = await log.lines();
     assert.deepEqual(lines, [
       'info default Multicluster: added the registry of cluster "east"',
       'info default Multicluster: added the registry of cluster "west"',
@@ -212,9 +224,8 @@ Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores o
       `warn default Multicluster: ${error}`,
     ]);
   } finally {
-    await logging.dispose();
+    await log.close();
     await mc.stop();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
@@ -238,18 +249,8 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
   seed(east, "a", "10.10.0.1");
   seed(east2, "a", "10.11.0.1");
   seed(west, "w", "10.20.0.1");
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
-  const mc = await createClusterRegistries({
-    kubeconfigPath: local.kubeconfigPath,
-    configMapName: "clusters",
-    namespace: "mesh-system",
-    domain: "cluster.local",
-    resyncMs: 0,
-  });
+  const log = await logFile();
+  const mc = await clusters(local);
   const changes: string[] = [];
   mc.onChange(() => {
     throw new Error("handler bug");
@@ -281,9 +282,7 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
     seed(east2, "a", "10.11.0.9");
     await waitUntil(() => changes.length === 1, 5000, "the change on east2");
     assert.deepEqual(changes, ["endpoints"]);
-    await logging.dispose();
-    const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
-      .filter((l) => l.includes("Multicluster")).map((l) => l.split("\t").slice(1).join(" "));
+    const lines = await log.lines();
     assert.deepEqual(lines, [
       "info default Multicluster: config map mesh-system/clusters not found",
       'info default Multicluster: added the registry of cluster "east"',
@@ -294,9 +293,8 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
       "error default Multicluster: change handler failed: handler bug",
     ]);
   } finally {
-    await logging.dispose();
+    await log.close();
     await mc.stop();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
@@ -305,13 +303,7 @@ Deno.test("createClusterRegistries() stop() while a cluster is being added leave
   await using east = await startFakeKube();
   seed(east, "a", "10.10.0.1");
   configMap(local, {});
-  const mc = await createClusterRegistries({
-    kubeconfigPath: local.kubeconfigPath,
-    configMapName: "clusters",
-    namespace: "mesh-system",
-    domain: "cluster.local",
-    resyncMs: 0,
-  });
+  const mc = await clusters(local);
   await mc.start();
   east.requests.length = 0;
   configMap(local, { east: east.kubeconfig() });
@@ -327,14 +319,7 @@ Deno.test("createClusterRegistries() reports a registry that cannot be created, 
   await using local = await startFakeKube();
   await using east = await startFakeKube();
   configMap(local, { east: east.kubeconfig() });
-  const mc = await createClusterRegistries({
-    kubeconfigPath: local.kubeconfigPath,
-    configMapName: "clusters",
-    namespace: "mesh-system",
-    domain: "cluster.local",
-    resyncMs: 0,
-    endpointsSource: "both" as "auto",
-  });
+  const mc = await clusters(local, { endpointsSource: "both" as "auto" });
   try {
     await mc.start();
     assert.deepEqual(mc.errors(), [{
