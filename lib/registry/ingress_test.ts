@@ -35,17 +35,27 @@ const ingress = (
 const names = (objs: { metadata: { namespace?: string; name: string } }[]) =>
   objs.map((o) => `${o.metadata.namespace}/${o.metadata.name}`);
 
+/** An Ingress watcher for ingress class "mesh" in `mode` (no resync unless `extra` sets one). */
+function meshIngresses(
+  kubeconfigPath: string,
+  mode: "STRICT" | "DEFAULT" | "OFF",
+  extra: Partial<Parameters<typeof createIngressWatcher>[0]> = {},
+) {
+  return createIngressWatcher({
+    kubeconfigPath,
+    resyncMs: 0,
+    meshConfig: { ingressClass: "mesh", ingressControllerMode: mode },
+    ...extra,
+  });
+}
+
 Deno.test("createIngressWatcher() keeps the Ingresses of the mesh class in STRICT mode and follows changes", async () => {
   await using kube = await startFakeKube({ namespaces: ["default", "team"] });
   kube.upsert(ingress("a", "default", { cls: "mesh" }));
   kube.upsert(ingress("b", "team", { className: "mesh" }));
   kube.upsert(ingress("c", "default")); // no class: not in STRICT
   kube.upsert(ingress("d", "default", { cls: "nginx" }));
-  const w = await createIngressWatcher({
-    kubeconfigPath: kube.kubeconfigPath,
-    resyncMs: 0,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "STRICT" },
-  });
+  const w = await meshIngresses(kube.kubeconfigPath, "STRICT");
   let changes = 0;
   w.onChange(() => changes++);
   try {
@@ -84,12 +94,7 @@ Deno.test("createIngressWatcher() honours DEFAULT mode and the application names
     metadata: { name: "broken", namespace: "team" },
     spec: { rules: [{ http: { paths: [{ path: "/", backend: { service: { name: "x" } } }] } }] },
   });
-  const w = await createIngressWatcher({
-    kubeconfigPath: kube.kubeconfigPath,
-    appNamespace: "team",
-    resyncMs: 0,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "DEFAULT" },
-  });
+  const w = await meshIngresses(kube.kubeconfigPath, "DEFAULT", { appNamespace: "team" });
   try {
     await w.start();
     assert.deepEqual(names(w.ingresses()), ["team/b"]);
@@ -112,11 +117,7 @@ Deno.test("createIngressWatcher() never contacts the orchestrator when ingressCo
   await using kube = await startFakeKube();
   kube.upsert(ingress("a", "default", { cls: "mesh" }));
   kube.requests.length = 0;
-  const w = await createIngressWatcher({
-    kubeconfigPath: kube.kubeconfigPath,
-    resyncMs: 0,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "OFF" },
-  });
+  const w = await meshIngresses(kube.kubeconfigPath, "OFF");
   const lines = await withLog(() => w.start());
   assert.deepEqual(lines, [
     "info default Ingress: ingressControllerMode is OFF; Ingress objects are not watched",
@@ -273,11 +274,7 @@ Deno.test("createIngressWatcher() warns once per invalid Ingress, tells changes 
   kube.upsert(ingress("z", "default", { cls: "mesh" }));
   kube.upsert(ingress("a", "team", { cls: "mesh" }));
   kube.upsert(broken("A"));
-  const w = await createIngressWatcher({
-    kubeconfigPath: kube.kubeconfigPath,
-    resyncMs: 0,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "STRICT" },
-  });
+  const w = await meshIngresses(kube.kubeconfigPath, "STRICT");
   let told = 0;
   w.onChange(() => {
     throw new Error("handler bug");
@@ -335,12 +332,7 @@ Deno.test("createIngressWatcher() warns once per invalid Ingress, tells changes 
 Deno.test("createIngressWatcher() falls back to extensions/v1beta1, or watches nothing when neither is served", async () => {
   await using kube = await startFakeKube({ namespaces: ["default", "team"] });
   const watcher = (appNamespace = "") =>
-    createIngressWatcher({
-      kubeconfigPath: kube.kubeconfigPath,
-      appNamespace,
-      resyncMs: 0,
-      meshConfig: { ingressClass: "mesh", ingressControllerMode: "DEFAULT" },
-    });
+    meshIngresses(kube.kubeconfigPath, "DEFAULT", { appNamespace });
   // networking.k8s.io/v1 without ingresses, extensions/v1beta1 not served at all: nothing.
   kube.failNext({ method: "GET", path: "/apis/networking.k8s.io/v1", code: 404 });
   const none = await watcher();
@@ -457,11 +449,7 @@ Deno.test("createIngressWatcher() relists on its resync period, dropping what th
   await using kube = await startFakeKube();
   kube.upsert(ingress("a", "default", { cls: "mesh" }));
   kube.upsert(ingress("b", "default", { cls: "mesh" }));
-  const w = await createIngressWatcher({
-    kubeconfigPath: kube.kubeconfigPath,
-    resyncMs: 100,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "STRICT" },
-  });
+  const w = await meshIngresses(kube.kubeconfigPath, "STRICT", { resyncMs: 100 });
   try {
     await w.start();
     assert.deepEqual(names(w.ingresses()), ["default/a", "default/b"]);
@@ -477,11 +465,7 @@ Deno.test("createIngressWatcher() relists on its resync period, dropping what th
 Deno.test("createIngressWatcher() tells no change when nothing is selected, and needs no kubeconfig when OFF", async () => {
   await using kube = await startFakeKube();
   kube.upsert(ingress("a", "default", { cls: "nginx" }));
-  const w = await createIngressWatcher({
-    kubeconfigPath: kube.kubeconfigPath,
-    resyncMs: 0,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "STRICT" },
-  });
+  const w = await meshIngresses(kube.kubeconfigPath, "STRICT");
   let changes = 0;
   w.onChange(() => changes++);
   try {
@@ -491,11 +475,7 @@ Deno.test("createIngressWatcher() tells no change when nothing is selected, and 
   } finally {
     await w.stop();
   }
-  const off = await createIngressWatcher({
-    kubeconfigPath: "/nonexistent/kubeconfig",
-    resyncMs: 0,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "OFF" },
-  });
+  const off = await meshIngresses("/nonexistent/kubeconfig", "OFF");
   await off.start();
   await off.stop();
   assert.equal(off.apiVersion, "");
@@ -516,11 +496,7 @@ Deno.test("createIngressWatcher() uses networking.k8s.io/v1 when the group serve
     },
   });
   kube.upsert(ingress("a", "default", { cls: "mesh" }));
-  const w = await createIngressWatcher({
-    kubeconfigPath: kube.kubeconfigPath,
-    resyncMs: 0,
-    meshConfig: { ingressClass: "mesh", ingressControllerMode: "STRICT" },
-  });
+  const w = await meshIngresses(kube.kubeconfigPath, "STRICT");
   try {
     await w.start();
     assert.equal(w.apiVersion, "networking.k8s.io/v1");
