@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { convertConsulService, createConsulRegistry } from "./consul.ts";
-import { configureLogging, defaultLogOptions } from "../log/mod.ts";
+import { logFile } from "./_testutil.ts";
 
 /** A fake Consul catalog speaking the real HTTP API shape (`/v1/catalog/...`). */
 function fakeConsul(catalog: Record<string, unknown[]>) {
@@ -180,9 +180,7 @@ Deno.test("createConsulRegistry() refuses catalog answers of the wrong shape and
 });
 
 Deno.test("createConsulRegistry() warns once per service and odd tag, and once per outage", async () => {
-  const dir = await Deno.makeTempDir();
-  const file = `${dir}/out.log`;
-  const logging = await configureLogging({ ...defaultLogOptions(["default"]), targets: [file] });
+  const log = await logFile();
   let fail = false;
   const fake = fakeConsul({
     a: [{ Address: "10.0.0.1", ServicePort: 80, ServiceTags: ["primary", "v|1"] }],
@@ -204,9 +202,7 @@ Deno.test("createConsulRegistry() warns once per service and odd tag, and once p
     for (let i = 0; i < 3; i++) await assert.rejects(reg.pollNow(), /HTTP 503/);
     fail = false;
     await reg.pollNow();
-    await logging.dispose();
-    const lines = (await Deno.readTextFile(file)).split("\n").filter((l) => l !== "")
-      .map((l) => l.split("\t").slice(1).join(" "));
+    const lines = await log.lines();
     assert.deepEqual(lines, [
       'warn default RegistryA: service a: tag "primary" is not of the form key|value; ignored',
       'warn default RegistryA: service b: tag "primary" is not of the form key|value; ignored',
@@ -216,10 +212,9 @@ Deno.test("createConsulRegistry() warns once per service and odd tag, and once p
       "info default RegistryA registry reachable again",
     ]);
   } finally {
-    await logging.dispose();
+    await log.close();
     await reg.stop();
     await server.shutdown();
     await fake.server.shutdown();
-    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type JsonObject, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { loadKubeConfig } from "../kube/mod.ts";
-import { configureLogging, defaultLogOptions } from "../log/mod.ts";
+import { logFile } from "./_testutil.ts";
 import { serviceAddresses, syncIngressStatus } from "./ingress_status.ts";
 
 Deno.test("serviceAddresses() takes the load balancer's ips and hostnames, else the external IPs", () => {
@@ -59,22 +59,18 @@ Deno.test("syncIngressStatus() writes the service's addresses into the Ingresses
   assert.equal(await syncIngressStatus(opts), 0);
 
   // no such service: a warning, nothing written
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
+  const log = await logFile();
   try {
     assert.equal(
       await syncIngressStatus({ ...opts, service: { name: "nope", namespace: "x" } }),
       0,
     );
-    await logging.dispose();
-    const log = await Deno.readTextFile(`${dir}/out.log`);
-    assert.match(log, /\twarn\tdefault\tIngress status: cannot read service x\/nope: .*404/);
+    assert.match(
+      (await log.lines()).join("\n"),
+      /^warn default Ingress status: cannot read service x\/nope: .*404/m,
+    );
   } finally {
-    await logging.dispose();
-    await Deno.remove(dir, { recursive: true });
+    await log.close();
   }
 });
 
@@ -109,11 +105,7 @@ Deno.test("syncIngressStatus() clears addresses, skips what is right or gone, wa
       namespace: "default",
     })),
   };
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
+  const log = await logFile();
   try {
     kube.failNext({
       method: "PUT",
@@ -132,15 +124,12 @@ Deno.test("syncIngressStatus() clears addresses, skips what is right or gone, wa
       kube.requests.filter((r) => r.method === "PUT").map((r) => r.path.split("/").at(-2)),
       ["stuck", "old"],
     );
-    await logging.dispose();
-    const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n").filter((l) => l)
-      .map((l) => l.split("\t").slice(1).join(" "));
+    const lines = await log.lines();
     assert.deepEqual(lines, [
       "warn default Ingress status: cannot update default/stuck: etcd down (HTTP 500)",
     ]);
   } finally {
-    await logging.dispose();
-    await Deno.remove(dir, { recursive: true });
+    await log.close();
   }
 });
 
@@ -152,11 +141,7 @@ Deno.test("syncIngressStatus() warns about a failure that is not an HTTP status"
     metadata: { name: "gw", namespace: "default" },
     spec: { ports: [{ name: "http", port: 80 }] },
   });
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
+  const log = await logFile();
   try {
     // an API version without its version part: the client refuses before any request
     const written = await syncIngressStatus({
@@ -166,13 +151,11 @@ Deno.test("syncIngressStatus() warns about a failure that is not an HTTP status"
       ingresses: [{ name: "a", namespace: "default" }],
     });
     assert.equal(written, 0);
-    await logging.dispose();
     assert.match(
-      await Deno.readTextFile(`${dir}/out.log`),
-      /\twarn\tdefault\tIngress status: cannot update default\/a: Required parameter version/,
+      (await log.lines()).join("\n"),
+      /^warn default Ingress status: cannot update default\/a: Required parameter version/m,
     );
   } finally {
-    await logging.dispose();
-    await Deno.remove(dir, { recursive: true });
+    await log.close();
   }
 });

@@ -3,7 +3,7 @@ import { type JsonObject, startFakeKube } from "../../tests/harness/fake_kube.ts
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { createIngressWatcher, ingressConfigObject } from "./ingress.ts";
 import { normalizeIngress } from "../model/ingress.ts";
-import { configureLogging, defaultLogOptions } from "../log/mod.ts";
+import { logFile } from "./_testutil.ts";
 
 const ingress = (
   name: string,
@@ -237,19 +237,13 @@ Deno.test("ingressConfigObject() converts the whole Ingress: hosts, default back
 
 /** Runs `fn` with the lines logged under "default", stripped of their time stamps. */
 async function withLog(fn: () => Promise<void>): Promise<string[]> {
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
+  const log = await logFile();
   try {
     await fn();
+    return await log.lines();
   } finally {
-    await logging.dispose();
+    await log.close();
   }
-  const text = await Deno.readTextFile(`${dir}/out.log`);
-  await Deno.remove(dir, { recursive: true });
-  return text.split("\n").filter((l) => l).map((l) => l.split("\t").slice(1).join(" "));
 }
 
 Deno.test("createIngressWatcher() warns once per invalid Ingress, tells changes to every handler, logs what it watches", async () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { createClusterRegistries } from "./multicluster.ts";
-import { configureLogging, defaultLogOptions } from "../log/mod.ts";
+import { logFile } from "./_testutil.ts";
 
 function seed(kube: FakeKube, svc: string, ip: string) {
   kube.upsert({
@@ -41,27 +41,6 @@ function clusters(
     resyncMs: 0,
     ...extra,
   });
-}
-
-/** Logging to a file in a new temporary directory. */
-async function logFile() {
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
-  return {
-    /** Ends the logging and gives the Multicluster lines as "level category message". */
-    async lines() {
-      await logging.dispose();
-      return (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
-        .filter((l) => l.includes("Multicluster")).map((l) => l.split("\t").slice(1).join(" "));
-    },
-    async close() {
-      await logging.dispose();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
 }
 
 Deno.test("createClusterRegistries() runs one registry per config map key and follows changes", async () => {
@@ -213,7 +192,7 @@ Deno.test("createClusterRegistries() keeps unchanged clusters running, ignores o
     });
     await waitUntil(() => mc.errors().length === 2, 5000, "the error for aaa");
     assert.deepEqual(mc.errors().map((e) => e.cluster), ["aaa", "ghost"]);
-    const lines = await log.lines();
+    const lines = await log.lines("Multicluster");
     assert.deepEqual(lines, [
       'info default Multicluster: added the registry of cluster "east"',
       'info default Multicluster: added the registry of cluster "west"',
@@ -282,7 +261,7 @@ Deno.test("createClusterRegistries() logs a missing config map and failing handl
     seed(east2, "a", "10.11.0.9");
     await waitUntil(() => changes.length === 1, 5000, "the change on east2");
     assert.deepEqual(changes, ["endpoints"]);
-    const lines = await log.lines();
+    const lines = await log.lines("Multicluster");
     assert.deepEqual(lines, [
       "info default Multicluster: config map mesh-system/clusters not found",
       'info default Multicluster: added the registry of cluster "east"',

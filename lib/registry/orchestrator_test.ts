@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type FakeKube, type JsonObject, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
-import { configureLogging, defaultLogOptions } from "../log/mod.ts";
+import { logFile } from "./_testutil.ts";
 import {
   convertService,
   createOrchestratorRegistry,
@@ -1011,11 +1011,7 @@ Deno.test("createOrchestratorRegistry() start, stop, handlers and the log lines"
     annotations: { "auth.mesh.io/80": "SOMETIMES" },
   }));
   kube.upsert(endpoints("a", "team-a", [{ ip: "10.9.0.1" }], [{ name: "http", port: 80 }]));
-  const dir = await Deno.makeTempDir();
-  const logging = await configureLogging({
-    ...defaultLogOptions(["default"]),
-    targets: [`${dir}/out.log`],
-  });
+  const log = await logFile();
   kube.failNext({ method: "GET", path: "/api/v1/nodes", code: 403, message: "nodes forbidden" });
   const { reg, changes } = await registryFor(kube, { appNamespace: "team-a", clusterId: "east" });
   assert.equal(reg.clusterId, "east");
@@ -1044,9 +1040,7 @@ Deno.test("createOrchestratorRegistry() start, stop, handlers and the log lines"
     await reg.stop(); // again: nothing to do
     await waitUntil(() => kube.watchCount === 0, 5000, "every watch to close");
     await reg.resync(); // stopped: nothing listed
-    await logging.dispose();
-    const lines = (await Deno.readTextFile(`${dir}/out.log`)).split("\n")
-      .filter((l) => l.includes("Orchestrator")).map((l) => l.split("\t").slice(1).join(" "));
+    const lines = await log.lines("Orchestrator");
     assert.deepEqual(lines, [
       "warn default Orchestrator registry (cluster east): cannot list nodes of cluster east: " +
       "nodes forbidden (HTTP 403); instances will have no locality",
@@ -1062,9 +1056,8 @@ Deno.test("createOrchestratorRegistry() start, stop, handlers and the log lines"
       "error default Orchestrator registry (cluster east): change handler failed: handler bug",
     ]);
   } finally {
-    await logging.dispose();
+    await log.close();
     await reg.stop();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
