@@ -4,6 +4,15 @@ import { loadKubeConfig } from "../kube/mod.ts";
 import { logFile } from "./_testutil.ts";
 import { serviceAddresses, syncIngressStatus } from "./ingress_status.ts";
 
+/** The gateway Service "gw" of `namespace`, with `status` when given. */
+const gateway = (namespace: string, status?: JsonObject): JsonObject => ({
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name: "gw", namespace },
+  spec: { ports: [{ name: "http", port: 80 }] },
+  ...(status ? { status } : {}),
+});
+
 Deno.test("serviceAddresses() takes the load balancer's ips and hostnames, else the external IPs", () => {
   assert.deepEqual(
     serviceAddresses({
@@ -29,13 +38,7 @@ const ingress = (name: string): JsonObject => ({
 
 Deno.test("syncIngressStatus() writes the service's addresses into the Ingresses that differ, skips missing ones", async () => {
   await using kube = await startFakeKube();
-  kube.upsert({
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: "gw", namespace: "mesh-system" },
-    spec: { ports: [{ name: "http", port: 80 }] },
-    status: { loadBalancer: { ingress: [{ ip: "10.1.1.1" }] } },
-  });
+  kube.upsert(gateway("mesh-system", { loadBalancer: { ingress: [{ ip: "10.1.1.1" }] } }));
   kube.upsert(ingress("web"));
   kube.upsert(ingress("api"));
   const kubeConfig = await loadKubeConfig(kube.kubeconfigPath);
@@ -83,13 +86,7 @@ Deno.test("serviceAddresses() copes with a status without a load balancer", () =
 
 Deno.test("syncIngressStatus() clears addresses, skips what is right or gone, warns per Ingress it cannot update", async () => {
   await using kube = await startFakeKube();
-  kube.upsert({
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: "gw", namespace: "mesh-system" },
-    spec: { ports: [{ name: "http", port: 80 }] },
-    status: {},
-  });
+  kube.upsert(gateway("mesh-system", {}));
   kube.upsert({ ...ingress("bare"), status: {} }); // no loadBalancer: nothing to clear
   kube.upsert({ ...ingress("empty"), status: { loadBalancer: {} } });
   kube.upsert({ ...ingress("old"), status: { loadBalancer: { ingress: [{ ip: "10.9.9.9" }] } } });
@@ -135,12 +132,7 @@ Deno.test("syncIngressStatus() clears addresses, skips what is right or gone, wa
 
 Deno.test("syncIngressStatus() warns about a failure that is not an HTTP status", async () => {
   await using kube = await startFakeKube();
-  kube.upsert({
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: "gw", namespace: "default" },
-    spec: { ports: [{ name: "http", port: 80 }] },
-  });
+  kube.upsert(gateway("default"));
   const log = await logFile();
   try {
     // an API version without its version part: the client refuses before any request
