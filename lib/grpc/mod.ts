@@ -19,7 +19,6 @@ export {
   type H2Limits,
   type H2Options,
   listenGrpc,
-  MAX_RECEIVE_MESSAGE,
   peerUris,
   percentEncode,
 } from "./server.ts";

@@ -148,9 +148,6 @@ export const GrpcStatus = {
   UNAVAILABLE: 14,
 } as const;
 
-/** gRPC's default limit on a received message (4 MiB). */
-export const MAX_RECEIVE_MESSAGE = 4 * 1024 * 1024;
-
 // ---- output buffers ---------------------------------------------------------------------------
 
 const GRPC = "application/grpc";

@@ -10,7 +10,8 @@ import {
   listenGrpc,
   percentEncode,
 } from "./server.ts";
-import { grpcFrame, messagesOf } from "./testing.ts";
+import { frame, FrameType } from "./frames.ts";
+import { grpcFrame, grpcRequest, messagesOf, RawClient } from "./testing.ts";
 
 interface Result {
   headers: http2.IncomingHttpHeaders;
@@ -97,6 +98,8 @@ Deno.test("listenGrpc() answers each message of a stream and ends with grpc-stat
     const r = await call(s, "/t.S/Echo", msgs).result;
     assert.equal(r.headers[":status"], 200);
     assert.equal(r.headers["content-type"], "application/grpc");
+    // The encodings we accept, so a client may compress its next requests (gRPC's negotiation).
+    assert.equal(r.headers["grpc-accept-encoding"], "identity,gzip");
     assert.deepEqual(r.messages.map((m) => m.toString()), ["one", "two", "three"]);
     assert.equal(r.trailers["grpc-status"], "0");
   });
@@ -387,4 +390,47 @@ Deno.test("listenGrpc() refuses a method other than POST (405) and content types
       [String(GrpcStatus.INTERNAL), "Compressed message without a grpc-encoding"],
     );
   });
+});
+
+Deno.test("listenGrpc() delivers a push of more than 16 MiB made at one instant to every client", async () => {
+  // Four calls answered in the same turn with 6 MiB each: past the 16 MiB written per turn across
+  // connections, the fourth connection's output waits for the next turn, and must then go out
+  // although its client sends nothing more (no WINDOW_UPDATE, no PING) to wake the connection.
+  const SIZE = 6 * 1024 * 1024;
+  const calls: GrpcCall[] = [];
+  const listener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: new Map([["/t.S/Push", (c: GrpcCall) => void calls.push(c)]]),
+    limits: { keepaliveIntervalMs: 0 },
+  });
+  const clients: RawClient[] = [];
+  try {
+    for (let i = 0; i < 4; i++) {
+      // Windows never limit: the whole window for the stream and for the connection.
+      const c = await RawClient.connect(listener.port, { settings: [[4, 0x7fffffff]] });
+      clients.push(c);
+      const inc = Buffer.alloc(4);
+      inc.writeUInt32BE(0x7fffffff - 65535);
+      await c.write(
+        frame(FrameType.WINDOW_UPDATE, 0, 0, inc),
+        c.headersFrame(1, grpcRequest("/t.S/Push")),
+      );
+      assert.ok(await c.roundTrip());
+    }
+    assert.equal(calls.length, 4);
+    for (const [i, call] of calls.entries()) {
+      call.send([Buffer.alloc(SIZE, i + 1)]).catch(() => {});
+      call.end(GrpcStatus.OK);
+    }
+    for (const [i, c] of clients.entries()) {
+      const trailers = () => (c.headers.get(1) ?? []).length === 2;
+      assert.ok(await c.until(trailers, 30_000), `client ${i}: no trailers`);
+      assert.equal(c.dataOn(1), 5 + SIZE, `client ${i}: the whole message`);
+      assert.deepEqual(c.headers.get(1)![1], [["grpc-status", "0"]]);
+    }
+  } finally {
+    for (const c of clients) await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 500);
+  }
 });
