@@ -65,7 +65,7 @@ async function run(cmd: string[], cwd: string, seconds: number): Promise<[string
   const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
   if (timedOut) return ["timeout", ""];
   if (out.code === 0) return ["survived", ""];
-  const failed = [...text.matchAll(/^(.+?) => \S+:\d+:\d+$/gm)].map((m) => m[1]);
+  const failed = [...new Set([...text.matchAll(/^(.+?) => \S+:\d+:\d+$/gm)].map((m) => m[1]))];
   return ["killed", failed.slice(0, 3).join(" | ") || text.trim().split("\n").slice(-3).join(" ")];
 }
 

@@ -355,19 +355,8 @@ Deno.test("RST_STREAM on a finished stream is ignored", async () => {
   });
 });
 
-Deno.test("rapid reset: once prematureResetMinStreams streams were opened, early resets of half of them end the connection", async () => {
-  await withClient({ prematureResetMinStreams: 4 }, async ({ c, errors, cancelled }) => {
-    await c.write(...[1, 3, 5, 7].map((id) => c.headersFrame(id, grpcRequest(HOLD))));
-    await alive(c);
-    await c.write(frame(RST_STREAM, 0, 1, u32(CANCEL))); // 1 of 4
-    await alive(c);
-    assert.deepEqual(cancelled, ["client reset the stream (code 8)"]);
-    await c.write(frame(RST_STREAM, 0, 3, u32(CANCEL))); // 2 of 4: half
-    assert.equal(await goaway(c), "ENHANCE_YOUR_CALM rapid reset: 2 of 4 streams reset early");
-    assert.match(errors.join("\n"), /failed: rapid reset: 2 of 4 streams reset early$/m);
-  });
-});
-
+// Kept before the next test: after its 1.1 s wait the process is older than a second, so the age of
+// a stream (now - openedAt) differs from any sum of the two clocks there.
 Deno.test("rapid reset: resets of streams whose response ended, or older than a second, do not count", async () => {
   await withClient({ prematureResetMinStreams: 2 }, async ({ c, connect }) => {
     // Each reset follows the message its call answers and ends in the same read.
@@ -386,6 +375,19 @@ Deno.test("rapid reset: resets of streams whose response ended, or older than a 
     await new Promise((r) => setTimeout(r, 1100));
     await d.write(frame(RST_STREAM, 0, 1, u32(CANCEL)), frame(RST_STREAM, 0, 3, u32(CANCEL)));
     await alive(d);
+  });
+});
+
+Deno.test("rapid reset: once prematureResetMinStreams streams were opened, early resets of half of them end the connection", async () => {
+  await withClient({ prematureResetMinStreams: 4 }, async ({ c, errors, cancelled }) => {
+    await c.write(...[1, 3, 5, 7].map((id) => c.headersFrame(id, grpcRequest(HOLD))));
+    await alive(c);
+    await c.write(frame(RST_STREAM, 0, 1, u32(CANCEL))); // 1 of 4
+    await alive(c);
+    assert.deepEqual(cancelled, ["client reset the stream (code 8)"]);
+    await c.write(frame(RST_STREAM, 0, 3, u32(CANCEL))); // 2 of 4: half
+    assert.equal(await goaway(c), "ENHANCE_YOUR_CALM rapid reset: 2 of 4 streams reset early");
+    assert.match(errors.join("\n"), /failed: rapid reset: 2 of 4 streams reset early$/m);
   });
 });
 
