@@ -269,6 +269,27 @@ Deno.test("HEADERS: a new stream id must be above every earlier one, a finished 
   });
 });
 
+Deno.test("HEADERS: request trailers that cross the server's RST_STREAM are ignored, the connection goes on (§5.1)", async () => {
+  await withClient({}, async ({ c }) => {
+    // ONCE answers and ends while the client still sends: trailers, then RST_STREAM NO_ERROR.
+    await c.write(c.headersFrame(1, grpcRequest(ONCE)), frame(DATA, 0, 1, msg));
+    assert.equal(await statusOf(c, 1), "0");
+    assert.ok(await c.until(() => c.resets().has(1), 5000), "no RST_STREAM");
+    // A malformed request is refused with RST_STREAM PROTOCOL_ERROR.
+    await c.write(c.headersFrame(3, grpcRequest(ECHO).filter(([k]) => k !== ":scheme")));
+    assert.ok(await c.until(() => c.resets().has(3), 5000), "no RST_STREAM");
+    // Both clients' trailers were on their way: dropped, not a connection error.
+    await c.write(
+      c.headersFrame(1, [["x-trailer", "1"]], END_STREAM),
+      c.headersFrame(3, [["x-trailer", "1"]], END_STREAM),
+    );
+    await alive(c);
+    await c.write(c.headersFrame(5, grpcRequest(ECHO)), frame(DATA, END_STREAM, 5, msg));
+    assert.equal(await statusOf(c, 5), "0");
+    assert.deepEqual([...c.resets()], [[1, 0], [3, PROTOCOL_ERROR]]);
+  });
+});
+
 Deno.test("HEADERS: maxConcurrentStreams streams are served, the next is REFUSED_STREAM, and a finished one frees its place", async () => {
   await withClient({ maxConcurrentStreams: 2 }, async ({ c }) => {
     await c.write(
