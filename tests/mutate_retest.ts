@@ -4,8 +4,9 @@
  *
  * For each mutant id of Stryker's JSON report (`.stryker-tmp/last-mutation.json` after a run),
  * applies that one mutant to a copy of the worktree (the tracked files, `node_modules` linked),
- * runs `deno test -A --no-check` over the named test files there (in its own process group, so a
- * test's child processes, such as `lib/grpc/_attack_server.ts`, end with it), and prints one line:
+ * runs `deno test -A --no-check --fail-fast` over the named test files there (in a process group
+ * of its own, so that a test's child processes, such as `lib/grpc/_attack_server.ts`, end with
+ * it), and prints one line:
  * `killed` (a test failed), `survived` (all passed) or `timeout` (still running after `--timeout`
  * seconds, default 60: the process group is killed and the mutant counted as detected, as Stryker
  * does). `--status` picks the mutants by status instead of ids (`--status Survived --status
@@ -115,7 +116,14 @@ export async function main(args: string[]): Promise<number> {
       await Deno.copyFile(join(ROOT, f), join(tmp, f)).catch(() => {}); // deleted, not committed
     }
     await Deno.symlink(join(ROOT, "node_modules"), join(tmp, "node_modules"));
-    const cmd = [Deno.execPath(), "test", "-A", "--no-check", ...values.test as string[]];
+    const cmd = [
+      Deno.execPath(),
+      "test",
+      "-A",
+      "--no-check",
+      "--fail-fast",
+      ...values.test as string[],
+    ];
     if (values.filter) cmd.push("--filter", values.filter);
     for (const [file, m] of picked) {
       const original = await Deno.readTextFile(join(ROOT, file));
