@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { Flag, frame, FrameType } from "./frames.ts";
+import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
 import { encodeHeaders } from "./hpack.ts";
 import { type CallHandler, GrpcStatus, type H2Limits, listenGrpc } from "./server.ts";
 import { grpcFrame, grpcRequest, RawClient } from "./testing.ts";
@@ -37,6 +37,8 @@ interface Ctx {
   cancelled: string[];
   /** Another connection to the same server (closed at the end). */
   connect(): Promise<RawClient>;
+  /** The server's port. */
+  port: number;
 }
 
 /**
@@ -80,7 +82,7 @@ async function withClient(
     return c;
   };
   try {
-    await fn({ c: await connect(), errors, cancelled, connect });
+    await fn({ c: await connect(), errors, cancelled, connect, port: listener.port });
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
@@ -122,7 +124,31 @@ function headerFrames(id: number, block: Uint8Array, n: number, flags = 0): Buff
   return out;
 }
 
-// ---- frame size ---------------------------------------------------------------------------------
+// ---- preface and frame size ---------------------------------------------------------------------
+
+Deno.test("the preface, SETTINGS and a call written in two pieces are served wherever the cut falls", async () => {
+  await withClient({}, async ({ port }) => {
+    const bytes = Buffer.concat([
+      PREFACE,
+      frame(SETTINGS, 0, 0, Buffer.from([0, 4, 0, 1, 0, 0])), // INITIAL_WINDOW_SIZE 65536
+      frame(HEADERS, END_HEADERS, 1, encodeHeaders(grpcRequest(ECHO))),
+      frame(DATA, END_STREAM, 1, msg),
+    ]);
+    // Every cut in the preface, the SETTINGS frame and the HEADERS frame's header.
+    for (let cut = 1; cut < PREFACE.length + 15 + 9 + 1; cut++) {
+      const c = await RawClient.connect(port, { preface: false });
+      try {
+        await c.write(bytes.subarray(0, cut));
+        await new Promise((r) => setTimeout(r, 1));
+        await c.write(bytes.subarray(cut));
+        assert.equal(await statusOf(c, 1), "0", `cut at ${cut}`);
+        assert.equal(c.goaway, undefined, `cut at ${cut}`);
+      } finally {
+        await c.close();
+      }
+    }
+  });
+});
 
 Deno.test("a frame announcing more than 16384 octets is refused from its header alone; 16384 is served", async () => {
   await withClient({}, async ({ c, connect }) => {
