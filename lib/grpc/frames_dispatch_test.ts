@@ -30,6 +30,7 @@ function u32(n: number): Buffer {
 }
 
 interface Ctx {
+  /** A client on the server, its SETTINGS sent and the server's acknowledged. */
   c: RawClient;
   /** What the server logged (its `onError`). */
   errors: string[];
@@ -112,14 +113,14 @@ async function statusOf(c: RawClient, id: number): Promise<string | undefined> {
 }
 
 /** `block` cut into `n` non-empty pieces: HEADERS, then CONTINUATIONs, the last with END_HEADERS. */
-function headerFrames(id: number, block: Uint8Array, n: number, flags = 0): Buffer[] {
+function headerFrames(id: number, block: Uint8Array, n: number): Buffer[] {
   const size = Math.ceil(block.length / n);
   const out: Buffer[] = [];
   for (let i = 0; i < n; i++) {
     const last = i === n - 1;
     const piece = block.subarray(i * size, last ? block.length : (i + 1) * size);
     const type = i === 0 ? HEADERS : CONTINUATION;
-    out.push(frame(type, (last ? END_HEADERS : 0) | (i === 0 ? flags : 0), id, piece));
+    out.push(frame(type, last ? END_HEADERS : 0, id, piece));
   }
   return out;
 }
@@ -330,6 +331,22 @@ Deno.test("HEADERS: maxConcurrentStreams streams are served, the next is REFUSED
     await c.write(c.headersFrame(7, grpcRequest(ECHO)), frame(DATA, END_STREAM, 7, msg));
     assert.equal(await statusOf(c, 7), "0");
     assert.deepEqual([...c.resets()], [[5, REFUSED_STREAM]]);
+  });
+});
+
+Deno.test("a GET is answered 405 Trailers-Only with the reason, and the connection goes on", async () => {
+  await withClient({}, async ({ c }) => {
+    await c.write(
+      c.headersFrame(1, [[":method", "GET"], ...grpcRequest(ECHO).slice(1)], END_STREAM),
+    );
+    assert.ok(await c.until(() => c.headers.has(1), 5000), "no answer");
+    assert.deepEqual(c.headers.get(1), [[
+      [":status", "405"],
+      ["content-type", "application/grpc"],
+      ["grpc-status", String(GrpcStatus.INTERNAL)],
+      ["grpc-message", "Method GET is not POST"],
+    ]]);
+    await alive(c);
   });
 });
 
