@@ -906,6 +906,8 @@ export class Connection {
       return;
     }
     if (id <= this.#lastStreamId) {
+      // Trailers that crossed our RST_STREAM are dropped (§5.1: "MUST ignore"), as nghttp2 does.
+      if (flags & END_STREAM) return;
       // §5.1.1: stream identifiers of new streams only increase.
       throw new ConnectionError(
         H2Error.PROTOCOL_ERROR,
