@@ -10,7 +10,13 @@ import net from "node:net";
 import tls from "node:tls";
 import { makeTestPki, type TestPki } from "../../tests/harness/certs.ts";
 import { FrameType } from "./frames.ts";
-import { type CallHandler, type GrpcListenOptions, GrpcStatus, listenGrpc } from "./server.ts";
+import {
+  type CallHandler,
+  type GrpcListener,
+  type GrpcListenOptions,
+  GrpcStatus,
+  listenGrpc,
+} from "./server.ts";
 import { RawClient } from "./testing.ts";
 
 const { DATA, SETTINGS } = FrameType;
@@ -153,6 +159,19 @@ Deno.test("out of file descriptors, the listener says it cannot accept, reopens 
       assert.ok(await c.until(() => c.settings().size > 0), `no SETTINGS (episode ${episode})`);
       assert.ok(await old.roundTrip(), `the old connection is gone (episode ${episode})`);
     }
+    // Closed while it cannot reopen: close() ends, and nothing reopens once descriptors are back.
+    limit.exhaust();
+    try {
+      assert.ok(await until(() => errors.some((e) => e.startsWith("cannot reopen"))), "stuck");
+      await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+      assert.ok(await old.until(() => old.isClosed), "the old connection stayed open");
+    } finally {
+      limit.restore();
+    }
+    await sleep(200);
+    assert.equal(errors.length, 2, errors.join("\n"));
+    assert.deepEqual(changes, [[false, "too many open files (EMFILE)"]]);
+    Deno.listen({ hostname: "127.0.0.1", port }).close();
   } finally {
     limit.dispose();
     await Promise.all(clients.map((c) => c.close()));
@@ -160,38 +179,65 @@ Deno.test("out of file descriptors, the listener says it cannot accept, reopens 
   }
 });
 
-Deno.test("when the accept loop stops (an accept failed with EMFILE), two unanswered checks reopen the listener", async () => {
-  const { listener, errors, changes } = await recorded({ acceptCheckMs: 50 });
+/**
+ * Stops `listener`'s accept loop: a connection the kernel completes while no descriptor is left,
+ * whose accept in Deno then fails for good. Tried again when an accept check fell in that moment
+ * (its own connection then fails with EMFILE first: the path tested above). Returns once the
+ * listener said it cannot accept because of it.
+ */
+async function stopAcceptLoop(
+  listener: GrpcListener,
+  limit: ReturnType<typeof fdLimit>,
+  changes: [boolean, string][],
+  errors: string[],
+): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    const fd = limit.socket();
+    const served = listener.connections.size;
+    limit.exhaust();
+    try {
+      limit.connect(fd, listener.port);
+      await sleep(5);
+    } finally {
+      limit.restore();
+    }
+    assert.ok(await until(() => changes.length > 0), "the listener never noticed");
+    if (changes[0][1] === "the accept loop stopped") return;
+    assert.equal(listener.connections.size, served, "the connection was accepted");
+    assert.ok(attempt < 10, `an accept check ran in the window ${attempt + 1} times`);
+    assert.ok(await until(() => listener.accepting));
+    changes.length = 0;
+    errors.length = 0;
+  }
+}
+
+Deno.test("when the accept loop stops (an accept failed with EMFILE), two unanswered checks reopen the listener; closed meanwhile, it stays closed", async () => {
+  const errors: string[] = [];
+  const changes: [boolean, string][] = [];
+  let closeWhenStopped = false;
+  let closed: Promise<void> | undefined;
+  const listener: GrpcListener = await listenGrpc({
+    host: "127.0.0.1",
+    port: 0,
+    handlers,
+    acceptCheckMs: 50,
+    onError: (m) => errors.push(m),
+    onAcceptingChange: (ok, reason) => {
+      changes.push([ok, reason]);
+      // Closed just as the listener is about to be reopened.
+      if (!ok && closeWhenStopped) closed = listener.close(GrpcStatus.UNAVAILABLE, "bye", 200);
+    },
+  });
   const { port } = listener;
   const limit = fdLimit();
   const clients: RawClient[] = [];
   try {
     const old = await connected(port);
     clients.push(old);
-    // A connection the kernel completes while no descriptor is left: Deno's accept of it fails
-    // and its accept loop stops for good. Tried again when an accept check fell in that moment
-    // (its own connection then fails with EMFILE first: the other path, tested above).
-    for (let attempt = 0;; attempt++) {
-      const fd = limit.socket();
-      const served = listener.connections.size;
-      limit.exhaust();
-      try {
-        limit.connect(fd, port);
-        await sleep(5);
-      } finally {
-        limit.restore();
-      }
-      assert.ok(await until(() => changes.length > 0), "the listener never noticed");
-      if (changes[0][1] === "the accept loop stopped") break;
-      assert.equal(listener.connections.size, served, "the connection was accepted");
-      assert.ok(attempt < 10, `an accept check ran in the window ${attempt + 1} times`);
-      assert.ok(await until(() => listener.accepting));
-      changes.length = 0;
-      errors.length = 0;
-    }
+    await stopAcceptLoop(listener, limit, changes, errors);
     assert.ok(await until(() => listener.accepting), "never accepting again");
-    assert.deepEqual(changes, [[false, "the accept loop stopped"], [true, ""]]);
-    assert.deepEqual(errors, [
+    assert.deepEqual(changes.splice(0), [[false, "the accept loop stopped"], [true, ""]]);
+    assert.deepEqual(errors.splice(0), [
       "cannot accept connections: the accept loop stopped",
       `accepting connections again on port ${port}`,
     ]);
@@ -199,6 +245,16 @@ Deno.test("when the accept loop stops (an accept failed with EMFILE), two unansw
     clients.push(c);
     assert.ok(await c.until(() => c.settings().size > 0), "no SETTINGS after the reopen");
     assert.ok(await old.roundTrip(), "the old connection is gone");
+
+    closeWhenStopped = true;
+    await stopAcceptLoop(listener, limit, changes, errors);
+    assert.ok(closed, "not closed");
+    await closed;
+    assert.ok(await old.until(() => old.isClosed), "the old connection stayed open");
+    await sleep(200);
+    assert.deepEqual(changes, [[false, "the accept loop stopped"]]);
+    // The port is free: the reopened socket was closed too.
+    Deno.listen({ hostname: "127.0.0.1", port }).close();
   } finally {
     limit.dispose();
     await Promise.all(clients.map((c) => c.close()));
@@ -363,6 +419,8 @@ Deno.test("a listener on a unix socket path serves gRPC, reports port 0 and runs
     await sleep(200);
     assert.equal(listener.accepting, true);
     assert.deepEqual([errors, changes], [[], []]);
+    const t = { cert: te.encode("x"), key: te.encode("y"), ca: te.encode("z") };
+    assert.throws(() => listener.setTls(t), /^Error: setTls\(\) on a plaintext listener$/);
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
