@@ -45,6 +45,18 @@ async function connected(port: number, opts: { path?: string; localAddress?: str
   return c;
 }
 
+/**
+ * Two connections from `localAddress` that end in a connection error (DATA on stream 0), made
+ * together: an address over a budget of one failure a second, for the next second.
+ */
+async function failTwice(port: number, localAddress?: string): Promise<void> {
+  const cs = await Promise.all([0, 1].map(() => connected(port, { localAddress })));
+  await Promise.all(cs.map((c) => c.send(DATA, 0, 0, Buffer.alloc(1))));
+  for (const c of cs) {
+    assert.ok(await c.until(() => c.isClosed), "a failing connection stayed open");
+  }
+}
+
 /** A listener whose log lines and accepting changes are recorded. */
 async function recorded(opts: Partial<GrpcListenOptions> = {}) {
   const errors: string[] = [];
@@ -325,13 +337,12 @@ Deno.test("a listener without onError survives refusals, held connections, TLS f
   const clients: RawClient[] = [];
   try {
     // Two connection errors from 127.0.0.2: its next connection is held (throttle log).
-    for (let i = 0; i < 2; i++) {
-      const c = await connected(plain.port, { localAddress: "127.0.0.2" });
-      await c.send(DATA, 0, 0, Buffer.alloc(1));
-      assert.ok(await c.until(() => c.isClosed), "the failing connection stayed open");
-    }
-    clients.push(await connected(plain.port, { localAddress: "127.0.0.2" }));
+    await failTwice(plain.port, "127.0.0.2");
+    const held = await connected(plain.port, { localAddress: "127.0.0.2" });
+    clients.push(held);
     assert.ok(await until(() => plain.throttled === 1));
+    // Served at its turn.
+    assert.ok(await held.until(() => held.settings().size > 0), "the held connection was lost");
     // Over maxConnections (refusal log).
     for (let i = 0; i < 3; i++) clients.push(await connected(plain.port));
     assert.ok(await until(() => plain.refused >= 1));
@@ -375,7 +386,7 @@ Deno.test("a listener without onError survives refusals, held connections, TLS f
   }
 });
 
-Deno.test("close() drops a held connection at once (it is never served), on an IPv6 listener that logs IPv4 clients as IPv4", async () => {
+Deno.test("an address over its failure budget: its next connections are held (up to 2 s), then refused; close() drops the held ones unserved; IPv4 clients of an IPv6 listener logged as IPv4", async () => {
   const { listener, errors } = await recorded({
     host: "::",
     maxFailedConnectionsPerSecond: 1,
@@ -383,21 +394,53 @@ Deno.test("close() drops a held connection at once (it is never served), on an I
   });
   const clients: RawClient[] = [];
   try {
-    for (let i = 0; i < 2; i++) {
-      const c = await connected(listener.port);
-      clients.push(c);
-      await c.send(DATA, 0, 0, Buffer.alloc(1));
-      assert.ok(await c.until(() => c.isClosed), "the failing connection stayed open");
-    }
-    const held = await connected(listener.port);
-    clients.push(held);
-    assert.ok(await until(() => listener.throttled === 1), "not held");
-    const lines = errors.filter((e) => e.startsWith("held"));
-    assert.equal(lines.length, 1, errors.join("\n"));
-    assert.match(lines[0], /^held or refused 1 new connection\(s\) \(latest from 127\.0\.0\.1\)/);
+    // Two connection errors: over the budget of 1 a second for the next second.
+    await failTwice(listener.port);
+    errors.length = 0;
+    // Paced one a second: the next waits about 1 s, the one after 2 s, the third would wait 3 s
+    // (over 2 s) and is refused at once. One log line for all three (one per 10 s).
+    const held = [await connected(listener.port), await connected(listener.port)];
+    const refused = await connected(listener.port);
+    clients.push(...held, refused);
+    assert.ok(await refused.until(() => refused.isClosed), "not refused");
+    assert.equal(refused.settings().size, 0);
+    assert.equal(listener.throttled, 3);
+    assert.deepEqual(errors, [
+      "held or refused 1 new connection(s) (latest from 127.0.0.1): more than 1 of its " +
+      "connections a second ended in a connection error",
+    ]);
+    assert.ok(held.every((c) => !c.isClosed), "a held connection was closed");
+    // A held connection that resets does not hurt the listener.
+    held[0].socket.resetAndDestroy();
+    await held[0].closed;
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
-    assert.ok(await held.until(() => held.isClosed), "the held connection stayed open");
-    assert.equal(held.settings().size, 0, "the held connection was served");
+    assert.ok(await held[1].until(() => held[1].isClosed), "the held connection stayed open");
+    assert.equal(held[1].settings().size, 0, "the held connection was served");
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
+Deno.test("connections over maxConnections are closed at once and logged once per 10 s, with the count and the latest address", async () => {
+  const { listener, errors } = await recorded({ maxConnections: 1, acceptCheckMs: 0 });
+  const clients: RawClient[] = [];
+  try {
+    const first = await connected(listener.port);
+    clients.push(first);
+    assert.ok(await first.roundTrip());
+    for (let i = 0; i < 2; i++) {
+      const c = await connected(listener.port, { localAddress: "127.0.0.3" });
+      clients.push(c);
+      assert.ok(await c.until(() => c.isClosed), "not refused");
+    }
+    assert.equal(listener.refused, 2);
+    assert.equal(errors.length, 1, errors.join("\n"));
+    assert.match(
+      errors[0],
+      /^refused 1 connection\(s\) \(latest from 127\.0\.0\.3:\d+\): 1 connections open, the limit is 1$/,
+    );
+    assert.ok(await first.roundTrip(), "the open connection was dropped");
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
