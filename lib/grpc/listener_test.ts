@@ -293,6 +293,20 @@ Deno.test("accept checks pass quietly on 127.0.0.1, 0.0.0.0, :: and [::1]; a fai
         assert.deepEqual(errors, [], host);
         assert.deepEqual(changes, [], host);
         assert.equal(listener.accepting, true);
+        // A TLS client is offered h2 by ALPN (gRPC clients such as grpc-go require it).
+        const alpn = await new Promise<string | false | null>((resolve, reject) => {
+          const c = tls.connect({
+            port: listener.port,
+            host: host === "[::1]" ? "::1" : "127.0.0.1",
+            ca: Deno.readTextFileSync(pki.caCert),
+            ALPNProtocols: ["h2"],
+          }, () => {
+            resolve(c.alpnProtocol);
+            c.destroy();
+          });
+          c.on("error", reject);
+        });
+        assert.equal(alpn, "h2", host);
         // A client that speaks plaintext to the TLS port is logged, once.
         const raw = net.connect({ port: listener.port, host: host === "[::1]" ? "::1" : host });
         raw.on("error", () => {});
