@@ -283,8 +283,10 @@ async function tlsOf(pki: TestPki) {
 
 Deno.test("accept checks pass quietly on 127.0.0.1, 0.0.0.0, :: and [::1]; a failed TLS handshake is logged once", async () => {
   const pki = await makeTestPki();
+  const other = await makeTestPki();
   try {
     const t = await tlsOf(pki);
+    const stranger = await other.issue("client", {});
     for (const host of ["127.0.0.1", "0.0.0.0", "::", "[::1]"]) {
       const { listener, errors, changes } = await recorded({ host, tls: t, acceptCheckMs: 10 });
       try {
@@ -293,18 +295,21 @@ Deno.test("accept checks pass quietly on 127.0.0.1, 0.0.0.0, :: and [::1]; a fai
         assert.deepEqual(errors, [], host);
         assert.deepEqual(changes, [], host);
         assert.equal(listener.accepting, true);
-        // A TLS client is offered h2 by ALPN (gRPC clients such as grpc-go require it).
+        // A TLS client without a certificate is served (the server's SETTINGS come), and h2 is
+        // negotiated by ALPN (gRPC clients such as grpc-go require it).
         const alpn = await new Promise<string | false | null>((resolve, reject) => {
           const c = tls.connect({
             port: listener.port,
             host: host === "[::1]" ? "::1" : "127.0.0.1",
             ca: Deno.readTextFileSync(pki.caCert),
             ALPNProtocols: ["h2"],
-          }, () => {
+          });
+          c.once("data", () => {
             resolve(c.alpnProtocol);
             c.destroy();
           });
           c.on("error", reject);
+          c.on("close", () => reject(new Error(`${host}: closed unserved`)));
         });
         assert.equal(alpn, "h2", host);
         // A client that speaks plaintext to the TLS port is logged, once.
@@ -320,12 +325,34 @@ Deno.test("accept checks pass quietly on 127.0.0.1, 0.0.0.0, :: and [::1]; a fai
           "TLS handshake failed: received corrupt message of type " +
           "InvalidContentType",
         ], host);
+        if (host !== "127.0.0.1") continue;
+        // A certificate of another CA is refused after the handshake, and said so.
+        errors.length = 0;
+        const s = tls.connect({
+          port: listener.port,
+          host: "127.0.0.1",
+          ca: Deno.readTextFileSync(pki.caCert),
+          cert: Deno.readTextFileSync(stranger.cert),
+          key: Deno.readTextFileSync(stranger.key),
+          ALPNProtocols: ["h2"],
+        });
+        let served = false;
+        s.on("data", () => (served = true));
+        s.on("error", () => {});
+        await new Promise((r) => s.once("close", r));
+        assert.equal(served, false);
+        assert.equal(errors.length, 1, errors.join("\n"));
+        assert.match(
+          errors[0],
+          /^TLS client 127\.0\.0\.1:\d+ refused: certificate not verified \(/,
+        );
       } finally {
         await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
       }
     }
   } finally {
     await pki.remove();
+    await other.remove();
   }
 });
 
