@@ -3,6 +3,9 @@
  * the process is out of file descriptors (this process's `RLIMIT_NOFILE` lowered for a moment
  * through libc, so it all runs in-process), the logging of failed TLS handshakes (never our own
  * checks), held connections on close, a listener without `onError`, unix sockets, a taken port.
+ * Linux only (`/proc/net/tcp`, libc). The limit is the whole process's: while a test here holds
+ * it at 0 nothing else in the process can open a file, so this file is not for `--parallel`
+ * (test files run one after the other by default, as `deno task test` does).
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
