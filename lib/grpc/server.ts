@@ -1645,13 +1645,16 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
     if (probeSeen) acceptedPorts.add(key);
     if (!probes.has(key)) return false;
     probes.delete(key);
-    quiet.add(key);
-    if (quiet.size > 8) quiet.delete(quiet.values().next().value!);
+    hush(key);
     probeSeen?.();
     return true;
   };
   /** Recent checks, whose TLS handshake error (they never handshake) is not logged. */
   const quiet = new Set<string>();
+  const hush = (key: string) => {
+    quiet.add(key);
+    if (quiet.size > 8) quiet.delete(quiet.values().next().value!);
+  };
   const acceptedPorts = new Set<string>();
   const tlsModule = opts.tls ? await import("node:tls") : undefined;
   const net = await import("node:net");
@@ -1681,7 +1684,10 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
         accept(socket);
       });
       server.on("connection", (raw: Socket) => void isProbe(raw));
-      server.on("tlsClientError", (e: Error, socket: Socket) => {
+      server.on("tlsClientError", (e: Error, tlsSocket: Socket) => {
+        // Deno's TLS socket forgets its peer once its handshake failed; the TCP socket it wraps
+        // (`_parent`, as in Node) still knows it.
+        const socket = (tlsSocket as Socket & { _parent?: Socket })?._parent ?? tlsSocket;
         if (socket?.remotePort && quiet.has(peerKey(socket))) return;
         opts.onError?.(`TLS handshake failed: ${e.message}`);
       });
@@ -1748,8 +1754,12 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
         ));
       sock.on("connect", () => {
         const k = `${(sock.localAddress ?? "").replace(/^::ffff:/, "")}:${sock.localPort}`;
-        // Accepted before this callback ran (then served as a connection, closed just below).
-        if (acceptedPorts.has(k)) return finish(true, "");
+        // Accepted before this callback ran, as it usually is (then served as a connection,
+        // closed just below; over TLS its failed handshake is not logged).
+        if (acceptedPorts.has(k)) {
+          hush(k);
+          return finish(true, "");
+        }
         probes.add(key = k);
         probeSeen = () => finish(true, "");
       });

@@ -114,15 +114,23 @@ export class RawClient {
   }
 
   /**
-   * Connects to 127.0.0.1:`port`; with `preface` (default) sends the client preface and SETTINGS
-   * (`settings`: [id, value] pairs); `localAddress` picks the source address (e.g. 127.0.0.2).
+   * Connects to 127.0.0.1:`port` (or the unix socket `path`); with `preface` (default) sends the
+   * client preface and SETTINGS (`settings`: [id, value] pairs); `localAddress` picks the source
+   * address (e.g. 127.0.0.2).
    */
   static connect(
     port: number,
-    opts: { preface?: boolean; settings?: [number, number][]; localAddress?: string } = {},
+    opts: {
+      preface?: boolean;
+      settings?: [number, number][];
+      localAddress?: string;
+      path?: string;
+    } = {},
   ): Promise<RawClient> {
     return new Promise((resolve, reject) => {
-      const where = { port, host: "127.0.0.1", localAddress: opts.localAddress };
+      const where = opts.path
+        ? { path: opts.path }
+        : { port, host: "127.0.0.1", localAddress: opts.localAddress };
       const socket = net.connect(where, () => {
         socket.off("error", reject);
         const c = new RawClient(socket);
