@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { frame, FrameType } from "./frames.ts";
 import { type CallHandler, type Connection, GrpcStatus, listenGrpc } from "./server.ts";
-import { grpcFrame, grpcRequest, RawClient } from "./testing.ts";
+import { eventually, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { DATA, WINDOW_UPDATE } = FrameType;
 const BULK = "/t.S/Bulk";
@@ -34,11 +34,6 @@ function u32(n: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(n);
   return b;
-}
-
-async function eventually(pred: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 2000 && !pred(); i++) await new Promise((r) => setTimeout(r, 5));
-  assert.ok(pred(), what);
 }
 
 async function start(sendTimeoutMs: number, errors?: string[]) {
@@ -67,7 +62,7 @@ Deno.test("a client that stops reading holds the server at maxOutboundBytes, the
       frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
     );
     // The backlog reaches the limit and stays within it while the client does not read.
-    await eventually(() => conn().outstanding > 0, "nothing written");
+    assert.ok(await eventually(() => conn().outstanding > 0), "nothing written");
     let most = 0;
     for (let i = 0; i < 50; i++) {
       most = Math.max(most, conn().outstanding);
@@ -86,7 +81,7 @@ Deno.test("a client that stops reading holds the server at maxOutboundBytes, the
     assert.equal(c.dataOn(1), COUNT * (MESSAGE + 5));
     assert.deepEqual(c.headers.get(1)![1], [["grpc-status", "0"]]);
     assert.equal(conn().outstanding, 0);
-    await eventually(() => noted === 1, "the waiting call was never read");
+    assert.ok(await eventually(() => noted === 1), "the waiting call was never read");
     assert.equal(c.goaway, undefined);
     assert.deepEqual(errors, []);
   } finally {
@@ -104,7 +99,7 @@ Deno.test("a client that never reads again is disconnected after sendTimeoutMs",
       c.headersFrame(1, grpcRequest(BULK)),
       frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
     );
-    await eventually(() => listener.connections.size === 0, "connection still open");
+    assert.ok(await eventually(() => listener.connections.size === 0), "connection still open");
     assert.equal(errors.length, 1, errors.join("\n"));
     assert.match(
       errors[0],
@@ -144,18 +139,19 @@ Deno.test("a client that sends SETTINGS without reading the acks meets maxOutbou
     );
     const conn = [...listener.connections][0];
     let last = -1;
-    await eventually(() => {
+    const settled = () => {
       const now = conn.outstanding;
       const still = now === last && now > 0;
       last = now;
       return still;
-    }, "the backlog never settled");
+    };
+    assert.ok(await eventually(settled), "the backlog never settled");
     // 19 acks fit within the budget of control frames not yet written; the 21st is refused.
     for (let i = 0; i < 19; i++) await c.send(FrameType.SETTINGS, 0, 0, Buffer.alloc(0));
     await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(errors, []);
     for (let i = 0; i < 5; i++) await c.send(FrameType.SETTINGS, 0, 0, Buffer.alloc(0));
-    await eventually(() => errors.length > 0, "no connection error");
+    assert.ok(await eventually(() => errors.length > 0), "no connection error");
     assert.match(errors[0], /failed: more than 20 control frames queued \(peer not reading\)$/);
     c.socket.resume();
     assert.ok(await c.until(() => c.goaway !== undefined, 30_000), "no GOAWAY");
@@ -177,7 +173,7 @@ Deno.test("the send timeout closes the connection without an onError callback to
       c.headersFrame(1, grpcRequest(BULK)),
       frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
     );
-    await eventually(() => listener.connections.size === 0, "connection still open");
+    assert.ok(await eventually(() => listener.connections.size === 0), "connection still open");
   } finally {
     await c.close();
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
@@ -202,7 +198,7 @@ Deno.test("a client that reads in steps: the backlog stays within maxOutboundByt
         await new Promise((r) => setTimeout(r, 5));
       }
     };
-    await eventually(() => conn().outstanding > 0, "nothing written");
+    assert.ok(await eventually(() => conn().outstanding > 0), "nothing written");
     const total = COUNT * (MESSAGE + 5);
     while (c.dataOn(1) < total) {
       await settled();
@@ -230,7 +226,7 @@ Deno.test("close() ends a connection whose peer does not read at the grace perio
       c.headersFrame(1, grpcRequest(BULK)),
       frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
     );
-    await eventually(() => conn().outstanding > 0, "nothing written");
+    assert.ok(await eventually(() => conn().outstanding > 0), "nothing written");
     // The GOAWAY cannot be written while the peer does not read: the socket is destroyed at 200 ms.
     await listener.close(GrpcStatus.UNAVAILABLE, "going down", 200);
     assert.equal(listener.connections.size, 0);

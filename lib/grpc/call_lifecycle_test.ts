@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { frame, FrameType } from "./frames.ts";
 import { type CallHandler, type GrpcCall, GrpcStatus, listenGrpc } from "./server.ts";
-import { END_STREAM, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
+import { END_STREAM, eventually, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { DATA, RST_STREAM } = FrameType;
 const NO_ERROR = 0, CANCEL = 8;
@@ -158,12 +158,6 @@ Deno.test("a client reset rejects the sends waiting for window and every later s
     },
   );
 });
-
-/** Polls `pred` every 10 ms for up to 10 s. */
-async function eventually(pred: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 1000 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
-  return pred();
-}
 
 Deno.test("a client that goes away cancels each open call once and rejects its waiting sends", async () => {
   const sends: Promise<string>[] = [];

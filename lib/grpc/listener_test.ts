@@ -20,7 +20,7 @@ import {
   GrpcStatus,
   listenGrpc,
 } from "./server.ts";
-import { RawClient } from "./testing.ts";
+import { eventually, RawClient } from "./testing.ts";
 
 const { DATA, SETTINGS } = FrameType;
 const te = new TextEncoder();
@@ -32,14 +32,8 @@ const echo: CallHandler = (c) => {
 const handlers = new Map([[ECHO, echo]]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits until `pred` holds (polled every 10 ms), at most `ms`; answers whether it held. */
-async function until(pred: () => boolean, ms = 20_000): Promise<boolean> {
-  for (const end = performance.now() + ms; !pred();) {
-    if (performance.now() > end) return false;
-    await sleep(10);
-  }
-  return true;
-}
+/** Waits until `pred` holds, at most 20 s (a reopen takes a few checks); answers whether it held. */
+const until = (pred: () => boolean) => eventually(pred, 20_000);
 
 /** A client that sent its preface and acknowledged the server's SETTINGS. */
 async function connected(port: number, opts: { path?: string; localAddress?: string } = {}) {

@@ -287,6 +287,15 @@ export class RawClient {
   }
 }
 
+/** Polls `pred` every 5 ms until it holds, for at most `ms`; answers whether it held. */
+export async function eventually(pred: () => boolean, ms = 10_000): Promise<boolean> {
+  for (const end = performance.now() + ms; !pred();) {
+    if (performance.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return true;
+}
+
 /** What the server answered an attack with. */
 export interface AttackResult {
   /** E.g. `GOAWAY ENHANCE_YOUR_CALM (too_many_pings)`, `RST_STREAM REFUSED_STREAM ×900`. */
