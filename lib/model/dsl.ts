@@ -477,7 +477,7 @@ function walk(s: Schema, v: unknown, path: string, out: Issue[]): void {
               ? `unknown field (known fields: ${known.join(", ")})`
               : "unknown field (no fields are allowed here)",
           });
-        } else walk(fs, item, keyPath(path, k), out);
+        } else walk(fs, nullBranch(s, k, item) ? {} : item, keyPath(path, k), out);
       }
       for (const r of s.required ?? []) {
         const item = v[r];
@@ -584,6 +584,15 @@ export function toOpenAPI(s: Schema): Record<string, unknown> {
 // ---- normalization ----------------------------------------------------------------------------
 
 /**
+ * A `null` message member of a oneof (YAML `- mtls:`) selects that branch: it stands for `{}`,
+ * both when it is validated (so the branch's required fields are checked) and when it is cleaned.
+ */
+function nullBranch(s: ObjectSchema, k: string, x: unknown): boolean {
+  return x === null && s.fields[k]?.type === "object" &&
+    (s.oneofs ?? []).some((o) => o.fields.includes(k));
+}
+
+/**
  * Returns a deep copy of a (valid) value with proto-JSON "not set" markers removed: `null`
  * fields are dropped, except a `null` message that is a member of a oneof (YAML `- mtls:`),
  * which becomes `{}` because naming it selects that branch.
@@ -604,12 +613,11 @@ export function clean(s: Schema, v: unknown): unknown {
     }
     case "object": {
       if (!isPlainObject(v)) return v;
-      const inOneof = new Set((s.oneofs ?? []).flatMap((o) => o.fields));
       const out: Record<string, unknown> = {};
       for (const [k, x] of Object.entries(v)) {
         const fs = s.fields[k];
         if (x === null) {
-          if (fs?.type === "object" && inOneof.has(k)) out[k] = {};
+          if (nullBranch(s, k, x)) out[k] = {};
           continue;
         }
         out[k] = fs ? clean(fs, x) : JSON.parse(JSON.stringify(x));

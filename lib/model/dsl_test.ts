@@ -61,6 +61,19 @@ Deno.test("validate() treats null as not set, except a null oneof message which 
   assert.deepEqual(validate(schema, { name: "n", pick: { b: null } }, "spec"), [
     { path: "spec.pick", reason: "one of a, b is required" },
   ]);
+  // The selected message is checked as the {} it stands for (and is stored as): its required
+  // fields too, so that what is accepted reads back accepted.
+  const strict = obj({
+    pick: obj({ a: obj({ x: int() }, { required: ["x"] }), b: str() }, {
+      oneofs: [{ fields: ["a", "b"], required: true }],
+    }),
+  });
+  assert.deepEqual(validate(strict, { pick: { a: null } }, "spec"), [
+    { path: "spec.pick.a.x", reason: "is required" },
+  ]);
+  assert.deepEqual(validate(strict, { pick: { a: {} } }, "spec"), [
+    { path: "spec.pick.a.x", reason: "is required" },
+  ]);
 });
 
 Deno.test("clean() drops nulls and turns a null oneof message into {}", () => {
