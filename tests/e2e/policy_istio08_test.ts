@@ -6,13 +6,13 @@
  */
 
 import assert from "node:assert/strict";
-import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
+import { DEFAULT_MANIFEST, type Value } from "../../lib/expr/mod.ts";
 import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
 import { spawnProgram, waitUntil } from "../harness/procs.ts";
 
 const CONFIG = new URL("./testdata/istio08/policy.yaml", import.meta.url);
 
-type Bag = Record<string, unknown>;
+type Bag = Record<string, Value>;
 
 async function client(address: string) {
   const grpc = await import("../../lib/deps/grpc.ts");
@@ -23,9 +23,8 @@ async function client(address: string) {
     new Promise<Record<string, unknown>>((resolve, reject) =>
       c[method](req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r)))
     );
-  // deno-lint-ignore no-explicit-any
   let calls = 0;
-  const attrs = (b: Bag) => compress(b as any, DEFAULT_MANIFEST);
+  const attrs = (b: Bag) => compress(b, DEFAULT_MANIFEST);
   return {
     check: async (bag: Bag) => {
       const r = await call("Check", { attributes: attrs(bag) });
