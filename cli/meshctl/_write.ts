@@ -10,6 +10,7 @@ import {
   objectPath,
   readObjects,
   schemasOf,
+  warnNotServed,
   writeFailure,
 } from "./_config_io.ts";
 
@@ -27,11 +28,12 @@ export async function writeFromInput(
 ): Promise<number> {
   // the command declares no arguments: the runner already refused any (exit 2)
   void args;
-  const read = await readObjects(op, opts, ctx, "full");
+  const partial = op === "create" && !(opts as { allOrNothing?: boolean }).allOrNothing;
+  const read = await readObjects(op, opts, ctx, "full", undefined, partial);
   if (typeof read === "number") return read;
-  const { conn, objects } = read;
+  const { conn, objects, failed } = read;
   const opened = await conn.open({ schemas: schemasOf(objects), createDir: true });
-  return await applyEach(ctx, opened, objects, async (store, { object, schema }) => {
+  const code = await applyEach(ctx, opened, objects, async (store, { object, schema }) => {
     const what = objectPath(schema, object);
     const stored = op === "create" ? await store.create(object) : await store.update(object);
     const rv = stored.metadata.resourceVersion ?? "";
@@ -41,4 +43,6 @@ export async function writeFromInput(
       ? `Created config ${what} at revision ${rv}${as}\n`
       : `Updated config ${what} to revision ${rv}${as}\n`;
   }, ({ object, schema }, err) => writeFailure(op, objectPath(schema, object), err));
+  await warnNotServed(ctx, objects);
+  return failed > 0 ? 1 : code;
 }

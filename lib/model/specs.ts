@@ -569,10 +569,21 @@ export const destinationPolicySpec: ObjectSchema = obj({
 }, { required: ["destination"] });
 
 /** config.mesh.io/v1alpha2 EgressRule (routing v1alpha1). */
+/**
+ * An EgressRule domain as Istio 0.8 validated it: `*` may prefix the first label, whole
+ * (`*.foo.com`) or in part (`*foo.com`, `*-bar.foo.com`).
+ */
+export function checkEgressDomain(s: string): string | undefined {
+  if (!s.startsWith("*") || s === "*" || s.startsWith("*.")) return checkHost(s, true);
+  // the rest of a partly wildcarded first label must still make a label: try it with a letter
+  const problem = checkHost("a" + s.slice(1), false);
+  return problem && `invalid host ${quote(s)}: ${problem.replace(/^invalid host "[^"]*": /, "")}`;
+}
+
 export const egressRuleSpec: ObjectSchema = obj({
   destination: istioServiceSchema((s) => {
     if (s.includes("/") || isIp(s)) return checkIpOrCidr(s);
-    return checkHost(s, true);
+    return checkEgressDomain(s);
   }),
   ports: arr(
     obj({

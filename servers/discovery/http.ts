@@ -11,6 +11,7 @@ import type { Context } from "../../lib/deps/hono.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { startCpuProfile } from "../../lib/process/mod.ts";
 import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
+import { withServingStatus } from "../../lib/model/kinds.ts";
 import {
   buildEndpoints,
   decodeAny,
@@ -501,7 +502,11 @@ export function discoveryApp(d: HttpDeps): Hono {
   };
   app.get("/debug/endpointz", (c) => endpointz(c));
 
-  app.get("/debug/configz", (c) => jsonBody(c, [...d.model.configs() as ConfigObject[], {}]));
+  // legacy kinds and fields not yet served say so (lib/model/kinds.ts)
+  app.get(
+    "/debug/configz",
+    (c) => jsonBody(c, [...(d.model.configs() as ConfigObject[]).map(withServingStatus), {}]),
+  );
 
   app.get("/debug/syncz", (c) => {
     const id = c.req.query("proxyID");
