@@ -27,7 +27,8 @@ Deno.test("crdManifests() gives one namespaced v1 CRD per type with names and ca
   assert.equal(vs.spec.scope, "Namespaced");
   assert.deepEqual(
     vs.spec.versions.map((v: any) => [v.name, v.served, v.storage]),
-    [["v1alpha3", true, true]],
+    [["v1alpha3", true, true], ["v1beta1", true, false], ["v1", true, false]],
+    "v1beta1 and v1 served with the one schema, stored as v1alpha3",
   );
   const spec = vs.spec.versions[0].schema.openAPIV3Schema.properties.spec;
   assert.deepEqual(spec.required, ["hosts"]);

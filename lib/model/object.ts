@@ -171,9 +171,9 @@ export function normalizeObject(
           const c = candidates[0];
           issues.push(at(
             "apiVersion",
-            `kind ${kind} belongs to ${c.group}/${c.version} (or ${c.referenceGroup}/${c.version}), got ${
-              quote(apiVersion)
-            }`,
+            `kind ${kind} belongs to ${c.group}/${c.versions.join("|")} (or ${c.referenceGroup}/${
+              c.versions.join("|")
+            }), got ${quote(apiVersion)}`,
           ));
         } else issues.push(at("kind", unknownKindReason(kind)));
       }

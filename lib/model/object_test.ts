@@ -84,7 +84,7 @@ Deno.test("normalizeObject() reports object-level problems naming the document w
   assert.deepEqual(
     problems("apiVersion: networking.istio.io/v1alpha2\nkind: Gateway\nmetadata: {name: g}\n"),
     [
-      'Gateway/g: apiVersion: kind Gateway belongs to networking.mesh.io/v1alpha3 (or networking.istio.io/v1alpha3), got "networking.istio.io/v1alpha2"',
+      'Gateway/g: apiVersion: kind Gateway belongs to networking.mesh.io/v1alpha3|v1beta1|v1 (or networking.istio.io/v1alpha3|v1beta1|v1), got "networking.istio.io/v1alpha2"',
     ],
   );
   assert.deepEqual(problems("- 1\n"), ["test.yaml document 1: must be an object, got a list"]);

@@ -128,3 +128,33 @@ Deno.test("meshctl create takes Istio 0.8's partial egress wildcards and warns t
     );
   });
 });
+
+Deno.test("meshctl create takes the networking kinds under v1beta1 and v1 (Istio's groups and ours), stored as v1alpha3", async () => {
+  await withDir(async (dir) => {
+    const r = await meshctlProcess(["create", "-f", "-", ...fs(dir)], {
+      stdin: await fixture("istio/networking-v1.yaml"),
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.stdout.trimEnd().split("\n").map((l) => l.split(" ")[2]), [
+      "gateway/default/bookinfo-gateway",
+      "virtual-service/default/bookinfo",
+      "destination-rule/default/reviews",
+      "service-entry/default/httpbin-ext",
+      "virtual-service/default/ratings",
+    ]);
+    const stored = await Deno.readTextFile(`${dir}/default/virtualservices/bookinfo.yaml`);
+    assert.match(stored, /^apiVersion: networking\.mesh\.io\/v1alpha3$/m);
+    const get = await meshctl(["get", "destinationrule", "reviews", "-o", "yaml", ...fs(dir)]);
+    assert.equal(get.code, 0, get.stderr);
+    assert.match(get.stdout, /apiVersion: networking\.mesh\.io\/v1alpha3/);
+    const bad = await meshctl(["create", "-f", "-", ...fs(dir)], {
+      stdin: "apiVersion: networking.istio.io/v2\nkind: VirtualService\nmetadata: {name: x}\n" +
+        "spec: {hosts: [x]}\n",
+    });
+    assert.equal(bad.code, 1);
+    assert.match(
+      bad.stderr,
+      /apiVersion: kind VirtualService belongs to networking\.mesh\.io\/v1alpha3\|v1beta1\|v1 \(or networking\.istio\.io\/v1alpha3\|v1beta1\|v1\), got "networking\.istio\.io\/v2"/,
+    );
+  });
+});

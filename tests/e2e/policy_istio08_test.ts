@@ -63,7 +63,10 @@ Deno.test("mesh-policy server takes Istio 0.8's policy configuration as Istio wr
       .at(-1)!;
     const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 20_000)).split(" ")
       .at(-1)!;
-    await server.waitFor(/Configuration loaded: \d+ rules, \d+ handlers, 2 objects rejected/, 20_000);
+    await server.waitFor(
+      /Configuration loaded: \d+ rules, \d+ handlers, 2 objects rejected/,
+      20_000,
+    );
     const cl = c = await client(grpcAddr);
 
     await t.step("a bad object is rejected alone, with the rule that needs it", async () => {
