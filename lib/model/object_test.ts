@@ -117,7 +117,7 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     type: "virtualservice",
     edit: (s) => (s.http[0].retries.attemps = 3),
     want: [
-      "VirtualService/default/reviews: spec.http[0].retries.attemps: unknown field (known fields: attempts, perTryTimeout)",
+      "VirtualService/default/reviews: spec.http[0].retries.attemps: unknown field (known fields: attempts, perTryTimeout, retryOn)",
     ],
   },
   {
@@ -151,7 +151,7 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     type: "destinationrule",
     edit: (s) => (s.trafficPolicy.loadBalancer.simple = "FASTEST"),
     want: [
-      'DestinationRule/default/reviews: spec.trafficPolicy.loadBalancer.simple: must be one of ROUND_ROBIN, LEAST_CONN, RANDOM, PASSTHROUGH, got "FASTEST"',
+      'DestinationRule/default/reviews: spec.trafficPolicy.loadBalancer.simple: must be one of ROUND_ROBIN, LEAST_CONN, RANDOM, PASSTHROUGH, LEAST_REQUEST, got "FASTEST"',
     ],
   },
   {
@@ -301,7 +301,7 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
       delete s.http[0].route;
     },
     want: [
-      "VirtualService/default/reviews: spec.http[0]: an HTTP route must set route or redirect",
+      "VirtualService/default/reviews: spec.http[0]: an HTTP route must set route, redirect or delegate",
       "VirtualService/default/reviews: spec.http[1]: an HTTP route cannot set both redirect and route",
     ],
   },
@@ -309,7 +309,7 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     name: "virtual service without routes",
     type: "virtualservice",
     edit: (s) => delete s.http,
-    want: ["VirtualService/default/reviews: spec: a virtual service must set http or tcp routes"],
+    want: ["VirtualService/default/reviews: spec: a virtual service must set http, tls or tcp routes"],
   },
   {
     name: "gateway tls needs certificates",
