@@ -110,15 +110,64 @@ export function legacyNotServedReason(kind: string): string | undefined {
  * Fields mesh accepts and stores but does not yet turn into proxy configuration, by kind: each
  * entry is a path (`[]` steps into every list item) and what is said about it.
  */
-const UNSERVED_FIELDS: Readonly<Record<string, readonly (readonly [string, string])[]>> = {};
+const UNSERVED_FIELDS: Readonly<
+  Record<string, readonly (readonly [string, string, ((v: unknown) => boolean)?])[]>
+> = {
+  VirtualService: [
+    ["exportTo", "the VirtualService is visible in every namespace"],
+    ["tls[]", "TLS routes by SNI are not generated; use tcp routes"],
+    ["http[].delegate", "delegation is not followed; the route answers 503"],
+  ],
+  DestinationRule: [
+    ["exportTo", "the DestinationRule is visible in every namespace"],
+    ["workloadSelector", "the DestinationRule applies to every workload"],
+    ["trafficPolicy.tls.credentialName", "client certificates are read from the file paths only"],
+    ["trafficPolicy.tls.insecureSkipVerify", "the server certificate is verified as configured"],
+    ["trafficPolicy.loadBalancer.localityLbSetting", "locality load balancing is not generated"],
+    ["trafficPolicy.loadBalancer.warmupDurationSecs", "no slow-start warm-up"],
+    ["trafficPolicy.connectionPool.http.useClientProtocol", "the port's protocol is used"],
+  ],
+  Gateway: [
+    [
+      "servers[].tls.credentialName",
+      "certificates are read from serverCertificate/privateKey only; an HTTPS server with only " +
+      "a credentialName gets no listener",
+    ],
+    [
+      "servers[].tls.mode",
+      "an AUTO_PASSTHROUGH server gets no listener",
+      (v) => v === "AUTO_PASSTHROUGH",
+    ],
+    [
+      "servers[].hosts[]",
+      "the namespace part of a host is not enforced: VirtualServices of every namespace bind",
+      (v) => typeof v === "string" && v.includes("/"),
+    ],
+    ["servers[].port.targetPort", "the listener uses port.number"],
+    ["servers[].bind", "listeners bind 0.0.0.0"],
+    ["servers[].tls.minProtocolVersion", "Envoy's default TLS versions"],
+    ["servers[].tls.maxProtocolVersion", "Envoy's default TLS versions"],
+    ["servers[].tls.cipherSuites", "Envoy's default cipher suites"],
+  ],
+  ServiceEntry: [
+    ["exportTo", "the ServiceEntry is visible in every namespace"],
+    ["workloadSelector", "workload selection is not supported; give endpoints"],
+    ["ports[].targetPort", "endpoints are reached on the port's number (or endpoints[].ports)"],
+    ["endpoints[].locality", "endpoints carry no locality"],
+    ["endpoints[].weight", "endpoints are weighted equally"],
+    ["endpoints[].network", "all endpoints are taken as reachable"],
+    ["endpoints[].serviceAccount", "the service accounts of the ServiceEntry's annotation apply"],
+    ["subjectAltNames", "the service accounts of the ServiceEntry's annotation apply"],
+  ],
+};
 
-function present(v: unknown, steps: readonly string[]): boolean {
+function present(v: unknown, steps: readonly string[], test?: (v: unknown) => boolean): boolean {
   if (v === undefined || v === null) return false;
-  if (steps.length === 0) return !(Array.isArray(v) && v.length === 0);
+  if (steps.length === 0) return test ? test(v) : !(Array.isArray(v) && v.length === 0);
   const [step, ...rest] = steps;
-  if (step === "[]") return Array.isArray(v) && v.some((x) => present(x, rest));
+  if (step === "[]") return Array.isArray(v) && v.some((x) => present(x, rest, test));
   if (typeof v !== "object" || Array.isArray(v)) return false;
-  return present((v as Record<string, unknown>)[step], rest);
+  return present((v as Record<string, unknown>)[step], rest, test);
 }
 
 /**
@@ -127,9 +176,9 @@ function present(v: unknown, steps: readonly string[]): boolean {
  */
 export function unservedFields(o: { kind: string; spec?: unknown }): string[] {
   const out: string[] = [];
-  for (const [path, why] of UNSERVED_FIELDS[o.kind] ?? []) {
+  for (const [path, why, test] of UNSERVED_FIELDS[o.kind] ?? []) {
     const steps = path.split(".").flatMap((p) => p.endsWith("[]") ? [p.slice(0, -2), "[]"] : [p]);
-    if (present(o.spec, steps)) out.push(`spec.${path}: accepted, not yet served: ${why}`);
+    if (present(o.spec, steps, test)) out.push(`spec.${path}: accepted, not yet served: ${why}`);
   }
   return out;
 }

@@ -158,3 +158,36 @@ Deno.test("meshctl create takes the networking kinds under v1beta1 and v1 (Istio
     );
   });
 });
+
+Deno.test("meshctl create warns, per object, about fields it accepts but does not yet serve", async () => {
+  await withDir(async (dir) => {
+    const r = await meshctl(["create", "-f", "-", ...fs(dir)], {
+      stdin: `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews}
+spec:
+  hosts: [reviews]
+  exportTo: ["."]
+  http:
+  - name: default
+    route: [{destination: {host: reviews}}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: public}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: ["./bookinfo.example.com"]
+    tls: {mode: SIMPLE, credentialName: bookinfo-cert}
+`,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.stderr.trimEnd().split("\n"), [
+      "Warning: virtual-service/default/reviews: spec.exportTo: accepted, not yet served: the VirtualService is visible in every namespace",
+      "Warning: gateway/default/public: spec.servers[].tls.credentialName: accepted, not yet served: certificates are read from serverCertificate/privateKey only; an HTTPS server with only a credentialName gets no listener",
+      "Warning: gateway/default/public: spec.servers[].hosts[]: accepted, not yet served: the namespace part of a host is not enforced: VirtualServices of every namespace bind",
+    ]);
+  });
+});

@@ -11,7 +11,7 @@ import { type GatewayEntry, indexOf } from "./context.ts";
 import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./listeners.ts";
 import { dedupeDomains, destinationCluster, translateHttpRoutes } from "./routes.ts";
 import { downstreamTlsSocket } from "./security.ts";
-import { labelsMatch, socketAddress } from "./util.ts";
+import { gatewayHostName, labelsMatch, socketAddress } from "./util.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -50,7 +50,12 @@ function serversByPort(gws: GatewayEntry[]): Map<number, ServerRef[]> {
 function isHttpServer(server: Any): boolean {
   const p = String(server?.port?.protocol ?? "").toUpperCase();
   if (p === "HTTP" || p === "HTTP2" || p === "GRPC") return true;
-  return p === "HTTPS" && server?.tls?.mode !== "PASSTHROUGH";
+  if (p !== "HTTPS") return false;
+  const tls = server?.tls;
+  // not terminated here: passthrough modes, and certificates only named by credentialName
+  // (not served yet; never answered in plain text)
+  if (tls?.mode === "PASSTHROUGH" || tls?.mode === "AUTO_PASSTHROUGH") return false;
+  return !(tls?.credentialName && !tls.serverCertificate);
 }
 
 const HTTP_FILTERS = () => [
@@ -87,7 +92,7 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
         if (terminate) {
           const hosts: string[] = (Array.isArray(server.hosts) ? server.hosts : []).filter((
             h: unknown,
-          ) => typeof h === "string");
+          ) => typeof h === "string").map(gatewayHostName); // `ns/host`: the namespace is not enforced
           if (hosts.length && !hosts.includes("*")) {
             chain.filter_chain_match = { server_names: hosts };
             sni = true;

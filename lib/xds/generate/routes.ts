@@ -18,6 +18,7 @@ import {
   labelsMatch,
   outboundClusterName,
   parseClusterName,
+  resolveGatewayRef,
   resolveShortName,
   serviceDomains,
   stringMatcher,
@@ -157,7 +158,12 @@ export function corsConfig(c: Any): XdsResource | undefined {
   // matcher matches the origin *or the literal "*"* (CorsFilter::isOriginAllowed), so this is
   // Envoy's own "any origin" form. (`{prefix: ""}` breaks PGV's min_len 1 and gets the whole
   // RouteConfiguration rejected.)
-  const origins = list(c.allowOrigin).map((o: string) => ({ exact: o }));
+  const origins: Any[] = list(c.allowOrigin).map((o: string) => ({ exact: o }));
+  // today's `allowOrigins`: StringMatch values (exact, prefix, regex)
+  for (const sm of Array.isArray(c.allowOrigins) ? c.allowOrigins : []) {
+    const m = stringMatcher(sm);
+    if (m && m.prefix !== "") origins.push(m);
+  }
   if (origins.length) out.allow_origin_string_match = origins;
   if (list(c.allowMethods).length) out.allow_methods = list(c.allowMethods).join(",");
   if (list(c.allowHeaders).length) out.allow_headers = list(c.allowHeaders).join(",");
@@ -270,6 +276,9 @@ export function hashPolicy(ctx: PushContext, clusterName: string): XdsResource[]
     return [{ cookie: c }];
   }
   if (ch.useSourceIp === true) return [{ connection_properties: { source_ip: true } }];
+  if (typeof ch.httpQueryParameterName === "string") {
+    return [{ query_parameter: { name: ch.httpQueryParameterName } }];
+  }
   return undefined;
 }
 
@@ -284,6 +293,46 @@ export const RETRY_ON_HTTP = "5xx,connect-failure,refused-stream";
 /** See {@link RETRY_ON_HTTP}. */
 export const RETRY_ON_GRPC = `${RETRY_ON_HTTP},unavailable,cancelled,resource-exhausted`;
 
+/**
+ * Istio `headers` (`request`/`response`: `set`, `add`, `remove`) → Envoy header options
+ * (`request_headers_to_add`, `request_headers_to_remove`, `response_...`): `set` overwrites,
+ * `add` appends. For a route, a weighted cluster, or (merged) a route's single destination.
+ */
+export function headerOperations(h: Any): XdsResource {
+  const out: Any = {};
+  if (!h || typeof h !== "object") return out;
+  for (const side of ["request", "response"] as const) {
+    const ops = h[side];
+    if (!ops || typeof ops !== "object") continue;
+    const add: Any[] = [];
+    for (
+      const [field, action] of [
+        ["set", "OVERWRITE_IF_EXISTS_OR_ADD"],
+        ["add", "APPEND_IF_EXISTS_OR_ADD"],
+      ] as const
+    ) {
+      const m = ops[field];
+      if (!m || typeof m !== "object") continue;
+      for (const [key, value] of Object.entries(m)) {
+        if (typeof value === "string") add.push({ header: { key, value }, append_action: action });
+      }
+    }
+    if (add.length) out[`${side}_headers_to_add`] = add;
+    const remove = Array.isArray(ops.remove)
+      ? ops.remove.filter((x: unknown) => typeof x === "string")
+      : [];
+    if (remove.length) out[`${side}_headers_to_remove`] = remove;
+  }
+  return out;
+}
+
+/** Adds header options `extra` to `target`, appending to lists already there. */
+function mergeHeaderOps(target: Any, extra: Any): void {
+  for (const [k, v] of Object.entries(extra)) {
+    target[k] = [...(target[k] ?? []), ...(v as unknown[])];
+  }
+}
+
 /** Route action (or redirect) plus per-route extras for one Istio HTTPRoute. */
 function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grpc: boolean): Any {
   const body: Any = {};
@@ -295,15 +344,21 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
   } else {
     const dests = (Array.isArray(r.route) ? r.route : []).filter((d: Any) => d?.destination);
     const action: Any = {};
+    let destHeaders: Any = {};
     if (dests.length === 1) {
       action.cluster = destinationCluster(ctx, dests[0].destination, vs.namespace, scope.port);
+      destHeaders = headerOperations(dests[0].headers);
     } else if (dests.length > 1) {
       const clusters = dests.map((d: Any) => ({
         name: destinationCluster(ctx, d.destination, vs.namespace, scope.port),
         weight: { value: typeof d.weight === "number" ? d.weight : 0 },
+        ...headerOperations(d.headers),
       })).filter((c: Any) => c.weight.value > 0);
-      if (clusters.length === 1) action.cluster = clusters[0].name;
-      else if (clusters.length) action.weighted_clusters = { clusters };
+      if (clusters.length === 1) {
+        const { name, weight: _, ...ops } = clusters[0];
+        action.cluster = name;
+        destHeaders = ops;
+      } else if (clusters.length) action.weighted_clusters = { clusters };
     }
     if (!action.cluster && !action.weighted_clusters) {
       return { direct_response: { status: 503 } };
@@ -333,13 +388,18 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
       }
     }
     if (r.mirror && typeof r.mirror === "object") {
-      action.request_mirror_policies = [{
-        cluster: destinationCluster(ctx, r.mirror, vs.namespace, scope.port),
-      }];
+      const mirror: Any = { cluster: destinationCluster(ctx, r.mirror, vs.namespace, scope.port) };
+      // mirrorPercentage: the share of requests mirrored (all when unset)
+      if (typeof r.mirrorPercentage?.value === "number") {
+        mirror.runtime_fraction = { default_value: fractionalPercent(r.mirrorPercentage.value) };
+      }
+      action.request_mirror_policies = [mirror];
     }
     if (r.websocketUpgrade === true) action.upgrade_configs = [{ upgrade_type: "websocket" }];
     body.route = action;
+    mergeHeaderOps(body, destHeaders);
   }
+  if (typeof r.name === "string" && r.name) body.name = r.name;
   const tpfc: Any = {};
   const f = faultConfig(r.fault);
   if (f) tpfc["envoy.filters.http.fault"] = f;
@@ -357,9 +417,13 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
   if (r.appendHeaders && typeof r.appendHeaders === "object") {
     const hs = Object.entries(r.appendHeaders).filter(([, v]) => typeof v === "string");
     if (hs.length) {
-      body.request_headers_to_add = hs.map(([key, value]) => ({ header: { key, value } }));
+      body.request_headers_to_add = [
+        ...hs.map(([key, value]) => ({ header: { key, value } })),
+        ...(body.request_headers_to_add ?? []),
+      ];
     }
   }
+  mergeHeaderOps(body, headerOperations(r.headers));
   return body;
 }
 
@@ -386,7 +450,7 @@ export function translateHttpRoutes(
             ? {
               ...m,
               gateways: m.gateways.map((g: string) =>
-                g === "mesh" ? g : resolveShortName(String(g), vs.namespace, ctx.domain)
+                resolveGatewayRef(String(g), vs.namespace, ctx.domain)
               ),
             }
             : m,

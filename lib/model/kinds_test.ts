@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import {
+  isOrchestratorKind,
+  legacyNotServedReason,
+  unservedFields,
+  unsupportedKindReason,
+  withServingStatus,
+} from "./kinds.ts";
+
+Deno.test("unsupportedKindReason() names kinds mesh does not serve, the Gateway API's as such", () => {
+  assert.equal(
+    unsupportedKindReason("telemetry.istio.io/v1", "Telemetry"),
+    "kind Telemetry (telemetry.istio.io/v1) is not supported by mesh",
+  );
+  assert.match(
+    unsupportedKindReason("gateway.networking.k8s.io/v1", "Gateway")!,
+    /^Gateway API kind Gateway \(gateway\.networking\.k8s\.io\/v1\) is not supported by mesh/,
+  );
+  assert.equal(unsupportedKindReason("networking.istio.io/v1", "Gateway"), undefined);
+  assert.equal(
+    unsupportedKindReason("networking.mesh.io/v1alpha3", "EnvoyFilter")?.includes("EnvoyFilter"),
+    true,
+  );
+});
+
+Deno.test("isOrchestratorKind() holds for workload kinds, not for Ingress nor mesh kinds", () => {
+  assert.equal(isOrchestratorKind("v1", "Service"), true);
+  assert.equal(isOrchestratorKind("apps/v1", "Deployment"), true);
+  assert.equal(isOrchestratorKind("rbac.authorization.k8s.io/v1", "Role"), true);
+  assert.equal(isOrchestratorKind("networking.k8s.io/v1", "Ingress"), false);
+  assert.equal(isOrchestratorKind("networking.istio.io/v1", "VirtualService"), false);
+  assert.equal(isOrchestratorKind("gateway.networking.k8s.io/v1", "HTTPRoute"), false);
+});
+
+Deno.test("unservedFields() and withServingStatus() say what is stored but not served", () => {
+  assert.deepEqual(
+    unservedFields({
+      kind: "ServiceEntry",
+      spec: { endpoints: [{ address: "a" }, { address: "b", weight: 3 }] },
+    }),
+    [
+      "spec.endpoints[].weight: accepted, not yet served: endpoints are weighted equally",
+    ],
+  );
+  assert.deepEqual(
+    unservedFields({ kind: "Gateway", spec: { servers: [{ hosts: ["a.com"] }] } }),
+    [],
+  );
+  assert.deepEqual(unservedFields({ kind: "VirtualService", spec: { exportTo: [] } }), []);
+  const legacy = withServingStatus({ kind: "RouteRule", spec: {} });
+  assert.deepEqual(legacy, {
+    kind: "RouteRule",
+    spec: {},
+    status: { served: false, message: legacyNotServedReason("RouteRule") },
+  });
+  const vs = { kind: "VirtualService", spec: { hosts: ["a"] } };
+  assert.equal(withServingStatus(vs), vs);
+});

@@ -1,0 +1,222 @@
+/**
+ * Golden xDS for today's networking fields (issue 24): each case writes an Istio object as users
+ * do (networking.istio.io/v1), normalizes it as meshctl and the stores do (so the schema must
+ * accept it), generates the resources the field touches, checks that they encode without losing
+ * fields and pass Envoy's validation rules, and compares them with
+ * `testdata/fields/<case>.json` (UPDATE_GOLDEN=1 rewrites).
+ */
+
+import assert from "node:assert/strict";
+import * as path from "node:path";
+import { formatIssues, normalizeObject } from "../../model/mod.ts";
+import type { ConfigObject } from "../../model/types.ts";
+import { checkGolden } from "../../../tests/harness/golden.ts";
+import { loadXdsProtos, TYPE_URLS } from "../mod.ts";
+import { pgvProblems } from "../pgv.ts";
+import { roundTripProblems } from "../testdata/roundtrip.ts";
+import { model } from "../testdata/model.ts";
+import { gatewayRouter, helloV1 } from "../testdata/scenarios.ts";
+import { buildClusters } from "./clusters.ts";
+import { gatewayListeners, gatewayRouteConfig, selectedGateways } from "./gateway.ts";
+import { buildRoutes } from "./routes.ts";
+
+const TESTDATA = new URL("./testdata/fields", import.meta.url).pathname;
+const WORLD_80 = "outbound|80||world.default.svc.cluster.local";
+
+/** Normalizes an Istio object (the schema must accept it). */
+function accepted(kind: string, name: string, spec: unknown, namespace = "default"): ConfigObject {
+  const r = normalizeObject(
+    { apiVersion: "networking.istio.io/v1", kind, metadata: { name, namespace }, spec },
+    `${kind}/${name}`,
+  );
+  assert.ok(r.object, formatIssues(r.issues));
+  return r.object;
+}
+
+async function golden(name: string, typeUrl: string, resources: unknown[]): Promise<void> {
+  await loadXdsProtos();
+  const type = typeUrl.split("/").at(-1)!;
+  assert.deepEqual(resources.flatMap((r) => roundTripProblems(typeUrl, r)), [], "round trip");
+  assert.deepEqual(resources.flatMap((r) => pgvProblems(type, r)), [], "Envoy's rules");
+  await checkGolden(
+    path.join(TESTDATA, `${name}.json`),
+    JSON.stringify(resources, null, 2) + "\n",
+    {
+      equal: (got, want) =>
+        assert.deepEqual(
+          JSON.parse(got),
+          JSON.parse(want),
+          `${name}.json differs (UPDATE_GOLDEN=1)`,
+        ),
+    },
+  );
+}
+
+/** The sidecar route configuration `80` for world's VirtualService made of `http`. */
+function worldRoutes(http: unknown[], drs: ConfigObject[] = []) {
+  const ctx = model({
+    configs: {
+      virtualServices: [accepted("VirtualService", "world", { hosts: ["world"], http })],
+      destinationRules: drs,
+    },
+  });
+  // world's virtual host only: the other services' hosts do not change
+  return buildRoutes(ctx, helloV1(), ["80"]).map((rc) => ({
+    ...rc,
+    virtual_hosts: rc.virtual_hosts.filter((h: { name: string }) => h.name.startsWith("world")),
+  }));
+}
+
+/** The outbound clusters of world:80 for a DestinationRule with `spec`. */
+function worldClusters(spec: unknown) {
+  const ctx = model({
+    configs: { destinationRules: [accepted("DestinationRule", "world", spec)] },
+  });
+  return buildClusters(ctx, helloV1()).filter((c) =>
+    c.name.startsWith("outbound|80|") && c.name.endsWith("|world.default.svc.cluster.local")
+  );
+}
+
+const TO_WORLD = [{ destination: { host: "world" } }];
+
+Deno.test("http[].name names the Envoy route (golden http-name.json)", async () => {
+  const rc = worldRoutes([{ name: "world-default", route: TO_WORLD }]);
+  assert.equal(
+    rc[0].virtual_hosts.find((h: { name: string }) => h.name.startsWith("world"))
+      .routes[0].name,
+    "world-default",
+  );
+  await golden("http-name", TYPE_URLS.route, rc);
+});
+
+Deno.test("headers: request and response set/add/remove, on the route and per destination (golden headers.json)", async () => {
+  await golden(
+    "headers",
+    TYPE_URLS.route,
+    worldRoutes([{
+      match: [{ uri: { prefix: "/single" } }],
+      route: [{ destination: { host: "world" }, headers: { request: { remove: ["cookie"] } } }],
+    }, {
+      headers: {
+        request: { set: { "x-env": "prod" }, add: { "x-trace": "on" }, remove: ["x-debug"] },
+        response: { set: { "cache-control": "no-store" }, remove: ["server"] },
+      },
+      route: [
+        {
+          destination: { host: "world", subset: "v1" },
+          weight: 90,
+          headers: { request: { set: { "x-subset": "v1" } } },
+        },
+        {
+          destination: { host: "world", subset: "v2" },
+          weight: 10,
+          headers: { response: { add: { "x-canary": "true" } } },
+        },
+      ],
+    }]),
+  );
+});
+
+Deno.test("corsPolicy.allowOrigins takes StringMatch values (golden cors-allow-origins.json)", async () => {
+  await golden(
+    "cors-allow-origins",
+    TYPE_URLS.route,
+    worldRoutes([{
+      corsPolicy: {
+        allowOrigins: [{ exact: "https://example.com" }, { regex: "https://.*\\.example\\.org" }],
+        allowMethods: ["GET", "POST"],
+        maxAge: "24h",
+      },
+      route: TO_WORLD,
+    }]),
+  );
+});
+
+Deno.test("fault percentage, retries.retryOn and mirrorPercentage (golden fault-retry-mirror.json)", async () => {
+  await golden(
+    "fault-retry-mirror",
+    TYPE_URLS.route,
+    worldRoutes([{
+      fault: {
+        delay: { percentage: { value: 0.1 }, fixedDelay: "5s" },
+        abort: { percentage: { value: 50 }, httpStatus: 503 },
+      },
+      retries: { attempts: 3, perTryTimeout: "2s", retryOn: "gateway-error,connect-failure" },
+      mirror: { host: "hello" },
+      mirrorPercentage: { value: 25.5 },
+      route: TO_WORLD,
+    }]),
+  );
+});
+
+Deno.test("LEAST_REQUEST, query-parameter hashing, h2UpgradePolicy and today's outlier detection (golden traffic-policy.json)", async () => {
+  const clusters = worldClusters({
+    host: "world",
+    trafficPolicy: {
+      loadBalancer: { simple: "LEAST_REQUEST" },
+      connectionPool: { http: { h2UpgradePolicy: "UPGRADE", idleTimeout: "30s" } },
+      outlierDetection: {
+        consecutive5xxErrors: 7,
+        consecutiveGatewayErrors: 3,
+        splitExternalLocalOriginErrors: true,
+        consecutiveLocalOriginFailures: 4,
+        interval: "10s",
+        baseEjectionTime: "1m",
+        maxEjectionPercent: 50,
+        minHealthPercent: 30,
+      },
+    },
+    subsets: [{
+      name: "sticky",
+      labels: { version: "v1" },
+      trafficPolicy: { loadBalancer: { consistentHash: { httpQueryParameterName: "user" } } },
+    }],
+  });
+  const plain = clusters.find((c) => c.name === WORLD_80)!;
+  assert.equal(plain.lb_policy, "LEAST_REQUEST");
+  await golden("traffic-policy", TYPE_URLS.cluster, clusters);
+  const routes = worldRoutes([{ route: [{ destination: { host: "world", subset: "sticky" } }] }], [
+    accepted("DestinationRule", "world", {
+      host: "world",
+      subsets: [{
+        name: "sticky",
+        labels: { version: "v1" },
+        trafficPolicy: { loadBalancer: { consistentHash: { httpQueryParameterName: "user" } } },
+      }],
+    }),
+  ]);
+  const route = routes[0].virtual_hosts.flatMap((h: { routes: unknown[] }) => h.routes)
+    .find((r: { route?: { cluster?: string } }) => r.route?.cluster?.includes("|sticky|"));
+  assert.deepEqual(route.route.hash_policy, [{ query_parameter: { name: "user" } }]);
+});
+
+Deno.test("<namespace>/<gateway> references and namespace/host Gateway hosts (golden gateway-refs.json)", async () => {
+  const gw = accepted("Gateway", "public", {
+    selector: { mesh: "ingressgateway" },
+    servers: [
+      {
+        port: { number: 80, name: "http", protocol: "HTTP" },
+        hosts: ["default/world.example.com"],
+      },
+      {
+        port: { number: 443, name: "https", protocol: "HTTPS" },
+        hosts: ["./secure.example.com"],
+        tls: { mode: "SIMPLE", serverCertificate: "/gw/cert.pem", privateKey: "/gw/key.pem" },
+      },
+    ],
+  }, "edge");
+  const vs = accepted("VirtualService", "world", {
+    hosts: ["world.example.com"],
+    gateways: ["edge/public"],
+    http: [{ match: [{ gateways: ["edge/public"] }], route: TO_WORLD }],
+  });
+  const ctx = model({ configs: { gateways: [gw], virtualServices: [vs] } });
+  const router = gatewayRouter();
+  const rc = gatewayRouteConfig(ctx, router, selectedGateways(ctx, router), 80)!;
+  assert.deepEqual(rc.virtual_hosts[0].domains, ["world.example.com", "world.example.com:80"]);
+  const tls = gatewayListeners(ctx, router).find((l) => l.name.endsWith("_443"));
+  assert.deepEqual(tls?.filter_chains[0].filter_chain_match, {
+    server_names: ["secure.example.com"],
+  });
+  await golden("gateway-refs", TYPE_URLS.route, [rc]);
+});
