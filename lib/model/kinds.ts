@@ -115,7 +115,12 @@ const UNSERVED_FIELDS: Readonly<
 > = {
   VirtualService: [
     ["exportTo", "the VirtualService is visible in every namespace"],
-    ["tls[]", "TLS routes by SNI are not generated; use tcp routes"],
+    [
+      "tls[]",
+      "TLS routes by SNI are served on Gateways' passthrough servers only; sidecars do not " +
+      "route by SNI (use tcp routes)",
+      // only where a sidecar would need them: routes bound to the mesh
+    ],
     ["http[].delegate", "delegation is not followed; the route answers 503"],
   ],
   DestinationRule: [

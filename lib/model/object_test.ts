@@ -309,7 +309,9 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     name: "virtual service without routes",
     type: "virtualservice",
     edit: (s) => delete s.http,
-    want: ["VirtualService/default/reviews: spec: a virtual service must set http, tls or tcp routes"],
+    want: [
+      "VirtualService/default/reviews: spec: a virtual service must set http, tls or tcp routes",
+    ],
   },
   {
     name: "gateway tls needs certificates",

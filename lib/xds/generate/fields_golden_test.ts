@@ -220,3 +220,42 @@ Deno.test("<namespace>/<gateway> references and namespace/host Gateway hosts (go
   });
   await golden("gateway-refs", TYPE_URLS.route, [rc]);
 });
+
+Deno.test("tls routes by SNI on a Gateway's passthrough server (golden tls-routes.json)", async () => {
+  const gw = accepted("Gateway", "passthrough", {
+    selector: { mesh: "ingressgateway" },
+    servers: [{
+      port: { number: 443, name: "tls", protocol: "TLS" },
+      hosts: ["*.example.com"],
+      tls: { mode: "PASSTHROUGH" },
+    }],
+  });
+  const vs = accepted("VirtualService", "sni", {
+    hosts: ["*.example.com"],
+    gateways: ["passthrough"],
+    tls: [
+      {
+        match: [{ port: 443, sniHosts: ["world.example.com"] }],
+        route: [{ destination: { host: "world", port: { number: 80 } } }],
+      },
+      {
+        match: [{ sniHosts: ["split.example.com", "world.example.com"] }],
+        route: [
+          { destination: { host: "world", subset: "v1" }, weight: 80 },
+          { destination: { host: "hello" }, weight: 20 },
+        ],
+      },
+    ],
+  });
+  const ctx = model({ configs: { gateways: [gw], virtualServices: [vs] } });
+  const listeners = gatewayListeners(ctx, gatewayRouter());
+  const l = listeners.find((x) => x.name === "0.0.0.0_443")!;
+  assert.deepEqual(
+    l.filter_chains.map((c: { filter_chain_match: { server_names: string[] } }) =>
+      c.filter_chain_match.server_names
+    ),
+    [["world.example.com"], ["split.example.com"]],
+    "an SNI claimed by an earlier route is not claimed again",
+  );
+  await golden("tls-routes", TYPE_URLS.listener, [l]);
+});

@@ -11,7 +11,7 @@ import { type GatewayEntry, indexOf } from "./context.ts";
 import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./listeners.ts";
 import { dedupeDomains, destinationCluster, translateHttpRoutes } from "./routes.ts";
 import { downstreamTlsSocket } from "./security.ts";
-import { gatewayHostName, labelsMatch, socketAddress } from "./util.ts";
+import { gatewayHostName, labelsMatch, resolveGatewayRef, socketAddress } from "./util.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -56,6 +56,60 @@ function isHttpServer(server: Any): boolean {
   // (not served yet; never answered in plain text)
   if (tls?.mode === "PASSTHROUGH" || tls?.mode === "AUTO_PASSTHROUGH") return false;
   return !(tls?.credentialName && !tls.serverCertificate);
+}
+
+/** A server whose TLS is passed through to the destination (protocol TLS, or HTTPS/TLS mode PASSTHROUGH). */
+function isPassthroughServer(server: Any): boolean {
+  const p = String(server?.port?.protocol ?? "").toUpperCase();
+  const mode = server?.tls?.mode;
+  return (p === "TLS" && (mode === undefined || mode === "PASSTHROUGH")) ||
+    (p === "HTTPS" && mode === "PASSTHROUGH");
+}
+
+/**
+ * Filter chains for the `tls` routes (SNI) of the VirtualServices bound to `gwNames` on `port`:
+ * one chain per route match, matching its `sniHosts`, forwarding to its destination (weighted
+ * when several). The first route claiming an SNI wins.
+ */
+export function tlsRouteChains(
+  ctx: PushContext,
+  gwNames: Set<string>,
+  port: number,
+): XdsResource[] {
+  const chains: XdsResource[] = [];
+  const claimed = new Set<string>();
+  for (const vs of indexOf(ctx).virtualServices) {
+    if (!vs.gateways.some((g) => gwNames.has(g))) continue;
+    for (const r of Array.isArray(vs.spec.tls) ? vs.spec.tls : []) {
+      const dests = (Array.isArray(r?.route) ? r.route : []).filter((d: Any) => d?.destination);
+      if (!dests.length) continue;
+      const clusters = dests.map((d: Any) => ({
+        name: destinationCluster(ctx, d.destination, vs.namespace, port),
+        weight: typeof d.weight === "number" ? d.weight : dests.length === 1 ? 100 : 0,
+      })).filter((c: { weight: number }) => c.weight > 0);
+      if (!clusters.length) continue;
+      const target = clusters.length === 1 ? clusters[0].name : clusters;
+      for (const m of Array.isArray(r.match) ? r.match : []) {
+        if (typeof m?.port === "number" && m.port !== port) continue;
+        if (Array.isArray(m?.gateways) && m.gateways.length) {
+          const refs = m.gateways.map((g: string) =>
+            resolveGatewayRef(g, vs.namespace, ctx.domain)
+          );
+          if (!refs.some((g: string) => gwNames.has(g))) continue;
+        }
+        const names = (Array.isArray(m?.sniHosts) ? m.sniHosts : [])
+          .filter((h: unknown) => typeof h === "string" && !claimed.has(h));
+        if (!names.length) continue;
+        for (const h of names) claimed.add(h);
+        const stat = typeof target === "string" ? target : `${vs.config.metadata.name}_tls`;
+        chains.push({
+          filter_chain_match: { server_names: names },
+          filters: [tcpProxyFilter(stat, target)],
+        });
+      }
+    }
+  }
+  return chains;
 }
 
 const HTTP_FILTERS = () => [
@@ -116,8 +170,21 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
       out.push(l);
       continue;
     }
-    // TCP-like servers: forward to the first matching tcp route of a VirtualService bound here.
     const gwNames = new Set(refs.map((r) => r.gw.fqdn));
+    // TLS passthrough servers: a filter chain per SNI of the VirtualServices' `tls` routes
+    const sniChains = refs.some((r) => isPassthroughServer(r.server))
+      ? tlsRouteChains(ctx, gwNames, port)
+      : [];
+    if (sniChains.length) {
+      out.push({
+        name,
+        address: socketAddress("0.0.0.0", port),
+        listener_filters: [tlsInspectorFilter()],
+        filter_chains: sniChains,
+      });
+      continue;
+    }
+    // TCP-like servers: forward to the first matching tcp route of a VirtualService bound here.
     let target: string | undefined;
     for (const vs of indexOf(ctx).virtualServices) {
       if (target || !vs.gateways.some((g) => gwNames.has(g))) continue;
