@@ -8,7 +8,13 @@
 
 /** Kinds of the reference system (and the Gateway API) that mesh does not serve, by group. */
 const UNSUPPORTED: Readonly<Record<string, readonly string[]>> = {
-  "networking.istio.io": ["EnvoyFilter", "ProxyConfig"],
+  "networking.istio.io": [
+    "EnvoyFilter",
+    "ProxyConfig",
+    "Sidecar",
+    "WorkloadEntry",
+    "WorkloadGroup",
+  ],
   "telemetry.istio.io": ["Telemetry"],
   "extensions.istio.io": ["WasmPlugin"],
   "gateway.networking.k8s.io": [
@@ -23,6 +29,15 @@ const UNSUPPORTED: Readonly<Record<string, readonly string[]>> = {
     "BackendTLSPolicy",
   ],
   "gateway.networking.x-k8s.io": ["XListenerSet", "XBackendTrafficPolicy"],
+};
+
+/** What to do instead, for some unsupported kinds. */
+const HINTS: Readonly<Record<string, string>> = {
+  Gateway: " (write an Istio Gateway and VirtualService, networking.istio.io)",
+  HTTPRoute: " (write an Istio Gateway and VirtualService, networking.istio.io)",
+  Sidecar: " yet (every proxy sees the whole mesh)",
+  WorkloadEntry: " yet (register a VM with `meshctl register`)",
+  WorkloadGroup: " yet (register a VM with `meshctl register`)",
 };
 
 /** The group of an apiVersion (`networking.istio.io/v1` → `networking.istio.io`; `v1` → ``). */
@@ -46,8 +61,8 @@ export function unsupportedKindReason(apiVersion: unknown, kind: unknown): strin
   const what = group.startsWith("gateway.networking.")
     ? `Gateway API kind ${kind}`
     : `kind ${kind}`;
-  const hint = kind === "Gateway" || kind === "HTTPRoute"
-    ? " (write an Istio Gateway and VirtualService, networking.istio.io)"
+  const hint = HINTS[kind] && !(kind === "Gateway" && !group.startsWith("gateway."))
+    ? HINTS[kind]
     : "";
   return `${what} (${apiVersion}) is not supported by mesh${hint}`;
 }

@@ -56,3 +56,14 @@ Deno.test("unservedFields() and withServingStatus() say what is stored but not s
   const vs = { kind: "VirtualService", spec: { hosts: ["a"] } };
   assert.equal(withServingStatus(vs), vs);
 });
+
+Deno.test("unsupportedKindReason() says Sidecar, WorkloadEntry and WorkloadGroup are not supported yet, with what to do", () => {
+  assert.equal(
+    unsupportedKindReason("networking.istio.io/v1", "Sidecar"),
+    "kind Sidecar (networking.istio.io/v1) is not supported by mesh yet (every proxy sees the whole mesh)",
+  );
+  assert.equal(
+    unsupportedKindReason("networking.istio.io/v1beta1", "WorkloadEntry"),
+    "kind WorkloadEntry (networking.istio.io/v1beta1) is not supported by mesh yet (register a VM with `meshctl register`)",
+  );
+});
