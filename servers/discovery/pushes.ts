@@ -7,7 +7,7 @@
 import type { Proxy } from "../../lib/xds/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import type { XdsServer } from "../../lib/xds/server/mod.ts";
-import type { RestCache } from "./http.ts";
+import type { RestCache } from "./rest_xds.ts";
 import {
   affectedClusters,
   changedKeys,
