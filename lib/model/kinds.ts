@@ -172,8 +172,11 @@ const UNSERVED_FIELDS: Readonly<
   ServiceEntry: [
     ["exportTo", "the ServiceEntry is visible in every namespace"],
     ["workloadSelector", "workload selection is not supported; give endpoints"],
-    ["ports[].targetPort", "endpoints are reached on the port's number (or endpoints[].ports)"],
-    ["endpoints[].locality", "endpoints carry no locality"],
+    [
+      "endpoints[].locality",
+      "the subzone is dropped (region and zone are kept)",
+      (v) => typeof v === "string" && v.split("/").length > 2,
+    ],
     ["endpoints[].weight", "endpoints are weighted equally"],
     ["endpoints[].network", "all endpoints are taken as reachable"],
     ["endpoints[].serviceAccount", "the service accounts of the ServiceEntry's annotation apply"],

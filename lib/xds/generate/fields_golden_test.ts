@@ -17,8 +17,12 @@ import { roundTripProblems } from "../testdata/roundtrip.ts";
 import { model } from "../testdata/model.ts";
 import { gatewayRouter, helloV1 } from "../testdata/scenarios.ts";
 import { buildClusters } from "./clusters.ts";
+import { buildEndpoints } from "./endpoints.ts";
 import { gatewayListeners, gatewayRouteConfig, selectedGateways } from "./gateway.ts";
 import { buildRoutes } from "./routes.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
 
 const TESTDATA = new URL("./testdata/fields", import.meta.url).pathname;
 const WORLD_80 = "outbound|80||world.default.svc.cluster.local";
@@ -258,4 +262,28 @@ Deno.test("tls routes by SNI on a Gateway's passthrough server (golden tls-route
     "an SNI claimed by an earlier route is not claimed again",
   );
   await golden("tls-routes", TYPE_URLS.listener, [l]);
+});
+
+Deno.test("ServiceEntry ports[].targetPort and endpoints[].locality (golden serviceentry-endpoints.json)", async () => {
+  const se = accepted("ServiceEntry", "db", {
+    hosts: ["db.internal"],
+    location: "MESH_INTERNAL",
+    resolution: "STATIC",
+    ports: [{ number: 5432, name: "tcp-pg", protocol: "TCP", targetPort: 15432 }],
+    endpoints: [
+      { address: "10.1.0.1", locality: "us-east1/us-east1-b/rack1" },
+      { address: "10.1.0.2", locality: "us-west1/us-west1-a", ports: { "tcp-pg": 6432 } },
+    ],
+  });
+  const ctx = model({ serviceEntries: [se] });
+  const eds = buildEndpoints(ctx, ["outbound|5432||db.internal"]);
+  const ports = eds[0].endpoints.flatMap((g: { lb_endpoints: Any[] }) =>
+    g.lb_endpoints.map((e) => e.endpoint.address.socket_address.port_value)
+  );
+  assert.deepEqual(
+    ports.sort(),
+    [15432, 6432].sort(),
+    "targetPort unless the endpoint names a port",
+  );
+  await golden("serviceentry-endpoints", TYPE_URLS.endpoint, eds);
 });
