@@ -129,7 +129,6 @@ const UNSERVED_FIELDS: Readonly<
   Record<string, readonly (readonly [string, string, ((v: unknown) => boolean)?])[]>
 > = {
   VirtualService: [
-    ["exportTo", "the VirtualService is visible in every namespace"],
     [
       "tls[]",
       "TLS routes by SNI are served on Gateways' passthrough servers only; sidecars do not " +

@@ -16,6 +16,7 @@ import { pgvProblems } from "../pgv.ts";
 import { roundTripProblems } from "../testdata/roundtrip.ts";
 import { model } from "../testdata/model.ts";
 import { gatewayRouter, helloV1 } from "../testdata/scenarios.ts";
+import { parseNodeId } from "../node.ts";
 import { buildClusters } from "./clusters.ts";
 import { buildEndpoints } from "./endpoints.ts";
 import { gatewayListeners, gatewayRouteConfig, selectedGateways } from "./gateway.ts";
@@ -286,4 +287,33 @@ Deno.test("ServiceEntry ports[].targetPort and endpoints[].locality (golden serv
     "targetPort unless the endpoint names a port",
   );
   await golden("serviceentry-endpoints", TYPE_URLS.endpoint, eds);
+});
+
+Deno.test("VirtualService exportTo: a proxy of another namespace gets the default route (golden export-to.json)", async () => {
+  const vs = (name: string, namespace: string, exportTo: string[], subset: string) =>
+    accepted("VirtualService", name, {
+      hosts: ["world.default.svc.cluster.local"],
+      exportTo,
+      http: [{ route: [{ destination: { host: "world.default.svc.cluster.local", subset } }] }],
+    }, namespace);
+  const ctx = model({
+    configs: {
+      virtualServices: [vs("own", "default", ["."], "v1"), vs("for-prod", "tools", ["prod"], "v2")],
+    },
+  });
+  const world = (proxy: ReturnType<typeof helloV1>) =>
+    buildRoutes(ctx, proxy, ["80"])[0].virtual_hosts.find((h: { name: string }) =>
+      h.name.startsWith("world")
+    );
+  const inDefault = world(helloV1());
+  const inProd = world(parseNodeId("sidecar~10.9.9.9~c.prod~prod.svc.cluster.local"));
+  const inOther = world(parseNodeId("sidecar~10.9.9.8~c.other~other.svc.cluster.local"));
+  assert.equal(inDefault.routes[0].route.cluster, "outbound|80|v1|world.default.svc.cluster.local");
+  assert.equal(inProd.routes[0].route.cluster, "outbound|80|v2|world.default.svc.cluster.local");
+  assert.equal(inOther.routes[0].route.cluster, WORLD_80, "no VirtualService exported here");
+  await golden("export-to", TYPE_URLS.route, [
+    { name: "default", virtual_hosts: [inDefault] },
+    { name: "prod", virtual_hosts: [inProd] },
+    { name: "other", virtual_hosts: [inOther] },
+  ]);
 });

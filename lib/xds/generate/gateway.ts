@@ -9,7 +9,13 @@ import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { headerMatcherForm, proxyLabels } from "../node.ts";
 import { type GatewayEntry, indexOf } from "./context.ts";
 import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./listeners.ts";
-import { dedupeDomains, destinationCluster, translateHttpRoutes } from "./routes.ts";
+import {
+  dedupeDomains,
+  destinationCluster,
+  exportedTo,
+  proxyNamespace,
+  translateHttpRoutes,
+} from "./routes.ts";
 import { downstreamTlsSocket } from "./security.ts";
 import { gatewayHostName, labelsMatch, resolveGatewayRef, socketAddress } from "./util.ts";
 
@@ -228,9 +234,10 @@ export function gatewayRouteConfig(
   const labels = proxyLabels(proxy);
   const vhosts: XdsResource[] = [];
   if (gwNames.size) {
+    const ns = proxyNamespace(proxy);
     for (const vs of indexOf(ctx).virtualServices) {
       const bound = vs.gateways.filter((g) => gwNames.has(g));
-      if (!bound.length) continue;
+      if (!bound.length || !exportedTo(vs, ns)) continue;
       const routes = translateHttpRoutes(ctx, [vs], {
         port,
         gateways: new Set(bound),

@@ -477,6 +477,22 @@ export function defaultRoute(host: string, port: number, ctx?: PushContext): Xds
   return { match: { prefix: "/" }, route };
 }
 
+/** The namespace of a proxy: the first label of its domain (`default.svc.cluster.local`). */
+export function proxyNamespace(proxy: Proxy): string {
+  return proxy.domain ? proxy.domain.split(".")[0] : "";
+}
+
+/**
+ * Whether a VirtualService is visible to proxies of `namespace` under its `exportTo`: unset or
+ * `*`: everywhere; `.`: its own namespace; else the namespaces named. A proxy of unknown
+ * namespace sees what is exported anywhere.
+ */
+export function exportedTo(vs: VsEntry, namespace: string): boolean {
+  const list = Array.isArray(vs.spec.exportTo) ? vs.spec.exportTo : [];
+  if (!list.length || list.includes("*") || !namespace) return true;
+  return list.some((x: unknown) => x === namespace || (x === "." && vs.namespace === namespace));
+}
+
 /** One virtual host of a sidecar (or proxyless) route config for a service port. */
 function serviceVirtualHost(
   ctx: PushContext,
@@ -486,7 +502,10 @@ function serviceVirtualHost(
   labels: Record<string, string>,
   proxylessAuthority?: string,
 ): XdsResource {
-  const vss = indexOf(ctx).meshVsByHost.get(svc.hostname) ?? [];
+  const ns = proxyNamespace(proxy);
+  const vss = (indexOf(ctx).meshVsByHost.get(svc.hostname) ?? []).filter((vs) =>
+    exportedTo(vs, ns)
+  );
   const scope: RouteScope = {
     port: port.port,
     gateways: new Set(["mesh"]),
