@@ -135,7 +135,6 @@ const UNSERVED_FIELDS: Readonly<
       "route by SNI (use tcp routes)",
       // only where a sidecar would need them: routes bound to the mesh
     ],
-    ["http[].delegate", "delegation is not followed; the route answers 503"],
   ],
   DestinationRule: [
     ["exportTo", "the DestinationRule is visible in every namespace"],

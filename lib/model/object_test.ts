@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { parse, parseAllDocuments } from "../deps/yaml.ts";
-import { formatIssues, meshctlSchemas, normalizeObject, policySchemas } from "./mod.ts";
+import {
+  formatIssue,
+  formatIssues,
+  meshctlSchemas,
+  normalizeObject,
+  policySchemas,
+} from "./mod.ts";
 
 const TESTDATA = new URL("./testdata/", import.meta.url);
 
@@ -534,4 +540,20 @@ Deno.test("normalizeObject() requires handler and instance specs to be objects",
     }, "d");
     assert.deepEqual(formatIssues(r.issues), `${s.kind}/a: spec: must be an object, got a list`);
   }
+});
+
+Deno.test("normalizeObject() takes a VirtualService without hosts as a delegate: http routes only, no gateways", () => {
+  const vs = (spec: Record<string, unknown>) =>
+    normalizeObject({
+      apiVersion: "networking.istio.io/v1",
+      kind: "VirtualService",
+      metadata: { name: "child", namespace: "team" },
+      spec,
+    }, "vs.yaml");
+  const http = [{ route: [{ destination: { host: "reviews" } }] }];
+  assert.deepEqual(vs({ http }).issues, []);
+  assert.deepEqual(vs({ http, gateways: ["gw"] }).issues.map(formatIssue), [
+    "VirtualService/team/child: spec.hosts: is required (a VirtualService without hosts is a delegate: http routes only, no gateways, no further delegate)",
+  ]);
+  assert.equal(vs({ http: [{ delegate: { name: "x" } }] }).issues.length, 1);
 });

@@ -275,14 +275,27 @@ export const virtualServiceSpec: ObjectSchema = obj({
   tcp: arr(tcpRoute),
   exportTo: exportTo(),
 }, {
-  required: ["hosts"],
   check: (v, path, out) => {
     if (isUnset(v.http) && isUnset(v.tcp) && isUnset(v.tls)) {
       out.push({ path, reason: "a virtual service must set http, tls or tcp routes" });
     }
     const gateways = (v.gateways as string[] | undefined) ?? [];
+    const hosts = (v.hosts as string[] | undefined) ?? [];
+    // without hosts, a VirtualService is a delegate: http routes only, reached by `delegate`
+    if (hosts.length === 0) {
+      const delegates = ((v.http as Record<string, unknown>[] | undefined) ?? []).some((r) =>
+        !isUnset(r.delegate)
+      );
+      if (gateways.length || !isUnset(v.tcp) || !isUnset(v.tls) || delegates) {
+        out.push({
+          path: `${path}.hosts`,
+          reason: "is required (a VirtualService without hosts is a delegate: http routes " +
+            "only, no gateways, no further delegate)",
+        });
+      }
+    }
     const boundToMesh = gateways.length === 0 || gateways.includes("mesh");
-    (v.hosts as string[]).forEach((h, i) => {
+    hosts.forEach((h, i) => {
       if (h === "*" && boundToMesh) {
         out.push({
           path: `${path}.hosts[${i}]`,

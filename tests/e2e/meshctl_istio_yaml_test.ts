@@ -34,7 +34,7 @@ Deno.test("meshctl create skips the workload kinds of an Istio sample with one l
 Deno.test("meshctl create writes the good mesh objects of a mixed file and exits 1 when one fails", async () => {
   await withDir(async (dir) => {
     const text = (await fixture("istio/bookinfo-details.yaml")) +
-      "---\napiVersion: networking.istio.io/v1alpha3\nkind: VirtualService\nmetadata: {name: bad}\nspec: {hosts: []}\n";
+      "---\napiVersion: networking.istio.io/v1alpha3\nkind: VirtualService\nmetadata: {name: bad}\nspec: {hosts: x}\n";
     const r = await meshctl(["create", "-f", "-", ...fs(dir)], { stdin: text });
     assert.equal(r.code, 1);
     assert.match(

@@ -317,3 +317,32 @@ Deno.test("VirtualService exportTo: a proxy of another namespace gets the defaul
     { name: "other", virtual_hosts: [inOther] },
   ]);
 });
+
+Deno.test("http[].delegate: the delegate's routes under the parent's match, destinations in its namespace (golden delegate.json)", async () => {
+  const parent = accepted("VirtualService", "world", {
+    hosts: ["world"],
+    http: [
+      { match: [{ uri: { prefix: "/api" } }], delegate: { name: "world-api", namespace: "team" } },
+      { match: [{ uri: { prefix: "/gone" } }], delegate: { name: "nosuch" } },
+      { route: TO_WORLD },
+    ],
+  });
+  const child = accepted("VirtualService", "world-api", {
+    http: [
+      {
+        match: [{ uri: { prefix: "/api/v2" }, headers: { "x-beta": { exact: "1" } } }],
+        route: [{ destination: { host: "world.default.svc.cluster.local", subset: "v2" } }],
+      },
+      { route: [{ destination: { host: "hello.default.svc.cluster.local" } }] },
+    ],
+  }, "team");
+  const ctx = model({ configs: { virtualServices: [parent, child] } });
+  const rc = buildRoutes(ctx, helloV1(), ["80"]).map((r) => ({
+    ...r,
+    virtual_hosts: r.virtual_hosts.filter((h: { name: string }) => h.name.startsWith("world")),
+  }));
+  const routes = rc[0].virtual_hosts[0].routes;
+  assert.deepEqual(routes.map((r: Any) => r.match.prefix), ["/api/v2", "/api", "/gone", "/"]);
+  assert.equal(routes[2].direct_response.status, 503, "a missing delegate answers 503");
+  await golden("delegate", TYPE_URLS.route, rc);
+});

@@ -428,6 +428,61 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
 }
 
 /**
+ * A parent match narrowed by a delegate's match: the delegate's `uri`, `scheme`, `method`,
+ * `authority`, `port` when it sets them, else the parent's; headers and source labels of both.
+ */
+export function mergeMatch(parent: Any, child: Any): Any {
+  if (!parent) return child;
+  if (!child) return parent;
+  const out: Any = { ...parent };
+  for (const k of ["uri", "scheme", "method", "authority", "port", "name"]) {
+    if (child[k] !== undefined) out[k] = child[k];
+  }
+  if (parent.headers || child.headers) out.headers = { ...parent.headers, ...child.headers };
+  if (parent.sourceLabels || child.sourceLabels) {
+    out.sourceLabels = { ...parent.sourceLabels, ...child.sourceLabels };
+  }
+  return out;
+}
+
+/**
+ * The routes of a `delegate`: the delegate VirtualService's http routes (one level, as the
+ * reference system), each match narrowed from the parent route's; destinations resolve in the
+ * delegate's namespace. A delegate that is missing (or itself delegates) gives 503.
+ */
+function delegateRoutes(
+  ctx: PushContext,
+  parent: VsEntry,
+  parentMatches: Any[],
+  ref: Any,
+  scope: RouteScope,
+  grpc: boolean,
+): XdsResource[] {
+  const ns = typeof ref.namespace === "string" && ref.namespace ? ref.namespace : parent.namespace;
+  const child = indexOf(ctx).virtualServices.find((v) =>
+    v.config.metadata.name === ref.name && v.namespace === ns
+  );
+  const out: XdsResource[] = [];
+  for (const r of Array.isArray(child?.spec.http) ? child!.spec.http : []) {
+    if (!r || typeof r !== "object" || r.delegate) continue;
+    const childMatches = Array.isArray(r.match) && r.match.length ? r.match : [undefined];
+    const body = routeBody(ctx, child!, r, scope, grpc);
+    for (const pm of parentMatches) {
+      for (const cm of childMatches) {
+        const match = routeMatch(mergeMatch(pm, cm), scope);
+        if (match) out.push({ match, ...body });
+      }
+    }
+  }
+  if (out.length) return out;
+  // nothing to delegate to: the parent's matches answer 503, as a route without destinations
+  return parentMatches.map((m) => routeMatch(m, scope)).filter(Boolean).map((match) => ({
+    match,
+    direct_response: { status: 503 },
+  }));
+}
+
+/**
  * Translates the `http` routes of VirtualServices into Envoy routes for `scope`. One Envoy route
  * per match (a route without matches becomes a catch-all `prefix: /`). Routes whose matches all
  * exclude the scope (port, gateways, sourceLabels) are skipped.
@@ -444,20 +499,22 @@ export function translateHttpRoutes(
     for (const r of http) {
       if (!r || typeof r !== "object") continue;
       const matches = Array.isArray(r.match) && r.match.length ? r.match : [undefined];
-      const envoyMatches = matches.map((m: Any) =>
-        routeMatch(
-          Array.isArray(m?.gateways)
-            ? {
-              ...m,
-              gateways: m.gateways.map((g: string) =>
-                resolveGatewayRef(String(g), vs.namespace, ctx.domain)
-              ),
-            }
-            : m,
-          scope,
-        )
-      ).filter(Boolean);
+      const resolved = matches.map((m: Any) =>
+        Array.isArray(m?.gateways)
+          ? {
+            ...m,
+            gateways: m.gateways.map((g: string) =>
+              resolveGatewayRef(String(g), vs.namespace, ctx.domain)
+            ),
+          }
+          : m
+      );
+      const envoyMatches = resolved.map((m: Any) => routeMatch(m, scope)).filter(Boolean);
       if (!envoyMatches.length) continue;
+      if (r.delegate && typeof r.delegate === "object") {
+        out.push(...delegateRoutes(ctx, vs, resolved, r.delegate, scope, grpc));
+        continue;
+      }
       const body = routeBody(ctx, vs, r, scope, grpc);
       for (const match of envoyMatches) out.push({ match, ...body });
     }
