@@ -175,7 +175,6 @@ const UNSERVED_FIELDS: Readonly<
       "the subzone is dropped (region and zone are kept)",
       (v) => typeof v === "string" && v.split("/").length > 2,
     ],
-    ["endpoints[].weight", "endpoints are weighted equally"],
     ["endpoints[].network", "all endpoints are taken as reachable"],
     ["endpoints[].serviceAccount", "the service accounts of the ServiceEntry's annotation apply"],
     ["subjectAltNames", "the service accounts of the ServiceEntry's annotation apply"],

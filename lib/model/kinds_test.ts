@@ -36,11 +36,9 @@ Deno.test("unservedFields() and withServingStatus() say what is stored but not s
   assert.deepEqual(
     unservedFields({
       kind: "ServiceEntry",
-      spec: { endpoints: [{ address: "a" }, { address: "b", weight: 3 }] },
+      spec: { endpoints: [{ address: "a" }, { address: "b", network: "n1" }] },
     }),
-    [
-      "spec.endpoints[].weight: accepted, not yet served: endpoints are weighted equally",
-    ],
+    ["spec.endpoints[].network: accepted, not yet served: all endpoints are taken as reachable"],
   );
   assert.deepEqual(
     unservedFields({ kind: "Gateway", spec: { servers: [{ hosts: ["a.com"] }] } }),

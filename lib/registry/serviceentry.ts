@@ -35,6 +35,7 @@ interface SESpec {
     labels?: Record<string, string>;
     /** `region/zone/subzone` (the subzone is not kept). */
     locality?: string;
+    weight?: number;
   }[];
 }
 
@@ -99,6 +100,7 @@ export function convertServiceEntries(
               ? ep.locality.split("/").slice(0, 2).join("/")
               : "",
             serviceAccount: accounts.length === 1 ? accounts[0] : "",
+            ...(typeof ep.weight === "number" && ep.weight > 0 ? { weight: ep.weight } : {}),
           });
         }
       }

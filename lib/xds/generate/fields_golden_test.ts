@@ -265,14 +265,15 @@ Deno.test("tls routes by SNI on a Gateway's passthrough server (golden tls-route
   await golden("tls-routes", TYPE_URLS.listener, [l]);
 });
 
-Deno.test("ServiceEntry ports[].targetPort and endpoints[].locality (golden serviceentry-endpoints.json)", async () => {
+Deno.test("ServiceEntry ports[].targetPort, endpoints[].locality and weight (golden serviceentry-endpoints.json)", async () => {
   const se = accepted("ServiceEntry", "db", {
     hosts: ["db.internal"],
     location: "MESH_INTERNAL",
     resolution: "STATIC",
     ports: [{ number: 5432, name: "tcp-pg", protocol: "TCP", targetPort: 15432 }],
     endpoints: [
-      { address: "10.1.0.1", locality: "us-east1/us-east1-b/rack1" },
+      { address: "10.1.0.1", locality: "us-east1/us-east1-b/rack1", weight: 3 },
+      { address: "10.1.0.3", locality: "us-east1/us-east1-b" },
       { address: "10.1.0.2", locality: "us-west1/us-west1-a", ports: { "tcp-pg": 6432 } },
     ],
   });
@@ -283,9 +284,10 @@ Deno.test("ServiceEntry ports[].targetPort and endpoints[].locality (golden serv
   );
   assert.deepEqual(
     ports.sort(),
-    [15432, 6432].sort(),
+    [15432, 15432, 6432].sort(),
     "targetPort unless the endpoint names a port",
   );
+  assert.deepEqual(eds[0].endpoints.map((g: Any) => g.load_balancing_weight.value), [4, 1]);
   await golden("serviceentry-endpoints", TYPE_URLS.endpoint, eds);
 });
 
