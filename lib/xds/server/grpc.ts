@@ -212,6 +212,7 @@ function pem(field: string, v: string | Uint8Array): Buffer {
 /** URI SANs of a verified peer certificate (`spiffe://...`) of a TLS socket. */
 const peerIdentities = peerUris;
 
+// long: the ADS gRPC service wiring over the listener state; split left to issue 25
 /**
  * Starts serving ADS (SotW and delta) for `opts.server` on `opts.address`, plaintext or TLS.
  *
