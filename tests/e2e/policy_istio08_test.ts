@@ -83,6 +83,9 @@ Deno.test("mesh-policy server takes Istio 0.8's policy configuration as Istio wr
         /rejected.*(memquota|prometheus|stdio|listchecker|authorization|rbac)\//,
       );
       assert.equal(await cl.check({ "source.name": "productpage" }), 0);
+      const metrics = await (await fetch(`http://${monitoring}/metrics`)).text();
+      assert.match(metrics, /^mesh_policy_config_loads_total\{result="partial"\} 1$/m);
+      assert.match(metrics, /^mesh_policy_config_issues 2$/m);
     });
 
     await t.step(
