@@ -156,11 +156,6 @@ const UNSERVED_FIELDS: Readonly<
       "an AUTO_PASSTHROUGH server gets no listener",
       (v) => v === "AUTO_PASSTHROUGH",
     ],
-    [
-      "servers[].hosts[]",
-      "the namespace part of a host is not enforced: VirtualServices of every namespace bind",
-      (v) => typeof v === "string" && v.includes("/"),
-    ],
     ["servers[].port.targetPort", "the listener uses port.number"],
     ["servers[].bind", "listeners bind 0.0.0.0"],
     ["servers[].tls.minProtocolVersion", "Envoy's default TLS versions"],

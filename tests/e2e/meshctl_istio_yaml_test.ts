@@ -190,7 +190,6 @@ spec:
     assert.deepEqual(r.stderr.trimEnd().split("\n"), [
       "Warning: virtual-service/default/reviews: spec.tls[]: accepted, not yet served: TLS routes by SNI are served on Gateways' passthrough servers only; sidecars do not route by SNI (use tcp routes)",
       "Warning: gateway/default/public: spec.servers[].tls.credentialName: accepted, not yet served: certificates are read from serverCertificate/privateKey only; an HTTPS server with only a credentialName gets no listener",
-      "Warning: gateway/default/public: spec.servers[].hosts[]: accepted, not yet served: the namespace part of a host is not enforced: VirtualServices of every namespace bind",
     ]);
   });
 });

@@ -215,9 +215,16 @@ Deno.test("<namespace>/<gateway> references and namespace/host Gateway hosts (go
     gateways: ["edge/public"],
     http: [{ match: [{ gateways: ["edge/public"] }], route: TO_WORLD }],
   });
-  const ctx = model({ configs: { gateways: [gw], virtualServices: [vs] } });
+  // bound too, but from a namespace the server's host (`default/...`) does not admit
+  const other = accepted("VirtualService", "other", {
+    hosts: ["other.example.com"],
+    gateways: ["edge/public"],
+    http: [{ route: TO_WORLD }],
+  }, "elsewhere");
+  const ctx = model({ configs: { gateways: [gw], virtualServices: [vs, other] } });
   const router = gatewayRouter();
   const rc = gatewayRouteConfig(ctx, router, selectedGateways(ctx, router), 80)!;
+  assert.equal(rc.virtual_hosts.length, 1, "the VirtualService of another namespace is left out");
   assert.deepEqual(rc.virtual_hosts[0].domains, ["world.example.com", "world.example.com:80"]);
   const tls = gatewayListeners(ctx, router).find((l) => l.name.endsWith("_443"));
   assert.deepEqual(tls?.filter_chains[0].filter_chain_match, {

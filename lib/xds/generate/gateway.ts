@@ -64,6 +64,23 @@ function isHttpServer(server: Any): boolean {
   return !(tls?.credentialName && !tls.serverCertificate);
 }
 
+/**
+ * Whether the servers a VirtualService of `namespace` is bound to admit it: a server host without
+ * a namespace part, or with `*`, the VirtualService's namespace, or `.` in the Gateway's own.
+ */
+function hostsAdmit(refs: { gw: GatewayEntry; server: Any }[], namespace: string): boolean {
+  return refs.some(({ gw, server }) =>
+    (Array.isArray(server?.hosts) ? server.hosts : []).some((h: unknown) => {
+      if (typeof h !== "string") return false;
+      const slash = h.indexOf("/");
+      if (slash < 0) return true;
+      const ns = h.slice(0, slash);
+      return ns === "*" || ns === namespace ||
+        (ns === "." && gw.config.metadata.namespace === namespace);
+    })
+  );
+}
+
 /** A server whose TLS is passed through to the destination (protocol TLS, or HTTPS/TLS mode PASSTHROUGH). */
 function isPassthroughServer(server: Any): boolean {
   const p = String(server?.port?.protocol ?? "").toUpperCase();
@@ -238,6 +255,7 @@ export function gatewayRouteConfig(
     for (const vs of indexOf(ctx).virtualServices) {
       const bound = vs.gateways.filter((g) => gwNames.has(g));
       if (!bound.length || !exportedTo(vs, ns)) continue;
+      if (!hostsAdmit(refs.filter((r) => bound.includes(r.gw.fqdn)), vs.namespace)) continue;
       const routes = translateHttpRoutes(ctx, [vs], {
         port,
         gateways: new Set(bound),
