@@ -151,11 +151,6 @@ const UNSERVED_FIELDS: Readonly<
       "certificates are read from serverCertificate/privateKey only; an HTTPS server with only " +
       "a credentialName gets no listener",
     ],
-    [
-      "servers[].tls.mode",
-      "an AUTO_PASSTHROUGH server gets no listener",
-      (v) => v === "AUTO_PASSTHROUGH",
-    ],
     ["servers[].port.targetPort", "the listener uses port.number"],
     ["servers[].bind", "listeners bind 0.0.0.0"],
     ["servers[].tls.minProtocolVersion", "Envoy's default TLS versions"],

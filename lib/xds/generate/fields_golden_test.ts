@@ -355,3 +355,31 @@ Deno.test("http[].delegate: the delegate's routes under the parent's match, dest
   assert.equal(routes[2].direct_response.status, 503, "a missing delegate answers 503");
   await golden("delegate", TYPE_URLS.route, rc);
 });
+
+Deno.test("AUTO_PASSTHROUGH: a filter chain per outbound cluster by its SNI (golden auto-passthrough.json)", async () => {
+  const gw = accepted("Gateway", "cross-network", {
+    selector: { mesh: "ingressgateway" },
+    servers: [{
+      port: { number: 15443, name: "tls", protocol: "TLS" },
+      hosts: ["*.local"],
+      tls: { mode: "AUTO_PASSTHROUGH" },
+    }],
+  });
+  const dr = accepted("DestinationRule", "world", {
+    host: "world",
+    subsets: [{ name: "v1", labels: { version: "v1" } }],
+  });
+  const ctx = model({ configs: { gateways: [gw], destinationRules: [dr] } });
+  const l = gatewayListeners(ctx, gatewayRouter()).find((x) => x.name === "0.0.0.0_15443")!;
+  const world = l.filter_chains.filter((c: Any) =>
+    c.filter_chain_match.server_names[0].endsWith("_.world.default.svc.cluster.local")
+  );
+  assert.ok(
+    world.some((c: Any) =>
+      c.filter_chain_match.server_names[0] ===
+        "outbound_.80_.v1_.world.default.svc.cluster.local" &&
+      c.filters[0].typed_config.cluster === "outbound|80|v1|world.default.svc.cluster.local"
+    ),
+  );
+  await golden("auto-passthrough", TYPE_URLS.listener, [{ ...l, filter_chains: world }]);
+});

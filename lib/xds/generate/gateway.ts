@@ -17,7 +17,13 @@ import {
   translateHttpRoutes,
 } from "./routes.ts";
 import { downstreamTlsSocket } from "./security.ts";
-import { gatewayHostName, labelsMatch, resolveGatewayRef, socketAddress } from "./util.ts";
+import {
+  gatewayHostName,
+  labelsMatch,
+  outboundClusterName,
+  resolveGatewayRef,
+  socketAddress,
+} from "./util.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -62,6 +68,39 @@ function isHttpServer(server: Any): boolean {
   // (not served yet; never answered in plain text)
   if (tls?.mode === "PASSTHROUGH" || tls?.mode === "AUTO_PASSTHROUGH") return false;
   return !(tls?.credentialName && !tls.serverCertificate);
+}
+
+/**
+ * AUTO_PASSTHROUGH: a filter chain per outbound cluster, matching the SNI the reference system's
+ * clients send through such a gateway (`outbound_.<port>_.<subset>_.<host>`) and forwarding the
+ * TLS stream unopened to `outbound|<port>|<subset>|<host>` (every service port but UDP, every
+ * subset of the host's DestinationRule).
+ */
+export function autoPassthroughChains(ctx: PushContext): XdsResource[] {
+  const idx = indexOf(ctx);
+  const chains: XdsResource[] = [];
+  for (const svc of idx.services) {
+    const dr = idx.destinationRuleByHost.get(svc.hostname)?.spec as Any;
+    const subsets = [
+      "",
+      ...(Array.isArray(dr?.subsets) ? dr.subsets : []).map((x: Any) => x?.name).filter((
+        n: unknown,
+      ) => typeof n === "string" && n),
+    ];
+    for (const p of svc.ports) {
+      if (p.protocol === "UDP") continue;
+      for (const subset of subsets) {
+        const cluster = outboundClusterName(p.port, subset, svc.hostname);
+        chains.push({
+          filter_chain_match: {
+            server_names: [`outbound_.${p.port}_.${subset}_.${svc.hostname}`],
+          },
+          filters: [tcpProxyFilter(cluster, cluster)],
+        });
+      }
+    }
+  }
+  return chains;
 }
 
 /**
@@ -195,9 +234,14 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
     }
     const gwNames = new Set(refs.map((r) => r.gw.fqdn));
     // TLS passthrough servers: a filter chain per SNI of the VirtualServices' `tls` routes
-    const sniChains = refs.some((r) => isPassthroughServer(r.server))
-      ? tlsRouteChains(ctx, gwNames, port)
-      : [];
+    const sniChains = [
+      ...(refs.some((r) => isPassthroughServer(r.server))
+        ? tlsRouteChains(ctx, gwNames, port)
+        : []),
+      ...(refs.some((r) => r.server?.tls?.mode === "AUTO_PASSTHROUGH")
+        ? autoPassthroughChains(ctx)
+        : []),
+    ];
     if (sniChains.length) {
       out.push({
         name,
