@@ -122,6 +122,23 @@ export function legacyNotServedReason(kind: string): string | undefined {
 }
 
 /**
+ * A DestinationRule traffic-policy field wherever a traffic policy is: top level, per port, per
+ * subset and per port of a subset.
+ */
+function trafficPolicyFields(
+  fields: readonly (readonly [string, string])[],
+): (readonly [string, string])[] {
+  return fields.flatMap(([f, why]) =>
+    [
+      "trafficPolicy",
+      "trafficPolicy.portLevelSettings[]",
+      "subsets[].trafficPolicy",
+      "subsets[].trafficPolicy.portLevelSettings[]",
+    ].map((at) => [`${at}.${f}`, why] as const)
+  );
+}
+
+/**
  * Fields mesh accepts and stores but does not yet turn into proxy configuration, by kind: each
  * entry is a path (`[]` steps into every list item) and what is said about it.
  */
@@ -139,11 +156,13 @@ const UNSERVED_FIELDS: Readonly<
   DestinationRule: [
     ["exportTo", "the DestinationRule is visible in every namespace"],
     ["workloadSelector", "the DestinationRule applies to every workload"],
-    ["trafficPolicy.tls.credentialName", "client certificates are read from the file paths only"],
-    ["trafficPolicy.tls.insecureSkipVerify", "the server certificate is verified as configured"],
-    ["trafficPolicy.loadBalancer.localityLbSetting", "locality load balancing is not generated"],
-    ["trafficPolicy.loadBalancer.warmupDurationSecs", "no slow-start warm-up"],
-    ["trafficPolicy.connectionPool.http.useClientProtocol", "the port's protocol is used"],
+    ...trafficPolicyFields([
+      ["tls.credentialName", "client certificates are read from the file paths only"],
+      ["tls.insecureSkipVerify", "the server certificate is verified as configured"],
+      ["loadBalancer.localityLbSetting", "locality load balancing is not generated"],
+      ["loadBalancer.warmupDurationSecs", "no slow-start warm-up"],
+      ["connectionPool.http.useClientProtocol", "the port's protocol is used"],
+    ]),
   ],
   Gateway: [
     [
@@ -152,6 +171,7 @@ const UNSERVED_FIELDS: Readonly<
       "a credentialName gets no listener",
     ],
     ["servers[].port.targetPort", "the listener uses port.number"],
+    ["servers[].name", "not used (listeners are named by port)"],
     ["servers[].bind", "listeners bind 0.0.0.0"],
     ["servers[].tls.minProtocolVersion", "Envoy's default TLS versions"],
     ["servers[].tls.maxProtocolVersion", "Envoy's default TLS versions"],

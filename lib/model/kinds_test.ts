@@ -65,3 +65,18 @@ Deno.test("unsupportedKindReason() says Sidecar, WorkloadEntry and WorkloadGroup
     "kind WorkloadEntry (networking.istio.io/v1beta1) is not supported by mesh yet (register a VM with `meshctl register`)",
   );
 });
+
+Deno.test("unservedFields() finds a DestinationRule field in subsets and port-level settings too", () => {
+  assert.deepEqual(
+    unservedFields({
+      kind: "DestinationRule",
+      spec: {
+        host: "a",
+        subsets: [{ name: "v1", trafficPolicy: { tls: { mode: "SIMPLE", credentialName: "c" } } }],
+      },
+    }),
+    [
+      "spec.subsets[].trafficPolicy.tls.credentialName: accepted, not yet served: client certificates are read from the file paths only",
+    ],
+  );
+});

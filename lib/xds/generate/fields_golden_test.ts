@@ -84,12 +84,20 @@ function worldClusters(spec: unknown) {
 
 const TO_WORLD = [{ destination: { host: "world" } }];
 
-Deno.test("http[].name names the Envoy route (golden http-name.json)", async () => {
-  const rc = worldRoutes([{ name: "world-default", route: TO_WORLD }]);
-  assert.equal(
-    rc[0].virtual_hosts.find((h: { name: string }) => h.name.startsWith("world"))
-      .routes[0].name,
-    "world-default",
+Deno.test("http[].name and match[].name name the Envoy routes (golden http-name.json)", async () => {
+  const rc = worldRoutes([
+    {
+      name: "canary",
+      match: [{ name: "beta-users", headers: { "x-beta": { exact: "1" } } }, {
+        uri: { prefix: "/canary" },
+      }],
+      route: TO_WORLD,
+    },
+    { name: "world-default", route: TO_WORLD },
+  ]);
+  assert.deepEqual(
+    rc[0].virtual_hosts[0].routes.map((r: { name: string }) => r.name),
+    ["canary.beta-users", "canary", "world-default"],
   );
   await golden("http-name", TYPE_URLS.route, rc);
 });

@@ -509,14 +509,21 @@ export function translateHttpRoutes(
           }
           : m
       );
-      const envoyMatches = resolved.map((m: Any) => routeMatch(m, scope)).filter(Boolean);
-      if (!envoyMatches.length) continue;
+      const pairs = resolved.map((m: Any) => [m, routeMatch(m, scope)] as const)
+        .filter(([, em]: readonly [Any, Any]) => em);
+      if (!pairs.length) continue;
       if (r.delegate && typeof r.delegate === "object") {
         out.push(...delegateRoutes(ctx, vs, resolved, r.delegate, scope, grpc));
         continue;
       }
       const body = routeBody(ctx, vs, r, scope, grpc);
-      for (const match of envoyMatches) out.push({ match, ...body });
+      for (const [m, match] of pairs) {
+        // a match's `name` joins the route's (`<route>.<match>`), as the reference system names them
+        const name = typeof m?.name === "string" && m.name
+          ? (body.name ? `${body.name}.${m.name}` : m.name)
+          : body.name;
+        out.push({ match, ...body, ...(name ? { name } : {}) });
+      }
     }
   }
   return out;
