@@ -150,8 +150,9 @@ const UNSERVED_FIELDS: Readonly<
       "tls[]",
       "TLS routes by SNI are served on Gateways' passthrough servers only; sidecars do not " +
       "route by SNI (use tcp routes)",
-      // only where a sidecar would need them: routes bound to the mesh
     ],
+    ["tls[].match[].destinationSubnets", "TLS routes match by SNI and port only"],
+    ["tls[].match[].sourceLabels", "TLS routes match by SNI and port only"],
   ],
   DestinationRule: [
     ["exportTo", "the DestinationRule is visible in every namespace"],

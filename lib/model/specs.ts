@@ -333,7 +333,8 @@ export const SERVICE_PROTOCOLS = [
 
 const serverTls = obj({
   httpsRedirect: bool(),
-  mode: enumOf(["PASSTHROUGH", "SIMPLE", "MUTUAL", "AUTO_PASSTHROUGH", "ISTIO_MUTUAL"]),
+  // not ISTIO_MUTUAL: a gateway cannot terminate it yet, and must not answer in plain text
+  mode: enumOf(["PASSTHROUGH", "SIMPLE", "MUTUAL", "AUTO_PASSTHROUGH"]),
   serverCertificate: str(),
   privateKey: str(),
   caCertificates: str(),
