@@ -181,6 +181,14 @@ export class Connection implements StreamOwner {
   /** Called once when the connection fails (see {@link failed}), before its socket closes. */
   onFailed: (() => void) | undefined = undefined;
 
+  /** True once the client preface and its first SETTINGS arrived. */
+  get greeted(): boolean {
+    return this.#settingsSeen;
+  }
+
+  /** Called once when the client preface and its first SETTINGS arrived. */
+  onGreeted: (() => void) | undefined = undefined;
+
   #markFailed(): void {
     if (this.#failed) return;
     this.#failed = true;
@@ -463,6 +471,7 @@ export class Connection implements StreamOwner {
       this.#settingsSeen = true;
       clearTimeout(this.#prefaceTimer);
       this.#prefaceTimer = undefined;
+      this.onGreeted?.();
     }
     for (let i = 0; i < p.length; i += 6) {
       const key = p.readUInt16BE(i), v = p.readUInt32BE(i + 2);
