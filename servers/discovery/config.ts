@@ -49,6 +49,7 @@ export interface DiscoveryConfig {
   readonly grpc: {
     readonly limits: Readonly<Partial<H2Limits>>;
     readonly maxConnections: number;
+    readonly maxConnectionsPerAddress: number;
     readonly maxFailedConnectionsPerSecond: number;
   };
   readonly orchconfig: string;
@@ -92,6 +93,7 @@ export interface DiscoveryFlags {
   readonly secureGrpcAddr: string;
   readonly grpcMaxConcurrentStreams: number;
   readonly grpcMaxConnections: number;
+  readonly grpcMaxConnectionsPerAddress: number;
   readonly grpcMaxFailedConnectionRate: number;
   readonly keepaliveInterval: number;
   readonly keepaliveTimeout: number;
@@ -239,6 +241,11 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   if (!(flags.grpcMaxConnections >= 0)) {
     problems.push("Invalid value for --grpcMaxConnections: must not be negative (0: no cap)");
   }
+  if (!(flags.grpcMaxConnectionsPerAddress >= 0)) {
+    problems.push(
+      "Invalid value for --grpcMaxConnectionsPerAddress: must not be negative (0: no bound)",
+    );
+  }
   if (!(flags.grpcMaxFailedConnectionRate >= 0)) {
     problems.push("Invalid value for --grpcMaxFailedConnectionRate: must not be negative (0: off)");
   }
@@ -342,6 +349,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
         maxConnectionAgeMs: flags.keepaliveMaxServerConnectionAge,
       }),
       maxConnections: flags.grpcMaxConnections,
+      maxConnectionsPerAddress: flags.grpcMaxConnectionsPerAddress,
       maxFailedConnectionsPerSecond: flags.grpcMaxFailedConnectionRate,
     }),
     orchconfig: flags.orchconfig,
