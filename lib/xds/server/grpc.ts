@@ -1,6 +1,6 @@
 /**
  * The gRPC transport: serves `envoy.service.discovery.v3.AggregatedDiscoveryService` on our own
- * HTTP/2 server (`lib/grpc/server.ts`, plaintext or TLS) and drives an {@link XdsServer}. Requests are
+ * HTTP/2 server (`lib/grpc/`, plaintext or TLS) and drives an {@link XdsServer}. Requests are
  * decoded by hand (`wire.ts`; first requests and NACKs by @grpc/proto-loader, loaded lazily);
  * responses are encoded by `wire.ts` as parts, so the shared, pre-serialized resources of a push
  * are copied once per client, straight into the connection's output buffer.
