@@ -42,41 +42,39 @@ export interface CsrResponse {
   certChain?: string;
 }
 
-/** Reads every field of `b`: `read(no, wire)` consumes the ones it knows and returns true. */
-function eachField(b: Uint8Array, read: (r: Reader, no: number, wire: number) => boolean): void {
+/**
+ * The fields of a flat message by number: proto name, wire type, and what reads the value into
+ * the decoded object (`name` is for the error of a string that is not UTF-8).
+ */
+type Fields<T> = Record<
+  number,
+  readonly [string, number, (r: Reader, out: T, name: string) => void]
+>;
+
+/** Decodes `b` into `out` by `fields`; other fields are skipped. */
+function decode<T>(b: Uint8Array, out: T, fields: Fields<T>): T {
   const r = new Reader(b);
   while (r.pos < r.end) {
     const tag = r.tag(), no = tag >>> 3, wire = tag & 7;
-    if (!read(r, no, wire)) r.skip(wire);
+    const f = fields[no];
+    if (!f) r.skip(wire);
+    else if (wire !== f[1]) throw new WireError(`${f[0]}: wrong wire type ${wire}`);
+    else f[2](r, out, f[0]);
   }
+  return out;
 }
 
-/** Checks the wire type of the field named `name`. */
-function want(wire: number, expected: number, name: string): void {
-  if (wire !== expected) throw new WireError(`${name}: wrong wire type ${wire}`);
-}
-
-/** A string field (UTF-8 required). */
-function text(r: Reader, wire: number, name: string): string {
-  want(wire, LEN, name);
-  return r.strictString(name);
-}
+const MESH_CERTIFICATE_REQUEST: Fields<MeshCertificateRequest> = {
+  1: ["csr", LEN, (r, o, name) => o.csr = r.strictString(name)],
+  3: ["validity_duration", VARINT, (r, o) => o.validityDuration = r.int64()],
+};
 
 /**
  * Decodes a `MeshCertificateRequest`.
  * @throws {WireError} when `b` is not one.
  */
 export function decodeMeshCertificateRequest(b: Uint8Array): MeshCertificateRequest {
-  const out = { csr: "", validityDuration: 0 };
-  eachField(b, (r, no, wire) => {
-    if (no === 1) out.csr = text(r, wire, "csr");
-    else if (no === 3) {
-      want(wire, VARINT, "validity_duration");
-      out.validityDuration = r.int64();
-    } else return false;
-    return true;
-  });
-  return out;
+  return decode(b, { csr: "", validityDuration: 0 }, MESH_CERTIFICATE_REQUEST);
 }
 
 /** Encodes a `MeshCertificateRequest` (clients: the agent, self-check, upstream CA, tests, bench). */
@@ -84,18 +82,16 @@ export function encodeMeshCertificateRequest(r: MeshCertificateRequest): Uint8Ar
   return new MessageBuilder().string(1, r.csr).int(3, r.validityDuration).finish();
 }
 
+const MESH_CERTIFICATE_RESPONSE: Fields<string[]> = {
+  1: ["cert_chain", LEN, (r, o, name) => o.push(r.strictString(name))],
+};
+
 /**
  * Decodes a `MeshCertificateResponse`: the certificate chain, leaf first.
  * @throws {WireError} when `b` is not one.
  */
 export function decodeMeshCertificateResponse(b: Uint8Array): string[] {
-  const out: string[] = [];
-  eachField(b, (r, no, wire) => {
-    if (no !== 1) return false;
-    out.push(text(r, wire, "cert_chain"));
-    return true;
-  });
-  return out;
+  return decode(b, [], MESH_CERTIFICATE_RESPONSE);
 }
 
 /** Encodes a `MeshCertificateResponse` (every element written, empty ones too). */
@@ -105,23 +101,20 @@ export function encodeMeshCertificateResponse(certChain: readonly string[]): Uin
   return m.finish();
 }
 
+const CSR_REQUEST: Fields<CsrRequest> = {
+  1: ["csr_pem", LEN, (r, o, name) => o.csrPem = r.strictString(name)],
+  2: ["node_agent_credential", LEN, (r, o, name) => o.nodeAgentCredential = r.strictString(name)],
+  3: ["credential_type", LEN, (r, o, name) => o.credentialType = r.strictString(name)],
+  4: ["requested_ttl_minutes", VARINT, (r, o) => o.requestedTtlMinutes = r.int32()],
+};
+
 /**
  * Decodes a `CsrRequest`.
  * @throws {WireError} when `b` is not one.
  */
 export function decodeCsrRequest(b: Uint8Array): CsrRequest {
   const out = { csrPem: "", nodeAgentCredential: "", credentialType: "", requestedTtlMinutes: 0 };
-  eachField(b, (r, no, wire) => {
-    if (no === 1) out.csrPem = text(r, wire, "csr_pem");
-    else if (no === 2) out.nodeAgentCredential = text(r, wire, "node_agent_credential");
-    else if (no === 3) out.credentialType = text(r, wire, "credential_type");
-    else if (no === 4) {
-      want(wire, VARINT, "requested_ttl_minutes");
-      out.requestedTtlMinutes = r.int32();
-    } else return false;
-    return true;
-  });
-  return out;
+  return decode(b, out, CSR_REQUEST);
 }
 
 /** Encodes a `CsrResponse`. */
