@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { Hono } from "../../lib/deps/hono.ts";
 import type { Context } from "../../lib/deps/hono.ts";
 import type { Logger } from "../../lib/log/mod.ts";
-import { monitoringHandler } from "../../lib/monitoring/mod.ts";
+import { startCpuProfile } from "../../lib/process/mod.ts";
 import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
 import {
   buildEndpoints,
@@ -18,6 +18,7 @@ import {
   type Proxy,
   proxyFromNode,
   TYPE_URLS,
+  type XdsResource,
 } from "../../lib/xds/mod.ts";
 import {
   type ConnectionStatus,
@@ -322,19 +323,11 @@ export function discoveryApp(d: HttpDeps): Hono {
       ? text(c, 503, `not ready: ${reasons.join("; ")}\n`)
       : text(c, 200, "ready\n");
   });
-  // /version, /metrics and /debug/pprof/* as every server serves them (lib/monitoring)
-  let monitoringApp: ((req: Request) => Promise<Response>) | undefined;
-  const monitoring = (req: Request) =>
-    (monitoringApp ??= monitoringHandler({
-      metrics: () => d.metrics.text(),
-      contentType: d.metrics.contentType,
-      versionText: d.versionText,
-      profiling: d.profile,
-      profilingFlag: "--profile",
-      profileName: "mesh-discovery",
-    }))(req);
-  app.get("/version", (c) => monitoring(c.req.raw));
-  app.get("/metrics", (c) => monitoring(c.req.raw));
+  app.get(
+    "/version",
+    (c) => text(c, 200, d.versionText.endsWith("\n") ? d.versionText : d.versionText + "\n"),
+  );
+  app.get("/metrics", async (c) => text(c, 200, await d.metrics.text(), d.metrics.contentType));
 
   // ---- debug ---------------------------------------------------------------------------------
   const decoded = (conn: ConnectionStatus<Proxy>, typeUrl: string): unknown[] => {
@@ -518,7 +511,38 @@ export function discoveryApp(d: HttpDeps): Hono {
   });
 
   // ---- profiling -----------------------------------------------------------------------------
-  app.get("/debug/pprof/*", (c) => monitoring(c.req.raw));
+  app.get("/debug/pprof/heap", async (c) => {
+    if (!d.profile) return text(c, 404, "Profiling is off (start with --profile)\n");
+    const v8 = await import("node:v8");
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of v8.getHeapSnapshot()) {
+      chunks.push(typeof chunk === "string" ? new TextEncoder().encode(chunk) : chunk);
+    }
+    return c.body(new Blob(chunks as BlobPart[]).stream(), 200, {
+      "content-type": "application/octet-stream",
+      "content-disposition": 'attachment; filename="mesh-discovery.heapsnapshot"',
+    });
+  });
+  app.get("/debug/pprof/profile", async (c) => {
+    if (!d.profile) return text(c, 404, "Profiling is off (start with --profile)\n");
+    const raw = c.req.query("seconds") ?? "30";
+    const seconds = Number(raw);
+    if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
+      return text(c, 400, `Bad seconds ${JSON.stringify(raw)}: want a number in (0, 600]\n`);
+    }
+    const profile = await cpuProfile(seconds * 1000);
+    return c.body(JSON.stringify(profile), 200, {
+      "content-type": "application/json",
+      "content-disposition": 'attachment; filename="mesh-discovery.cpuprofile"',
+    });
+  });
+  app.get(
+    "/debug/pprof/*",
+    (c) =>
+      d.profile
+        ? text(c, 404, "Available: /debug/pprof/heap, /debug/pprof/profile?seconds=N\n")
+        : text(c, 404, "Profiling is off (start with --profile)\n"),
+  );
 
   app.notFound((c) => {
     const path = c.req.path.replace(/\/+$/, "");
@@ -560,4 +584,11 @@ export function syncStatus(conn: ConnectionStatus<Proxy>): Record<string, unknow
     out[typeShortName(t)] = e;
   }
   return out;
+}
+
+/** Records a CPU profile for `ms` through the inspector (one at a time). */
+async function cpuProfile(ms: number): Promise<XdsResource> {
+  const p = await startCpuProfile();
+  await new Promise((r) => setTimeout(r, ms));
+  return await p.stop() as XdsResource;
 }
