@@ -5,10 +5,10 @@
  * @module
  */
 
+import { formatProtoDuration } from "../../lib/flags/duration.ts";
 import type { AgentConfig, HostPort } from "./config.ts";
 import { isIp } from "../../lib/xds/node.ts";
 import { EXT_TYPE_URLS } from "../../lib/xds/protos.ts";
-import { formatProtoDuration } from "../../lib/flags/duration.ts";
 
 /** Name of the static cluster carrying ADS (`--bootstrapv2`) or the SDS-over-gRPC of EDS. */
 export const XDS_GRPC_CLUSTER = "xds-grpc";
