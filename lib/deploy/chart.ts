@@ -622,6 +622,16 @@ spec:
       port: 9093
 `;
 
+/** The injector's liveness and readiness probe: its health file, fresh within 4 s. */
+const INJECTOR_PROBE = `            exec:
+              command:
+                - /usr/local/bin/sidecar-injector
+                - probe
+                - --probe-path=/health
+                - --interval=4s
+            initialDelaySeconds: 4
+            periodSeconds: 4`;
+
 const INJECTOR = `{{- if .Values.sidecarInjector.enabled }}
 ${
   deployment({
@@ -650,23 +660,9 @@ ${
             - name: https-webhook
               containerPort: {{ .Values.sidecarInjector.port }}
           livenessProbe:
-            exec:
-              command:
-                - /usr/local/bin/sidecar-injector
-                - probe
-                - --probe-path=/health
-                - --interval=4s
-            initialDelaySeconds: 4
-            periodSeconds: 4
+${INJECTOR_PROBE}
           readinessProbe:
-            exec:
-              command:
-                - /usr/local/bin/sidecar-injector
-                - probe
-                - --probe-path=/health
-                - --interval=4s
-            initialDelaySeconds: 4
-            periodSeconds: 4
+${INJECTOR_PROBE}
           volumeMounts:
             - name: config-volume
               mountPath: /etc/mesh/config
