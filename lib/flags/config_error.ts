@@ -6,6 +6,7 @@
 
 /** Bad flags or environment; the message lists every problem, separated by "; ". */
 export class ConfigError extends Error {
+  /** `ConfigError`. */
   override name = "ConfigError";
   /** Creates the error from every problem found (each a sentence naming the flag). */
   constructor(readonly problems: readonly string[]) {

@@ -28,17 +28,25 @@ export interface MeshCertificateRequest {
 
 /** `CsrRequest` (the older HandleCSR shape). */
 export interface CsrRequest {
+  /** The PEM certificate signing request (`csr_pem`). */
   csrPem: string;
+  /** The credential proving the node's identity (`node_agent_credential`). */
   nodeAgentCredential: string;
+  /** What kind of credential that is (`credential_type`). */
   credentialType: string;
+  /** The requested validity in minutes; 0 when unset. */
   requestedTtlMinutes: number;
 }
 
 /** `CsrResponse`. */
 export interface CsrResponse {
+  /** Whether the certificate was issued. */
   isApproved: boolean;
+  /** Why not (a gRPC status code and message), when refused. */
   status?: { code: number; message: string };
+  /** The issued certificate, PEM. */
   signedCert?: string;
+  /** The chain up to the root, PEM. */
   certChain?: string;
 }
 

@@ -39,6 +39,7 @@ const te = new TextEncoder();
 
 /** Bytes that are not a well-formed encoding of the message being read. */
 export class WireError extends Error {
+  /** `WireError`. */
   override name = "WireError";
 }
 
