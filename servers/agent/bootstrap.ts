@@ -5,6 +5,7 @@
  * @module
  */
 
+import { formatProtoDuration } from "../../lib/flags/duration.ts";
 import type { AgentConfig, HostPort } from "./config.ts";
 import { isIp } from "../../lib/xds/node.ts";
 import { EXT_TYPE_URLS } from "../../lib/xds/protos.ts";
@@ -39,12 +40,8 @@ const BOOTSTRAP_TYPE = "envoy.config.bootstrap.v3.Bootstrap";
 
 type Json = Record<string, unknown>;
 
-/** A proto3 JSON duration (`"1.5s"`) from milliseconds. */
-export function protoDuration(ms: number): string {
-  const s = Math.floor(ms / 1000);
-  const rest = Math.round(ms % 1000);
-  return rest ? `${s}.${String(rest).padStart(3, "0")}s` : `${s}s`;
-}
+/** A proto3 JSON duration (`"1.500s"`) from milliseconds (lib/flags's). */
+export const protoDuration = formatProtoDuration;
 
 function socketAddress(hp: HostPort, protocol?: "UDP"): Json {
   return {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ConfigError, toConfig } from "./config.ts";
 import { POD_ENV, proxyFlags } from "./_test_util.ts";
 
-function problems(f: () => unknown): string[] {
+function problems(f: () => unknown): readonly string[] {
   try {
     f();
   } catch (e) {

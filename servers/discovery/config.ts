@@ -12,6 +12,7 @@ import {
   parseRegistries,
   type RegistryName,
 } from "../../lib/registry/mod.ts";
+import { ConfigError } from "../../lib/flags/config_error.ts";
 
 /** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
 export interface ListenAddress {
@@ -129,14 +130,8 @@ export interface DiscoveryEnv {
 /** Default directory of the mesh certificate files. */
 export const DEFAULT_CERT_DIR = "/etc/certs/";
 
-/** A bad flag value: the message lists every problem, one per `; `-separated part. */
-export class ConfigError extends Error {
-  /** Creates the error from the list of problems. */
-  constructor(readonly problems: readonly string[]) {
-    super(problems.join("; "));
-    this.name = "ConfigError";
-  }
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 /**
  * Parses a listen address: `:15010` (all interfaces), `host:port`, `[v6]:port`.
