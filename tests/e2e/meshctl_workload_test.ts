@@ -131,3 +131,78 @@ Deno.test("meshctl experimental workload bootstrap names bad arguments with exit
     assert.match(r.stderr, re);
   }
 });
+
+Deno.test("meshctl experimental workload bootstrap -p orch takes the token from TokenRequest and the root from mesh-ca-secret; mesh_ca accepts it", async () => {
+  await withTempDir(async (dir) => {
+    const { startFakeKube } = await import("../harness/fake_kube.ts");
+    await using kube = await startFakeKube({ namespaces: ["mesh-system", "shop"] });
+    const caPort = freePort();
+    await using ca = spawnProgram("mesh_ca", [
+      "--self-signed-ca",
+      "--orch-config",
+      kube.kubeconfigPath,
+      "--listened-namespace",
+      "shop",
+      "--grpc-port",
+      String(caPort),
+      "--monitoring-port",
+      "0",
+    ]);
+    await ca.waitFor(/gRPC signing API listening/, 30_000);
+    const out = `${dir}/web`;
+    const args = [
+      "experimental",
+      "workload",
+      "bootstrap",
+      "web",
+      "-n",
+      "shop",
+      "-c",
+      kube.kubeconfigPath,
+      "-o",
+      out,
+      "--ca-address",
+      `127.0.0.1:${caPort}`,
+      "--token-ttl",
+      "1h",
+    ];
+    // no such service account yet: the orchestrator's answer, named
+    const missing = await runProgram("meshctl", args);
+    assert.equal(missing.code, 1, missing.stderr);
+    assert.match(
+      missing.stderr,
+      /^Error: Cannot get a token for service account shop\/web: serviceaccounts "web" not found \(HTTP 404\)$/m,
+    );
+    kube.upsert({
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "web", namespace: "shop" },
+    });
+    const r = await runProgram("meshctl", args);
+    assert.equal(r.code, 0, r.stderr);
+    await assert.rejects(Deno.stat(`${out}/jwks.json`), "no JWKS on the orchestrator");
+    const secret = kube.get("secrets", "mesh-system", "mesh-ca-secret")! as unknown as {
+      data: Record<string, string>;
+    };
+    assert.equal(await Deno.readTextFile(`${out}/root-cert.pem`), atob(secret.data["ca-cert.pem"]));
+    const token = (await Deno.readTextFile(`${out}/token`)).trim();
+    const claims = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    assert.equal(claims.sub, "system:serviceaccount:shop:web");
+    assert.equal(claims.exp - claims.iat, 3600);
+
+    const env = parseEnvFile(await Deno.readTextFile(`${out}/mesh-agent.env`));
+    await using agent = spawnProgram("mesh-agent", [
+      "proxy",
+      "--proxyless",
+      "--discoveryAddress",
+      "127.0.0.1:15010",
+      "--configPath",
+      `${out}/proxy`,
+    ], { env, clearEnv: true });
+    await agent.waitFor(/gRPC bootstrap written/, 30_000);
+    const chain = await Deno.readTextFile(`${out}/certs/cert-chain.pem`);
+    assert.deepEqual(subjectAltNames(parseCertificates(chain)[0]).uris, [
+      "spiffe://cluster.local/ns/shop/sa/web",
+    ]);
+  });
+});

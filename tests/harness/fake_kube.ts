@@ -18,6 +18,7 @@
  */
 
 import { tokenReviewResponse } from "./fake_kube_tokenreview.ts";
+import { tokenRequestResponse } from "./fake_kube_tokenrequest.ts";
 import { createWatchGate, type WatchGate } from "./fake_kube_watch_gate.ts";
 import { parse as parseYaml } from "../../lib/deps/yaml.ts";
 import {
@@ -1923,6 +1924,12 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     if (fail) return fail;
     const review = await tokenReviewResponse(req, path, reviewTokens);
     if (review) return review;
+    const tokenRequest = await tokenRequestResponse(req, path, {
+      serviceAccountExists: (ns, name) =>
+        bucket(findType("serviceaccounts")!).has(objKey(ns, name)),
+      reviewTokens,
+    });
+    if (tokenRequest) return tokenRequest;
     if (path === "/version") {
       return jsonResponse({
         major: "1",
