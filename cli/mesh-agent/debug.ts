@@ -22,11 +22,13 @@ export async function run(_opts: CommonOptions, args: string[], ctx: CliContext)
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const sections = await admin.proxyConfig(
-    ctx.env.MESH_AGENT_ADMIN_ADDRESS || DEFAULT_ADMIN_ADDRESS,
-    type,
-    { staticDir: ctx.env.MESH_AGENT_CONFIG_PATH || DEFAULT_CONFIG_PATH },
-  );
+  const addr = ctx.env.MESH_AGENT_ADMIN_ADDRESS || DEFAULT_ADMIN_ADDRESS;
+  const sections = await admin.proxyConfig(addr, type, {
+    staticDir: ctx.env.MESH_AGENT_CONFIG_PATH || DEFAULT_CONFIG_PATH,
+  });
+  // the test stand-in's canned answers are not a proxy's state: say so
+  const warning = admin.standinWarning(addr, sections);
+  if (warning) await ctx.stderr.write(warning);
   await ctx.stdout.write(admin.formatSections(sections));
   return 0;
 }
