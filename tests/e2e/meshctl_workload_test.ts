@@ -66,6 +66,8 @@ Deno.test("meshctl experimental workload bootstrap -p fs gives an agent an ident
       `${out}/jwks.json`,
       "--grpc-port",
       String(caPort),
+      "--monitoring-port",
+      "0",
     ]);
     await ca.waitFor(/gRPC signing API listening/, 30_000);
 
