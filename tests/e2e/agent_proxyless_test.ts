@@ -2,7 +2,8 @@
  * mesh-agent `--proxyless` end to end: a real mesh_ca and mesh-discovery on 127.0.0.1; the agent
  * gets the workload certificate, writes the gRPC bootstrap and renews the certificate; a
  * grpc-js-xds client started with `GRPC_XDS_BOOTSTRAP=<that file>` calls a WhoAmI backend
- * through discovery's configuration; SIGTERM removes the bootstrap.
+ * through discovery's configuration, and so does a gRPC C-core client (python3-grpcio) with the
+ * same file; SIGTERM removes the bootstrap.
  */
 
 import assert from "node:assert/strict";
@@ -94,7 +95,7 @@ Deno.test("mesh-agent --proxyless writes the certificate and a gRPC bootstrap, r
   });
 });
 
-Deno.test("a grpc-js-xds client started with GRPC_XDS_BOOTSTRAP from mesh-agent --proxyless calls a backend through mesh-discovery", async () => {
+Deno.test("grpc-js-xds and gRPC C-core clients started with GRPC_XDS_BOOTSTRAP from mesh-agent --proxyless call a backend through mesh-discovery", async () => {
   await withTempDir(async (dir) => {
     const backend = await startWhoAmI({ host: "127.0.0.1", port: 0, version: "v1" });
     try {
@@ -121,15 +122,19 @@ spec:
           sa: "client",
           discovery: d.grpc,
         });
-        await using client = await startXdsClient({ bootstrapFile: agent.bootstrap });
-        const r = await client.callUntil(
-          "xds:///whoami.test.example:7070",
-          (r) => r.codes["0"] === 20,
-          { n: 20, timeoutMs: 30_000 },
-        );
-        assert.deepEqual(r.versions, { v1: 20 });
-        assert.deepEqual(r.addresses, { [backend.address]: 20 });
-        assert.ok(backend.served() >= 20);
+        // both implementations read the same file: grpc-js-xds and gRPC C-core (python3-grpcio)
+        for (const impl of ["grpc-js", "grpc-core"] as const) {
+          const served = backend.served();
+          await using client = await startXdsClient({ bootstrapFile: agent.bootstrap, impl });
+          const r = await client.callUntil(
+            "xds:///whoami.test.example:7070",
+            (r) => r.codes["0"] === 20,
+            { n: 20, timeoutMs: 30_000 },
+          );
+          assert.deepEqual(r.versions, { v1: 20 }, impl);
+          assert.deepEqual(r.addresses, { [backend.address]: 20 }, impl);
+          assert.ok(backend.served() >= served + 20, impl);
+        }
       } finally {
         await d.proc.stop();
       }
