@@ -3,8 +3,9 @@
  * the annotation `inject.mesh.io/templates: grpc-agent` (Istio's `inject.istio.io/templates` is
  * read too). The pod gets mesh-agent running `proxy sidecar --proxyless` (no proxy, no init
  * container, no traffic redirection); every application container gets `GRPC_XDS_BOOTSTRAP`
- * pointing at the bootstrap the agent writes, and the agent's configuration and certificate
- * volumes mounted read-only (`appContainers` of the template output).
+ * pointing at the bootstrap the agent writes, the agent's configuration volume (where its xDS
+ * relay socket lives with MUTUAL_TLS: connecting needs write access) and the certificate volume
+ * read-only (`appContainers` of the template output).
  * @module
  */
 
@@ -64,7 +65,7 @@ const SOURCE = `{
       { "name": "GRPC_XDS_BOOTSTRAP", "value": [[ printf "%s/grpc-bootstrap.json" .ProxyConfig.ConfigPath | toJson ]] }
     ],
     "volumeMounts": [
-      { "mountPath": [[ .ProxyConfig.ConfigPath | toJson ]], "name": "mesh-envoy", "readOnly": true },
+      { "mountPath": [[ .ProxyConfig.ConfigPath | toJson ]], "name": "mesh-envoy" },
       { "mountPath": "/etc/certs/", "name": "mesh-certs", "readOnly": true }
     ]
   }
