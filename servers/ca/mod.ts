@@ -103,6 +103,7 @@ export async function start(config: CaConfig, deps: CaDeps = {}): Promise<CaHand
   }
 }
 
+// long: start's steps (keys, signing API, controller, monitoring, liveness); split: issue 25
 async function startParts(
   config: CaConfig,
   deps: CaDeps,

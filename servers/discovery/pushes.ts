@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { ServiceInstance } from "../../lib/model/mod.ts";
 import type { Proxy } from "../../lib/xds/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import type { XdsServer } from "../../lib/xds/server/mod.ts";
@@ -18,7 +19,8 @@ import {
 
 /**
  * Routes changes to pushes. Its state is the instance fingerprints of the last registry event,
- * from which an endpoints-only change finds the `host|port` keys that changed.
+ * from which an endpoints-only change finds the `host|port` keys that changed, and the instances
+ * of that event (a proxy whose own endpoint left is one of them no longer).
  */
 export class PushRouter {
   readonly #registry: DiscoveryRegistry;
@@ -26,6 +28,8 @@ export class PushRouter {
   readonly #server: XdsServer<Proxy>;
   readonly #restCache: RestCache | null;
   #fingerprints: ReturnType<typeof instanceFingerprints>;
+  /** `host|port` keys of the instances at each address, as of the last registry event. */
+  #keysByAddress: Map<string, Set<string>>;
 
   constructor(opts: {
     registry: DiscoveryRegistry;
@@ -38,6 +42,7 @@ export class PushRouter {
     this.#server = opts.server;
     this.#restCache = opts.restCache;
     this.#fingerprints = instanceFingerprints(this.#registry.instances());
+    this.#keysByAddress = keysByAddress(this.#registry.instances());
   }
 
   /** Config (or Ingress) changed: everything is recomputed, every proxy may hear of it. */
@@ -53,9 +58,12 @@ export class PushRouter {
    * pushes EDS for them, plus CDS and LDS when a DNS service or a proxy's own instances changed.
    */
   registryChanged(kind: "services" | "endpoints"): void {
-    const next = instanceFingerprints(this.#registry.instances());
+    const instances = this.#registry.instances();
+    const next = instanceFingerprints(instances);
     const changed = changedKeys(this.#fingerprints, next);
     this.#fingerprints = next;
+    const before = this.#keysByAddress;
+    this.#keysByAddress = keysByAddress(instances);
     if (kind === "services") return this.configChanged();
     this.#model.updateEndpoints(changed);
     this.#restCache?.clear();
@@ -65,14 +73,16 @@ export class PushRouter {
     const clusters = affectedClusters(watched, changed);
     if (clusters.length) server.push({ kind: "eds", clusters });
     // Clusters and listeners also depend on instances for DNS services and a proxy's own
-    // instances: recompute those (only proxies whose output changed are sent anything).
+    // instances (one that joined or left): recompute those (only proxies whose output changed
+    // are sent anything).
     const ctx = this.#model.context();
     const dns = new Set(
       ctx.services.filter((s) => s.resolution === "DNSLB").map((s) => s.hostname),
     );
-    const touchesProxy = ctx.instances.some((i) =>
-      proxyIps.has(i.address) && changed.has(`${i.hostname}|${i.servicePort.port}`)
-    );
+    const touchesProxy =
+      ctx.instances.some((i) =>
+        proxyIps.has(i.address) && changed.has(`${i.hostname}|${i.servicePort.port}`)
+      ) || [...proxyIps].some((ip) => [...before.get(ip) ?? []].some((k) => changed.has(k)));
     if ([...changed].some((k) => dns.has(k.split("|")[0])) || touchesProxy) {
       server.push({ kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] });
     }
@@ -82,6 +92,18 @@ export class PushRouter {
   synced(): void {
     this.#model.invalidate();
     this.#fingerprints = instanceFingerprints(this.#registry.instances());
+    this.#keysByAddress = keysByAddress(this.#registry.instances());
     this.#server.push({ kind: "full" });
   }
+}
+
+/** The `host|port` keys of `instances` by endpoint address. */
+function keysByAddress(instances: readonly ServiceInstance[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const i of instances) {
+    let keys = out.get(i.address);
+    if (!keys) out.set(i.address, keys = new Set());
+    keys.add(`${i.hostname}|${i.servicePort.port}`);
+  }
+  return out;
 }

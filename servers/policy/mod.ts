@@ -130,6 +130,7 @@ export async function start(config: PolicyConfig, deps: PolicyDeps = {}): Promis
   }
 }
 
+// long: start's steps (store, reloads, gRPC API, monitoring, probes); split: issue 25
 async function startParts(
   config: PolicyConfig,
   deps: PolicyDeps,
