@@ -183,3 +183,23 @@ Deno.test("mesh-agent debug prints no warning for a proxy that is not the stand-
     await server.shutdown();
   }
 });
+
+Deno.test("mesh-agent debug points a proxyless agent's user at its bootstrap instead of a proxy", async () => {
+  await withTempDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/grpc-bootstrap.json`, '{"node": {"id": "x"}}\n');
+    const { freePort } = await import("../../tests/harness/procs.ts");
+    const env = {
+      MESH_AGENT_ADMIN_ADDRESS: `127.0.0.1:${freePort()}`,
+      MESH_AGENT_CONFIG_PATH: dir,
+    };
+    const clusters = await runProgram("mesh-agent", ["debug", "clusters"], { env });
+    assert.equal(clusters.code, 1);
+    assert.match(
+      clusters.stderr,
+      /^Error: Cannot reach the proxy admin port at .*\(the agent in .* runs --proxyless: there is no proxy; "mesh-agent debug static" prints its gRPC bootstrap .*grpc-bootstrap\.json\)\n$/,
+    );
+    const st = await runProgram("mesh-agent", ["debug", "static"], { env });
+    assert.equal(st.code, 0, st.stderr);
+    assert.equal(st.stdout, `--- ${dir}/grpc-bootstrap.json\n{"node": {"id": "x"}}\n`);
+  });
+});
