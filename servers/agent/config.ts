@@ -291,6 +291,16 @@ export function toConfig(
   if (proxyless && r !== "sidecar" && ROLES.includes(r)) {
     problems.push(`--proxyless works with role sidecar only, not ${r}`);
   }
+  for (
+    const [name, v] of [["customConfigFile", flags.customConfigFile], [
+      "templateFile",
+      flags.templateFile,
+    ]]
+  ) {
+    if (proxyless && v) {
+      problems.push(`--${name} configures a proxy: it cannot be used with --proxyless`);
+    }
+  }
   let certRefreshMs = DEFAULT_CERT_REFRESH_MS;
   const refresh = env.MESH_CERT_REFRESH_INTERVAL;
   if (refresh) {

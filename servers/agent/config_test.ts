@@ -137,6 +137,12 @@ Deno.test("toConfig() takes --proxyless for sidecars only and turns SDS off with
   assert.deepEqual(problems(() => toConfig(proxyFlags({ proxyless: true }), "ingress", POD_ENV)), [
     "--proxyless works with role sidecar only, not ingress",
   ]);
+  assert.deepEqual(
+    problems(() =>
+      toConfig(proxyFlags({ proxyless: true, templateFile: "/t.yaml" }), "sidecar", POD_ENV)
+    ),
+    ["--templateFile configures a proxy: it cannot be used with --proxyless"],
+  );
 });
 
 Deno.test("toConfig() reads MESH_CERT_REFRESH_INTERVAL as a duration and names it when bad", () => {

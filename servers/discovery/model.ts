@@ -17,6 +17,8 @@ import {
   buildEndpoints,
   buildListeners,
   buildRoutes,
+  CERT_DIR_METADATA_KEY,
+  certDirOf,
   encodeAny,
   headerMatcherForm,
   ingressesToConfigs,
@@ -138,7 +140,7 @@ interface Memo {
   /** Label keys any VirtualService matches with `sourceLabels` (the only labels routes read). */
   readonly sourceLabelKeys: readonly string[];
   /** Sidecar listeners without inbound ones, by "TPROXY interception". */
-  readonly sharedListeners: Map<boolean, View>;
+  readonly sharedListeners: Map<string, View>;
   /** Listener views: gateways by type + labels; sidecars with instances by mode + IP + shape. */
   readonly listenerViews: Map<string, View>;
   /** Cluster views by own-instance shape ("" = no own instances: outbound only). */
@@ -562,15 +564,18 @@ export class DiscoveryModel {
   /** What a proxy's clusters depend on: the context and the shape of its own instances. */
   #clusterView(m: Memo, proxy: Proxy): View {
     const own = this.#own(m, proxy);
-    // Clients that crash on ring hash get their own views (round robin in its place).
-    const compat = ringHashCrashes(proxy.client) ? "no-ring-hash " : "";
+    // Clients that crash on ring hash get their own views (round robin in its place); so do
+    // proxies whose certificates are not in /etc/certs (node metadata CERT_DIR).
+    const dir = certDirOf(proxy);
+    const compat = (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
+      (dir ? `certs=${dir} ` : "");
     const key = compat + (own.length ? shapeKey(own) : "");
     const hit = m.clusterViews.get(key);
     if (hit) return hit;
     let v: View;
     const shared = m.clusterViews.get(compat) ?? (() => {
-      const sp = this.#sharedProxy();
-      if (compat) sp.client = proxy.client;
+      const sp = this.#sharedProxy(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {});
+      if (ringHashCrashes(proxy.client)) sp.client = proxy.client;
       const all = buildClusters(m.ctx, sp);
       const sv = this.#keep(
         this.#prev?.clusterViews.get(compat),
@@ -610,21 +615,26 @@ export class DiscoveryModel {
       return v;
     }
     const tproxy = proxy.metadata?.["INTERCEPTION_MODE"] === "TPROXY";
-    let shared = m.sharedListeners.get(tproxy);
+    const dir = certDirOf(proxy);
+    const sharedKey = `${tproxy} ${dir ?? ""}`;
+    let shared = m.sharedListeners.get(sharedKey);
     if (!shared) {
       const ls = buildListeners(
         m.ctx,
-        this.#sharedProxy(tproxy ? { INTERCEPTION_MODE: "TPROXY" } : {}),
+        this.#sharedProxy({
+          ...(tproxy ? { INTERCEPTION_MODE: "TPROXY" } : {}),
+          ...(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {}),
+        }),
       );
       shared = this.#keep(
-        this.#prev?.sharedListeners.get(tproxy),
+        this.#prev?.sharedListeners.get(sharedKey),
         this.#view(TYPE_URLS.listener, ls, routeRefs(ls)),
       );
-      m.sharedListeners.set(tproxy, shared);
+      m.sharedListeners.set(sharedKey, shared);
     }
     const own = this.#own(m, proxy).filter((i) => m.servicesByHost.has(i.hostname));
     if (!own.length) return shared;
-    const key = `s ${tproxy} ${proxy.ip} ${shapeKey(own)}`;
+    const key = `s ${sharedKey} ${proxy.ip} ${shapeKey(own)}`;
     let v = m.listenerViews.get(key);
     if (!v) {
       const inbound = buildListeners(this.#inboundContext(m, own), proxy).filter((l) =>

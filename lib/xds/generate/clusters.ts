@@ -10,6 +10,7 @@ import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { ringHashCrashes } from "../node.ts";
 import { hostPortKey, indexOf } from "./context.ts";
 import { meshMtlsUpstream, mtlsModeOf, upstreamTlsSocket } from "./security.ts";
+import { withCertDir } from "./cert_dir.ts";
 import {
   durationOf,
   endpointAddress,
@@ -268,7 +269,8 @@ export function proxyInstances(ctx: PushContext, proxy: Proxy): ServiceInstance[
  * that crash on ring hash ({@link ringHashCrashes}) get round robin in its place.
  */
 export function buildClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
-  const out = allClusters(ctx, proxy);
+  // workload certificates where the proxy's agent keeps them (node metadata CERT_DIR)
+  const out = withCertDir(allClusters(ctx, proxy), proxy);
   if (ringHashCrashes(proxy.client)) {
     // Round robin for clients that crash on ring hash (consistent hashing is lost, calls work).
     for (const c of out) {
