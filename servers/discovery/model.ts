@@ -17,10 +17,13 @@ import {
   buildEndpoints,
   buildListeners,
   buildRoutes,
+  buildServerListener,
   encodeAny,
   headerMatcherForm,
   ingressesToConfigs,
   isKnownCluster,
+  isProxyless,
+  isServerListenerName,
   loadAssignment,
   parseClusterName,
   type Proxy,
@@ -290,7 +293,7 @@ export interface GeneratorStats {
 export class DiscoveryModel {
   readonly #registry: DiscoveryRegistry;
   readonly #configs: ConfigSnapshot;
-  readonly #mesh: XdsMeshConfig;
+  #mesh: XdsMeshConfig;
   readonly #domain: string;
   readonly #cache: ResourceCache;
   readonly #log: Logger;
@@ -317,6 +320,15 @@ export class DiscoveryModel {
     this.#domain = opts.domain;
     this.#cache = opts.cache;
     this.#log = opts.logger;
+  }
+
+  /**
+   * Replaces the mesh configuration (a live edit of `--meshConfig`); the context is rebuilt on
+   * next use. The caller pushes.
+   */
+  setMeshConfig(mc: MeshConfig): void {
+    this.#mesh = toXdsMeshConfig(mc);
+    this.invalidate();
   }
 
   /** Marks the context stale (rebuilt on next use). */
@@ -382,10 +394,13 @@ export class DiscoveryModel {
     };
     this.#ctx = ctx;
     this.#prev = m;
+    // proxyless server listeners read the instances at their address: rebuilt on demand
+    const apiListeners = new Map([...m.apiListeners].filter(([k]) => !k.startsWith("server ")));
     this.#memo = {
       ...m,
       ctx,
       ownByIp,
+      apiListeners,
       eds,
       edsViews: new WeakMap(),
       routeViews: new Map(),
@@ -562,14 +577,17 @@ export class DiscoveryModel {
   /** What a proxy's clusters depend on: the context and the shape of its own instances. */
   #clusterView(m: Memo, proxy: Proxy): View {
     const own = this.#own(m, proxy);
-    // Clients that crash on ring hash get their own views (round robin in its place).
-    const compat = ringHashCrashes(proxy.client) ? "no-ring-hash " : "";
+    // Clients that crash on ring hash get their own views (round robin in its place), and
+    // proxyless gRPC clients theirs (TLS from the bootstrap's certificate provider).
+    const proxyless = isProxyless(proxy);
+    const compat = (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
+      (proxyless ? "grpc " : "");
     const key = compat + (own.length ? shapeKey(own) : "");
     const hit = m.clusterViews.get(key);
     if (hit) return hit;
     let v: View;
     const shared = m.clusterViews.get(compat) ?? (() => {
-      const sp = this.#sharedProxy();
+      const sp = this.#sharedProxy(proxyless ? { GENERATOR: "grpc" } : {});
       if (compat) sp.client = proxy.client;
       const all = buildClusters(m.ctx, sp);
       const sv = this.#keep(
@@ -641,10 +659,14 @@ export class DiscoveryModel {
   }
 
   #apiListener(m: Memo, proxy: Proxy, name: string): CachedResource | null {
-    const key = `${proxy.domain} ${name}`;
+    // server listeners (gRFC A36) depend on the proxy's IP (wildcard addresses) and domain
+    const server = isServerListenerName(name);
+    const key = server ? `server ${proxy.ip} ${proxy.domain} ${name}` : `${proxy.domain} ${name}`;
     let e = m.apiListeners.get(key);
     if (e === undefined) {
-      const api = buildApiListener(m.ctx, proxy, name);
+      const api = server
+        ? buildServerListener(m.ctx, proxy, name)
+        : buildApiListener(m.ctx, proxy, name);
       e = api ? this.#entry(TYPE_URLS.listener, name, api) : null;
       m.apiListeners.set(key, e);
     }
@@ -705,7 +727,10 @@ export class DiscoveryModel {
         const all = buildListeners(ctx, proxy);
         if (names === null) return all;
         return names.flatMap((n) => {
-          const l = all.find((x) => x.name === n) ?? buildApiListener(ctx, proxy, n);
+          const l = all.find((x) => x.name === n) ??
+            (isServerListenerName(n)
+              ? buildServerListener(ctx, proxy, n)
+              : buildApiListener(ctx, proxy, n));
           return l ? [l] : [];
         });
       }
