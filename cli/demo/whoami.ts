@@ -30,6 +30,8 @@ export interface WhoAmIReply {
   address: string;
   /** How many times this backend saw the request id (1 without retries). */
   attempt: number;
+  /** The caller's SPIFFE identity from its TLS certificate (proxyless mTLS servers only). */
+  peer?: string;
 }
 
 const toBytes = (v: unknown): Buffer => Buffer.from(JSON.stringify(v ?? {}));

@@ -58,6 +58,7 @@ import { ProtoJson } from "./protojson.ts";
 import { createWebhookClient } from "./webhook.ts";
 import { DebugRegistry } from "./debug_registry.ts";
 import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
+import { watchMeshConfig } from "./mesh_config_watch.ts";
 
 export { CERT_FILES, checkMeshCerts, type MeshCerts, readMeshCerts } from "./certs.ts";
 
@@ -88,6 +89,8 @@ export interface DiscoveryDeps {
   debounceAfterMs?: number;
   /** How often the certificate directory is checked while the TLS port waits for it (ms). */
   certPollMs?: number;
+  /** How often `--meshConfig` is re-read for live changes (ms, default 500). */
+  meshConfigPollMs?: number;
 }
 
 /** Addresses actually bound (`host:port`). */
@@ -352,6 +355,18 @@ export async function start(
       }
     });
     ingressWatcher?.onChange(() => configChanged());
+    // Live mesh configuration (servers/discovery/mesh_config_watch.ts).
+    const meshWatch = watchMeshConfig({
+      path: config.meshConfigPath,
+      initial: meshConfig,
+      logger: log,
+      intervalMs: deps.meshConfigPollMs,
+      onChange: (mc) => {
+        model.setMeshConfig(mc);
+        configChanged();
+      },
+    });
+    cleanups.push(() => meshWatch.close());
     if (config.ingressStatus) {
       await startIngressStatus(ingressWatcher, meshConfig, config, log, cleanups);
     }

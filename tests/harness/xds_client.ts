@@ -78,6 +78,8 @@ export interface CallResult {
   codes: Record<string, number>;
   /** Successful calls per attempt number seen by the backend (2 = one retry). */
   attempts: Record<string, number>;
+  /** Successful calls per caller identity the backend saw (`""`: plaintext). */
+  peers: Record<string, number>;
   /** Up to five distinct error messages (`<code>: <details>`). */
   errors: string[];
 }
@@ -97,6 +99,8 @@ export interface XdsClientProcess {
     ok: (r: CallResult) => boolean,
     opts?: CallOptions & { timeoutMs?: number },
   ): Promise<CallResult>;
+  /** Closes every channel: the next calls open new connections (current TLS settings). */
+  reset(): Promise<void>;
   /** Stderr of the subprocess so far (grpc-js-xds tracing goes there). */
   stderr(): string;
   /** Ends the subprocess and waits for it. */
@@ -111,20 +115,44 @@ export function share(r: CallResult, version: string): number {
   return total ? (r.versions[version] ?? 0) / total : 0;
 }
 
+/** Options of {@link startXdsClient} besides the bootstrap's. */
+export interface XdsClientOptions {
+  /** Extra environment (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`). */
+  env?: Record<string, string>;
+  /** Implementation (default grpc-js). */
+  impl?: XdsClientImpl;
+  /**
+   * A bootstrap file to use instead of {@link xdsBootstrap} (e.g. the one mesh-agent
+   * `--proxyless` wrote); `grpcPort` and `id` are then ignored.
+   */
+  bootstrapFile?: string;
+  /**
+   * Channel credentials from xDS (`XdsChannelCredentials` / `grpc.xds_channel_credentials`,
+   * plaintext fallback): the client uses TLS where its clusters say so. Default plaintext.
+   */
+  xdsCredentials?: boolean;
+}
+
 /**
  * Starts a proxyless client subprocess of `impl` (default grpc-js) with the bootstrap of
- * {@link xdsBootstrap}. `env` adds variables (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`).
+ * {@link xdsBootstrap} (or `bootstrapFile`).
  */
 export async function startXdsClient(
-  opts: BootstrapOptions & { env?: Record<string, string>; impl?: XdsClientImpl },
+  opts: (BootstrapOptions | { bootstrapFile: string }) & XdsClientOptions,
 ): Promise<XdsClientProcess> {
-  const bootstrap = xdsBootstrap(opts);
+  const bootstrap = opts.bootstrapFile
+    ? JSON.parse(await Deno.readTextFile(opts.bootstrapFile))
+    : xdsBootstrap(opts as BootstrapOptions);
+  const credsEnv: Record<string, string> = opts.xdsCredentials ? { MESH_TEST_XDS_CREDS: "1" } : {};
   let command: Deno.Command;
   let bootstrapDir: string | undefined;
   if (opts.impl === "grpc-core") {
-    bootstrapDir = await Deno.makeTempDir({ prefix: "mesh-xds-bootstrap-" });
-    const file = `${bootstrapDir}/bootstrap.json`;
-    await Deno.writeTextFile(file, JSON.stringify(bootstrap));
+    let file = opts.bootstrapFile;
+    if (!file) {
+      bootstrapDir = await Deno.makeTempDir({ prefix: "mesh-xds-bootstrap-" });
+      file = `${bootstrapDir}/bootstrap.json`;
+      await Deno.writeTextFile(file, JSON.stringify(bootstrap));
+    }
     command = new Deno.Command(SYSTEM_PYTHON, {
       args: [new URL("./xds_client_proc.py", import.meta.url).pathname, WHOAMI_METHOD],
       env: {
@@ -133,6 +161,7 @@ export async function startXdsClient(
         // (every 5 s by default), so xDS updates would wait up to that long between calls.
         GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS: "100",
         PYTHONUNBUFFERED: "1",
+        ...credsEnv,
         ...opts.env,
       },
       stdin: "piped",
@@ -142,7 +171,13 @@ export async function startXdsClient(
   } else {
     command = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("./xds_client_proc.ts", import.meta.url).pathname],
-      env: { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap), ...opts.env },
+      env: {
+        ...(opts.bootstrapFile
+          ? { GRPC_XDS_BOOTSTRAP: opts.bootstrapFile }
+          : { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap) }),
+        ...credsEnv,
+        ...opts.env,
+      },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
@@ -228,6 +263,9 @@ export async function startXdsClient(
         }
         await new Promise((r) => setTimeout(r, 50));
       }
+    },
+    async reset() {
+      await send({ op: "reset" });
     },
     stderr: () => err,
     async close() {

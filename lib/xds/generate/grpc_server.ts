@@ -140,17 +140,21 @@ export function buildServerListener(
   ]);
   const services = served.map((s) => s.service);
   const rbac = serverRbac(ctx, services);
+  const strict = served.some(({ service, instance }) =>
+    mtlsModeOf(ctx, service, instance.servicePort) === "STRICT"
+  );
   const chain: Any = {
     name: `inbound|${addr.port}`,
     filters: [hcmFilter({
-      statPrefix: `inbound_${addr.port}`,
+      // The stat prefix tells mTLS and plaintext apart on purpose: grpc-js-xds 1.14 compares a
+      // new server Listener with the one in force filter by filter before it looks at the
+      // transport socket, and that last check is inverted (plaintext → TLS throws, TLS →
+      // plaintext is taken as "unchanged"); a different HCM makes it apply either switch.
+      statPrefix: strict ? `inbound_mtls_${addr.port}` : `inbound_${addr.port}`,
       routeConfig: { name: `inbound|${addr.port}`, virtual_hosts: vhosts },
       filters: rbac ? [httpFilter("envoy.filters.http.rbac", rbac)] : [],
     })],
   };
-  const strict = served.some(({ service, instance }) =>
-    mtlsModeOf(ctx, service, instance.servicePort) === "STRICT"
-  );
   if (strict) chain.transport_socket = proxylessDownstreamTls();
   return {
     name,
