@@ -54,6 +54,15 @@ export function xdsBootstrap(opts: BootstrapOptions): Record<string, unknown> {
   };
 }
 
+/**
+ * A bootstrap file written by someone else (mesh-agent `--proxyless`): the client is started
+ * with `GRPC_XDS_BOOTSTRAP=<file>`, as an application in the mesh is.
+ */
+export interface FileBootstrap {
+  /** Path of the gRPC xDS bootstrap file. */
+  bootstrapFile: string;
+}
+
 /** Options of one batch of calls. */
 export interface CallOptions {
   /** Number of calls (default 100). */
@@ -122,11 +131,6 @@ export interface XdsClientOptions {
   /** Implementation (default grpc-js). */
   impl?: XdsClientImpl;
   /**
-   * A bootstrap file to use instead of {@link xdsBootstrap} (e.g. the one mesh-agent
-   * `--proxyless` wrote); `grpcPort` and `id` are then ignored.
-   */
-  bootstrapFile?: string;
-  /**
    * Channel credentials from xDS (`XdsChannelCredentials` / `grpc.xds_channel_credentials`,
    * plaintext fallback): the client uses TLS where its clusters say so. Default plaintext.
    */
@@ -135,20 +139,22 @@ export interface XdsClientOptions {
 
 /**
  * Starts a proxyless client subprocess of `impl` (default grpc-js) with the bootstrap of
- * {@link xdsBootstrap} (or `bootstrapFile`).
+ * {@link xdsBootstrap}, or with a bootstrap file (`bootstrapFile`, passed as
+ * `GRPC_XDS_BOOTSTRAP`; e.g. the one mesh-agent `--proxyless` wrote).
  */
 export async function startXdsClient(
-  opts: (BootstrapOptions | { bootstrapFile: string }) & XdsClientOptions,
+  opts: (BootstrapOptions | FileBootstrap) & XdsClientOptions,
 ): Promise<XdsClientProcess> {
-  const bootstrap = opts.bootstrapFile
-    ? JSON.parse(await Deno.readTextFile(opts.bootstrapFile))
+  const fromFile = "bootstrapFile" in opts ? opts.bootstrapFile : undefined;
+  const bootstrap = fromFile !== undefined
+    ? JSON.parse(await Deno.readTextFile(fromFile))
     : xdsBootstrap(opts as BootstrapOptions);
   const credsEnv: Record<string, string> = opts.xdsCredentials ? { MESH_TEST_XDS_CREDS: "1" } : {};
   let command: Deno.Command;
   let bootstrapDir: string | undefined;
   if (opts.impl === "grpc-core") {
-    let file = opts.bootstrapFile;
-    if (!file) {
+    let file = fromFile;
+    if (file === undefined) {
       bootstrapDir = await Deno.makeTempDir({ prefix: "mesh-xds-bootstrap-" });
       file = `${bootstrapDir}/bootstrap.json`;
       await Deno.writeTextFile(file, JSON.stringify(bootstrap));
@@ -172,8 +178,8 @@ export async function startXdsClient(
     command = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("./xds_client_proc.ts", import.meta.url).pathname],
       env: {
-        ...(opts.bootstrapFile
-          ? { GRPC_XDS_BOOTSTRAP: opts.bootstrapFile }
+        ...(fromFile !== undefined
+          ? { GRPC_XDS_BOOTSTRAP: fromFile }
           : { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap) }),
         ...credsEnv,
         ...opts.env,
