@@ -29,9 +29,9 @@ export {
 } from "./protos.ts";
 export {
   clientOf,
-  headerMatcherForm,
   GENERATOR_METADATA_KEY,
   GRPC_GENERATOR,
+  headerMatcherForm,
   isIp,
   isProxylessGrpc,
   type NodeIdentity,
@@ -58,7 +58,6 @@ export {
   buildServerListener,
   isServerListenerName,
   parseListeningAddress,
-  SERVER_LISTENER_PREFIX,
 } from "./generate/grpc_server.ts";
 export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";

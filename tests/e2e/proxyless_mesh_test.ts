@@ -16,15 +16,10 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { WHOAMI_METHOD, whoAmIClientConstructor } from "../../cli/demo/whoami.ts";
-import { makeTestPki } from "../harness/certs.ts";
-import {
-  startXdsServer,
-  writeGrpcBootstrap,
-  writeWorkloadCerts,
-  type XdsServerProcess,
-} from "../harness/proxyless.ts";
+import { startMeshCa, startProxylessAgent } from "../harness/mesh_agent.ts";
+import { startXdsServer, type XdsServerProcess } from "../harness/proxyless.ts";
 import { type CallResult, startXdsClient, type XdsClientProcess } from "../harness/xds_client.ts";
-import { freePort } from "../harness/procs.ts";
+import { freePort, waitUntil } from "../harness/procs.ts";
 import { startDiscovery } from "./discovery_harness.ts";
 
 const TARGET = "xds:///greeter.default.svc.cluster.local:7070";
@@ -135,7 +130,6 @@ Deno.test({
   sanitizeResources: false,
 }, async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-proxyless-" });
-  const pki = await makeTestPki();
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
     const configDir = `${dir}/config`;
@@ -154,30 +148,29 @@ Deno.test({
     );
     cleanups.push(() => discovery.proc.stop());
 
-    // one directory per workload: certificates and the bootstrap, as mesh-agent lays them out
-    const workload = async (name: string, ip: string, sa: string, labels = {}) => {
-      const wdir = `${dir}/${name}`;
-      await writeWorkloadCerts(pki, wdir, sa);
-      const bootstrap = await writeGrpcBootstrap(wdir, {
-        discoveryAddress: discovery.grpc,
-        ip,
-        id: `${name}.default`,
-        certDir: wdir,
-        labels,
+    const ca = await startMeshCa(dir);
+    cleanups.push(() => ca[Symbol.asyncDispose]());
+    // one mesh-agent --proxyless per workload: its certificate from mesh_ca (6 s, renewed at half
+    // life, so certificates rotate under every step) and its bootstrap
+    const workload = async (pod: string, sa: string) => {
+      const agent = await startProxylessAgent({
+        ca,
+        dir: `${dir}/${pod}`,
+        sa,
+        pod,
+        discovery: discovery.grpc,
+        env: { MESH_CA_CERT_TTL: "6", MESH_CERT_REFRESH_INTERVAL: "1s" },
       });
-      return { dir: wdir, bootstrap, sa };
+      cleanups.push(() => agent[Symbol.asyncDispose]());
+      return agent;
     };
-    const v1 = await workload("greeter-v1", "127.0.0.1", "greeter", {
-      app: "greeter",
-      version: "v1",
-    });
-    const v2 = await workload("greeter-v2", "127.0.0.1", "greeter", {
-      app: "greeter",
-      version: "v2",
-    });
-    const world = await workload("world-1", "127.0.0.1", "world");
-    const worldCore = await workload("world-2", "127.0.0.1", "world");
-    const other = await workload("other-1", "127.0.0.1", "other");
+    const [v1, v2, world, worldCore, other] = await Promise.all([
+      workload("greeter-v1", "greeter"),
+      workload("greeter-v2", "greeter"),
+      workload("world-1", "world"),
+      workload("world-2", "world"),
+      workload("other-1", "other"),
+    ]);
 
     const servers: XdsServerProcess[] = [
       startXdsServer({
@@ -264,22 +257,40 @@ Deno.test({
       },
     );
 
-    await step("a certificate rotated while calls run causes no failed call", async () => {
-      const bg = background(clients.js);
-      const bgCore = background(clients.core);
-      for (const w of [v1, v2, world, worldCore]) await writeWorkloadCerts(pki, w.dir, w.sa);
-      // the file watchers (refresh 1 s) pick the new files up; new connections use them
-      await new Promise((r) => setTimeout(r, 2500));
-      await bg.stop();
-      await bgCore.stop();
-      for (const r of [...bg.results, ...bgCore.results]) assert.ok(ok(r), JSON.stringify(r));
-      assert.ok(bg.results.length > 0 && bgCore.results.length > 0);
-      for (const c of [clients.js, clients.core]) {
-        await c.reset();
-        const r = await c.call(TARGET, { n: 40 });
-        assert.ok(onlyPeer(r, WORLD), JSON.stringify(r));
-      }
-    });
+    await step(
+      "a certificate rotated by the agents while calls run causes no failed call",
+      async () => {
+        const bg = background(clients.js);
+        const bgCore = background(clients.core);
+        const agents = [v1, v2, world, worldCore];
+        const chains = await Promise.all(
+          agents.map((a) => Deno.readTextFile(`${a.certDir}/cert-chain.pem`)),
+        );
+        await waitUntil(
+          async () =>
+            (await Promise.all(
+              agents.map((a) => Deno.readTextFile(`${a.certDir}/cert-chain.pem`)),
+            )).every((c, i) => c !== chains[i]),
+          20_000,
+          "every workload certificate renewed",
+        );
+        // calls go on after the renewal (the file watchers reload within their 1 s refresh)
+        const [n, nCore] = [bg.results.length, bgCore.results.length];
+        await waitUntil(
+          () => bg.results.length > n + 5 && bgCore.results.length > nCore + 5,
+          20_000,
+        );
+        await bg.stop();
+        await bgCore.stop();
+        for (const r of [...bg.results, ...bgCore.results]) assert.ok(ok(r), JSON.stringify(r));
+        assert.ok(bg.results.length > 0 && bgCore.results.length > 0);
+        for (const c of [clients.js, clients.core]) {
+          await c.reset();
+          const r = await c.call(TARGET, { n: 40 });
+          assert.ok(onlyPeer(r, WORLD), JSON.stringify(r));
+        }
+      },
+    );
 
     await step("RBAC: the bound service account is let through, another is denied", async () => {
       await Deno.writeTextFile(`${configDir}/rbac.yaml`, RBAC);
@@ -315,7 +326,6 @@ Deno.test({
     });
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => {});
-    await pki.remove().catch(() => {});
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });

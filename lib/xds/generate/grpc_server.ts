@@ -19,6 +19,7 @@
  */
 
 import type { Service, ServiceInstance } from "../../model/types.ts";
+import { GRPC_SERVER_LISTENER_PREFIX } from "../grpc_bootstrap.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { indexOf } from "./context.ts";
 import { proxylessDownstreamTls } from "./grpc_tls.ts";
@@ -31,12 +32,9 @@ import { serviceDomains, socketAddress } from "./util.ts";
 // deno-lint-ignore no-explicit-any
 type Any = any;
 
-/** The start of every server listener name (the bootstrap's `%s` is the listening address). */
-export const SERVER_LISTENER_PREFIX = "grpc/server?xds.resource.listening_address=";
-
 /** True when `name` is a server listener name (it may still be malformed). */
 export function isServerListenerName(name: string): boolean {
-  return name.startsWith(SERVER_LISTENER_PREFIX);
+  return name.startsWith(GRPC_SERVER_LISTENER_PREFIX);
 }
 
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
@@ -47,7 +45,7 @@ const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
  */
 export function parseListeningAddress(name: string): { host: string; port: number } | undefined {
   if (!isServerListenerName(name)) return undefined;
-  const addr = name.slice(SERVER_LISTENER_PREFIX.length);
+  const addr = name.slice(GRPC_SERVER_LISTENER_PREFIX.length);
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([0-9.]+)):(\d{1,5})$/.exec(addr);
   if (!m) return undefined;
   const port = Number(m[3]);

@@ -9,11 +9,8 @@ import { model } from "../testdata/model.ts";
 import { decodeAny, encodeAny, loadXdsProtos, TYPE_URLS } from "../protos.ts";
 import type { Proxy } from "../types.ts";
 import { buildClusters } from "./clusters.ts";
-import {
-  buildServerListener,
-  parseListeningAddress,
-  SERVER_LISTENER_PREFIX,
-} from "./grpc_server.ts";
+import { GRPC_SERVER_LISTENER_PREFIX } from "../grpc_bootstrap.ts";
+import { buildServerListener, parseListeningAddress } from "./grpc_server.ts";
 import { isProxyless } from "./grpc_tls.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -30,7 +27,7 @@ const proxy = (
   metadata,
 });
 
-const name = (addr: string) => SERVER_LISTENER_PREFIX + addr;
+const name = (addr: string) => GRPC_SERVER_LISTENER_PREFIX + addr;
 
 function cfg(kind: string, n: string, spec: unknown): ConfigObject {
   return {

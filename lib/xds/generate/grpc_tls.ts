@@ -6,27 +6,26 @@
  */
 
 import { EXT_TYPE_URLS } from "../protos.ts";
+import { GRPC_CERT_PROVIDER } from "../grpc_bootstrap.ts";
+import { isProxylessGrpc } from "../node.ts";
 import type { Proxy, XdsResource } from "../types.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
-
-/** The certificate provider instance of the proxyless bootstrap (`certificate_providers`). */
-export const CERT_PROVIDER_INSTANCE = "default";
 
 /**
  * True for a proxyless gRPC workload: node metadata `GENERATOR: grpc` (what mesh-agent
  * `--proxyless` writes, as Istio's `grpc-agent` template does) or a gRPC xDS client.
  */
 export function isProxyless(proxy: Proxy): boolean {
-  if (proxy.metadata?.["GENERATOR"] === "grpc") return true;
+  if (isProxylessGrpc(proxy.metadata)) return true;
   const kind = proxy.client?.kind;
   return kind === "grpc-core" || kind === "grpc-js" || kind === "grpc-go" || kind === "grpc-java";
 }
 
 /** A CertificateProviderPluginInstance of the bootstrap's `default` provider. */
 function providerInstance(): XdsResource {
-  return { instance_name: CERT_PROVIDER_INSTANCE };
+  return { instance_name: GRPC_CERT_PROVIDER };
 }
 
 /**
