@@ -121,11 +121,12 @@ class Child {
     return this.#out.trimEnd().split("\n").slice(-n).join("\n");
   }
 
-  /** Resolves once the output matches `re`; rejects on exit or after `ms`. */
-  async waitFor(re: RegExp, ms = 60_000): Promise<void> {
+  /** Resolves once the output matches `re`; rejects on exit, on `abort()` or after `ms`. */
+  async waitFor(re: RegExp, abort: () => boolean, ms = 60_000): Promise<void> {
     const deadline = Date.now() + ms;
     while (!re.test(this.#out)) {
       if (this.exited) throw new Error(`${this.name} exited; its last output:\n${this.tail()}`);
+      if (abort()) throw new Error("stopped");
       if (Date.now() > deadline) {
         throw new Error(
           `${this.name} not ready within ${ms / 1000} s; its last output:\n${this.tail()}`,
@@ -167,12 +168,18 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
   const start = (name: string, args: string[], env: Record<string, string> = {}) => {
     const c = new Child(name, args, env, o.verbose, o.writeErr);
     children.push(c);
+    c.status.then((s) => {
+      if (stopping) return;
+      o.writeErr(`Error: ${c.name} exited with code ${s.code}; its last output:\n${c.tail()}`);
+      stop(1);
+    });
     return c;
   };
   let stopping = false;
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((r) => (resolveDone = r));
   const timers: number[] = [];
+  const aborted = () => stopping;
   let client: { close(): void } | undefined;
   const stop = async (code: number) => {
     if (stopping) return;
@@ -191,7 +198,7 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
   try {
-    const [v1Port, v2Port, adsPort, caPort] = [freePort(), freePort(), freePort(), freePort()];
+    const [v1Port, v2Port, adsPort, caPort, caMonitoring] = [1, 2, 3, 4, 5].map(freePort);
     await Deno.mkdir(`${dir}/config`, { recursive: true });
     await Deno.writeTextFile(`${dir}/config/hello.yaml`, meshDemoConfig(v1Port, v2Port));
     const meshFile = `${dir}/mesh.yaml`;
@@ -216,6 +223,8 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
       `${dir}/jwks.json`,
       "--grpc-port",
       String(caPort),
+      "--monitoring-port",
+      String(caMonitoring),
     ]);
     const discovery = start("mesh-discovery", [
       ...program("cli/mesh-discovery.ts"),
@@ -237,8 +246,8 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
       "--ctrlz_port",
       "0",
     ]);
-    await ca.waitFor(/gRPC signing API listening/);
-    await discovery.waitFor(/discovery is ready/);
+    await ca.waitFor(/gRPC signing API listening/, aborted);
+    await discovery.waitFor(/discovery is ready/, aborted);
 
     const agent = async (sa: string) => {
       const wdir = `${dir}/${sa}`;
@@ -263,7 +272,7 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
         MESH_CA_TOKEN_FILE: `${wdir}/token`,
         MESH_CERT_REFRESH_INTERVAL: "1s",
       });
-      await a.waitFor(/gRPC bootstrap written/);
+      await a.waitFor(/gRPC bootstrap written/, aborted);
       return `${wdir}/proxy/grpc-bootstrap.json`;
     };
     const [helloBootstrap, clientBootstrap] = await Promise.all([
@@ -275,14 +284,7 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
       `127.0.0.1:${v1Port}=v1`,
       `127.0.0.1:${v2Port}=v2`,
     ], { GRPC_XDS_BOOTSTRAP: helloBootstrap, GRPC_XDS_EXPERIMENTAL_RBAC: "true" });
-    await backends.waitFor(/serving .* v2/);
-    for (const c of children) {
-      c.status.then((s) => {
-        if (stopping) return;
-        o.writeErr(`Error: ${c.name} exited with code ${s.code}; its last output:\n${c.tail()}`);
-        stop(1);
-      });
-    }
+    await backends.waitFor(/serving .* v2/, aborted);
     o.write(
       `demo: mesh_ca 127.0.0.1:${caPort}, mesh-discovery ADS 127.0.0.1:${adsPort}, backends v1 127.0.0.1:${v1Port} ` +
         `v2 127.0.0.1:${v2Port} (sa/hello), client sa/demo-client; work dir ${dir}`,
@@ -342,7 +344,7 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
       peers.clear();
     }, 1000));
   } catch (e) {
-    o.writeErr(`Error: ${(e as Error).message}`);
+    if (!stopping) o.writeErr(`Error: ${(e as Error).message}`);
     await stop(1);
   }
   const code = await done;

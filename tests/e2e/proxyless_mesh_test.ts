@@ -148,7 +148,8 @@ Deno.test({
     );
     cleanups.push(() => discovery.proc.stop());
 
-    const ca = await startMeshCa(dir);
+    // (its monitoring port defaults to 9093, which another program may hold)
+    const ca = await startMeshCa(dir, ["--monitoring-port", String(freePort())]);
     cleanups.push(() => ca[Symbol.asyncDispose]());
     // one mesh-agent --proxyless per workload: its certificate from mesh_ca (6 s, renewed at half
     // life, so certificates rotate under every step) and its bootstrap
