@@ -245,7 +245,7 @@ Deno.test({
               timeoutMs: 60_000,
               n: 40,
             },
-          ).catch(async (e) => {
+          ).catch((e) => {
             throw new Error(`${e.message}\n${diag()}\n${c.stderr().slice(-1500)}`);
           });
         }
