@@ -313,18 +313,26 @@ Deno.test({
       await clients.other.callUntil(TARGET, ok, { timeoutMs: 30_000 });
     });
 
-    await step("MUTUAL_TLS switched off live: plaintext again", async () => {
-      const bg = background(clients.js);
-      await Deno.writeTextFile(meshFile, "authPolicy: NONE\n");
-      for (const c of [clients.js, clients.core]) {
-        await c.callUntil(TARGET, (r) => onlyPeer(r, "") && !!r.versions.v1 && !!r.versions.v2, {
-          timeoutMs: 60_000,
-          n: 40,
-        });
-      }
-      await bg.stop();
-      for (const s of servers) assert.equal(await plainCall(s.address), 0, `${s.impl} server`);
-    });
+    await step(
+      "a bad mesh config edit is refused; MUTUAL_TLS switched off live: plaintext again",
+      async () => {
+        // a bad edit first: refused with a reason, mutual TLS stays on
+        await Deno.writeTextFile(meshFile, "authPolicy: SOMETIMES\n");
+        await discovery.proc.waitFor(/authPolicy.*keeping the last good configuration/, 10_000);
+        assert.ok(onlyPeer(await clients.js.call(TARGET, { n: 20 }), WORLD));
+        const bg = background(clients.js);
+        await Deno.writeTextFile(meshFile, "authPolicy: NONE\n");
+        await discovery.proc.waitFor(/authPolicy MUTUAL_TLS → NONE \(applied live\)/, 10_000);
+        for (const c of [clients.js, clients.core]) {
+          await c.callUntil(TARGET, (r) => onlyPeer(r, "") && !!r.versions.v1 && !!r.versions.v2, {
+            timeoutMs: 60_000,
+            n: 40,
+          });
+        }
+        await bg.stop();
+        for (const s of servers) assert.equal(await plainCall(s.address), 0, `${s.impl} server`);
+      },
+    );
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => {});
     await Deno.remove(dir, { recursive: true }).catch(() => {});
