@@ -760,11 +760,14 @@ export class DiscoveryModel {
       case TYPE_URLS.cluster:
         return pick(this.#clusterView(m, proxy).map, names);
       case TYPE_URLS.listener: {
-        const view = this.#listenerView(m, proxy);
-        if (names === null) return view.map;
+        // proxyless gRPC nodes ask only for api and server listeners by name: no sidecar view
+        const view = names !== null && isProxyless(proxy)
+          ? undefined
+          : this.#listenerView(m, proxy);
+        if (names === null) return view!.map;
         const out = new Map<string, ResourceEntry>();
         for (const n of names) {
-          const e = view.map.get(n) ?? this.#apiListener(m, proxy, n);
+          const e = view?.map.get(n) ?? this.#apiListener(m, proxy, n);
           if (e) out.set(n, e);
         }
         return out;
