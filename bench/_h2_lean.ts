@@ -1,7 +1,7 @@
 /**
  * A lean HTTP/2 client for the simulated sidecars: gRPC streams over one `Deno.connect` socket
  * per session, frames parsed and built by hand (headers through the HPACK codec in
- * `lib/grpc/hpack.ts`). Deno's `node:http2` client spends more CPU receiving a full push
+ * `lib/grpc/h2/hpack.ts`). Deno's `node:http2` client spends more CPU receiving a full push
  * to 2000 streams than the server spends sending it, and the bench runs both on the same two
  * cores; this client reads into one reused buffer per session and hands over complete gRPC
  * messages without per-frame allocations.
@@ -13,10 +13,10 @@
  * @module
  */
 
-import { encodeHeaders, HpackDecoder } from "../lib/grpc/hpack.ts";
+import { encodeHeaders, HpackDecoder } from "../lib/grpc/h2/hpack.ts";
 import { GrpcMessageReader } from "../lib/grpc/messages.ts";
 import { Buffer } from "node:buffer";
-import { BufferPool, Flag, frameHeader, FrameType, PREFACE } from "../lib/grpc/frames.ts";
+import { BufferPool, Flag, frameHeader, FrameType, PREFACE } from "../lib/grpc/h2/frames.ts";
 
 const { DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION } =
   FrameType;

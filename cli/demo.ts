@@ -183,6 +183,7 @@ async function waitForPort(port: number, deadlineMs: number, alive: () => boolea
   return false;
 }
 
+// long: the demo's script: its flags, then start discovery, backends and client in order
 async function main(args: string[]): Promise<number> {
   const cmd = new Command("demo")
     .description(

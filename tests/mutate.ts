@@ -33,7 +33,7 @@ const HELP = `Usage: deno task mutate <path>[:<from>-<to>] ... [--tests <file>].
 
 Mutation testing with StrykerJS over deno test: each mutant runs only the test files that
 reached it in a first run (the others are NoCoverage). <path> is a source file or directory
-(e.g. lib/store, lib/grpc/server.ts, lib/xds/server/stream.ts:440-620).
+(e.g. lib/store, lib/grpc/h2/connection.ts, lib/xds/server/stream.ts:440-620).
   --tests <file>     also run this test file (repeatable; e2e tests are never added otherwise)
   --tests-only       run only the --tests files (quicker when they cover the mutated lines)
   --all-tests        no coverage analysis: run every test file for every mutant (needed when

@@ -192,6 +192,7 @@ interface Selected {
   args: string[];
 }
 
+// long: builds the commander tree and its parse hooks over shared parse state
 /**
  * Parses `argv` for `program` and runs the selected command. Returns the exit code; never calls
  * `Deno.exit` (the entry file does).

@@ -10,7 +10,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
+import { type CallHandler, GrpcStatus, listenGrpc } from "./mod.ts";
 
 const limits = JSON.parse(Deno.args[0] ?? "{}");
 /** Listener options (`acceptCheckMs`, `maxConnections`). */

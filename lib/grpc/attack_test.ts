@@ -6,15 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { Flag, frame, FrameType } from "./frames.ts";
-import { encodeHeaders, type HeaderList } from "./hpack.ts";
-import {
-  type CallHandler,
-  DEFAULT_LIMITS,
-  GrpcStatus,
-  type H2Limits,
-  listenGrpc,
-} from "./server.ts";
+import { Flag, frame, FrameType } from "./h2/frames.ts";
+import { encodeHeaders, type HeaderList } from "./h2/hpack.ts";
+import { type CallHandler, DEFAULT_LIMITS, GrpcStatus, type H2Limits, listenGrpc } from "./mod.ts";
 import {
   ATTACKS,
   grpcFrame,

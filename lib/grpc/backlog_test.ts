@@ -7,8 +7,8 @@
 
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { frame, FrameType } from "./frames.ts";
-import { type CallHandler, type Connection, GrpcStatus, listenGrpc } from "./server.ts";
+import { frame, FrameType } from "./h2/frames.ts";
+import { type CallHandler, type Connection, GrpcStatus, listenGrpc } from "./mod.ts";
 import { eventually, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { DATA, WINDOW_UPDATE } = FrameType;

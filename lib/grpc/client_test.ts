@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { makeTestPki } from "../../tests/harness/certs.ts";
 import { callUnary } from "./client.ts";
-import { type GrpcCall, GrpcStatus, listenGrpc, peerUris } from "./server.ts";
+import { type GrpcCall, GrpcStatus, listenGrpc, peerUris } from "./mod.ts";
 
 const te = new TextEncoder();
 

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import net from "node:net";
-import { frame, FrameType, PREFACE } from "./frames.ts";
-import { encodeHeaders } from "./hpack.ts";
-import { type GrpcCall, GrpcStatus, listenGrpc, peerUris, percentEncode } from "./server.ts";
+import { frame, FrameType, PREFACE } from "./h2/frames.ts";
+import { encodeHeaders } from "./h2/hpack.ts";
+import { type GrpcCall, GrpcStatus, listenGrpc, peerUris, percentEncode } from "./mod.ts";
 import { END_STREAM, grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { SETTINGS } = FrameType;

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { HeaderList } from "./hpack.ts";
+import type { HeaderList } from "./h2/hpack.ts";
 
 const UNIT_MS: Record<string, number> = {
   H: 3_600_000,

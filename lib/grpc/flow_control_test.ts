@@ -11,9 +11,9 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import http2 from "node:http2";
-import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
-import { encodeHeaders } from "./hpack.ts";
-import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
+import { Flag, frame, FrameType, PREFACE } from "./h2/frames.ts";
+import { encodeHeaders } from "./h2/hpack.ts";
+import { type CallHandler, GrpcStatus, listenGrpc } from "./mod.ts";
 import { grpcFrame, grpcRequest, messagesOf, RawClient } from "./testing.ts";
 
 const MIB = 1024 * 1024;

@@ -9,9 +9,9 @@
 
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
-import { encodeHeaders } from "./hpack.ts";
-import { type CallHandler, GrpcStatus, type H2Limits, listenGrpc } from "./server.ts";
+import { Flag, frame, FrameType, PREFACE } from "./h2/frames.ts";
+import { encodeHeaders } from "./h2/hpack.ts";
+import { type CallHandler, GrpcStatus, type H2Limits, listenGrpc } from "./mod.ts";
 import { grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE } = FrameType;

@@ -10,9 +10,10 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { EventEmitter } from "node:events";
 import type { Socket } from "node:net";
-import { frame, FrameType, PREFACE } from "./frames.ts";
-import { encodeHeaders, type HeaderList } from "./hpack.ts";
-import { type CallHandler, Connection, GrpcStatus } from "./server.ts";
+import { frame, FrameType, PREFACE } from "./h2/frames.ts";
+import { encodeHeaders, type HeaderList } from "./h2/hpack.ts";
+import { type CallHandler, GrpcStatus } from "./mod.ts";
+import { Connection } from "./h2/connection.ts";
 import { grpcFrame, grpcRequest } from "./testing.ts";
 import { rng } from "../../tests/fuzz/_gen.ts";
 

@@ -12,14 +12,14 @@ import { Buffer } from "node:buffer";
 import net from "node:net";
 import tls from "node:tls";
 import { makeTestPki, type TestPki } from "../../tests/harness/certs.ts";
-import { FrameType } from "./frames.ts";
+import { FrameType } from "./h2/frames.ts";
 import {
   type CallHandler,
   type GrpcListener,
   type GrpcListenOptions,
   GrpcStatus,
   listenGrpc,
-} from "./server.ts";
+} from "./mod.ts";
 import { eventually, RawClient } from "./testing.ts";
 
 const { DATA, SETTINGS } = FrameType;

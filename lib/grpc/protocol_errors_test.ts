@@ -6,8 +6,8 @@
 
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
-import { type CallHandler, GrpcStatus, listenGrpc } from "./server.ts";
+import { Flag, frame, FrameType, PREFACE } from "./h2/frames.ts";
+import { type CallHandler, GrpcStatus, listenGrpc } from "./mod.ts";
 import { grpcFrame, grpcRequest, RawClient } from "./testing.ts";
 
 const { DATA, PING } = FrameType;

@@ -3,14 +3,8 @@ import { Buffer } from "node:buffer";
 import http2 from "node:http2";
 import net from "node:net";
 import zlib from "node:zlib";
-import {
-  type CallHandler,
-  type GrpcCall,
-  GrpcStatus,
-  listenGrpc,
-  percentEncode,
-} from "./server.ts";
-import { frame, FrameType } from "./frames.ts";
+import { type CallHandler, type GrpcCall, GrpcStatus, listenGrpc, percentEncode } from "./mod.ts";
+import { frame, FrameType } from "./h2/frames.ts";
 import { grpcFrame, grpcRequest, messagesOf, RawClient } from "./testing.ts";
 
 interface Result {

@@ -8,8 +8,8 @@
 
 import { Buffer } from "node:buffer";
 import net from "node:net";
-import { Flag, frame, FrameType, PREFACE } from "./frames.ts";
-import { encodeHeaders, type HeaderList, HpackDecoder } from "./hpack.ts";
+import { Flag, frame, FrameType, PREFACE } from "./h2/frames.ts";
+import { encodeHeaders, type HeaderList, HpackDecoder } from "./h2/hpack.ts";
 
 const { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY } = FrameType;
 const { WINDOW_UPDATE, CONTINUATION } = FrameType;

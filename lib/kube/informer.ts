@@ -31,6 +31,7 @@
  */
 import { getLogger } from "../log/mod.ts";
 import { apiErrorStatus, kubeClient, type KubeConfig } from "./mod.ts";
+import { ServerHealth, Sleepers } from "./_informer_health.ts";
 
 /** One page of a list answer, as returned by the client library's typed `list*` calls. */
 export interface ListPage {
@@ -97,91 +98,129 @@ export function describeApiError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/**
- * Outages per API server: the informers currently failing against it. The first failure of an
- * outage is logged as one warning for the server (not one per watch and retry), its end as one
- * info line.
- */
-const outages = new Map<string, { names: Set<string>; since: number }>();
-
 /** Creates an informer; nothing happens until {@linkcode Informer.start}. */
 export function createInformer(opts: InformerOptions): Informer {
-  const log = getLogger("default");
-  const server = (() => {
-    try {
-      return opts.kubeConfig.getCurrentCluster()?.server ?? "the API server";
-    } catch {
-      return "the API server";
-    }
-  })();
-  /** Retry delay: doubles per failure up to 10 s, back to 100 ms once a list or watch works. */
-  let backoff = 100;
-  /** A failure reaching the API server: one warning per server and outage, else debug. */
-  const failure = (message: string) => {
-    let o = outages.get(server);
-    if (!o) outages.set(server, o = { names: new Set(), since: Date.now() });
-    if (o.names.size === 0) {
-      log.warn(
-        `Orchestrator API server ${server} failing: ${message} (watches retry with backoff; ` +
-          `logged once until it recovers)`,
-      );
-    } else log.debug(message);
-    o.names.add(opts.name);
-  };
-  /** A list or watch worked: the retry delay resets; the outage ends with its last informer. */
-  const working = () => {
-    backoff = 100;
-    const o = outages.get(server);
-    if (o?.names.delete(opts.name) && o.names.size === 0) {
-      outages.delete(server);
-      log.info(
-        `Orchestrator API server ${server} reachable again after ${
-          ((Date.now() - o.since) / 1000).toFixed(1)
-        } s`,
-      );
-    }
-  };
-  const retryDelay = () => {
-    const ms = backoff;
-    backoff = Math.min(backoff * 2, 10_000);
-    opts.onRetryDelay?.(ms);
-    return ms;
-  };
-  let closed = false;
-  let rv = "";
-  let abort: AbortController | undefined;
-  let resyncRequested = false;
-  let resyncWaiters: (() => void)[] = [];
-  let loop: Promise<void> | undefined;
-  let resyncTimer: number | undefined;
-  const sleepers = new Set<{ timer?: number; resolve: () => void }>();
+  return new KubeInformer(opts);
+}
 
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const s = {
-        timer: setTimeout(() => {
-          sleepers.delete(s);
-          resolve();
-        }, ms),
-        resolve,
-      };
-      sleepers.add(s);
-    });
-  /** Waits, without a timer, until resync() or stop() wakes the loop. */
-  const idle = () =>
-    new Promise<void>((resolve) => {
-      sleepers.add({ resolve });
-    });
-  const wakeSleepers = () => {
-    for (const s of sleepers) {
-      clearTimeout(s.timer);
-      s.resolve();
+type WatchEnd = "gone" | "ended" | "error" | "resync" | "closed";
+
+/** The informer: its fields are the resume point, the open watch and the resync requests. */
+class KubeInformer implements Informer {
+  readonly #opts: InformerOptions;
+  readonly #log = getLogger("default");
+  readonly #health: ServerHealth;
+  readonly #sleepers = new Sleepers();
+  #closed = false;
+  /** The resourceVersion to resume the watch from ("" = none). */
+  #rv = "";
+  #abort: AbortController | undefined;
+  #resyncRequested = false;
+  #resyncWaiters: (() => void)[] = [];
+  #loop: Promise<void> | undefined;
+  #resyncTimer: number | undefined;
+
+  constructor(opts: InformerOptions) {
+    this.#opts = opts;
+    const server = (() => {
+      try {
+        return opts.kubeConfig.getCurrentCluster()?.server ?? "the API server";
+      } catch {
+        return "the API server";
+      }
+    })();
+    this.#health = new ServerHealth(server, opts.name, this.#log, opts.onRetryDelay);
+  }
+
+  start(): Promise<void> {
+    if (this.#loop) {
+      return Promise.reject(new Error(`Informer for ${this.#opts.name} already started`));
     }
-    sleepers.clear();
-  };
+    return new Promise<void>((resolve, reject) => {
+      this.#loop = this.#run(() => {
+        if (this.#opts.resyncMs > 0 && !this.#closed) {
+          this.#resyncTimer = setInterval(() => void this.resync(), this.#opts.resyncMs);
+        }
+        resolve();
+      }, (err) => {
+        this.#stopAll();
+        reject(err);
+      });
+    });
+  }
+
+  resync(): Promise<void> {
+    if (this.#closed || !this.#loop) return Promise.resolve();
+    const done = new Promise<void>((r) => this.#resyncWaiters.push(r));
+    this.#resyncRequested = true;
+    this.#abort?.abort();
+    this.#sleepers.wake();
+    return done;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopAll();
+    await this.#loop;
+  }
+
+  #stopAll(): void {
+    this.#closed = true;
+    this.#health.forget();
+    if (this.#resyncTimer !== undefined) clearInterval(this.#resyncTimer);
+    this.#resyncTimer = undefined;
+    this.#abort?.abort();
+    this.#sleepers.wake();
+    for (const w of this.#resyncWaiters.splice(0)) w();
+  }
+
+  /** List, then watch until the watch must be relisted; retries with backoff. */
+  async #run(started: () => void, failed: (e: Error) => void): Promise<void> {
+    let initial = true;
+    outer: while (!this.#closed) {
+      this.#resyncRequested = false;
+      const waiters = this.#resyncWaiters;
+      this.#resyncWaiters = [];
+      let listed: "listed" | "absent";
+      try {
+        listed = await this.#relist();
+        this.#health.working();
+      } catch (err) {
+        if (initial) {
+          failed(err as Error);
+          return;
+        }
+        if (!(err instanceof ListFailure && this.#opts.onListError)) {
+          this.#health.failure((err as Error).message);
+        }
+        await this.#sleepers.sleep(this.#health.retryDelay());
+        continue;
+      } finally {
+        for (const w of waiters) w();
+      }
+      if (initial) {
+        initial = false;
+        started();
+      }
+      if (listed === "absent") {
+        // nothing to watch: wait for the next resync
+        while (!this.#closed && !this.#resyncRequested) await this.#sleepers.idle();
+        continue;
+      }
+      while (!this.#closed) {
+        const end = await this.#watchOnce();
+        if (end === "closed") return;
+        if (end === "gone" || end === "resync") continue outer;
+        if (end === "error") {
+          await this.#sleepers.sleep(this.#health.retryDelay());
+          if (this.#resyncRequested) continue outer;
+        }
+      }
+    }
+  }
 
   /** Lists every page and delivers the items; resolves "absent" when onListError said so. */
-  async function relist(): Promise<"listed" | "absent"> {
+  async #relist(): Promise<"listed" | "absent"> {
+    const opts = this.#opts;
     const items: unknown[] = [];
     let cont: string | undefined;
     let listRv = "";
@@ -194,25 +233,25 @@ export function createInformer(opts: InformerOptions): Informer {
           `${PAGE_ERROR_PREFIX} ${opts.name}: ${describeApiError(err)}`,
           { cause: err },
         );
-        if (closed || opts.onListError?.(failure) !== "absent") throw failure;
-        rv = "";
+        if (this.#closed || opts.onListError?.(failure) !== "absent") throw failure;
+        this.#rv = "";
         opts.onList([]);
         return "absent";
       }
       items.push(...(page.items ?? []));
       listRv = page.metadata?.resourceVersion ?? listRv;
       cont = page.metadata?._continue || page.metadata?.continue || undefined;
-    } while (cont && !closed);
-    if (closed) return "listed";
-    rv = listRv;
+    } while (cont && !this.#closed);
+    if (this.#closed) return "listed";
+    this.#rv = listRv;
     opts.onList(items);
     return "listed";
   }
 
-  type WatchEnd = "gone" | "ended" | "error" | "resync" | "closed";
-
-  async function watchOnce(): Promise<WatchEnd> {
+  /** One watch request from the last resourceVersion, until it ends; says why it ended. */
+  async #watchOnce(): Promise<WatchEnd> {
     const k8s = await kubeClient();
+    const opts = this.#opts;
     return new Promise<WatchEnd>((resolve) => {
       let result: WatchEnd | undefined;
       let ctrl: AbortController | undefined;
@@ -224,136 +263,58 @@ export function createInformer(opts: InformerOptions): Informer {
       const finish = (err: unknown) => {
         if (finished) return;
         finished = true;
-        abort = undefined;
-        if (closed) return resolve("closed");
-        if (resyncRequested) return resolve("resync");
+        this.#abort = undefined;
+        if (this.#closed) return resolve("closed");
+        if (this.#resyncRequested) return resolve("resync");
         if (result) return resolve(result);
         if (err) {
           if (apiErrorStatus(err)?.code === 410) return resolve("gone");
-          failure(`Watch of ${opts.name} failed: ${describeApiError(err)}`);
+          this.#health.failure(`Watch of ${opts.name} failed: ${describeApiError(err)}`);
           return resolve("error");
         }
         resolve("ended");
       };
       const onEvent = (type: string, obj: unknown) => {
-        if (finished || closed) return;
-        const o = obj as {
-          code?: number;
-          message?: string;
-          metadata?: { resourceVersion?: string };
-        };
-        if (type === "ERROR") {
-          if (o?.code === 410) return stopWith("gone");
-          log.warn(`Watch of ${opts.name} reported an error: ${o?.message ?? JSON.stringify(obj)}`);
-          return stopWith("error");
-        }
-        const objRv = o?.metadata?.resourceVersion;
-        if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") {
-          try {
-            opts.onEvent(type, obj);
-          } catch (err) {
-            log.error(`Handling a ${type} event of ${opts.name} failed: ${(err as Error).message}`);
-          }
-        }
-        if (objRv) rv = objRv;
+        if (finished || this.#closed) return;
+        const end = this.#deliver(type, obj);
+        if (end) stopWith(end);
       };
       const params: Record<string, string | number | boolean> = {
         ...opts.watchParams,
         allowWatchBookmarks: true,
         timeoutSeconds: opts.watchTimeoutSeconds ?? 300 + Math.floor(Math.random() * 300),
       };
-      if (rv) params.resourceVersion = rv;
+      if (this.#rv) params.resourceVersion = this.#rv;
       new k8s.Watch(opts.kubeConfig).watch(opts.watchPath, params, onEvent, finish).then((c) => {
         ctrl = c;
-        abort = c;
-        if (!finished) working(); // established: the next failure starts from the minimum delay
-        if (closed || resyncRequested || result) c.abort();
+        this.#abort = c;
+        if (!finished) this.#health.working(); // established: next failure starts from the minimum
+        if (this.#closed || this.#resyncRequested || result) c.abort();
       }, finish);
     });
   }
 
-  async function run(started: () => void, failed: (e: Error) => void): Promise<void> {
-    let initial = true;
-    outer: while (!closed) {
-      resyncRequested = false;
-      const waiters = resyncWaiters;
-      resyncWaiters = [];
-      let listed: Awaited<ReturnType<typeof relist>>;
+  /** Hands one watch event to the caller and records its resourceVersion; an end on ERROR. */
+  #deliver(type: string, obj: unknown): WatchEnd | undefined {
+    const o = obj as { code?: number; message?: string; metadata?: { resourceVersion?: string } };
+    if (type === "ERROR") {
+      if (o?.code === 410) return "gone";
+      this.#log.warn(
+        `Watch of ${this.#opts.name} reported an error: ${o?.message ?? JSON.stringify(obj)}`,
+      );
+      return "error";
+    }
+    const objRv = o?.metadata?.resourceVersion;
+    if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") {
       try {
-        listed = await relist();
-        working();
+        this.#opts.onEvent(type, obj);
       } catch (err) {
-        if (initial) {
-          failed(err as Error);
-          return;
-        }
-        if (!(err instanceof ListFailure && opts.onListError)) failure((err as Error).message);
-        await sleep(retryDelay());
-        continue;
-      } finally {
-        for (const w of waiters) w();
-      }
-      if (initial) {
-        initial = false;
-        started();
-      }
-      if (listed === "absent") {
-        // nothing to watch: wait for the next resync
-        while (!closed && !resyncRequested) await idle();
-        continue;
-      }
-      while (!closed) {
-        const end = await watchOnce();
-        if (end === "closed") return;
-        if (end === "gone" || end === "resync") continue outer;
-        if (end === "error") {
-          await sleep(retryDelay());
-          if (resyncRequested) continue outer;
-        }
+        this.#log.error(
+          `Handling a ${type} event of ${this.#opts.name} failed: ${(err as Error).message}`,
+        );
       }
     }
+    if (objRv) this.#rv = objRv;
+    return undefined;
   }
-
-  function stopAll() {
-    closed = true;
-    // a stopped informer no longer counts toward an outage
-    const o = outages.get(server);
-    if (o?.names.delete(opts.name) && o.names.size === 0) outages.delete(server);
-    if (resyncTimer !== undefined) clearInterval(resyncTimer);
-    resyncTimer = undefined;
-    abort?.abort();
-    wakeSleepers();
-    for (const w of resyncWaiters.splice(0)) w();
-  }
-
-  function resync(): Promise<void> {
-    if (closed || !loop) return Promise.resolve();
-    const done = new Promise<void>((r) => resyncWaiters.push(r));
-    resyncRequested = true;
-    abort?.abort();
-    wakeSleepers();
-    return done;
-  }
-
-  return {
-    start() {
-      if (loop) return Promise.reject(new Error(`Informer for ${opts.name} already started`));
-      return new Promise<void>((resolve, reject) => {
-        loop = run(() => {
-          if (opts.resyncMs > 0 && !closed) {
-            resyncTimer = setInterval(() => void resync(), opts.resyncMs);
-          }
-          resolve();
-        }, (err) => {
-          stopAll();
-          reject(err);
-        });
-      });
-    },
-    resync,
-    async stop() {
-      stopAll();
-      await loop;
-    },
-  };
 }

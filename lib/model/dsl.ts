@@ -356,6 +356,7 @@ export function canonicalize(s: Schema, v: unknown, path: string, out: Issue[]):
   }
 }
 
+// long: one case per schema node kind of the validation DSL
 function walk(s: Schema, v: unknown, path: string, out: Issue[]): void {
   if (v === null || v === undefined) return; // proto JSON: null means "not set"
   switch (s.type) {

@@ -76,6 +76,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+// long: field-by-field validation of an Ingress, problems reported in path order
 /**
  * Parses an Ingress object of any supported apiVersion into the normalized form. Every problem
  * is reported (`<label>: spec.rules[0].http.paths[1].backend.servicePort: ...`); `ingress` is

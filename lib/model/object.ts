@@ -41,6 +41,7 @@ export function objectLabel(kind: string, name: string, namespace?: string): str
   return namespace ? `${kind}/${namespace}/${name}` : `${kind}/${name}`;
 }
 
+// long: field-by-field validation of a config object, problems reported in path order
 /**
  * Checks and normalizes one decoded object `{apiVersion, kind, metadata, spec}`:
  * - `kind` must name a known type; `apiVersion` (when present) must be that type's

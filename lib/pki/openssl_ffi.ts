@@ -176,6 +176,7 @@ function firstLine(s: string): string {
   return s.split("\n")[0].replace(/^(Could not open library: )+/, "").trim();
 }
 
+// long: binds the FFI symbols once, then one small closure per operation
 function create(library: string, s: Lib, offload: "auto" | "all" | "none"): OpenSsl {
   /** The nonblocking symbol, or the inline one (its result then awaited like a promise's). */
   const pick = <A extends unknown[]>(

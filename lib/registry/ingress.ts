@@ -111,6 +111,7 @@ export function ingressConfigObject(ing: Ingress): ConfigObject {
   };
 }
 
+// long: closure over the Ingress informer's cache and handlers; split left to issue 25
 /**
  * Creates the watcher (loads the kubeconfig and the client library); nothing is read until
  * `start()`. With `ingressControllerMode: OFF` the watcher never contacts the cluster.

@@ -75,6 +75,7 @@ interface Entry {
   error?: string;
 }
 
+// long: closure over the config map watch and the per-cluster registries; split left to issue 25
 /**
  * Creates the multicluster registry set. Nothing is read until `start()`, which resolves once the
  * config map has been read and every cluster in it has been started (or has failed).

@@ -160,6 +160,7 @@ export function discoverySpiffeId(host: string, podNamespace: string | undefined
   return `spiffe://cluster.local/ns/${ns}/sa/${DISCOVERY_SERVICE_ACCOUNT}`;
 }
 
+// long: one check per flag and environment variable, collecting every problem
 /**
  * Validates the flags and the environment (`POD_NAME`, `POD_NAMESPACE`, `INSTANCE_IP`,
  * `MESH_META_*`, `MESH_CERT_DIR`, `MESH_CA_*`, `MESH_AGENT_SDS`). Throws {@link ConfigError}

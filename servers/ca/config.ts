@@ -206,6 +206,7 @@ function keyMode(f: CaFlags, env: CaEnv, problems: string[], warnings: string[])
   return { kind: "plugged", ...plugged, certChain: f.certChain };
 }
 
+// long: one check per flag, collecting every problem
 /**
  * Validates the flags.
  * @throws ConfigError listing every problem found.

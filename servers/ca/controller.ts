@@ -68,6 +68,7 @@ type Obj = {
 
 const key = (ns: string, name: string) => `${ns}/${name}`;
 
+// long: closure over the controller's caches and queue; a class split is left to issue 25
 /** Starts the controller. */
 export function startController(o: ControllerOptions): Controller {
   const sas = new Map<string, Obj>();

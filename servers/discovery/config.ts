@@ -192,6 +192,7 @@ function checkPort(value: number, flag: string, problems: string[]): void {
   }
 }
 
+// long: one check per flag, in flag-table order, collecting every problem
 /**
  * Validates every flag and returns the frozen configuration.
  * @throws ConfigError listing every problem found.

@@ -37,6 +37,7 @@ export interface TransportState {
   throttled: number;
 }
 
+// long: a declarative list of the metric definitions
 /**
  * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges
  * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`;

@@ -223,6 +223,7 @@ async function serve(
   return server;
 }
 
+// long: start's steps share the reload state (keys, configs, caBundle); split: issue 25
 /**
  * Starts the server: reads the key pair and the configurations (a problem is an Error: the
  * program logs it and exits 1), listens, writes the caBundle, watches the files.

@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { Flag, frame, FrameType } from "../../lib/grpc/frames.ts";
+import { Flag, frame, FrameType } from "../../lib/grpc/h2/frames.ts";
 import { grpcFrame, grpcRequest, RawClient } from "../../lib/grpc/testing.ts";
 import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
 import { getLogger } from "../../lib/log/mod.ts";

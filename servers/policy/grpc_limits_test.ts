@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { Flag, frame, FrameType } from "../../lib/grpc/frames.ts";
+import { Flag, frame, FrameType } from "../../lib/grpc/h2/frames.ts";
 import { grpcTimeoutMs, listenGrpc } from "../../lib/grpc/mod.ts";
 import { grpcFrame, grpcRequest, RawClient } from "../../lib/grpc/testing.ts";
 import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";

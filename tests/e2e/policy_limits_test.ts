@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { Flag, frame, FrameType } from "../../lib/grpc/frames.ts";
+import { Flag, frame, FrameType } from "../../lib/grpc/h2/frames.ts";
 import { grpcFrame, grpcRequest, RawClient } from "../../lib/grpc/testing.ts";
 import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
 import { compress, MIXER_SERVICE, mixerCodec } from "../../lib/mixer/mod.ts";

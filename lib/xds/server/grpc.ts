@@ -1,6 +1,6 @@
 /**
  * The gRPC transport: serves `envoy.service.discovery.v3.AggregatedDiscoveryService` on our own
- * HTTP/2 server (`lib/grpc/server.ts`, plaintext or TLS) and drives an {@link XdsServer}. Requests are
+ * HTTP/2 server (`lib/grpc/`, plaintext or TLS) and drives an {@link XdsServer}. Requests are
  * decoded by hand (`wire.ts`; first requests and NACKs by @grpc/proto-loader, loaded lazily);
  * responses are encoded by `wire.ts` as parts, so the shared, pre-serialized resources of a push
  * are copied once per client, straight into the connection's output buffer.
@@ -212,6 +212,7 @@ function pem(field: string, v: string | Uint8Array): Buffer {
 /** URI SANs of a verified peer certificate (`spiffe://...`) of a TLS socket. */
 const peerIdentities = peerUris;
 
+// long: the ADS gRPC service wiring over the listener state; split left to issue 25
 /**
  * Starts serving ADS (SotW and delta) for `opts.server` on `opts.address`, plaintext or TLS.
  *

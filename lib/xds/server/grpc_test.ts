@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
 import { ResourceCache } from "./cache.ts";
 import { ADS_SERVICE, SDS_SERVICE, startAdsServer, structToJson } from "./grpc.ts";
-import { Flag, frame, FrameType } from "../../grpc/frames.ts";
+import { Flag, frame, FrameType } from "../../grpc/h2/frames.ts";
 import { grpcFrame, grpcRequest, RawClient } from "../../grpc/testing.ts";
 
 const { END_STREAM } = Flag;

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import type { HeaderList } from "./hpack.ts";
-import { checkRequestHeaders } from "./server.ts";
+import { checkRequestHeaders } from "./request_headers.ts";
 
 const BASE: HeaderList = [
   [":method", "POST"],

@@ -1,5 +1,5 @@
 /**
- * HTTP/2 framing shared by the server (`server.ts`) and the benchmark's lean client: frame types
+ * HTTP/2 framing shared by the server (`connection.ts`, `outbound.ts`) and the benchmark's lean client: frame types
  * and flags (RFC 7540 §6), the connection preface, frame headers, and a pool of reusable buffers.
  * @module
  */
@@ -90,4 +90,18 @@ export class BufferPool {
     free.push(b);
     this.#pooled += c;
   }
+}
+
+/** A WINDOW_UPDATE frame of `inc` bytes on stream `id` (0: the connection). */
+export function windowUpdate(id: number, inc: number): Buffer {
+  const p = Buffer.allocUnsafe(4);
+  p.writeUInt32BE(inc, 0);
+  return frame(FrameType.WINDOW_UPDATE, 0, id, p);
+}
+
+/** A RST_STREAM frame with error `code`. */
+export function rstStream(id: number, code: number): Buffer {
+  const p = Buffer.allocUnsafe(4);
+  p.writeUInt32BE(code, 0);
+  return frame(FrameType.RST_STREAM, 0, id, p);
 }

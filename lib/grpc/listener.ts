@@ -1,0 +1,469 @@
+/**
+ * The gRPC listener: accepts TCP or TLS connections and serves each with a {@link Connection}.
+ * Its pieces: the connection cap ({@link GrpcListenOptions.maxConnections}), the failure
+ * throttle that paces addresses whose connections keep failing ({@link FailureThrottle}), TLS
+ * with a reloadable certificate, and the accept check that finds the accept loop stopped after
+ * EMFILE and reopens the listening socket ({@link AcceptCheck}).
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import type { Server, Socket } from "node:net";
+import { Connection, type H2Options } from "./h2/connection.ts";
+import { FailureThrottle } from "./throttle.ts";
+
+/** Options of {@link listenGrpc}. */
+export interface GrpcListenOptions extends H2Options {
+  /** Host to bind (`127.0.0.1`, `0.0.0.0`, `::`; brackets allowed). */
+  host: string;
+  /** Port (0 picks a free one). */
+  port: number;
+  /**
+   * TLS (ALPN `h2`). `ca` verifies client certificates: with `requireClientCert` a client
+   * without a valid certificate is refused during the handshake; otherwise a certificate is
+   * requested and, when one is presented, it must verify against `ca`.
+   */
+  tls?: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array; requireClientCert?: boolean };
+  /**
+   * Open connections at most (0 = no cap, the default); connections beyond are closed at once
+   * and counted in {@link GrpcListener.refused}, with one log line per 10 s.
+   */
+  maxConnections?: number;
+  /**
+   * Failed connections ({@link Connection.failed}: a connection error, no client preface in
+   * time, or over the buffered-request budget) per source
+   * address and second before that address's new connections are paced (default
+   * {@link DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND}; 0 = off; see {@link FailureThrottle}).
+   * While over budget, a new connection from the address is held, unread, until its turn (at
+   * most this many a second), and refused when it would wait over 2 s; counted in
+   * {@link GrpcListener.throttled}, with one log line per 10 s. Well-behaved clients never fail a
+   * connection, so a burst of thousands of proxies from one address is not affected.
+   */
+  maxFailedConnectionsPerSecond?: number;
+  /**
+   * How often the listener checks that it still accepts (a loopback connection to itself), in ms
+   * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
+   * fails (the connection cannot be made, or two checks in a row are not accepted within a
+   * second) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
+   * false until a check passes again.
+   */
+  acceptCheckMs?: number;
+  /** Called when {@link GrpcListener.accepting} changes, with the reason when it is false. */
+  onAcceptingChange?: (accepting: boolean, reason: string) => void;
+  /**
+   * A unix domain socket path to listen on instead of `host`/`port` (`port` is then reported as
+   * 0 and the accept check is off).
+   */
+  path?: string;
+}
+
+/** A listening gRPC server. */
+export interface GrpcListener {
+  /** The bound port. */
+  readonly port: number;
+  /** Open connections. */
+  readonly connections: ReadonlySet<Connection>;
+  /** False while the listener cannot accept connections (out of file descriptors). */
+  readonly accepting: boolean;
+  /** Connections closed at once because {@link GrpcListenOptions.maxConnections} were open. */
+  readonly refused: number;
+  /**
+   * New connections held or refused because their address was over
+   * {@link GrpcListenOptions.maxFailedConnectionsPerSecond}.
+   */
+  readonly throttled: number;
+  /**
+   * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
+   * connection once its output is written (at most `graceMs` later).
+   */
+  close(status: number, message: string, graceMs?: number): Promise<void>;
+  /** Replaces the TLS certificate, key and CA for new connections (TLS listeners only). */
+  setTls(tls: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array }): void;
+}
+
+/**
+ * The URI SANs of a TLS socket's verified peer certificate (`[]` when none was presented, the
+ * socket is plaintext, or the certificate did not verify).
+ */
+// deno-lint-ignore no-explicit-any
+export function peerUris(socket: any): string[] {
+  try {
+    if (!socket.authorized) return [];
+    const san: string = socket.getPeerCertificate?.()?.subjectaltname ?? "";
+    return san.split(/,\s*/).filter((s) => s.startsWith("URI:")).map((s) => s.slice(4));
+  } catch {
+    return [];
+  }
+}
+
+/** Default of {@link GrpcListenOptions.maxFailedConnectionsPerSecond}. */
+export const DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND = 20;
+
+/** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
+export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener> {
+  const perSecond = opts.maxFailedConnectionsPerSecond ?? DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND;
+  if (!(perSecond >= 0)) {
+    throw new RangeError(`maxFailedConnectionsPerSecond must not be negative, got ${perSecond}`);
+  }
+  const listener = new Listener(opts, perSecond, {
+    net: await import("node:net"),
+    tls: opts.tls ? await import("node:tls") : undefined,
+  });
+  await listener.start();
+  return listener;
+}
+
+const ignore = () => {};
+const STOPPED = "the accept loop stopped";
+
+/** `address` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
+const peerAddress = (socket: Socket) => (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
+/** `address:port` of a socket's peer. */
+const peerKey = (socket: Socket) => `${peerAddress(socket)}:${socket.remotePort}`;
+
+/** A count of events logged at most once per 10 s, with how many happened since the last line. */
+class Tally {
+  count = 0;
+  #logged = 0;
+  #lastLog = -Infinity;
+  constructor(readonly log: ((line: string) => void) | undefined) {}
+  /** Counts one event; `line(n)` describes the `n` events since the last line. */
+  add(line: (n: number) => string): void {
+    this.count++;
+    const now = performance.now();
+    if (now - this.#lastLog < 10_000) return;
+    this.#lastLog = now;
+    this.log?.(line(this.count - this.#logged));
+    this.#logged = this.count;
+  }
+}
+
+/**
+ * The accept check: the listener connects to itself and sees whether the connection is accepted
+ * within a second. Its own connections are recognised among the accepted sockets by the address
+ * and port of the check in flight (forgotten once seen or over, so a client reusing the port later
+ * is not mistaken for one). While a check is in flight every accepted port is noted too: the
+ * accept may come before the check's own connect callback tells its port.
+ */
+class AcceptCheck {
+  /** `address:port` of our own check in flight (its socket is not a gRPC connection). */
+  #probes = new Set<string>();
+  #probeSeen: (() => void) | undefined;
+  #acceptedPorts = new Set<string>();
+  /** Recent checks, whose TLS handshake error (they never handshake) is not logged. */
+  #quiet = new Set<string>();
+
+  constructor(readonly net: typeof import("node:net")) {}
+
+  /** True when an accepted raw socket is a check's (noted as seen). */
+  isProbe(socket: Socket): boolean {
+    if (!socket.remotePort) return false;
+    const key = peerKey(socket);
+    if (this.#probeSeen) this.#acceptedPorts.add(key);
+    if (!this.#probes.has(key)) return false;
+    this.#probes.delete(key);
+    this.#hush(key);
+    this.#probeSeen?.();
+    return true;
+  }
+
+  /** True when a socket whose TLS handshake failed was a recent check's. */
+  isQuiet(socket: Socket): boolean {
+    return this.#quiet.has(peerKey(socket));
+  }
+
+  #hush(key: string): void {
+    this.#quiet.add(key);
+    if (this.#quiet.size > 8) this.#quiet.delete(this.#quiet.values().next().value!);
+  }
+
+  /** Connects to `host`:`port`: ok when the listener saw the connection within a second. */
+  run(port: number, host: string): Promise<{ ok: boolean; reason: string }> {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (ok: boolean, reason: string) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.#probeSeen = undefined;
+        this.#acceptedPorts.clear();
+        // A check the listener never saw must not be taken for one later (its port is reused).
+        if (key) this.#probes.delete(key);
+        sock.destroy();
+        resolve({ ok, reason });
+      };
+      const timer = setTimeout(() => finish(false, STOPPED), 1000);
+      let key = "";
+      this.#probeSeen = () => {};
+      const sock = this.net.connect({ port, host });
+      sock.on("error", (e: Error & { code?: string }) =>
+        finish(
+          false,
+          e.code === "EMFILE" || e.code === "ENFILE"
+            ? `too many open files (${e.code})`
+            : e.message,
+        ));
+      sock.on("connect", () => {
+        const k = `${(sock.localAddress ?? "").replace(/^::ffff:/, "")}:${sock.localPort}`;
+        // Accepted before this callback ran, as it usually is (then served as a connection,
+        // closed just below; over TLS its failed handshake is not logged).
+        if (this.#acceptedPorts.has(k)) {
+          this.#hush(k);
+          return finish(true, "");
+        }
+        this.#probes.add(key = k);
+        this.#probeSeen = () => finish(true, "");
+      });
+    });
+  }
+}
+
+/** The modules a listener uses (loaded when it starts). */
+interface Modules {
+  net: typeof import("node:net");
+  tls: typeof import("node:tls") | undefined;
+}
+
+/** A listening gRPC server: see {@link listenGrpc}. */
+class Listener implements GrpcListener {
+  port = 0;
+  readonly connections = new Set<Connection>();
+  accepting = true;
+  #server!: Server;
+  /** Whether the listening socket is open (it is closed to be reopened after a failed check). */
+  #open = true;
+  #closing: Promise<void> | undefined;
+  #host: string;
+  // Connection cap.
+  #maxConnections: number;
+  #refused: Tally;
+  // Failure throttle.
+  #throttle: FailureThrottle | undefined;
+  /** Connections held until their address's turn. */
+  #held = new Set<Socket>();
+  #throttled: Tally;
+  // Accept check and reopening.
+  #check: AcceptCheck;
+  #checkMs: number;
+  #checkTimer: ReturnType<typeof setTimeout> | undefined;
+  #inflight: Promise<void> = Promise.resolve();
+  /** Checks in a row whose connection was not accepted within a second. */
+  #unanswered = 0;
+  #lastReopenError = "";
+
+  constructor(readonly opts: GrpcListenOptions, readonly perSecond: number, readonly mod: Modules) {
+    this.#host = opts.host.replace(/^\[(.*)\]$/, "$1");
+    this.#maxConnections = opts.maxConnections ?? 0;
+    this.#refused = new Tally(opts.onError);
+    this.#throttled = new Tally(opts.onError);
+    this.#throttle = perSecond > 0 ? new FailureThrottle(perSecond) : undefined;
+    this.#check = new AcceptCheck(mod.net);
+    this.#checkMs = opts.path ? 0 : opts.acceptCheckMs ?? 2000;
+  }
+
+  get refused(): number {
+    return this.#refused.count;
+  }
+
+  get throttled(): number {
+    return this.#throttled.count;
+  }
+
+  /** Opens the listening socket and starts the accept checks. */
+  async start(): Promise<void> {
+    this.#server = this.#create();
+    await this.#listen(this.#server, this.opts.port);
+    const addr = this.#server.address();
+    this.port = typeof addr === "object" && addr ? addr.port : this.opts.port;
+    this.#schedule();
+  }
+
+  /** A new connection: through the failure throttle, then served (or held until its turn). */
+  #accept(socket: Socket): void {
+    const address = peerAddress(socket);
+    const wait = this.#throttle?.admit(address) ?? 0;
+    if (wait === 0) return this.#serve(socket, address);
+    this.#throttled.add((n) =>
+      `held or refused ${n} new connection(s) (latest from ${address}): more than ` +
+      `${this.perSecond} of its connections a second ended in a connection error`
+    );
+    if (wait < 0 || this.#closing) return void socket.destroy();
+    // Held unread (before any per-connection state exists) until the address's turn.
+    socket.pause();
+    socket.on("error", ignore);
+    this.#held.add(socket);
+    const gone = () => {
+      clearTimeout(timer);
+      this.#held.delete(socket);
+    };
+    const timer = setTimeout(() => {
+      gone();
+      socket.off("close", gone);
+      if (!socket.destroyed) this.#serve(socket, address);
+    }, wait);
+    socket.once("close", gone);
+  }
+
+  /** Serves a connection, unless the connection cap is reached. */
+  #serve(socket: Socket, address: string): void {
+    const connections = this.connections;
+    if (this.#maxConnections > 0 && connections.size >= this.#maxConnections) {
+      socket.destroy();
+      this.#refused.add((n) =>
+        `refused ${n} connection(s) (latest from ${socket.remoteAddress}:${socket.remotePort}): ` +
+        `${connections.size} connections open, the limit is ${this.#maxConnections}`
+      );
+      return;
+    }
+    const c = new Connection(socket, this.opts);
+    socket.resume();
+    connections.add(c);
+    const throttle = this.#throttle;
+    if (throttle) c.onFailed = () => throttle.failed(address);
+    socket.once("close", () => connections.delete(c));
+  }
+
+  /** A listening server (TLS or plaintext) whose accepted sockets go to {@link #accept}. */
+  #create(): Server {
+    const { opts, mod } = this;
+    if (!opts.tls) {
+      return mod.net.createServer({ noDelay: true }, (socket) => {
+        if (this.#check.isProbe(socket)) socket.destroy();
+        else this.#accept(socket);
+      });
+    }
+    const t = opts.tls;
+    const server = mod.tls!.createServer({
+      cert: Buffer.from(t.cert),
+      key: Buffer.from(t.key),
+      ca: Buffer.from(t.ca),
+      requestCert: true,
+      rejectUnauthorized: t.requireClientCert ?? false,
+      ALPNProtocols: ["h2"],
+    }, (socket) => {
+      // Without requireClientCert a certificate is optional, but one that is presented must
+      // verify against the CA.
+      const presented = Object.keys(socket.getPeerCertificate?.() ?? {}).length > 0;
+      if (presented && !socket.authorized) {
+        opts.onError?.(
+          `TLS client ${socket.remoteAddress}:${socket.remotePort} refused: certificate not ` +
+            `verified (${socket.authorizationError})`,
+        );
+        socket.destroy();
+        return;
+      }
+      this.#accept(socket);
+    });
+    server.on("connection", (raw: Socket) => void this.#check.isProbe(raw));
+    server.on("tlsClientError", (e: Error, tlsSocket: Socket) => {
+      // Deno's TLS socket forgets its peer once its handshake failed; the TCP socket it wraps
+      // (`_parent`, as in Node) still knows it.
+      const socket = (tlsSocket as Socket & { _parent?: Socket })?._parent ?? tlsSocket;
+      if (socket?.remotePort && this.#check.isQuiet(socket)) return;
+      opts.onError?.(`TLS handshake failed: ${e.message}`);
+    });
+    return server;
+  }
+
+  #listen(server: Server, port: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      const ready = () => {
+        server.off("error", reject);
+        server.on("error", (e: Error) => this.opts.onError?.(`gRPC listener error: ${e.message}`));
+        resolve();
+      };
+      if (this.opts.path) server.listen(this.opts.path, ready);
+      else server.listen(port, this.#host, ready);
+    });
+  }
+
+  #setAccepting(ok: boolean, reason: string): void {
+    if (ok === this.accepting) return;
+    this.accepting = ok;
+    this.opts.onError?.(
+      ok
+        ? `accepting connections again on port ${this.port}`
+        : `cannot accept connections: ${reason}`,
+    );
+    this.opts.onAcceptingChange?.(ok, reason);
+  }
+
+  /** Runs an accept check, and reopens the listener when the accept loop is gone. */
+  async #recheck(): Promise<void> {
+    const host = this.#host;
+    const probeHost = host === "" || host === "0.0.0.0"
+      ? "127.0.0.1"
+      : host === "::"
+      ? "::1"
+      : host;
+    const r = this.#open
+      ? await this.#check.run(this.port, probeHost)
+      : { ok: false, reason: "the listener is being reopened" };
+    if (this.#closing) return;
+    if (r.ok) {
+      this.#unanswered = 0;
+      this.#lastReopenError = "";
+      return this.#setAccepting(true, "");
+    }
+    // One unanswered check may be a busy event loop; two in a row mean the accept loop is gone.
+    if (r.reason === STOPPED && ++this.#unanswered < 2) return;
+    this.#setAccepting(false, r.reason);
+    await this.#reopen();
+  }
+
+  /**
+   * Reopens the listening socket: Deno's accept loop does not resume after EMFILE. (close()'s
+   * callback waits for every connection, so it is not awaited; open connections stay.)
+   */
+  async #reopen(): Promise<void> {
+    if (this.#open) {
+      this.#server.close();
+      this.#open = false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const next = this.#create();
+    try {
+      await this.#listen(next, this.port);
+      this.#server = next;
+      this.#open = true;
+      if (this.#closing) next.close();
+    } catch (e) {
+      // Still out of descriptors (or the port is not free yet): the next check tries again.
+      const m = (e as Error).message;
+      if (m !== this.#lastReopenError) this.opts.onError?.(`cannot reopen the listener: ${m}`);
+      this.#lastReopenError = m;
+    }
+  }
+
+  #schedule(): void {
+    if (this.#closing || this.#checkMs <= 0) return;
+    this.#checkTimer = setTimeout(() => {
+      this.#inflight = this.#recheck().finally(() => this.#schedule());
+    }, this.#checkMs);
+  }
+
+  close(status: number, message: string, graceMs = 2000): Promise<void> {
+    this.#closing ??= (async () => {
+      clearTimeout(this.#checkTimer);
+      for (const s of this.#held) s.destroy();
+      await this.#inflight;
+      const server = this.#server;
+      const stopped = this.#open
+        ? new Promise<void>((resolve) => server.close(() => resolve()))
+        : Promise.resolve();
+      await Promise.all([...this.connections].map((c) => c.shutdown(status, message, graceMs)));
+      await stopped;
+    })();
+    return this.#closing;
+  }
+
+  setTls(t: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array }): void {
+    if (!this.opts.tls) throw new Error("setTls() on a plaintext listener");
+    (this.#server as import("node:tls").Server).setSecureContext({
+      cert: Buffer.from(t.cert),
+      key: Buffer.from(t.key),
+      ca: Buffer.from(t.ca),
+    });
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Which proxies hear of a change: registry and config events of mesh-discovery turned into the
+ * ADS server's pushes (the push scope rules of docs/mesh-discovery.md).
+ * @module
+ */
+
+import type { ServiceInstance } from "../../lib/model/mod.ts";
+import type { Proxy } from "../../lib/xds/mod.ts";
+import { TYPE_URLS } from "../../lib/xds/mod.ts";
+import type { XdsServer } from "../../lib/xds/server/mod.ts";
+import type { RestCache } from "./rest_xds.ts";
+import {
+  affectedClusters,
+  changedKeys,
+  type DiscoveryModel,
+  type DiscoveryRegistry,
+  instanceFingerprints,
+} from "./model.ts";
+
+/**
+ * Routes changes to pushes. Its state is the instance fingerprints of the last registry event,
+ * from which an endpoints-only change finds the `host|port` keys that changed, and the instances
+ * of that event (a proxy whose own endpoint left is one of them no longer).
+ */
+export class PushRouter {
+  readonly #registry: DiscoveryRegistry;
+  readonly #model: DiscoveryModel;
+  readonly #server: XdsServer<Proxy>;
+  readonly #restCache: RestCache | null;
+  #fingerprints: ReturnType<typeof instanceFingerprints>;
+  /** `host|port` keys of the instances at each address, as of the last registry event. */
+  #keysByAddress: Map<string, Set<string>>;
+
+  constructor(opts: {
+    registry: DiscoveryRegistry;
+    model: DiscoveryModel;
+    server: XdsServer<Proxy>;
+    restCache: RestCache | null;
+  }) {
+    this.#registry = opts.registry;
+    this.#model = opts.model;
+    this.#server = opts.server;
+    this.#restCache = opts.restCache;
+    this.#fingerprints = instanceFingerprints(this.#registry.instances());
+    this.#keysByAddress = keysByAddress(this.#registry.instances());
+  }
+
+  /** Config (or Ingress) changed: everything is recomputed, every proxy may hear of it. */
+  configChanged(): void {
+    this.#model.invalidate();
+    this.#restCache?.clear();
+    this.#server.push({ kind: "config" });
+  }
+
+  /**
+   * The registries changed. A service change is a config change; an endpoints-only change
+   * rebuilds only the affected clusters' assignments (a DNS service's change rebuilds all) and
+   * pushes EDS for them, plus CDS and LDS when a DNS service or a proxy's own instances changed.
+   */
+  registryChanged(kind: "services" | "endpoints"): void {
+    const instances = this.#registry.instances();
+    const next = instanceFingerprints(instances);
+    const changed = changedKeys(this.#fingerprints, next);
+    this.#fingerprints = next;
+    const before = this.#keysByAddress;
+    this.#keysByAddress = keysByAddress(instances);
+    if (kind === "services") return this.configChanged();
+    this.#model.updateEndpoints(changed);
+    this.#restCache?.clear();
+    const server = this.#server;
+    const watched = server.watchedNames(TYPE_URLS.endpoint);
+    const proxyIps = new Set(server.proxies().map((p) => p.ip));
+    const clusters = affectedClusters(watched, changed);
+    if (clusters.length) server.push({ kind: "eds", clusters });
+    // Clusters and listeners also depend on instances for DNS services and a proxy's own
+    // instances (one that joined or left): recompute those (only proxies whose output changed
+    // are sent anything).
+    const ctx = this.#model.context();
+    const dns = new Set(
+      ctx.services.filter((s) => s.resolution === "DNSLB").map((s) => s.hostname),
+    );
+    const touchesProxy =
+      ctx.instances.some((i) =>
+        proxyIps.has(i.address) && changed.has(`${i.hostname}|${i.servicePort.port}`)
+      ) || [...proxyIps].some((ip) => [...before.get(ip) ?? []].some((k) => changed.has(k)));
+    if ([...changed].some((k) => dns.has(k.split("|")[0])) || touchesProxy) {
+      server.push({ kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] });
+    }
+  }
+
+  /** Registries and config store synced: a full recomputation and push to every proxy. */
+  synced(): void {
+    this.#model.invalidate();
+    this.#fingerprints = instanceFingerprints(this.#registry.instances());
+    this.#keysByAddress = keysByAddress(this.#registry.instances());
+    this.#server.push({ kind: "full" });
+  }
+}
+
+/** The `host|port` keys of `instances` by endpoint address. */
+function keysByAddress(instances: readonly ServiceInstance[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const i of instances) {
+    let keys = out.get(i.address);
+    if (!keys) out.set(i.address, keys = new Set());
+    keys.add(`${i.hostname}|${i.servicePort.port}`);
+  }
+  return out;
+}
