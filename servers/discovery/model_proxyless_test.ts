@@ -72,7 +72,10 @@ Deno.test("DiscoveryModel serves a server listener by name and leaves out malfor
 Deno.test("DiscoveryModel.setMeshConfig() switches server listeners and proxyless clusters to mTLS", async () => {
   const m = await newModel();
   const p = grpcNode("10.0.1.1");
-  assert.equal(listener(m, p, server("10.0.1.1:7070")).filter_chains[0].transport_socket, undefined);
+  assert.equal(
+    listener(m, p, server("10.0.1.1:7070")).filter_chains[0].transport_socket,
+    undefined,
+  );
   const mc = defaultMeshConfig();
   mc.authPolicy = "MUTUAL_TLS";
   m.setMeshConfig(mc);
