@@ -9,8 +9,10 @@
  *
  * One set of processes serves every step, in order: plaintext split and header match; mutual TLS
  * switched on live (peer identities, a client without mesh credentials refused); certificates
- * rotated while calls run; RBAC (one service account allowed, the other denied); mutual TLS
- * switched off live (plaintext again). Every client calls servers of both implementations.
+ * rotated while calls run; RBAC (one service account allowed, the other denied); a bad mesh
+ * configuration edit refused; mutual TLS switched off live (plaintext again); an authentication
+ * Policy turning mutual TLS on for the service alone. Every client calls servers of both
+ * implementations.
  */
 
 import assert from "node:assert/strict";
@@ -62,6 +64,14 @@ spec:
   endpoints:
   - {address: 127.0.0.1, ports: {grpc: ${v1Port}}, labels: {app: greeter, version: v1}}
   - {address: 127.0.0.1, ports: {grpc: ${v2Port}}, labels: {app: greeter, version: v2}}
+`;
+/** Peer mutual TLS for greeter only (an authentication Policy instead of the mesh default). */
+const POLICY = `apiVersion: authentication.mesh.io/v1alpha1
+kind: Policy
+metadata: {name: greeter-mtls, namespace: default}
+spec:
+  targets: [{name: greeter}]
+  peers: [{mtls: {}}]
 `;
 const RBAC = `apiVersion: config.mesh.io/v1alpha2
 kind: ServiceRole
@@ -334,6 +344,27 @@ Deno.test({
         }
         await bg.stop();
         for (const s of servers) assert.equal(await plainCall(s.address), 0, `${s.impl} server`);
+      },
+    );
+    await step(
+      "an authentication Policy asking for peer mTLS on the service turns it on, live",
+      async () => {
+        await Deno.writeTextFile(`${configDir}/policy.yaml`, POLICY);
+        for (const c of [clients.js, clients.core]) {
+          await c.callUntil(
+            TARGET,
+            (r) => onlyPeer(r, WORLD) && !!r.versions.v1 && !!r.versions.v2,
+            {
+              timeoutMs: 60_000,
+              n: 40,
+            },
+          );
+        }
+        for (const s of servers) {
+          assert.equal(await plainCall(s.address), 14, `${s.impl} server`);
+        }
+        await Deno.remove(`${configDir}/policy.yaml`);
+        await clients.js.callUntil(TARGET, (r) => onlyPeer(r, ""), { timeoutMs: 60_000, n: 40 });
       },
     );
   } finally {
