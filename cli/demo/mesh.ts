@@ -161,159 +161,160 @@ function freePort(): number {
 
 const program = (name: string) => [Deno.execPath(), "run", "-A", new URL(name, REPO).pathname];
 
-/** Runs the mesh demo until SIGINT/SIGTERM; returns the exit code. */
-export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
-  const dir = o.workDir ?? await Deno.makeTempDir({ prefix: "mesh-demo-" });
-  const children: Child[] = [];
-  const start = (name: string, args: string[], env: Record<string, string> = {}) => {
-    const c = new Child(name, args, env, o.verbose, o.writeErr);
-    children.push(c);
+/** Ports the demo binds (all free ones). */
+interface DemoPorts {
+  v1: number;
+  v2: number;
+  ads: number;
+  ca: number;
+  caMonitoring: number;
+}
+
+/** The running demo: its children, timers and client; {@link stop} undoes everything. */
+class MeshDemo {
+  readonly children: Child[] = [];
+  readonly timers: number[] = [];
+  client?: { close(): void };
+  stopping = false;
+  readonly done: Promise<number>;
+  #resolve!: (code: number) => void;
+  readonly ports: DemoPorts;
+
+  constructor(readonly o: MeshDemoOptions, readonly dir: string) {
+    this.done = new Promise((r) => (this.#resolve = r));
+    const [v1, v2, ads, ca, caMonitoring] = [1, 2, 3, 4, 5].map(freePort);
+    this.ports = { v1, v2, ads, ca, caMonitoring };
+  }
+
+  readonly aborted = () => this.stopping;
+
+  /** Starts a child; its early exit stops the demo with code 1. */
+  start(name: string, args: string[], env: Record<string, string> = {}): Child {
+    const c = new Child(name, args, env, this.o.verbose, this.o.writeErr);
+    this.children.push(c);
     c.status.then((s) => {
-      if (stopping) return;
-      o.writeErr(`Error: ${c.name} exited with code ${s.code}; its last output:\n${c.tail()}`);
-      stop(1);
+      if (this.stopping) return;
+      this.o.writeErr(`Error: ${c.name} exited with code ${s.code}; its last output:\n${c.tail()}`);
+      this.stop(1);
     });
     return c;
-  };
-  let stopping = false;
-  let resolveDone!: (code: number) => void;
-  const done = new Promise<number>((r) => (resolveDone = r));
-  const timers: number[] = [];
-  const aborted = () => stopping;
-  let client: { close(): void } | undefined;
-  const stop = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    for (const t of timers) clearInterval(t);
-    client?.close();
-    for (const c of [...children].reverse()) await c.stop();
-    if (!o.workDir) await Deno.remove(dir, { recursive: true }).catch(() => {});
-    resolveDone(code);
-  };
-  const onSignal = () => {
-    if (stopping) return;
-    o.write("demo: stopping");
-    stop(0);
-  };
-  Deno.addSignalListener("SIGINT", onSignal);
-  Deno.addSignalListener("SIGTERM", onSignal);
-  try {
-    const [v1Port, v2Port, adsPort, caPort, caMonitoring] = [1, 2, 3, 4, 5].map(freePort);
-    await Deno.mkdir(`${dir}/config`, { recursive: true });
-    await Deno.writeTextFile(`${dir}/config/hello.yaml`, meshDemoConfig(v1Port, v2Port));
-    const meshFile = `${dir}/mesh.yaml`;
-    await Deno.writeTextFile(meshFile, `authPolicy: ${o.mtls ? "MUTUAL_TLS" : "NONE"}\n`);
+  }
 
-    // mesh_ca trusts service account tokens signed with a key made here
+  async stop(code: number): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    this.client?.close();
+    for (const c of [...this.children].reverse()) await c.stop();
+    if (!this.o.workDir) await Deno.remove(this.dir, { recursive: true }).catch(() => {});
+    this.#resolve(code);
+  }
+
+  /** The config directory and the mesh configuration file. */
+  async writeConfig(): Promise<string> {
+    await Deno.mkdir(`${this.dir}/config`, { recursive: true });
+    await Deno.writeTextFile(
+      `${this.dir}/config/hello.yaml`,
+      meshDemoConfig(this.ports.v1, this.ports.v2),
+    );
+    const meshFile = `${this.dir}/mesh.yaml`;
+    await Deno.writeTextFile(meshFile, `authPolicy: ${this.o.mtls ? "MUTUAL_TLS" : "NONE"}\n`);
+    return meshFile;
+  }
+
+  /** A signing key whose JWKS mesh_ca trusts; returns a token maker for service accounts. */
+  async issuer(): Promise<(sa: string) => Promise<string>> {
     const jose = await import("../../lib/deps/jose.ts");
     const { publicKey, privateKey } = await jose.generateKeyPair("ES256", { extractable: true });
     const jwk = { ...(await jose.exportJWK(publicKey)), kid: "demo", alg: "ES256", use: "sig" };
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify({ keys: [jwk] }));
-    const token = (sa: string) =>
+    await Deno.writeTextFile(`${this.dir}/jwks.json`, JSON.stringify({ keys: [jwk] }));
+    return (sa) =>
       new jose.SignJWT({}).setProtectedHeader({ alg: "ES256", kid: "demo" })
         .setSubject(`system:serviceaccount:mesh-demo:${sa}`).setIssuedAt().setExpirationTime("24h")
         .sign(privateKey);
+  }
 
-    const ca = start("mesh_ca", [
+  /** mesh_ca and mesh-discovery, until both are ready. */
+  async controlPlane(meshFile: string): Promise<void> {
+    const ca = this.start("mesh_ca", [
       ...program("cli/mesh_ca.ts"),
-      "--self-signed-ca",
-      "--local-storage-dir",
-      `${dir}/ca`,
-      "--trusted-jwks",
-      `${dir}/jwks.json`,
-      "--grpc-port",
-      String(caPort),
-      "--monitoring-port",
-      String(caMonitoring),
+      ...["--self-signed-ca", "--local-storage-dir", `${this.dir}/ca`],
+      ...["--trusted-jwks", `${this.dir}/jwks.json`, "--grpc-port", String(this.ports.ca)],
+      ...["--monitoring-port", String(this.ports.caMonitoring)],
     ]);
-    const discovery = start("mesh-discovery", [
+    const discovery = this.start("mesh-discovery", [
       ...program("cli/mesh-discovery.ts"),
-      "discovery",
-      "--registries",
-      "Mock",
-      "--configDir",
-      `${dir}/config`,
-      "--meshConfig",
-      meshFile,
-      "--grpcAddr",
-      `127.0.0.1:${adsPort}`,
-      "--secureGrpcAddr",
-      "",
-      "--port",
-      "0",
-      "--monitoringPort",
-      "0",
-      "--ctrlz_port",
-      "0",
+      ...["discovery", "--registries", "Mock", "--configDir", `${this.dir}/config`],
+      ...["--meshConfig", meshFile, "--grpcAddr", `127.0.0.1:${this.ports.ads}`],
+      ...["--secureGrpcAddr", "", "--port", "0", "--monitoringPort", "0", "--ctrlz_port", "0"],
     ]);
-    await ca.waitFor(/gRPC signing API listening/, aborted);
-    await discovery.waitFor(/discovery is ready/, aborted);
+    await ca.waitFor(/gRPC signing API listening/, this.aborted);
+    await discovery.waitFor(/discovery is ready/, this.aborted);
+  }
 
-    const agent = async (sa: string) => {
-      const wdir = `${dir}/${sa}`;
-      await Deno.mkdir(wdir, { recursive: true });
-      await Deno.writeTextFile(`${wdir}/token`, await token(sa));
-      const a = start(`mesh-agent ${sa}`, [
-        ...program("cli/mesh-agent.ts"),
-        "proxy",
-        "--proxyless",
-        "--discoveryAddress",
-        `127.0.0.1:${adsPort}`,
-        "--configPath",
-        `${wdir}/proxy`,
-      ], {
-        POD_NAME: `${sa}-1`,
-        POD_NAMESPACE: "mesh-demo",
-        INSTANCE_IP: "127.0.0.1",
-        MESH_META_NAMESPACE: "mesh-demo",
-        MESH_CERT_DIR: `${wdir}/certs`,
-        MESH_CA_ADDRESS: `127.0.0.1:${caPort}`,
-        MESH_CA_ROOT_CERT: `${dir}/ca/ca-cert.pem`,
-        MESH_CA_TOKEN_FILE: `${wdir}/token`,
-        MESH_CERT_REFRESH_INTERVAL: "1s",
-      });
-      await a.waitFor(/gRPC bootstrap written/, aborted);
-      return `${wdir}/proxy/grpc-bootstrap.json`;
-    };
-    const [helloBootstrap, clientBootstrap] = await Promise.all([
-      agent("hello"),
-      agent("demo-client"),
-    ]);
-    const backends = start("backends", [
+  /** mesh-agent --proxyless for `sa`; resolves with its bootstrap once written. */
+  async agent(sa: string, token: (sa: string) => Promise<string>): Promise<string> {
+    const wdir = `${this.dir}/${sa}`;
+    await Deno.mkdir(wdir, { recursive: true });
+    await Deno.writeTextFile(`${wdir}/token`, await token(sa));
+    const a = this.start(`mesh-agent ${sa}`, [
+      ...program("cli/mesh-agent.ts"),
+      ...["proxy", "--proxyless", "--discoveryAddress", `127.0.0.1:${this.ports.ads}`],
+      ...["--configPath", `${wdir}/proxy`],
+    ], {
+      POD_NAME: `${sa}-1`,
+      POD_NAMESPACE: "mesh-demo",
+      INSTANCE_IP: "127.0.0.1",
+      MESH_META_NAMESPACE: "mesh-demo",
+      MESH_CERT_DIR: `${wdir}/certs`,
+      MESH_CA_ADDRESS: `127.0.0.1:${this.ports.ca}`,
+      MESH_CA_ROOT_CERT: `${this.dir}/ca/ca-cert.pem`,
+      MESH_CA_TOKEN_FILE: `${wdir}/token`,
+      MESH_CERT_REFRESH_INTERVAL: "1s",
+    });
+    await a.waitFor(/gRPC bootstrap written/, this.aborted);
+    return `${wdir}/proxy/grpc-bootstrap.json`;
+  }
+
+  /** The two backends (one process, the `hello` bootstrap), until both serve. */
+  async backends(bootstrap: string): Promise<void> {
+    const b = this.start("backends", [
       ...program("cli/demo/xds_backends.ts"),
-      `127.0.0.1:${v1Port}=v1`,
-      `127.0.0.1:${v2Port}=v2`,
-    ], { GRPC_XDS_BOOTSTRAP: helloBootstrap, GRPC_XDS_EXPERIMENTAL_RBAC: "true" });
-    await backends.waitFor(/serving .* v2/, aborted);
-    o.write(
-      `demo: mesh_ca 127.0.0.1:${caPort}, mesh-discovery ADS 127.0.0.1:${adsPort}, backends v1 127.0.0.1:${v1Port} ` +
-        `v2 127.0.0.1:${v2Port} (sa/hello), client sa/demo-client; work dir ${dir}`,
-    );
-    o.write(
-      `demo: calling ${TARGET} at ${o.rate}/s; mutual TLS ${
-        o.mtls ? "on" : "off"
-      }: edit authPolicy in ${meshFile} ` +
-        `(MUTUAL_TLS or NONE) to switch it; routes in ${dir}/config; Ctrl-C stops`,
-    );
+      `127.0.0.1:${this.ports.v1}=v1`,
+      `127.0.0.1:${this.ports.v2}=v2`,
+    ], { GRPC_XDS_BOOTSTRAP: bootstrap, GRPC_XDS_EXPERIMENTAL_RBAC: "true" });
+    await b.waitFor(/serving .* v2/, this.aborted);
+  }
 
-    // The client: this process, with the bootstrap of its agent.
+  /** The client in this process (its agent's bootstrap): calls at `rate`, prints every second. */
+  async callAndReport(bootstrap: string): Promise<void> {
     Deno.env.delete("GRPC_XDS_BOOTSTRAP_CONFIG");
-    Deno.env.set("GRPC_XDS_BOOTSTRAP", clientBootstrap);
+    Deno.env.set("GRPC_XDS_BOOTSTRAP", bootstrap);
     const grpc = await import("../../lib/deps/grpc.ts");
     const xds = await import("../../lib/deps/grpc_xds.ts");
     xds.register();
     const Client = whoAmIClientConstructor(grpc);
     const c = new Client(TARGET, new xds.XdsChannelCredentials(grpc.credentials.createInsecure()));
-    client = c;
+    this.client = c;
     const versions = new Map<string, number>();
     const errors = new Map<string, number>();
     const peers = new Map<string, number>();
+    const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
     let inFlight = 0;
     let credit = 0;
-    const perTick = o.rate / 20;
-    timers.push(setInterval(() => {
+    const perTick = this.o.rate / 20;
+    const done = (err: { code?: number } | null, reply?: WhoAmIReply) => {
+      inFlight--;
+      if (this.stopping) return;
+      if (err || !reply) count(errors, grpc.status[err?.code ?? 2] ?? String(err?.code));
+      else {
+        count(versions, reply.version);
+        count(peers, reply.peer ?? "");
+      }
+    };
+    this.timers.push(setInterval(() => {
       credit = Math.min(credit + perTick, 2 * perTick);
-      while (credit >= 1 && inFlight < 200 && !stopping) {
+      while (credit >= 1 && inFlight < 200 && !this.stopping) {
         credit--;
         inFlight++;
         c.makeUnaryRequest(
@@ -323,31 +324,60 @@ export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
           {},
           new grpc.Metadata(),
           { deadline: Date.now() + 2000 },
-          (err: { code?: number } | null, reply?: WhoAmIReply) => {
-            inFlight--;
-            if (stopping) return;
-            if (err || !reply) {
-              const name = grpc.status[err?.code ?? 2] ?? String(err?.code);
-              errors.set(name, (errors.get(name) ?? 0) + 1);
-              return;
-            }
-            versions.set(reply.version, (versions.get(reply.version) ?? 0) + 1);
-            peers.set(reply.peer ?? "", (peers.get(reply.peer ?? "") ?? 0) + 1);
-          },
+          done,
         );
       }
     }, 50));
-    timers.push(setInterval(() => {
-      o.write(o.formatSplit(versions, errors) + formatPeers(peers));
+    this.timers.push(setInterval(() => {
+      this.o.write(this.o.formatSplit(versions, errors) + formatPeers(peers));
       versions.clear();
       errors.clear();
       peers.clear();
     }, 1000));
-  } catch (e) {
-    if (!stopping) o.writeErr(`Error: ${(e as Error).message}`);
-    await stop(1);
   }
-  const code = await done;
+
+  /** Every step, in order. */
+  async run(): Promise<void> {
+    const meshFile = await this.writeConfig();
+    const token = await this.issuer();
+    await this.controlPlane(meshFile);
+    const [hello, client] = await Promise.all([
+      this.agent("hello", token),
+      this.agent("demo-client", token),
+    ]);
+    await this.backends(hello);
+    const p = this.ports;
+    this.o.write(
+      `demo: mesh_ca 127.0.0.1:${p.ca}, mesh-discovery ADS 127.0.0.1:${p.ads}, backends v1 ` +
+        `127.0.0.1:${p.v1} v2 127.0.0.1:${p.v2} (sa/hello), client sa/demo-client; work dir ${this.dir}`,
+    );
+    this.o.write(
+      `demo: calling ${TARGET} at ${this.o.rate}/s; mutual TLS ${this.o.mtls ? "on" : "off"}: ` +
+        `edit authPolicy in ${meshFile} (MUTUAL_TLS or NONE) to switch it; routes in ` +
+        `${this.dir}/config; Ctrl-C stops`,
+    );
+    await this.callAndReport(client);
+  }
+}
+
+/** Runs the mesh demo until SIGINT/SIGTERM; returns the exit code. */
+export async function runMeshDemo(o: MeshDemoOptions): Promise<number> {
+  const dir = o.workDir ?? await Deno.makeTempDir({ prefix: "mesh-demo-" });
+  const demo = new MeshDemo(o, dir);
+  const onSignal = () => {
+    if (demo.stopping) return;
+    o.write("demo: stopping");
+    demo.stop(0);
+  };
+  Deno.addSignalListener("SIGINT", onSignal);
+  Deno.addSignalListener("SIGTERM", onSignal);
+  try {
+    await demo.run();
+  } catch (e) {
+    if (!demo.stopping) o.writeErr(`Error: ${(e as Error).message}`);
+    await demo.stop(1);
+  }
+  const code = await demo.done;
   Deno.removeSignalListener("SIGINT", onSignal);
   Deno.removeSignalListener("SIGTERM", onSignal);
   return code;
