@@ -1,7 +1,7 @@
 /**
- * Proxyless gRPC workloads (gRFC A27/A36/A29/A41): the server listener a gRPC xDS server asks for
- * (`grpc/server?xds.resource.listening_address=<ip>:<port>`) and the TLS contexts that use the
- * bootstrap's certificate provider instance `default` instead of certificate files.
+ * Proxyless gRPC servers (gRFC A36, with A29 mutual TLS and A41 RBAC): the server listener a gRPC
+ * xDS server asks for (`grpc/server?xds.resource.listening_address=<ip>:<port>`). Its TLS context
+ * (certificate provider instance `default`, no certificate files) comes from ./grpc_tls.ts.
  *
  * - Server listener: the address of the name, one filter chain (no `filter_chain_match`: gRPC
  *   servers match only `raw_buffer`) holding an HTTP connection manager with the route
