@@ -90,3 +90,36 @@ Deno.test("describeMeshChange() names fields that need a restart apart from live
     /authPolicy NONE → MUTUAL_TLS \(applied live\); ingressService .* → gw \(takes effect after a restart\)$/,
   );
 });
+
+Deno.test("watchMeshConfig() follows a config map volume update (the kubelet's ..data symlink swap)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // <dir>/mesh → ..data/mesh, ..data → ..v1; an update writes ..v2 and swaps ..data by rename
+    await Deno.mkdir(`${dir}/..v1`);
+    await Deno.writeTextFile(`${dir}/..v1/mesh`, "authPolicy: NONE\n");
+    await Deno.symlink("..v1", `${dir}/..data`);
+    await Deno.symlink("..data/mesh", `${dir}/mesh`);
+    const log = recorder();
+    const seen: string[] = [];
+    const w = watchMeshConfig({
+      path: `${dir}/mesh`,
+      initial: defaultMeshConfig(),
+      logger: log,
+      intervalMs: 60_000,
+      onChange: (mc) => seen.push(mc.authPolicy),
+    });
+    try {
+      await w.check();
+      await Deno.mkdir(`${dir}/..v2`);
+      await Deno.writeTextFile(`${dir}/..v2/mesh`, "authPolicy: MUTUAL_TLS\n");
+      await Deno.symlink("..v2", `${dir}/..data_tmp`);
+      await Deno.rename(`${dir}/..data_tmp`, `${dir}/..data`);
+      await w.check();
+      assert.deepEqual(seen, ["MUTUAL_TLS"]);
+    } finally {
+      w.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
