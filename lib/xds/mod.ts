@@ -54,6 +54,12 @@ export { BLACKHOLE_CLUSTER, buildClusters, PASSTHROUGH_CLUSTER } from "./generat
 export { buildEndpoints, isKnownCluster, loadAssignment } from "./generate/endpoints.ts";
 export { buildApiListener, buildListeners } from "./generate/listeners.ts";
 export { buildRoutes, resolveTarget } from "./generate/routes.ts";
+export {
+  buildServerListener,
+  isServerListenerName,
+  parseListeningAddress,
+} from "./generate/grpc_server.ts";
+export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
 export {

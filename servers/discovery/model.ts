@@ -17,12 +17,15 @@ import {
   buildEndpoints,
   buildListeners,
   buildRoutes,
+  buildServerListener,
   CERT_DIR_METADATA_KEY,
   certDirOf,
   encodeAny,
   headerMatcherForm,
   ingressesToConfigs,
   isKnownCluster,
+  isProxyless,
+  isServerListenerName,
   loadAssignment,
   parseClusterName,
   type Proxy,
@@ -292,7 +295,7 @@ export interface GeneratorStats {
 export class DiscoveryModel {
   readonly #registry: DiscoveryRegistry;
   readonly #configs: ConfigSnapshot;
-  readonly #mesh: XdsMeshConfig;
+  #mesh: XdsMeshConfig;
   readonly #domain: string;
   readonly #cache: ResourceCache;
   readonly #log: Logger;
@@ -319,6 +322,15 @@ export class DiscoveryModel {
     this.#domain = opts.domain;
     this.#cache = opts.cache;
     this.#log = opts.logger;
+  }
+
+  /**
+   * Replaces the mesh configuration (a live edit of `--meshConfig`); the context is rebuilt on
+   * next use. The caller pushes.
+   */
+  setMeshConfig(mc: MeshConfig): void {
+    this.#mesh = toXdsMeshConfig(mc);
+    this.invalidate();
   }
 
   /** Marks the context stale (rebuilt on next use). */
@@ -384,10 +396,13 @@ export class DiscoveryModel {
     };
     this.#ctx = ctx;
     this.#prev = m;
+    // proxyless server listeners read the instances at their address: rebuilt on demand
+    const apiListeners = new Map([...m.apiListeners].filter(([k]) => !k.startsWith("server ")));
     this.#memo = {
       ...m,
       ctx,
       ownByIp,
+      apiListeners,
       eds,
       edsViews: new WeakMap(),
       routeViews: new Map(),
@@ -564,18 +579,23 @@ export class DiscoveryModel {
   /** What a proxy's clusters depend on: the context and the shape of its own instances. */
   #clusterView(m: Memo, proxy: Proxy): View {
     const own = this.#own(m, proxy);
-    // Clients that crash on ring hash get their own views (round robin in its place); so do
-    // proxies whose certificates are not in /etc/certs (node metadata CERT_DIR).
+    // Clients that crash on ring hash get their own views (round robin in its place), so do
+    // proxyless gRPC clients (TLS from the bootstrap's certificate provider) and proxies whose
+    // certificates are not in /etc/certs (node metadata CERT_DIR).
+    const proxyless = isProxyless(proxy);
     const dir = certDirOf(proxy);
     const compat = (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
-      (dir ? `certs=${dir} ` : "");
+      (proxyless ? "grpc " : "") + (dir ? `certs=${dir} ` : "");
     const key = compat + (own.length ? shapeKey(own) : "");
     const hit = m.clusterViews.get(key);
     if (hit) return hit;
     let v: View;
     const shared = m.clusterViews.get(compat) ?? (() => {
-      const sp = this.#sharedProxy(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {});
-      if (ringHashCrashes(proxy.client)) sp.client = proxy.client;
+      const sp = this.#sharedProxy({
+        ...(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {}),
+        ...(proxyless ? { GENERATOR: "grpc" } : {}),
+      });
+      if (ringHashCrashes(proxy.client) || proxyless) sp.client = proxy.client;
       const all = buildClusters(m.ctx, sp);
       const sv = this.#keep(
         this.#prev?.clusterViews.get(compat),
@@ -651,10 +671,14 @@ export class DiscoveryModel {
   }
 
   #apiListener(m: Memo, proxy: Proxy, name: string): CachedResource | null {
-    const key = `${proxy.domain} ${name}`;
+    // server listeners (gRFC A36) depend on the proxy's IP (wildcard addresses) and domain
+    const server = isServerListenerName(name);
+    const key = server ? `server ${proxy.ip} ${proxy.domain} ${name}` : `${proxy.domain} ${name}`;
     let e = m.apiListeners.get(key);
     if (e === undefined) {
-      const api = buildApiListener(m.ctx, proxy, name);
+      const api = server
+        ? buildServerListener(m.ctx, proxy, name)
+        : buildApiListener(m.ctx, proxy, name);
       e = api ? this.#entry(TYPE_URLS.listener, name, api) : null;
       m.apiListeners.set(key, e);
     }
@@ -715,7 +739,10 @@ export class DiscoveryModel {
         const all = buildListeners(ctx, proxy);
         if (names === null) return all;
         return names.flatMap((n) => {
-          const l = all.find((x) => x.name === n) ?? buildApiListener(ctx, proxy, n);
+          const l = all.find((x) => x.name === n) ??
+            (isServerListenerName(n)
+              ? buildServerListener(ctx, proxy, n)
+              : buildApiListener(ctx, proxy, n));
           return l ? [l] : [];
         });
       }
@@ -745,11 +772,14 @@ export class DiscoveryModel {
       case TYPE_URLS.cluster:
         return pick(this.#clusterView(m, proxy).map, names);
       case TYPE_URLS.listener: {
-        const view = this.#listenerView(m, proxy);
-        if (names === null) return view.map;
+        // proxyless gRPC nodes ask only for api and server listeners by name: no sidecar view
+        const view = names !== null && isProxyless(proxy)
+          ? undefined
+          : this.#listenerView(m, proxy);
+        if (names === null) return view!.map;
         const out = new Map<string, ResourceEntry>();
         for (const n of names) {
-          const e = view.map.get(n) ?? this.#apiListener(m, proxy, n);
+          const e = view?.map.get(n) ?? this.#apiListener(m, proxy, n);
           if (e) out.set(n, e);
         }
         return out;
