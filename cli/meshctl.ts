@@ -26,6 +26,7 @@ import {
   rbacCanFlags,
   registerFlags,
   replaceFlags,
+  workloadBootstrapFlags,
 } from "./meshctl/flags.ts";
 
 /** The command tree of meshctl. */
@@ -152,6 +153,23 @@ export const program: ProgramSpec = {
                 flags: rbacCanFlags,
                 groups: common,
                 load: () => import("./meshctl/rbac_can.ts"),
+              }),
+            ],
+          }),
+          command({
+            name: "workload",
+            summary:
+              "Gives a workload outside the orchestrator (a VM, a laptop) its mesh identity.",
+            groups: common,
+            subcommands: [
+              command({
+                name: "bootstrap",
+                summary:
+                  "Writes the root certificate, a token mesh_ca accepts and the mesh-agent environment for a service account.",
+                args: ["<service-account>"],
+                flags: workloadBootstrapFlags,
+                groups: common,
+                load: () => import("./meshctl/workload.ts"),
               }),
             ],
           }),

@@ -99,6 +99,14 @@ export const discoveryFlags = [
     help: "Open gRPC connections per listener at most; more are closed at once (0: no cap).",
   }),
   flag({
+    name: "grpcMaxConnectionsPerAddress",
+    type: int,
+    default: 4096,
+    help: "Open gRPC connections one source address may hold per listener; more are closed at " +
+      "once (0: no bound of its own; an address never holds more than half of the file " +
+      "descriptors left for connections either).",
+  }),
+  flag({
     name: "grpcMaxFailedConnectionRate",
     type: int,
     default: 20,

@@ -6,6 +6,7 @@
 
 import {
   bool,
+  duration,
   flag,
   int,
   type OptionsOf,
@@ -364,6 +365,49 @@ export const rbacCanFlags = [
   }),
 ] as const;
 
+/** `experimental workload bootstrap` flags. */
+export const workloadBootstrapFlags = [
+  flag({
+    name: "output",
+    short: "o",
+    type: string,
+    default: "",
+    help: "Directory the workload's files are written to (created when missing).",
+  }),
+  flag({
+    name: "ca-address",
+    type: string,
+    default: "127.0.0.1:8060",
+    help: "host:port of mesh_ca's gRPC API, written into the agent's environment file.",
+  }),
+  flag({
+    name: "ca-root",
+    type: string,
+    default: "",
+    help: "PEM file of mesh_ca's root certificate (on orch, read from Secret mesh-ca-secret " +
+      "of the mesh namespace when unset; on fs, root-cert.pem is not written without it).",
+  }),
+  flag({
+    name: "issuer-key",
+    type: string,
+    default: "",
+    defaultText: "$HOME/.mesh/workload-issuer-key.json",
+    help: "-p fs: the local token signing key (JWK, created when missing).",
+  }),
+  flag({
+    name: "token-ttl",
+    type: duration,
+    default: 720 * 3_600_000,
+    help: "Lifetime of the token.",
+  }),
+  flag({
+    name: "ip",
+    type: string,
+    default: "127.0.0.1",
+    help: "IP address of the workload (INSTANCE_IP of the agent).",
+  }),
+] as const;
+
 /** Options every meshctl command gets (global flags and L); `orchconfig` is always filled. */
 export type CommonOptions = OptionsOf<typeof common[number]["flags"][number]>;
 /** Options of `meshctl proxy-config`. */
@@ -390,5 +434,9 @@ export type ConvertOptions = OptionsOf<typeof convertFlags[number]> & CommonOpti
 export type MetricsOptions = OptionsOf<typeof metricsFlags[number]> & CommonOptions;
 /** Options of `meshctl experimental rbac can`. */
 export type RbacCanOptions = OptionsOf<typeof rbacCanFlags[number]> & CommonOptions;
+/** Options of `meshctl experimental workload bootstrap`. */
+export type WorkloadBootstrapOptions =
+  & OptionsOf<typeof workloadBootstrapFlags[number]>
+  & CommonOptions;
 /** Options of `meshctl version`. */
 export type VersionOptions = OptionsOf<typeof versionGroup.flags[number]> & CommonOptions;

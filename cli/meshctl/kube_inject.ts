@@ -164,6 +164,7 @@ export async function run(
       policy: injectConfig.policy,
       template: injectConfig.template || inject.builtinTemplate(params),
       meshConfig,
+      templates: { [inject.GRPC_AGENT_TEMPLATE]: inject.builtinGrpcAgentTemplate(params) },
     });
   } catch (err) {
     throw new Error(`Invalid injection template: ${(err as Error).message}`);

@@ -147,6 +147,9 @@ async function endpoint(opts: ProxyConfigOptions, pod: string, type: string, ctx
     }
     addr = proxyAdminAddress(p as PodLike, pod);
   }
-  await ctx.stdout.write(admin.formatSections(await admin.proxyConfig(addr, t)));
+  const sections = await admin.proxyConfig(addr, t);
+  const warning = admin.standinWarning(addr, sections);
+  if (warning) await ctx.stderr.write(warning);
+  await ctx.stdout.write(admin.formatSections(sections));
   return 0;
 }

@@ -194,3 +194,5 @@ export function resolveOptions(
   }
   return Object.freeze(out);
 }
+
+export { ConfigError } from "./config_error.ts";

@@ -4,7 +4,7 @@
  * the same clear error for a hostile document and the work per document stays bounded.
  * @module
  */
-import { parseAllDocuments } from "../deps/yaml.ts";
+import { Composer, type Document, parseAllDocuments, Parser } from "../deps/yaml.ts";
 import { firstErrorLine } from "./errors.ts";
 import { MAX_ALIASES, MAX_DEPTH } from "./limits.ts";
 import { escapeControl, QUOTE_MAX } from "./values.ts";
@@ -37,22 +37,50 @@ export function parseDocuments(text: string): ParsedDocument[] {
   } catch (err) {
     return [{ index: 1, start: 0, error: `cannot parse YAML: ${parserMessage(err)}` }];
   }
-  return list.map((doc, i): ParsedDocument => {
-    const index = i + 1;
-    const start = doc.range?.[0] ?? 0;
-    if (doc.errors.length > 0) {
-      const e = doc.errors[0];
-      if (e.code === "DUPLICATE_KEY") {
-        return { index, start, error: duplicateKey(text, e.pos) };
-      }
-      return { index, start, error: `cannot parse YAML: ${parserMessage(e)}${where(text, e.pos)}` };
-    }
+  return list.map((doc, i) => parsedDocument(text, doc, i + 1));
+}
+
+/**
+ * The documents of `text` one at a time, each as {@link parseDocuments} gives it, parsed only as
+ * far as the caller reads: a reader can pause between documents (the file store yields to the
+ * servers it runs beside). A parser failure ends the stream with one `error` document.
+ */
+export function* documentsOf(text: string): Generator<ParsedDocument> {
+  const composer = new Composer({ prettyErrors: false, logLevel: "error" });
+  let index = 0;
+  let docs: Iterator<Document.Parsed>;
+  try {
+    docs = composer.compose(new Parser().parse(text));
+  } catch (err) {
+    yield { index: 1, start: 0, error: `cannot parse YAML: ${parserMessage(err)}` };
+    return;
+  }
+  for (;;) {
+    let next: IteratorResult<Document.Parsed>;
     try {
-      return { index, start, value: doc.toJS({ maxAliasCount: MAX_ALIASES }) };
+      next = docs.next();
     } catch (err) {
-      return { index, start, error: `cannot parse YAML: ${parserMessage(err)}` };
+      yield { index: index + 1, start: 0, error: `cannot parse YAML: ${parserMessage(err)}` };
+      return;
     }
-  });
+    if (next.done) return;
+    yield parsedDocument(text, next.value, ++index);
+  }
+}
+
+/** One composed document as a {@link ParsedDocument}. */
+function parsedDocument(text: string, doc: Document.Parsed, index: number): ParsedDocument {
+  const start = doc.range?.[0] ?? 0;
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    if (e.code === "DUPLICATE_KEY") return { index, start, error: duplicateKey(text, e.pos) };
+    return { index, start, error: `cannot parse YAML: ${parserMessage(e)}${where(text, e.pos)}` };
+  }
+  try {
+    return { index, start, value: doc.toJS({ maxAliasCount: MAX_ALIASES }) };
+  } catch (err) {
+    return { index, start, error: `cannot parse YAML: ${parserMessage(err)}` };
+  }
 }
 
 /**

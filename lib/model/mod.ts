@@ -85,7 +85,7 @@ export {
   QUOTE_MAX,
 } from "./values.ts";
 export { firstErrorLine } from "./errors.ts";
-export { type ParsedDocument, parseDocuments } from "./documents.ts";
+export { documentsOf, type ParsedDocument, parseDocuments } from "./documents.ts";
 export {
   capIssues,
   MAX_ALIASES,

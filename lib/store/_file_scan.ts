@@ -4,10 +4,11 @@
  * @module
  */
 import type { Logger } from "../log/mod.ts";
-import { escapeControl, parseDocuments, quote } from "../model/mod.ts";
+import { documentsOf, escapeControl, quote } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
 import { checkObject, issuesText, sameContent, type SchemaSet } from "./_common.ts";
 import type { FileStoreError } from "./file.ts";
+import { TimeSlicer } from "./_slice.ts";
 
 /**
  * A file modified less than this long ago may still be being written (non-atomic writers
@@ -104,19 +105,24 @@ export interface ScanSettings {
   watching: boolean;
 }
 
-/** Parses one file's text into documents in force, or errors. */
-export function parseConfigFile(
+/**
+ * Parses one file's text into documents in force, or errors; pauses between documents when
+ * `slicer` says so (a large file does not hold the event loop for its whole parse).
+ */
+export async function parseConfigFile(
   s: ScanSettings,
   rel: string,
   text: string,
-): { docs: DocEntry[]; errors: FileStoreError[] } {
+  slicer: TimeSlicer = new TimeSlicer(null),
+): Promise<{ docs: DocEntry[]; errors: FileStoreError[] }> {
   const docs: DocEntry[] = [];
   const errors: FileStoreError[] = [];
   // a file name is input too: a newline in it must not forge log lines
   const name = escapeControl(rel);
   const fail = (index: number, msg: string) =>
     errors.push({ file: rel, document: index, message: `${name} document ${index}: ${msg}` });
-  for (const doc of parseDocuments(text)) {
+  for (const doc of documentsOf(text)) {
+    await slicer.pause();
     const index = doc.index;
     if (doc.error !== undefined) {
       fail(index, doc.error);
@@ -165,19 +171,24 @@ export interface ScanHooks {
   holdUntil(at: number): void;
 }
 
-/** The next state of every file in `paths`, from the previous states `files`. */
+/**
+ * The next state of every file in `paths`, from the previous states `files`; the work pauses
+ * when `slicer` says so.
+ */
 export async function scanFiles(
   s: ScanSettings,
   hooks: ScanHooks,
   paths: string[],
   files: ReadonlyMap<string, FileState>,
   sync: boolean,
+  slicer: TimeSlicer,
 ): Promise<ScanResult> {
   const next = new Map<string, FileState>();
   let unsettled = false;
   for (const rel of paths) {
+    await slicer.pause();
     const prev = files.get(rel);
-    const state = await nextFileState(s, hooks, rel, prev, sync);
+    const state = await nextFileState(s, hooks, rel, prev, sync, slicer);
     if (state === "gone") continue;
     if (state === "unsettled") {
       // possibly still being written: look again once it has settled
@@ -201,6 +212,7 @@ async function nextFileState(
   rel: string,
   prev: FileState | undefined,
   sync: boolean,
+  slicer: TimeSlicer,
 ): Promise<FileState | "gone" | "unsettled"> {
   const abs = `${s.dir}/${rel}`;
   let st: Deno.FileInfo;
@@ -239,7 +251,7 @@ async function nextFileState(
   if (age >= 0 && age < SETTLE_MS && hooks.ownWrites.get(rel) !== text) return "unsettled";
   const own = hooks.ownWrites.get(rel) === text;
   hooks.ownWrites.delete(rel);
-  const { docs, errors } = parseConfigFile(s, rel, text);
+  const { docs, errors } = await parseConfigFile(s, rel, text, slicer);
   if (errors.length > 0) {
     const keep = prev?.docs.length
       ? "its previous content stays in force"

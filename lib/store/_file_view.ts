@@ -8,6 +8,7 @@ import { contentVersion, describe, sameContent } from "./_common.ts";
 import { type FileState, key } from "./_file_scan.ts";
 import type { FileStoreError } from "./file.ts";
 import type { StoreEvent } from "./types.ts";
+import { TimeSlicer } from "./_slice.ts";
 
 /** One object in force and the document that defines it. */
 export interface ViewEntry {
@@ -28,15 +29,18 @@ export interface MergedView {
 
 /**
  * Builds the view from the files in force and diffs it with `old`: unchanged objects keep their
- * identity and `resourceVersion`, changed and new ones get their content version.
+ * identity and `resourceVersion`, changed and new ones get their content version. Pauses when
+ * `slicer` says so (neither `files` nor `old` may change meanwhile).
  */
-export function mergeView(
+export async function mergeView(
   files: ReadonlyMap<string, FileState>,
   old: ReadonlyMap<string, ViewEntry>,
-): MergedView {
+  slicer: TimeSlicer = new TimeSlicer(null),
+): Promise<MergedView> {
   const merged = new Map<string, ViewEntry>();
   const duplicates: FileStoreError[] = [];
   for (const [rel, fs] of files) {
+    await slicer.pause();
     for (const d of fs.docs) {
       const k = key(d.schema.type, d.object.metadata.namespace!, d.object.metadata.name);
       const first = merged.get(k);
@@ -54,6 +58,7 @@ export function mergeView(
   }
   const events: { type: StoreEvent["type"]; entry: ViewEntry; k: string }[] = [];
   for (const [k, e] of merged) {
+    await slicer.pause();
     const was = old.get(k);
     if (was && sameContent(was.object, e.object)) {
       e.object = was.object; // keeps the resourceVersion and identity
@@ -67,6 +72,7 @@ export function mergeView(
   }
   events.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
   for (const ev of events) {
+    await slicer.pause();
     if (ev.type !== "DELETED") {
       ev.entry.object.metadata.resourceVersion = contentVersion(ev.entry.object);
     }

@@ -27,6 +27,7 @@ import {
   walkConfigFiles,
 } from "./_file_scan.ts";
 import { mergeView, type ViewEntry } from "./_file_view.ts";
+import { TimeSlicer } from "./_slice.ts";
 import { DirectoryWatch } from "./_file_watch.ts";
 import { atomicWrite, documentText, exists, hasDocuments, segments } from "./_file_write.ts";
 import { type ConfigStore, ConflictError, type StoreEvent } from "./types.ts";
@@ -90,7 +91,8 @@ export interface FileStore extends ConfigStore {
   sync(): Promise<void>;
   /**
    * Why the store's view is not being kept up to date, or `undefined` when it is: the directory
-   * cannot be read, the last scan failed, or a scan has been running for more than 10 s.
+   * cannot be read, the last scan failed, or a scan has made no progress for more than 10 s (a
+   * long scan pauses every few ms to let other work run: each pause is progress).
    */
   stalled(): string | undefined;
 }
@@ -176,8 +178,8 @@ class DirectoryStore implements FileStore {
   #unsettled = false;
   #running: Promise<void> | null = null;
   #pending: Promise<void> | null = null;
-  /** When the running scan started (0: none), and why the last one failed. */
-  #scanStartedAt = 0;
+  /** When the running scan started or last made progress (0: none), and why the last one failed. */
+  #scanProgressAt = 0;
   #scanFailure: string | undefined;
   #settleTimer: number | undefined;
   #holdTimer: number | undefined;
@@ -236,19 +238,22 @@ class DirectoryStore implements FileStore {
       return; // keep everything in force
     }
     this.#dirError = undefined;
+    // blocking scans (the first, one-shot readers) run alone; later ones share the event loop
+    const slicer = new TimeSlicer(sync ? null : undefined, () => this.#scanProgressAt = Date.now());
     const { files: next, unsettled } = await scanFiles(
       this.#settings,
       this.#hooks,
       paths,
       this.#files,
       sync,
+      slicer,
     );
     // The merged view depends only on the documents in force, file by file: when none changed
     // (the usual rescan), there is nothing to merge or emit.
     const same = next.size === this.#files.size &&
       [...next].every(([rel, fs]) => this.#files.get(rel)?.docs === fs.docs);
-    this.#files = next;
-    if (!same) this.#merge();
+    if (same) this.#files = next;
+    else await this.#merge(next, slicer);
     this.#unsettled = unsettled;
     if (unsettled && !this.#closed && this.#settleTimer === undefined) {
       this.#settleTimer = setTimeout(() => {
@@ -267,9 +272,13 @@ class DirectoryStore implements FileStore {
     }, Math.max(10, at - Date.now() + 10));
   }
 
-  /** Builds the merged view from the files in force, logs new duplicates, emits the events. */
-  #merge(): void {
-    const { view, duplicates, events } = mergeView(this.#files, this.#view);
+  /**
+   * Builds the merged view of `files` (then in force, with the view: both change together), logs
+   * new duplicates, emits the events.
+   */
+  async #merge(files: Map<string, FileState>, slicer: TimeSlicer): Promise<void> {
+    const { view, duplicates, events } = await mergeView(files, this.#view, slicer);
+    this.#files = files;
     const nowReported = new Set<string>();
     for (const d of duplicates) {
       nowReported.add(d.message);
@@ -287,7 +296,7 @@ class DirectoryStore implements FileStore {
   #requestScan(): Promise<void> {
     if (this.#closed) return this.#running ?? Promise.resolve();
     if (!this.#running) {
-      this.#scanStartedAt = Date.now();
+      this.#scanProgressAt = Date.now();
       this.#running = this.#scanOnce(this.#syncIO)
         .then(() => (this.#scanFailure = undefined))
         .catch((err) => {
@@ -297,7 +306,7 @@ class DirectoryStore implements FileStore {
         })
         .finally(() => {
           this.#running = null;
-          this.#scanStartedAt = 0;
+          this.#scanProgressAt = 0;
         });
       return this.#running;
     }
@@ -389,10 +398,10 @@ class DirectoryStore implements FileStore {
   stalled(): string | undefined {
     if (this.#dirError) return this.#dirError.message;
     if (this.#scanFailure) return this.#scanFailure;
-    const started = this.#scanStartedAt;
-    if (started && Date.now() - started > 10_000) {
-      return `Config directory scan of "${this.dir}" has been running for ${
-        Math.round((Date.now() - started) / 1000)
+    const progress = this.#scanProgressAt;
+    if (progress && Date.now() - progress > 10_000) {
+      return `Config directory scan of "${this.dir}" has made no progress for ${
+        Math.round((Date.now() - progress) / 1000)
       } s`;
     }
     return undefined;

@@ -123,7 +123,7 @@ Deno.test("file store: a write whose rename fails leaves the file and no tempora
   });
 });
 
-Deno.test("file store: stalled() tells a scan that has run for more than 10 s", async () => {
+Deno.test("file store: stalled() tells a scan that has made no progress for more than 10 s", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-filefault-" });
   try {
     await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
@@ -150,7 +150,7 @@ Deno.test("file store: stalled() tells a scan that has run for more than 10 s", 
           try {
             assert.equal(
               store.stalled(),
-              `Config directory scan of "${dir}" has been running for 12 s`,
+              `Config directory scan of "${dir}" has made no progress for 12 s`,
             );
           } finally {
             Date.now = realNow;

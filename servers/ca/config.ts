@@ -8,6 +8,7 @@
 import { formatDuration } from "../../lib/flags/mod.ts";
 import { BACKEND_CHOICES, type BackendChoice } from "../../lib/pki/backend.ts";
 import { parseCustomDnsNames } from "../../lib/pki/dns.ts";
+import { ConfigError } from "../../lib/flags/config_error.ts";
 
 /** Flags read by {@link toConfig} (the options of the root command). */
 export interface CaFlags {
@@ -123,14 +124,8 @@ export interface CaConfig {
   readonly warnings: readonly string[];
 }
 
-/** Every problem of the flags, one per entry (a usage error). */
-export class ConfigError extends Error {
-  /** Creates the error from the list of problems. */
-  constructor(readonly problems: readonly string[]) {
-    super(problems.join("; "));
-    this.name = "ConfigError";
-  }
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 const SA_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

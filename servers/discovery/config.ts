@@ -12,6 +12,7 @@ import {
   parseRegistries,
   type RegistryName,
 } from "../../lib/registry/mod.ts";
+import { ConfigError } from "../../lib/flags/config_error.ts";
 
 /** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
 export interface ListenAddress {
@@ -49,6 +50,7 @@ export interface DiscoveryConfig {
   readonly grpc: {
     readonly limits: Readonly<Partial<H2Limits>>;
     readonly maxConnections: number;
+    readonly maxConnectionsPerAddress: number;
     readonly maxFailedConnectionsPerSecond: number;
   };
   readonly orchconfig: string;
@@ -92,6 +94,7 @@ export interface DiscoveryFlags {
   readonly secureGrpcAddr: string;
   readonly grpcMaxConcurrentStreams: number;
   readonly grpcMaxConnections: number;
+  readonly grpcMaxConnectionsPerAddress: number;
   readonly grpcMaxFailedConnectionRate: number;
   readonly keepaliveInterval: number;
   readonly keepaliveTimeout: number;
@@ -127,14 +130,8 @@ export interface DiscoveryEnv {
 /** Default directory of the mesh certificate files. */
 export const DEFAULT_CERT_DIR = "/etc/certs/";
 
-/** A bad flag value: the message lists every problem, one per `; `-separated part. */
-export class ConfigError extends Error {
-  /** Creates the error from the list of problems. */
-  constructor(readonly problems: readonly string[]) {
-    super(problems.join("; "));
-    this.name = "ConfigError";
-  }
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 /**
  * Parses a listen address: `:15010` (all interfaces), `host:port`, `[v6]:port`.
@@ -239,6 +236,11 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   if (!(flags.grpcMaxConnections >= 0)) {
     problems.push("Invalid value for --grpcMaxConnections: must not be negative (0: no cap)");
   }
+  if (!(flags.grpcMaxConnectionsPerAddress >= 0)) {
+    problems.push(
+      "Invalid value for --grpcMaxConnectionsPerAddress: must not be negative (0: no bound)",
+    );
+  }
   if (!(flags.grpcMaxFailedConnectionRate >= 0)) {
     problems.push("Invalid value for --grpcMaxFailedConnectionRate: must not be negative (0: off)");
   }
@@ -342,6 +344,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
         maxConnectionAgeMs: flags.keepaliveMaxServerConnectionAge,
       }),
       maxConnections: flags.grpcMaxConnections,
+      maxConnectionsPerAddress: flags.grpcMaxConnectionsPerAddress,
       maxFailedConnectionsPerSecond: flags.grpcMaxFailedConnectionRate,
     }),
     orchconfig: flags.orchconfig,

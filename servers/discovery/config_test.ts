@@ -23,6 +23,7 @@ const FLAGS: DiscoveryFlags = {
   secureGrpcAddr: ":15012",
   grpcMaxConcurrentStreams: 100,
   grpcMaxConnections: 0,
+  grpcMaxConnectionsPerAddress: 4096,
   grpcMaxFailedConnectionRate: 20,
   keepaliveInterval: 30_000,
   keepaliveTimeout: 10_000,
@@ -78,6 +79,7 @@ Deno.test("toConfig() maps the gRPC transport flags to the transport limits", ()
     ...FLAGS,
     grpcMaxConcurrentStreams: 10,
     grpcMaxConnections: 5000,
+    grpcMaxConnectionsPerAddress: 100,
     grpcMaxFailedConnectionRate: 50,
     keepaliveMaxServerConnectionAge: 1_800_000,
   }, IN_CLUSTER);
@@ -90,6 +92,7 @@ Deno.test("toConfig() maps the gRPC transport flags to the transport limits", ()
       maxConnectionAgeMs: 1_800_000,
     },
     maxConnections: 5000,
+    maxConnectionsPerAddress: 100,
     maxFailedConnectionsPerSecond: 50,
   });
 });
@@ -101,12 +104,14 @@ Deno.test("toConfig() rejects gRPC transport flags out of range, naming each", (
         ...FLAGS,
         grpcMaxConcurrentStreams: 0,
         grpcMaxConnections: -1,
+        grpcMaxConnectionsPerAddress: -1,
         grpcMaxFailedConnectionRate: -1,
         keepaliveTimeout: 0,
       }, IN_CLUSTER),
     new ConfigError([
       "Invalid value for --grpcMaxConcurrentStreams: must be at least 1",
       "Invalid value for --grpcMaxConnections: must not be negative (0: no cap)",
+      "Invalid value for --grpcMaxConnectionsPerAddress: must not be negative (0: no bound)",
       "Invalid value for --grpcMaxFailedConnectionRate: must not be negative (0: off)",
       "Invalid value for --keepaliveTimeout: must be greater than 0s",
     ]),

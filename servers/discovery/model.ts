@@ -17,10 +17,15 @@ import {
   buildEndpoints,
   buildListeners,
   buildRoutes,
+  buildServerListener,
+  CERT_DIR_METADATA_KEY,
+  certDirOf,
   encodeAny,
   headerMatcherForm,
   ingressesToConfigs,
   isKnownCluster,
+  isProxyless,
+  isServerListenerName,
   loadAssignment,
   parseClusterName,
   type Proxy,
@@ -138,7 +143,7 @@ interface Memo {
   /** Label keys any VirtualService matches with `sourceLabels` (the only labels routes read). */
   readonly sourceLabelKeys: readonly string[];
   /** Sidecar listeners without inbound ones, by "TPROXY interception". */
-  readonly sharedListeners: Map<boolean, View>;
+  readonly sharedListeners: Map<string, View>;
   /** Listener views: gateways by type + labels; sidecars with instances by mode + IP + shape. */
   readonly listenerViews: Map<string, View>;
   /** Cluster views by own-instance shape ("" = no own instances: outbound only). */
@@ -290,7 +295,7 @@ export interface GeneratorStats {
 export class DiscoveryModel {
   readonly #registry: DiscoveryRegistry;
   readonly #configs: ConfigSnapshot;
-  readonly #mesh: XdsMeshConfig;
+  #mesh: XdsMeshConfig;
   readonly #domain: string;
   readonly #cache: ResourceCache;
   readonly #log: Logger;
@@ -317,6 +322,15 @@ export class DiscoveryModel {
     this.#domain = opts.domain;
     this.#cache = opts.cache;
     this.#log = opts.logger;
+  }
+
+  /**
+   * Replaces the mesh configuration (a live edit of `--meshConfig`); the context is rebuilt on
+   * next use. The caller pushes.
+   */
+  setMeshConfig(mc: MeshConfig): void {
+    this.#mesh = toXdsMeshConfig(mc);
+    this.invalidate();
   }
 
   /** Marks the context stale (rebuilt on next use). */
@@ -382,10 +396,13 @@ export class DiscoveryModel {
     };
     this.#ctx = ctx;
     this.#prev = m;
+    // proxyless server listeners read the instances at their address: rebuilt on demand
+    const apiListeners = new Map([...m.apiListeners].filter(([k]) => !k.startsWith("server ")));
     this.#memo = {
       ...m,
       ctx,
       ownByIp,
+      apiListeners,
       eds,
       edsViews: new WeakMap(),
       routeViews: new Map(),
@@ -562,15 +579,23 @@ export class DiscoveryModel {
   /** What a proxy's clusters depend on: the context and the shape of its own instances. */
   #clusterView(m: Memo, proxy: Proxy): View {
     const own = this.#own(m, proxy);
-    // Clients that crash on ring hash get their own views (round robin in its place).
-    const compat = ringHashCrashes(proxy.client) ? "no-ring-hash " : "";
+    // Clients that crash on ring hash get their own views (round robin in its place), so do
+    // proxyless gRPC clients (TLS from the bootstrap's certificate provider) and proxies whose
+    // certificates are not in /etc/certs (node metadata CERT_DIR).
+    const proxyless = isProxyless(proxy);
+    const dir = certDirOf(proxy);
+    const compat = (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
+      (proxyless ? "grpc " : "") + (dir ? `certs=${dir} ` : "");
     const key = compat + (own.length ? shapeKey(own) : "");
     const hit = m.clusterViews.get(key);
     if (hit) return hit;
     let v: View;
     const shared = m.clusterViews.get(compat) ?? (() => {
-      const sp = this.#sharedProxy();
-      if (compat) sp.client = proxy.client;
+      const sp = this.#sharedProxy({
+        ...(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {}),
+        ...(proxyless ? { GENERATOR: "grpc" } : {}),
+      });
+      if (ringHashCrashes(proxy.client) || proxyless) sp.client = proxy.client;
       const all = buildClusters(m.ctx, sp);
       const sv = this.#keep(
         this.#prev?.clusterViews.get(compat),
@@ -610,21 +635,26 @@ export class DiscoveryModel {
       return v;
     }
     const tproxy = proxy.metadata?.["INTERCEPTION_MODE"] === "TPROXY";
-    let shared = m.sharedListeners.get(tproxy);
+    const dir = certDirOf(proxy);
+    const sharedKey = `${tproxy} ${dir ?? ""}`;
+    let shared = m.sharedListeners.get(sharedKey);
     if (!shared) {
       const ls = buildListeners(
         m.ctx,
-        this.#sharedProxy(tproxy ? { INTERCEPTION_MODE: "TPROXY" } : {}),
+        this.#sharedProxy({
+          ...(tproxy ? { INTERCEPTION_MODE: "TPROXY" } : {}),
+          ...(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {}),
+        }),
       );
       shared = this.#keep(
-        this.#prev?.sharedListeners.get(tproxy),
+        this.#prev?.sharedListeners.get(sharedKey),
         this.#view(TYPE_URLS.listener, ls, routeRefs(ls)),
       );
-      m.sharedListeners.set(tproxy, shared);
+      m.sharedListeners.set(sharedKey, shared);
     }
     const own = this.#own(m, proxy).filter((i) => m.servicesByHost.has(i.hostname));
     if (!own.length) return shared;
-    const key = `s ${tproxy} ${proxy.ip} ${shapeKey(own)}`;
+    const key = `s ${sharedKey} ${proxy.ip} ${shapeKey(own)}`;
     let v = m.listenerViews.get(key);
     if (!v) {
       const inbound = buildListeners(this.#inboundContext(m, own), proxy).filter((l) =>
@@ -641,10 +671,14 @@ export class DiscoveryModel {
   }
 
   #apiListener(m: Memo, proxy: Proxy, name: string): CachedResource | null {
-    const key = `${proxy.domain} ${name}`;
+    // server listeners (gRFC A36) depend on the proxy's IP (wildcard addresses) and domain
+    const server = isServerListenerName(name);
+    const key = server ? `server ${proxy.ip} ${proxy.domain} ${name}` : `${proxy.domain} ${name}`;
     let e = m.apiListeners.get(key);
     if (e === undefined) {
-      const api = buildApiListener(m.ctx, proxy, name);
+      const api = server
+        ? buildServerListener(m.ctx, proxy, name)
+        : buildApiListener(m.ctx, proxy, name);
       e = api ? this.#entry(TYPE_URLS.listener, name, api) : null;
       m.apiListeners.set(key, e);
     }
@@ -705,7 +739,10 @@ export class DiscoveryModel {
         const all = buildListeners(ctx, proxy);
         if (names === null) return all;
         return names.flatMap((n) => {
-          const l = all.find((x) => x.name === n) ?? buildApiListener(ctx, proxy, n);
+          const l = all.find((x) => x.name === n) ??
+            (isServerListenerName(n)
+              ? buildServerListener(ctx, proxy, n)
+              : buildApiListener(ctx, proxy, n));
           return l ? [l] : [];
         });
       }
@@ -735,11 +772,14 @@ export class DiscoveryModel {
       case TYPE_URLS.cluster:
         return pick(this.#clusterView(m, proxy).map, names);
       case TYPE_URLS.listener: {
-        const view = this.#listenerView(m, proxy);
-        if (names === null) return view.map;
+        // proxyless gRPC nodes ask only for api and server listeners by name: no sidecar view
+        const view = names !== null && isProxyless(proxy)
+          ? undefined
+          : this.#listenerView(m, proxy);
+        if (names === null) return view!.map;
         const out = new Map<string, ResourceEntry>();
         for (const n of names) {
-          const e = view.map.get(n) ?? this.#apiListener(m, proxy, n);
+          const e = view?.map.get(n) ?? this.#apiListener(m, proxy, n);
           if (e) out.set(n, e);
         }
         return out;

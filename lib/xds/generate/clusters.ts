@@ -10,6 +10,8 @@ import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { ringHashCrashes } from "../node.ts";
 import { hostPortKey, indexOf } from "./context.ts";
 import { meshMtlsUpstream, mtlsModeOf, upstreamTlsSocket } from "./security.ts";
+import { withCertDir } from "./cert_dir.ts";
+import { isProxyless, proxylessUpstreamTls } from "./grpc_tls.ts";
 import {
   durationOf,
   endpointAddress,
@@ -167,6 +169,7 @@ function applyTls(
   tls: Any,
   svc: Service,
   port: ServicePort,
+  proxyless: boolean,
 ): boolean {
   if (!tls || typeof tls !== "object" || !tls.mode) return false;
   const sans: string[] = Array.isArray(tls.subjectAltNames) ? tls.subjectAltNames : [];
@@ -192,6 +195,11 @@ function applyTls(
       return true;
     case "ISTIO_MUTUAL":
     case "MESH_MUTUAL":
+      // proxyless gRPC clients take their certificates from the bootstrap's provider
+      if (proxyless) {
+        cluster.transport_socket = proxylessUpstreamTls(sans.length ? sans : svc.serviceAccounts);
+        return true;
+      }
       cluster.transport_socket = meshMtlsUpstream(
         sans.length ? sans : svc.serviceAccounts,
         isHttp2Protocol(port.protocol),
@@ -210,6 +218,7 @@ function outboundCluster(
   subset: string,
   policies: Any[],
   instances: ServiceInstance[],
+  proxyless = false,
 ): XdsResource {
   const name = outboundClusterName(port.port, subset, svc.hostname);
   const c: Any = { name, connect_timeout: msToDuration(ctx.meshConfig.connectTimeoutMs || 1000) };
@@ -250,11 +259,15 @@ function outboundCluster(
     applyLb(c, pol.loadBalancer);
     h2Upgrade = applyConnectionPool(c, pol.connectionPool, http) ?? h2Upgrade;
     applyOutlier(c, pol.outlierDetection);
-    if (applyTls(c, pol.tls, svc, port)) tlsSet = true;
+    if (applyTls(c, pol.tls, svc, port, proxyless)) tlsSet = true;
   }
   if (!tlsSet && !svc.meshExternal && c.type !== "ORIGINAL_DST") {
     const excluded = ctx.meshConfig.mtlsExcludedServices ?? [];
-    if (!excluded.includes(svc.hostname) && mtlsModeOf(ctx, svc, port) !== "NONE") {
+    const mode = excluded.includes(svc.hostname) ? "NONE" : mtlsModeOf(ctx, svc, port);
+    // A proxyless server serves PERMISSIVE as plaintext (docs/proxyless.md): its clients follow.
+    if (proxyless && mode === "STRICT") {
+      c.transport_socket = proxylessUpstreamTls(svc.serviceAccounts);
+    } else if (!proxyless && mode !== "NONE") {
       c.transport_socket = meshMtlsUpstream(svc.serviceAccounts, isHttp2Protocol(port.protocol));
     }
   }
@@ -319,7 +332,8 @@ export function proxyInstances(ctx: PushContext, proxy: Proxy): ServiceInstance[
  * that crash on ring hash ({@link ringHashCrashes}) get round robin in its place.
  */
 export function buildClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
-  const out = allClusters(ctx, proxy);
+  // workload certificates where the proxy's agent keeps them (node metadata CERT_DIR)
+  const out = withCertDir(allClusters(ctx, proxy), proxy);
   if (ringHashCrashes(proxy.client)) {
     // Round robin for clients that crash on ring hash (consistent hashing is lost, calls work).
     for (const c of out) {
@@ -334,6 +348,7 @@ export function buildClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
 function allClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
   const idx = indexOf(ctx);
   const out: XdsResource[] = [];
+  const proxyless = isProxyless(proxy);
   for (const svc of idx.services) {
     if (idx.serviceByHost.get(svc.hostname) !== svc) continue;
     const dr = idx.destinationRuleByHost.get(svc.hostname)?.spec as Any;
@@ -342,14 +357,22 @@ function allClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
       const insts = svc.resolution === "DNSLB"
         ? idx.instancesByHostPort.get(hostPortKey(svc.hostname, port.port)) ?? []
         : [];
-      out.push(outboundCluster(ctx, svc, port, "", [dr?.trafficPolicy], insts));
+      out.push(outboundCluster(ctx, svc, port, "", [dr?.trafficPolicy], insts, proxyless));
       for (const ss of Array.isArray(dr?.subsets) ? dr.subsets : []) {
         if (typeof ss?.name !== "string" || !ss.name) continue;
         const sub = insts.filter((i) =>
           Object.entries(ss.labels ?? {}).every(([k, v]) => i.labels[k] === v)
         );
         out.push(
-          outboundCluster(ctx, svc, port, ss.name, [dr?.trafficPolicy, ss.trafficPolicy], sub),
+          outboundCluster(
+            ctx,
+            svc,
+            port,
+            ss.name,
+            [dr?.trafficPolicy, ss.trafficPolicy],
+            sub,
+            proxyless,
+          ),
         );
       }
     }

@@ -13,6 +13,7 @@ import { gatewayListeners } from "./gateway.ts";
 import { rbacConfig } from "./rbac.ts";
 import { resolveTarget } from "./routes.ts";
 import { MESH_MTLS_ALPN, meshMtlsDownstream, mtlsModeOf } from "./security.ts";
+import { withCertDir } from "./cert_dir.ts";
 import { destinationCluster } from "./routes.ts";
 import { inboundClusterName, isHttpProtocol, outboundClusterName, socketAddress } from "./util.ts";
 
@@ -324,7 +325,8 @@ export function buildListeners(ctx: PushContext, proxy: Proxy): XdsResource[] {
       }],
     });
   }
-  return order.map((n) => byName.get(n)!);
+  // workload certificates where the proxy's agent keeps them (node metadata CERT_DIR)
+  return withCertDir(order.map((n) => byName.get(n)!), proxy);
 }
 
 /**
