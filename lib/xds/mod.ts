@@ -53,3 +53,4 @@ export { buildApiListener, buildListeners } from "./generate/listeners.ts";
 export { buildRoutes, resolveTarget } from "./generate/routes.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
+export { unselectedGatewayReason } from "./generate/gateway_selection.ts";
