@@ -9,6 +9,7 @@ import {
   duration,
   flag,
   int,
+  listenHost,
   type OptionsOf,
   refine,
   string,
@@ -143,6 +144,13 @@ export const discoveryFlags = [
     help: "Mesh configuration file; a default mesh is used if unspecified.",
   }),
   flag({
+    name: "httpAddress",
+    type: listenHost,
+    default: "0.0.0.0",
+    help: "Local address of the HTTP listeners (--port, --monitoringPort); 127.0.0.1 keeps them " +
+      "on loopback.",
+  }),
+  flag({
     name: "monitoringPort",
     type: int,
     default: 9093,
@@ -176,7 +184,8 @@ export const discoveryFlags = [
     type: refine(stringSlice, (v) => void parseRegistries(v)),
     default: ["Orchestrator"],
     help: "Platform registries to read from; one or more of Orchestrator, RegistryA, RegistryB, " +
-      "PlatformC, Mock.",
+      "PlatformC, Mock (the demo services hello and world), ServiceEntry (none: only the " +
+      "ServiceEntries of the config store, which are always read).",
   }),
   flag({ name: "resync", type: duration, default: 60_000, help: "Controller resync interval." }),
   flag({

@@ -257,6 +257,8 @@ export async function start(
         case "Mock":
           members.push(createMockRegistry(config.domain, config.mockPortOffset));
           break;
+        case "ServiceEntry": // always read (below): no platform registry
+          break;
       }
     }
     if (multicluster && !members.includes(multicluster)) members.push(multicluster);
@@ -461,7 +463,7 @@ export async function start(
     const serve = (port: number, what: string) => {
       let s: Deno.HttpServer<Deno.NetAddr>;
       try {
-        s = Deno.serve({ hostname: "0.0.0.0", port, onListen: () => {} }, app.fetch);
+        s = Deno.serve({ hostname: config.httpAddress, port, onListen: () => {} }, app.fetch);
       } catch (e) {
         throw listenError(`${what} ${port}`, e);
       }
@@ -483,10 +485,10 @@ export async function start(
     cleanups.push(() => ctrlz.shutdown());
 
     Object.assign(addresses, {
-      http: hostPort("0.0.0.0", httpPort),
+      http: hostPort(config.httpAddress, httpPort),
       grpc: hostPort(grpcHost, ads.port),
       ...(secureGrpc ? { secureGrpc } : {}),
-      monitoring: hostPort("0.0.0.0", monitoringPort),
+      monitoring: hostPort(config.httpAddress, monitoringPort),
       ctrlz: ctrlz.address,
     });
     log.info(
