@@ -54,3 +54,8 @@ export { buildRoutes, resolveTarget } from "./generate/routes.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
 export { unselectedGatewayReason } from "./generate/gateway_selection.ts";
+export {
+  describeConflict,
+  type OutboundListenerConflict,
+  outboundListenerConflicts,
+} from "./generate/listener_conflicts.ts";

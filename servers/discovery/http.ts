@@ -503,6 +503,8 @@ export function discoveryApp(d: HttpDeps): Hono {
 
   app.get("/debug/configz", (c) => jsonBody(c, [...d.model.configs() as ConfigObject[], {}]));
 
+  app.get("/debug/conflictz", (c) => jsonBody(c, d.model.conflicts()));
+
   app.get("/debug/syncz", (c) => {
     const id = c.req.query("proxyID");
     const conns = byProxyId(id);

@@ -17,11 +17,14 @@ import {
   buildEndpoints,
   buildListeners,
   buildRoutes,
+  describeConflict,
   encodeAny,
   headerMatcherForm,
   ingressesToConfigs,
   isKnownCluster,
   loadAssignment,
+  type OutboundListenerConflict,
+  outboundListenerConflicts,
   parseClusterName,
   type Proxy,
   proxyLabels,
@@ -114,6 +117,8 @@ export interface ContextCounts {
   services: number;
   virtualServices: number;
   configsByKind: Record<string, number>;
+  /** Outbound listeners a TCP port took from HTTP services ({@link DiscoveryModel.conflicts}). */
+  conflictsTcpOverHttp: number;
 }
 
 /** Matches no instance address: the proxy used to build what every sidecar shares. */
@@ -301,6 +306,10 @@ export class DiscoveryModel {
   #stats: GeneratorStats = { generation: 0, encoded: 0, views: 0 };
   /** Cache keys of EDS entries replaced by endpoint updates since the last collection. */
   #replaced = new Set<string>();
+  /** Conflicts of the current context (with the context they belong to). */
+  #conflicts?: { ctx: PushContext; list: OutboundListenerConflict[] };
+  /** Conflicts already logged (each once while it lasts). */
+  #conflictsLogged = new Set<string>();
   /** Router/ingress label sets already logged as selected by no Gateway (each logged once). */
   #unselectedLogged = new Set<string>();
   /** Called before a rebuild with the cache keys (`<type> <name>|<version>`) clients hold (kept). */
@@ -458,6 +467,7 @@ export class DiscoveryModel {
   #currentMemo(): Memo {
     const ctx = this.context();
     if (this.#memo?.ctx === ctx) return this.#memo;
+    this.conflicts(); // logs new conflicts once per context, scraped or not
     const ownByIp = new Map<string, ServiceInstance[]>();
     for (const i of ctx.instances) {
       const l = ownByIp.get(i.address);
@@ -497,6 +507,25 @@ export class DiscoveryModel {
     return [...this.#configs.all(), ...derived.gateways, ...derived.virtualServices];
   }
 
+  /**
+   * The outbound listener conflicts of the current context (a TCP port without an address of its
+   * own taking `0.0.0.0_<port>` from the HTTP services of that port). A new conflict is logged
+   * once (warning); one that went away may be logged again when it comes back.
+   */
+  conflicts(): OutboundListenerConflict[] {
+    const ctx = this.context();
+    if (this.#conflicts?.ctx === ctx) return this.#conflicts.list;
+    const list = outboundListenerConflicts(ctx);
+    const keys = new Set(list.map((c) => JSON.stringify(c)));
+    for (const c of list) {
+      const k = JSON.stringify(c);
+      if (!this.#conflictsLogged.has(k)) this.#log.warn(describeConflict(c));
+    }
+    this.#conflictsLogged = keys;
+    this.#conflicts = { ctx, list };
+    return list;
+  }
+
   /** Counts for the gauges. */
   counts(): ContextCounts {
     const ctx = this.context();
@@ -506,6 +535,7 @@ export class DiscoveryModel {
       services: ctx.services.length,
       virtualServices: ctx.configs.virtualServices.length,
       configsByKind,
+      conflictsTcpOverHttp: this.conflicts().length,
     };
   }
 
