@@ -24,6 +24,17 @@ export const logging = loggingGroup(LOG_SCOPES["mesh-discovery"]);
 /** Groups every mesh-discovery command accepts. */
 export const common = [logging, introspectionGroup] as const;
 
+/** Flags of `mesh-discovery debug`. */
+export const debugFlags = [
+  flag({
+    name: "discoveryAddress",
+    type: string,
+    default: "",
+    help: "host:port of the discovery monitoring port to read (default $MESH_DISCOVERY_ADDR, " +
+      "else 127.0.0.1:9093).",
+  }),
+] as const;
+
 /** Flags of `mesh-discovery discovery`. */
 export const discoveryFlags = [
   flag({
@@ -198,6 +209,8 @@ export const discoveryFlags = [
 
 /** Options of `mesh-discovery debug` (and the root): groups L and I. */
 export type CommonOptions = OptionsOf<typeof common[number]["flags"][number]>;
+/** Options of `mesh-discovery debug`. */
+export type DebugOptions = OptionsOf<typeof debugFlags[number]> & CommonOptions;
 /** Options of `mesh-discovery discovery`. */
 export type DiscoveryOptions = OptionsOf<typeof discoveryFlags[number]> & CommonOptions;
 /** Options of `mesh-discovery version`. */
