@@ -104,6 +104,13 @@ export const proxyFlags = [
     default: "warn",
     help: "Proxy log level: trace, debug, info, warn, err, critical, off.",
   }),
+  flag({
+    name: "proxyless",
+    type: bool,
+    default: false,
+    help:
+      "Proxyless gRPC workload (role sidecar): start no proxy, write <configPath>/grpc-bootstrap.json for GRPC_XDS_BOOTSTRAP.",
+  }),
   flag({ name: "serviceCluster", type: string, default: "mesh-proxy", help: "Service cluster." }),
   flag({
     name: "serviceregistry",

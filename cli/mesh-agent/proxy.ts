@@ -1,7 +1,9 @@
 /**
  * `mesh-agent proxy [sidecar|router|ingress]`: validates the flags and the environment, writes
  * the proxy bootstrap and runs the proxy (servers/agent) until SIGINT/SIGTERM (drain, then exit
- * 0) or until the proxy keeps failing (exit 1).
+ * 0) or until the proxy keeps failing (exit 1). With `--proxyless` no proxy runs: the agent
+ * writes the gRPC xDS bootstrap, keeps the certificate fresh and removes the bootstrap on
+ * SIGINT/SIGTERM (exit 0).
  * @module
  */
 
@@ -20,6 +22,6 @@ export async function run(opts: ProxyOptions, args: string[], ctx: CliContext) {
     if (e instanceof agent.ConfigError) throw new UsageError(e.message);
     throw e;
   }
-  const handle = await agent.start(config);
+  const handle = config.proxyless ? await agent.startProxyless(config) : await agent.start(config);
   return await Promise.race([runUntilSignal(handle), handle.failed]);
 }

@@ -30,7 +30,10 @@ export {
 export {
   clientOf,
   headerMatcherForm,
+  GENERATOR_METADATA_KEY,
+  GRPC_GENERATOR,
   isIp,
+  isProxylessGrpc,
   type NodeIdentity,
   parseNodeId,
   proxyFromNode,
@@ -59,3 +62,14 @@ export {
   type OutboundListenerConflict,
   outboundListenerConflicts,
 } from "./generate/listener_conflicts.ts";
+export {
+  DEFAULT_CERT_REFRESH_MS,
+  GRPC_BOOTSTRAP_FILE,
+  GRPC_CERT_FILES,
+  GRPC_CERT_PROVIDER,
+  GRPC_SERVER_LISTENER_PREFIX,
+  GRPC_SERVER_LISTENER_TEMPLATE,
+  grpcBootstrap,
+  type GrpcBootstrapOptions,
+  type GrpcLocality,
+} from "./grpc_bootstrap.ts";

@@ -197,3 +197,25 @@ export function ringHashCrashes(client: XdsClientInfo | undefined): boolean {
   if (client?.kind !== "grpc-core" || !client.version) return false;
   return atLeast(client.version, [1, 50, 0]) && !atLeast(client.version, [1, 53, 0]);
 }
+
+/**
+ * Node metadata key that tells which kind of xDS client a node is (Istio's `GENERATOR`).
+ * mesh-agent `--proxyless` sets it to {@link GRPC_GENERATOR} in the gRPC bootstrap it writes.
+ */
+export const GENERATOR_METADATA_KEY = "GENERATOR";
+/** Value of {@link GENERATOR_METADATA_KEY} for proxyless gRPC workloads (Istio's `grpc`). */
+export const GRPC_GENERATOR = "grpc";
+
+/**
+ * True when the node metadata marks a proxyless gRPC workload (`GENERATOR: "grpc"`, as written
+ * by mesh-agent `--proxyless` and by Istio's grpc-agent template).
+ *
+ * @example
+ * ```ts
+ * import { isProxylessGrpc } from "./node.ts";
+ * isProxylessGrpc({ GENERATOR: "grpc" }); // true
+ * ```
+ */
+export function isProxylessGrpc(metadata: Record<string, unknown> | null | undefined): boolean {
+  return metadata?.[GENERATOR_METADATA_KEY] === GRPC_GENERATOR;
+}

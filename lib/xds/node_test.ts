@@ -3,6 +3,7 @@ import {
   clientOf,
   headerMatcherForm,
   isIp,
+  isProxylessGrpc,
   parseNodeId,
   proxyFromNode,
   proxyLabels,
@@ -164,4 +165,12 @@ Deno.test("ringHashCrashes() is true for C-core 1.50-1.52 only", () => {
     false,
   );
   assert.equal(ringHashCrashes(undefined), false);
+});
+
+Deno.test("isProxylessGrpc() is true only for GENERATOR grpc in the node metadata", () => {
+  assert.equal(isProxylessGrpc({ GENERATOR: "grpc", NAMESPACE: "default" }), true);
+  assert.equal(isProxylessGrpc({ GENERATOR: "envoy" }), false);
+  assert.equal(isProxylessGrpc({}), false);
+  assert.equal(isProxylessGrpc(null), false);
+  assert.equal(isProxylessGrpc(undefined), false);
 });

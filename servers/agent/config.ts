@@ -5,6 +5,8 @@
  */
 
 import { isIp } from "../../lib/xds/node.ts";
+import { DEFAULT_CERT_REFRESH_MS } from "../../lib/xds/grpc_bootstrap.ts";
+import { parseDuration } from "../../lib/flags/mod.ts";
 
 /** Roles of `mesh-agent proxy [role]`. */
 export const ROLES = ["sidecar", "router", "ingress"] as const;
@@ -94,6 +96,13 @@ export interface AgentConfig {
   readonly certDir: string;
   /** Set when `MESH_CA_ADDRESS` is: the agent gets and renews the certificate itself. */
   readonly ca?: CaConfig;
+  /**
+   * `--proxyless`: no proxy; the agent writes a gRPC xDS bootstrap (`<configPath>/grpc-bootstrap.json`)
+   * for the application and keeps the certificate files fresh.
+   */
+  readonly proxyless: boolean;
+  /** `refresh_interval` of the gRPC bootstrap's file watcher (`MESH_CERT_REFRESH_INTERVAL`). */
+  readonly certRefreshMs: number;
   /** Serve the certificate over SDS on `<configPath>/sds.sock` (`MESH_AGENT_SDS`; default on with MUTUAL_TLS). */
   readonly sds: boolean;
 }
@@ -118,6 +127,7 @@ export interface ProxyFlags {
   parentShutdownDuration: number;
   proxyAdminPort: number;
   proxyLogLevel: string;
+  proxyless?: boolean;
   serviceCluster: string;
   serviceregistry: string;
   statsdUdpAddress: string;
@@ -281,6 +291,22 @@ export function toConfig(
   if (sdsEnv !== undefined && !["true", "false", ""].includes(sdsEnv)) {
     problems.push(`Invalid value "${sdsEnv}" for MESH_AGENT_SDS: want true or false`);
   }
+  const proxyless = flags.proxyless === true;
+  if (proxyless && r !== "sidecar" && ROLES.includes(r)) {
+    problems.push(`--proxyless works with role sidecar only, not ${r}`);
+  }
+  let certRefreshMs = DEFAULT_CERT_REFRESH_MS;
+  const refresh = env.MESH_CERT_REFRESH_INTERVAL;
+  if (refresh) {
+    try {
+      certRefreshMs = parseDuration(refresh);
+      if (certRefreshMs <= 0) throw new Error("must be positive");
+    } catch (e) {
+      problems.push(
+        `Invalid value "${refresh}" for MESH_CERT_REFRESH_INTERVAL: ${(e as Error).message}`,
+      );
+    }
+  }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
     role: r,
@@ -313,6 +339,8 @@ export function toConfig(
     metadata: Object.freeze(metadata),
     certDir,
     ca,
-    sds: sdsEnv ? sdsEnv === "true" : mtls,
+    sds: !proxyless && (sdsEnv ? sdsEnv === "true" : mtls),
+    proxyless,
+    certRefreshMs,
   });
 }

@@ -124,3 +124,33 @@ Deno.test("toConfig() copies MESH_META_* into the node metadata and reads the CA
     ['Invalid value "x" for MESH_CA_ADDRESS: want <host>:<port>'],
   );
 });
+
+Deno.test("toConfig() takes --proxyless for sidecars only and turns SDS off with it", () => {
+  const c = toConfig(
+    proxyFlags({ proxyless: true, controlPlaneAuthPolicy: "MUTUAL_TLS" }),
+    "sidecar",
+    POD_ENV,
+  );
+  assert.equal(c.proxyless, true);
+  assert.equal(c.sds, false);
+  assert.equal(toConfig(proxyFlags(), "sidecar", POD_ENV).proxyless, false);
+  assert.deepEqual(problems(() => toConfig(proxyFlags({ proxyless: true }), "ingress", POD_ENV)), [
+    "--proxyless works with role sidecar only, not ingress",
+  ]);
+});
+
+Deno.test("toConfig() reads MESH_CERT_REFRESH_INTERVAL as a duration and names it when bad", () => {
+  assert.equal(toConfig(proxyFlags(), undefined, POD_ENV).certRefreshMs, 10_000);
+  const env = { ...POD_ENV, MESH_CERT_REFRESH_INTERVAL: "1m30s" };
+  assert.equal(toConfig(proxyFlags(), undefined, env).certRefreshMs, 90_000);
+  const [p] = problems(() =>
+    toConfig(proxyFlags(), undefined, { ...POD_ENV, MESH_CERT_REFRESH_INTERVAL: "soon" })
+  );
+  assert.match(p, /^Invalid value "soon" for MESH_CERT_REFRESH_INTERVAL: /);
+  assert.deepEqual(
+    problems(() =>
+      toConfig(proxyFlags(), undefined, { ...POD_ENV, MESH_CERT_REFRESH_INTERVAL: "0s" })
+    ),
+    ['Invalid value "0s" for MESH_CERT_REFRESH_INTERVAL: must be positive'],
+  );
+});

@@ -52,6 +52,12 @@ export {
 } from "./bootstrap.ts";
 export { removeStaleRevFiles, revFile, Supervisor, writeAtomic } from "./supervisor.ts";
 export { proxyArgs } from "./args.ts";
+export {
+  type ProxylessDeps,
+  type ProxylessHandle,
+  proxylessBootstrap,
+  startProxyless,
+} from "./proxyless.ts";
 export { type SdsServer, startSdsServer } from "./sds.ts";
 export {
   type CertRotation,

@@ -54,6 +54,15 @@ export function xdsBootstrap(opts: BootstrapOptions): Record<string, unknown> {
   };
 }
 
+/**
+ * A bootstrap file written by someone else (mesh-agent `--proxyless`): the client is started
+ * with `GRPC_XDS_BOOTSTRAP=<file>`, as an application in the mesh is.
+ */
+export interface FileBootstrap {
+  /** Path of the gRPC xDS bootstrap file. */
+  bootstrapFile: string;
+}
+
 /** Options of one batch of calls. */
 export interface CallOptions {
   /** Number of calls (default 100). */
@@ -113,18 +122,28 @@ export function share(r: CallResult, version: string): number {
 
 /**
  * Starts a proxyless client subprocess of `impl` (default grpc-js) with the bootstrap of
- * {@link xdsBootstrap}. `env` adds variables (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`).
+ * {@link xdsBootstrap}, or with a bootstrap file (`bootstrapFile`, passed as
+ * `GRPC_XDS_BOOTSTRAP`). `env` adds variables (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`).
  */
 export async function startXdsClient(
-  opts: BootstrapOptions & { env?: Record<string, string>; impl?: XdsClientImpl },
+  opts: (BootstrapOptions | FileBootstrap) & {
+    env?: Record<string, string>;
+    impl?: XdsClientImpl;
+  },
 ): Promise<XdsClientProcess> {
-  const bootstrap = xdsBootstrap(opts);
+  const fromFile = "bootstrapFile" in opts ? opts.bootstrapFile : undefined;
+  const bootstrap = fromFile !== undefined
+    ? JSON.parse(await Deno.readTextFile(fromFile))
+    : xdsBootstrap(opts as BootstrapOptions);
   let command: Deno.Command;
   let bootstrapDir: string | undefined;
   if (opts.impl === "grpc-core") {
-    bootstrapDir = await Deno.makeTempDir({ prefix: "mesh-xds-bootstrap-" });
-    const file = `${bootstrapDir}/bootstrap.json`;
-    await Deno.writeTextFile(file, JSON.stringify(bootstrap));
+    let file = fromFile;
+    if (file === undefined) {
+      bootstrapDir = await Deno.makeTempDir({ prefix: "mesh-xds-bootstrap-" });
+      file = `${bootstrapDir}/bootstrap.json`;
+      await Deno.writeTextFile(file, JSON.stringify(bootstrap));
+    }
     command = new Deno.Command(SYSTEM_PYTHON, {
       args: [new URL("./xds_client_proc.py", import.meta.url).pathname, WHOAMI_METHOD],
       env: {
@@ -142,7 +161,12 @@ export async function startXdsClient(
   } else {
     command = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("./xds_client_proc.ts", import.meta.url).pathname],
-      env: { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap), ...opts.env },
+      env: {
+        ...(fromFile !== undefined
+          ? { GRPC_XDS_BOOTSTRAP: fromFile }
+          : { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap) }),
+        ...opts.env,
+      },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

@@ -1,0 +1,116 @@
+/**
+ * `mesh-agent proxy --proxyless`: the agent of a proxyless gRPC workload. No proxy process runs;
+ * the agent keeps the workload certificate in `MESH_CERT_DIR` (from mesh_ca, when
+ * `MESH_CA_ADDRESS` is set, renewed at half its life) and writes the gRPC xDS bootstrap
+ * (`<configPath>/grpc-bootstrap.json`, {@link grpcBootstrap}) that the application reads through
+ * `GRPC_XDS_BOOTSTRAP`. gRPC reloads the certificate files itself (the bootstrap's `file_watcher`
+ * provider), so a renewal needs nothing from the agent but the files. On shutdown the bootstrap
+ * is removed.
+ * @module
+ */
+
+import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import { GRPC_BOOTSTRAP_FILE, grpcBootstrap } from "../../lib/xds/grpc_bootstrap.ts";
+import type { AgentConfig } from "./config.ts";
+import { type CertRotation, startCertRotation } from "./certs.ts";
+import { writeAtomic } from "./supervisor.ts";
+
+/** Injected dependencies of {@link startProxyless}. */
+export interface ProxylessDeps {
+  /** Delay before retrying a failed certificate request (default 5 s). */
+  caRetryMs?: number;
+  logger?: Logger;
+}
+
+/** A running proxyless agent. */
+export interface ProxylessHandle {
+  /** `bootstrap`: the path of the gRPC bootstrap file. */
+  readonly addresses: { readonly bootstrap: string };
+  /** Resolves once the bootstrap is written (after the first certificate, with mesh_ca). */
+  readonly ready: Promise<void>;
+  /** Rejects when the agent cannot go on (the bootstrap cannot be written); never resolves. */
+  readonly failed: Promise<never>;
+  /** The certificate rotation, when the agent gets certificates from mesh_ca. */
+  readonly certs?: CertRotation;
+  /** Stops the rotation and removes the bootstrap file. */
+  shutdown(): Promise<void>;
+}
+
+/** The bootstrap document of `c` (see {@link grpcBootstrap}). */
+export function proxylessBootstrap(c: AgentConfig): Record<string, unknown> {
+  return grpcBootstrap({
+    serverUri: hostPort(c.adsTarget),
+    tls: c.controlPlaneAuthPolicy === "MUTUAL_TLS",
+    nodeId: c.nodeId,
+    cluster: c.serviceCluster,
+    metadata: c.metadata,
+    locality: c.availabilityZone ? { zone: c.availabilityZone } : undefined,
+    certDir: c.certDir,
+    refreshIntervalMs: c.certRefreshMs,
+  });
+}
+
+function hostPort(hp: { host: string; port: number }): string {
+  return hp.host.includes(":") ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`;
+}
+
+/**
+ * Starts the proxyless agent. Rejects at once, naming `--configPath`, when the bootstrap
+ * directory cannot be created or written (checked before anything else starts).
+ */
+export async function startProxyless(
+  c: AgentConfig,
+  deps: ProxylessDeps = {},
+): Promise<ProxylessHandle> {
+  const log = deps.logger ?? getLogger("default");
+  const path = `${c.configPath}/${GRPC_BOOTSTRAP_FILE}`;
+  const text = JSON.stringify(proxylessBootstrap(c), null, 2) + "\n";
+  try {
+    await Deno.mkdir(c.configPath, { recursive: true });
+    // a probe write: an unwritable directory is a startup error, not a later failure
+    await writeAtomic(`${path}.probe`, "");
+    await Deno.remove(`${path}.probe`);
+  } catch (e) {
+    throw new Error(
+      `Cannot write the gRPC bootstrap into --configPath ${c.configPath}: ${(e as Error).message}`,
+    );
+  }
+  let certs: CertRotation | undefined;
+  if (c.ca) {
+    certs = startCertRotation({ ca: c.ca, certDir: c.certDir, log, retryMs: deps.caRetryMs });
+    log.info("waiting for the workload certificate from mesh_ca", { address: c.ca.address });
+  }
+  const { promise: failed, reject: fail } = Promise.withResolvers<never>();
+  failed.catch(() => {});
+  const { promise: ready, resolve: setReady } = Promise.withResolvers<void>();
+  let stopping = false;
+  let written = false;
+  (async () => {
+    if (certs) await certs.ready;
+    if (stopping) return;
+    await writeAtomic(path, text);
+    written = true;
+    log.info("gRPC bootstrap written", { path, node: c.nodeId, xds_server: hostPort(c.adsTarget) });
+    setReady();
+  })().catch((e) =>
+    fail(new Error(`Cannot write the gRPC bootstrap ${path}: ${(e as Error).message}`))
+  );
+  let stopped: Promise<void> | undefined;
+  return {
+    addresses: { bootstrap: path },
+    ready,
+    failed,
+    certs,
+    shutdown() {
+      stopped ??= (async () => {
+        stopping = true;
+        certs?.stop();
+        if (written) {
+          await Deno.remove(path).catch(() => {});
+          log.info("gRPC bootstrap removed", { path });
+        }
+      })();
+      return stopped;
+    },
+  };
+}
