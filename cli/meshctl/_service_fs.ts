@@ -3,7 +3,8 @@
  * create|replace -p fs` stores the Service the integration procedure writes (`ports[]` with
  * `port`, `targetPort`, `name`, `protocol`) as the ServiceEntry `meshctl register` keeps for the
  * same name: host `<name>.<ns>.svc.cluster.local`, `MESH_INTERNAL`, `STATIC`, one port per
- * Service port (protocol from the port name, as discovery reads orchestrator Services). A Service
+ * Service port (protocol from the port name, as discovery reads orchestrator Services) and
+ * `spec.clusterIP` as its address (its TCP ports then get listeners of their own). A Service
  * describes the ports of instances registered with `meshctl register` (a static ServiceEntry
  * needs at least one): `create` and `replace` both rewrite the ports of that ServiceEntry and keep
  * its instances, each then listening on the Service port's `targetPort` (else what it was
@@ -12,7 +13,7 @@
  */
 
 import { protocolFromPortName } from "../../lib/registry/protocol.ts";
-import { isDns1123Label } from "../../lib/model/values.ts";
+import { isDns1123Label, isIp } from "../../lib/model/values.ts";
 import { type ServiceEntrySpec, serviceHost } from "./_registration.ts";
 
 /** The instance a converted entry is validated with (TEST-NET-1; never stored). */
@@ -78,7 +79,18 @@ export function serviceAsServiceEntry(
     sePorts.push({ number: port, protocol: protocolFromPortName(pname, transport), name: pname });
     if (p.targetPort !== undefined) targetPorts[port] = target;
   });
+  const clusterIP = spec.clusterIP;
+  if (clusterIP !== undefined && clusterIP !== "None" && clusterIP !== "") {
+    if (typeof clusterIP !== "string" || !isIp(clusterIP)) {
+      problems.push(
+        `${where}: Service spec.clusterIP: must be an IP address, got ${JSON.stringify(clusterIP)}`,
+      );
+    }
+  }
   if (problems.length) return { problems };
+  const addresses = typeof clusterIP === "string" && isIp(clusterIP)
+    ? { addresses: [clusterIP] }
+    : {};
   const labels = isRecord(meta.labels) ? { labels: meta.labels } : {};
   const annotations = isRecord(meta.annotations) ? { annotations: meta.annotations } : {};
   return {
@@ -88,6 +100,7 @@ export function serviceAsServiceEntry(
       metadata: { name, namespace, ...labels, ...annotations },
       spec: {
         hosts: [serviceHost(name, namespace)],
+        ...addresses,
         ports: sePorts,
         location: "MESH_INTERNAL",
         resolution: "STATIC",

@@ -85,3 +85,21 @@ Deno.test("carryEndpoints() keeps registered instances, renaming their ports and
   );
   assert.deepEqual(carryEndpoints(next, undefined, { targetPorts: {} }).endpoints, []);
 });
+
+Deno.test("serviceAsServiceEntry() gives the entry the Service's clusterIP as its address", () => {
+  const r = serviceAsServiceEntry(
+    { ...SERVICE, spec: { ...SERVICE.spec, clusterIP: "10.96.0.20" } },
+    "default",
+    "x",
+  );
+  assert.ok("entry" in r);
+  assert.deepEqual((r.entry.spec as { addresses?: string[] }).addresses, ["10.96.0.20"]);
+  const bad = serviceAsServiceEntry(
+    { ...SERVICE, spec: { ...SERVICE.spec, clusterIP: "ten" } },
+    "default",
+    "x",
+  );
+  assert.deepEqual(bad, {
+    problems: ['x: Service spec.clusterIP: must be an IP address, got "ten"'],
+  });
+});

@@ -1,0 +1,616 @@
+/**
+ * The integration procedure for an API-managed HTTP service (spec: "Integration procedure"), run
+ * on the local `fs` platform with the real programs: mesh_ca, mesh-discovery `--configDir`,
+ * meshctl `-p fs` (register, create, replace, kube-inject) and mesh-agent `--proxyless` for the
+ * workload certificate. After each step it reads what the proxies get from discovery (REST xDS)
+ * and reports whether the step held. See docs/integration.md.
+ * @module
+ */
+
+import {
+  captured,
+  inboundTls,
+  initCaptureRanges,
+  routeClusterFor,
+  servesHttp,
+  servesTcp,
+  upstreamTls,
+} from "./checks.ts";
+import { freePort, run, type Running, start } from "./programs.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+/** One check of a step. */
+export interface Check {
+  what: string;
+  held: boolean;
+  /** What was seen when it did not hold. */
+  saw?: string;
+}
+
+/** One step: its title, the commands a user types, its checks. */
+export interface StepResult {
+  title: string;
+  commands: string[];
+  checks: Check[];
+}
+
+/** Options of {@link runIntegrationDemo}. */
+export interface DemoOptions {
+  /** Receives each output line. */
+  out: (line: string) => void;
+  /** Working directory (default: a new temporary one, removed at the end). */
+  dir?: string;
+  /** How long a check waits for discovery to serve a change (default 30 s). */
+  deadlineMs?: number;
+}
+
+/** The names the demo uses. */
+export const DEMO = {
+  namespace: "default",
+  service: "echo",
+  host: "echo.default.svc.cluster.local",
+  /** The API proxy's address (a loopback address, so real traffic could reach it) and ports. */
+  ip: "127.0.10.5",
+  port: 80,
+  targetPort: 8081,
+  clusterIP: "10.96.0.20",
+  path: "/echo",
+  /** The cluster ranges the sidecar captures; the API management backend is outside them. */
+  includeIPRanges: "10.0.0.0/8,172.16.0.0/12",
+  managementBackend: "203.0.113.10",
+  serviceAccount: "default",
+} as const;
+
+const CLUSTER = `outbound|${DEMO.port}||${DEMO.host}`;
+const SAN = `spiffe://cluster.local/ns/${DEMO.namespace}/sa/${DEMO.serviceAccount}`;
+const ECHO_NODE = `sidecar~${DEMO.ip}~echo-1.default~default.svc.cluster.local`;
+const CLIENT_NODE = "sidecar~127.0.10.6~sleep-1.default~default.svc.cluster.local";
+const GATEWAY_NODE =
+  "router~127.0.10.9~mesh-ingressgateway-1.mesh-system~mesh-system.svc.cluster.local";
+const GATEWAY_LABELS = { mesh: "ingressgateway" };
+const INBOUND = `${DEMO.ip}_${DEMO.targetPort}`;
+
+/** The Ingress of the procedure's step 3 (the spec's shape, mesh ingress class). */
+export const INGRESS_YAML = `apiVersion: extensions/v1beta1
+kind: Ingress
+metadata:
+  name: echo
+  annotations:
+    kubernetes.io/ingress.class: mesh
+spec:
+  rules:
+  - http:
+      paths:
+      - path: ${DEMO.path}
+        backend:
+          serviceName: ${DEMO.service}
+          servicePort: ${DEMO.port}
+`;
+
+/** The Service of the procedure with its port named `name`. */
+export function serviceYaml(portName: string): string {
+  return `apiVersion: v1
+kind: Service
+metadata:
+  name: ${DEMO.service}
+spec:
+  clusterIP: ${DEMO.clusterIP}
+  selector:
+    app: ${DEMO.service}
+  ports:
+  - port: ${DEMO.port}
+    targetPort: ${DEMO.targetPort}
+    protocol: TCP
+    name: ${portName}
+`;
+}
+
+/** The authentication Policy exempting the `tcp` port from mesh mTLS (0.8: targets, no peers). */
+export const TCP_BYPASS_POLICY_YAML = `apiVersion: authentication.mesh.io/v1alpha1
+kind: Policy
+metadata:
+  name: echo-tcp-bypass
+spec:
+  targets:
+  - name: ${DEMO.service}
+    ports:
+    - name: tcp
+`;
+
+/** The API proxy's Deployment (its `--http_port=8081`), as kube-inject reads it. */
+export const DEPLOYMENT_YAML = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: echo
+spec:
+  selector:
+    matchLabels: {app: echo}
+  template:
+    metadata:
+      labels: {app: echo}
+    spec:
+      containers:
+      - name: esp
+        image: gcr.io/endpoints-release/endpoints-runtime:1
+        args: ["--http_port=${DEMO.targetPort}", "--backend=127.0.0.1:8080"]
+`;
+
+/** The mesh configuration, `authPolicy: MUTUAL_TLS` commented out as in the procedure. */
+export function meshConfigYaml(mutualTls: boolean): string {
+  return `ingressClass: mesh
+${mutualTls ? "" : "# "}authPolicy: MUTUAL_TLS
+`;
+}
+
+/** Polls `read` until `ok` holds or the deadline passes; returns the last value and whether. */
+async function eventually<T>(
+  read: () => Promise<T>,
+  ok: (v: T) => boolean,
+  deadlineMs: number,
+): Promise<{ value: T | undefined; held: boolean; error?: string }> {
+  const deadline = Date.now() + deadlineMs;
+  let value: T | undefined;
+  let error: string | undefined;
+  for (;;) {
+    try {
+      value = await read();
+      error = undefined;
+      if (ok(value)) return { value, held: true };
+    } catch (e) {
+      error = (e as Error).message;
+    }
+    if (Date.now() >= deadline) return { value, held: false, error };
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const short = (v: unknown) => {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 300 ? s.slice(0, 300) + "..." : s;
+};
+
+/** The demo: its programs, directory and results. */
+class IntegrationDemo {
+  readonly steps: StepResult[] = [];
+  #ca?: Running;
+  #discovery?: Running;
+  #http = "";
+  #caAddress = "";
+  readonly #dir: string;
+  readonly #deadline: number;
+  readonly #out: (line: string) => void;
+
+  constructor(dir: string, o: DemoOptions) {
+    this.#dir = dir;
+    this.#deadline = o.deadlineMs ?? 30_000;
+    this.#out = o.out;
+  }
+
+  get #configDir() {
+    return `${this.#dir}/config`;
+  }
+
+  /** `meshctl -p fs --configDir <dir> ...`, failing the step's command when it exits non-zero. */
+  async #meshctl(step: StepResult, args: string[], stdin?: string): Promise<string> {
+    const shown = ["meshctl", "-p", "fs", "--configDir", this.#configDir, ...args].join(" ");
+    step.commands.push(stdin === undefined ? shown : `${shown}   (the YAML above on stdin)`);
+    const r = await run("meshctl", ["-p", "fs", "--configDir", this.#configDir, ...args], stdin);
+    if (r.code !== 0) throw new Error(`${shown} exited ${r.code}: ${r.stderr.trim()}`);
+    return r.stdout;
+  }
+
+  /** REST xDS for a node: the resources of one type. */
+  async xds(
+    type: "listeners" | "clusters" | "routes",
+    node: string,
+    metadata = {},
+  ): Promise<Any[]> {
+    const res = await fetch(`http://${this.#http}/v3/discovery:${type}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ node: { id: node, metadata } }),
+    });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`REST xDS ${type} answered ${res.status}: ${text}`);
+    return JSON.parse(text).resources ?? [];
+  }
+
+  async #debug(page: string): Promise<Any> {
+    const res = await fetch(`http://${this.#http}/debug/${page}`);
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`/debug/${page} answered ${res.status}: ${text}`);
+    return JSON.parse(text);
+  }
+
+  /** Runs `check` against what discovery serves, waiting for it to hold. */
+  async #expect<T>(
+    step: StepResult,
+    what: string,
+    read: () => Promise<T>,
+    ok: (v: T) => boolean,
+    show: (v: T | undefined) => unknown = (v) => v,
+  ): Promise<void> {
+    const r = await eventually(read, ok, this.#deadline);
+    step.checks.push(
+      r.held ? { what, held: true } : { what, held: false, saw: r.error ?? short(show(r.value)) },
+    );
+  }
+
+  async #step(title: string, body: (s: StepResult) => Promise<void>): Promise<void> {
+    const step: StepResult = { title, commands: [], checks: [] };
+    this.steps.push(step);
+    this.#out(`\n[${this.steps.length}] ${title}`);
+    try {
+      await body(step);
+    } catch (e) {
+      step.checks.push({ what: "the step's commands ran", held: false, saw: (e as Error).message });
+    }
+    for (const c of step.commands) this.#out(`    $ ${c}`);
+    for (const c of step.checks) {
+      this.#out(
+        `    ${c.held ? "held   " : "FAILED "} ${c.what}${
+          c.saw ? `\n            saw: ${c.saw}` : ""
+        }`,
+      );
+    }
+  }
+
+  async #startDiscovery(): Promise<void> {
+    const d = start("mesh-discovery", [
+      "discovery",
+      "--configDir",
+      this.#configDir,
+      "--meshConfig",
+      `${this.#dir}/mesh`,
+      "--registries",
+      "ServiceEntry",
+      "--httpAddress",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--monitoringPort",
+      "0",
+      "--grpcAddr",
+      "127.0.0.1:0",
+      "--secureGrpcAddr",
+      "",
+      "--ctrlz_port",
+      "0",
+    ]);
+    this.#discovery = d;
+    const m = await d.waitFor(/listening http=(\S+) grpc=(\S+)/, 60_000);
+    this.#http = m[1];
+  }
+
+  async run(): Promise<void> {
+    await Deno.mkdir(this.#configDir, { recursive: true });
+    await Deno.writeTextFile(`${this.#dir}/mesh`, meshConfigYaml(false));
+
+    await this.#step("mesh_ca issues workload certificates (self-signed root)", async (s) => {
+      const port = freePort();
+      const { generateKeyPair, exportJWK } = await import("../../lib/deps/jose.ts");
+      const keys = await generateKeyPair("ES256", { extractable: true });
+      const jwk = { ...(await exportJWK(keys.publicKey)), kid: "demo", alg: "ES256", use: "sig" };
+      await Deno.writeTextFile(`${this.#dir}/jwks.json`, JSON.stringify({ keys: [jwk] }));
+      this.#jwtKey = keys.privateKey;
+      const args = [
+        "--self-signed-ca",
+        "--local-storage-dir",
+        `${this.#dir}/ca`,
+        "--trusted-jwks",
+        `${this.#dir}/jwks.json`,
+        "--grpc-port",
+        String(port),
+        "--monitoring-port",
+        "0",
+      ];
+      s.commands.push(`mesh_ca ${args.join(" ")}`);
+      this.#ca = start("mesh_ca", args);
+      this.#caAddress = `127.0.0.1:${port}`;
+      await this.#expect(
+        s,
+        `the signing API listens on ${this.#caAddress}`,
+        () => this.#ca!.waitFor(/gRPC signing API listening/, this.#deadline),
+        (m) => m !== undefined,
+      );
+    });
+
+    await this.#step("mesh-discovery reads files only: no demo services", async (s) => {
+      s.commands.push(
+        `mesh-discovery discovery --configDir ${this.#configDir} --meshConfig ${this.#dir}/mesh ` +
+          "--registries ServiceEntry --httpAddress 127.0.0.1",
+      );
+      await this.#startDiscovery();
+      await this.#expect(
+        s,
+        `discovery listens on ${this.#http} (loopback only) and knows no service yet`,
+        () => this.#debug("registryz"),
+        (v) => Array.isArray(v) && v.filter((x) => x.hostname).length === 0,
+      );
+    });
+
+    await this.#step(
+      `the API proxy joins the mesh: port ${DEMO.port} (http) → its --http_port=${DEMO.targetPort}`,
+      async (s) => {
+        await this.#meshctl(s, [
+          "register",
+          DEMO.service,
+          DEMO.ip,
+          `http:${DEMO.port}:${DEMO.targetPort}`,
+          "-s",
+          DEMO.serviceAccount,
+        ]);
+        await this.#expect(
+          s,
+          `discovery serves ${DEMO.host} with the endpoint ${DEMO.ip}:${DEMO.targetPort}`,
+          async () => {
+            const res = await fetch(`http://${this.#http}/debug/endpointz?brief=1`);
+            return await res.text();
+          },
+          (t) =>
+            t.split("\n").some((l) =>
+              l.startsWith(`${DEMO.host}:http `) && l.includes(`${DEMO.ip}:${DEMO.targetPort}`)
+            ),
+        );
+        await this.#expect(
+          s,
+          `the port named http is served as HTTP: the API proxy's sidecar listener ${INBOUND} has an HTTP connection manager`,
+          () => this.xds("listeners", ECHO_NODE),
+          (ls) => servesHttp(ls.find((l) => l.name === INBOUND)),
+          (ls) => ls?.map((l) => l.name),
+        );
+      },
+    );
+
+    await this.#step(
+      `injection with --includeIPRanges ${DEMO.includeIPRanges}: the API management backend stays reachable`,
+      async (s) => {
+        const inject = async (extra: string[]) => {
+          const args = [
+            "kube-inject",
+            "-f",
+            "-",
+            "--hub",
+            "docker.io/mesh",
+            "--tag",
+            "demo",
+            ...extra,
+          ];
+          s.commands.push(`meshctl ${args.join(" ")}   (the API proxy's Deployment on stdin)`);
+          const r = await run("meshctl", args, DEPLOYMENT_YAML);
+          if (r.code !== 0) {
+            throw new Error(`meshctl kube-inject exited ${r.code}: ${r.stderr.trim()}`);
+          }
+          const { parseAllDocuments } = await import("../../lib/deps/yaml.ts");
+          const doc = parseAllDocuments(r.stdout)[0].toJS();
+          const init = (doc?.spec?.template?.spec?.initContainers ?? []).find((c: Any) =>
+            c.name === "mesh-init"
+          );
+          return initCaptureRanges(init?.args ?? []);
+        };
+        const with_ = await inject(["--includeIPRanges", DEMO.includeIPRanges]);
+        s.checks.push({
+          what: `the init container redirects only ${DEMO.includeIPRanges} (-i)`,
+          held: with_.include === DEMO.includeIPRanges,
+          saw: with_.include === DEMO.includeIPRanges ? undefined : short(with_),
+        });
+        const backend = captured(DEMO.managementBackend, with_.include, with_.exclude);
+        s.checks.push({
+          what: `traffic to the API management backend ${DEMO.managementBackend} is left alone`,
+          held: !backend,
+          saw: backend ? short(with_) : undefined,
+        });
+        const clusterAddr = captured(DEMO.clusterIP, with_.include, with_.exclude);
+        s.checks.push({
+          what: `traffic to mesh services (${DEMO.clusterIP}) still goes through the sidecar`,
+          held: clusterAddr,
+          saw: clusterAddr ? undefined : short(with_),
+        });
+        const without = await inject([]);
+        const lost = captured(DEMO.managementBackend, without.include, without.exclude);
+        s.checks.push({
+          what:
+            `without --includeIPRanges (-i ${without.include}) the backend would be captured too`,
+          held: lost,
+          saw: lost ? undefined : short(without),
+        });
+      },
+    );
+
+    await this.#step(
+      `an Ingress maps ${DEMO.path} to ${DEMO.service}:${DEMO.port} through the ingress gateway`,
+      async (s) => {
+        this.#out(INGRESS_YAML.trimEnd().split("\n").map((l) => `      ${l}`).join("\n"));
+        await this.#meshctl(s, ["create", "-f", "-"], INGRESS_YAML);
+        await this.#expect(
+          s,
+          `the gateway's route 80 maps ${DEMO.path} to ${CLUSTER}`,
+          () => this.xds("routes", GATEWAY_NODE, { labels: GATEWAY_LABELS }),
+          (rs) => routeClusterFor(rs.find((r) => r.name === "80"), DEMO.path) === CLUSTER,
+        );
+        await this.#expect(
+          s,
+          "/debug/configz shows the Gateway made from the Ingress (selector mesh: ingressgateway)",
+          () => this.#debug("configz"),
+          (cs) =>
+            cs.some((c: Any) =>
+              c.kind === "Gateway" && c.metadata?.name === "mesh-autogenerated-k8s-ingress" &&
+              c.spec?.selector?.mesh === "ingressgateway"
+            ),
+          (cs) => cs?.map((c: Any) => `${c.kind}/${c.metadata?.name}`),
+        );
+      },
+    );
+
+    await this.#step("authPolicy: MUTUAL_TLS in the mesh configuration", async (s) => {
+      s.commands.push(`edit ${this.#dir}/mesh: uncomment "authPolicy: MUTUAL_TLS"`);
+      await Deno.writeTextFile(`${this.#dir}/mesh`, meshConfigYaml(true));
+      const echoMtls = async () =>
+        inboundTls((await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND))
+          .requiresClientCert;
+      // a discovery that applies mesh configuration edits live needs no restart
+      const live = await eventually(echoMtls, (v) => v, 3000);
+      if (!live.held) {
+        s.commands.push("restart mesh-discovery (it read --meshConfig at start)");
+        await this.#discovery?.stop();
+        await this.#startDiscovery();
+      }
+      await this.#expect(
+        s,
+        `the API proxy's sidecar listener ${INBOUND} requires client certificates (mesh_ca's root)`,
+        async () =>
+          inboundTls((await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND)),
+        (t) => t.requiresClientCert && !t.acceptsPlaintext && t.trustedCa.length > 0,
+      );
+      await this.#expect(
+        s,
+        `another workload's cluster ${CLUSTER} presents its certificate and checks ${SAN}`,
+        async () =>
+          upstreamTls((await this.xds("clusters", CLIENT_NODE)).find((c) => c.name === CLUSTER)),
+        (t) => !!t && t.presents.length > 0 && t.sans.includes(SAN),
+      );
+      await this.#expect(
+        s,
+        "the ingress gateway still accepts plain HTTP from outside (0.0.0.0_80 without TLS)",
+        async () =>
+          (await this.xds("listeners", GATEWAY_NODE, { labels: GATEWAY_LABELS })).find((l) =>
+            l.name === "0.0.0.0_80"
+          ),
+        (l) => servesHttp(l) && inboundTls(l).acceptsPlaintext,
+      );
+      await this.#expect(
+        s,
+        `... and reaches the service with mutual TLS (its cluster ${CLUSTER} presents a certificate)`,
+        async () =>
+          upstreamTls(
+            (await this.xds("clusters", GATEWAY_NODE, { labels: GATEWAY_LABELS })).find((c) =>
+              c.name === CLUSTER
+            ),
+          ),
+        (t) => !!t && t.presents.length > 0,
+      );
+      await this.#workloadCertificate(s);
+    });
+
+    await this.#step(
+      "the port renamed tcp: the sidecar passes plain TCP, the API proxy secures it",
+      async (s) => {
+        this.#out(serviceYaml("tcp").trimEnd().split("\n").map((l) => `      ${l}`).join("\n"));
+        await this.#meshctl(s, ["replace", "-f", "-"], serviceYaml("tcp"));
+        this.#out(TCP_BYPASS_POLICY_YAML.trimEnd().split("\n").map((l) => `      ${l}`).join("\n"));
+        await this.#meshctl(s, ["create", "-f", "-"], TCP_BYPASS_POLICY_YAML);
+        await this.#expect(
+          s,
+          `the API proxy's sidecar listener ${INBOUND} is tcp_proxy and takes plain TCP (no mesh TLS)`,
+          async () => (await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND),
+          (l) => servesTcp(l) && inboundTls(l).acceptsPlaintext,
+        );
+        const vipListener = `${DEMO.clusterIP}_${DEMO.port}`;
+        await this.#expect(
+          s,
+          `other workloads get ${vipListener} with tcp_proxy and a cluster without mesh TLS`,
+          async () => ({
+            listener: (await this.xds("listeners", CLIENT_NODE)).find((l) =>
+              l.name === vipListener
+            ),
+            cluster: (await this.xds("clusters", CLIENT_NODE)).find((c) => c.name === CLUSTER),
+          }),
+          (v) => servesTcp(v.listener) && !!v.cluster && upstreamTls(v.cluster) === undefined,
+        );
+        await this.#expect(
+          s,
+          "no outbound listener conflict (/debug/conflictz is empty: the clusterIP gives echo its own listener)",
+          () => this.#debug("conflictz"),
+          (v) => Array.isArray(v) && v.length === 0,
+        );
+      },
+    );
+  }
+
+  #jwtKey?: CryptoKey;
+
+  /** mesh-agent --proxyless gets the API proxy's certificate from mesh_ca; it is what clients check. */
+  async #workloadCertificate(s: StepResult): Promise<void> {
+    const dir = `${this.#dir}/echo`;
+    await Deno.mkdir(`${dir}/certs`, { recursive: true });
+    const { SignJWT } = await import("../../lib/deps/jose.ts");
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: "ES256", kid: "demo" })
+      .setSubject(`system:serviceaccount:${DEMO.namespace}:${DEMO.serviceAccount}`)
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(this.#jwtKey!);
+    await Deno.writeTextFile(`${dir}/token`, token);
+    await Deno.copyFile(`${this.#dir}/ca/ca-cert.pem`, `${dir}/ca-root.pem`);
+    const env = {
+      POD_NAME: "echo-1",
+      POD_NAMESPACE: DEMO.namespace,
+      INSTANCE_IP: DEMO.ip,
+      MESH_CERT_DIR: `${dir}/certs`,
+      MESH_CA_ADDRESS: this.#caAddress,
+      MESH_CA_ROOT_CERT: `${dir}/ca-root.pem`,
+      MESH_CA_TOKEN_FILE: `${dir}/token`,
+    };
+    const grpcAddr = /grpc=(\S+)/.exec(this.#discovery!.output())?.[1] ?? "";
+    const args = [
+      "proxy",
+      "--proxyless",
+      "--discoveryAddress",
+      grpcAddr,
+      "--configPath",
+      `${dir}/proxy`,
+    ];
+    s.commands.push(
+      `MESH_CERT_DIR=${dir}/certs MESH_CA_ADDRESS=${this.#caAddress} ... mesh-agent ${
+        args.join(" ")
+      }`,
+    );
+    const agent = start("mesh-agent", args, env);
+    try {
+      await this.#expect(
+        s,
+        `mesh_ca issues the API proxy's certificate for ${SAN}, signed by its root`,
+        async () => {
+          await agent.waitFor(/gRPC bootstrap written/, this.#deadline);
+          const pki = await import("../../lib/pki/mod.ts");
+          const leaf =
+            pki.parseCertificates(await Deno.readTextFile(`${dir}/certs/cert-chain.pem`))[0];
+          const root = pki.parseCertificates(await Deno.readTextFile(`${dir}/ca-root.pem`))[0];
+          return {
+            sans: pki.subjectAltNames(leaf).uris,
+            signedByRoot: await leaf.verify({ publicKey: root, signatureOnly: true }),
+          };
+        },
+        (v) => v.signedByRoot && v.sans.includes(SAN),
+      );
+    } finally {
+      await agent.stop();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#discovery?.stop();
+    await this.#ca?.stop();
+  }
+}
+
+/**
+ * Runs the procedure and reports every step through `o.out`. Resolves with the steps and whether
+ * every check held; every program it started is stopped.
+ */
+export async function runIntegrationDemo(
+  o: DemoOptions,
+): Promise<{ held: boolean; steps: StepResult[] }> {
+  const dir = o.dir ?? await Deno.makeTempDir({ prefix: "mesh-integration-" });
+  const demo = new IntegrationDemo(dir, o);
+  try {
+    await demo.run();
+  } finally {
+    await demo.close();
+    if (!o.dir) await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  const held = demo.steps.every((s) => s.checks.length > 0 && s.checks.every((c) => c.held));
+  return { held, steps: demo.steps };
+}
