@@ -18,7 +18,15 @@ if (import.meta.main) {
   }
   const out = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
   out("The integration procedure on the local fs platform (docs/integration.md)");
-  const { held, steps } = await runIntegrationDemo({ out });
+  // Ctrl-C (or a test's SIGTERM) stops the programs the demo started and removes its directory
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  for (const sig of ["SIGINT", "SIGTERM"] as const) Deno.addSignalListener(sig, stop);
+  const { held, steps } = await runIntegrationDemo({ out, signal: abort.signal });
+  if (abort.signal.aborted) {
+    out("\nStopped.");
+    Deno.exit(130);
+  }
   const checks = steps.flatMap((s) => s.checks);
   const failed = checks.filter((c) => !c.held).length;
   out(

@@ -44,6 +44,8 @@ export interface DemoOptions {
   dir?: string;
   /** How long a check waits for discovery to serve a change (default 30 s). */
   deadlineMs?: number;
+  /** Aborting stops every program the demo started (the steps left then fail quickly). */
+  signal?: AbortSignal;
 }
 
 /** The names the demo uses. */
@@ -149,6 +151,7 @@ async function eventually<T>(
   read: () => Promise<T>,
   ok: (v: T) => boolean,
   deadlineMs: number,
+  stopped: () => boolean = () => false,
 ): Promise<{ value: T | undefined; held: boolean; error?: string }> {
   const deadline = Date.now() + deadlineMs;
   let value: T | undefined;
@@ -161,7 +164,7 @@ async function eventually<T>(
     } catch (e) {
       error = (e as Error).message;
     }
-    if (Date.now() >= deadline) return { value, held: false, error };
+    if (Date.now() >= deadline || stopped()) return { value, held: false, error };
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -176,13 +179,18 @@ class IntegrationDemo {
   readonly steps: StepResult[] = [];
   #ca?: Running;
   #discovery?: Running;
+  /** Every program started and not yet stopped. */
+  readonly #running = new Set<Running>();
+  #closed = false;
   #http = "";
   #caAddress = "";
   readonly #dir: string;
   readonly #deadline: number;
   readonly #out: (line: string) => void;
+  readonly #signal?: AbortSignal;
 
   constructor(dir: string, o: DemoOptions) {
+    this.#signal = o.signal;
     this.#dir = dir;
     this.#deadline = o.deadlineMs ?? 30_000;
     this.#out = o.out;
@@ -192,10 +200,27 @@ class IntegrationDemo {
     return `${this.#dir}/config`;
   }
 
+  /** Records and prints a command of a step (with the text it reads on stdin). */
+  #command(step: StepResult, text: string, stdin?: string): void {
+    step.commands.push(text);
+    this.#out(`    $ ${text}${stdin === undefined ? "" : " <<EOF"}`);
+    if (stdin !== undefined) {
+      this.#out(stdin.trimEnd().split("\n").map((l) => `      ${l}`).join("\n") + "\n      EOF");
+    }
+  }
+
+  /** Records and prints a check. */
+  #check(step: StepResult, c: Check): void {
+    step.checks.push(c);
+    this.#out(
+      `    ${c.held ? "held  " : "FAILED"}  ${c.what}${c.saw ? `\n            saw: ${c.saw}` : ""}`,
+    );
+  }
+
   /** `meshctl -p fs --configDir <dir> ...`, failing the step's command when it exits non-zero. */
   async #meshctl(step: StepResult, args: string[], stdin?: string): Promise<string> {
     const shown = ["meshctl", "-p", "fs", "--configDir", this.#configDir, ...args].join(" ");
-    step.commands.push(stdin === undefined ? shown : `${shown}   (the YAML above on stdin)`);
+    this.#command(step, shown, stdin);
     const r = await run("meshctl", ["-p", "fs", "--configDir", this.#configDir, ...args], stdin);
     if (r.code !== 0) throw new Error(`${shown} exited ${r.code}: ${r.stderr.trim()}`);
     return r.stdout;
@@ -232,33 +257,45 @@ class IntegrationDemo {
     ok: (v: T) => boolean,
     show: (v: T | undefined) => unknown = (v) => v,
   ): Promise<void> {
-    const r = await eventually(read, ok, this.#deadline);
-    step.checks.push(
+    const r = await eventually(read, ok, this.#deadline, () => this.#closed);
+    this.#check(
+      step,
       r.held ? { what, held: true } : { what, held: false, saw: r.error ?? short(show(r.value)) },
     );
   }
 
   async #step(title: string, body: (s: StepResult) => Promise<void>): Promise<void> {
+    if (this.#signal?.aborted) return;
     const step: StepResult = { title, commands: [], checks: [] };
     this.steps.push(step);
     this.#out(`\n[${this.steps.length}] ${title}`);
     try {
       await body(step);
     } catch (e) {
-      step.checks.push({ what: "the step's commands ran", held: false, saw: (e as Error).message });
-    }
-    for (const c of step.commands) this.#out(`    $ ${c}`);
-    for (const c of step.checks) {
-      this.#out(
-        `    ${c.held ? "held   " : "FAILED "} ${c.what}${
-          c.saw ? `\n            saw: ${c.saw}` : ""
-        }`,
-      );
+      this.#check(step, {
+        what: "the step's commands ran",
+        held: false,
+        saw: (e as Error).message,
+      });
     }
   }
 
+  /** Starts a program the demo stops at the end (at once when the demo was stopped). */
+  #start(program: string, args: string[], env: Record<string, string> = {}): Running {
+    if (this.#closed) throw new Error("the demo was stopped");
+    const p = start(program, args, env);
+    this.#running.add(p);
+    return p;
+  }
+
+  async #stopProgram(p: Running | undefined): Promise<void> {
+    if (!p) return;
+    this.#running.delete(p);
+    await p.stop();
+  }
+
   async #startDiscovery(): Promise<void> {
-    const d = start("mesh-discovery", [
+    const d = this.#start("mesh-discovery", [
       "discovery",
       "--configDir",
       this.#configDir,
@@ -306,8 +343,8 @@ class IntegrationDemo {
         "--monitoring-port",
         "0",
       ];
-      s.commands.push(`mesh_ca ${args.join(" ")}`);
-      this.#ca = start("mesh_ca", args);
+      this.#command(s, `mesh_ca ${args.join(" ")}`);
+      this.#ca = this.#start("mesh_ca", args);
       this.#caAddress = `127.0.0.1:${port}`;
       await this.#expect(
         s,
@@ -318,7 +355,8 @@ class IntegrationDemo {
     });
 
     await this.#step("mesh-discovery reads files only: no demo services", async (s) => {
-      s.commands.push(
+      this.#command(
+        s,
         `mesh-discovery discovery --configDir ${this.#configDir} --meshConfig ${this.#dir}/mesh ` +
           "--registries ServiceEntry --httpAddress 127.0.0.1",
       );
@@ -378,7 +416,7 @@ class IntegrationDemo {
             "demo",
             ...extra,
           ];
-          s.commands.push(`meshctl ${args.join(" ")}   (the API proxy's Deployment on stdin)`);
+          this.#command(s, `meshctl ${args.join(" ")}`, DEPLOYMENT_YAML);
           const r = await run("meshctl", args, DEPLOYMENT_YAML);
           if (r.code !== 0) {
             throw new Error(`meshctl kube-inject exited ${r.code}: ${r.stderr.trim()}`);
@@ -391,26 +429,26 @@ class IntegrationDemo {
           return initCaptureRanges(init?.args ?? []);
         };
         const with_ = await inject(["--includeIPRanges", DEMO.includeIPRanges]);
-        s.checks.push({
+        this.#check(s, {
           what: `the init container redirects only ${DEMO.includeIPRanges} (-i)`,
           held: with_.include === DEMO.includeIPRanges,
           saw: with_.include === DEMO.includeIPRanges ? undefined : short(with_),
         });
         const backend = captured(DEMO.managementBackend, with_.include, with_.exclude);
-        s.checks.push({
+        this.#check(s, {
           what: `traffic to the API management backend ${DEMO.managementBackend} is left alone`,
           held: !backend,
           saw: backend ? short(with_) : undefined,
         });
         const clusterAddr = captured(DEMO.clusterIP, with_.include, with_.exclude);
-        s.checks.push({
+        this.#check(s, {
           what: `traffic to mesh services (${DEMO.clusterIP}) still goes through the sidecar`,
           held: clusterAddr,
           saw: clusterAddr ? undefined : short(with_),
         });
         const without = await inject([]);
         const lost = captured(DEMO.managementBackend, without.include, without.exclude);
-        s.checks.push({
+        this.#check(s, {
           what:
             `without --includeIPRanges (-i ${without.include}) the backend would be captured too`,
           held: lost,
@@ -422,7 +460,6 @@ class IntegrationDemo {
     await this.#step(
       `an Ingress maps ${DEMO.path} to ${DEMO.service}:${DEMO.port} through the ingress gateway`,
       async (s) => {
-        this.#out(INGRESS_YAML.trimEnd().split("\n").map((l) => `      ${l}`).join("\n"));
         await this.#meshctl(s, ["create", "-f", "-"], INGRESS_YAML);
         await this.#expect(
           s,
@@ -445,16 +482,16 @@ class IntegrationDemo {
     );
 
     await this.#step("authPolicy: MUTUAL_TLS in the mesh configuration", async (s) => {
-      s.commands.push(`edit ${this.#dir}/mesh: uncomment "authPolicy: MUTUAL_TLS"`);
+      this.#command(s, `edit ${this.#dir}/mesh: uncomment "authPolicy: MUTUAL_TLS"`);
       await Deno.writeTextFile(`${this.#dir}/mesh`, meshConfigYaml(true));
       const echoMtls = async () =>
         inboundTls((await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND))
           .requiresClientCert;
       // a discovery that applies mesh configuration edits live needs no restart
-      const live = await eventually(echoMtls, (v) => v, 3000);
+      const live = await eventually(echoMtls, (v) => v, 3000, () => this.#closed);
       if (!live.held) {
-        s.commands.push("restart mesh-discovery (it read --meshConfig at start)");
-        await this.#discovery?.stop();
+        this.#command(s, "restart mesh-discovery (it read --meshConfig at start)");
+        await this.#stopProgram(this.#discovery);
         await this.#startDiscovery();
       }
       await this.#expect(
@@ -497,9 +534,7 @@ class IntegrationDemo {
     await this.#step(
       "the port renamed tcp: the sidecar passes plain TCP, the API proxy secures it",
       async (s) => {
-        this.#out(serviceYaml("tcp").trimEnd().split("\n").map((l) => `      ${l}`).join("\n"));
         await this.#meshctl(s, ["replace", "-f", "-"], serviceYaml("tcp"));
-        this.#out(TCP_BYPASS_POLICY_YAML.trimEnd().split("\n").map((l) => `      ${l}`).join("\n"));
         await this.#meshctl(s, ["create", "-f", "-"], TCP_BYPASS_POLICY_YAML);
         await this.#expect(
           s,
@@ -562,12 +597,13 @@ class IntegrationDemo {
       "--configPath",
       `${dir}/proxy`,
     ];
-    s.commands.push(
+    this.#command(
+      s,
       `MESH_CERT_DIR=${dir}/certs MESH_CA_ADDRESS=${this.#caAddress} ... mesh-agent ${
         args.join(" ")
       }`,
     );
-    const agent = start("mesh-agent", args, env);
+    const agent = this.#start("mesh-agent", args, env);
     try {
       await this.#expect(
         s,
@@ -586,13 +622,16 @@ class IntegrationDemo {
         (v) => v.signedByRoot && v.sans.includes(SAN),
       );
     } finally {
-      await agent.stop();
+      await this.#stopProgram(agent);
     }
   }
 
+  /** Stops every program it started; none starts afterwards. */
   async close(): Promise<void> {
-    await this.#discovery?.stop();
-    await this.#ca?.stop();
+    this.#closed = true;
+    const all = [...this.#running];
+    this.#running.clear();
+    await Promise.all(all.map((p) => p.stop()));
   }
 }
 
@@ -605,9 +644,12 @@ export async function runIntegrationDemo(
 ): Promise<{ held: boolean; steps: StepResult[] }> {
   const dir = o.dir ?? await Deno.makeTempDir({ prefix: "mesh-integration-" });
   const demo = new IntegrationDemo(dir, o);
+  const onAbort = () => void demo.close();
+  o.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     await demo.run();
   } finally {
+    o.signal?.removeEventListener("abort", onAbort);
     await demo.close();
     if (!o.dir) await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
