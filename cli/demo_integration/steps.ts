@@ -17,6 +17,7 @@ import {
   upstreamTls,
 } from "./checks.ts";
 import { freePort, run, type Running, start } from "./programs.ts";
+import { Buffer } from "node:buffer";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -399,6 +400,7 @@ class IntegrationDemo {
           (ls) => servesHttp(ls.find((l) => l.name === INBOUND)),
           (ls) => ls?.map((l) => l.name),
         );
+        await this.#realCall(s);
       },
     );
 
@@ -564,25 +566,35 @@ class IntegrationDemo {
     );
   }
 
-  #jwtKey?: CryptoKey;
+  /** The private key of the demo's token issuer (mesh_ca trusts its public key). */
+  #jwtKey?: Awaited<
+    ReturnType<typeof import("../../lib/deps/jose.ts").generateKeyPair>
+  >["privateKey"];
 
-  /** mesh-agent --proxyless gets the API proxy's certificate from mesh_ca; it is what clients check. */
-  async #workloadCertificate(s: StepResult): Promise<void> {
-    const dir = `${this.#dir}/echo`;
+  /**
+   * Starts `mesh-agent proxy --proxyless` for a workload (pod `<name>-1`, its service account
+   * token signed by the demo's issuer): it gets the workload certificate from mesh_ca into
+   * `<dir>/<name>/certs` and writes the gRPC xDS bootstrap. Resolves once the bootstrap is there.
+   */
+  async #agent(
+    s: StepResult,
+    w: { name: string; ip: string; sa: string },
+  ): Promise<{ agent: Running; dir: string; bootstrap: string }> {
+    const dir = `${this.#dir}/${w.name}`;
     await Deno.mkdir(`${dir}/certs`, { recursive: true });
     const { SignJWT } = await import("../../lib/deps/jose.ts");
     const token = await new SignJWT({})
       .setProtectedHeader({ alg: "ES256", kid: "demo" })
-      .setSubject(`system:serviceaccount:${DEMO.namespace}:${DEMO.serviceAccount}`)
+      .setSubject(`system:serviceaccount:${DEMO.namespace}:${w.sa}`)
       .setIssuedAt()
       .setExpirationTime("1h")
       .sign(this.#jwtKey!);
     await Deno.writeTextFile(`${dir}/token`, token);
     await Deno.copyFile(`${this.#dir}/ca/ca-cert.pem`, `${dir}/ca-root.pem`);
     const env = {
-      POD_NAME: "echo-1",
+      POD_NAME: `${w.name}-1`,
       POD_NAMESPACE: DEMO.namespace,
-      INSTANCE_IP: DEMO.ip,
+      INSTANCE_IP: w.ip,
       MESH_CERT_DIR: `${dir}/certs`,
       MESH_CA_ADDRESS: this.#caAddress,
       MESH_CA_ROOT_CERT: `${dir}/ca-root.pem`,
@@ -599,17 +611,25 @@ class IntegrationDemo {
     ];
     this.#command(
       s,
-      `MESH_CERT_DIR=${dir}/certs MESH_CA_ADDRESS=${this.#caAddress} ... mesh-agent ${
-        args.join(" ")
-      }`,
+      `POD_NAME=${w.name}-1 INSTANCE_IP=${w.ip} MESH_CERT_DIR=${dir}/certs ` +
+        `MESH_CA_ADDRESS=${this.#caAddress} MESH_CA_TOKEN_FILE=${dir}/token ... ` +
+        `mesh-agent ${args.join(" ")}`,
     );
     const agent = this.#start("mesh-agent", args, env);
+    await agent.waitFor(/gRPC bootstrap written/, this.#deadline);
+    return { agent, dir, bootstrap: `${dir}/proxy/grpc-bootstrap.json` };
+  }
+
+  /** mesh_ca's certificate for the API proxy's workload: what client clusters check. */
+  async #workloadCertificate(s: StepResult): Promise<void> {
+    let started: { agent: Running; dir: string } | undefined;
     try {
       await this.#expect(
         s,
         `mesh_ca issues the API proxy's certificate for ${SAN}, signed by its root`,
         async () => {
-          await agent.waitFor(/gRPC bootstrap written/, this.#deadline);
+          started ??= await this.#agent(s, { name: "echo", ip: DEMO.ip, sa: DEMO.serviceAccount });
+          const { dir } = started;
           const pki = await import("../../lib/pki/mod.ts");
           const leaf =
             pki.parseCertificates(await Deno.readTextFile(`${dir}/certs/cert-chain.pem`))[0];
@@ -622,7 +642,59 @@ class IntegrationDemo {
         (v) => v.signedByRoot && v.sans.includes(SAN),
       );
     } finally {
-      await this.#stopProgram(agent);
+      await this.#stopProgram(started?.agent);
+    }
+  }
+
+  /**
+   * A real call over the mesh's routing: a proxyless gRPC client (grpc-js-xds, bootstrap from
+   * its mesh-agent) calls `xds:///<service host>:80`; discovery's listener, route, cluster and
+   * endpoints send it to the instance's target port, where a gRPC server answers. This is the
+   * data path that runs on one machine; the same call under MUTUAL_TLS needs proxyless servers
+   * that check mesh certificates (docs/integration.md, "What is not shown").
+   */
+  async #realCall(s: StepResult): Promise<void> {
+    const { startWhoAmI, whoAmIClientConstructor, WHOAMI_METHOD } = await import(
+      "../demo/whoami.ts"
+    );
+    const backend = await startWhoAmI({ host: DEMO.ip, port: DEMO.targetPort, version: "echo" });
+    let client: { close(): void } | undefined;
+    let started: { agent: Running; bootstrap: string } | undefined;
+    try {
+      started = await this.#agent(s, { name: "sleep", ip: "127.0.10.6", sa: "sleep" });
+      const { bootstrap } = started;
+      Deno.env.set("GRPC_XDS_BOOTSTRAP", bootstrap);
+      const grpc = await import("../../lib/deps/grpc.ts");
+      const xds = await import("../../lib/deps/grpc_xds.ts");
+      xds.register();
+      const Client = whoAmIClientConstructor(grpc);
+      const target = `xds:///${DEMO.host}:${DEMO.port}`;
+      const c = new Client(target, grpc.credentials.createInsecure());
+      client = c;
+      const call = () =>
+        new Promise<{ address: string }>((resolve, reject) =>
+          c.makeUnaryRequest(
+            WHOAMI_METHOD,
+            (v: unknown) => Buffer.from(JSON.stringify(v)),
+            (b: Buffer) => JSON.parse(b.toString("utf8")),
+            { id: "" },
+            new grpc.Metadata(),
+            { deadline: Date.now() + 5000 },
+            (err: Error | null, reply?: { address: string }) =>
+              err || !reply ? reject(err ?? new Error("no reply")) : resolve(reply),
+          )
+        );
+      this.#command(s, `a proxyless gRPC client of sleep-1 calls ${target}`);
+      await this.#expect(
+        s,
+        `a real call to ${target} reaches the instance at ${DEMO.ip}:${DEMO.targetPort}`,
+        call,
+        (r) => r.address === `${DEMO.ip}:${DEMO.targetPort}`,
+      );
+    } finally {
+      client?.close();
+      await backend.shutdown();
+      await this.#stopProgram(started?.agent);
     }
   }
 

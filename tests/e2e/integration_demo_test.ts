@@ -13,6 +13,7 @@ const CLAIMS = [
   /held +discovery listens on 127\.0\.0\.1:\d+ \(loopback only\) and knows no service yet/,
   /held +discovery serves echo\.default\.svc\.cluster\.local with the endpoint 127\.0\.10\.5:8081/,
   /held +the port named http is served as HTTP/,
+  /held +a real call to xds:\/\/\/echo\.default\.svc\.cluster\.local:80 reaches the instance at 127\.0\.10\.5:8081/,
   /held +the init container redirects only 10\.0\.0\.0\/8,172\.16\.0\.0\/12 \(-i\)/,
   /held +traffic to the API management backend 203\.0\.113\.10 is left alone/,
   /held +without --includeIPRanges \(-i \*\) the backend would be captured too/,
