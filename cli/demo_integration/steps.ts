@@ -322,247 +322,274 @@ class IntegrationDemo {
     this.#http = m[1];
   }
 
+  /** Runs the steps in the procedure's order; a step that fails does not stop the next ones. */
   async run(): Promise<void> {
     await Deno.mkdir(this.#configDir, { recursive: true });
     await Deno.writeTextFile(`${this.#dir}/mesh`, meshConfigYaml(false));
 
-    await this.#step("mesh_ca issues workload certificates (self-signed root)", async (s) => {
-      const port = freePort();
-      const { generateKeyPair, exportJWK } = await import("../../lib/deps/jose.ts");
-      const keys = await generateKeyPair("ES256", { extractable: true });
-      const jwk = { ...(await exportJWK(keys.publicKey)), kid: "demo", alg: "ES256", use: "sig" };
-      await Deno.writeTextFile(`${this.#dir}/jwks.json`, JSON.stringify({ keys: [jwk] }));
-      this.#jwtKey = keys.privateKey;
-      const args = [
-        "--self-signed-ca",
-        "--local-storage-dir",
-        `${this.#dir}/ca`,
-        "--trusted-jwks",
-        `${this.#dir}/jwks.json`,
-        "--grpc-port",
-        String(port),
-        "--monitoring-port",
-        "0",
-      ];
-      this.#command(s, `mesh_ca ${args.join(" ")}`);
-      this.#ca = this.#start("mesh_ca", args);
-      this.#caAddress = `127.0.0.1:${port}`;
-      await this.#expect(
-        s,
-        `the signing API listens on ${this.#caAddress}`,
-        () => this.#ca!.waitFor(/gRPC signing API listening/, this.#deadline),
-        (m) => m !== undefined,
-      );
-    });
+    await this.#step(
+      "mesh_ca issues workload certificates (self-signed root)",
+      (s) => this.#caStep(s),
+    );
 
-    await this.#step("mesh-discovery reads files only: no demo services", async (s) => {
-      this.#command(
-        s,
-        `mesh-discovery discovery --configDir ${this.#configDir} --meshConfig ${this.#dir}/mesh ` +
-          "--registries ServiceEntry --httpAddress 127.0.0.1",
-      );
-      await this.#startDiscovery();
-      await this.#expect(
-        s,
-        `discovery listens on ${this.#http} (loopback only) and knows no service yet`,
-        () => this.#debug("registryz"),
-        (v) => Array.isArray(v) && v.filter((x) => x.hostname).length === 0,
-      );
-    });
+    await this.#step(
+      "mesh-discovery reads files only: no demo services",
+      (s) => this.#discoveryStep(s),
+    );
 
     await this.#step(
       `the API proxy joins the mesh: port ${DEMO.port} (http) → its --http_port=${DEMO.targetPort}`,
-      async (s) => {
-        await this.#meshctl(s, [
-          "register",
-          DEMO.service,
-          DEMO.ip,
-          `http:${DEMO.port}:${DEMO.targetPort}`,
-          "-s",
-          DEMO.serviceAccount,
-        ]);
-        await this.#expect(
-          s,
-          `discovery serves ${DEMO.host} with the endpoint ${DEMO.ip}:${DEMO.targetPort}`,
-          async () => {
-            const res = await fetch(`http://${this.#http}/debug/endpointz?brief=1`);
-            return await res.text();
-          },
-          (t) =>
-            t.split("\n").some((l) =>
-              l.startsWith(`${DEMO.host}:http `) && l.includes(`${DEMO.ip}:${DEMO.targetPort}`)
-            ),
-        );
-        await this.#expect(
-          s,
-          `the port named http is served as HTTP: the API proxy's sidecar listener ${INBOUND} has an HTTP connection manager`,
-          () => this.xds("listeners", ECHO_NODE),
-          (ls) => servesHttp(ls.find((l) => l.name === INBOUND)),
-          (ls) => ls?.map((l) => l.name),
-        );
-        await this.#realCall(s);
-      },
+      (s) => this.#registerStep(s),
     );
 
     await this.#step(
       `injection with --includeIPRanges ${DEMO.includeIPRanges}: the API management backend stays reachable`,
-      async (s) => {
-        const inject = async (extra: string[]) => {
-          const args = [
-            "kube-inject",
-            "-f",
-            "-",
-            "--hub",
-            "docker.io/mesh",
-            "--tag",
-            "demo",
-            ...extra,
-          ];
-          this.#command(s, `meshctl ${args.join(" ")}`, DEPLOYMENT_YAML);
-          const r = await run("meshctl", args, DEPLOYMENT_YAML);
-          if (r.code !== 0) {
-            throw new Error(`meshctl kube-inject exited ${r.code}: ${r.stderr.trim()}`);
-          }
-          const { parseAllDocuments } = await import("../../lib/deps/yaml.ts");
-          const doc = parseAllDocuments(r.stdout)[0].toJS();
-          const init = (doc?.spec?.template?.spec?.initContainers ?? []).find((c: Any) =>
-            c.name === "mesh-init"
-          );
-          return initCaptureRanges(init?.args ?? []);
-        };
-        const with_ = await inject(["--includeIPRanges", DEMO.includeIPRanges]);
-        this.#check(s, {
-          what: `the init container redirects only ${DEMO.includeIPRanges} (-i)`,
-          held: with_.include === DEMO.includeIPRanges,
-          saw: with_.include === DEMO.includeIPRanges ? undefined : short(with_),
-        });
-        const backend = captured(DEMO.managementBackend, with_.include, with_.exclude);
-        this.#check(s, {
-          what: `traffic to the API management backend ${DEMO.managementBackend} is left alone`,
-          held: !backend,
-          saw: backend ? short(with_) : undefined,
-        });
-        const clusterAddr = captured(DEMO.clusterIP, with_.include, with_.exclude);
-        this.#check(s, {
-          what: `traffic to mesh services (${DEMO.clusterIP}) still goes through the sidecar`,
-          held: clusterAddr,
-          saw: clusterAddr ? undefined : short(with_),
-        });
-        const without = await inject([]);
-        const lost = captured(DEMO.managementBackend, without.include, without.exclude);
-        this.#check(s, {
-          what:
-            `without --includeIPRanges (-i ${without.include}) the backend would be captured too`,
-          held: lost,
-          saw: lost ? undefined : short(without),
-        });
-      },
+      (s) => this.#injectStep(s),
     );
 
     await this.#step(
       `an Ingress maps ${DEMO.path} to ${DEMO.service}:${DEMO.port} through the ingress gateway`,
-      async (s) => {
-        await this.#meshctl(s, ["create", "-f", "-"], INGRESS_YAML);
-        await this.#expect(
-          s,
-          `the gateway's route 80 maps ${DEMO.path} to ${CLUSTER}`,
-          () => this.xds("routes", GATEWAY_NODE, { labels: GATEWAY_LABELS }),
-          (rs) => routeClusterFor(rs.find((r) => r.name === "80"), DEMO.path) === CLUSTER,
-        );
-        await this.#expect(
-          s,
-          "/debug/configz shows the Gateway made from the Ingress (selector mesh: ingressgateway)",
-          () => this.#debug("configz"),
-          (cs) =>
-            cs.some((c: Any) =>
-              c.kind === "Gateway" && c.metadata?.name === "mesh-autogenerated-k8s-ingress" &&
-              c.spec?.selector?.mesh === "ingressgateway"
-            ),
-          (cs) => cs?.map((c: Any) => `${c.kind}/${c.metadata?.name}`),
-        );
-      },
+      (s) => this.#ingressStep(s),
     );
 
-    await this.#step("authPolicy: MUTUAL_TLS in the mesh configuration", async (s) => {
-      this.#command(s, `edit ${this.#dir}/mesh: uncomment "authPolicy: MUTUAL_TLS"`);
-      await Deno.writeTextFile(`${this.#dir}/mesh`, meshConfigYaml(true));
-      const echoMtls = async () =>
-        inboundTls((await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND))
-          .requiresClientCert;
-      // a discovery that applies mesh configuration edits live needs no restart
-      const live = await eventually(echoMtls, (v) => v, 3000, () => this.#closed);
-      if (!live.held) {
-        this.#command(s, "restart mesh-discovery (it read --meshConfig at start)");
-        await this.#stopProgram(this.#discovery);
-        await this.#startDiscovery();
-      }
-      await this.#expect(
-        s,
-        `the API proxy's sidecar listener ${INBOUND} requires client certificates (mesh_ca's root)`,
-        async () =>
-          inboundTls((await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND)),
-        (t) => t.requiresClientCert && !t.acceptsPlaintext && t.trustedCa.length > 0,
-      );
-      await this.#expect(
-        s,
-        `another workload's cluster ${CLUSTER} presents its certificate and checks ${SAN}`,
-        async () =>
-          upstreamTls((await this.xds("clusters", CLIENT_NODE)).find((c) => c.name === CLUSTER)),
-        (t) => !!t && t.presents.length > 0 && t.sans.includes(SAN),
-      );
-      await this.#expect(
-        s,
-        "the ingress gateway still accepts plain HTTP from outside (0.0.0.0_80 without TLS)",
-        async () =>
-          (await this.xds("listeners", GATEWAY_NODE, { labels: GATEWAY_LABELS })).find((l) =>
-            l.name === "0.0.0.0_80"
-          ),
-        (l) => servesHttp(l) && inboundTls(l).acceptsPlaintext,
-      );
-      await this.#expect(
-        s,
-        `... and reaches the service with mutual TLS (its cluster ${CLUSTER} presents a certificate)`,
-        async () =>
-          upstreamTls(
-            (await this.xds("clusters", GATEWAY_NODE, { labels: GATEWAY_LABELS })).find((c) =>
-              c.name === CLUSTER
-            ),
-          ),
-        (t) => !!t && t.presents.length > 0,
-      );
-      await this.#workloadCertificate(s);
-    });
+    await this.#step(
+      "authPolicy: MUTUAL_TLS in the mesh configuration",
+      (s) => this.#mutualTlsStep(s),
+    );
 
     await this.#step(
       "the port renamed tcp: the sidecar passes plain TCP, the API proxy secures it",
-      async (s) => {
-        await this.#meshctl(s, ["replace", "-f", "-"], serviceYaml("tcp"));
-        await this.#meshctl(s, ["create", "-f", "-"], TCP_BYPASS_POLICY_YAML);
-        await this.#expect(
-          s,
-          `the API proxy's sidecar listener ${INBOUND} is tcp_proxy and takes plain TCP (no mesh TLS)`,
-          async () => (await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND),
-          (l) => servesTcp(l) && inboundTls(l).acceptsPlaintext,
-        );
-        const vipListener = `${DEMO.clusterIP}_${DEMO.port}`;
-        await this.#expect(
-          s,
-          `other workloads get ${vipListener} with tcp_proxy and a cluster without mesh TLS`,
-          async () => ({
-            listener: (await this.xds("listeners", CLIENT_NODE)).find((l) =>
-              l.name === vipListener
-            ),
-            cluster: (await this.xds("clusters", CLIENT_NODE)).find((c) => c.name === CLUSTER),
-          }),
-          (v) => servesTcp(v.listener) && !!v.cluster && upstreamTls(v.cluster) === undefined,
-        );
-        await this.#expect(
-          s,
-          "no outbound listener conflict (/debug/conflictz is empty: the clusterIP gives echo its own listener)",
-          () => this.#debug("conflictz"),
-          (v) => Array.isArray(v) && v.length === 0,
-        );
+      (s) => this.#tcpStep(s),
+    );
+  }
+  /** mesh_ca with a self-signed root and the demo's token issuer. */
+  async #caStep(s: StepResult): Promise<void> {
+    const port = freePort();
+    const { generateKeyPair, exportJWK } = await import("../../lib/deps/jose.ts");
+    const keys = await generateKeyPair("ES256", { extractable: true });
+    const jwk = { ...(await exportJWK(keys.publicKey)), kid: "demo", alg: "ES256", use: "sig" };
+    await Deno.writeTextFile(`${this.#dir}/jwks.json`, JSON.stringify({ keys: [jwk] }));
+    this.#jwtKey = keys.privateKey;
+    const args = [
+      "--self-signed-ca",
+      "--local-storage-dir",
+      `${this.#dir}/ca`,
+      "--trusted-jwks",
+      `${this.#dir}/jwks.json`,
+      "--grpc-port",
+      String(port),
+      "--monitoring-port",
+      "0",
+    ];
+    this.#command(s, `mesh_ca ${args.join(" ")}`);
+    this.#ca = this.#start("mesh_ca", args);
+    this.#caAddress = `127.0.0.1:${port}`;
+    await this.#expect(
+      s,
+      `the signing API listens on ${this.#caAddress}`,
+      () => this.#ca!.waitFor(/gRPC signing API listening/, this.#deadline),
+      (m) => m !== undefined,
+    );
+  }
+
+  /** mesh-discovery on the config directory, ServiceEntries only, HTTP on loopback. */
+  async #discoveryStep(s: StepResult): Promise<void> {
+    this.#command(
+      s,
+      `mesh-discovery discovery --configDir ${this.#configDir} --meshConfig ${this.#dir}/mesh ` +
+        "--registries ServiceEntry --httpAddress 127.0.0.1",
+    );
+    await this.#startDiscovery();
+    await this.#expect(
+      s,
+      `discovery listens on ${this.#http} (loopback only) and knows no service yet`,
+      () => this.#debug("registryz"),
+      (v) => Array.isArray(v) && v.filter((x) => x.hostname).length === 0,
+    );
+  }
+
+  /** The API proxy's instance registered (port 80 → 8081), served as HTTP; a real call. */
+  async #registerStep(s: StepResult): Promise<void> {
+    await this.#meshctl(s, [
+      "register",
+      DEMO.service,
+      DEMO.ip,
+      `http:${DEMO.port}:${DEMO.targetPort}`,
+      "-s",
+      DEMO.serviceAccount,
+    ]);
+    await this.#expect(
+      s,
+      `discovery serves ${DEMO.host} with the endpoint ${DEMO.ip}:${DEMO.targetPort}`,
+      async () => {
+        const res = await fetch(`http://${this.#http}/debug/endpointz?brief=1`);
+        return await res.text();
       },
+      (t) =>
+        t.split("\n").some((l) =>
+          l.startsWith(`${DEMO.host}:http `) && l.includes(`${DEMO.ip}:${DEMO.targetPort}`)
+        ),
+    );
+    await this.#expect(
+      s,
+      `the port named http is served as HTTP: the API proxy's sidecar listener ${INBOUND} has an HTTP connection manager`,
+      () => this.xds("listeners", ECHO_NODE),
+      (ls) => servesHttp(ls.find((l) => l.name === INBOUND)),
+      (ls) => ls?.map((l) => l.name),
+    );
+    await this.#realCall(s);
+  }
+
+  /** kube-inject with and without --includeIPRanges: what the init container captures. */
+  async #injectStep(s: StepResult): Promise<void> {
+    const inject = async (extra: string[]) => {
+      const args = [
+        "kube-inject",
+        "-f",
+        "-",
+        "--hub",
+        "docker.io/mesh",
+        "--tag",
+        "demo",
+        ...extra,
+      ];
+      this.#command(s, `meshctl ${args.join(" ")}`, DEPLOYMENT_YAML);
+      const r = await run("meshctl", args, DEPLOYMENT_YAML);
+      if (r.code !== 0) {
+        throw new Error(`meshctl kube-inject exited ${r.code}: ${r.stderr.trim()}`);
+      }
+      const { parseAllDocuments } = await import("../../lib/deps/yaml.ts");
+      const doc = parseAllDocuments(r.stdout)[0].toJS();
+      const init = (doc?.spec?.template?.spec?.initContainers ?? []).find((c: Any) =>
+        c.name === "mesh-init"
+      );
+      return initCaptureRanges(init?.args ?? []);
+    };
+    const with_ = await inject(["--includeIPRanges", DEMO.includeIPRanges]);
+    this.#check(s, {
+      what: `the init container redirects only ${DEMO.includeIPRanges} (-i)`,
+      held: with_.include === DEMO.includeIPRanges,
+      saw: with_.include === DEMO.includeIPRanges ? undefined : short(with_),
+    });
+    const backend = captured(DEMO.managementBackend, with_.include, with_.exclude);
+    this.#check(s, {
+      what: `traffic to the API management backend ${DEMO.managementBackend} is left alone`,
+      held: !backend,
+      saw: backend ? short(with_) : undefined,
+    });
+    const clusterAddr = captured(DEMO.clusterIP, with_.include, with_.exclude);
+    this.#check(s, {
+      what: `traffic to mesh services (${DEMO.clusterIP}) still goes through the sidecar`,
+      held: clusterAddr,
+      saw: clusterAddr ? undefined : short(with_),
+    });
+    const without = await inject([]);
+    const lost = captured(DEMO.managementBackend, without.include, without.exclude);
+    this.#check(s, {
+      what: `without --includeIPRanges (-i ${without.include}) the backend would be captured too`,
+      held: lost,
+      saw: lost ? undefined : short(without),
+    });
+  }
+
+  /** The Ingress: the gateway's route and the generated Gateway. */
+  async #ingressStep(s: StepResult): Promise<void> {
+    await this.#meshctl(s, ["create", "-f", "-"], INGRESS_YAML);
+    await this.#expect(
+      s,
+      `the gateway's route 80 maps ${DEMO.path} to ${CLUSTER}`,
+      () => this.xds("routes", GATEWAY_NODE, { labels: GATEWAY_LABELS }),
+      (rs) => routeClusterFor(rs.find((r) => r.name === "80"), DEMO.path) === CLUSTER,
+    );
+    await this.#expect(
+      s,
+      "/debug/configz shows the Gateway made from the Ingress (selector mesh: ingressgateway)",
+      () => this.#debug("configz"),
+      (cs) =>
+        cs.some((c: Any) =>
+          c.kind === "Gateway" && c.metadata?.name === "mesh-autogenerated-k8s-ingress" &&
+          c.spec?.selector?.mesh === "ingressgateway"
+        ),
+      (cs) => cs?.map((c: Any) => `${c.kind}/${c.metadata?.name}`),
+    );
+  }
+
+  /** authPolicy: MUTUAL_TLS: inbound listeners, client clusters, the gateway, mesh_ca. */
+  async #mutualTlsStep(s: StepResult): Promise<void> {
+    this.#command(s, `edit ${this.#dir}/mesh: uncomment "authPolicy: MUTUAL_TLS"`);
+    await Deno.writeTextFile(`${this.#dir}/mesh`, meshConfigYaml(true));
+    const echoMtls = async () =>
+      inboundTls((await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND))
+        .requiresClientCert;
+    // a discovery that applies mesh configuration edits live needs no restart
+    const live = await eventually(echoMtls, (v) => v, 3000, () => this.#closed);
+    if (!live.held) {
+      this.#command(s, "restart mesh-discovery (it read --meshConfig at start)");
+      await this.#stopProgram(this.#discovery);
+      await this.#startDiscovery();
+    }
+    await this.#expect(
+      s,
+      `the API proxy's sidecar listener ${INBOUND} requires client certificates (mesh_ca's root)`,
+      async () =>
+        inboundTls((await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND)),
+      (t) => t.requiresClientCert && !t.acceptsPlaintext && t.trustedCa.length > 0,
+    );
+    await this.#expect(
+      s,
+      `another workload's cluster ${CLUSTER} presents its certificate and checks ${SAN}`,
+      async () =>
+        upstreamTls((await this.xds("clusters", CLIENT_NODE)).find((c) => c.name === CLUSTER)),
+      (t) => !!t && t.presents.length > 0 && t.sans.includes(SAN),
+    );
+    await this.#expect(
+      s,
+      "the ingress gateway still accepts plain HTTP from outside (0.0.0.0_80 without TLS)",
+      async () =>
+        (await this.xds("listeners", GATEWAY_NODE, { labels: GATEWAY_LABELS })).find((l) =>
+          l.name === "0.0.0.0_80"
+        ),
+      (l) => servesHttp(l) && inboundTls(l).acceptsPlaintext,
+    );
+    await this.#expect(
+      s,
+      `... and reaches the service with mutual TLS (its cluster ${CLUSTER} presents a certificate)`,
+      async () =>
+        upstreamTls(
+          (await this.xds("clusters", GATEWAY_NODE, { labels: GATEWAY_LABELS })).find((c) =>
+            c.name === CLUSTER
+          ),
+        ),
+      (t) => !!t && t.presents.length > 0,
+    );
+    await this.#workloadCertificate(s);
+  }
+
+  /** The port renamed tcp and exempted from mesh mTLS: tcp_proxy, no TLS, no conflict. */
+  async #tcpStep(s: StepResult): Promise<void> {
+    await this.#meshctl(s, ["replace", "-f", "-"], serviceYaml("tcp"));
+    await this.#meshctl(s, ["create", "-f", "-"], TCP_BYPASS_POLICY_YAML);
+    await this.#expect(
+      s,
+      `the API proxy's sidecar listener ${INBOUND} is tcp_proxy and takes plain TCP (no mesh TLS)`,
+      async () => (await this.xds("listeners", ECHO_NODE)).find((l) => l.name === INBOUND),
+      (l) => servesTcp(l) && inboundTls(l).acceptsPlaintext,
+    );
+    const vipListener = `${DEMO.clusterIP}_${DEMO.port}`;
+    await this.#expect(
+      s,
+      `other workloads get ${vipListener} with tcp_proxy and a cluster without mesh TLS`,
+      async () => ({
+        listener: (await this.xds("listeners", CLIENT_NODE)).find((l) => l.name === vipListener),
+        cluster: (await this.xds("clusters", CLIENT_NODE)).find((c) => c.name === CLUSTER),
+      }),
+      (v) => servesTcp(v.listener) && !!v.cluster && upstreamTls(v.cluster) === undefined,
+    );
+    await this.#expect(
+      s,
+      "no outbound listener conflict (/debug/conflictz is empty: the clusterIP gives echo its own listener)",
+      () => this.#debug("conflictz"),
+      (v) => Array.isArray(v) && v.length === 0,
     );
   }
 
