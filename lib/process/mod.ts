@@ -148,3 +148,4 @@ export async function waitUntil<T>(
 }
 
 export { type CpuProfiling, startCpuProfile } from "./profile.ts";
+export { type Cleanup, Cleanups, type CleanupsOptions } from "./cleanups.ts";

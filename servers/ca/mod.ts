@@ -19,6 +19,7 @@
 import type { GrpcListener } from "../../lib/grpc/mod.ts";
 import { loadKubeConfig } from "../../lib/kube/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import { Cleanups } from "../../lib/process/mod.ts";
 import { type CertAuthority, selectSigningBackend } from "../../lib/pki/mod.ts";
 import type { CaConfig } from "./config.ts";
 import { type Controller, startController } from "./controller.ts";
@@ -93,14 +94,11 @@ export async function start(config: CaConfig, deps: CaDeps = {}): Promise<CaHand
   const log = deps.log ?? getLogger("default");
   for (const w of config.warnings) log.warn(w);
   const host = deps.host ?? "0.0.0.0";
-  const cleanups: (() => Promise<void> | void)[] = [];
-  const shutdownAll = async () => {
-    for (const c of cleanups.reverse()) await c();
-  };
+  const cleanups = new Cleanups();
   try {
-    return await startParts(config, deps, log, host, cleanups, shutdownAll);
+    return await startParts(config, deps, log, host, cleanups);
   } catch (e) {
-    await shutdownAll().catch(() => {});
+    await cleanups.run().catch(() => {});
     throw e;
   }
 }
@@ -110,8 +108,7 @@ async function startParts(
   deps: CaDeps,
   log: Logger,
   host: string,
-  cleanups: (() => Promise<void> | void)[],
-  shutdownAll: () => Promise<void>,
+  cleanups: Cleanups,
 ): Promise<CaHandle> {
   const metrics = await createCaMetrics();
   let apis;
@@ -298,7 +295,6 @@ async function startParts(
   }
 
   const ready = controller ? controller.ready : Promise.resolve();
-  let stopping: Promise<void> | undefined;
   return {
     addresses: {
       grpc: grpc ? `${host}:${grpc.port}` : null,
@@ -306,9 +302,6 @@ async function startParts(
     },
     ready,
     ca: () => keys.ca(),
-    shutdown() {
-      stopping ??= shutdownAll();
-      return stopping;
-    },
+    shutdown: () => cleanups.run(),
   };
 }

@@ -17,6 +17,7 @@
 
 import { type GrpcListener, listenGrpc } from "../../lib/grpc/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import { Cleanups } from "../../lib/process/mod.ts";
 import { mixerCodec } from "../../lib/mixer/mod.ts";
 import { allSchemas } from "../../lib/model/registry.ts";
 import type { ConfigObject } from "../../lib/model/types.ts";
@@ -120,15 +121,11 @@ function orchKubeConfig(url: string): (() => Promise<KubeConfig>) | undefined {
  */
 export async function start(config: PolicyConfig, deps: PolicyDeps = {}): Promise<PolicyHandle> {
   const log = deps.log ?? getLogger("default");
-  const cleanups: (() => Promise<void> | void)[] = [];
-  const shutdownAll = async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  };
+  const cleanups = new Cleanups();
   try {
-    return await startParts(config, deps, log, cleanups, shutdownAll);
+    return await startParts(config, deps, log, cleanups);
   } catch (e) {
-    await shutdownAll().catch(() => {});
+    await cleanups.run().catch(() => {});
     throw e;
   }
 }
@@ -137,8 +134,7 @@ async function startParts(
   config: PolicyConfig,
   deps: PolicyDeps,
   log: Logger,
-  cleanups: (() => Promise<void> | void)[],
-  shutdownAll: () => Promise<void>,
+  cleanups: Cleanups,
 ): Promise<PolicyHandle> {
   const ns = config.configDefaultNamespace;
   const metrics = createPolicyMetrics();
@@ -313,12 +309,11 @@ async function startParts(
     cleanups.push(() => u.stop());
   }
 
-  let stopping: Promise<void> | undefined;
   return {
     addresses: { grpc: grpcAddress, monitoring },
     ready,
     issues: () => issues,
     reload,
-    shutdown: () => stopping ??= shutdownAll(),
+    shutdown: () => cleanups.run(),
   };
 }

@@ -1,0 +1,201 @@
+/**
+ * The xDS side of mesh-discovery's `start`: the model and resource cache, the ADS state machine
+ * (`XdsServer`) with its metrics, and the gRPC listeners (plaintext `--grpcAddr`, TLS
+ * `--secureGrpcAddr`) that feed it.
+ * @module
+ */
+
+import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import type { MeshConfig } from "../../lib/model/mod.ts";
+import type { Cleanups } from "../../lib/process/mod.ts";
+import { type Proxy, proxyFromNode, TYPE_URLS } from "../../lib/xds/mod.ts";
+import {
+  type AdsServerHandle,
+  ResourceCache,
+  startAdsServer,
+  XdsServer,
+} from "../../lib/xds/server/mod.ts";
+import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
+import type { DiscoveryConfig, ListenAddress } from "./config.ts";
+import { hostOf, hostPort, listenError } from "./listen.ts";
+import { createMetrics, type DiscoveryMetrics, type TransportState } from "./metrics.ts";
+import { ConfigSnapshot, DiscoveryModel, type DiscoveryRegistry } from "./model.ts";
+
+/** The ADS listeners (plaintext, TLS), summed for `/ready` and the metrics. */
+export class AdsListeners {
+  readonly #all: TransportState[] = [];
+
+  /** Counts `listener` from now on. */
+  add(listener: TransportState): void {
+    this.#all.push(listener);
+  }
+
+  /** Whether every listener accepts, and the connections refused and throttled by all. */
+  transport(): TransportState {
+    return {
+      accepting: this.#all.every((l) => l.accepting),
+      refused: this.#all.reduce((n, l) => n + l.refused, 0),
+      throttled: this.#all.reduce((n, l) => n + l.throttled, 0),
+    };
+  }
+}
+
+/** The model and the ADS server built over it. */
+export interface XdsCore {
+  cache: ResourceCache;
+  model: DiscoveryModel;
+  server: XdsServer<Proxy>;
+  metrics: DiscoveryMetrics;
+  listeners: AdsListeners;
+}
+
+/**
+ * Creates the resource cache, the model over `registry` and `configs`, the metrics and the ADS
+ * server (closed by `cleanups`). No listener is opened yet.
+ */
+export async function createXdsCore(opts: {
+  registry: DiscoveryRegistry;
+  configs: ConfigSnapshot;
+  meshConfig: MeshConfig;
+  domain: string;
+  logger: Logger;
+  debounceAfterMs?: number;
+  cleanups: Cleanups;
+}): Promise<XdsCore> {
+  const cache = new ResourceCache();
+  const model = new DiscoveryModel({
+    registry: opts.registry,
+    configs: opts.configs,
+    meshConfig: opts.meshConfig,
+    domain: opts.domain,
+    cache,
+    logger: opts.logger,
+  });
+  const holder: { server?: XdsServer<Proxy> } = {};
+  const listeners = new AdsListeners();
+  const metrics = await createMetrics(
+    () => model.counts(),
+    () => holder.server?.connectionCount ?? 0,
+    () => listeners.transport(),
+  );
+  const server = holder.server = new XdsServer<Proxy>({
+    parseNode: (n) => proxyFromNode(n),
+    resourcesFor: (proxy, typeUrl, names) => model.resourcesFor(proxy, typeUrl, names),
+    knownTypes: [TYPE_URLS.cluster, TYPE_URLS.endpoint, TYPE_URLS.listener, TYPE_URLS.route],
+    metrics: metrics.xds,
+    logger: getLogger("ads"),
+    ...(opts.debounceAfterMs !== undefined ? { debounceAfter: opts.debounceAfterMs } : {}),
+  });
+  opts.cleanups.push(() => server.close());
+  model.referencedKeys = () => {
+    const keys: string[] = [];
+    server.forEachHeld((t, n, v) => keys.push(`${t} ${n}|${v}`));
+    return keys;
+  };
+  return { cache, model, server, metrics, listeners };
+}
+
+/** Opens the plaintext ADS listener (`--grpcAddr`) and returns its `host:port`. */
+export async function listenAds(
+  config: DiscoveryConfig,
+  core: XdsCore,
+  cleanups: Cleanups,
+): Promise<string> {
+  const host = hostOf(config.grpcAddr);
+  const ads = await startAdsServer({
+    address: hostPort(host, config.grpcAddr.port),
+    server: core.server,
+    logger: getLogger("ads"),
+    transport: config.grpc,
+  }).catch((e) => {
+    throw listenError(`--grpcAddr ${hostPort(host, config.grpcAddr.port)}`, e);
+  });
+  core.listeners.add(ads);
+  cleanups.push(() => ads.shutdown());
+  return hostPort(host, ads.port);
+}
+
+/** What {@link listenSecureAds} needs besides the config and the core. */
+export interface SecureAdsDeps {
+  certs?: MeshCerts | null;
+  certsMissingReason?: string;
+  certPollMs?: number;
+  logger: Logger;
+  cleanups: Cleanups;
+  /** Called with the `host:port` when the TLS port starts after `start` returned. */
+  startedLater(address: string): void;
+}
+
+/**
+ * `--secureGrpcAddr`: opens the TLS ADS listener when valid certificates are at hand, and watches
+ * the certificate directory (the agent or the CA writes the files while discovery runs): the port
+ * starts when they appear, and rotated ones are served to new connections (established streams
+ * keep theirs). Resolves to the bound `host:port`, or undefined while the port waits.
+ */
+export async function listenSecureAds(
+  config: DiscoveryConfig,
+  address: ListenAddress,
+  core: XdsCore,
+  deps: SecureAdsDeps,
+): Promise<string | undefined> {
+  const { logger: log, cleanups } = deps;
+  let secure: AdsServerHandle | undefined;
+  const startSecure = async (certs: MeshCerts) => {
+    const host = hostOf(address);
+    const listener = await startAdsServer({
+      address: hostPort(host, address.port),
+      server: core.server,
+      logger: getLogger("ads"),
+      // Client certificates are verified when presented (proxies without one stay anonymous).
+      tls: { ...certs, requireClientCert: false },
+      transport: config.grpc,
+    }).catch((e) => {
+      throw listenError(`--secureGrpcAddr ${hostPort(host, address.port)}`, e);
+    });
+    core.listeners.add(listener);
+    cleanups.push(() => listener.shutdown());
+    secure = listener;
+    return hostPort(host, listener.port);
+  };
+  // A half-written or mismatched set at start-up: wait for good files as for absent ones.
+  const problem = deps.certs
+    ? await checkMeshCerts(deps.certs, config.certDir).then(() => "", (e) => e.message)
+    : "";
+  let bound: string | undefined;
+  if (deps.certs && !problem) {
+    bound = await startSecure(deps.certs);
+  } else if (problem) {
+    log.warn(
+      `Secure gRPC (--secureGrpcAddr) not started: ${problem}; it starts once the certificate files in ${config.certDir} are valid`,
+    );
+  } else {
+    log.info(
+      `Secure gRPC (--secureGrpcAddr) not started: ${
+        deps.certsMissingReason || `no certificates in ${config.certDir}`
+      }; it starts once the certificate files appear in ${config.certDir}`,
+    );
+  }
+  const watcher = watchMeshCerts({
+    dir: config.certDir,
+    current: deps.certs && !problem ? deps.certs : null,
+    rejected: problem ? deps.certs : null,
+    logger: log,
+    pollMs: deps.certPollMs,
+    apply: async (certs) => {
+      if (secure) {
+        secure.setTls(certs);
+        log.info(
+          `Secure gRPC: certificates reloaded from ${config.certDir} (new connections use them; established streams continue)`,
+        );
+        return;
+      }
+      const later = await startSecure(certs);
+      deps.startedLater(later);
+      log.info(
+        `Secure gRPC started: listening secureGrpc=${later} (certificates appeared in ${config.certDir})`,
+      );
+    },
+  });
+  cleanups.push(() => watcher.close());
+  return bound;
+}

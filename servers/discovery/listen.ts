@@ -1,0 +1,59 @@
+/**
+ * Binding helpers of mesh-discovery's `start`: address forms, the one-line listen error, and the
+ * plain HTTP listeners (`--port`, `--monitoringPort`).
+ * @module
+ */
+
+import type { Cleanups } from "../../lib/process/mod.ts";
+import type { ListenAddress } from "./config.ts";
+
+/** The host to bind for a `--grpcAddr`-style address (empty = every IPv4 address). */
+export function hostOf(a: ListenAddress): string {
+  return a.host === "" ? "0.0.0.0" : a.host;
+}
+
+/** `host:port`, with an IPv6 host in brackets. */
+export function hostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
+ * `Cannot listen on <flag> <address>: address already in use`, from a Deno or grpc-js (Node
+ * `EADDRINUSE`...) listen error.
+ */
+export function listenError(where: string, e: unknown): Error {
+  const text = e instanceof Error ? e.message : String(e);
+  const reason = e instanceof Deno.errors.AddrInUse || /EADDRINUSE/.test(text)
+    ? "address already in use"
+    : e instanceof Deno.errors.AddrNotAvailable || /EADDRNOTAVAIL/.test(text)
+    ? "address not available"
+    : e instanceof Deno.errors.PermissionDenied || /EACCES/.test(text)
+    ? "permission denied"
+    : text;
+  return new Error(`Cannot listen on ${where}: ${reason}`);
+}
+
+/**
+ * Serves `handler` on `hostname` (default every IPv4 address) at `port` (0 = any) and returns the
+ * bound port; the listener's graceful shutdown goes on `cleanups`. `what` names the flag in the
+ * error.
+ */
+export function serveHttp(
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  port: number,
+  what: string,
+  cleanups: Cleanups,
+  hostname = "0.0.0.0",
+): number {
+  let s: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    s = Deno.serve({ hostname, port, onListen: () => {} }, handler);
+  } catch (e) {
+    throw listenError(`${what} ${port}`, e);
+  }
+  cleanups.push(async () => {
+    await s.shutdown();
+    await s.finished;
+  });
+  return s.addr.port;
+}
