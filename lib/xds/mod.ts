@@ -29,9 +29,9 @@ export {
 } from "./protos.ts";
 export {
   clientOf,
-  headerMatcherForm,
   GENERATOR_METADATA_KEY,
   GRPC_GENERATOR,
+  headerMatcherForm,
   isIp,
   isProxylessGrpc,
   type NodeIdentity,
