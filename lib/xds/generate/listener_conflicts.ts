@@ -55,10 +55,17 @@ export function outboundListenerConflicts(ctx: PushContext): OutboundListenerCon
   return out;
 }
 
-/** One log line for a conflict. */
+/** Up to `max` hosts, then how many more (`a, b, c and 7 more`). */
+function hostList(hosts: readonly string[], max = 5): string {
+  return hosts.length <= max
+    ? hosts.join(", ")
+    : `${hosts.slice(0, max).join(", ")} and ${hosts.length - max} more`;
+}
+
+/** One log line for a conflict (at most 5 hosts of each side named; /debug/conflictz has all). */
 export function describeConflict(c: OutboundListenerConflict): string {
-  return `Outbound listener ${c.listener}: TCP port ${c.port} of ${c.tcpHosts.join(", ")} ` +
+  return `Outbound listener ${c.listener}: TCP port ${c.port} of ${hostList(c.tcpHosts)} ` +
     `(no address of its own) takes the shared listener, so HTTP port ${c.port} of ` +
-    `${c.httpHosts.join(", ")} gets no HTTP routing through it (give the TCP service an ` +
+    `${hostList(c.httpHosts)} gets no HTTP routing through it (give the TCP service an ` +
     "address, another port number, or an http port name)";
 }

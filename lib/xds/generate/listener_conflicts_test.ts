@@ -54,3 +54,14 @@ Deno.test("outboundListenerConflicts() reports nothing for a TCP port with its o
     "envoy.filters.network.http_connection_manager",
   );
 });
+
+Deno.test("describeConflict() names at most 5 hosts of a side and counts the rest", () => {
+  const hosts = Array.from({ length: 8 }, (_, i) => `h${i}.example.com`);
+  const line = describeConflict({
+    listener: "0.0.0.0_80",
+    port: 80,
+    tcpHosts: ["t.example.com"],
+    httpHosts: hosts,
+  });
+  assert.match(line, /HTTP port 80 of h0\.example\.com, h1.*h4\.example\.com and 3 more gets no/);
+});
