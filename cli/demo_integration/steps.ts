@@ -184,6 +184,8 @@ class IntegrationDemo {
   readonly #running = new Set<Running>();
   #closed = false;
   #http = "";
+  /** ADS address of mesh-discovery (what the agents' bootstraps name). */
+  #grpc = "";
   #caAddress = "";
   readonly #dir: string;
   readonly #deadline: number;
@@ -295,7 +297,12 @@ class IntegrationDemo {
     await p.stop();
   }
 
+  /**
+   * Starts mesh-discovery. ADS keeps its first port across a restart, so the agents' bootstraps
+   * stay valid; the HTTP port is the system's choice each time.
+   */
   async #startDiscovery(): Promise<void> {
+    this.#grpc ||= `127.0.0.1:${freePort()}`;
     const d = this.#start("mesh-discovery", [
       "discovery",
       "--configDir",
@@ -311,7 +318,7 @@ class IntegrationDemo {
       "--monitoringPort",
       "0",
       "--grpcAddr",
-      "127.0.0.1:0",
+      this.#grpc,
       "--secureGrpcAddr",
       "",
       "--ctrlz_port",
@@ -627,12 +634,11 @@ class IntegrationDemo {
       MESH_CA_ROOT_CERT: `${dir}/ca-root.pem`,
       MESH_CA_TOKEN_FILE: `${dir}/token`,
     };
-    const grpcAddr = /grpc=(\S+)/.exec(this.#discovery!.output())?.[1] ?? "";
     const args = [
       "proxy",
       "--proxyless",
       "--discoveryAddress",
-      grpcAddr,
+      this.#grpc,
       "--configPath",
       `${dir}/proxy`,
     ];
