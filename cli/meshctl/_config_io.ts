@@ -7,6 +7,7 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
+import { type FromService, serviceAsServiceEntry, STAND_IN_ENDPOINT } from "./_service_fs.ts";
 import type { CommonOptions } from "./flags.ts";
 import {
   currentNamespace,
@@ -357,6 +358,8 @@ export interface InputObject {
   /** The normalized object (our group, namespace resolved). */
   object: ConfigObject;
   schema: ModelSchema;
+  /** Set when the document was a Service stored as a ServiceEntry (`fs`). */
+  fromService?: FromService;
 }
 
 /**
@@ -395,6 +398,8 @@ export interface ParseOptions {
    * namespace matter (delete by file), so an outdated spec does not block a delete.
    */
   check: "full" | "identity";
+  /** `fs` platform: a `kind: Service` document is stored as a ServiceEntry (cli/meshctl/_service_fs.ts). */
+  serviceAsEntry?: boolean;
 }
 
 /**
@@ -435,7 +440,12 @@ function parseInput(
       return;
     }
     seen.set(id, n);
-    objects.push({ document: n, object: o, schema: p.schema });
+    objects.push({
+      document: n,
+      object: o,
+      schema: p.schema,
+      ...(p.fromService ? { fromService: p.fromService } : {}),
+    });
   });
   return { objects, problems };
 }
@@ -444,12 +454,15 @@ function checkDocument(
   raw: unknown,
   where: string,
   options: ParseOptions,
-): { object: ConfigObject; schema: ModelSchema } | { problems: string[] } {
+): { object: ConfigObject; schema: ModelSchema; fromService?: FromService } | {
+  problems: string[];
+} {
   const line = (i: ValidationIssue) =>
     i.object === where ? formatIssue(i) : `${where}: ${formatIssue(i)}`;
   if (!isRecord(raw)) {
     return { problems: [`${where}: must be an object with apiVersion, kind, metadata and spec`] };
   }
+  if (raw.kind === "Service") return checkService(raw, where, options);
   // kind first: an unknown kind is one clear line
   const kind = raw.kind;
   if (typeof kind === "string" && kind !== "" && schemasByKindOnly(kind).length === 0) {
@@ -480,6 +493,36 @@ function checkDocument(
   }
   if (res.issues.length === 0) return { problems: [`${where}: invalid object`] };
   return { problems: res.issues.map(line) };
+}
+
+/** A `kind: Service` document: a ServiceEntry on `fs`, else an error saying what to use. */
+function checkService(
+  raw: Record<string, unknown>,
+  where: string,
+  options: ParseOptions,
+): { object: ConfigObject; schema: ModelSchema; fromService?: FromService } | {
+  problems: string[];
+} {
+  if (!options.serviceAsEntry) {
+    return {
+      problems: [
+        `${where}: kind Service is an orchestrator object, not mesh config: create it with the ` +
+        "orchestrator's tools (kubectl apply -f), and register VMs with meshctl register " +
+        "(on -p fs meshctl stores a Service as a ServiceEntry)",
+      ],
+    };
+  }
+  const meta = isRecord(raw.metadata) ? raw.metadata : {};
+  const objNs = typeof meta.namespace === "string" ? meta.namespace : "";
+  const ns = resolveNamespace(objNs, options.flagNamespace, options.defaultNamespace);
+  if ("error" in ns) return { problems: [`${where}: ${ns.error}`] };
+  const converted = serviceAsServiceEntry(raw, ns.namespace, where);
+  if ("problems" in converted) return converted;
+  // checked with one stand-in instance: the write step puts the registered instances there
+  const entry = converted.entry as { spec: Record<string, unknown> };
+  const checked = { ...entry, spec: { ...entry.spec, endpoints: [STAND_IN_ENDPOINT] } };
+  const p = checkDocument(checked, where, { ...options, serviceAsEntry: false });
+  return "problems" in p ? p : { ...p, fromService: converted.fromService };
 }
 
 // ---- output ----------------------------------------------------------------------------------
@@ -540,6 +583,7 @@ export async function readObjects(
     flagNamespace: opts.namespace,
     defaultNamespace: conn.defaultNamespace,
     check,
+    serviceAsEntry: target.platform === "fs",
   });
   if (problems.length > 0) {
     return await fail(ctx, [
