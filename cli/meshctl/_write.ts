@@ -10,6 +10,7 @@ import {
   objectPath,
   readObjects,
   schemasOf,
+  warnNotServed,
   writeFailure,
 } from "./_config_io.ts";
 import type { ConfigObject } from "../../lib/model/mod.ts";
@@ -31,11 +32,12 @@ export async function writeFromInput(
 ): Promise<number> {
   // the command declares no arguments: the runner already refused any (exit 2)
   void args;
-  const read = await readObjects(op, opts, ctx, "full");
+  const partial = op === "create" && !(opts as { allOrNothing?: boolean }).allOrNothing;
+  const read = await readObjects(op, opts, ctx, "full", undefined, partial);
   if (typeof read === "number") return read;
-  const { conn, objects } = read;
+  const { conn, objects, failed } = read;
   const opened = await conn.open({ schemas: schemasOf(objects), createDir: true });
-  return await applyEach(
+  const code = await applyEach(
     ctx,
     opened,
     objects,
@@ -61,6 +63,8 @@ export async function writeFromInput(
     },
     ({ object, schema }, err) => writeFailure(op, objectPath(schema, object), err),
   );
+  await warnNotServed(ctx, objects);
+  return failed > 0 ? 1 : code;
 }
 
 /**

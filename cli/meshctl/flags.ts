@@ -119,6 +119,13 @@ export const createFlags = [
     "Input file with resources to create; - for standard input (also read when unset " +
       "and piped).",
   ),
+  flag({
+    name: "all-or-nothing",
+    type: bool,
+    default: false,
+    help: "Write nothing unless every document is a valid mesh object (orchestrator kinds " +
+      "such as Deployment are then refused, not skipped).",
+  }),
 ] as const;
 /** `replace` flags. */
 export const replaceFlags = [

@@ -8,6 +8,7 @@
 
 import type { Context, Hono } from "../../lib/deps/hono.ts";
 import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
+import { withServingStatus } from "../../lib/model/kinds.ts";
 import { buildEndpoints, decodeAny, type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type ConnectionStatus, typeShortName } from "../../lib/xds/server/mod.ts";
 import { DebugInputError, parseDebugInstance, parseDebugService } from "./debug_registry.ts";
@@ -213,7 +214,11 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
   };
   app.get("/debug/endpointz", (c) => endpointz(c));
 
-  app.get("/debug/configz", (c) => jsonBody(c, [...d.model.configs() as ConfigObject[], {}]));
+  // legacy kinds and fields not yet served say so (lib/model/kinds.ts)
+  app.get(
+    "/debug/configz",
+    (c) => jsonBody(c, [...(d.model.configs() as ConfigObject[]).map(withServingStatus), {}]),
+  );
 }
 
 /** One entry of /debug/syncz. */

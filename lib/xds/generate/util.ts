@@ -85,6 +85,22 @@ export function resolveShortName(host: string, namespace: string, domain: string
 }
 
 /**
+ * The FQDN of a Gateway reference in a VirtualService of `namespace`: `mesh` as is, a short or
+ * full name as {@link resolveShortName}, `<namespace>/<name>` in that namespace.
+ */
+export function resolveGatewayRef(ref: string, namespace: string, domain: string): string {
+  if (ref === "mesh") return ref;
+  const slash = ref.indexOf("/");
+  if (slash < 0) return resolveShortName(ref, namespace, domain);
+  return resolveShortName(ref.slice(slash + 1), ref.slice(0, slash), domain);
+}
+
+/** A Gateway server host without its namespace part (`ns/host` or `./host` → `host`). */
+export function gatewayHostName(host: string): string {
+  return host.slice(host.indexOf("/") + 1);
+}
+
+/**
  * Virtual host domains of a service port as seen by a proxy in `proxyDomain` (§1.8):
  * `host`, `host:port`, short forms shared with the proxy's domain, then the VIP forms.
  *
