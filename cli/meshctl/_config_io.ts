@@ -7,6 +7,7 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
+import { type FromService, serviceAsServiceEntry, STAND_IN_ENDPOINT } from "./_service_fs.ts";
 import type { CommonOptions } from "./flags.ts";
 import {
   currentNamespace,
@@ -361,6 +362,8 @@ export interface InputObject {
   /** The normalized object (our group, namespace resolved). */
   object: ConfigObject;
   schema: ModelSchema;
+  /** Set when the document was a Service stored as a ServiceEntry (`fs`). */
+  fromService?: FromService;
 }
 
 /**
@@ -399,6 +402,8 @@ export interface ParseOptions {
    * namespace matter (delete by file), so an outdated spec does not block a delete.
    */
   check: "full" | "identity";
+  /** `fs` platform: a `kind: Service` document is stored as a ServiceEntry (cli/meshctl/_service_fs.ts). */
+  serviceAsEntry?: boolean;
   /**
    * Skip documents of orchestrator workload kinds (`Deployment`, `Service`...) with one line
    * each instead of refusing them (create, unless `--all-or-nothing`).
@@ -449,7 +454,12 @@ function parseInput(
       return;
     }
     seen.set(id, n);
-    objects.push({ document: n, object: o, schema: p.schema });
+    objects.push({
+      document: n,
+      object: o,
+      schema: p.schema,
+      ...(p.fromService ? { fromService: p.fromService } : {}),
+    });
   });
   return { objects, problems, skipped };
 }
@@ -458,11 +468,18 @@ function checkDocument(
   raw: unknown,
   where: string,
   options: ParseOptions,
-): { object: ConfigObject; schema: ModelSchema } | { problems: string[] } | { skipped: string } {
+): { object: ConfigObject; schema: ModelSchema; fromService?: FromService } | {
+  problems: string[];
+} | { skipped: string } {
   const line = (i: ValidationIssue) =>
     i.object === where ? formatIssue(i) : `${where}: ${formatIssue(i)}`;
   if (!isRecord(raw)) {
     return { problems: [`${where}: must be an object with apiVersion, kind, metadata and spec`] };
+  }
+  // a Service: on fs the ServiceEntry of its registered instances; elsewhere an orchestrator
+  // kind, skipped like the others when create writes what it can
+  if (raw.kind === "Service" && (options.serviceAsEntry || !options.skipOrchestratorKinds)) {
+    return checkService(raw, where, options);
   }
   // kind first: an unknown kind is one clear line
   const kind = raw.kind;
@@ -504,6 +521,42 @@ function checkDocument(
   }
   if (res.issues.length === 0) return { problems: [`${where}: invalid object`] };
   return { problems: res.issues.map(line) };
+}
+
+/** A `kind: Service` document: a ServiceEntry on `fs`, else an error saying what to use. */
+function checkService(
+  raw: Record<string, unknown>,
+  where: string,
+  options: ParseOptions,
+): { object: ConfigObject; schema: ModelSchema; fromService?: FromService } | {
+  problems: string[];
+} {
+  if (!options.serviceAsEntry) {
+    return {
+      problems: [
+        `${where}: kind Service is an orchestrator object, not mesh config: create it with the ` +
+        "orchestrator's tools (kubectl apply -f), and register VMs with meshctl register " +
+        "(on -p fs meshctl stores a Service as a ServiceEntry)",
+      ],
+    };
+  }
+  const meta = isRecord(raw.metadata) ? raw.metadata : {};
+  const objNs = typeof meta.namespace === "string" ? meta.namespace : "";
+  const ns = resolveNamespace(objNs, options.flagNamespace, options.defaultNamespace);
+  if ("error" in ns) return { problems: [`${where}: ${ns.error}`] };
+  const converted = serviceAsServiceEntry(raw, ns.namespace, where);
+  if ("problems" in converted) return converted;
+  // checked with one stand-in instance: the write step puts the registered instances there
+  const entry = converted.entry as { spec: Record<string, unknown> };
+  const checked = { ...entry, spec: { ...entry.spec, endpoints: [STAND_IN_ENDPOINT] } };
+  const p = checkDocument(checked, where, {
+    ...options,
+    serviceAsEntry: false,
+    skipOrchestratorKinds: false,
+  });
+  if ("problems" in p) return p;
+  if ("skipped" in p) return { problems: [`${where}: ${p.skipped}`] }; // a ServiceEntry is never skipped
+  return { ...p, fromService: converted.fromService };
 }
 
 // ---- output ----------------------------------------------------------------------------------
@@ -569,6 +622,7 @@ export async function readObjects(
     flagNamespace: opts.namespace,
     defaultNamespace: conn.defaultNamespace,
     check,
+    serviceAsEntry: target.platform === "fs",
     skipOrchestratorKinds: partial,
   });
   if (skipped.length) {

@@ -90,6 +90,13 @@ export const proxyConfigFlags = [
     help:
       "host:port of the proxy admin port `endpoint` reads on the fs platform (default 127.0.0.1:15000).",
   }),
+  flag({
+    name: "discovery-address",
+    type: string,
+    default: "",
+    help: "host:port of the discovery monitoring port `discovery` reads on the fs platform " +
+      "(default $MESH_DISCOVERY_ADDR, else 127.0.0.1:9093).",
+  }),
 ] as const;
 
 /** `context-create` flags. */

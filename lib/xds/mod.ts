@@ -62,6 +62,12 @@ export {
 export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
+export { unselectedGatewayReason } from "./generate/gateway_selection.ts";
+export {
+  describeConflict,
+  type OutboundListenerConflict,
+  outboundListenerConflicts,
+} from "./generate/listener_conflicts.ts";
 export {
   CERT_DIR_METADATA_KEY,
   certDirOf,

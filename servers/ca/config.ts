@@ -28,6 +28,8 @@ export interface CaFlags {
   localStorageDir: string;
   maxWorkloadCertTtl: number;
   monitoringPort: number;
+  /** `--monitoring-address` (absent: `0.0.0.0`). */
+  monitoringAddress?: string;
   org: string;
   probeCheckInterval: number;
   requestedCaCertTtl: number;
@@ -115,7 +117,9 @@ export interface CaConfig {
   readonly graceRatio: number;
   readonly minGraceMs: number;
   /** null: monitoring off. */
-  readonly monitoring: { readonly port: number; readonly profiling: boolean } | null;
+  readonly monitoring:
+    | { readonly port: number; readonly profiling: boolean; readonly address: string }
+    | null;
   /** null: no liveness probe file. */
   readonly liveness:
     | { readonly path: string; readonly intervalMs: number; readonly checkIntervalMs: number }
@@ -334,7 +338,13 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
     customDnsNames,
     graceRatio: f.workloadCertGracePeriodRatio,
     minGraceMs: f.workloadCertMinGracePeriod,
-    monitoring: f.monitoringPort ? { port: f.monitoringPort, profiling: f.enableProfiling } : null,
+    monitoring: f.monitoringPort
+      ? {
+        port: f.monitoringPort,
+        profiling: f.enableProfiling,
+        address: f.monitoringAddress || "0.0.0.0",
+      }
+      : null,
     liveness,
     warnings: Object.freeze(warnings),
   });

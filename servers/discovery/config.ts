@@ -56,6 +56,8 @@ export interface DiscoveryConfig {
   readonly orchconfig: string;
   readonly meshConfigPath: string;
   readonly monitoringPort: number;
+  /** `--httpAddress`: the local address `--port` and `--monitoringPort` bind. */
+  readonly httpAddress: string;
   /** Controller namespace (`--namespace`, else `POD_NAMESPACE`). */
   readonly namespace: string;
   readonly port: number;
@@ -103,6 +105,8 @@ export interface DiscoveryFlags {
   readonly orchconfig: string;
   readonly meshConfig: string;
   readonly monitoringPort: number;
+  /** Absent: `0.0.0.0`. */
+  readonly httpAddress?: string;
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
@@ -302,7 +306,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
         "server, but there is no --orchconfig and no in-cluster configuration " +
         "(KUBERNETES_SERVICE_HOST is not set): give --orchconfig <kubeconfig>" +
         (flags.configDir === "" ? ", or --configDir <dir> to read config from files" : "") +
-        (registries.includes("Orchestrator") ? ", or other --registries (e.g. Mock)" : ""),
+        (registries.includes("Orchestrator")
+          ? ", or --registries ServiceEntry (services from ServiceEntries only)"
+          : ""),
     );
   }
   let mockPortOffset = MOCK_PORT_OFFSET;
@@ -350,6 +356,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     orchconfig: flags.orchconfig,
     meshConfigPath: flags.meshConfig,
     monitoringPort: flags.monitoringPort,
+    httpAddress: flags.httpAddress || "0.0.0.0",
     namespace: flags.namespace || env.POD_NAMESPACE || "",
     port: flags.port,
     profile: flags.profile,

@@ -174,7 +174,7 @@ Deno.test("toConfig() outside a cluster names --orchconfig and --configDir when 
   });
   assert.throws(
     () => toConfig({ ...FLAGS, configDir: "/cfg" }),
-    /^ConfigError: the Orchestrator registry \(--registries\) reads .*, or other --registries \(e.g. Mock\)$/,
+    /^ConfigError: the Orchestrator registry \(--registries\) reads .*, or --registries ServiceEntry \(services from ServiceEntries only\)$/,
   );
   assert.equal(toConfig({ ...FLAGS, registries: ["Mock"], configDir: "/cfg" }).configDir, "/cfg");
   assert.equal(toConfig({ ...FLAGS, orchconfig: "/kc" }).orchconfig, "/kc");
@@ -188,4 +188,15 @@ Deno.test("toConfig() reads the Mock endpoint port offset from MESH_MOCK_PORT_OF
     () => toConfig(flags, { MESH_MOCK_PORT_OFFSET: "70000" }),
     /Invalid value for MESH_MOCK_PORT_OFFSET: "70000": want a whole number from 1 to 56535/,
   );
+});
+
+Deno.test("toConfig() accepts --registries ServiceEntry with --configDir and no orchestrator", () => {
+  const c = toConfig({ ...FLAGS, registries: ["ServiceEntry"], configDir: "/cfg" });
+  assert.deepEqual(c.registries, ["ServiceEntry"]);
+});
+
+Deno.test("toConfig() binds the HTTP listeners on --httpAddress, every interface by default", () => {
+  const flags = { ...FLAGS, orchconfig: "/kc" };
+  assert.equal(toConfig(flags).httpAddress, "0.0.0.0");
+  assert.equal(toConfig({ ...flags, httpAddress: "127.0.0.1" }).httpAddress, "127.0.0.1");
 });

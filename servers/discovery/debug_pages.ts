@@ -110,6 +110,8 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
     );
   });
 
+  app.get("/debug/conflictz", (c) => jsonBody(c, d.model.conflicts()));
+
   app.get("/debug/syncz", (c) => {
     const id = c.req.query("proxyID");
     const conns = byProxyId(id);

@@ -187,10 +187,10 @@ async function startSteps(
   });
   cleanups.push(() => ctrlz.shutdown());
   Object.assign(addresses, {
-    http: hostPort("0.0.0.0", http.port),
+    http: hostPort(config.httpAddress, http.port),
     grpc,
     ...(secureGrpc ? { secureGrpc } : {}),
-    monitoring: hostPort("0.0.0.0", http.monitoringPort),
+    monitoring: hostPort(config.httpAddress, http.monitoringPort),
     ctrlz: ctrlz.address,
   });
   log.info(
@@ -252,7 +252,13 @@ function serveHttpPorts(o: {
     logger: o.log,
   });
   return {
-    port: serveHttp(app.fetch, config.port, "--port", cleanups),
-    monitoringPort: serveHttp(app.fetch, config.monitoringPort, "--monitoringPort", cleanups),
+    port: serveHttp(app.fetch, config.port, "--port", cleanups, config.httpAddress),
+    monitoringPort: serveHttp(
+      app.fetch,
+      config.monitoringPort,
+      "--monitoringPort",
+      cleanups,
+      config.httpAddress,
+    ),
   };
 }

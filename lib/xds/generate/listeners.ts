@@ -204,6 +204,15 @@ export function cidrRange(address: string): XdsResource {
 }
 
 /**
+ * Name of the outbound TCP listener of a service port: `<ip>_<port>` for a service with an IP
+ * address, else (CIDR addresses or none) the shared `0.0.0.0_<port>`.
+ */
+export function outboundTcpListenerName(svc: Service, sp: ServicePort): string {
+  const address = svc.address && svc.address !== "0.0.0.0" ? svc.address : "";
+  return `${address && !address.includes("/") ? address : "0.0.0.0"}_${sp.port}`;
+}
+
+/**
  * Adds the outbound TCP filter chain of one service port. A service with an IP address gets the
  * listener `<ip>_<port>` (chain matching `<ip>/32`); one with CIDR addresses or none shares
  * `0.0.0.0_<port>` with the other such services, its chain matching its CIDR (none: catch-all).
@@ -218,9 +227,8 @@ function addTcpChain(
   add: (l: XdsResource) => boolean,
 ): void {
   const address = svc.address && svc.address !== "0.0.0.0" ? svc.address : "";
-  const cidr = address.includes("/");
-  const listenAddr = address && !cidr ? address : "0.0.0.0";
-  const name = `${listenAddr}_${sp.port}`;
+  const name = outboundTcpListenerName(svc, sp);
+  const listenAddr = name.slice(0, name.lastIndexOf("_"));
   const target = tcpTarget(ctx, svc, sp);
   const stat = typeof target === "string" ? target : outboundClusterName(sp.port, "", svc.hostname);
   const tls = (sp.protocol === "HTTPS" || sp.protocol === "TLS") && svc.meshExternal;
