@@ -43,9 +43,20 @@ export async function writeFromInput(
     objects,
     async (store, { object: given, schema, fromService }) => {
       const what = objectPath(schema, given);
-      const object = fromService
-        ? await serviceOntoEntry(store, schema.type, given, fromService, what)
-        : given;
+      let object = given;
+      if (fromService) {
+        try {
+          object = await serviceOntoEntry(store, schema.type, given, fromService, what);
+        } catch (e) {
+          // an Istio sample's Service with no VM registered: skipped, like the other workload
+          // kinds of the file, when create writes what it can
+          if (!partial || !(e instanceof NoInstanceError)) throw e;
+          await ctx.stderr.write(
+            `Skipped: Service ${given.metadata.name} (${e.message})\n`,
+          );
+          return "";
+        }
+      }
       // a Service rewrites the ServiceEntry of its instances, created or replaced
       const stored = op === "create" && !fromService
         ? await store.create(object)
@@ -67,6 +78,9 @@ export async function writeFromInput(
   return failed > 0 ? 1 : code;
 }
 
+/** A Service (fs platform) with no registered instance to describe. */
+class NoInstanceError extends Error {}
+
 /**
  * The ServiceEntry a Service (fs platform) becomes: its ports, with the instances `meshctl
  * register` added to the stored entry of that name (cli/meshctl/_service_fs.ts). Throws when no
@@ -87,7 +101,7 @@ async function serviceOntoEntry(
     fromService,
   );
   if (!old || !spec.endpoints?.length) {
-    throw new Error(
+    throw new NoInstanceError(
       `no instance is registered with ${what} yet: on the fs platform a Service describes the ` +
         `ports of registered instances; first run meshctl register ${name} <ip> ` +
         "<name>:<port>[:<targetPort>]",
