@@ -240,6 +240,10 @@ Deno.test("hashPolicy(): header, cookie (ttl, path) or source IP from the subset
   assert.equal(hp(dr({ loadBalancer: { simple: "RANDOM" } })), undefined);
   assert.equal(hp([]), undefined);
   assert.equal(hp(dr(ch({ httpHeader: "x" })), "BlackHoleCluster"), undefined);
+  // an empty name is proto3's "not set" and Envoy refuses it (min_len 1): nothing is hashed
+  assert.equal(hp(dr(ch({ httpHeaderName: "" }))), undefined);
+  assert.equal(hp(dr(ch({ httpHeader: "" }))), undefined);
+  assert.equal(hp(dr(ch({ httpQueryParameterName: "" }))), undefined);
   // port level replaces the top level for its port
   const ported = dr({
     ...ch({ httpHeader: "x-top" }),

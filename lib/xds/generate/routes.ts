@@ -264,11 +264,13 @@ export function hashPolicy(ctx: PushContext, clusterName: string): XdsResource[]
     else if (p?.loadBalancer?.simple) ch = undefined;
   }
   if (!ch) return undefined;
-  if (typeof ch.httpHeader === "string") return [{ header: { header_name: ch.httpHeader } }];
-  if (typeof ch.httpHeaderName === "string") {
+  // "" is proto3's "not set" (and Envoy refuses an empty name): such a form hashes nothing
+  const named = (v: unknown): v is string => typeof v === "string" && v !== "";
+  if (named(ch.httpHeader)) return [{ header: { header_name: ch.httpHeader } }];
+  if (named(ch.httpHeaderName)) {
     return [{ header: { header_name: ch.httpHeaderName } }];
   }
-  if (ch.httpCookie && typeof ch.httpCookie.name === "string") {
+  if (ch.httpCookie && named(ch.httpCookie.name)) {
     const c: Any = { name: ch.httpCookie.name };
     const ttl = durationOf(ch.httpCookie.ttl);
     if (ttl) c.ttl = ttl;
@@ -276,7 +278,7 @@ export function hashPolicy(ctx: PushContext, clusterName: string): XdsResource[]
     return [{ cookie: c }];
   }
   if (ch.useSourceIp === true) return [{ connection_properties: { source_ip: true } }];
-  if (typeof ch.httpQueryParameterName === "string") {
+  if (named(ch.httpQueryParameterName)) {
     return [{ query_parameter: { name: ch.httpQueryParameterName } }];
   }
   return undefined;
