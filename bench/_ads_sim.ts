@@ -15,6 +15,7 @@ import http2 from "node:http2";
 import { LeanSession, type LeanStream, messageBuffers } from "./_h2_lean.ts";
 import { GrpcMessageReader } from "../lib/grpc/messages.ts";
 import { Buffer } from "node:buffer";
+import { fieldSize, MessageBuilder, Reader, Writer } from "../lib/protowire/mod.ts";
 
 const TYPE = {
   cds: "type.googleapis.com/envoy.config.cluster.v3.Cluster",
@@ -32,19 +33,10 @@ const EMPTY = new Uint8Array();
 
 // ---- protobuf encoding ----------------------------------------------------------------------
 
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n > 127) {
-    out.push((n & 127) | 128);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
-
-function field(no: number, value: Uint8Array | string): Buffer {
-  const bytes = typeof value === "string" ? Buffer.from(value) : Buffer.from(value);
-  return Buffer.concat([Buffer.from([...varint((no << 3) | 2), ...varint(bytes.length)]), bytes]);
+/** A length-delimited field `no` holding `value`. */
+function field(no: number, value: Uint8Array | string): Uint8Array {
+  const m = new MessageBuilder();
+  return (typeof value === "string" ? m.string(no, value, true) : m.bytes(no, value)).finish();
 }
 
 /**
@@ -92,30 +84,16 @@ function namesField(no: number, names: readonly string[]): Buffer | undefined {
   let byNo = encodedNames.get(names);
   if (!byNo) encodedNames.set(names, byNo = new Map());
   let b = byNo.get(no);
-  if (!b) byNo.set(no, b = Buffer.concat(names.map((n) => field(no, n))));
+  if (!b) {
+    const m = new MessageBuilder();
+    for (const n of names) m.string(no, n, true);
+    byNo.set(no, b = Buffer.from(m.finish().buffer));
+  }
   return b;
 }
 
 /** A part of a request: a length-delimited field `[no, payload]`, or `[0, bytes]` already encoded. */
 type Part = readonly [no: number, bytes: Uint8Array];
-
-function varintSize(n: number): number {
-  let s = 1;
-  while (n > 127) {
-    s++;
-    n = Math.floor(n / 128);
-  }
-  return s;
-}
-
-function writeVarint(buf: Uint8Array, pos: number, n: number): number {
-  while (n > 127) {
-    buf[pos++] = (n & 127) | 128;
-    n = Math.floor(n / 128);
-  }
-  buf[pos++] = n;
-  return pos;
-}
 
 /** The gRPC frame (5-byte prefix + message) of a message made of `parts`, in one allocation. */
 function frame(parts: readonly (Part | undefined)[]): Buffer {
@@ -123,53 +101,21 @@ function frame(parts: readonly (Part | undefined)[]): Buffer {
   for (const p of parts) {
     if (!p) continue;
     const len = p[1].length;
-    size += p[0] ? varintSize((p[0] << 3) | 2) + varintSize(len) + len : len;
+    size += p[0] ? fieldSize(len, p[0]) : len;
   }
-  const buf = Buffer.allocUnsafe(5 + size);
-  buf[0] = 0;
-  buf.writeUInt32BE(size, 1);
-  let pos = 5;
+  const w = new Writer(Buffer.allocUnsafe(5 + size));
+  w.buf[0] = 0;
+  w.buf.writeUInt32BE(size, 1);
+  w.pos = 5;
   for (const p of parts) {
     if (!p) continue;
-    if (p[0]) {
-      pos = writeVarint(buf, pos, (p[0] << 3) | 2);
-      pos = writeVarint(buf, pos, p[1].length);
-    }
-    buf.set(p[1], pos);
-    pos += p[1].length;
+    if (p[0]) w.bytes(p[0], p[1]);
+    else w.raw(p[1]);
   }
-  return buf;
+  return w.buf;
 }
 
 // ---- protobuf decoding ------------------------------------------------------------------------
-
-/** Read position of {@link readVarint} and {@link skipField} (no tuple per read). */
-let P = 0;
-
-function readVarint(b: Uint8Array): number {
-  let c = b[P++];
-  if (c < 128) return c;
-  let n = c & 127;
-  let mul = 128;
-  while (true) {
-    c = b[P++];
-    n += (c & 127) * mul;
-    if (c < 128) return n;
-    mul *= 128;
-  }
-}
-
-function skipField(b: Uint8Array, wire: number) {
-  if (wire === 0) readVarint(b);
-  else if (wire === 1) P += 8;
-  else if (wire === 5) P += 4;
-  else if (wire === 2) {
-    const len = readVarint(b);
-    P += len;
-  } else throw new Error(`Unsupported protobuf wire type ${wire}`);
-}
-
-const dec = new TextDecoder();
 
 /**
  * Resource names of a section: SotW, field 1 of each `Any`'s value (the resource's name, for every
@@ -177,37 +123,36 @@ const dec = new TextDecoder();
  */
 function decodeNames(b: Uint8Array, delta: boolean): string[] {
   const names: string[] = [];
-  P = 0;
-  while (P < b.length) {
-    const tag = readVarint(b);
+  const r = new Reader(b);
+  while (r.pos < r.end) {
+    const tag = r.uint32();
     if (tag !== 0x12) {
-      skipField(b, tag & 7);
+      r.skip(tag & 7);
       continue;
     }
-    const end = readVarint(b) + P;
+    const resource = r.enter();
     let name = "";
-    while (P < end) {
-      const t = readVarint(b);
+    while (r.pos < r.end) {
+      const t = r.uint32();
       if (delta && t === 0x1a) {
-        const len = readVarint(b);
-        name = dec.decode(b.subarray(P, P + len));
+        name = r.string();
         break;
       } else if (!delta && t === 0x12) {
-        const vend = readVarint(b) + P;
-        while (P < vend) {
-          const rt = readVarint(b);
+        const any = r.enter(); // the Any's value: the resource's name is its field 1
+        while (r.pos < r.end) {
+          const rt = r.uint32();
           if (rt === 0x0a) {
-            const len = readVarint(b);
-            name = dec.decode(b.subarray(P, P + len));
+            name = r.string();
             break;
           }
-          skipField(b, rt & 7);
+          r.skip(rt & 7);
         }
+        r.leave(any);
         break;
-      } else skipField(b, t & 7);
+      } else r.skip(t & 7);
     }
     names.push(name);
-    P = end;
+    r.leave(resource);
   }
   return names;
 }
@@ -327,35 +272,33 @@ function decode(b: Buffer, delta: boolean): SimResponse | undefined {
   let typeStart = 0, typeEnd = 0, verStart = 0, verEnd = 0, nonceStart = 0, nonceEnd = 0;
   let resStart = 0, resEnd = 0, count = 0;
   let ranges: number[] | undefined;
-  P = 0;
-  while (P < b.length) {
-    const at = P;
-    const tag = readVarint(b);
+  const r = new Reader(b);
+  while (r.pos < r.end) {
+    const at = r.pos;
+    const tag = r.uint32();
     if ((tag & 7) !== 2) {
-      skipField(b, tag & 7);
+      r.skip(tag & 7);
       continue;
     }
-    const len = readVarint(b);
-    const start = P;
-    P += len;
+    const start = r.payload(), end = r.pos;
     switch (tag >>> 3) {
       case 1:
         verStart = start;
-        verEnd = P;
+        verEnd = end;
         break;
       case 2:
         if (count++ === 0) resStart = at;
-        else if (at !== resEnd) (ranges ??= [resStart, resEnd]).push(at, P);
-        else if (ranges) ranges[ranges.length - 1] = P;
-        resEnd = P;
+        else if (at !== resEnd) (ranges ??= [resStart, resEnd]).push(at, end);
+        else if (ranges) ranges[ranges.length - 1] = end;
+        resEnd = end;
         break;
       case 4:
         typeStart = start;
-        typeEnd = P;
+        typeEnd = end;
         break;
       case 5:
         nonceStart = start;
-        nonceEnd = P;
+        nonceEnd = end;
         break;
     }
   }

@@ -7,30 +7,14 @@
  */
 
 import { type CallHandler, listenGrpc } from "../lib/grpc/mod.ts";
+import { CREATE_CERTIFICATE, encodeMeshCertificateResponse } from "../lib/pki/ca_messages.ts";
 
 const [certFile, keyFile, caFile] = Deno.args;
 const te = new TextEncoder();
 const cert = await Deno.readTextFile(certFile);
 const ca = await Deno.readTextFile(caFile);
 
-/** MeshCertificateResponse { repeated string cert_chain = 1 }: the leaf and the root. */
-function response(certs: string[]): Uint8Array {
-  const parts: number[] = [];
-  for (const c of certs) {
-    const b = te.encode(c);
-    parts.push(0x0a);
-    for (let n = b.length;; n >>>= 7) {
-      if (n < 0x80) {
-        parts.push(n);
-        break;
-      }
-      parts.push((n & 0x7f) | 0x80);
-    }
-    parts.push(...b);
-  }
-  return Uint8Array.from(parts);
-}
-const answer = response([cert, ca]);
+const answer = encodeMeshCertificateResponse([cert, ca]);
 
 const handler: CallHandler = (call) => {
   let gone = false;
@@ -51,6 +35,6 @@ const listener = await listenGrpc({
     key: te.encode(await Deno.readTextFile(keyFile)),
     ca: te.encode(ca),
   },
-  handlers: new Map([["/mesh.v1.auth.MeshCertificateService/CreateCertificate", handler]]),
+  handlers: new Map([[CREATE_CERTIFICATE, handler]]),
 });
 console.log(`listening ${listener.port}`);

@@ -28,6 +28,7 @@ import {
   type SigningBackend,
   spiffeId,
 } from "../lib/pki/mod.ts";
+import { CREATE_CERTIFICATE, encodeMeshCertificateRequest } from "../lib/pki/ca_messages.ts";
 import { testIssuer } from "../tests/harness/ca_client.ts";
 import { freePort, spawnProgram } from "../tests/harness/procs.ts";
 
@@ -214,7 +215,7 @@ async function grpcCallers(port: number, root: string, token: string, bodies: Bu
     new Promise<void>((resolve, reject) => {
       const req = s.request({
         ":method": "POST",
-        ":path": "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
+        ":path": CREATE_CERTIFICATE,
         "content-type": "application/grpc",
         te: "trailers",
         authorization: `Bearer ${token}`,
@@ -309,21 +310,8 @@ export async function main(args: string[] = []): Promise<void> {
       );
     }
     const bodies = csrs.map((csr) => {
-      const b = Buffer.from(csr);
-      // MeshCertificateRequest{csr=1; validity_duration=3 (3600)} with the gRPC message prefix.
-      const varint = (n: number) => {
-        const out: number[] = [];
-        while (n >= 0x80) {
-          out.push((n & 0x7f) | 0x80);
-          n >>>= 7;
-        }
-        return [...out, n];
-      };
-      const msg = Buffer.concat([
-        Buffer.from([0x0a, ...varint(b.length)]),
-        b,
-        Buffer.from([0x18, ...varint(3600)]),
-      ]);
+      // MeshCertificateRequest{csr, validity_duration 3600} with the gRPC message prefix.
+      const msg = encodeMeshCertificateRequest({ csr, validityDuration: 3600 });
       const prefix = Buffer.alloc(5);
       prefix.writeUInt32BE(msg.length, 1);
       return Buffer.concat([prefix, msg]);

@@ -8,6 +8,8 @@
  * calling `xds:///hello.default.svc.cluster.local:7070` continuously. Once a second it prints
  * the split it saw, e.g. `last 1s: v1 80% (160)  v2 20% (40)`. Edit the weights in
  * `docs/demo/config/hello-virtualservice.yaml` and the split follows. Ctrl-C stops everything.
+ * `--mtls` runs the whole mesh instead (cli/demo/mesh.ts): mesh_ca, an agent per workload,
+ * proxyless backends and client with mutual TLS, printing the callers' identities too.
  * See docs/demo/README.md.
  * @module
  */
@@ -224,6 +226,11 @@ async function main(args: string[]): Promise<number> {
     )
     .option("--rate <n>", "calls per second made by the client", rateArg, DEMO_DEFAULTS.rate)
     .option("--verbose", "copy mesh-discovery's output to stderr", false)
+    .option(
+      "--mtls",
+      "the whole mesh with mutual TLS: mesh_ca, an agent per workload, proxyless backends and client",
+      false,
+    )
     .exitOverride()
     .configureOutput({
       writeOut: (s) => Deno.stdout.writeSync(new TextEncoder().encode(s)),
@@ -243,6 +250,17 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
   const o = cmd.opts();
+  if (o.mtls) {
+    const { runMeshDemo } = await import("./demo/mesh.ts");
+    return await runMeshDemo({
+      rate: o.rate,
+      mtls: true,
+      verbose: o.verbose,
+      formatSplit,
+      write,
+      writeErr,
+    });
+  }
   // Defaults that are busy (another demo, a test run) are replaced by free ones; a value the
   // user gave is kept, and a busy one fails naming its flag.
   const chosen: string[] = [];

@@ -9,7 +9,7 @@
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
-import { common, discoveryFlags } from "./mesh-discovery/flags.ts";
+import { common, debugFlags, discoveryFlags } from "./mesh-discovery/flags.ts";
 import {
   DEBUG_TYPE_HELP,
   DEFAULT_DISCOVERY_ADDR,
@@ -25,8 +25,8 @@ const DEBUG_HELP = [
   "  <configuration-type>  one of:",
   ...Object.entries(DEBUG_TYPE_HELP).map(([t, h]) => `    ${t.padEnd(6)} ${h}`),
   "",
-  `Reads the monitoring port of a discovery instance: ${DEFAULT_DISCOVERY_ADDR}, or <host>:<port>`,
-  `from the environment variable ${DISCOVERY_ADDR_ENV}.`,
+  `Reads the monitoring port of a discovery instance: --discoveryAddress <host>:<port>, else`,
+  `the environment variable ${DISCOVERY_ADDR_ENV}, else ${DEFAULT_DISCOVERY_ADDR}.`,
   "",
   "Example: mesh-discovery debug all ads",
 ].join("\n");
@@ -44,6 +44,7 @@ export const program: ProgramSpec = {
         name: "debug",
         summary: "Retrieves the configuration of the specified proxy.",
         args: ["<proxyID>", "<configuration-type>"],
+        flags: debugFlags,
         groups: common,
         helpAfter: DEBUG_HELP,
         load: () => import("./mesh-discovery/debug.ts"),

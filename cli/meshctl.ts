@@ -26,7 +26,16 @@ import {
   rbacCanFlags,
   registerFlags,
   replaceFlags,
+  workloadBootstrapFlags,
 } from "./meshctl/flags.ts";
+
+/** What `register --help` adds: the port forms. */
+const REGISTER_HELP = [
+  "",
+  "Ports: port (named http for 80 and 8080, https for 443, mysql for 3306, else the number),",
+  "name:port, or name:port:targetPort when the instance listens on another port than the",
+  "service port (http:80:8081).",
+].join("\n");
 
 /** The command tree of meshctl. */
 export const program: ProgramSpec = {
@@ -84,6 +93,7 @@ export const program: ProgramSpec = {
         name: "register",
         summary: "Registers a service instance (for example a VM) joining the mesh.",
         args: ["<svcname>", "<ip>", "<ports...>"],
+        helpAfter: REGISTER_HELP,
         flags: registerFlags,
         groups: common,
         load: () => import("./meshctl/register.ts"),
@@ -152,6 +162,23 @@ export const program: ProgramSpec = {
                 flags: rbacCanFlags,
                 groups: common,
                 load: () => import("./meshctl/rbac_can.ts"),
+              }),
+            ],
+          }),
+          command({
+            name: "workload",
+            summary:
+              "Gives a workload outside the orchestrator (a VM, a laptop) its mesh identity.",
+            groups: common,
+            subcommands: [
+              command({
+                name: "bootstrap",
+                summary:
+                  "Writes the root certificate, a token mesh_ca accepts and the mesh-agent environment for a service account.",
+                args: ["<service-account>"],
+                flags: workloadBootstrapFlags,
+                groups: common,
+                load: () => import("./meshctl/workload.ts"),
               }),
             ],
           }),

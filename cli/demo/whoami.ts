@@ -30,6 +30,8 @@ export interface WhoAmIReply {
   address: string;
   /** How many times this backend saw the request id (1 without retries). */
   attempt: number;
+  /** The caller's SPIFFE identity from its TLS certificate (proxyless mTLS servers only). */
+  peer?: string;
 }
 
 const toBytes = (v: unknown): Buffer => Buffer.from(JSON.stringify(v ?? {}));
@@ -127,4 +129,58 @@ export function whoAmIClientConstructor(grpc: Grpc) {
     WHOAMI_SERVICE as unknown as import("../../lib/deps/grpc.ts").ServiceDefinition,
     "WhoAmI",
   );
+}
+
+/** `spiffe://...` of a call's TLS peer certificate (its URI SAN), or "" over plaintext. */
+export function peerIdentity(
+  call: { getAuthContext?: () => { sslPeerCertificate?: { subjectaltname?: string } } | null },
+): string {
+  const san = call.getAuthContext?.()?.sslPeerCertificate?.subjectaltname ?? "";
+  return /URI:(spiffe:\/\/[^,\s]+)/.exec(san)?.[1] ?? "";
+}
+
+/** A proxyless WhoAmI backend (an xDS-enabled gRPC server). */
+export interface XdsWhoAmIBackend {
+  /** The bound port. */
+  readonly port: number;
+  /** Stops the server. */
+  shutdown(): void;
+}
+
+/**
+ * Starts a WhoAmI backend as a proxyless gRPC server (grpc-js-xds `XdsServer` with
+ * `XdsServerCredentials`): it serves once mesh-discovery sends the Listener for `address`
+ * (gRFC A36) and uses TLS and RBAC as that Listener says; replies name the caller's SPIFFE
+ * identity (`peer`). The process's bootstrap (`GRPC_XDS_BOOTSTRAP`) names the control plane.
+ * Note: grpc-js-xds 1.14 listens on the port on every address (it ignores the host).
+ */
+export async function startXdsWhoAmI(
+  opts: { address: string; version: string },
+): Promise<XdsWhoAmIBackend> {
+  const grpc: Grpc = await import("../../lib/deps/grpc.ts");
+  const xds = await import("../../lib/deps/grpc_xds.ts");
+  xds.register();
+  const server = new xds.XdsServer();
+  server.addService(
+    WHOAMI_SERVICE as unknown as import("../../lib/deps/grpc.ts").ServiceDefinition,
+    {
+      // deno-lint-ignore no-explicit-any
+      get: (call: any, cb: (e: null, r: WhoAmIReply) => void) =>
+        cb(null, {
+          version: opts.version,
+          address: opts.address,
+          attempt: 1,
+          peer: peerIdentity(call),
+        }),
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(
+      opts.address,
+      new xds.XdsServerCredentials(grpc.ServerCredentials.createInsecure()),
+      (err, p) =>
+        err ? reject(new Error(`Cannot listen on ${opts.address}: ${err.message}`)) : resolve(p),
+    )
+  );
+  return { port, shutdown: () => server.forceShutdown() };
 }

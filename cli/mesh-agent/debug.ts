@@ -22,11 +22,25 @@ export async function run(_opts: CommonOptions, args: string[], ctx: CliContext)
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const sections = await admin.proxyConfig(
-    ctx.env.MESH_AGENT_ADMIN_ADDRESS || DEFAULT_ADMIN_ADDRESS,
-    type,
-    { staticDir: ctx.env.MESH_AGENT_CONFIG_PATH || DEFAULT_CONFIG_PATH },
-  );
+  const addr = ctx.env.MESH_AGENT_ADMIN_ADDRESS || DEFAULT_ADMIN_ADDRESS;
+  const dir = ctx.env.MESH_AGENT_CONFIG_PATH || DEFAULT_CONFIG_PATH;
+  let sections;
+  try {
+    sections = await admin.proxyConfig(addr, type, { staticDir: dir });
+  } catch (e) {
+    // a proxyless agent runs no proxy: say so instead of "cannot reach the admin port"
+    const { GRPC_BOOTSTRAP_FILE } = await import("../../lib/xds/grpc_bootstrap.ts");
+    const bootstrap = `${dir}/${GRPC_BOOTSTRAP_FILE}`;
+    const proxyless = await Deno.stat(bootstrap).then(() => true, () => false);
+    if (!proxyless || type === "static") throw e;
+    throw new Error(
+      `${(e as Error).message} (the agent in ${dir} runs --proxyless: there is no proxy; ` +
+        `"mesh-agent debug static" prints its gRPC bootstrap ${bootstrap})`,
+    );
+  }
+  // the test stand-in's canned answers are not a proxy's state: say so
+  const warning = admin.standinWarning(addr, sections);
+  if (warning) await ctx.stderr.write(warning);
   await ctx.stdout.write(admin.formatSections(sections));
   return 0;
 }

@@ -120,3 +120,86 @@ Deno.test("meshctl proxy-config endpoint reads the proxy on fs (--admin-address)
   assert.equal(badType.code, 2);
   await server.shutdown();
 });
+
+Deno.test("mesh-agent debug and meshctl proxy-config endpoint say so when the proxy is the test stand-in", async () => {
+  const { spawnProgram, freePort, waitUntil } = await import("../../tests/harness/procs.ts");
+  const { STANDIN_BINARY } = await import("../../tests/harness/proxy_standin.ts");
+  await withTempDir(async (dir) => {
+    const admin = freePort();
+    await using agent = spawnProgram("mesh-agent", [
+      "proxy",
+      "router",
+      "--configPath",
+      dir,
+      "--binaryPath",
+      STANDIN_BINARY,
+      "--proxyAdminPort",
+      String(admin),
+    ], { env: { POD_NAME: "web-1", POD_NAMESPACE: "shop", INSTANCE_IP: "10.1.2.3" } });
+    await waitUntil(
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${admin}/ready`).catch(() => null);
+        await r?.body?.cancel();
+        return r?.ok ?? false;
+      },
+      20_000,
+      "the stand-in's admin port",
+    );
+    const addr = `127.0.0.1:${admin}`;
+    const warning =
+      `Warning: the proxy at ${addr} is proxy-standin (tests/harness/proxy-standin): a test stand-in for Envoy; it speaks no xDS and forwards nothing, so these are canned answers, not configuration received from discovery\n`;
+    const debug = await runProgram("mesh-agent", ["debug", "clusters"], {
+      env: { MESH_AGENT_ADMIN_ADDRESS: addr, MESH_AGENT_CONFIG_PATH: dir },
+    });
+    assert.equal(debug.code, 0, debug.stderr);
+    assert.equal(debug.stderr, warning);
+    assert.match(debug.stdout, /^# proxy-standin \(tests\/harness\/proxy-standin\): /);
+    const routes = await runProgram("meshctl", [
+      "proxy-config",
+      "endpoint",
+      "web-1",
+      "routes",
+      "-p",
+      "fs",
+      "--admin-address",
+      addr,
+    ]);
+    assert.equal(routes.code, 0, routes.stderr);
+    assert.equal(routes.stderr, warning);
+    agent.kill("SIGTERM");
+    assert.equal((await agent.status).code, 0);
+  });
+});
+
+Deno.test("mesh-agent debug prints no warning for a proxy that is not the stand-in", async () => {
+  const { server, addr } = fakeAdmin();
+  try {
+    const r = await runProgram("mesh-agent", ["debug", "listeners"], {
+      env: { MESH_AGENT_ADMIN_ADDRESS: addr },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, "");
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("mesh-agent debug points a proxyless agent's user at its bootstrap instead of a proxy", async () => {
+  await withTempDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/grpc-bootstrap.json`, '{"node": {"id": "x"}}\n');
+    const { freePort } = await import("../../tests/harness/procs.ts");
+    const env = {
+      MESH_AGENT_ADMIN_ADDRESS: `127.0.0.1:${freePort()}`,
+      MESH_AGENT_CONFIG_PATH: dir,
+    };
+    const clusters = await runProgram("mesh-agent", ["debug", "clusters"], { env });
+    assert.equal(clusters.code, 1);
+    assert.match(
+      clusters.stderr,
+      /^Error: Cannot reach the proxy admin port at .*\(the agent in .* runs --proxyless: there is no proxy; "mesh-agent debug static" prints its gRPC bootstrap .*grpc-bootstrap\.json\)\n$/,
+    );
+    const st = await runProgram("mesh-agent", ["debug", "static"], { env });
+    assert.equal(st.code, 0, st.stderr);
+    assert.equal(st.stdout, `--- ${dir}/grpc-bootstrap.json\n{"node": {"id": "x"}}\n`);
+  });
+});

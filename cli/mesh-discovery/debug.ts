@@ -1,7 +1,7 @@
 /**
  * `mesh-discovery debug <proxyID> <configuration-type>`: prints what a running discovery
- * instance serves a proxy, from its monitoring port (`127.0.0.1:9093`, or `host:port` from the
- * environment variable `MESH_DISCOVERY_ADDR`).
+ * instance serves a proxy, from its monitoring port (`127.0.0.1:9093`, or `host:port` from
+ * `--discoveryAddress`, else the environment variable `MESH_DISCOVERY_ADDR`).
  *
  * Types: `ads` (/debug/adsz), `eds` (/debug/edsz), `syncz` (/debug/syncz), `all` (the three in
  * turn, each after a `--- <type> ---` line on stdout). proxyID `all` means every proxy. For one
@@ -49,9 +49,18 @@ export function debugPages(type: string): string[] {
   return pages;
 }
 
-/** The monitoring address of a local discovery instance: `$MESH_DISCOVERY_ADDR`, else the default. */
-export function localDiscoveryAddr(env: Readonly<Record<string, string>>): string {
-  return env[DISCOVERY_ADDR_ENV] || DEFAULT_DISCOVERY_ADDR;
+/**
+ * The monitoring address of a local discovery instance: the flag's value when given, else
+ * `$MESH_DISCOVERY_ADDR`, else the default.
+ */
+export function localDiscoveryAddr(env: Readonly<Record<string, string>>, flag = ""): string {
+  return flag || env[DISCOVERY_ADDR_ENV] || DEFAULT_DISCOVERY_ADDR;
+}
+
+/** How the user sets the address, for errors: `flag` is the command's flag (`--discoveryAddress`). */
+export function discoveryAddrHint(flag: string): string {
+  return `set the address with ${flag} <host>:<port> or the environment variable ` +
+    `${DISCOVERY_ADDR_ENV} (default ${DEFAULT_DISCOVERY_ADDR})`;
 }
 
 /** Message printed when the proxy is not connected (404). */
@@ -76,10 +85,12 @@ export async function fetchDebug(
   addr: string,
   proxyID: string,
   type: string,
+  hint = "",
 ): Promise<DebugResult[]> {
   const pages = debugPages(type);
+  const more = hint ? ` (${hint})` : "";
   if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):\d{1,5}$/.test(addr)) {
-    throw new Error(`Invalid discovery address ${JSON.stringify(addr)}: want <host>:<port>`);
+    throw new Error(`Invalid discovery address ${JSON.stringify(addr)}: want <host>:<port>${more}`);
   }
   const out: DebugResult[] = [];
   for (const page of pages) {
@@ -89,7 +100,7 @@ export async function fetchDebug(
     try {
       res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
     } catch (e) {
-      throw new Error(`Cannot reach discovery at ${addr}: ${(e as Error).message}`);
+      throw new Error(`Cannot reach discovery at ${addr}: ${(e as Error).message}${more}`);
     }
     const body = await res.text();
     if (res.status === 200) out.push({ page, body });
@@ -115,8 +126,14 @@ export async function printDebug(results: DebugResult[], ctx: CliContext): Promi
 }
 
 /** Runs `debug`. */
-export async function run(_opts: unknown, args: string[], ctx: CliContext) {
+export async function run(
+  opts: { discoveryAddress?: string },
+  args: string[],
+  ctx: CliContext,
+) {
   const [proxyID, type] = args;
-  await printDebug(await fetchDebug(localDiscoveryAddr(ctx.env), proxyID, type), ctx);
+  const addr = localDiscoveryAddr(ctx.env, opts.discoveryAddress);
+  const hint = discoveryAddrHint("--discoveryAddress");
+  await printDebug(await fetchDebug(addr, proxyID, type, hint), ctx);
   return 0;
 }

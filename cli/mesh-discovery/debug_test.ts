@@ -64,3 +64,29 @@ Deno.test("debugPages() refuses names inherited from Object, like any unknown ty
     });
   }
 });
+
+Deno.test("debug --discoveryAddress wins over MESH_DISCOVERY_ADDR", async () => {
+  const d = fakeDiscovery();
+  try {
+    const { ctx, out } = context("127.0.0.1:1"); // the variable points nowhere
+    assert.equal(await run({ discoveryAddress: d.addr }, ["all", "ads"], ctx), 0);
+    assert.equal(out.stdout, "[]\n");
+  } finally {
+    await d.close();
+  }
+});
+
+Deno.test("debug names --discoveryAddress and MESH_DISCOVERY_ADDR when discovery cannot be reached", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const addr = `127.0.0.1:${(listener.addr as Deno.NetAddr).port}`;
+  listener.close(); // a port nothing listens on
+  const { ctx } = context(addr);
+  await assert.rejects(run({}, ["all", "ads"], ctx), (e: Error) => {
+    assert.match(e.message, new RegExp(`^Cannot reach discovery at ${addr}: `));
+    assert.match(
+      e.message,
+      /\(set the address with --discoveryAddress <host>:<port> or the environment variable MESH_DISCOVERY_ADDR \(default 127\.0\.0\.1:9093\)\)$/,
+    );
+    return true;
+  });
+});

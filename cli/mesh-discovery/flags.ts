@@ -9,6 +9,7 @@ import {
   duration,
   flag,
   int,
+  listenHost,
   type OptionsOf,
   refine,
   string,
@@ -22,6 +23,17 @@ export const logging = loggingGroup(LOG_SCOPES["mesh-discovery"]);
 
 /** Groups every mesh-discovery command accepts. */
 export const common = [logging, introspectionGroup] as const;
+
+/** Flags of `mesh-discovery debug`. */
+export const debugFlags = [
+  flag({
+    name: "discoveryAddress",
+    type: string,
+    default: "",
+    help: "host:port of the discovery monitoring port to read (default $MESH_DISCOVERY_ADDR, " +
+      "else 127.0.0.1:9093).",
+  }),
+] as const;
 
 /** Flags of `mesh-discovery discovery`. */
 export const discoveryFlags = [
@@ -99,6 +111,14 @@ export const discoveryFlags = [
     help: "Open gRPC connections per listener at most; more are closed at once (0: no cap).",
   }),
   flag({
+    name: "grpcMaxConnectionsPerAddress",
+    type: int,
+    default: 4096,
+    help: "Open gRPC connections one source address may hold per listener; more are closed at " +
+      "once (0: no bound of its own; an address never holds more than half of the file " +
+      "descriptors left for connections either).",
+  }),
+  flag({
     name: "grpcMaxFailedConnectionRate",
     type: int,
     default: 20,
@@ -143,6 +163,13 @@ export const discoveryFlags = [
     help: "Mesh configuration file; a default mesh is used if unspecified.",
   }),
   flag({
+    name: "httpAddress",
+    type: listenHost,
+    default: "0.0.0.0",
+    help: "Local address of the HTTP listeners (--port, --monitoringPort); 127.0.0.1 keeps them " +
+      "on loopback.",
+  }),
+  flag({
     name: "monitoringPort",
     type: int,
     default: 9093,
@@ -176,7 +203,8 @@ export const discoveryFlags = [
     type: refine(stringSlice, (v) => void parseRegistries(v)),
     default: ["Orchestrator"],
     help: "Platform registries to read from; one or more of Orchestrator, RegistryA, RegistryB, " +
-      "PlatformC, Mock.",
+      "PlatformC, Mock (the demo services hello and world), ServiceEntry (none: only the " +
+      "ServiceEntries of the config store, which are always read).",
   }),
   flag({ name: "resync", type: duration, default: 60_000, help: "Controller resync interval." }),
   flag({
@@ -189,6 +217,8 @@ export const discoveryFlags = [
 
 /** Options of `mesh-discovery debug` (and the root): groups L and I. */
 export type CommonOptions = OptionsOf<typeof common[number]["flags"][number]>;
+/** Options of `mesh-discovery debug`. */
+export type DebugOptions = OptionsOf<typeof debugFlags[number]> & CommonOptions;
 /** Options of `mesh-discovery discovery`. */
 export type DiscoveryOptions = OptionsOf<typeof discoveryFlags[number]> & CommonOptions;
 /** Options of `mesh-discovery version`. */

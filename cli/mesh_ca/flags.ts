@@ -3,7 +3,16 @@
  * @module
  */
 
-import { bool, duration, flag, float32, int, type OptionsOf, string } from "../../lib/flags/mod.ts";
+import {
+  bool,
+  duration,
+  flag,
+  float32,
+  int,
+  listenHost,
+  type OptionsOf,
+  string,
+} from "../../lib/flags/mod.ts";
 import { LOG_SCOPES, loggingGroup, probeGroup, versionGroup } from "../_shared/groups.ts";
 
 /** Group L (scope default). */
@@ -88,6 +97,12 @@ export const serverFlags = [
     type: duration,
     default: 2160 * HOUR,
     help: "Max TTL of issued workload certificates.",
+  }),
+  flag({
+    name: "monitoring-address",
+    type: listenHost,
+    default: "0.0.0.0",
+    help: "Local address of the monitoring listener; 127.0.0.1 keeps it on loopback.",
   }),
   flag({
     name: "monitoring-port",

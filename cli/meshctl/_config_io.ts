@@ -7,6 +7,7 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { type CliContext, UsageError } from "../_shared/context.ts";
+import { type FromService, serviceAsServiceEntry, STAND_IN_ENDPOINT } from "./_service_fs.ts";
 import type { CommonOptions } from "./flags.ts";
 import {
   currentNamespace,
@@ -18,6 +19,8 @@ import {
   type ConfigObject,
   escapeControl,
   formatIssue,
+  isOrchestratorKind,
+  legacyNotServedReason,
   type ModelSchema,
   normalizeObject,
   parseDocuments,
@@ -25,6 +28,8 @@ import {
   resolveMeshctlType,
   schemaByType,
   schemasByKindOnly,
+  unservedFields,
+  unsupportedKindReason,
   type ValidationIssue,
 } from "../../lib/model/mod.ts";
 import { type ConfigStore, ConflictError, NotFoundError } from "../../lib/store/types.ts";
@@ -357,6 +362,8 @@ export interface InputObject {
   /** The normalized object (our group, namespace resolved). */
   object: ConfigObject;
   schema: ModelSchema;
+  /** Set when the document was a Service stored as a ServiceEntry (`fs`). */
+  fromService?: FromService;
 }
 
 /**
@@ -395,6 +402,13 @@ export interface ParseOptions {
    * namespace matter (delete by file), so an outdated spec does not block a delete.
    */
   check: "full" | "identity";
+  /** `fs` platform: a `kind: Service` document is stored as a ServiceEntry (cli/meshctl/_service_fs.ts). */
+  serviceAsEntry?: boolean;
+  /**
+   * Skip documents of orchestrator workload kinds (`Deployment`, `Service`...) with one line
+   * each instead of refusing them (create, unless `--all-or-nothing`).
+   */
+  skipOrchestratorKinds?: boolean;
 }
 
 /**
@@ -406,8 +420,9 @@ function parseInput(
   label: string,
   text: string,
   options: ParseOptions,
-): { objects: InputObject[]; problems: string[] } {
+): { objects: InputObject[]; problems: string[]; skipped: string[] } {
   const problems: string[] = [];
+  const skipped: string[] = [];
   const objects: InputObject[] = [];
   const seen = new Map<string, number>();
   parseDocuments(text).forEach((doc) => {
@@ -420,6 +435,10 @@ function parseInput(
     const raw = doc.value;
     if (raw === null || raw === undefined) return;
     const p = checkDocument(raw, where, options);
+    if ("skipped" in p) {
+      skipped.push(p.skipped);
+      return;
+    }
     if ("problems" in p) {
       problems.push(...p.problems);
       return;
@@ -435,23 +454,45 @@ function parseInput(
       return;
     }
     seen.set(id, n);
-    objects.push({ document: n, object: o, schema: p.schema });
+    objects.push({
+      document: n,
+      object: o,
+      schema: p.schema,
+      ...(p.fromService ? { fromService: p.fromService } : {}),
+    });
   });
-  return { objects, problems };
+  return { objects, problems, skipped };
 }
 
 function checkDocument(
   raw: unknown,
   where: string,
   options: ParseOptions,
-): { object: ConfigObject; schema: ModelSchema } | { problems: string[] } {
+): { object: ConfigObject; schema: ModelSchema; fromService?: FromService } | {
+  problems: string[];
+} | { skipped: string } {
   const line = (i: ValidationIssue) =>
     i.object === where ? formatIssue(i) : `${where}: ${formatIssue(i)}`;
   if (!isRecord(raw)) {
     return { problems: [`${where}: must be an object with apiVersion, kind, metadata and spec`] };
   }
+  // a Service: on fs the ServiceEntry of its registered instances; elsewhere an orchestrator
+  // kind, skipped like the others when create writes what it can
+  if (raw.kind === "Service" && (options.serviceAsEntry || !options.skipOrchestratorKinds)) {
+    return checkService(raw, where, options);
+  }
   // kind first: an unknown kind is one clear line
   const kind = raw.kind;
+  const unsupported = unsupportedKindReason(raw.apiVersion, kind);
+  if (unsupported) return { problems: [`${where}: ${unsupported}`] };
+  if (options.skipOrchestratorKinds && isOrchestratorKind(raw.apiVersion, kind)) {
+    const name = isRecord(raw.metadata) ? raw.metadata.name : undefined;
+    return {
+      skipped: `${where}: ${printable(String(kind))}${
+        typeof name === "string" ? ` ${printable(name)}` : ""
+      } skipped (an orchestrator kind, not a mesh object)`,
+    };
+  }
   if (typeof kind === "string" && kind !== "" && schemasByKindOnly(kind).length === 0) {
     return { problems: [`${where}: kind ${printable(kind)} is not known`] };
   }
@@ -480,6 +521,42 @@ function checkDocument(
   }
   if (res.issues.length === 0) return { problems: [`${where}: invalid object`] };
   return { problems: res.issues.map(line) };
+}
+
+/** A `kind: Service` document: a ServiceEntry on `fs`, else an error saying what to use. */
+function checkService(
+  raw: Record<string, unknown>,
+  where: string,
+  options: ParseOptions,
+): { object: ConfigObject; schema: ModelSchema; fromService?: FromService } | {
+  problems: string[];
+} {
+  if (!options.serviceAsEntry) {
+    return {
+      problems: [
+        `${where}: kind Service is an orchestrator object, not mesh config: create it with the ` +
+        "orchestrator's tools (kubectl apply -f), and register VMs with meshctl register " +
+        "(on -p fs meshctl stores a Service as a ServiceEntry)",
+      ],
+    };
+  }
+  const meta = isRecord(raw.metadata) ? raw.metadata : {};
+  const objNs = typeof meta.namespace === "string" ? meta.namespace : "";
+  const ns = resolveNamespace(objNs, options.flagNamespace, options.defaultNamespace);
+  if ("error" in ns) return { problems: [`${where}: ${ns.error}`] };
+  const converted = serviceAsServiceEntry(raw, ns.namespace, where);
+  if ("problems" in converted) return converted;
+  // checked with one stand-in instance: the write step puts the registered instances there
+  const entry = converted.entry as { spec: Record<string, unknown> };
+  const checked = { ...entry, spec: { ...entry.spec, endpoints: [STAND_IN_ENDPOINT] } };
+  const p = checkDocument(checked, where, {
+    ...options,
+    serviceAsEntry: false,
+    skipOrchestratorKinds: false,
+  });
+  if ("problems" in p) return p;
+  if ("skipped" in p) return { problems: [`${where}: ${p.skipped}`] }; // a ServiceEntry is never skipped
+  return { ...p, fromService: converted.fromService };
 }
 
 // ---- output ----------------------------------------------------------------------------------
@@ -525,6 +602,10 @@ export type InputOp = "create" | "replace" | "delete";
  * checks every document (`check` as {@link ParseOptions}). Returns the connection and the
  * objects; or, when a document has a problem, prints every problem and `<label>: N problems
  * found; nothing was <op>d` and returns exit code 1. Empty input is an Error (`nothing to <op>`).
+ *
+ * With `partial` (create without `--all-or-nothing`): documents of orchestrator workload kinds
+ * are skipped with a `Skipped:` line each on stderr, bad documents are printed as errors and
+ * counted in `failed`, and the valid objects are returned to be written.
  */
 export async function readObjects(
   op: InputOp,
@@ -532,16 +613,22 @@ export async function readObjects(
   ctx: MeshctlContext,
   check: ParseOptions["check"],
   ways?: string,
-): Promise<{ conn: Connection; objects: InputObject[] } | number> {
+  partial = false,
+): Promise<{ conn: Connection; objects: InputObject[]; failed: number } | number> {
   const target = storeTarget(opts, ctx);
   const input = await readInput(opts.file, ctx, ways);
   const conn = await connect(target);
-  const { objects, problems } = parseInput(input.label, input.text, {
+  const { objects, problems, skipped } = parseInput(input.label, input.text, {
     flagNamespace: opts.namespace,
     defaultNamespace: conn.defaultNamespace,
     check,
+    serviceAsEntry: target.platform === "fs",
+    skipOrchestratorKinds: partial,
   });
-  if (problems.length > 0) {
+  if (skipped.length) {
+    await ctx.stderr.write(skipped.map((l) => `Skipped: ${escapeControl(l)}\n`).join(""));
+  }
+  if (problems.length > 0 && (!partial || objects.length === 0)) {
     return await fail(ctx, [
       ...problems,
       `${input.label}: ${problems.length} problem${
@@ -549,8 +636,19 @@ export async function readObjects(
       } found; nothing was ${op}d`,
     ]);
   }
-  if (objects.length === 0) throw new Error(`nothing to ${op}`);
-  return { conn, objects };
+  if (problems.length > 0) {
+    await fail(ctx, [
+      ...problems,
+      `${input.label}: ${problems.length} problem${problems.length === 1 ? "" : "s"} found; ` +
+      `the other ${objects.length} object${objects.length === 1 ? "" : "s"} will be ${op}d`,
+    ]);
+  }
+  if (objects.length === 0) {
+    throw new Error(
+      `nothing to ${op}${skipped.length ? ` (${skipped.length} documents skipped)` : ""}`,
+    );
+  }
+  return { conn, objects, failed: problems.length };
 }
 
 /**
@@ -585,4 +683,30 @@ export async function applyEach<T>(
 /** Distinct schemas of some input objects, in first-seen order. */
 export function schemasOf(objects: readonly InputObject[]): ModelSchema[] {
   return [...new Set(objects.map((o) => o.schema))];
+}
+
+/**
+ * Prints a `Warning:` line on stderr for what was written but will not reach a proxy: once per
+ * legacy networking kind (stored, not served, and the command that converts it), and per object
+ * for each field mesh accepts but does not yet turn into proxy configuration.
+ */
+export async function warnNotServed(
+  ctx: CliContext,
+  objects: readonly InputObject[],
+): Promise<void> {
+  const lines: string[] = [];
+  const kinds = new Set<string>();
+  for (const { object, schema } of objects) {
+    const legacy = legacyNotServedReason(object.kind);
+    if (legacy && !kinds.has(object.kind)) {
+      kinds.add(object.kind);
+      lines.push(legacy);
+    }
+    for (const f of unservedFields(object)) {
+      lines.push(`${objectPath(schema, object)}: ${f}`);
+    }
+  }
+  if (lines.length) {
+    await ctx.stderr.write(lines.map((l) => `Warning: ${escapeControl(l)}\n`).join(""));
+  }
 }

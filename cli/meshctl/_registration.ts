@@ -8,10 +8,18 @@ import { checkLabelKey, checkLabelValue, isDns1123Label, isIp } from "../../lib/
 import { SERVICE_ACCOUNT_ANNOTATION } from "../../lib/registry/accounts.ts";
 import { protocolFromPortName } from "../../lib/registry/protocol.ts";
 
-/** One port of a registration: `name:port` or a bare port. */
+/** One port of a registration: `name:port`, `name:port:targetPort` or a bare port. */
 export interface PortSpec {
   name: string;
+  /** The service port. */
   port: number;
+  /** The port the instance listens on, when it differs from `port` (`http:80:8081`). */
+  targetPort?: number;
+}
+
+/** The port an instance listens on for a registered port. */
+export function endpointPort(p: PortSpec): number {
+  return p.targetPort ?? p.port;
 }
 
 /** Names of bare ports, as the reference gives them; other bare ports are named by number. */
@@ -35,7 +43,7 @@ export interface Registration {
 }
 
 /**
- * Checks the arguments and flags of `register` (`<svcname> <ip> [name:]port...`); throws a
+ * Checks the arguments and flags of `register` (`<svcname> <ip> [name:]port[:targetPort]...`); throws a
  * {@link UsageError} naming the first bad value.
  */
 export function parseRegistration(
@@ -82,23 +90,31 @@ export function checkIp(ip: string): void {
   }
 }
 
+const isPortText = (t: string) => /^\d+$/.test(t) && Number(t) >= 1 && Number(t) <= 65535;
+
 /**
- * Parses `[name:]port` arguments. Bare ports are named from {@link WELL_KNOWN_PORT_NAMES}, else
- * by their number. Port numbers and names must be unique.
+ * Parses `[name:]port[:targetPort]` arguments (`http:80:8081`: service port 80, the instance
+ * listens on 8081; a target port needs the name). Bare ports are named from
+ * {@link WELL_KNOWN_PORT_NAMES}, else by their number. Port numbers and names must be unique.
  */
 export function parsePorts(args: readonly string[]): PortSpec[] {
   const out: PortSpec[] = [];
   for (const arg of args) {
-    const i = arg.lastIndexOf(":");
-    const text = i < 0 ? arg : arg.slice(i + 1);
+    const parts = arg.split(":");
     const q = JSON.stringify(arg);
-    if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 65535) {
+    const text = parts.length === 3 ? parts[1] : parts[parts.length - 1];
+    const targetText = parts.length === 3 ? parts[2] : undefined;
+    if (
+      parts.length > 3 || !isPortText(text) ||
+      (targetText !== undefined && !isPortText(targetText))
+    ) {
       throw new UsageError(
-        `Invalid port ${q}: want [name:]port with a port between 1 and 65535`,
+        `Invalid port ${q}: want [name:]port or name:port:targetPort with ports between 1 and ` +
+          "65535",
       );
     }
     const port = Number(text);
-    const name = i < 0 ? WELL_KNOWN_PORT_NAMES[port] ?? String(port) : arg.slice(0, i);
+    const name = parts.length === 1 ? WELL_KNOWN_PORT_NAMES[port] ?? String(port) : parts[0];
     if (!isDns1123Label(name)) {
       throw new UsageError(
         `Invalid port ${q}: name ${
@@ -116,7 +132,10 @@ export function parsePorts(args: readonly string[]): PortSpec[] {
         }; name one of them (name:port)`,
       );
     }
-    out.push({ name, port });
+    const targetPort = targetText === undefined ? undefined : Number(targetText);
+    out.push(
+      targetPort === undefined || targetPort === port ? { name, port } : { name, port, targetPort },
+    );
   }
   return out;
 }
@@ -145,9 +164,11 @@ export function parseKeyValues(
   return out;
 }
 
-/** `http:80, mysql:3306`. */
+/** `http:80, mysql:3306, web:80:8081`. */
 export function portsText(ports: readonly PortSpec[]): string {
-  return ports.map((p) => `${p.name}:${p.port}`).join(", ");
+  return ports.map((p) => `${p.name}:${p.port}${p.targetPort ? `:${p.targetPort}` : ""}`).join(
+    ", ",
+  );
 }
 
 // ---- orchestrator Endpoints -----------------------------------------------------------------
@@ -162,7 +183,7 @@ export interface Subset {
 
 const samePortSet = (s: Subset, ports: readonly PortSpec[]) => {
   const have = new Set((s.ports ?? []).map((p) => p.port));
-  return have.size === ports.length && ports.every((p) => have.has(p.port));
+  return have.size === ports.length && ports.every((p) => have.has(endpointPort(p)));
 };
 
 /**
@@ -179,7 +200,7 @@ export function addAddress(
   if (!match) {
     out.push({
       addresses: [{ ip }],
-      ports: ports.map((p) => ({ name: p.name, port: p.port, protocol: "TCP" })),
+      ports: ports.map((p) => ({ name: p.name, port: endpointPort(p), protocol: "TCP" })),
     });
     return { subsets: out, added: true };
   }
@@ -289,10 +310,10 @@ export function addEndpoint(
   }
   const endpoints = [...(spec.endpoints ?? [])];
   const i = endpoints.findIndex((e) => e.address === reg.ip);
-  const want = Object.fromEntries(reg.ports.map((p) => [p.name, p.port]));
+  const want = Object.fromEntries(reg.ports.map((p) => [p.name, endpointPort(p)]));
   if (i >= 0) {
     const have = endpoints[i].ports ?? {};
-    if (reg.ports.every((p) => have[p.name] === p.port)) {
+    if (reg.ports.every((p) => have[p.name] === endpointPort(p))) {
       return { spec: { ...spec, ports, endpoints }, added: false };
     }
     endpoints[i] = { ...endpoints[i], ports: { ...have, ...want } };

@@ -52,3 +52,29 @@ Deno.test("addEndpoint() adds missing ports to the entry and merges ports of a k
   assert.deepEqual(b.spec.endpoints, [{ address: "10.0.0.1", ports: { http: 80, grpc: 7070 } }]);
   assert.throws(() => addEndpoint(b.spec, reg("10.0.0.2", "web:80"), "se"), /names port 80 "http"/);
 });
+
+Deno.test("parsePorts() maps a service port to the instance's target port with name:port:targetPort", () => {
+  assert.deepEqual(parsePorts(["http:80:8081", "tcp:90:90"]), [
+    { name: "http", port: 80, targetPort: 8081 },
+    { name: "tcp", port: 90 },
+  ]);
+  for (const bad of ["http:80:0", "http:80:x", "a:b:80:81", "http::8081"]) {
+    assert.throws(() => parsePorts([bad]), /want \[name:\]port or name:port:targetPort/, bad);
+  }
+});
+
+Deno.test("addEndpoint() and addAddress() put the target port on the instance, the service port on the entry", () => {
+  const reg = parseRegistration(["echo", "10.0.0.5", "http:80:8081"], {
+    labels: [],
+    annotations: [],
+    serviceaccount: "default",
+  });
+  const spec = { hosts: ["echo.default.svc.cluster.local"], ports: [], endpoints: [] };
+  const r = addEndpoint(spec, reg, "se");
+  assert.deepEqual(r.spec.ports, [{ number: 80, protocol: "HTTP", name: "http" }]);
+  assert.deepEqual(r.spec.endpoints, [{ address: "10.0.0.5", ports: { http: 8081 } }]);
+  assert.equal(addEndpoint(r.spec, reg, "se").added, false, "registered twice: no change");
+  const sub = addAddress([], "10.0.0.5", reg.ports).subsets;
+  assert.deepEqual(sub[0].ports, [{ name: "http", port: 8081, protocol: "TCP" }]);
+  assert.equal(addAddress(sub, "10.0.0.5", reg.ports).added, false);
+});

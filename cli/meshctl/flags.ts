@@ -6,6 +6,7 @@
 
 import {
   bool,
+  duration,
   flag,
   int,
   type OptionsOf,
@@ -89,6 +90,13 @@ export const proxyConfigFlags = [
     help:
       "host:port of the proxy admin port `endpoint` reads on the fs platform (default 127.0.0.1:15000).",
   }),
+  flag({
+    name: "discovery-address",
+    type: string,
+    default: "",
+    help: "host:port of the discovery monitoring port `discovery` reads on the fs platform " +
+      "(default $MESH_DISCOVERY_ADDR, else 127.0.0.1:9093).",
+  }),
 ] as const;
 
 /** `context-create` flags. */
@@ -111,6 +119,13 @@ export const createFlags = [
     "Input file with resources to create; - for standard input (also read when unset " +
       "and piped).",
   ),
+  flag({
+    name: "all-or-nothing",
+    type: bool,
+    default: false,
+    help: "Write nothing unless every document is a valid mesh object (orchestrator kinds " +
+      "such as Deployment are then refused, not skipped).",
+  }),
 ] as const;
 /** `replace` flags. */
 export const replaceFlags = [
@@ -357,6 +372,49 @@ export const rbacCanFlags = [
   }),
 ] as const;
 
+/** `experimental workload bootstrap` flags. */
+export const workloadBootstrapFlags = [
+  flag({
+    name: "output",
+    short: "o",
+    type: string,
+    default: "",
+    help: "Directory the workload's files are written to (created when missing).",
+  }),
+  flag({
+    name: "ca-address",
+    type: string,
+    default: "127.0.0.1:8060",
+    help: "host:port of mesh_ca's gRPC API, written into the agent's environment file.",
+  }),
+  flag({
+    name: "ca-root",
+    type: string,
+    default: "",
+    help: "PEM file of mesh_ca's root certificate (on orch, read from Secret mesh-ca-secret " +
+      "of the mesh namespace when unset; on fs, root-cert.pem is not written without it).",
+  }),
+  flag({
+    name: "issuer-key",
+    type: string,
+    default: "",
+    defaultText: "$HOME/.mesh/workload-issuer-key.json",
+    help: "-p fs: the local token signing key (JWK, created when missing).",
+  }),
+  flag({
+    name: "token-ttl",
+    type: duration,
+    default: 720 * 3_600_000,
+    help: "Lifetime of the token.",
+  }),
+  flag({
+    name: "ip",
+    type: string,
+    default: "127.0.0.1",
+    help: "IP address of the workload (INSTANCE_IP of the agent).",
+  }),
+] as const;
+
 /** Options every meshctl command gets (global flags and L); `orchconfig` is always filled. */
 export type CommonOptions = OptionsOf<typeof common[number]["flags"][number]>;
 /** Options of `meshctl proxy-config`. */
@@ -383,5 +441,9 @@ export type ConvertOptions = OptionsOf<typeof convertFlags[number]> & CommonOpti
 export type MetricsOptions = OptionsOf<typeof metricsFlags[number]> & CommonOptions;
 /** Options of `meshctl experimental rbac can`. */
 export type RbacCanOptions = OptionsOf<typeof rbacCanFlags[number]> & CommonOptions;
+/** Options of `meshctl experimental workload bootstrap`. */
+export type WorkloadBootstrapOptions =
+  & OptionsOf<typeof workloadBootstrapFlags[number]>
+  & CommonOptions;
 /** Options of `meshctl version`. */
 export type VersionOptions = OptionsOf<typeof versionGroup.flags[number]> & CommonOptions;

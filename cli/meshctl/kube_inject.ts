@@ -164,6 +164,7 @@ export async function run(
       policy: injectConfig.policy,
       template: injectConfig.template || inject.builtinTemplate(params),
       meshConfig,
+      templates: { [inject.GRPC_AGENT_TEMPLATE]: inject.builtinGrpcAgentTemplate(params) },
     });
   } catch (err) {
     throw new Error(`Invalid injection template: ${(err as Error).message}`);
@@ -184,12 +185,32 @@ export async function run(
   return 0;
 }
 
-/** Reads config maps of `-i` through `-c`, loading the kubeconfig (and the client) once. */
-function lazyCluster(opts: KubeInjectOptions, ctx: MeshctlContext) {
+/** The modules {@link lazyCluster} loads on first use (a seam for tests). */
+export interface ClusterModules {
+  kube: Pick<typeof import("../../lib/kube/mod.ts"), "loadKubeConfig">;
+  orch: Pick<typeof import("../../lib/inject/orch.ts"), "readConfigMapValue">;
+}
+
+const loadClusterModules = async (): Promise<ClusterModules> => ({
+  kube: await import("../../lib/kube/mod.ts"),
+  orch: await import("../../lib/inject/orch.ts"),
+});
+
+/**
+ * Reads config maps of `-i` through `-c`, loading the kubeconfig (and the client) once. The
+ * modules are loaded before the kubeconfig is read, and the kubeconfig promise is awaited as soon
+ * as it exists: a missing kubeconfig is then one clean error however long the first (cold-cache)
+ * import takes, never an unhandled rejection.
+ */
+export function lazyCluster(
+  opts: KubeInjectOptions,
+  ctx: MeshctlContext,
+  load: () => Promise<ClusterModules> = loadClusterModules,
+) {
   let kc: Promise<import("../../lib/kube/mod.ts").KubeConfig> | undefined;
   return {
     async value(name: string, key: string, instead: string): Promise<string> {
-      const kube = await import("../../lib/kube/mod.ts");
+      const { kube, orch } = await load();
       const path = kubeconfigPath(opts, ctx);
       kc ??= (async () => {
         try {
@@ -202,8 +223,7 @@ function lazyCluster(opts: KubeInjectOptions, ctx: MeshctlContext) {
         }
         return await kube.loadKubeConfig(path);
       })();
-      const { readConfigMapValue } = await import("../../lib/inject/orch.ts");
-      return await readConfigMapValue(await kc, opts.meshNamespace, name, key);
+      return await orch.readConfigMapValue(await kc, opts.meshNamespace, name, key);
     },
   };
 }

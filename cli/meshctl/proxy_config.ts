@@ -3,8 +3,8 @@
  *
  * `discovery`: asks mesh-discovery what it serves the proxy `<pod>.<namespace>` (`mesh`: every
  * proxy) through its debug pages (types `ads`, `eds`, `syncz`, `all`; default `all`).
- * With `--platform fs` the discovery monitoring address is `$MESH_DISCOVERY_ADDR` (default
- * `127.0.0.1:9093`); with `--platform orch` every pod labelled `app=mesh-discovery` in
+ * With `--platform fs` the discovery monitoring address is `--discovery-address`, else
+ * `$MESH_DISCOVERY_ADDR` (default `127.0.0.1:9093`); with `--platform orch` every pod labelled `app=mesh-discovery` in
  * `--meshNamespace` is asked at `<pod IP>:<port>`, the port being the pod's container port named
  * `http-monitoring` (or `monitoring`), else 9093. For one proxy the first instance that knows it
  * answers; for `mesh` each instance's answer is printed under a `<pod> <type>` line.
@@ -21,6 +21,7 @@
 import { type CliContext, UsageError } from "../_shared/context.ts";
 import {
   debugPages,
+  discoveryAddrHint,
   fetchDebug,
   localDiscoveryAddr,
   NOT_CONNECTED,
@@ -58,7 +59,9 @@ export async function run(opts: ProxyConfigOptions, args: string[], ctx: CliCont
   debugPages(type);
   const proxyID = pod === "mesh" ? "all" : `${pod}.${opts.namespace || "default"}`;
   if (opts.platform !== "orch") {
-    await printDebug(await fetchDebug(localDiscoveryAddr(ctx.env), proxyID, type), ctx);
+    const addr = localDiscoveryAddr(ctx.env, opts.discoveryAddress);
+    const hint = discoveryAddrHint("--discovery-address");
+    await printDebug(await fetchDebug(addr, proxyID, type, hint), ctx);
     return 0;
   }
   const { kubeClient, loadKubeConfig } = await import("../../lib/kube/mod.ts");
@@ -147,6 +150,9 @@ async function endpoint(opts: ProxyConfigOptions, pod: string, type: string, ctx
     }
     addr = proxyAdminAddress(p as PodLike, pod);
   }
-  await ctx.stdout.write(admin.formatSections(await admin.proxyConfig(addr, t)));
+  const sections = await admin.proxyConfig(addr, t);
+  const warning = admin.standinWarning(addr, sections);
+  if (warning) await ctx.stderr.write(warning);
+  await ctx.stdout.write(admin.formatSections(sections));
   return 0;
 }

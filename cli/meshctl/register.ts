@@ -1,6 +1,8 @@
 /**
- * `meshctl register <svcname> <ip> [name:]port...` (reference §5.4): registers a service
- * instance running outside the orchestrator (a VM) so the mesh sends it traffic.
+ * `meshctl register <svcname> <ip> [name:]port[:targetPort]...` (reference §5.4): registers a
+ * service instance running outside the orchestrator (a VM) so the mesh sends it traffic.
+ * `http:80:8081` maps service port 80 to the instance's port 8081 (a Service `targetPort`; on
+ * `fs` the ServiceEntry endpoint's port).
  *
  * - `--platform orch`: creates the Service `<svcname>` when missing (the ports, no selector,
  *   `-l` labels, `-a` annotations and the service-account annotation), creates its Endpoints
@@ -54,7 +56,14 @@ async function registerOrch(
   if (!service) {
     await core.createService({
       metadata,
-      spec: { ports: reg.ports.map((p) => ({ name: p.name, port: p.port, protocol: "TCP" })) },
+      spec: {
+        ports: reg.ports.map((p) => ({
+          name: p.name,
+          port: p.port,
+          ...(p.targetPort ? { targetPort: p.targetPort } : {}),
+          protocol: "TCP",
+        })),
+      },
     });
     await ctx.stdout.write(`Created service ${where}\n`);
   } else {

@@ -332,11 +332,36 @@ function convertRouteRules(rules: ConfigObject[], ctx: Ctx): Map<string, Any[]> 
 
 // ---- step 3: EgressRule → ServiceEntry ---------------------------------------------------------
 
+/**
+ * ServiceEntry hosts for an Istio 0.8 partial wildcard (`*google.com`, `*-bar.foo.com`), which a
+ * ServiceEntry cannot hold (`*` only as a whole first label): `*google.com` → `google.com` and
+ * `*.google.com` (names such as `foogoogle.com` are no longer matched); `*-bar.foo.com` →
+ * `*.foo.com` (wider). Each says so.
+ */
+function partialWildcardHosts(e: ConfigObject, rest: string, ctx: Ctx): string[] {
+  const service = `*${rest}`;
+  const dot = rest.indexOf(".");
+  // `*google.com`: the rest is a whole domain
+  if (dot > 0 && /^[a-z0-9]/.test(rest) && rest.split(".").length >= 2 && !rest.startsWith("-")) {
+    ctx.warn(
+      e,
+      `host "${service}" becomes "${rest}" and "*.${rest}": names that only end in ` +
+        `"${rest}" (such as "x${rest}") are no longer matched`,
+    );
+    return [rest, `*.${rest}`];
+  }
+  const parent = dot >= 0 ? rest.slice(dot + 1) : rest;
+  ctx.warn(e, `host "${service}" becomes "*.${parent}", which matches more names`);
+  return [`*.${parent}`];
+}
+
 function convertEgressRule(e: ConfigObject, ctx: Ctx): ConfigObject {
   const s = e.spec as Any;
   const service: string = s.destination.service;
   const isCidr = /^[0-9.]+(\/\d+)?$/.test(service) || service.includes(":");
-  const host = isCidr ? `${e.metadata.name}.${ctx.namespace}.svc.${ctx.domain}` : service;
+  let hosts = [isCidr ? `${e.metadata.name}.${ctx.namespace}.svc.${ctx.domain}` : service];
+  const partial = /^\*([^.].*)$/.exec(service);
+  if (!isCidr && partial) hosts = partialWildcardHosts(e, partial[1], ctx);
   if (s.useEgressProxy) {
     ctx.warn(e, "useEgressProxy is not converted: route through an egress gateway instead");
   }
@@ -349,7 +374,7 @@ function convertEgressRule(e: ConfigObject, ctx: Ctx): ConfigObject {
     "ServiceEntry",
     e.metadata.name,
     defined({
-      hosts: [host],
+      hosts,
       addresses: isCidr ? [service] : undefined,
       ports,
       resolution: "NONE",

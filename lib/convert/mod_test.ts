@@ -47,3 +47,26 @@ Deno.test("convertConfigs() refuses other kinds by name", () => {
   const vs = { ...rr("x", "ns", {}), kind: "VirtualService" };
   assert.throws(() => convertConfigs([vs]), { message: "unsupported kind: VirtualService" });
 });
+
+Deno.test("convertConfigs() turns Istio 0.8's partial egress wildcards into ServiceEntry hosts, saying what changes", () => {
+  const egress = (name: string, service: string): ConfigObject => ({
+    apiVersion: "config.mesh.io/v1alpha2",
+    kind: "EgressRule",
+    metadata: { name, namespace: "default" },
+    spec: { destination: { service }, ports: [{ port: 443, protocol: "https" }] },
+  });
+  const { configs, warnings } = convertConfigs([
+    egress("google", "*google.com"),
+    egress("bar", "*-bar.foo.com"),
+    egress("plain", "*.example.com"),
+  ]);
+  assert.deepEqual(configs.map((c) => (c.spec as { hosts: string[] }).hosts), [
+    ["google.com", "*.google.com"],
+    ["*.foo.com"],
+    ["*.example.com"],
+  ]);
+  assert.deepEqual(warnings, [
+    'EgressRule/default/google: host "*google.com" becomes "google.com" and "*.google.com": names that only end in "google.com" (such as "xgoogle.com") are no longer matched',
+    'EgressRule/default/bar: host "*-bar.foo.com" becomes "*.foo.com", which matches more names',
+  ]);
+});

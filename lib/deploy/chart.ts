@@ -101,6 +101,47 @@ const POD_ENV = `          env:
 const NO_INJECT = `      annotations:
         sidecar.mesh.io/inject: "false"`;
 
+/**
+ * The head of a one-container Deployment, up to the container's `imagePullPolicy`: metadata with
+ * `app: <name>`, `release: mesh` and `labels`, `replicas` and `image` from `.Values.<values>`, a
+ * pod labelled `app: <name>` and `labels` that the injector leaves alone, and its service account.
+ * The container's args, ports and probes and the pod's volumes follow it in each template.
+ */
+function deployment(o: {
+  name: string;
+  values: string;
+  serviceAccount: string;
+  container: string;
+  labels: Readonly<Record<string, string>>;
+}): string {
+  const labels = (indent: number) =>
+    Object.entries(o.labels).map(([k, v]) => `${" ".repeat(indent)}${k}: ${v}`).join("\n");
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ${o.name}
+  namespace: {{ .Release.Namespace }}
+${LABELS(o.name)}
+${labels(4)}
+spec:
+  replicas: {{ .Values.${o.values}.replicas }}
+  selector:
+    matchLabels:
+      app: ${o.name}
+  template:
+    metadata:
+      labels:
+        app: ${o.name}
+${labels(8)}
+${NO_INJECT}
+    spec:
+      serviceAccountName: ${o.serviceAccount}
+      containers:
+        - name: ${o.container}
+          image: ${IMAGE(`{{ .Values.${o.values}.image }}`)}
+          imagePullPolicy: {{ .Values.global.imagePullPolicy }}`;
+}
+
 const NAMESPACE = `apiVersion: v1
 kind: Namespace
 metadata:
@@ -296,30 +337,15 @@ data:
 {{- end }}
 `;
 
-const DISCOVERY = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: mesh-discovery
-  namespace: {{ .Release.Namespace }}
-${LABELS("mesh-discovery")}
-    mesh: discovery
-spec:
-  replicas: {{ .Values.discovery.replicas }}
-  selector:
-    matchLabels:
-      app: mesh-discovery
-  template:
-    metadata:
-      labels:
-        app: mesh-discovery
-        mesh: discovery
-${NO_INJECT}
-    spec:
-      serviceAccountName: mesh-discovery-service-account
-      containers:
-        - name: discovery
-          image: ${IMAGE("{{ .Values.discovery.image }}")}
-          imagePullPolicy: {{ .Values.global.imagePullPolicy }}
+const DISCOVERY = `${
+  deployment({
+    name: "mesh-discovery",
+    values: "discovery",
+    serviceAccount: "mesh-discovery-service-account",
+    container: "discovery",
+    labels: { mesh: "discovery" },
+  })
+}
           args:
             - discovery
             - --domain={{ .Values.global.domain }}
@@ -396,32 +422,15 @@ spec:
 /** mesh-policy server as `mesh-policy` (checks) or `mesh-telemetry` (reports). */
 const policyServer = (name: string, role: "policy" | "telemetry") =>
   `{{- if .Values.${role}.enabled }}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: ${name}
-  namespace: {{ .Release.Namespace }}
-${LABELS(name)}
-    mesh: policy
-    mesh-policy-type: ${role}
-spec:
-  replicas: {{ .Values.${role}.replicas }}
-  selector:
-    matchLabels:
-      app: ${name}
-  template:
-    metadata:
-      labels:
-        app: ${name}
-        mesh: policy
-        mesh-policy-type: ${role}
-${NO_INJECT}
-    spec:
-      serviceAccountName: mesh-policy-service-account
-      containers:
-        - name: ${role}
-          image: ${IMAGE(`{{ .Values.${role}.image }}`)}
-          imagePullPolicy: {{ .Values.global.imagePullPolicy }}
+${
+    deployment({
+      name,
+      values: role,
+      serviceAccount: "mesh-policy-service-account",
+      container: role,
+      labels: { mesh: "policy", "mesh-policy-type": role },
+    })
+  }
           args:
             - server
             - --port=9091
@@ -560,30 +569,15 @@ ${NO_INJECT}
 {{- end }}
 `;
 
-const CA = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: mesh-ca
-  namespace: {{ .Release.Namespace }}
-${LABELS("mesh-ca")}
-    mesh: ca
-spec:
-  replicas: {{ .Values.ca.replicas }}
-  selector:
-    matchLabels:
-      app: mesh-ca
-  template:
-    metadata:
-      labels:
-        app: mesh-ca
-        mesh: ca
-${NO_INJECT}
-    spec:
-      serviceAccountName: mesh-ca-service-account
-      containers:
-        - name: ca
-          image: ${IMAGE("{{ .Values.ca.image }}")}
-          imagePullPolicy: {{ .Values.global.imagePullPolicy }}
+const CA = `${
+  deployment({
+    name: "mesh-ca",
+    values: "ca",
+    serviceAccount: "mesh-ca-service-account",
+    container: "ca",
+    labels: { mesh: "ca" },
+  })
+}
           args:
             - --append-dns-names=true
             - --grpc-port=8060
@@ -628,31 +622,26 @@ spec:
       port: 9093
 `;
 
+/** The injector's liveness and readiness probe: its health file, fresh within 4 s. */
+const INJECTOR_PROBE = `            exec:
+              command:
+                - /usr/local/bin/sidecar-injector
+                - probe
+                - --probe-path=/health
+                - --interval=4s
+            initialDelaySeconds: 4
+            periodSeconds: 4`;
+
 const INJECTOR = `{{- if .Values.sidecarInjector.enabled }}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: mesh-sidecar-injector
-  namespace: {{ .Release.Namespace }}
-${LABELS("mesh-sidecar-injector")}
-    mesh: sidecar-injector
-spec:
-  replicas: {{ .Values.sidecarInjector.replicas }}
-  selector:
-    matchLabels:
-      app: mesh-sidecar-injector
-  template:
-    metadata:
-      labels:
-        app: mesh-sidecar-injector
-        mesh: sidecar-injector
-${NO_INJECT}
-    spec:
-      serviceAccountName: mesh-sidecar-injector-service-account
-      containers:
-        - name: sidecar-injector-webhook
-          image: ${IMAGE("{{ .Values.sidecarInjector.image }}")}
-          imagePullPolicy: {{ .Values.global.imagePullPolicy }}
+${
+  deployment({
+    name: "mesh-sidecar-injector",
+    values: "sidecarInjector",
+    serviceAccount: "mesh-sidecar-injector-service-account",
+    container: "sidecar-injector-webhook",
+    labels: { mesh: "sidecar-injector" },
+  })
+}
           args:
             - --caCertFile=/etc/mesh/certs/root-cert.pem
             - --tlsCertFile=/etc/mesh/certs/cert-chain.pem
@@ -671,23 +660,9 @@ ${NO_INJECT}
             - name: https-webhook
               containerPort: {{ .Values.sidecarInjector.port }}
           livenessProbe:
-            exec:
-              command:
-                - /usr/local/bin/sidecar-injector
-                - probe
-                - --probe-path=/health
-                - --interval=4s
-            initialDelaySeconds: 4
-            periodSeconds: 4
+${INJECTOR_PROBE}
           readinessProbe:
-            exec:
-              command:
-                - /usr/local/bin/sidecar-injector
-                - probe
-                - --probe-path=/health
-                - --interval=4s
-            initialDelaySeconds: 4
-            periodSeconds: 4
+${INJECTOR_PROBE}
           volumeMounts:
             - name: config-volume
               mountPath: /etc/mesh/config
@@ -752,36 +727,16 @@ webhooks:
 {{- end }}
 `;
 
-/** The ingress gateway's workload labels (what Ingress-derived and converted Gateways select). */
-const GATEWAY_LABELS = (indent: number) =>
-  Object.entries(INGRESS_GATEWAY_SELECTOR).map(([k, v]) => `${" ".repeat(indent)}${k}: ${v}`)
-    .join("\n");
-
 const INGRESS = `{{- if .Values.ingress.enabled }}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: mesh-ingressgateway
-  namespace: {{ .Release.Namespace }}
-${LABELS("mesh-ingressgateway")}
-${GATEWAY_LABELS(4)}
-spec:
-  replicas: {{ .Values.ingress.replicas }}
-  selector:
-    matchLabels:
-      app: mesh-ingressgateway
-  template:
-    metadata:
-      labels:
-        app: mesh-ingressgateway
-${GATEWAY_LABELS(8)}
-${NO_INJECT}
-    spec:
-      serviceAccountName: mesh-ingressgateway-service-account
-      containers:
-        - name: ingressgateway
-          image: ${IMAGE("{{ .Values.ingress.image }}")}
-          imagePullPolicy: {{ .Values.global.imagePullPolicy }}
+${
+  deployment({
+    name: "mesh-ingressgateway",
+    values: "ingress",
+    serviceAccount: "mesh-ingressgateway-service-account",
+    container: "ingressgateway",
+    labels: INGRESS_GATEWAY_SELECTOR,
+  })
+}
           args:
             - proxy
             - ingress

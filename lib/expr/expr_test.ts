@@ -220,3 +220,24 @@ Deno.test("attributesOf() lists the attributes an expression reads", () => {
     "source.name",
   ]);
 });
+
+Deno.test("compile() types a quoted duration as DURATION beside a DURATION operand (Mixer 0.8)", () => {
+  const c = compile('response.duration | "0ms"', DEFAULT_MANIFEST);
+  assert.equal(c.type, "DURATION");
+  assert.equal(c.evaluate(bagOf({})), 0);
+  assert.equal(c.evaluate(bagOf({ "response.duration": 25 })), 25);
+  assert.equal(
+    compile('"1m30s" == response.duration', DEFAULT_MANIFEST).evaluate(
+      bagOf({ "response.duration": 90_000 }),
+    ),
+    true,
+  );
+});
+
+Deno.test("compile() keeps a quoted duration a STRING elsewhere, and refuses a non-duration beside a DURATION", () => {
+  assert.equal(compile('source.name | "10s"', DEFAULT_MANIFEST).type, "STRING");
+  assert.throws(
+    () => compile('response.duration | "soon"', DEFAULT_MANIFEST),
+    /between different types DURATION and STRING/,
+  );
+});

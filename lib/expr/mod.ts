@@ -12,6 +12,7 @@
  */
 
 import { typeOf } from "./check.ts";
+import { coerceDurations } from "./coerce.ts";
 import { evaluate } from "./eval.ts";
 import { type Expr, parse } from "./parse.ts";
 import type { AttributeBag, AttributeManifest, Value, ValueType } from "./types.ts";
@@ -49,7 +50,7 @@ export interface Compiled {
  * @throws {ExprError} with the position of the first syntax or type error.
  */
 export function compile(source: string, manifest: AttributeManifest): Compiled {
-  const expr = parse(source);
+  const expr = coerceDurations(parse(source), manifest);
   const type = typeOf(expr, manifest);
   return { source, expr, type, evaluate: (bag) => evaluate(expr, bag) };
 }

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { parseDuration } from "../flags/duration.ts";
+
 /** An error in an expression, with the 0-based character position it concerns. */
 export class ExprError extends Error {
   /** 0-based character offset in the expression text. */
@@ -169,7 +171,7 @@ class Parser {
       case "string":
         return { kind: "string", value: t.v, pos: t.pos };
       case "duration":
-        return { kind: "duration", value: durationMs(t.v), pos: t.pos };
+        return { kind: "duration", value: durationMs(t.v, t.pos), pos: t.pos };
       case "number":
         return /[.eE]/.test(t.v)
           ? { kind: "double", value: Number(t.v), pos: t.pos }
@@ -205,22 +207,13 @@ class Parser {
   }
 }
 
-const UNIT_MS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  "µs": 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
-function durationMs(text: string): number {
-  let ms = 0;
-  for (const [, n, unit] of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) {
-    ms += Number(n) * UNIT_MS[unit];
+/** A duration literal (already matched by the tokenizer) in milliseconds, as Go reads it. */
+function durationMs(text: string, pos: number): number {
+  try {
+    return parseDuration(text);
+  } catch (e) {
+    throw new ExprError((e as Error).message, pos); // beyond Go's 290 years
   }
-  return ms;
 }
 
 function describe(t: Token): string {

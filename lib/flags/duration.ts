@@ -143,3 +143,20 @@ export function formatDuration(ms: number): string {
   }
   return negative ? "-" + out : out;
 }
+
+/**
+ * Formats milliseconds as a proto3 JSON `google.protobuf.Duration` (`"10s"`, `"1.500s"`), rounded
+ * to the millisecond: the form Envoy's and gRPC's bootstrap files take.
+ *
+ * @example
+ * ```ts
+ * import { formatProtoDuration } from "./duration.ts";
+ * formatProtoDuration(1500); // "1.500s"
+ * ```
+ */
+export function formatProtoDuration(ms: number): string {
+  const total = Math.round(ms);
+  const s = Math.floor(total / 1000);
+  const rest = total % 1000;
+  return rest ? `${s}.${String(rest).padStart(3, "0")}s` : `${s}s`;
+}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { formatDuration, parseDuration } from "./duration.ts";
+import { formatDuration, formatProtoDuration, parseDuration } from "./duration.ts";
 
 Deno.test("parseDuration() reads Go durations as milliseconds", () => {
   const cases: [string, number][] = [
@@ -74,4 +74,12 @@ Deno.test("formatDuration() and parseDuration() round trip", () => {
   for (const ms of [0, 1, 2, 1500, 60_000, 123_456.789, 2160 * 3_600_000]) {
     assert.equal(parseDuration(formatDuration(ms)), ms);
   }
+});
+
+Deno.test("formatProtoDuration() writes proto3 JSON durations, rounded to the millisecond", () => {
+  assert.equal(formatProtoDuration(0), "0s");
+  assert.equal(formatProtoDuration(10_000), "10s");
+  assert.equal(formatProtoDuration(1500), "1.500s");
+  assert.equal(formatProtoDuration(1), "0.001s");
+  assert.equal(formatProtoDuration(1999.6), "2s");
 });

@@ -20,6 +20,7 @@ import type { FlagType } from "./types.ts";
 
 export * from "./types.ts";
 export { formatDuration, parseDuration } from "./duration.ts";
+export { listenHost } from "./listen_host.ts";
 
 /** One flag: exact name (without dashes), optional one-letter short form, type and default. */
 export interface FlagSpec<T = unknown, N extends string = string> {
@@ -194,3 +195,5 @@ export function resolveOptions(
   }
   return Object.freeze(out);
 }
+
+export { ConfigError } from "./config_error.ts";

@@ -54,6 +54,8 @@ for await (const chunk of lines) {
         external: m.external,
         connections: listener.connections.size,
         accepting: listener.accepting,
+        refused: listener.refused,
+        shed: listener.shed,
       }));
     }
   }

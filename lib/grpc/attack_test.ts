@@ -29,6 +29,8 @@ interface Mem {
   heapUsed: number;
   connections: number;
   accepting: boolean;
+  refused: number;
+  shed: number;
 }
 
 /**
@@ -455,29 +457,50 @@ Deno.test("an address whose connections keep failing has its next connection hel
   }
 });
 
-Deno.test("the listener recovers from EMFILE and tells the truth while it cannot accept", async () => {
-  const server = await startServer({}, { acceptCheckMs: 200 }, 64);
+/** Connects from `localAddress` and times the server's SETTINGS and PING answer (ms, or -1). */
+async function answeredIn(port: number, localAddress: string, cs: RawClient[]): Promise<number> {
+  const t0 = performance.now();
+  const c = await RawClient.connect(port, { localAddress });
+  cs.push(c);
+  const ok = await c.until(() => c.settings().size > 0, 5000) && await c.roundTrip(5000);
+  return ok ? performance.now() - t0 : -1;
+}
+
+Deno.test("idle connections up to the descriptor limit starve no one: accept never fails, another address is answered within 1 s during the attack, every new client within 1 s after", async () => {
+  // The issue's attack: the server at a 1024-descriptor limit, 1100 idle TCP connections (no
+  // preface) from one address, here from three (127.0.0.1, .3 and .4), so that both the bound
+  // per address and the shedding of silent connections come into play.
+  const server = await startServer({}, { acceptCheckMs: 200 }, 1024);
+  const attackers: RawClient[] = [];
   const cs: RawClient[] = [];
   try {
-    // Past the descriptor limit the kernel still completes connections the server cannot accept.
-    for (let i = 0; i < 80; i++) cs.push(await RawClient.connect(server.port));
-    let m = await server.mem();
-    for (let i = 0; i < 50 && m.accepting; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      m = await server.mem();
+    const silent = (localAddress: string) =>
+      RawClient.connect(server.port, { preface: false, localAddress }).then((c) => {
+        attackers.push(c);
+      }, () => {});
+    for (let i = 0; i < 1100; i += 100) {
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => silent(`127.0.0.${[1, 3, 4][(i + j) % 3]}`)),
+      );
     }
-    assert.equal(m.accepting, false);
-    await Promise.all(cs.splice(0).map((c) => c.close()));
-    for (let i = 0; i < 100 && !m.accepting; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      m = await server.mem();
+    const during: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      during.push(await answeredIn(server.port, "127.0.0.2", cs));
+      // The attack goes on: new silent connections keep coming.
+      await Promise.all(Array.from({ length: 50 }, () => silent("127.0.0.1")));
+      const m = await server.mem();
+      assert.ok(m.accepting, "the listener stopped accepting during the attack");
     }
-    assert.equal(m.accepting, true);
-    const c = await connected(server.port);
-    cs.push(c);
-    assert.ok(await c.until(() => c.settings().size > 0, 5000), "no SETTINGS from the server");
+    assert.ok(during.every((ms) => ms >= 0 && ms < 1000), `during: ${during.join(", ")} ms`);
+    const m = await server.mem();
+    assert.ok(m.shed > 0, "no silent connection was shed");
+    await Promise.all(attackers.splice(0).map((c) => c.close()));
+    const after: number[] = [];
+    for (let i = 0; i < 10; i++) after.push(await answeredIn(server.port, "127.0.0.1", cs));
+    assert.ok(after.every((ms) => ms >= 0 && ms < 1000), `after: ${after.join(", ")} ms`);
+    assert.ok((await server.mem()).accepting);
   } finally {
-    await Promise.all(cs.map((c) => c.close()));
+    await Promise.all([...attackers, ...cs].map((c) => c.close()));
     await server.close();
   }
 });

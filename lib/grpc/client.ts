@@ -5,7 +5,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { isIP } from "node:net";
+import { isIP, isIPv6 } from "node:net";
 
 /** Options of {@link callUnary}. */
 export interface UnaryCallOptions {
@@ -49,6 +49,8 @@ export async function callUnary(opts: UnaryCallOptions): Promise<UnaryResult> {
   const http2 = await import("node:http2");
   const m = /^(.*):(\d+)$/.exec(opts.address);
   if (!m) throw new Error(`Invalid address "${opts.address}": want host:port`);
+  const problem = hostProblem(m[1]);
+  if (problem) throw new Error(`Invalid address "${opts.address}": ${problem}`);
   const host = m[1].replace(/^\[(.*)\]$/, "$1");
   const session = http2.connect(`https://${m[1]}:${m[2]}`, {
     ca: opts.ca,
@@ -109,4 +111,23 @@ export async function callUnary(opts: UnaryCallOptions): Promise<UnaryResult> {
     session.close();
     session.destroy();
   }
+}
+
+/** What is wrong with the host part of a `host:port` address (`[v6]` in brackets), if anything. */
+function hostProblem(host: string): string | undefined {
+  if (host === "") return "the host is empty";
+  const bracketed = /^\[(.*)\]$/.exec(host);
+  if (bracketed) {
+    return isIPv6(bracketed[1])
+      ? undefined
+      : `"${bracketed[1]}" in brackets is not an IPv6 address`;
+  }
+  if (/[[\]]/.test(host)) return `unbalanced brackets in the host "${host}"`;
+  if (host.includes(":")) return `an IPv6 host goes in brackets ("[${host}]:port")`;
+  try {
+    new URL(`https://${host}`);
+  } catch {
+    return `"${host}" is not a host name or IP address`;
+  }
+  return undefined;
 }

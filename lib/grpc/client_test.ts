@@ -147,6 +147,21 @@ Deno.test("callUnary(): the status without grpc-status, grpc-message decoding, t
         call("/t.S/Echo", { address: "nope" }),
         /Invalid address "nope": want host:port/,
       );
+      // Malformed hosts are named, not Node's "Invalid URL".
+      for (
+        const [address, why] of [
+          ["[::1:8443", 'unbalanced brackets in the host "\\[::1"'],
+          ["[nope]:8443", '"nope" in brackets is not an IPv6 address'],
+          ["::1:8443", 'an IPv6 host goes in brackets \\("\\[::1\\]:port"\\)'],
+          [":8443", "the host is empty"],
+          ["a b:8443", '"a b" is not a host name or IP address'],
+        ]
+      ) {
+        await assert.rejects(
+          call("/t.S/Echo", { address }),
+          new RegExp(`^Error: Invalid address "${address.replace(/[[\]]/g, "\\$&")}": ${why}$`),
+        );
+      }
     } finally {
       await new Promise((r) => h2.close(r));
     }

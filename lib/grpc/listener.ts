@@ -3,7 +3,10 @@
  * Its pieces: the connection cap ({@link GrpcListenOptions.maxConnections}), the failure
  * throttle that paces addresses whose connections keep failing ({@link FailureThrottle}), TLS
  * with a reloadable certificate, and the accept check that finds the accept loop stopped after
- * EMFILE and reopens the listening socket ({@link AcceptCheck}).
+ * EMFILE and reopens the listening socket ({@link AcceptCheck}), and the descriptor budget: a
+ * reserve of descriptors below `RLIMIT_NOFILE` that accepted connections never take (so that
+ * accept never fails with EMFILE), shedding connections that never sent a preface first, and a
+ * bound on the connections of one source address ({@link DescriptorBudget}).
  * @module
  */
 
@@ -11,6 +14,7 @@ import { Buffer } from "node:buffer";
 import type { Server, Socket } from "node:net";
 import { Connection, type H2Options } from "./h2/connection.ts";
 import { FailureThrottle } from "./throttle.ts";
+import { DescriptorBudget } from "./descriptors.ts";
 
 /** Options of {@link listenGrpc}. */
 export interface GrpcListenOptions extends H2Options {
@@ -29,6 +33,21 @@ export interface GrpcListenOptions extends H2Options {
    * and counted in {@link GrpcListener.refused}, with one log line per 10 s.
    */
   maxConnections?: number;
+  /**
+   * Connections one source address may hold at most (0 = no bound of its own, the default). An
+   * address never holds more than half of the descriptors left for connections either (see
+   * {@link descriptorReserve}). Connections beyond are closed at once, before any TLS handshake,
+   * and counted in {@link GrpcListener.refused}, with one log line per 10 s.
+   */
+  maxConnectionsPerAddress?: number;
+  /**
+   * Descriptors below the process's `RLIMIT_NOFILE` that accepted connections never take
+   * (default 5 % of the limit, at least 16). A connection accepted over that budget closes the
+   * oldest connection that has not sent its client preface and SETTINGS for a second, or else
+   * itself; counted in {@link GrpcListener.shed}, with one log line per 10 s. Linux only (read
+   * from `/proc/self`); elsewhere there is no budget.
+   */
+  descriptorReserve?: number;
   /**
    * Failed connections ({@link Connection.failed}: a connection error, no client preface in
    * time, or over the buffered-request budget) per source
@@ -65,13 +84,18 @@ export interface GrpcListener {
   readonly connections: ReadonlySet<Connection>;
   /** False while the listener cannot accept connections (out of file descriptors). */
   readonly accepting: boolean;
-  /** Connections closed at once because {@link GrpcListenOptions.maxConnections} were open. */
+  /**
+   * Connections closed at once because {@link GrpcListenOptions.maxConnections} were open, or
+   * their address held its {@link GrpcListenOptions.maxConnectionsPerAddress}.
+   */
   readonly refused: number;
   /**
    * New connections held or refused because their address was over
    * {@link GrpcListenOptions.maxFailedConnectionsPerSecond}.
    */
   readonly throttled: number;
+  /** Connections closed to keep the descriptor reserve (see {@link GrpcListenOptions.descriptorReserve}). */
+  readonly shed: number;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
@@ -242,6 +266,20 @@ class Listener implements GrpcListener {
   /** Connections held until their address's turn. */
   #held = new Set<Socket>();
   #throttled: Tally;
+  // Descriptor budget and the bound per address.
+  #fds: DescriptorBudget;
+  #maxPerAddress: number;
+  /** Accepted raw sockets by source address. */
+  #byAddress = new Map<string, number>();
+  /** Accepted raw sockets still open. */
+  #rawCount = 0;
+  /** Raw sockets accepted since the listener started (the accept loop is alive while it grows). */
+  #accepted = 0;
+  /** Raw sockets whose client has not sent its preface and SETTINGS, oldest first (by peer). */
+  #silent = new Map<string, { socket: Socket; at: number }>();
+  /** Raw sockets we closed on purpose (their failed TLS handshake is not logged). */
+  #dropped = new WeakSet<Socket>();
+  #shed: Tally;
   // Accept check and reopening.
   #check: AcceptCheck;
   #checkMs: number;
@@ -256,6 +294,9 @@ class Listener implements GrpcListener {
     this.#maxConnections = opts.maxConnections ?? 0;
     this.#refused = new Tally(opts.onError);
     this.#throttled = new Tally(opts.onError);
+    this.#fds = new DescriptorBudget({ reserve: opts.descriptorReserve });
+    this.#maxPerAddress = opts.maxConnectionsPerAddress ?? 0;
+    this.#shed = new Tally(opts.onError);
     this.#throttle = perSecond > 0 ? new FailureThrottle(perSecond) : undefined;
     this.#check = new AcceptCheck(mod.net);
     this.#checkMs = opts.path ? 0 : opts.acceptCheckMs ?? 2000;
@@ -267,6 +308,90 @@ class Listener implements GrpcListener {
 
   get throttled(): number {
     return this.#throttled.count;
+  }
+
+  get shed(): number {
+    return this.#shed.count;
+  }
+
+  /**
+   * Every accepted raw socket (before TLS): counted against the descriptor budget and its
+   * address's bound. False when it was closed.
+   */
+  #admit(raw: Socket): boolean {
+    const address = peerAddress(raw);
+    const key = peerKey(raw);
+    this.#fds.opened();
+    this.#rawCount++;
+    this.#accepted++;
+    const n = (this.#byAddress.get(address) ?? 0) + 1;
+    this.#byAddress.set(address, n);
+    const entry = { socket: raw, at: performance.now() };
+    this.#silent.set(key, entry);
+    raw.once("close", () => {
+      this.#fds.closed();
+      this.#rawCount--;
+      const left = (this.#byAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.#byAddress.set(address, left);
+      else this.#byAddress.delete(address);
+      if (this.#silent.get(key) === entry) this.#silent.delete(key);
+    });
+    const cap = this.#addressCap(address);
+    if (n > cap) {
+      this.#drop(raw);
+      this.#refused.add((k) =>
+        `refused ${k} connection(s) (latest from ${address}): the address holds ${n - 1}, ` +
+        `the limit is ${cap}`
+      );
+      return false;
+    }
+    // Near the descriptor budget (within half the reserve), connections silent for a second go,
+    // oldest first: room for newcomers before the budget is reached (accepts are reported late).
+    // Over it, a silent connection of the address holding the most goes, else this one.
+    const excess = this.#fds.excess();
+    if (excess <= -this.#fds.reserve / 2) return true;
+    for (let n = Math.max(1, Math.min(8, excess + 1)); n > 0; n--) {
+      const victim = this.#victim(excess > 0, address) ?? raw;
+      this.#drop(victim);
+      this.#shed.add((k) =>
+        `closed ${k} connection(s) to keep ${this.#fds.reserve} file descriptors free ` +
+        `(latest: ${victim === raw ? "a new one" : "one that sent no preface"} from ` +
+        `${peerAddress(victim) || address})`
+      );
+      if (victim === raw) return false;
+    }
+    return true;
+  }
+
+  /** The most connections `address` may hold: its bound, and half of the room for connections. */
+  #addressCap(address: string): number {
+    let cap = this.#maxPerAddress > 0 ? this.#maxPerAddress : Infinity;
+    if (address === "") return cap; // a unix socket: one "address" for every client
+    const fds = this.#fds;
+    const room = fds.budget - (fds.open - this.#rawCount);
+    if (room !== Infinity) cap = Math.min(cap, Math.max(1, Math.floor(room / 2)));
+    return cap;
+  }
+
+  /**
+   * The connection to shed: the oldest silent for a second; `over` the budget, else the oldest
+   * silent one of the address holding the most connections (unless that is `newcomer`'s).
+   */
+  #victim(over: boolean, newcomer: string): Socket | undefined {
+    const oldest = this.#silent.values().next().value;
+    if (oldest && performance.now() - oldest.at >= 1000) return oldest.socket;
+    if (!over) return undefined;
+    let top = "", most = 0;
+    for (const [a, n] of this.#byAddress) if (n > most) [top, most] = [a, n];
+    if (top === newcomer) return undefined;
+    for (const { socket } of this.#silent.values()) if (peerAddress(socket) === top) return socket;
+    return undefined;
+  }
+
+  #drop(raw: Socket): void {
+    this.#dropped.add(raw);
+    this.#silent.delete(peerKey(raw));
+    raw.destroy();
   }
 
   /** Opens the listening socket and starts the accept checks. */
@@ -320,6 +445,7 @@ class Listener implements GrpcListener {
     connections.add(c);
     const throttle = this.#throttle;
     if (throttle) c.onFailed = () => throttle.failed(address);
+    c.onGreeted = () => this.#silent.delete(peerKey(socket));
     socket.once("close", () => connections.delete(c));
   }
 
@@ -329,7 +455,7 @@ class Listener implements GrpcListener {
     if (!opts.tls) {
       return mod.net.createServer({ noDelay: true }, (socket) => {
         if (this.#check.isProbe(socket)) socket.destroy();
-        else this.#accept(socket);
+        else if (this.#admit(socket)) this.#accept(socket);
       });
     }
     const t = opts.tls;
@@ -354,11 +480,12 @@ class Listener implements GrpcListener {
       }
       this.#accept(socket);
     });
-    server.on("connection", (raw: Socket) => void this.#check.isProbe(raw));
+    server.on("connection", (raw: Socket) => void (this.#check.isProbe(raw) || this.#admit(raw)));
     server.on("tlsClientError", (e: Error, tlsSocket: Socket) => {
       // Deno's TLS socket forgets its peer once its handshake failed; the TCP socket it wraps
       // (`_parent`, as in Node) still knows it.
       const socket = (tlsSocket as Socket & { _parent?: Socket })?._parent ?? tlsSocket;
+      if (socket && this.#dropped.has(socket)) return;
       if (socket?.remotePort && this.#check.isQuiet(socket)) return;
       opts.onError?.(`TLS handshake failed: ${e.message}`);
     });
@@ -397,10 +524,15 @@ class Listener implements GrpcListener {
       : host === "::"
       ? "::1"
       : host;
+    const before = this.#accepted;
     const r = this.#open
       ? await this.#check.run(this.port, probeHost)
       : { ok: false, reason: "the listener is being reopened" };
     if (this.#closing) return;
+    // Not answered, but other connections were accepted meanwhile: the check waits in a long
+    // backlog (a flood of connections), the accept loop is alive. Reopening would reset the
+    // backlog.
+    if (r.reason === STOPPED && this.#accepted > before) r.ok = true;
     if (r.ok) {
       this.#unanswered = 0;
       this.#lastReopenError = "";

@@ -404,11 +404,6 @@ const FRAME_ERRORS: { name: string; send: (c: RawClient) => Uint8Array[]; goaway
     goaway: "PROTOCOL_ERROR HEADERS on stream 2",
   },
   {
-    name: "a second HEADERS without END_STREAM",
-    send: (c) => [c.headersFrame(1, grpcRequest(HOLD)), c.headersFrame(1, [["x", "y"]])],
-    goaway: "PROTOCOL_ERROR second HEADERS without END_STREAM",
-  },
-  {
     name: "PADDED HEADERS whose pad length is the whole payload",
     send: () => [frame(HEADERS, END_HEADERS | PADDED, 1, Buffer.from([2, 0]))],
     goaway: "PROTOCOL_ERROR bad HEADERS padding",
@@ -501,5 +496,41 @@ Deno.test("stream errors: request trailers end the request; trailers after END_S
     assert.deepEqual([...c.resets()], [[3, STREAM_CLOSED], [5, PROTOCOL_ERROR]]);
     assert.deepEqual(cancelled, ["HEADERS after END_STREAM", "pseudo-header in trailers"]);
     await alive(c);
+  });
+});
+
+Deno.test("stream errors: a second HEADERS without END_STREAM resets that stream only (RFC 9113 §8.1); the other calls go on", async () => {
+  cancelled.length = 0;
+  await withClient(async (c) => {
+    await c.write(
+      c.headersFrame(1, grpcRequest(ECHO)),
+      c.headersFrame(3, grpcRequest(HOLD)),
+      c.headersFrame(3, [["x", "y"]]),
+    );
+    assert.ok(await c.until(() => c.resets().has(3), 5000), "no RST_STREAM");
+    assert.deepEqual([...c.resets()], [[3, PROTOCOL_ERROR]]);
+    assert.deepEqual(cancelled, ["second HEADERS without END_STREAM"]);
+    assert.equal(c.goaway, undefined);
+    await c.write(frame(DATA, END_STREAM, 1, msg));
+    assert.equal(await statusOf(c, 1), "0", "the other call was not spared");
+    await alive(c);
+  });
+});
+
+Deno.test("flood budgets: header blocks with END_STREAM on closed streams are a flood past one per stream opened (+5)", async () => {
+  await withClient(async (c) => {
+    await c.write(c.headersFrame(1, grpcRequest(ECHO)), frame(DATA, END_STREAM, 1, msg));
+    assert.equal(await statusOf(c, 1), "0");
+    // Up to 5 + 1 (streams opened) are dropped quietly, as trailers that crossed a reset.
+    for (let i = 0; i < 6; i++) await c.write(c.headersFrame(1, [["x-trailer", "1"]], END_STREAM));
+    await alive(c);
+    for (let i = 0; i < 100 && !c.goaway && !c.isClosed; i++) {
+      await c.write(c.headersFrame(1, [["x-trailer", "1"]], END_STREAM));
+    }
+    assert.ok(await c.until(() => !!c.goaway, 5000), "no GOAWAY");
+    assert.equal(
+      `${c.goaway!.name} ${c.goaway!.debug}`,
+      "ENHANCE_YOUR_CALM 7 header blocks on closed streams",
+    );
   });
 });

@@ -10,6 +10,7 @@ import { Buffer } from "node:buffer";
 import net from "node:net";
 import { Flag, frame, FrameType, PREFACE } from "./h2/frames.ts";
 import { encodeHeaders, type HeaderList, HpackDecoder } from "./h2/hpack.ts";
+import { MessageBuilder } from "../protowire/mod.ts";
 
 const { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY } = FrameType;
 const { WINDOW_UPDATE, CONTINUATION } = FrameType;
@@ -683,17 +684,6 @@ export function rssOf(pid: number): number {
 
 export { END_STREAM };
 
-/** A protobuf length-delimited field (`field` number, bytes). */
-function lengthDelimited(field: number, body: Uint8Array): Uint8Array {
-  const len: number[] = [];
-  let n = body.length;
-  do {
-    len.push((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
-    n >>>= 7;
-  } while (n > 0);
-  return Buffer.concat([Buffer.from([(field << 3) | 2, ...len]), body]);
-}
-
 /** The ADS method of SotW xDS (envoy.service.discovery.v3). */
 export const ADS_PATH =
   "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
@@ -706,9 +696,6 @@ export function discoveryRequest(
   nodeId: string,
   typeUrl = "type.googleapis.com/envoy.config.cluster.v3.Cluster",
 ): Uint8Array {
-  const te = new TextEncoder();
-  return Buffer.concat([
-    lengthDelimited(2, lengthDelimited(1, te.encode(nodeId))),
-    lengthDelimited(4, te.encode(typeUrl)),
-  ]);
+  const node = new MessageBuilder().string(1, nodeId, true).finish();
+  return new MessageBuilder().message(2, node).string(4, typeUrl, true).finish();
 }

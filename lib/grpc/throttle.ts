@@ -2,9 +2,28 @@
  * A budget of failed connections per source address ({@link FailureThrottle}): an address whose
  * connections keep ending in connection errors has its new connections paced instead of served
  * at once, which bounds an attacker's reconnect churn (and the garbage each reconnect leaves)
- * without touching well-behaved clients, whose connections never fail that way.
+ * without touching well-behaved clients, whose connections never fail that way. IPv6 addresses
+ * count per /64 ({@link addressBucket}): a host is usually given a whole /64 and can pick a new
+ * address in it for every connection.
  * @module
  */
+
+import { isIPv6 } from "node:net";
+
+/**
+ * The bucket an address's failures count in: an IPv4 address itself, an IPv6 address's /64
+ * (`2001:db8:0:1::/64`, zone dropped).
+ */
+export function addressBucket(address: string): string {
+  const a = address.replace(/%.*$/, "");
+  if (!isIPv6(a)) return address;
+  const [head, tail] = a.includes("::") ? a.split("::") : [a, undefined];
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  // An embedded IPv4 tail (::ffff:1.2.3.4) counts as two groups; only the first four matter.
+  const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0")];
+  return groups.slice(0, 4).map((g) => parseInt(g || "0", 16).toString(16)).join(":") + "::/64";
+}
 
 interface AddressState {
   /** Failures not yet drained (a leaky bucket draining `perSecond` a second). */
@@ -16,7 +35,8 @@ interface AddressState {
 }
 
 /**
- * Counts connections that ended in a connection error, per source address, in a leaky bucket
+ * Counts connections that ended in a connection error, per source address (IPv6: per /64), in a
+ * leaky bucket
  * that drains `perSecond` a second. While an address's bucket holds more than `perSecond` (more
  * failures than a second's budget), its new connections are served at most `perSecond` a second
  * ({@link admit} says how long to hold each); one that would wait longer than `maxDelayMs` is
@@ -47,6 +67,7 @@ export class FailureThrottle {
 
   /** Records a connection from `address` that ended in a connection error. */
   failed(address: string): void {
+    address = addressBucket(address);
     const t = this.now();
     let s = this.#state.get(address);
     if (!s) {
@@ -64,6 +85,7 @@ export class FailureThrottle {
    * `maxDelayMs`).
    */
   admit(address: string): number {
+    address = addressBucket(address);
     const s = this.#state.get(address);
     if (!s) return 0;
     const t = this.now();

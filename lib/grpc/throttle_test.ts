@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { FailureThrottle } from "./throttle.ts";
+import { addressBucket, FailureThrottle } from "./throttle.ts";
 
 /** A throttle of `perSecond` on a clock the test moves. */
 function throttle(perSecond: number) {
@@ -75,4 +75,22 @@ Deno.test("FailureThrottle: the default clock is the monotonic one", () => {
   for (let i = 0; i < 3; i++) th.failed("10.0.0.1");
   const wait = th.admit("10.0.0.1");
   assert.ok(wait > 0 && wait <= 1000, `waits one turn, not ${wait}`);
+});
+
+Deno.test("FailureThrottle: IPv6 addresses count per /64, so new addresses in one /64 share its budget", () => {
+  const { th } = throttle(2);
+  for (let i = 1; i <= 3; i++) th.failed(`2001:db8:0:1::${i.toString(16)}`);
+  assert.ok(th.admit("2001:db8:0:1:ffff:1:2:3") > 0, "another address of the /64 is not paced");
+  assert.equal(th.admit("2001:db8:0:2::1"), 0, "another /64 is not affected");
+  assert.equal(th.size, 1);
+});
+
+Deno.test("addressBucket() is an IPv4 address itself and an IPv6 address's /64", () => {
+  assert.equal(addressBucket("10.0.0.1"), "10.0.0.1");
+  assert.equal(addressBucket("2001:db8::1"), "2001:db8:0:0::/64");
+  assert.equal(addressBucket("2001:DB8:0:1:2:3:4:5"), "2001:db8:0:1::/64");
+  assert.equal(addressBucket("fe80::1%eth0"), "fe80:0:0:0::/64");
+  assert.equal(addressBucket("::1"), "0:0:0:0::/64");
+  assert.equal(addressBucket("2001:db8:1:2:3::"), "2001:db8:1:2::/64");
+  assert.equal(addressBucket(""), "");
 });

@@ -3,8 +3,10 @@ import { parse } from "../deps/yaml.ts";
 import { defaultMeshConfig } from "../model/meshconfig.ts";
 import { jsonPatch } from "../../tests/harness/_patch.ts";
 import {
+  builtinGrpcAgentTemplate,
   builtinTemplate,
   defaultTemplateParams,
+  GRPC_AGENT_TEMPLATE,
   injectionRequired,
   Injector,
   injectStream,
@@ -20,6 +22,9 @@ export function testInjector(policy = "enabled"): Injector {
     policy,
     template: builtinTemplate({ ...defaultTemplateParams(), tag: "test" }),
     meshConfig: defaultMeshConfig(),
+    templates: {
+      [GRPC_AGENT_TEMPLATE]: builtinGrpcAgentTemplate({ ...defaultTemplateParams(), tag: "test" }),
+    },
   });
 }
 
@@ -33,7 +38,7 @@ async function golden(name: string, actual: string) {
   );
 }
 
-for (const name of ["all-kinds", "annotations", "skipped", "reinject-legacy"]) {
+for (const name of ["all-kinds", "annotations", "skipped", "reinject-legacy", "grpc-agent"]) {
   Deno.test(`injectStream() output of ${name}.in.yaml equals ${name}.out.yaml`, async () => {
     const input = await Deno.readTextFile(new URL(`${name}.in.yaml`, TESTDATA));
     const r = injectStream(input, testInjector());
@@ -46,7 +51,7 @@ for (const name of ["all-kinds", "annotations", "skipped", "reinject-legacy"]) {
 }
 
 Deno.test("injectStream() is idempotent: injecting injected output changes nothing", async () => {
-  for (const name of ["all-kinds", "annotations", "reinject-legacy"]) {
+  for (const name of ["all-kinds", "annotations", "reinject-legacy", "grpc-agent"]) {
     const input = await Deno.readTextFile(new URL(`${name}.in.yaml`, TESTDATA));
     const once = injectStream(input, testInjector()).output;
     const twice = injectStream(once, testInjector()).output;
@@ -194,4 +199,62 @@ Deno.test("injectStream() keeps separators and untouched documents byte for byte
   assert.ok(out.endsWith("--- \n{a: 1}\n"), out);
   const pod = parse(out.split("---   \n")[1].split("--- \n")[0]);
   assert.equal(pod.spec.containers.length, 2);
+});
+
+Deno.test("Injector.templateOf() reads ours before Istio's annotation and names bad values", () => {
+  const inj = testInjector();
+  const pod = (annotations: Record<string, string>) => ({
+    metadata: { annotations },
+    spec: { containers: [{ name: "app", image: "x" }] },
+  });
+  assert.equal(inj.templateOf(pod({})), "sidecar");
+  assert.equal(inj.templateOf(pod({ "inject.istio.io/templates": "grpc-agent" })), "grpc-agent");
+  assert.equal(
+    inj.templateOf(pod({
+      "inject.mesh.io/templates": "sidecar",
+      "inject.istio.io/templates": "grpc-agent",
+    })),
+    "sidecar",
+  );
+  assert.throws(
+    () => inj.patch(pod({ "inject.mesh.io/templates": "grpc-gateway" })),
+    {
+      message:
+        'annotation inject.mesh.io/templates: unknown template "grpc-gateway" (known: grpc-agent, sidecar)',
+    },
+  );
+  assert.throws(
+    () => inj.templateOf(pod({ "inject.istio.io/templates": "grpc-agent,sidecar" })),
+    {
+      message:
+        'annotation inject.istio.io/templates: one template name expected, got "grpc-agent,sidecar"',
+    },
+  );
+});
+
+Deno.test("the grpc-agent template adds no init container and points every app container at the bootstrap", () => {
+  const pod = {
+    metadata: { annotations: { "inject.mesh.io/templates": "grpc-agent" } },
+    spec: { containers: [{ name: "a", image: "x" }, { name: "b", image: "y" }] },
+  };
+  const out = testInjector().inject(pod) as unknown as {
+    spec: {
+      initContainers?: unknown[];
+      containers: { name: string; args?: string[]; env?: { name: string; value?: string }[] }[];
+    };
+  };
+  assert.equal(out.spec.initContainers, undefined);
+  assert.deepEqual(out.spec.containers.map((c) => c.name), ["a", "b", "mesh-proxy"]);
+  for (const c of out.spec.containers.slice(0, 2)) {
+    assert.deepEqual(c.env, [{
+      name: "GRPC_XDS_BOOTSTRAP",
+      value: "/etc/mesh/proxy/grpc-bootstrap.json",
+    }]);
+  }
+  assert.ok(out.spec.containers[2].args!.includes("--proxyless"));
+  // the sidecar template of the same injector is untouched by the selection
+  const plain: { spec: Record<string, unknown> } = testInjector().inject({
+    spec: { containers: [{ name: "a", image: "x" }] },
+  });
+  assert.equal((plain.spec.initContainers as unknown[]).length, 2);
 });

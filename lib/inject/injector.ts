@@ -11,6 +11,7 @@ import { parse as parseYaml } from "../deps/yaml.ts";
 import { firstErrorLine } from "../model/errors.ts";
 import type { MeshConfig } from "../model/meshconfig.ts";
 import { INJECTED_NAMES } from "./default_template.ts";
+import { SIDECAR_TEMPLATE } from "./grpc_agent_template.ts";
 import {
   type Decision,
   injectionRequired,
@@ -35,7 +36,24 @@ export interface SidecarSpec {
   containers: Record<string, unknown>[];
   volumes: Record<string, unknown>[];
   imagePullSecrets: Record<string, unknown>[];
+  /**
+   * Added to every application container (the pod's own, not the injected ones): `env` entries
+   * and `volumeMounts`, each replacing an entry of the same name. The `grpc-agent` template
+   * uses it for `GRPC_XDS_BOOTSTRAP`.
+   */
+  appContainers: AppContainerPatch;
 }
+
+/** What a template adds to each application container. */
+export interface AppContainerPatch {
+  env: Record<string, unknown>[];
+  volumeMounts: Record<string, unknown>[];
+}
+
+/** Pod annotation that selects the template by name (`grpc-agent`; default `sidecar`). */
+export const TEMPLATES_ANNOTATION = "inject.mesh.io/templates";
+/** Istio's spelling of {@link TEMPLATES_ANNOTATION}, read when ours is absent. */
+export const ISTIO_TEMPLATES_ANNOTATION = "inject.istio.io/templates";
 
 /** The fields a sidecar adds to the pod spec, in patch order. */
 export const SIDECAR_FIELDS = [
@@ -68,6 +86,11 @@ export interface InjectorConfig {
   template: string;
   /** The mesh configuration (its `defaultConfig` is the template's `.ProxyConfig`). */
   meshConfig: MeshConfig;
+  /**
+   * Further templates by name, chosen per pod with {@link TEMPLATES_ANNOTATION} (e.g.
+   * `grpc-agent`); `template` is the one named `sidecar`, used when the pod names none.
+   */
+  templates?: Readonly<Record<string, string>>;
 }
 
 /** A pod as the injector sees it. */
@@ -132,10 +155,33 @@ function checkSidecar(raw: unknown): SidecarSpec {
     containers: [],
     volumes: [],
     imagePullSecrets: [],
+    appContainers: { env: [], volumeMounts: [] },
   };
   for (const k of Object.keys(raw)) {
-    if (!(SIDECAR_FIELDS as readonly string[]).includes(k)) {
-      throw bad(`unknown field ${JSON.stringify(k)} (want ${SIDECAR_FIELDS.join(", ")})`);
+    if (!(SIDECAR_FIELDS as readonly string[]).includes(k) && k !== "appContainers") {
+      throw bad(
+        `unknown field ${JSON.stringify(k)} (want ${SIDECAR_FIELDS.join(", ")}, appContainers)`,
+      );
+    }
+  }
+  const app = raw.appContainers;
+  if (app !== undefined && app !== null) {
+    if (!isRecord(app)) throw bad("appContainers must be a map with env, volumeMounts");
+    for (const k of Object.keys(app)) {
+      if (k !== "env" && k !== "volumeMounts") {
+        throw bad(`unknown field appContainers.${k} (want env, volumeMounts)`);
+      }
+    }
+    for (const f of ["env", "volumeMounts"] as const) {
+      const list = app[f];
+      if (list === undefined || list === null) continue;
+      if (!Array.isArray(list)) throw bad(`appContainers.${f} must be a list`);
+      list.forEach((item, i) => {
+        if (!isRecord(item) || typeof item.name !== "string" || item.name === "") {
+          throw bad(`appContainers.${f}[${i}] must be an object with a name`);
+        }
+      });
+      out.appContainers[f] = list as Record<string, unknown>[];
     }
   }
   for (const f of SIDECAR_FIELDS) {
@@ -209,16 +255,69 @@ function previousNames(annotations: Record<string, unknown>): Record<string, str
  * configuration makes a new injector.
  */
 export class Injector {
-  readonly #template: Template;
-  /** Parsed sidecars by rendered text: pods of one workload render the same text. */
+  /** Parsed templates and their versions by name (`sidecar` = `config.template`). */
+  readonly #templates = new Map<string, { template: Template; version: string }>();
+  /** Parsed sidecars by template name and rendered text: pods of one workload render the same. */
   readonly #parsed = new Map<string, SidecarSpec>();
-  /** sha256 (hex) of the template, the `version` of the status annotation. */
+  /** sha256 (hex) of the `sidecar` template, the `version` of its status annotation. */
   readonly version: string;
 
-  /** Parses the template; throws {@link TemplateError} when it does not parse. */
+  /** Parses the templates; throws {@link TemplateError} naming the one that does not parse. */
   constructor(readonly config: InjectorConfig) {
-    this.#template = parseTemplate(config.template);
-    this.version = createHash("sha256").update(config.template).digest("hex");
+    const all: [string, string][] = [
+      ...Object.entries(config.templates ?? {}),
+      [SIDECAR_TEMPLATE, config.template],
+    ];
+    for (const [name, text] of all) {
+      let template: Template;
+      try {
+        template = parseTemplate(text);
+      } catch (e) {
+        if (e instanceof TemplateError && name !== SIDECAR_TEMPLATE) {
+          throw new TemplateError(`template ${name}: ${e.message}`);
+        }
+        throw e;
+      }
+      this.#templates.set(name, {
+        template,
+        version: createHash("sha256").update(text).digest("hex"),
+      });
+    }
+    this.version = this.#templates.get(SIDECAR_TEMPLATE)!.version;
+  }
+
+  /** The names of the templates a pod can select. */
+  get templateNames(): string[] {
+    return [...this.#templates.keys()].sort();
+  }
+
+  /**
+   * The template a pod selects: {@link TEMPLATES_ANNOTATION}, else
+   * {@link ISTIO_TEMPLATES_ANNOTATION}, else `sidecar`. Throws {@link InjectError} for a name
+   * that is not known or for more than one name.
+   */
+  templateOf(pod: PodLike): string {
+    const meta = pod.metadata ?? {};
+    const annotations = isRecord(meta.annotations) ? meta.annotations : {};
+    for (const key of [TEMPLATES_ANNOTATION, ISTIO_TEMPLATES_ANNOTATION]) {
+      const raw = annotations[key];
+      if (typeof raw !== "string" || raw.trim() === "") continue;
+      const names = raw.split(",").map((n) => n.trim()).filter((n) => n !== "");
+      if (names.length !== 1) {
+        throw new InjectError(
+          `annotation ${key}: one template name expected, got ${JSON.stringify(raw)}`,
+        );
+      }
+      if (!this.#templates.has(names[0])) {
+        throw new InjectError(
+          `annotation ${key}: unknown template ${JSON.stringify(names[0])} (known: ${
+            this.templateNames.join(", ")
+          })`,
+        );
+      }
+      return names[0];
+    }
+    return SIDECAR_TEMPLATE;
   }
 
   /** The policy decision for a pod in `namespace`. */
@@ -245,14 +344,16 @@ export class Injector {
       ProxyConfig: this.config.meshConfig.defaultConfig,
       MeshConfig: this.config.meshConfig,
     };
+    const name = this.templateOf(pod);
     let text: string;
     try {
-      text = this.#template.render(data);
+      text = this.#templates.get(name)!.template.render(data);
     } catch (e) {
       if (e instanceof TemplateError) throw new InjectError(e.message);
       throw e;
     }
-    const cached = this.#parsed.get(text);
+    const key = `${name}\n${text}`;
+    const cached = this.#parsed.get(key);
     if (cached) return cached;
     let raw: unknown;
     try {
@@ -267,14 +368,14 @@ export class Injector {
     if (this.#parsed.size >= PARSED_CACHE_SIZE) {
       this.#parsed.delete(this.#parsed.keys().next().value!);
     }
-    this.#parsed.set(text, sidecar);
+    this.#parsed.set(key, sidecar);
     return sidecar;
   }
 
-  /** The status annotation value for a rendered sidecar. */
-  status(sidecar: SidecarSpec): string {
+  /** The status annotation value for a sidecar rendered from template `name` (default `sidecar`). */
+  status(sidecar: SidecarSpec, name: string = SIDECAR_TEMPLATE): string {
     const s: SidecarStatus = {
-      version: this.version,
+      version: this.#templates.get(name)?.version ?? this.version,
       initContainers: namesOf(sidecar.initContainers),
       containers: namesOf(sidecar.containers),
       volumes: namesOf(sidecar.volumes),
@@ -290,6 +391,7 @@ export class Injector {
    */
   patch(pod: PodLike): PatchOp[] {
     const sidecar = this.render(pod);
+    let kept = 0;
     const ops: PatchOp[] = [];
     const meta = pod.metadata ?? {};
     const annotations = isRecord(meta.annotations) ? meta.annotations : {};
@@ -303,6 +405,7 @@ export class Injector {
         if (drop.has(String(current[i]?.name))) ops.push({ op: "remove", path: `/spec/${f}/${i}` });
         else keep.push(i);
       }
+      if (f === "containers") kept = keep.length;
       let size = keep.length;
       for (const item of sidecar[f]) {
         if (size === 0) ops.push({ op: "add", path: `/spec/${f}`, value: [item] });
@@ -310,7 +413,17 @@ export class Injector {
         size++;
       }
     }
-    const value = this.status(sidecar);
+    // the pod's own containers are the first `kept` ones: removals keep their order, adds append
+    const containers = pod.spec.containers as Record<string, unknown>[];
+    const drop = new Set(prev.containers);
+    const own = containers.filter((c) => !drop.has(String(c?.name)));
+    own.forEach((c, i) => {
+      if (i >= kept) return;
+      for (const f of ["env", "volumeMounts"] as const) {
+        ops.push(...mergeByName(c[f], sidecar.appContainers[f], `/spec/containers/${i}/${f}`));
+      }
+    });
+    const value = this.status(sidecar, this.templateOf(pod));
     if (pod.metadata === undefined) {
       ops.push({
         op: "add",
@@ -334,6 +447,19 @@ export class Injector {
   inject<T extends PodLike>(pod: T): T {
     return applyPatch(pod, this.patch(pod));
   }
+}
+
+/** Ops setting `items` into the list at `path` (`current`), replacing entries of the same name. */
+function mergeByName(current: unknown, items: Record<string, unknown>[], path: string): PatchOp[] {
+  if (items.length === 0) return [];
+  const list = Array.isArray(current) ? current as Record<string, unknown>[] : [];
+  if (list.length === 0) return [{ op: "add", path, value: [...items] }];
+  return items.map((item): PatchOp => {
+    const i = list.findIndex((x) => isRecord(x) && x.name === item.name);
+    return i >= 0
+      ? { op: "replace", path: `${path}/${i}`, value: item }
+      : { op: "add", path: `${path}/-`, value: item };
+  });
 }
 
 function unescapePointer(s: string): string {

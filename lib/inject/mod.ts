@@ -25,6 +25,12 @@ export {
   type TemplateParams,
 } from "./default_template.ts";
 export {
+  builtinGrpcAgentTemplate,
+  GRPC_AGENT_TEMPLATE,
+  SIDECAR_TEMPLATE,
+} from "./grpc_agent_template.ts";
+export {
+  type AppContainerPatch,
   applyPatch,
   checkPod,
   escapePointer,
@@ -36,6 +42,7 @@ export {
   SIDECAR_FIELDS,
   type SidecarSpec,
   type SidecarStatus,
+  TEMPLATES_ANNOTATION,
 } from "./injector.ts";
 export {
   AnnotationError,

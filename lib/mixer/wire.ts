@@ -15,6 +15,18 @@
  */
 
 import type { Value } from "../expr/mod.ts";
+import {
+  expectWire as expect,
+  I64,
+  LEN,
+  Reader,
+  VARINT,
+  varintSize,
+  WireError,
+  writeInt64,
+  writeVarint,
+  zigzag32,
+} from "../protowire/mod.ts";
 import { Dictionary, time as ms } from "./attributes.ts";
 import type {
   CheckRequest,
@@ -24,160 +36,8 @@ import type {
   ReferencedAttributes,
 } from "./proto.ts";
 
-/** A `CheckRequest` that is not a well-formed encoding. */
-export class WireError extends Error {
-  override name = "WireError";
-}
-
-const VARINT = 0, I64 = 1, LEN = 2, I32 = 5;
-const td = new TextDecoder();
-const te = new TextEncoder();
-const TWO32 = 4294967296;
-
-/** UTF-8 `b[s, e)`; short ASCII without a TextDecoder call. */
-function utf8(b: Uint8Array, s: number, e: number): string {
-  if (e - s > 32) return td.decode(b.subarray(s, e));
-  for (let i = s; i < e; i++) if (b[i] >= 0x80) return td.decode(b.subarray(s, e));
-  return String.fromCharCode.apply(null, b.subarray(s, e) as unknown as number[]);
-}
-
-/** Reads protobuf fields from `b`; every read checks the bounds. */
-class Reader {
-  pos: number;
-  /** Where the message being read ends: set by {@link enter} and {@link leave} around a nested one. */
-  end: number;
-  /** The two halves of the last varint read by {@link varint64}, unsigned. */
-  lo = 0;
-  hi = 0;
-  /** For `getFloat64`, created on the first double read. */
-  #view?: DataView;
-  constructor(readonly b: Uint8Array, start = 0, end = b.length) {
-    this.pos = start;
-    this.end = end;
-  }
-  /** Reads a varint of up to 64 bits into {@link lo} and {@link hi}. */
-  varint64(): void {
-    let lo = 0, hi = 0;
-    for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end) throw new WireError(`truncated varint at byte ${this.pos}`);
-      const c = this.b[this.pos++];
-      if (i < 4) lo |= (c & 0x7f) << (7 * i);
-      else if (i === 4) {
-        lo |= (c & 0x0f) << 28;
-        hi |= (c & 0x7f) >> 4;
-      } else hi |= (c & 0x7f) << (7 * i - 32);
-      if (c < 0x80) {
-        this.lo = lo >>> 0;
-        this.hi = hi >>> 0;
-        return;
-      }
-    }
-    throw new WireError(`varint longer than 10 bytes at byte ${this.pos}`);
-  }
-  /** A varint as an unsigned 32-bit number (its low 32 bits, as protobuf's uint32 reads it). */
-  uint32(): number {
-    const b = this.b;
-    if (this.pos < this.end && b[this.pos] < 0x80) return b[this.pos++]; // one byte: most tags
-    this.varint64();
-    return this.lo;
-  }
-  /** A field's tag (field number << 3 | wire type); field number 0 is refused, as by protobuf. */
-  tag(): number {
-    const at = this.pos;
-    const t = this.uint32();
-    if (t >>> 3 === 0) throw new WireError(`field number 0 at byte ${at}`);
-    return t;
-  }
-  /** int32: the low 32 bits, signed. */
-  int32(): number {
-    return this.uint32() | 0;
-  }
-  /** sint32: zigzag-decoded. */
-  sint32(): number {
-    const n = this.uint32();
-    return (n >>> 1) ^ -(n & 1);
-  }
-  /** int64 as a number (as protobufjs's Long.toNumber: exact up to 2^53). */
-  int64(): number {
-    this.varint64();
-    return (this.hi | 0) * TWO32 + this.lo;
-  }
-  bool(): boolean {
-    this.varint64();
-    return this.lo !== 0 || this.hi !== 0;
-  }
-  double(): number {
-    const at = this.#advance(8);
-    this.#view ??= new DataView(this.b.buffer, this.b.byteOffset, this.b.byteLength);
-    return this.#view.getFloat64(at, true);
-  }
-  /**
-   * Moves past the length-delimited payload at the current position (checking its length) and
-   * returns where it starts: it ends at the new {@link pos}.
-   */
-  payload(): number {
-    return this.#advance(this.uint32());
-  }
-  /** The bounds of a length-delimited payload, after its tag. */
-  span(): [number, number] {
-    const start = this.payload();
-    return [start, this.pos];
-  }
-  /**
-   * Enters the length-delimited payload at the current position: reads stop at its end until
-   * {@link leave}, which is given the value returned here and moves past the payload.
-   */
-  enter(): number {
-    const len = this.uint32();
-    if (len > this.end - this.pos) {
-      throw new WireError(`field of ${len} bytes at byte ${this.pos} runs past the end`);
-    }
-    const outer = this.end;
-    this.end = this.pos + len;
-    return outer;
-  }
-  leave(outer: number): void {
-    this.pos = this.end;
-    this.end = outer;
-  }
-  string(): string {
-    const start = this.payload();
-    return utf8(this.b, start, this.pos);
-  }
-  /** A copy, always a plain Uint8Array (a Node Buffer's `slice` would share the memory). */
-  bytes(): Uint8Array {
-    const start = this.payload();
-    return new Uint8Array(this.b.subarray(start, this.pos));
-  }
-  /** Skips a field of wire type `wire` (groups are refused, as proto3 has none). */
-  skip(wire: number): void {
-    if (wire === VARINT) this.varint64();
-    else if (wire === I64) this.#advance(8);
-    else if (wire === LEN) this.payload();
-    else if (wire === I32) this.#advance(4);
-    else throw new WireError(`unsupported wire type ${wire} at byte ${this.pos}`);
-  }
-  /** A reader of the payload of the length-delimited field at the current position. */
-  sub(): Reader {
-    const [s, e] = this.span();
-    return new Reader(this.b, s, e);
-  }
-  #advance(n: number): number {
-    const at = this.pos;
-    if (n > this.end - at) {
-      throw new WireError(`field of ${n} bytes at byte ${at} runs past the end`);
-    }
-    this.pos += n;
-    return at;
-  }
-}
-
-/** Checks that field `no` came with wire type `want`. */
-function expect(no: number, wire: number, want: number, message: string): void {
-  if (wire !== want) {
-    throw new WireError(`${message} field ${no} has wire type ${wire}, want ${want}`);
-  }
-}
+/** A `CheckRequest` that is not a well-formed encoding (protowire's, shared by every codec). */
+export { WireError };
 
 /** Reads a message whose fields 1 and 2 are varints, each with `read`; others are skipped. */
 function twoVarints(r: Reader, what: string, read: (no: 1 | 2) => void): void {
@@ -477,7 +337,12 @@ function merge(a: CompressedAttributes | undefined, b: CompressedAttributes): Co
   return out;
 }
 
-/** Writes protobuf fields into a buffer that grows as needed. */
+const te = new TextEncoder();
+
+/**
+ * Writes protobuf fields into one buffer that grows as needed, a nested message's length
+ * written after its payload (one byte reserved, moved when it needs more): no sizing pass.
+ */
 class Writer {
   buf = new Uint8Array(256);
   pos = 0;
@@ -490,11 +355,7 @@ class Writer {
   /** A non-negative integer below 2^53. */
   varint(n: number): void {
     this.#ensure(10);
-    while (n >= 0x80) {
-      this.buf[this.pos++] = (n & 0x7f) | 0x80;
-      n = Math.floor(n / 128);
-    }
-    this.buf[this.pos++] = n;
+    this.pos = writeVarint(this.buf, this.pos, n);
   }
   tag(no: number, wire: number): void {
     this.varint((no << 3) | wire);
@@ -503,23 +364,14 @@ class Writer {
   int(no: number, n: number): void {
     if (n === 0) return;
     this.tag(no, VARINT);
-    if (n > 0) return this.varint(n);
-    // Two's complement over 64 bits.
-    const hi = Math.floor(n / TWO32), lo = n - hi * TWO32;
     this.#ensure(10);
-    let l = lo >>> 0, h = hi >>> 0;
-    for (let i = 0; i < 9; i++) {
-      this.buf[this.pos++] = (l & 0x7f) | 0x80;
-      l = (l >>> 7) | ((h & 0x7f) << 25);
-      h >>>= 7;
-    }
-    this.buf[this.pos++] = l & 0x01;
+    this.pos = writeInt64(this.buf, this.pos, n);
   }
   /** sint32 field, omitted when 0. */
   sint(no: number, n: number): void {
     if (n === 0) return;
     this.tag(no, VARINT);
-    this.varint(((n << 1) ^ (n >> 31)) >>> 0);
+    this.varint(zigzag32(n));
   }
   /** string field, omitted when empty. */
   string(no: number, s: string | undefined): void {
@@ -550,19 +402,13 @@ class Writer {
   /** Writes the length of the payload that starts at `at + 1` into the byte reserved at `at`. */
   #length(at: number): void {
     const len = this.pos - at - 1;
-    let size = 1;
-    for (let n = len; n >= 0x80; n = Math.floor(n / 128)) size++;
+    const size = varintSize(len);
     if (size > 1) {
       this.#ensure(size - 1);
       this.buf.copyWithin(at + size, at + 1, this.pos);
       this.pos += size - 1;
     }
-    let n = len, p = at;
-    while (n >= 0x80) {
-      this.buf[p++] = (n & 0x7f) | 0x80;
-      n = Math.floor(n / 128);
-    }
-    this.buf[p] = n;
+    writeVarint(this.buf, at, len);
   }
 }
 

@@ -33,10 +33,11 @@ export function crdManifest(s: ModelSchema): Record<string, unknown> {
         categories: [...s.categories],
       },
       scope: "Namespaced",
-      versions: [{
-        name: s.version,
+      // every accepted version is served with the one schema; `version` is stored
+      versions: s.versions.map((name) => ({
+        name,
         served: true,
-        storage: true,
+        storage: name === s.version,
         schema: {
           openAPIV3Schema: {
             type: "object",
@@ -46,7 +47,7 @@ export function crdManifest(s: ModelSchema): Record<string, unknown> {
             },
           },
         },
-      }],
+      })),
     },
   };
 }

@@ -27,10 +27,12 @@ Deno.test("crdManifests() gives one namespaced v1 CRD per type with names and ca
   assert.equal(vs.spec.scope, "Namespaced");
   assert.deepEqual(
     vs.spec.versions.map((v: any) => [v.name, v.served, v.storage]),
-    [["v1alpha3", true, true]],
+    [["v1alpha3", true, true], ["v1beta1", true, false], ["v1", true, false]],
+    "v1beta1 and v1 served with the one schema, stored as v1alpha3",
   );
   const spec = vs.spec.versions[0].schema.openAPIV3Schema.properties.spec;
-  assert.deepEqual(spec.required, ["hosts"]);
+  // hosts are not required: a VirtualService without hosts is a delegate (checked by the schema)
+  assert.deepEqual(spec.required, undefined);
   const route = spec.properties.http.items.properties.route.items.properties;
   assert.deepEqual(route.weight, { type: "integer", format: "int32", minimum: 0, maximum: 100 });
   const match = spec.properties.http.items.properties.match.items.properties;

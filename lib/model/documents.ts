@@ -73,6 +73,7 @@ function parsedDocument(text: string, doc: Document.Parsed, index: number): Pars
   const start = doc.range?.[0] ?? 0;
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
+    if (e.code === "DUPLICATE_KEY") return { index, start, error: duplicateKey(text, e.pos) };
     return { index, start, error: `cannot parse YAML: ${parserMessage(e)}${where(text, e.pos)}` };
   }
   try {
@@ -80,6 +81,24 @@ function parsedDocument(text: string, doc: Document.Parsed, index: number): Pars
   } catch (err) {
     return { index, start, error: `cannot parse YAML: ${parserMessage(err)}` };
   }
+}
+
+/**
+ * A key given twice in one map: refused (the reference system's Go loaders kept the last value,
+ * silently), naming the key and where it is given again.
+ */
+function duplicateKey(text: string, pos: unknown): string {
+  const range = Array.isArray(pos) && typeof pos[0] === "number" ? pos as number[] : [];
+  let key = "";
+  if (range.length) {
+    const rest = text.slice(range[0], range[0] + 4 * QUOTE_MAX);
+    key = /^\s*("[^"]*"|'[^']*'|[^:\n,{}]*?)\s*:/.exec(rest)?.[1] ??
+      text.slice(range[0], range[1] ?? range[0]);
+  }
+  key = key.trim().replace(/^(["'])(.*)\1$/, "$2");
+  const shown = escapeControl(key.length > QUOTE_MAX ? key.slice(0, QUOTE_MAX) + "..." : key);
+  return `cannot parse YAML: key "${shown}" is given twice in one map${where(text, pos)} ` +
+    "(each key may appear once; remove one of them)";
 }
 
 /** ` at line L, column C` of a parser error's offset (computed for the first error only). */

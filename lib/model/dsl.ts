@@ -21,6 +21,7 @@ import {
   parseDurationMs,
   quote,
 } from "./values.ts";
+import { snakeCase } from "./proto_names.ts";
 
 /** One problem: field path (`spec.http[0].timeout`) and reason. */
 export interface Issue {
@@ -267,10 +268,7 @@ export function validate(schema: Schema, value: unknown, path: string): Issue[] 
   return issues;
 }
 
-/** The snake_case spelling of a lowerCamelCase proto JSON name (`apiSpecs` → `api_specs`). */
-export function snakeCase(name: string): string {
-  return name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
-}
+export { snakeCase };
 
 const snakeNames = new WeakMap<ObjectSchema, Map<string, string>>();
 

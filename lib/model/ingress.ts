@@ -315,23 +315,32 @@ export function normalizeIngress(
 
 /**
  * Whether the mesh processes this Ingress: the class is the `kubernetes.io/ingress.class`
- * annotation, else (networking.k8s.io/v1) `spec.ingressClassName`. Mode OFF: never; STRICT:
- * the class is present and equals `ingressClass`; DEFAULT: the class is absent or equals it.
+ * annotation, else (networking.k8s.io/v1) `spec.ingressClassName`; it is ours when it equals
+ * `ingressClass` or the reference system's class `istio`. Mode OFF: never; STRICT: the class is
+ * present and ours; DEFAULT: the class is absent or ours.
  */
 export function ingressClassMatches(
   ingress: Pick<Ingress, "annotations" | "ingressClassName">,
   meshConfig: Pick<MeshConfig, "ingressClass" | "ingressControllerMode">,
 ): boolean {
   const cls = ingress.annotations[INGRESS_CLASS_ANNOTATION] ?? ingress.ingressClassName;
+  const ours = cls !== undefined &&
+    (cls === meshConfig.ingressClass || cls === REFERENCE_INGRESS_CLASS);
   switch (meshConfig.ingressControllerMode) {
     case "OFF":
       return false;
     case "STRICT":
-      return cls !== undefined && cls === meshConfig.ingressClass;
+      return ours;
     case "DEFAULT":
-      return cls === undefined || cls === meshConfig.ingressClass;
+      return cls === undefined || ours;
   }
 }
+
+/**
+ * The reference system's ingress class (`kubernetes.io/ingress.class: istio`, in every Istio
+ * sample): selected as well as the mesh config's `ingressClass`.
+ */
+export const REFERENCE_INGRESS_CLASS = "istio";
 
 /**
  * The `networking.k8s.io/v1` form of a valid Ingress object (current clusters no longer serve

@@ -172,3 +172,18 @@ Deno.test("ingressClassMatches() follows the OFF / STRICT / DEFAULT modes", () =
   assert.equal(ingressClassMatches(ing(undefined, "nginx"), mc("DEFAULT")), false);
   assert.equal(ingressClassMatches(ing("nginx", "mesh"), mc("STRICT")), false);
 });
+
+Deno.test("ingressClassMatches() selects the reference system's class istio as well as ours", () => {
+  const ing = (cls: string) => ({ annotations: { "kubernetes.io/ingress.class": cls } });
+  const mc = (mode: "OFF" | "STRICT" | "DEFAULT") => ({
+    ingressClass: "mesh",
+    ingressControllerMode: mode,
+  });
+  assert.equal(ingressClassMatches(ing("istio"), mc("STRICT")), true);
+  assert.equal(ingressClassMatches(ing("istio"), mc("DEFAULT")), true);
+  assert.equal(ingressClassMatches(ing("istio"), mc("OFF")), false);
+  assert.equal(
+    ingressClassMatches({ annotations: {}, ingressClassName: "istio" }, mc("STRICT")),
+    true,
+  );
+});

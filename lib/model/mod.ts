@@ -95,3 +95,14 @@ export {
   type ShapeProblem,
   shapeProblem,
 } from "./limits.ts";
+export {
+  groupOf,
+  isOrchestratorKind,
+  LEGACY_NETWORKING_KINDS,
+  legacyNotServedReason,
+  type ServingStatus,
+  unservedFields,
+  unsupportedKindReason,
+  withServingStatus,
+} from "./kinds.ts";
+export { camelCase, knownField, protoField, spellings } from "./proto_names.ts";

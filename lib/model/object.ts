@@ -8,6 +8,7 @@ import type { ConfigObject, ObjectMeta, ValidationIssue } from "./types.ts";
 import { canonicalize, clean, describe, keyPath } from "./dsl.ts";
 import { type ModelSchema, schemaByKind, schemasByKindOnly } from "./registry.ts";
 import { normalizeIngress } from "./ingress.ts";
+import { unsupportedKindReason } from "./kinds.ts";
 import { capIssues, shapeProblem } from "./limits.ts";
 import {
   checkLabelKey,
@@ -154,6 +155,8 @@ export function normalizeObject(
   } else if (apiVersion !== undefined && apiVersion !== null && apiVersion !== "") {
     if (typeof apiVersion !== "string") {
       issues.push(at("apiVersion", `must be a string, got ${describe(apiVersion)}`));
+    } else if (unsupportedKindReason(apiVersion, kind)) {
+      issues.push(at("kind", unsupportedKindReason(apiVersion, kind)!));
     } else {
       schema = schemaByKind(apiVersion, kind);
       if (!schema) {
@@ -169,9 +172,9 @@ export function normalizeObject(
           const c = candidates[0];
           issues.push(at(
             "apiVersion",
-            `kind ${kind} belongs to ${c.group}/${c.version} (or ${c.referenceGroup}/${c.version}), got ${
-              quote(apiVersion)
-            }`,
+            `kind ${kind} belongs to ${c.group}/${c.versions.join("|")} (or ${c.referenceGroup}/${
+              c.versions.join("|")
+            }), got ${quote(apiVersion)}`,
           ));
         } else issues.push(at("kind", unknownKindReason(kind)));
       }

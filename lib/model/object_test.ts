@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { parse, parseAllDocuments } from "../deps/yaml.ts";
-import { formatIssues, meshctlSchemas, normalizeObject, policySchemas } from "./mod.ts";
+import {
+  formatIssue,
+  formatIssues,
+  meshctlSchemas,
+  normalizeObject,
+  policySchemas,
+} from "./mod.ts";
 
 const TESTDATA = new URL("./testdata/", import.meta.url);
 
@@ -84,7 +90,7 @@ Deno.test("normalizeObject() reports object-level problems naming the document w
   assert.deepEqual(
     problems("apiVersion: networking.istio.io/v1alpha2\nkind: Gateway\nmetadata: {name: g}\n"),
     [
-      'Gateway/g: apiVersion: kind Gateway belongs to networking.mesh.io/v1alpha3 (or networking.istio.io/v1alpha3), got "networking.istio.io/v1alpha2"',
+      'Gateway/g: apiVersion: kind Gateway belongs to networking.mesh.io/v1alpha3|v1beta1|v1 (or networking.istio.io/v1alpha3|v1beta1|v1), got "networking.istio.io/v1alpha2"',
     ],
   );
   assert.deepEqual(problems("- 1\n"), ["test.yaml document 1: must be an object, got a list"]);
@@ -117,7 +123,7 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     type: "virtualservice",
     edit: (s) => (s.http[0].retries.attemps = 3),
     want: [
-      "VirtualService/default/reviews: spec.http[0].retries.attemps: unknown field (known fields: attempts, perTryTimeout)",
+      "VirtualService/default/reviews: spec.http[0].retries.attemps: unknown field (known fields: attempts, perTryTimeout, retryOn)",
     ],
   },
   {
@@ -151,7 +157,7 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     type: "destinationrule",
     edit: (s) => (s.trafficPolicy.loadBalancer.simple = "FASTEST"),
     want: [
-      'DestinationRule/default/reviews: spec.trafficPolicy.loadBalancer.simple: must be one of ROUND_ROBIN, LEAST_CONN, RANDOM, PASSTHROUGH, got "FASTEST"',
+      'DestinationRule/default/reviews: spec.trafficPolicy.loadBalancer.simple: must be one of ROUND_ROBIN, LEAST_CONN, RANDOM, PASSTHROUGH, LEAST_REQUEST, got "FASTEST"',
     ],
   },
   {
@@ -301,7 +307,7 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
       delete s.http[0].route;
     },
     want: [
-      "VirtualService/default/reviews: spec.http[0]: an HTTP route must set route or redirect",
+      "VirtualService/default/reviews: spec.http[0]: an HTTP route must set route, redirect or delegate",
       "VirtualService/default/reviews: spec.http[1]: an HTTP route cannot set both redirect and route",
     ],
   },
@@ -309,7 +315,9 @@ const CASES: { name: string; type: string; edit: (s: AnySpec) => void; want: str
     name: "virtual service without routes",
     type: "virtualservice",
     edit: (s) => delete s.http,
-    want: ["VirtualService/default/reviews: spec: a virtual service must set http or tcp routes"],
+    want: [
+      "VirtualService/default/reviews: spec: a virtual service must set http, tls or tcp routes",
+    ],
   },
   {
     name: "gateway tls needs certificates",
@@ -532,4 +540,20 @@ Deno.test("normalizeObject() requires handler and instance specs to be objects",
     }, "d");
     assert.deepEqual(formatIssues(r.issues), `${s.kind}/a: spec: must be an object, got a list`);
   }
+});
+
+Deno.test("normalizeObject() takes a VirtualService without hosts as a delegate: http routes only, no gateways", () => {
+  const vs = (spec: Record<string, unknown>) =>
+    normalizeObject({
+      apiVersion: "networking.istio.io/v1",
+      kind: "VirtualService",
+      metadata: { name: "child", namespace: "team" },
+      spec,
+    }, "vs.yaml");
+  const http = [{ route: [{ destination: { host: "reviews" } }] }];
+  assert.deepEqual(vs({ http }).issues, []);
+  assert.deepEqual(vs({ http, gateways: ["gw"] }).issues.map(formatIssue), [
+    "VirtualService/team/child: spec.hosts: is required (a VirtualService without hosts is a delegate: http routes only, no gateways, no further delegate)",
+  ]);
+  assert.equal(vs({ http: [{ delegate: { name: "x" } }] }).issues.length, 1);
 });

@@ -24,6 +24,11 @@ export interface ModelSchema extends TypeSchema {
   readonly categories: readonly string[];
   /** Short names, as kubectl users type them (`vs`, `dr`, `gw`, `se`); CRD `shortNames`. */
   readonly shortNames: readonly string[];
+  /**
+   * Every version accepted on input (`version` first): one schema under all of them, stored
+   * as `version`. Served by the CRD too (`version` is the storage version).
+   */
+  readonly versions: readonly string[];
   /** Only for policy-server kinds. */
   readonly policyCategory?: PolicyCategory;
   /** Only for policy-server kinds: implementing package (CRD label `package`). */
@@ -68,6 +73,8 @@ function define(
     group: string;
     version: string;
     legacy?: boolean;
+    /** Versions accepted besides `version` (one schema under all of them). */
+    alsoVersions?: readonly string[];
     meshctl: boolean;
     spec: Schema;
     policyCategory?: PolicyCategory;
@@ -84,6 +91,7 @@ function define(
     kind: opts.kind,
     group: opts.group,
     version: opts.version,
+    versions: Object.freeze([opts.version, ...(opts.alsoVersions ?? [])]),
     legacy: opts.legacy ?? false,
     meshctl: opts.meshctl,
     specSchema: spec,
@@ -95,6 +103,13 @@ function define(
     validate: (value: unknown) => validate(spec, value ?? {}, "spec"),
   });
 }
+
+/**
+ * The later versions of the networking API (the reference system serves one schema under
+ * `v1alpha3`, `v1beta1` and `v1`); accepted for VirtualService, DestinationRule, Gateway and
+ * ServiceEntry, stored as `v1alpha3`.
+ */
+export const NETWORKING_VERSIONS: readonly string[] = Object.freeze(["v1beta1", "v1"]);
 
 const N = GROUPS.networking;
 const C = GROUPS.config;
@@ -121,6 +136,7 @@ export const meshctlSchemas: readonly ModelSchema[] = Object.freeze([
     kind: "VirtualService",
     group: N,
     version: "v1alpha3",
+    alsoVersions: NETWORKING_VERSIONS,
     meshctl: true,
     spec: specs.virtualServiceSpec,
   }),
@@ -130,6 +146,7 @@ export const meshctlSchemas: readonly ModelSchema[] = Object.freeze([
     kind: "Gateway",
     group: N,
     version: "v1alpha3",
+    alsoVersions: NETWORKING_VERSIONS,
     meshctl: true,
     spec: specs.gatewaySpec,
   }),
@@ -149,6 +166,7 @@ export const meshctlSchemas: readonly ModelSchema[] = Object.freeze([
     kind: "ServiceEntry",
     group: N,
     version: "v1alpha3",
+    alsoVersions: NETWORKING_VERSIONS,
     meshctl: true,
     spec: specs.serviceEntrySpec,
   }),
@@ -168,6 +186,7 @@ export const meshctlSchemas: readonly ModelSchema[] = Object.freeze([
     kind: "DestinationRule",
     group: N,
     version: "v1alpha3",
+    alsoVersions: NETWORKING_VERSIONS,
     meshctl: true,
     spec: specs.destinationRuleSpec,
   }),
@@ -329,6 +348,7 @@ export const ingressSchema: ModelSchema = Object.freeze({
   kind: "Ingress",
   group: "networking.k8s.io",
   version: "v1",
+  versions: Object.freeze(["v1"]),
   legacy: false,
   meshctl: false,
   specSchema: any({ object: true }),
@@ -382,7 +402,9 @@ export function schemaByKind(apiVersion: string, kind: string): ModelSchema | un
   if (slash < 0) return undefined;
   const group = toOurGroup(apiVersion.slice(0, slash));
   const version = apiVersion.slice(slash + 1);
-  return allSchemas.find((s) => s.kind === kind && s.group === group && s.version === version);
+  return allSchemas.find((s) =>
+    s.kind === kind && s.group === group && s.versions.includes(version)
+  );
 }
 
 /** Finds the types with a given kind, whatever the apiVersion (used when apiVersion is absent). */

@@ -103,17 +103,49 @@ const destination = obj(
   { required: ["host"] },
 );
 
+/** `headers`: request and response header manipulation (set, add, remove). */
+const headerOperations = obj({ set: stringMap(), add: stringMap(), remove: arr(str()) });
+const headers = obj({ request: headerOperations, response: headerOperations });
+
 const destinationWeight = obj(
-  { destination, weight: percent() },
+  { destination, weight: percent(), headers },
   { required: ["destination"] },
 );
 
+/** A namespace part (`ns/`) of a reference: a namespace name, `.` (the same) or `*` (any). */
+function checkNamespacePart(ns: string, what: string): string | undefined {
+  if (ns === "." || ns === "*") return undefined;
+  return checkNamespace(ns) &&
+    `invalid ${what} namespace ${quote(ns)}: want a namespace, "." or "*"`;
+}
+
+/** `mesh`, a Gateway name (short or FQDN), or `<namespace>/<name>`. */
 const gatewayName = str({
-  check: (s) =>
-    s === "mesh" ? undefined : checkHost(s, false)?.replace("invalid host", "invalid gateway name"),
+  check: (s) => {
+    if (s === "mesh") return undefined;
+    const slash = s.indexOf("/");
+    if (slash >= 0) {
+      const bad = checkNamespace(s.slice(0, slash));
+      if (bad) return `invalid gateway name ${quote(s)}: ${bad}`;
+      s = s.slice(slash + 1);
+    }
+    return checkHost(s, false)?.replace("invalid host", "invalid gateway name");
+  },
 });
 
+/** `exportTo`: namespaces a config is visible in (`.` its own, `*` all). */
+const exportTo = () =>
+  arr(str({
+    check: (s) =>
+      s === "." || s === "*" || s === "~" ? undefined : checkNamespace(s) &&
+        `invalid exportTo ${quote(s)}: want a namespace, "." or "*"`,
+  }));
+
+/** `workloadSelector`: the workloads a config applies to. */
+const workloadSelector = obj({ matchLabels: labels() });
+
 const httpMatchRequest = obj({
+  name: str(),
   uri: stringMatch,
   scheme: stringMatch,
   method: stringMatch,
@@ -135,6 +167,7 @@ const uriAuthority = (what: string) =>
 
 const corsPolicy = obj({
   allowOrigin: arr(str()),
+  allowOrigins: arr(stringMatch),
   allowMethods: arr(str()),
   allowHeaders: arr(str()),
   exposeHeaders: arr(str()),
@@ -142,10 +175,14 @@ const corsPolicy = obj({
   allowCredentials: bool(),
 });
 
+/** `Percent`: a percentage 0-100, fractions allowed (`{value: 0.1}`). */
+const fraction = obj({ value: num({ min: 0, max: 100 }) });
+
 const httpFault = obj({
   delay: obj(
     {
       percent: percent(),
+      percentage: fraction,
       fixedDelay: duration({ min: 1 * MS }),
       exponentialDelay: duration({ min: 1 * MS }),
     },
@@ -154,6 +191,7 @@ const httpFault = obj({
   abort: obj(
     {
       percent: percent(),
+      percentage: fraction,
       httpStatus: int({ min: 200, max: 599 }),
       grpcStatus: str(),
       http2Error: str(),
@@ -169,22 +207,30 @@ const httpFault = obj({
 });
 
 const httpRoute = obj({
+  name: str(),
   match: arr(httpMatchRequest),
   route: arr(destinationWeight, { check: weightsSumTo100("route") }),
   redirect: uriAuthority("redirect"),
   rewrite: uriAuthority("rewrite"),
   websocketUpgrade: bool(),
   timeout: duration({ min: 1 * MS }),
-  retries: obj({ attempts: int({ min: 0 }), perTryTimeout: duration({ min: 1 * MS }) }),
+  retries: obj({
+    attempts: int({ min: 0 }),
+    perTryTimeout: duration({ min: 1 * MS }),
+    retryOn: str(),
+  }),
   fault: httpFault,
   mirror: destination,
+  mirrorPercentage: fraction,
   corsPolicy,
   appendHeaders: stringMap(),
+  headers,
+  delegate: obj({ name: str(), namespace: str() }, { required: ["name"] }),
 }, {
   check: (v, path, out) => {
     const has = (k: string) => !isUnset(v[k]);
-    if (!has("route") && !has("redirect")) {
-      out.push({ path, reason: "an HTTP route must set route or redirect" });
+    if (!has("route") && !has("redirect") && !has("delegate")) {
+      out.push({ path, reason: "an HTTP route must set route, redirect or delegate" });
     }
     if (has("redirect")) {
       for (const k of ["route", "rewrite", "fault", "mirror"]) {
@@ -207,21 +253,49 @@ const tcpRoute = obj({
   route: arr(destinationWeight, { check: weightsSumTo100("route") }),
 }, { required: ["route"] });
 
-/** networking.mesh.io/v1alpha3 VirtualService. */
+const tlsRoute = obj({
+  match: arr(
+    obj({
+      sniHosts: arr(host()),
+      destinationSubnets: arr(str({ check: checkIpOrCidr })),
+      port: port(),
+      sourceLabels: labels(),
+      gateways: arr(gatewayName),
+    }, { required: ["sniHosts"] }),
+  ),
+  route: arr(destinationWeight, { check: weightsSumTo100("route") }),
+}, { required: ["match"] });
+
+/** networking.mesh.io/v1alpha3 VirtualService (also read as v1beta1 and v1). */
 export const virtualServiceSpec: ObjectSchema = obj({
   hosts: arr(host()),
   gateways: arr(gatewayName),
   http: arr(httpRoute),
+  tls: arr(tlsRoute),
   tcp: arr(tcpRoute),
+  exportTo: exportTo(),
 }, {
-  required: ["hosts"],
   check: (v, path, out) => {
-    if (isUnset(v.http) && isUnset(v.tcp)) {
-      out.push({ path, reason: "a virtual service must set http or tcp routes" });
+    if (isUnset(v.http) && isUnset(v.tcp) && isUnset(v.tls)) {
+      out.push({ path, reason: "a virtual service must set http, tls or tcp routes" });
     }
     const gateways = (v.gateways as string[] | undefined) ?? [];
+    const hosts = (v.hosts as string[] | undefined) ?? [];
+    // without hosts, a VirtualService is a delegate: http routes only, reached by `delegate`
+    if (hosts.length === 0) {
+      const delegates = ((v.http as Record<string, unknown>[] | undefined) ?? []).some((r) =>
+        !isUnset(r.delegate)
+      );
+      if (gateways.length || !isUnset(v.tcp) || !isUnset(v.tls) || delegates) {
+        out.push({
+          path: `${path}.hosts`,
+          reason: "is required (a VirtualService without hosts is a delegate: http routes " +
+            "only, no gateways, no further delegate)",
+        });
+      }
+    }
     const boundToMesh = gateways.length === 0 || gateways.includes("mesh");
-    (v.hosts as string[]).forEach((h, i) => {
+    hosts.forEach((h, i) => {
       if (h === "*" && boundToMesh) {
         out.push({
           path: `${path}.hosts[${i}]`,
@@ -259,23 +333,38 @@ export const SERVICE_PROTOCOLS = [
 
 const serverTls = obj({
   httpsRedirect: bool(),
-  mode: enumOf(["PASSTHROUGH", "SIMPLE", "MUTUAL"]),
+  // not ISTIO_MUTUAL: a gateway cannot terminate it yet, and must not answer in plain text
+  mode: enumOf(["PASSTHROUGH", "SIMPLE", "MUTUAL", "AUTO_PASSTHROUGH"]),
   serverCertificate: str(),
   privateKey: str(),
   caCertificates: str(),
+  credentialName: str(),
   subjectAltNames: arr(str()),
+  minProtocolVersion: enumOf(["TLS_AUTO", "TLSV1_0", "TLSV1_1", "TLSV1_2", "TLSV1_3"]),
+  maxProtocolVersion: enumOf(["TLS_AUTO", "TLSV1_0", "TLSV1_1", "TLSV1_2", "TLSV1_3"]),
+  cipherSuites: arr(str()),
 }, {
   check: (v, path, out) => {
-    if (v.mode === "SIMPLE" || v.mode === "MUTUAL") {
+    // a credentialName names a secret holding the key, certificate (and CA) instead
+    if ((v.mode === "SIMPLE" || v.mode === "MUTUAL") && isUnset(v.credentialName)) {
       for (const k of ["serverCertificate", "privateKey"]) {
         if (isUnset(v[k])) {
           out.push({ path: `${path}.${k}`, reason: `is required when mode is ${v.mode}` });
         }
       }
     }
-    if (v.mode === "MUTUAL" && isUnset(v.caCertificates)) {
+    if (v.mode === "MUTUAL" && isUnset(v.caCertificates) && isUnset(v.credentialName)) {
       out.push({ path: `${path}.caCertificates`, reason: "is required when mode is MUTUAL" });
     }
+  },
+});
+
+/** A Gateway server host: `host`, or `<namespace>/host` (the namespace may be `.` or `*`). */
+const gatewayHost = str({
+  check: (s) => {
+    const slash = s.indexOf("/");
+    if (slash < 0) return checkHost(s, true);
+    return checkNamespacePart(s.slice(0, slash), "host") ?? checkHost(s.slice(slash + 1), true);
   },
 });
 
@@ -284,9 +373,12 @@ const gatewayServer = obj({
     number: port(),
     protocol: enumOf(GATEWAY_PROTOCOLS, { caseInsensitive: true }),
     name: str(),
+    targetPort: port(),
   }, { required: ["number", "protocol"] }),
-  hosts: arr(host()),
+  hosts: arr(gatewayHost),
   tls: serverTls,
+  name: str(),
+  bind: str(),
 }, { required: ["port", "hosts"] });
 
 /** networking.mesh.io/v1alpha3 Gateway. */
@@ -296,14 +388,29 @@ export const gatewaySpec: ObjectSchema = obj({
 }, { required: ["servers"] });
 
 const loadBalancer = obj({
-  simple: enumOf(["ROUND_ROBIN", "LEAST_CONN", "RANDOM", "PASSTHROUGH"]),
+  simple: enumOf(["ROUND_ROBIN", "LEAST_CONN", "RANDOM", "PASSTHROUGH", "LEAST_REQUEST"]),
   consistentHash: obj({
     httpHeader: str(),
+    httpHeaderName: str(),
+    httpCookie: obj({ name: str(), path: str(), ttl: duration() }, { required: ["name"] }),
+    useSourceIp: bool(),
+    httpQueryParameterName: str(),
     minimumRingSize: int({ min: 0, max: 8_388_608, format: "uint32" }),
   }, {
-    required: ["httpHeader"],
+    oneofs: [{
+      fields: [
+        "httpHeader",
+        "httpHeaderName",
+        "httpCookie",
+        "useSourceIp",
+        "httpQueryParameterName",
+      ],
+      required: true,
+    }],
   }),
-}, { oneofs: [{ fields: ["simple", "consistentHash"], required: true }] });
+  localityLbSetting: any({ object: true }),
+  warmupDurationSecs: duration(),
+}, { oneofs: [{ fields: ["simple", "consistentHash"], required: false }] });
 
 const nonNegative = () => int({ min: 0 });
 
@@ -314,9 +421,16 @@ const connectionPool = obj({
     http2MaxRequests: nonNegative(),
     maxRequestsPerConnection: nonNegative(),
     maxRetries: nonNegative(),
+    idleTimeout: duration({ min: 1 * MS }),
+    h2UpgradePolicy: enumOf(["DEFAULT", "DO_NOT_UPGRADE", "UPGRADE"]),
+    useClientProtocol: bool(),
   }),
 });
 
+/**
+ * Outlier detection: Istio 0.8's `http: {consecutiveErrors...}`, and today's fields at the top
+ * level (`consecutive5xxErrors`, `consecutiveGatewayErrors`, `minHealthPercent`...).
+ */
 const outlierDetection = obj({
   http: obj({
     consecutiveErrors: nonNegative(),
@@ -324,6 +438,15 @@ const outlierDetection = obj({
     baseEjectionTime: duration({ min: 1 * MS }),
     maxEjectionPercent: percent(),
   }),
+  consecutiveErrors: nonNegative(),
+  consecutive5xxErrors: nonNegative(),
+  consecutiveGatewayErrors: nonNegative(),
+  splitExternalLocalOriginErrors: bool(),
+  consecutiveLocalOriginFailures: nonNegative(),
+  interval: duration({ min: 1 * MS }),
+  baseEjectionTime: duration({ min: 1 * MS }),
+  maxEjectionPercent: percent(),
+  minHealthPercent: percent(),
 });
 
 const clientTls = obj({
@@ -333,6 +456,8 @@ const clientTls = obj({
   caCertificates: str(),
   subjectAltNames: arr(str()),
   sni: str(),
+  credentialName: str(),
+  insecureSkipVerify: bool(),
 }, {
   check: (v, path, out) => {
     if (v.mode === "MUTUAL") {
@@ -367,23 +492,30 @@ const subset = obj({
   trafficPolicy,
 }, { required: ["name"] });
 
-/** networking.mesh.io/v1alpha3 DestinationRule. */
+/** networking.mesh.io/v1alpha3 DestinationRule (also read as v1beta1 and v1). */
 export const destinationRuleSpec: ObjectSchema = obj({
   host: host(),
   trafficPolicy,
   subsets: arr(subset, { check: uniqueBy("name", "subset name") }),
+  exportTo: exportTo(),
+  workloadSelector,
 }, { required: ["host"] });
 
 const servicePort = obj({
   number: port(),
   protocol: enumOf(SERVICE_PROTOCOLS, { caseInsensitive: true }),
   name: str({ check: checkDnsLabel("port name") }),
+  targetPort: port(),
 }, { required: ["number", "protocol", "name"] });
 
 const endpoint = obj({
   address: str(),
   ports: map(port()),
   labels: labels(),
+  network: str(),
+  locality: str(),
+  weight: int({ min: 0, format: "uint32" }),
+  serviceAccount: str(),
 }, { required: ["address"] });
 
 /** networking.mesh.io/v1alpha3 ServiceEntry. */
@@ -399,6 +531,9 @@ export const serviceEntrySpec: ObjectSchema = obj({
   location: enumOf(["MESH_EXTERNAL", "MESH_INTERNAL"]),
   resolution: enumOf(["NONE", "STATIC", "DNS"]),
   endpoints: arr(endpoint),
+  exportTo: exportTo(),
+  workloadSelector,
+  subjectAltNames: arr(str()),
 }, {
   required: ["hosts", "ports"],
   check: (v, path, out) => {
@@ -569,10 +704,21 @@ export const destinationPolicySpec: ObjectSchema = obj({
 }, { required: ["destination"] });
 
 /** config.mesh.io/v1alpha2 EgressRule (routing v1alpha1). */
+/**
+ * An EgressRule domain as Istio 0.8 validated it: `*` may prefix the first label, whole
+ * (`*.foo.com`) or in part (`*foo.com`, `*-bar.foo.com`).
+ */
+export function checkEgressDomain(s: string): string | undefined {
+  if (!s.startsWith("*") || s === "*" || s.startsWith("*.")) return checkHost(s, true);
+  // the rest of a partly wildcarded first label must still make a label: try it with a letter
+  const problem = checkHost("a" + s.slice(1), false);
+  return problem && `invalid host ${quote(s)}: ${problem.replace(/^invalid host "[^"]*": /, "")}`;
+}
+
 export const egressRuleSpec: ObjectSchema = obj({
   destination: istioServiceSchema((s) => {
     if (s.includes("/") || isIp(s)) return checkIpOrCidr(s);
-    return checkHost(s, true);
+    return checkEgressDomain(s);
   }),
   ports: arr(
     obj({

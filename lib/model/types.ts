@@ -111,6 +111,8 @@ export interface ServiceInstance {
   locality: string;
   /** SPIFFE identity of the workload (`spiffe://cluster.local/ns/default/sa/default`) or empty. */
   serviceAccount: string;
+  /** Load-balancing weight among the endpoints of its locality (ServiceEntry `weight`); unset: 1. */
+  weight?: number;
 }
 
 /** A service registry as seen by discovery. */

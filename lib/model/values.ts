@@ -5,6 +5,8 @@
  * @module
  */
 
+import { formatDuration, parseDuration } from "../flags/duration.ts";
+
 /** Longest part of an input value echoed in a message (longer values are cut, with `...`). */
 export const QUOTE_MAX = 80;
 
@@ -45,16 +47,15 @@ export function escapeControl(text: string): string {
 }
 
 const DURATION_RE = /^(?:(?:\d+(?:\.\d+)?|\.\d+)(?:ms|h|m|s))+$/;
-const DURATION_PART_RE = /(\d+(?:\.\d+)?|\.\d+)(ms|h|m|s)/g;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Pattern of an accepted duration, for OpenAPI (`5s`, `0.5s`, `300ms`, `1m30s`, `2h0m0s`). */
 export const DURATION_PATTERN = "^(([0-9]+(\\.[0-9]+)?|\\.[0-9]+)(ms|h|m|s))+$|^0$";
 
 /**
  * Parses a Go-style or proto-JSON duration (`300ms`, `5s`, `0.5s`, `1m30s`, `2160h0m0s`, `0`)
- * into milliseconds. Units: `h`, `m`, `s`, `ms`. Returns `undefined` when the text is not a
- * duration (negative values, other units and bare numbers other than `0` are rejected).
+ * into milliseconds, rounded to the microsecond, with {@link parseDuration}. Units: `h`, `m`,
+ * `s`, `ms`. Returns `undefined` when the text is not a duration (negative values, other units,
+ * bare numbers other than `0` and values beyond Go's 290 years are rejected).
  *
  * @example
  * ```ts
@@ -64,9 +65,11 @@ export const DURATION_PATTERN = "^(([0-9]+(\\.[0-9]+)?|\\.[0-9]+)(ms|h|m|s))+$|^
 export function parseDurationMs(text: string): number | undefined {
   if (text === "0") return 0;
   if (!DURATION_RE.test(text)) return undefined;
-  let total = 0;
-  for (const m of text.matchAll(DURATION_PART_RE)) total += Number(m[1]) * UNIT_MS[m[2]];
-  return Math.round(total * 1000) / 1000;
+  try {
+    return Math.round(parseDuration(text) * 1000) / 1000;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Reason why `text` is not a duration, or undefined. */
@@ -80,25 +83,9 @@ export function checkDuration(text: string): string | undefined {
 
 /**
  * Formats milliseconds the way Go prints a time.Duration: `0s`, `300ms`, `1.5s`, `1m0s`,
- * `2160h0m0s`.
+ * `2160h0m0s` (lib/flags's printer).
  */
-export function formatDuration(ms: number): string {
-  if (ms === 0) return "0s";
-  const sign = ms < 0 ? "-" : "";
-  ms = Math.abs(ms);
-  if (ms < 1) return `${sign}${trimNum(ms * 1000)}µs`;
-  if (ms < 1000) return `${sign}${trimNum(ms)}ms`;
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const s = (ms % 60_000) / 1000;
-  if (h > 0) return `${sign}${h}h${m}m${trimNum(s)}s`;
-  if (m > 0) return `${sign}${m}m${trimNum(s)}s`;
-  return `${sign}${trimNum(s)}s`;
-}
-
-function trimNum(n: number): string {
-  return String(Math.round(n * 1e6) / 1e6);
-}
+export { formatDuration };
 
 const DNS1123_LABEL_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

@@ -1,10 +1,11 @@
 /**
  * PEM and private-key helpers: PEM blocks in and out, private keys imported from PKCS#8,
- * PKCS#1 (`RSA PRIVATE KEY`) or SEC 1 (`EC PRIVATE KEY`, P-256) and exported as PKCS#8, and
- * atomic key-file writes with mode 0600. No dependency beyond WebCrypto.
+ * PKCS#1 (`RSA PRIVATE KEY`) or SEC 1 (`EC PRIVATE KEY`, P-256; read by node:crypto, loaded on
+ * first use) and exported as PKCS#8, and atomic key-file writes with mode 0600.
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import { basename, dirname, join } from "node:path";
 
 /** An error about key material (bad PEM, unsupported key, mismatch); the message says which. */
@@ -43,46 +44,6 @@ export function encodePem(label: string, der: Uint8Array | ArrayBuffer): string 
   let body = "";
   for (let i = 0; i < b64.length; i += 64) body += b64.slice(i, i + 64) + "\n";
   return `-----BEGIN ${label}-----\n${body}-----END ${label}-----\n`;
-}
-
-// ---- minimal DER (only what wrapping PKCS#1 / SEC 1 keys into PKCS#8 needs) --------------------
-
-function derLength(n: number): number[] {
-  if (n < 0x80) return [n];
-  const bytes: number[] = [];
-  for (let v = n; v > 0; v = Math.floor(v / 256)) bytes.unshift(v & 0xff);
-  return [0x80 | bytes.length, ...bytes];
-}
-
-function der(tag: number, ...content: Uint8Array[]): Uint8Array {
-  const len = content.reduce((n, c) => n + c.length, 0);
-  const head = [tag, ...derLength(len)];
-  const out = new Uint8Array(head.length + len);
-  out.set(head, 0);
-  let at = head.length;
-  for (const c of content) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
-const OID_RSA = Uint8Array.of(0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01);
-const OID_EC = Uint8Array.of(0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01);
-const OID_P256 = Uint8Array.of(0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07);
-const NULL = Uint8Array.of(0x05, 0x00);
-const VERSION0 = Uint8Array.of(0x02, 0x01, 0x00);
-
-function pkcs8(algorithm: Uint8Array, key: Uint8Array): Uint8Array {
-  return der(0x30, VERSION0, der(0x30, algorithm), der(0x04, key));
-}
-
-function contains(hay: Uint8Array, needle: Uint8Array): boolean {
-  outer: for (let i = 0; i + needle.length <= hay.length; i++) {
-    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
-    return true;
-  }
-  return false;
 }
 
 // ---- keys -------------------------------------------------------------------------------------
@@ -130,36 +91,44 @@ export function keyAlgorithm(key: CryptoKey): KeyAlgorithm {
 export async function importPrivateKey(pem: string): Promise<CryptoKey> {
   const block = decodePem(pem).find((b) => b.label.endsWith("PRIVATE KEY"));
   if (!block) throw new PkiError("no PRIVATE KEY PEM block");
-  let data: Uint8Array;
-  let algs: KeyAlgorithm[];
-  switch (block.label) {
-    case "PRIVATE KEY":
-      data = block.der;
-      algs = contains(block.der, OID_EC) ? [ECDSA_P256] : [RSA_SHA256];
-      break;
-    case "RSA PRIVATE KEY":
-      data = pkcs8(Uint8Array.of(...OID_RSA, ...NULL), block.der);
-      algs = [RSA_SHA256];
-      break;
-    case "EC PRIVATE KEY":
-      if (!contains(block.der, OID_P256)) {
-        throw new PkiError("unsupported EC private key: only curve P-256 is supported");
+  const type = KEY_TYPES[block.label];
+  if (!type) {
+    throw new PkiError(`unsupported private key block "${block.label}" (encrypted keys are not)`);
+  }
+  // node:crypto (OpenSSL) reads the three encodings and writes PKCS#8, which WebCrypto imports.
+  const { createPrivateKey } = await import("node:crypto");
+  let pkcs8: Uint8Array;
+  let alg: KeyAlgorithm;
+  try {
+    const key = createPrivateKey({ key: Buffer.from(block.der), format: "der", type });
+    if (key.asymmetricKeyType === "rsa") alg = RSA_SHA256;
+    else if (key.asymmetricKeyType === "ec") {
+      const curve = key.asymmetricKeyDetails?.namedCurve;
+      if (curve !== "prime256v1") {
+        throw new PkiError(
+          `unsupported EC private key: only curve P-256 is supported, not ${curve}`,
+        );
       }
-      data = pkcs8(Uint8Array.of(...OID_EC, ...OID_P256), block.der);
-      algs = [ECDSA_P256];
-      break;
-    default:
-      throw new PkiError(`unsupported private key block "${block.label}" (encrypted keys are not)`);
+      alg = ECDSA_P256;
+    } else throw new PkiError(`unsupported private key type ${key.asymmetricKeyType}`);
+    pkcs8 = key.export({ type: "pkcs8", format: "der" });
+  } catch (e) {
+    if (e instanceof PkiError) throw e;
+    throw new PkiError(`cannot import private key: ${(e as Error).message}`);
   }
-  for (const alg of algs) {
-    try {
-      return await crypto.subtle.importKey("pkcs8", data as BufferSource, alg, true, ["sign"]);
-    } catch (e) {
-      throw new PkiError(`cannot import private key: ${(e as Error).message}`);
-    }
+  try {
+    return await crypto.subtle.importKey("pkcs8", pkcs8 as BufferSource, alg, true, ["sign"]);
+  } catch (e) {
+    throw new PkiError(`cannot import private key: ${(e as Error).message}`);
   }
-  throw new PkiError("cannot import private key");
 }
+
+/** The node:crypto DER type of each private key PEM label. */
+const KEY_TYPES: Record<string, "pkcs8" | "pkcs1" | "sec1"> = {
+  "PRIVATE KEY": "pkcs8",
+  "RSA PRIVATE KEY": "pkcs1",
+  "EC PRIVATE KEY": "sec1",
+};
 
 /** Exports a private key as PKCS#8 PEM (`PRIVATE KEY`). */
 export async function exportPrivateKey(key: CryptoKey): Promise<string> {

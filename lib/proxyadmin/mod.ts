@@ -33,10 +33,18 @@ export class UnknownTypeError extends Error {
   }
 }
 
+/**
+ * Response header of the test stand-in proxy (tests/harness/proxy-standin): its value says that
+ * the answers are canned, not a proxy's state.
+ */
+export const STANDIN_HEADER = "x-mesh-proxy-standin";
+
 /** One printed part: the type and its text. */
 export interface ProxyConfigSection {
   readonly type: ProxyConfigType;
   readonly body: string;
+  /** Set when the answer came from the test stand-in: what it says about itself. */
+  readonly standin?: string;
 }
 
 /** Options of {@link proxyConfig}. */
@@ -56,7 +64,12 @@ export function checkProxyConfigType(
   return type as ProxyConfigType;
 }
 
-async function adminGet(addr: string, path: string, timeoutMs: number): Promise<string> {
+interface AdminAnswer {
+  body: string;
+  standin?: string;
+}
+
+async function adminGet(addr: string, path: string, timeoutMs: number): Promise<AdminAnswer> {
   let r: Response;
   try {
     r = await fetch(`http://${addr}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
@@ -67,7 +80,7 @@ async function adminGet(addr: string, path: string, timeoutMs: number): Promise<
   if (r.status !== 200) {
     throw new Error(`received ${r.status} status from the proxy: ${body.trim()}`);
   }
-  return body;
+  return { body, standin: r.headers.get(STANDIN_HEADER) ?? undefined };
 }
 
 /** The route part of a config dump: the `RoutesConfigDump` entries only. */
@@ -104,26 +117,45 @@ export async function proxyConfig(
   opts: ProxyConfigOptions = {},
 ): Promise<ProxyConfigSection[]> {
   const t = opts.timeoutMs ?? 5000;
-  const one = async (ty: ProxyConfigType): Promise<string> => {
+  const one = async (ty: ProxyConfigType): Promise<AdminAnswer> => {
     switch (ty) {
       case "clusters":
       case "listeners":
         return await adminGet(addr, `/${ty}`, t);
       case "config_dump":
         return await adminGet(addr, "/config_dump", t);
-      case "routes":
-        return routesOf(await adminGet(addr, "/config_dump", t));
+      case "routes": {
+        const a = await adminGet(addr, "/config_dump", t);
+        return { ...a, body: routesOf(a.body) };
+      }
       case "static":
         if (!opts.staticDir) throw new Error("static is not available here");
-        return await staticFiles(opts.staticDir);
+        return { body: await staticFiles(opts.staticDir) };
       default:
         throw new UnknownTypeError(ty);
     }
   };
   const types = type === "all" ? ALL_TYPES.filter((x) => x !== "static" || opts.staticDir) : [type];
   const out: ProxyConfigSection[] = [];
-  for (const ty of types) out.push({ type: ty, body: await one(ty) });
+  for (const ty of types) {
+    const a = await one(ty);
+    out.push(
+      a.standin ? { type: ty, body: a.body, standin: a.standin } : { type: ty, body: a.body },
+    );
+  }
   return out;
+}
+
+/**
+ * The warning the CLIs print on stderr when an answer came from the test stand-in, else
+ * undefined: `Warning: the proxy at <addr> is <what the stand-in says>`.
+ */
+export function standinWarning(
+  addr: string,
+  sections: readonly ProxyConfigSection[],
+): string | undefined {
+  const s = sections.find((x) => x.standin)?.standin;
+  return s ? `Warning: the proxy at ${addr} is ${s}\n` : undefined;
 }
 
 /** The sections as printed: alone as is; several under a `# <type>` line each. */

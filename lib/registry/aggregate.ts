@@ -6,13 +6,18 @@
  */
 import type { Service, ServiceInstance, ServiceRegistry } from "../model/types.ts";
 
-/** Registry names accepted by `--registries`, exactly as spelled. */
+/**
+ * Registry names accepted by `--registries`, exactly as spelled. `Mock` is the demo's fixed
+ * services (`hello`, `world`); `ServiceEntry` names no platform registry, for a mesh fed only by
+ * ServiceEntries (`meshctl register`, `--configDir` files), which are always read.
+ */
 export const REGISTRY_NAMES = [
   "Orchestrator",
   "RegistryA",
   "RegistryB",
   "PlatformC",
   "Mock",
+  "ServiceEntry",
 ] as const;
 
 /** One of {@linkcode REGISTRY_NAMES}. */

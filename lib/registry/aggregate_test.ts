@@ -6,7 +6,7 @@ import type { ServiceRegistry } from "../model/types.ts";
 Deno.test("parseRegistries() rejects unknown names and skips duplicates with a warning", () => {
   assert.throws(
     () => parseRegistries(["Kubernetes"]),
-    /^Error: Service registry Kubernetes is not supported\. Supported: Orchestrator, RegistryA, RegistryB, PlatformC, Mock$/,
+    /^Error: Service registry Kubernetes is not supported\. Supported: Orchestrator, RegistryA, RegistryB, PlatformC, Mock, ServiceEntry$/,
   );
   const r = parseRegistries(["Mock", "RegistryA", "Mock"]);
   assert.deepEqual(r.names, ["Mock", "RegistryA"]);

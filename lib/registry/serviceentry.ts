@@ -26,13 +26,16 @@ import { parseProtocolName } from "./protocol.ts";
 interface SESpec {
   hosts?: string[];
   addresses?: string[];
-  ports?: { number: number; protocol?: string; name?: string }[];
+  ports?: { number: number; protocol?: string; name?: string; targetPort?: number }[];
   location?: string | number;
   resolution?: string | number;
   endpoints?: {
     address: string;
     ports?: Record<string, number>;
     labels?: Record<string, string>;
+    /** `region/zone/subzone` (the subzone is not kept). */
+    locality?: string;
+    weight?: number;
   }[];
 }
 
@@ -54,6 +57,7 @@ export function convertServiceEntries(
   const instances: ServiceInstance[] = [];
   for (const cfg of configs) {
     const spec = cfg.spec as SESpec;
+    const targetPorts = new Map((spec.ports ?? []).map((p) => [p.number, p.targetPort]));
     const ports: ServicePort[] = (spec.ports ?? []).map((p) => ({
       name: p.name ?? String(p.number),
       port: p.number,
@@ -89,10 +93,14 @@ export function convertServiceEntries(
             hostname: host,
             servicePort: port,
             address: ep.address,
-            port: ep.ports?.[port.name] ?? port.port,
+            // the endpoint's own port, else the port's targetPort, else the port itself
+            port: ep.ports?.[port.name] ?? targetPorts.get(port.port) ?? port.port,
             labels: { ...(ep.labels ?? {}) },
-            locality: "",
+            locality: typeof ep.locality === "string"
+              ? ep.locality.split("/").slice(0, 2).join("/")
+              : "",
             serviceAccount: accounts.length === 1 ? accounts[0] : "",
+            ...(typeof ep.weight === "number" && ep.weight > 0 ? { weight: ep.weight } : {}),
           });
         }
       }

@@ -145,7 +145,7 @@ Deno.test("readKubeSnapshot() reports a type without its CRD and invalid objects
   const { rest } = fakeRest((path) =>
     path.endsWith("/destinationrules")
       ? { status: 404, body: "404 page not found" }
-      : ok([vs("good", "default"), vs("bad", "default", []), "not an object"])
+      : ok([vs("good", "default"), vs("bad", "default", ["*"]), "not an object"])
   );
   const store = await readKubeSnapshot({ rest, schemas });
   assert.deepEqual(await store.list("destinationrule"), []);

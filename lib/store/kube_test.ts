@@ -319,11 +319,11 @@ Deno.test("createKubeStore() keeps the last valid version of an object made inva
       await until(async () => !!(await store.get("virtualservice", "b", "default")), 3000);
       assert.deepEqual((await store.get("virtualservice", "a", "default"))?.spec.hosts, ["a"]);
       assert.deepEqual(store.errors().map((e) => e.object), ["VirtualService/default/a"]);
-      assert.match(store.errors()[0].message, /a virtual service must set http or tcp routes/);
+      assert.match(store.errors()[0].message, /a virtual service must set http, tls or tcp routes/);
       // the name is in `object`, not repeated in the message
       assert.equal(
         store.errors()[0].message,
-        "spec: a virtual service must set http or tcp routes",
+        "spec: a virtual service must set http, tls or tcp routes",
       );
       kube.upsert(vsRaw("a", "default", "fixed"));
       await until(() => store.errors().length === 0, 3000, "the error to clear");
@@ -455,7 +455,7 @@ Deno.test("createKubeStore() logs an invalid object once, naming it, and forgets
     async (store, kube) => {
       assert.deepEqual(lines, [
         "error Invalid virtualservices object in the orchestrator (ignored): " +
-        "VirtualService/default/bad: spec: a virtual service must set http or tcp routes",
+        "VirtualService/default/bad: spec: a virtual service must set http, tls or tcp routes",
       ]);
       // seen again (relist, a change of another field): not logged again
       await store.resync();

@@ -20,6 +20,7 @@
  */
 
 import { GENERATOR_METADATA_KEY, GRPC_GENERATOR } from "./node.ts";
+import { formatProtoDuration } from "../flags/duration.ts";
 
 /** File name of the bootstrap inside mesh-agent's `--configPath`. */
 export const GRPC_BOOTSTRAP_FILE = "grpc-bootstrap.json";
@@ -69,13 +70,6 @@ export interface GrpcBootstrapOptions {
   readonly refreshIntervalMs?: number;
 }
 
-/** A proto3 JSON duration (`"10s"`, `"1.500s"`) from milliseconds. */
-function duration(ms: number): string {
-  const s = Math.floor(ms / 1000);
-  const rest = Math.round(ms % 1000);
-  return rest ? `${s}.${String(rest).padStart(3, "0")}s` : `${s}s`;
-}
-
 /**
  * Builds the bootstrap document:
  * - `xds_servers[0]`: `server_uri`, `channel_creds` (`insecure`, or `tls` with the workload
@@ -88,7 +82,7 @@ function duration(ms: number): string {
 export function grpcBootstrap(o: GrpcBootstrapOptions): Record<string, unknown> {
   const dir = o.certDir.replace(/\/+$/, "") || "/";
   const file = (name: string) => `${dir === "/" ? "" : dir}/${name}`;
-  const refresh = duration(o.refreshIntervalMs ?? DEFAULT_CERT_REFRESH_MS);
+  const refresh = formatProtoDuration(o.refreshIntervalMs ?? DEFAULT_CERT_REFRESH_MS);
   const files = {
     certificate_file: file(GRPC_CERT_FILES.chain),
     private_key_file: file(GRPC_CERT_FILES.key),

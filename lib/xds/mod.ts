@@ -29,9 +29,9 @@ export {
 } from "./protos.ts";
 export {
   clientOf,
-  headerMatcherForm,
   GENERATOR_METADATA_KEY,
   GRPC_GENERATOR,
+  headerMatcherForm,
   isIp,
   isProxylessGrpc,
   type NodeIdentity,
@@ -54,8 +54,26 @@ export { BLACKHOLE_CLUSTER, buildClusters, PASSTHROUGH_CLUSTER } from "./generat
 export { buildEndpoints, isKnownCluster, loadAssignment } from "./generate/endpoints.ts";
 export { buildApiListener, buildListeners } from "./generate/listeners.ts";
 export { buildRoutes, resolveTarget } from "./generate/routes.ts";
+export {
+  buildServerListener,
+  isServerListenerName,
+  parseListeningAddress,
+} from "./generate/grpc_server.ts";
+export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
+export { unselectedGatewayReason } from "./generate/gateway_selection.ts";
+export {
+  describeConflict,
+  type OutboundListenerConflict,
+  outboundListenerConflicts,
+} from "./generate/listener_conflicts.ts";
+export {
+  CERT_DIR_METADATA_KEY,
+  certDirOf,
+  DEFAULT_WORKLOAD_CERT_DIR,
+  withCertDir,
+} from "./generate/cert_dir.ts";
 export {
   DEFAULT_CERT_REFRESH_MS,
   GRPC_BOOTSTRAP_FILE,

@@ -5,9 +5,21 @@
  * @module
  */
 
+import { formatProtoDuration } from "../../lib/flags/duration.ts";
 import type { AgentConfig, HostPort } from "./config.ts";
 import { isIp } from "../../lib/xds/node.ts";
 import { EXT_TYPE_URLS } from "../../lib/xds/protos.ts";
+import { resolve as resolvePath } from "node:path";
+import { CERT_DIR_METADATA_KEY, certDirOf } from "../../lib/xds/generate/cert_dir.ts";
+
+/**
+ * The node metadata `CERT_DIR` for a certificate directory: the absolute directory when it is
+ * not discovery's default `/etc/certs`, else undefined (a relative directory is resolved
+ * against the working directory, as the proxy resolves it).
+ */
+export function certDirMetadata(certDir: string): string | undefined {
+  return certDirOf({ metadata: { [CERT_DIR_METADATA_KEY]: resolvePath(certDir) } });
+}
 
 /** Name of the static cluster carrying ADS (`--bootstrapv2`) or the SDS-over-gRPC of EDS. */
 export const XDS_GRPC_CLUSTER = "xds-grpc";
@@ -39,12 +51,8 @@ const BOOTSTRAP_TYPE = "envoy.config.bootstrap.v3.Bootstrap";
 
 type Json = Record<string, unknown>;
 
-/** A proto3 JSON duration (`"1.5s"`) from milliseconds. */
-export function protoDuration(ms: number): string {
-  const s = Math.floor(ms / 1000);
-  const rest = Math.round(ms % 1000);
-  return rest ? `${s}.${String(rest).padStart(3, "0")}s` : `${s}s`;
-}
+/** A proto3 JSON duration (`"1.500s"`) from milliseconds (lib/flags's). */
+export const protoDuration = formatProtoDuration;
 
 function socketAddress(hp: HostPort, protocol?: "UDP"): Json {
   return {
@@ -200,7 +208,14 @@ export function buildBootstrap(c: AgentConfig): Json {
   const node: Json = {
     id: c.nodeId,
     cluster: c.serviceCluster,
-    metadata: { ...c.metadata, MESH_ROLE: c.role },
+    metadata: {
+      ...c.metadata,
+      MESH_ROLE: c.role,
+      // where mesh mTLS contexts must name the certificate files (discovery's default: /etc/certs)
+      ...(certDirMetadata(c.certDir)
+        ? { [CERT_DIR_METADATA_KEY]: certDirMetadata(c.certDir) }
+        : {}),
+    },
   };
   if (c.availabilityZone) node.locality = { zone: c.availabilityZone };
   const clusters: Json[] = [xdsGrpcCluster(c)];

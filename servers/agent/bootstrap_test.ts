@@ -116,3 +116,14 @@ Deno.test("renderTemplate() renders --templateFile with the agent's data", async
   );
   await assert.rejects(renderTemplate(c, "- a\n- b"), /did not render to an object/);
 });
+
+Deno.test("buildBootstrap() tells discovery the certificate directory (node metadata CERT_DIR) unless it is /etc/certs", () => {
+  const meta = (env: Record<string, string>) =>
+    (buildBootstrap(toConfig(proxyFlags(), "sidecar", { ...POD_ENV, ...env })) as {
+      node: { metadata: Record<string, string> };
+    }).node.metadata;
+  assert.equal(meta({ MESH_CERT_DIR: "/home/me/web/certs/" }).CERT_DIR, "/home/me/web/certs");
+  assert.equal(meta({ MESH_CERT_DIR: "/etc/certs" }).CERT_DIR, undefined);
+  assert.equal(meta({}).CERT_DIR, undefined);
+  assert.equal(meta({ MESH_CERT_DIR: "web/../certs" }).CERT_DIR, `${Deno.cwd()}/certs`);
+});

@@ -11,6 +11,10 @@
 import type { Logger } from "../../lib/log/mod.ts";
 import type { CaConfig } from "./config.ts";
 import { CERT_FILES } from "./bootstrap.ts";
+import {
+  decodeMeshCertificateResponse,
+  encodeMeshCertificateRequest,
+} from "../../lib/pki/ca_messages.ts";
 
 /** gRPC path of CreateCertificate. */
 export const CREATE_CERTIFICATE = "/mesh.v1.auth.MeshCertificateService/CreateCertificate";
@@ -23,55 +27,6 @@ export interface WorkloadCert {
   readonly notBefore: Date;
   readonly notAfter: Date;
   readonly identity: string;
-}
-
-// ---- protobuf (MeshCertificateRequest / MeshCertificateResponse) ------------------------------
-
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n > 0x7f) {
-    out.push((n & 0x7f) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
-
-/** Encodes `MeshCertificateRequest { csr = 1; validity_duration = 3 }`. */
-export function encodeCertificateRequest(csr: string, validitySeconds: number): Uint8Array {
-  const csrBytes = new TextEncoder().encode(csr);
-  const out = [0x0a, ...varint(csrBytes.length), ...csrBytes];
-  if (validitySeconds > 0) out.push(0x18, ...varint(validitySeconds));
-  return new Uint8Array(out);
-}
-
-/** Decodes `MeshCertificateResponse { repeated string cert_chain = 1 }`. */
-export function decodeCertificateResponse(bytes: Uint8Array): string[] {
-  const out: string[] = [];
-  let i = 0;
-  const readVarint = () => {
-    let n = 0;
-    let mul = 1;
-    while (true) {
-      if (i >= bytes.length) throw new Error("truncated CreateCertificate response");
-      const b = bytes[i++];
-      n += (b & 0x7f) * mul;
-      if (!(b & 0x80)) return n;
-      mul *= 128;
-    }
-  };
-  while (i < bytes.length) {
-    const tag = readVarint();
-    const wire = tag & 7;
-    if (wire === 2) {
-      const len = readVarint();
-      if (i + len > bytes.length) throw new Error("truncated CreateCertificate response");
-      if (tag >> 3 === 1) out.push(new TextDecoder().decode(bytes.subarray(i, i + len)));
-      i += len;
-    } else if (wire === 0) readVarint();
-    else throw new Error(`unexpected wire type ${wire} in CreateCertificate response`);
-  }
-  return out;
 }
 
 // ---- identity ---------------------------------------------------------------------------------
@@ -162,7 +117,7 @@ export async function requestCertificate(
   const r = await callUnary({
     address: ca.address,
     path: CREATE_CERTIFICATE,
-    message: encodeCertificateRequest(csr, ca.ttlSeconds),
+    message: encodeMeshCertificateRequest({ csr, validityDuration: ca.ttlSeconds }),
     ca: root,
     servername: ca.serverName,
     ...(token
@@ -172,7 +127,7 @@ export async function requestCertificate(
   if (r.status !== 0) {
     throw new Error(`mesh_ca refused the certificate request (status ${r.status}): ${r.message}`);
   }
-  const chain = decodeCertificateResponse(r.response ?? new Uint8Array());
+  const chain = decodeMeshCertificateResponse(r.response ?? new Uint8Array());
   if (!chain.length) throw new Error("mesh_ca answered without a certificate");
   const leaf = pki.parseCertificates(chain[0])[0];
   return {

@@ -1,28 +1,9 @@
 import assert from "node:assert/strict";
-import {
-  decodeCertificateResponse,
-  encodeCertificateRequest,
-  identityOfToken,
-  loadWorkloadCert,
-  renewAt,
-} from "./certs.ts";
+import { identityOfToken, loadWorkloadCert, renewAt } from "./certs.ts";
 import { withTempDir } from "../../tests/harness/procs.ts";
 
 const b64url = (o: unknown) =>
   btoa(JSON.stringify(o)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
-
-Deno.test("encodeCertificateRequest() writes csr (1) and validity_duration (3) as protobuf", () => {
-  const bytes = encodeCertificateRequest("CSR", 300);
-  assert.deepEqual([...bytes], [0x0a, 3, 67, 83, 82, 0x18, 0xac, 0x02]);
-  assert.deepEqual([...encodeCertificateRequest("", 0)], [0x0a, 0]);
-});
-
-Deno.test("decodeCertificateResponse() reads every cert_chain entry and skips other fields", () => {
-  const s = (t: string) => [...new TextEncoder().encode(t)];
-  const bytes = new Uint8Array([0x0a, 4, ...s("leaf"), 0x10, 5, 0x0a, 4, ...s("root")]);
-  assert.deepEqual(decodeCertificateResponse(bytes), ["leaf", "root"]);
-  assert.throws(() => decodeCertificateResponse(new Uint8Array([0x0a, 9, 1])), /truncated/);
-});
 
 Deno.test("identityOfToken() turns a service-account subject into a SPIFFE ID", async () => {
   const jwt = (sub: unknown) => `${b64url({ alg: "none" })}.${b64url({ sub })}.sig`;

@@ -7,6 +7,7 @@
 import { isIp } from "../../lib/xds/node.ts";
 import { DEFAULT_CERT_REFRESH_MS } from "../../lib/xds/grpc_bootstrap.ts";
 import { parseDuration } from "../../lib/flags/mod.ts";
+import { ConfigError } from "../../lib/flags/config_error.ts";
 
 /** Roles of `mesh-agent proxy [role]`. */
 export const ROLES = ["sidecar", "router", "ingress"] as const;
@@ -27,14 +28,8 @@ export const DISCOVERY_SERVICE_ACCOUNT = "mesh-discovery-service-account";
 /** The legacy HTTP discovery port; ADS then goes to 15010 (15012 with MUTUAL_TLS). */
 export const LEGACY_HTTP_PORT = 15007;
 
-/** Bad flags or environment; the message lists every problem, separated by "; ". */
-export class ConfigError extends Error {
-  /** Creates the error from its problems. */
-  constructor(readonly problems: string[]) {
-    super(problems.join("; "));
-    this.name = "ConfigError";
-  }
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 /** `host:port`, parsed. */
 export interface HostPort {
@@ -295,6 +290,16 @@ export function toConfig(
   const proxyless = flags.proxyless === true;
   if (proxyless && r !== "sidecar" && ROLES.includes(r)) {
     problems.push(`--proxyless works with role sidecar only, not ${r}`);
+  }
+  for (
+    const [name, v] of [["customConfigFile", flags.customConfigFile], [
+      "templateFile",
+      flags.templateFile,
+    ]]
+  ) {
+    if (proxyless && v) {
+      problems.push(`--${name} configures a proxy: it cannot be used with --proxyless`);
+    }
   }
   let certRefreshMs = DEFAULT_CERT_REFRESH_MS;
   const refresh = env.MESH_CERT_REFRESH_INTERVAL;

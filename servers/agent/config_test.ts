@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ConfigError, toConfig } from "./config.ts";
 import { POD_ENV, proxyFlags } from "./_test_util.ts";
 
-function problems(f: () => unknown): string[] {
+function problems(f: () => unknown): readonly string[] {
   try {
     f();
   } catch (e) {
@@ -137,6 +137,12 @@ Deno.test("toConfig() takes --proxyless for sidecars only and turns SDS off with
   assert.deepEqual(problems(() => toConfig(proxyFlags({ proxyless: true }), "ingress", POD_ENV)), [
     "--proxyless works with role sidecar only, not ingress",
   ]);
+  assert.deepEqual(
+    problems(() =>
+      toConfig(proxyFlags({ proxyless: true, templateFile: "/t.yaml" }), "sidecar", POD_ENV)
+    ),
+    ["--templateFile configures a proxy: it cannot be used with --proxyless"],
+  );
 });
 
 Deno.test("toConfig() reads MESH_CERT_REFRESH_INTERVAL as a duration and names it when bad", () => {

@@ -53,11 +53,17 @@ export {
 export { removeStaleRevFiles, revFile, Supervisor, writeAtomic } from "./supervisor.ts";
 export { proxyArgs } from "./args.ts";
 export {
+  proxylessBootstrap,
   type ProxylessDeps,
   type ProxylessHandle,
-  proxylessBootstrap,
   startProxyless,
 } from "./proxyless.ts";
+export {
+  startXdsRelay,
+  XDS_RELAY_SOCKET,
+  type XdsRelay,
+  type XdsRelayOptions,
+} from "./xds_relay.ts";
 export { type SdsServer, startSdsServer } from "./sds.ts";
 export {
   type CertRotation,

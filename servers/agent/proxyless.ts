@@ -4,7 +4,9 @@
  * `MESH_CA_ADDRESS` is set, renewed at half its life) and writes the gRPC xDS bootstrap
  * (`<configPath>/grpc-bootstrap.json`, {@link grpcBootstrap}) that the application reads through
  * `GRPC_XDS_BOOTSTRAP`. gRPC reloads the certificate files itself (the bootstrap's `file_watcher`
- * provider), so a renewal needs nothing from the agent but the files. On shutdown the bootstrap
+ * provider), so a renewal needs nothing from the agent but the files. With
+ * `--controlPlaneAuthPolicy MUTUAL_TLS` the bootstrap points at the agent's xDS relay
+ * (`<configPath>/xds.sock`), which reaches discovery over mutual TLS. On shutdown the bootstrap
  * is removed.
  * @module
  */
@@ -14,6 +16,7 @@ import { GRPC_BOOTSTRAP_FILE, grpcBootstrap } from "../../lib/xds/grpc_bootstrap
 import type { AgentConfig } from "./config.ts";
 import { type CertRotation, startCertRotation } from "./certs.ts";
 import { writeAtomic } from "./supervisor.ts";
+import { startXdsRelay, XDS_RELAY_SOCKET, type XdsRelay } from "./xds_relay.ts";
 
 /** Injected dependencies of {@link startProxyless}. */
 export interface ProxylessDeps {
@@ -36,11 +39,14 @@ export interface ProxylessHandle {
   shutdown(): Promise<void>;
 }
 
-/** The bootstrap document of `c` (see {@link grpcBootstrap}). */
-export function proxylessBootstrap(c: AgentConfig): Record<string, unknown> {
+/**
+ * The bootstrap document of `c` (see {@link grpcBootstrap}): ADS at `--discoveryAddress` with
+ * insecure credentials, or, with MUTUAL_TLS, at `relayUri` (the agent's {@link startXdsRelay}),
+ * also plaintext: the relay does the mutual TLS.
+ */
+export function proxylessBootstrap(c: AgentConfig, relayUri?: string): Record<string, unknown> {
   return grpcBootstrap({
-    serverUri: hostPort(c.adsTarget),
-    tls: c.controlPlaneAuthPolicy === "MUTUAL_TLS",
+    serverUri: relayUri ?? hostPort(c.adsTarget),
     nodeId: c.nodeId,
     cluster: c.serviceCluster,
     metadata: c.metadata,
@@ -64,7 +70,6 @@ export async function startProxyless(
 ): Promise<ProxylessHandle> {
   const log = deps.logger ?? getLogger("default");
   const path = `${c.configPath}/${GRPC_BOOTSTRAP_FILE}`;
-  const text = JSON.stringify(proxylessBootstrap(c), null, 2) + "\n";
   try {
     await Deno.mkdir(c.configPath, { recursive: true });
     // a probe write: an unwritable directory is a startup error, not a later failure
@@ -85,12 +90,37 @@ export async function startProxyless(
   const { promise: ready, resolve: setReady } = Promise.withResolvers<void>();
   let stopping = false;
   let written = false;
+  let relay: XdsRelay | undefined;
+  if (c.controlPlaneAuthPolicy === "MUTUAL_TLS") {
+    try {
+      relay = await startXdsRelay({
+        socketPath: `${c.configPath}/${XDS_RELAY_SOCKET}`,
+        target: c.adsTarget,
+        certDir: c.certDir,
+        san: c.discoverySan,
+        log,
+      });
+    } catch (e) {
+      certs?.stop();
+      throw new Error(
+        `Cannot listen on ${c.configPath}/${XDS_RELAY_SOCKET} (--configPath): ${
+          (e as Error).message
+        }`,
+      );
+    }
+  }
+  const text = JSON.stringify(proxylessBootstrap(c, relay?.uri), null, 2) + "\n";
   (async () => {
     if (certs) await certs.ready;
     if (stopping) return;
     await writeAtomic(path, text);
     written = true;
-    log.info("gRPC bootstrap written", { path, node: c.nodeId, xds_server: hostPort(c.adsTarget) });
+    log.info("gRPC bootstrap written", {
+      path,
+      node: c.nodeId,
+      xds_server: hostPort(c.adsTarget),
+      ...(relay ? { via: relay.uri } : {}),
+    });
     setReady();
   })().catch((e) =>
     fail(new Error(`Cannot write the gRPC bootstrap ${path}: ${(e as Error).message}`))
@@ -105,6 +135,7 @@ export async function startProxyless(
       stopped ??= (async () => {
         stopping = true;
         certs?.stop();
+        await relay?.close();
         if (written) {
           await Deno.remove(path).catch(() => {});
           log.info("gRPC bootstrap removed", { path });

@@ -8,6 +8,7 @@
 import { formatDuration } from "../../lib/flags/mod.ts";
 import { BACKEND_CHOICES, type BackendChoice } from "../../lib/pki/backend.ts";
 import { parseCustomDnsNames } from "../../lib/pki/dns.ts";
+import { ConfigError } from "../../lib/flags/config_error.ts";
 
 /** Flags read by {@link toConfig} (the options of the root command). */
 export interface CaFlags {
@@ -27,6 +28,8 @@ export interface CaFlags {
   localStorageDir: string;
   maxWorkloadCertTtl: number;
   monitoringPort: number;
+  /** `--monitoring-address` (absent: `0.0.0.0`). */
+  monitoringAddress?: string;
   org: string;
   probeCheckInterval: number;
   requestedCaCertTtl: number;
@@ -114,7 +117,9 @@ export interface CaConfig {
   readonly graceRatio: number;
   readonly minGraceMs: number;
   /** null: monitoring off. */
-  readonly monitoring: { readonly port: number; readonly profiling: boolean } | null;
+  readonly monitoring:
+    | { readonly port: number; readonly profiling: boolean; readonly address: string }
+    | null;
   /** null: no liveness probe file. */
   readonly liveness:
     | { readonly path: string; readonly intervalMs: number; readonly checkIntervalMs: number }
@@ -123,14 +128,8 @@ export interface CaConfig {
   readonly warnings: readonly string[];
 }
 
-/** Every problem of the flags, one per entry (a usage error). */
-export class ConfigError extends Error {
-  /** Creates the error from the list of problems. */
-  constructor(readonly problems: readonly string[]) {
-    super(problems.join("; "));
-    this.name = "ConfigError";
-  }
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 const SA_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -339,7 +338,13 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
     customDnsNames,
     graceRatio: f.workloadCertGracePeriodRatio,
     minGraceMs: f.workloadCertMinGracePeriod,
-    monitoring: f.monitoringPort ? { port: f.monitoringPort, profiling: f.enableProfiling } : null,
+    monitoring: f.monitoringPort
+      ? {
+        port: f.monitoringPort,
+        profiling: f.enableProfiling,
+        address: f.monitoringAddress || "0.0.0.0",
+      }
+      : null,
     liveness,
     warnings: Object.freeze(warnings),
   });

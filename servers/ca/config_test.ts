@@ -139,3 +139,12 @@ Deno.test("toConfig() takes --signing-backend auto, openssl or webcrypto (defaul
     ["/opt/ssl/libcrypto.so.3"],
   );
 });
+
+Deno.test("toConfig() binds monitoring on --monitoring-address, every interface by default", () => {
+  const base = { selfSignedCa: true, localStorageDir: "/d" };
+  assert.equal(toConfig(caFlags(base)).monitoring?.address, "0.0.0.0");
+  assert.equal(
+    toConfig(caFlags({ ...base, monitoringAddress: "127.0.0.1" })).monitoring?.address,
+    "127.0.0.1",
+  );
+});

@@ -29,7 +29,7 @@ import {
   encodeCsrResponse,
   encodeMeshCertificateResponse,
   WireError,
-} from "./wire.ts";
+} from "../../lib/pki/ca_messages.ts";
 
 /** Full name of the signing service. */
 export const CERTIFICATE_SERVICE = "mesh.v1.auth.MeshCertificateService";

@@ -4,7 +4,7 @@ import { withTempDir } from "../../tests/harness/procs.ts";
 import { makeTestPki } from "../../tests/harness/certs.ts";
 import { parseCertificates, spiffeId, subjectAltNames } from "../../lib/pki/mod.ts";
 import { callUnary } from "../../lib/grpc/mod.ts";
-import { encodeMeshCertificateRequest } from "./wire.ts";
+import { encodeMeshCertificateRequest } from "../../lib/pki/ca_messages.ts";
 import { caFlags, csrFor, opensslText, opensslVerify, recordingLogger } from "./_testutil.ts";
 import { type CaConfig, type CaHandle, start, toConfig } from "./mod.ts";
 

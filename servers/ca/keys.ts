@@ -25,7 +25,10 @@ import {
 } from "../../lib/pki/mod.ts";
 import type { KeyMode } from "./config.ts";
 import { CERTIFICATE_SERVICE } from "./grpc.ts";
-import { decodeMeshCertificateResponse, encodeMeshCertificateRequest } from "./wire.ts";
+import {
+  decodeMeshCertificateResponse,
+  encodeMeshCertificateRequest,
+} from "../../lib/pki/ca_messages.ts";
 
 /** Where a self-signed root is kept. */
 export interface RootStore {

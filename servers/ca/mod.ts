@@ -258,10 +258,12 @@ async function startParts(
   // ---- monitoring
   let monitoring: { port: number } | undefined;
   const monitoringPort = deps.monitoringPort ?? config.monitoring?.port ?? null;
+  // deps.host (tests) wins over --monitoring-address
+  const monitoringHost = deps.host ?? config.monitoring?.address ?? host;
   if (monitoringPort !== null && config.monitoring) {
     try {
       const m = await startMonitoring({
-        host,
+        host: monitoringHost,
         port: monitoringPort,
         profiling: config.monitoring.profiling,
         metrics,
@@ -271,10 +273,10 @@ async function startParts(
       cleanups.push(() => m.shutdown());
     } catch (e) {
       throw new Error(
-        `Cannot serve monitoring on ${host}:${monitoringPort}: ${(e as Error).message}`,
+        `Cannot serve monitoring on ${monitoringHost}:${monitoringPort}: ${(e as Error).message}`,
       );
     }
-    log.info(`monitoring listening on ${host}:${monitoring.port}`);
+    log.info(`monitoring listening on ${monitoringHost}:${monitoring.port}`);
   }
 
   // ---- liveness
@@ -297,7 +299,7 @@ async function startParts(
   return {
     addresses: {
       grpc: grpc ? `${host}:${grpc.port}` : null,
-      monitoring: monitoring ? `${host}:${monitoring.port}` : null,
+      monitoring: monitoring ? `${monitoringHost}:${monitoring.port}` : null,
     },
     ready,
     ca: () => keys.ca(),

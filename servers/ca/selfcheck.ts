@@ -11,7 +11,10 @@ import type { Logger } from "../../lib/log/mod.ts";
 import { startProbeUpdater } from "../../lib/probe/mod.ts";
 import { type CertAuthority, createCsr, generateKeyPair, spiffeId } from "../../lib/pki/mod.ts";
 import { CERTIFICATE_SERVICE } from "./grpc.ts";
-import { decodeMeshCertificateResponse, encodeMeshCertificateRequest } from "./wire.ts";
+import {
+  decodeMeshCertificateResponse,
+  encodeMeshCertificateRequest,
+} from "../../lib/pki/ca_messages.ts";
 
 /** Options of {@link startSelfCheck}. */
 export interface SelfCheckOptions {

@@ -12,6 +12,7 @@ import {
   parseRegistries,
   type RegistryName,
 } from "../../lib/registry/mod.ts";
+import { ConfigError } from "../../lib/flags/config_error.ts";
 
 /** A parsed listen address. `host` is "" for the `:port` form (all interfaces). */
 export interface ListenAddress {
@@ -49,11 +50,14 @@ export interface DiscoveryConfig {
   readonly grpc: {
     readonly limits: Readonly<Partial<H2Limits>>;
     readonly maxConnections: number;
+    readonly maxConnectionsPerAddress: number;
     readonly maxFailedConnectionsPerSecond: number;
   };
   readonly orchconfig: string;
   readonly meshConfigPath: string;
   readonly monitoringPort: number;
+  /** `--httpAddress`: the local address `--port` and `--monitoringPort` bind. */
+  readonly httpAddress: string;
   /** Controller namespace (`--namespace`, else `POD_NAMESPACE`). */
   readonly namespace: string;
   readonly port: number;
@@ -92,6 +96,7 @@ export interface DiscoveryFlags {
   readonly secureGrpcAddr: string;
   readonly grpcMaxConcurrentStreams: number;
   readonly grpcMaxConnections: number;
+  readonly grpcMaxConnectionsPerAddress: number;
   readonly grpcMaxFailedConnectionRate: number;
   readonly keepaliveInterval: number;
   readonly keepaliveTimeout: number;
@@ -100,6 +105,8 @@ export interface DiscoveryFlags {
   readonly orchconfig: string;
   readonly meshConfig: string;
   readonly monitoringPort: number;
+  /** Absent: `0.0.0.0`. */
+  readonly httpAddress?: string;
   readonly namespace: string;
   readonly port: number;
   readonly profile: boolean;
@@ -127,14 +134,8 @@ export interface DiscoveryEnv {
 /** Default directory of the mesh certificate files. */
 export const DEFAULT_CERT_DIR = "/etc/certs/";
 
-/** A bad flag value: the message lists every problem, one per `; `-separated part. */
-export class ConfigError extends Error {
-  /** Creates the error from the list of problems. */
-  constructor(readonly problems: readonly string[]) {
-    super(problems.join("; "));
-    this.name = "ConfigError";
-  }
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 /**
  * Parses a listen address: `:15010` (all interfaces), `host:port`, `[v6]:port`.
@@ -239,6 +240,11 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   if (!(flags.grpcMaxConnections >= 0)) {
     problems.push("Invalid value for --grpcMaxConnections: must not be negative (0: no cap)");
   }
+  if (!(flags.grpcMaxConnectionsPerAddress >= 0)) {
+    problems.push(
+      "Invalid value for --grpcMaxConnectionsPerAddress: must not be negative (0: no bound)",
+    );
+  }
   if (!(flags.grpcMaxFailedConnectionRate >= 0)) {
     problems.push("Invalid value for --grpcMaxFailedConnectionRate: must not be negative (0: off)");
   }
@@ -300,7 +306,9 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
         "server, but there is no --orchconfig and no in-cluster configuration " +
         "(KUBERNETES_SERVICE_HOST is not set): give --orchconfig <kubeconfig>" +
         (flags.configDir === "" ? ", or --configDir <dir> to read config from files" : "") +
-        (registries.includes("Orchestrator") ? ", or other --registries (e.g. Mock)" : ""),
+        (registries.includes("Orchestrator")
+          ? ", or --registries ServiceEntry (services from ServiceEntries only)"
+          : ""),
     );
   }
   let mockPortOffset = MOCK_PORT_OFFSET;
@@ -342,11 +350,13 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
         maxConnectionAgeMs: flags.keepaliveMaxServerConnectionAge,
       }),
       maxConnections: flags.grpcMaxConnections,
+      maxConnectionsPerAddress: flags.grpcMaxConnectionsPerAddress,
       maxFailedConnectionsPerSecond: flags.grpcMaxFailedConnectionRate,
     }),
     orchconfig: flags.orchconfig,
     meshConfigPath: flags.meshConfig,
     monitoringPort: flags.monitoringPort,
+    httpAddress: flags.httpAddress || "0.0.0.0",
     namespace: flags.namespace || env.POD_NAMESPACE || "",
     port: flags.port,
     profile: flags.profile,

@@ -23,6 +23,7 @@ const FLAGS: DiscoveryFlags = {
   secureGrpcAddr: ":15012",
   grpcMaxConcurrentStreams: 100,
   grpcMaxConnections: 0,
+  grpcMaxConnectionsPerAddress: 4096,
   grpcMaxFailedConnectionRate: 20,
   keepaliveInterval: 30_000,
   keepaliveTimeout: 10_000,
@@ -78,6 +79,7 @@ Deno.test("toConfig() maps the gRPC transport flags to the transport limits", ()
     ...FLAGS,
     grpcMaxConcurrentStreams: 10,
     grpcMaxConnections: 5000,
+    grpcMaxConnectionsPerAddress: 100,
     grpcMaxFailedConnectionRate: 50,
     keepaliveMaxServerConnectionAge: 1_800_000,
   }, IN_CLUSTER);
@@ -90,6 +92,7 @@ Deno.test("toConfig() maps the gRPC transport flags to the transport limits", ()
       maxConnectionAgeMs: 1_800_000,
     },
     maxConnections: 5000,
+    maxConnectionsPerAddress: 100,
     maxFailedConnectionsPerSecond: 50,
   });
 });
@@ -101,12 +104,14 @@ Deno.test("toConfig() rejects gRPC transport flags out of range, naming each", (
         ...FLAGS,
         grpcMaxConcurrentStreams: 0,
         grpcMaxConnections: -1,
+        grpcMaxConnectionsPerAddress: -1,
         grpcMaxFailedConnectionRate: -1,
         keepaliveTimeout: 0,
       }, IN_CLUSTER),
     new ConfigError([
       "Invalid value for --grpcMaxConcurrentStreams: must be at least 1",
       "Invalid value for --grpcMaxConnections: must not be negative (0: no cap)",
+      "Invalid value for --grpcMaxConnectionsPerAddress: must not be negative (0: no bound)",
       "Invalid value for --grpcMaxFailedConnectionRate: must not be negative (0: off)",
       "Invalid value for --keepaliveTimeout: must be greater than 0s",
     ]),
@@ -169,7 +174,7 @@ Deno.test("toConfig() outside a cluster names --orchconfig and --configDir when 
   });
   assert.throws(
     () => toConfig({ ...FLAGS, configDir: "/cfg" }),
-    /^ConfigError: the Orchestrator registry \(--registries\) reads .*, or other --registries \(e.g. Mock\)$/,
+    /^ConfigError: the Orchestrator registry \(--registries\) reads .*, or --registries ServiceEntry \(services from ServiceEntries only\)$/,
   );
   assert.equal(toConfig({ ...FLAGS, registries: ["Mock"], configDir: "/cfg" }).configDir, "/cfg");
   assert.equal(toConfig({ ...FLAGS, orchconfig: "/kc" }).orchconfig, "/kc");
@@ -183,4 +188,15 @@ Deno.test("toConfig() reads the Mock endpoint port offset from MESH_MOCK_PORT_OF
     () => toConfig(flags, { MESH_MOCK_PORT_OFFSET: "70000" }),
     /Invalid value for MESH_MOCK_PORT_OFFSET: "70000": want a whole number from 1 to 56535/,
   );
+});
+
+Deno.test("toConfig() accepts --registries ServiceEntry with --configDir and no orchestrator", () => {
+  const c = toConfig({ ...FLAGS, registries: ["ServiceEntry"], configDir: "/cfg" });
+  assert.deepEqual(c.registries, ["ServiceEntry"]);
+});
+
+Deno.test("toConfig() binds the HTTP listeners on --httpAddress, every interface by default", () => {
+  const flags = { ...FLAGS, orchconfig: "/kc" };
+  assert.equal(toConfig(flags).httpAddress, "0.0.0.0");
+  assert.equal(toConfig({ ...flags, httpAddress: "127.0.0.1" }).httpAddress, "127.0.0.1");
 });

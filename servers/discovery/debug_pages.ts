@@ -1,20 +1,15 @@
 /**
  * The debug pages of mesh-discovery (reference §1.4): what each connected proxy holds
  * (`/debug/adsz`, `cdsz`, `edsz`, `syncz`), the registry and config (`registryz`, `endpointz`,
- * `configz`, with POSTs that add to the debug registry), and `--profile`'s heap and CPU profiles.
+ * `configz`, with POSTs that add to the debug registry). `--profile`'s heap and CPU profiles
+ * (`/debug/pprof/*`) are lib/monitoring's, routed in http.ts.
  * @module
  */
 
 import type { Context, Hono } from "../../lib/deps/hono.ts";
 import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
-import { startCpuProfile } from "../../lib/process/mod.ts";
-import {
-  buildEndpoints,
-  decodeAny,
-  type Proxy,
-  TYPE_URLS,
-  type XdsResource,
-} from "../../lib/xds/mod.ts";
+import { withServingStatus } from "../../lib/model/kinds.ts";
+import { buildEndpoints, decodeAny, type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type ConnectionStatus, typeShortName } from "../../lib/xds/server/mod.ts";
 import { DebugInputError, parseDebugInstance, parseDebugService } from "./debug_registry.ts";
 import {
@@ -32,7 +27,6 @@ import {
 export function debugPages(app: Hono, d: HttpDeps): void {
   proxyDebugPages(app, d);
   registryDebugPages(app, d);
-  profilingPages(app, d);
 }
 
 /** `/debug/adsz`, `cdsz`, `edsz`, `syncz`: what the connected proxies were sent. */
@@ -115,6 +109,8 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
       ),
     );
   });
+
+  app.get("/debug/conflictz", (c) => jsonBody(c, d.model.conflicts()));
 
   app.get("/debug/syncz", (c) => {
     const id = c.req.query("proxyID");
@@ -218,42 +214,10 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
   };
   app.get("/debug/endpointz", (c) => endpointz(c));
 
-  app.get("/debug/configz", (c) => jsonBody(c, [...d.model.configs() as ConfigObject[], {}]));
-}
-
-/** `/debug/pprof/*` (with `--profile`). */
-function profilingPages(app: Hono, d: HttpDeps): void {
-  app.get("/debug/pprof/heap", async (c) => {
-    if (!d.profile) return text(c, 404, "Profiling is off (start with --profile)\n");
-    const v8 = await import("node:v8");
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of v8.getHeapSnapshot()) {
-      chunks.push(typeof chunk === "string" ? new TextEncoder().encode(chunk) : chunk);
-    }
-    return c.body(new Blob(chunks as BlobPart[]).stream(), 200, {
-      "content-type": "application/octet-stream",
-      "content-disposition": 'attachment; filename="mesh-discovery.heapsnapshot"',
-    });
-  });
-  app.get("/debug/pprof/profile", async (c) => {
-    if (!d.profile) return text(c, 404, "Profiling is off (start with --profile)\n");
-    const raw = c.req.query("seconds") ?? "30";
-    const seconds = Number(raw);
-    if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
-      return text(c, 400, `Bad seconds ${JSON.stringify(raw)}: want a number in (0, 600]\n`);
-    }
-    const profile = await cpuProfile(seconds * 1000);
-    return c.body(JSON.stringify(profile), 200, {
-      "content-type": "application/json",
-      "content-disposition": 'attachment; filename="mesh-discovery.cpuprofile"',
-    });
-  });
+  // legacy kinds and fields not yet served say so (lib/model/kinds.ts)
   app.get(
-    "/debug/pprof/*",
-    (c) =>
-      d.profile
-        ? text(c, 404, "Available: /debug/pprof/heap, /debug/pprof/profile?seconds=N\n")
-        : text(c, 404, "Profiling is off (start with --profile)\n"),
+    "/debug/configz",
+    (c) => jsonBody(c, [...(d.model.configs() as ConfigObject[]).map(withServingStatus), {}]),
   );
 }
 
@@ -280,11 +244,4 @@ export function syncStatus(conn: ConnectionStatus<Proxy>): Record<string, unknow
     out[typeShortName(t)] = e;
   }
   return out;
-}
-
-/** Records a CPU profile for `ms` through the inspector (one at a time). */
-async function cpuProfile(ms: number): Promise<XdsResource> {
-  const p = await startCpuProfile();
-  await new Promise((r) => setTimeout(r, ms));
-  return await p.stop() as XdsResource;
 }

@@ -7,6 +7,7 @@
 
 import { Hono } from "../../lib/deps/hono.ts";
 import type { Context } from "../../lib/deps/hono.ts";
+import { monitoringHandler } from "../../lib/monitoring/mod.ts";
 import { debugPages } from "./debug_pages.ts";
 import { type HttpDeps, isLocalPeer, jsonBody, LOCAL_ONLY_MESSAGE, text } from "./http_util.ts";
 import { POST_ONLY, RestCache, restXdsRoutes } from "./rest_xds.ts";
@@ -62,13 +63,22 @@ export function discoveryApp(d: HttpDeps): Hono {
       ? text(c, 503, `not ready: ${reasons.join("; ")}\n`)
       : text(c, 200, "ready\n");
   });
-  app.get(
-    "/version",
-    (c) => text(c, 200, d.versionText.endsWith("\n") ? d.versionText : d.versionText + "\n"),
-  );
-  app.get("/metrics", async (c) => text(c, 200, await d.metrics.text(), d.metrics.contentType));
+  // /version, /metrics and (with --profile) /debug/pprof/* as every server serves them
+  let monitoring: ((req: Request) => Promise<Response>) | undefined;
+  const monitor = (c: Context) =>
+    (monitoring ??= monitoringHandler({
+      metrics: () => d.metrics.text(),
+      contentType: d.metrics.contentType,
+      versionText: d.versionText,
+      profiling: d.profile,
+      profilingFlag: "--profile",
+      profileName: "mesh-discovery",
+    }))(c.req.raw);
+  app.get("/version", monitor);
+  app.get("/metrics", monitor);
+  app.get("/debug/pprof/*", monitor);
 
-  // ---- debug pages and profiles --------------------------------------------------------------
+  // ---- debug pages ---------------------------------------------------------------------------
   debugPages(app, d);
 
   app.notFound((c) => {

@@ -34,18 +34,20 @@ export function listenError(where: string, e: unknown): Error {
 }
 
 /**
- * Serves `handler` on every IPv4 address at `port` (0 = any) and returns the bound port; the
- * listener's graceful shutdown goes on `cleanups`. `what` names the flag in the error.
+ * Serves `handler` on `hostname` (default every IPv4 address) at `port` (0 = any) and returns the
+ * bound port; the listener's graceful shutdown goes on `cleanups`. `what` names the flag in the
+ * error.
  */
 export function serveHttp(
   handler: Deno.ServeHandler<Deno.NetAddr>,
   port: number,
   what: string,
   cleanups: Cleanups,
+  hostname = "0.0.0.0",
 ): number {
   let s: Deno.HttpServer<Deno.NetAddr>;
   try {
-    s = Deno.serve({ hostname: "0.0.0.0", port, onListen: () => {} }, handler);
+    s = Deno.serve({ hostname, port, onListen: () => {} }, handler);
   } catch (e) {
     throw listenError(`${what} ${port}`, e);
   }

@@ -95,6 +95,12 @@ export async function createMetrics(
     "Total virtual services known to discovery.",
     () => counts().virtualServices,
   );
+  gauge(
+    "mesh_conflict_outbound_listener_tcp_over_current_http",
+    "Shared outbound listeners 0.0.0.0_<port> a TCP service port without an address took from " +
+      "the HTTP services of that port (see /debug/conflictz).",
+    () => counts().conflictsTcpOverHttp,
+  );
   new prom.Gauge({
     name: "mesh_configs",
     help: "Configuration objects known to discovery, by kind.",

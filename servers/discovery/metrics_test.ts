@@ -21,7 +21,7 @@ function sample(text: string, name: string): number {
 /** Metrics wired to an xDS server over a cache holding one cluster `c1`. */
 async function serverWithMetrics() {
   const metrics = await createMetrics(
-    () => ({ services: 0, virtualServices: 0, configsByKind: {} }),
+    () => ({ services: 0, virtualServices: 0, configsByKind: {}, conflictsTcpOverHttp: 0 }),
     () => 1,
   );
   const cache = new ResourceCache();

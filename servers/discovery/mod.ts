@@ -27,6 +27,7 @@ import { ProtoJson } from "./protojson.ts";
 import { PushRouter } from "./pushes.ts";
 import { loadMeshConfig, openConfigStore, openSources, type Sources } from "./sources.ts";
 import { createWebhookClient } from "./webhook.ts";
+import { watchMeshConfig } from "./mesh_config_watch.ts";
 import type { MeshCerts } from "./certs.ts";
 
 export { CERT_FILES, checkMeshCerts, type MeshCerts, readMeshCerts } from "./certs.ts";
@@ -58,6 +59,8 @@ export interface DiscoveryDeps {
   debounceAfterMs?: number;
   /** How often the certificate directory is checked while the TLS port waits for it (ms). */
   certPollMs?: number;
+  /** How often `--meshConfig` is re-read for live changes (ms, default 500). */
+  meshConfigPollMs?: number;
 }
 
 /** Addresses actually bound (`host:port`). */
@@ -136,6 +139,18 @@ async function startSteps(
     await startIngressStatus(sources.ingressWatcher, meshConfig, config, log, cleanups);
   }
   await sources.configs.open(store, () => pushes.configChanged());
+  // Live mesh configuration (servers/discovery/mesh_config_watch.ts).
+  const meshWatch = watchMeshConfig({
+    path: config.meshConfigPath,
+    initial: meshConfig,
+    logger: log,
+    intervalMs: deps.meshConfigPollMs,
+    onChange: (mc) => {
+      core.model.setMeshConfig(mc);
+      pushes.configChanged();
+    },
+  });
+  cleanups.push(() => meshWatch.close());
 
   // Listeners: ADS (plaintext, TLS), HTTP and monitoring, ControlZ.
   // Filled once every listener is up (the TLS port may start later and adds itself).
@@ -172,10 +187,10 @@ async function startSteps(
   });
   cleanups.push(() => ctrlz.shutdown());
   Object.assign(addresses, {
-    http: hostPort("0.0.0.0", http.port),
+    http: hostPort(config.httpAddress, http.port),
     grpc,
     ...(secureGrpc ? { secureGrpc } : {}),
-    monitoring: hostPort("0.0.0.0", http.monitoringPort),
+    monitoring: hostPort(config.httpAddress, http.monitoringPort),
     ctrlz: ctrlz.address,
   });
   log.info(
@@ -237,7 +252,13 @@ function serveHttpPorts(o: {
     logger: o.log,
   });
   return {
-    port: serveHttp(app.fetch, config.port, "--port", cleanups),
-    monitoringPort: serveHttp(app.fetch, config.monitoringPort, "--monitoringPort", cleanups),
+    port: serveHttp(app.fetch, config.port, "--port", cleanups, config.httpAddress),
+    monitoringPort: serveHttp(
+      app.fetch,
+      config.monitoringPort,
+      "--monitoringPort",
+      cleanups,
+      config.httpAddress,
+    ),
   };
 }

@@ -170,6 +170,8 @@ async function createRegistries(
       case "Mock":
         members.push(createMockRegistry(config.domain, config.mockPortOffset));
         break;
+      case "ServiceEntry": // always read (after these): no platform registry
+        break;
     }
   }
   if (multicluster && !members.includes(multicluster)) members.push(multicluster);

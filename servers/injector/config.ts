@@ -4,6 +4,8 @@
  * @module
  */
 
+import { ConfigError } from "../../lib/flags/config_error.ts";
+
 /** The flags of the server, as the CLI parsed them (durations in ms). */
 export interface InjectorFlags {
   caCertFile: string;
@@ -44,14 +46,8 @@ export interface InjectorConfig {
   readonly healthCheckIntervalMs: number;
 }
 
-/** Bad flags; the message lists every problem. */
-export class ConfigError extends Error {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 /**
  * Checks the flags: `--port` 0-65535; `--tlsCertFile`, `--tlsKeyFile`, `--injectConfig` set;
@@ -81,7 +77,7 @@ export function toConfig(flags: InjectorFlags, env: InjectorEnv): InjectorConfig
         "(KUBERNETES_SERVICE_HOST is not set)",
     );
   }
-  if (problems.length > 0) throw new ConfigError(problems.join("; "));
+  if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port: flags.port,
     hostname: "0.0.0.0",

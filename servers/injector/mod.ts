@@ -20,7 +20,13 @@ import { Buffer } from "node:buffer";
 import https from "node:https";
 import { basename, dirname, resolve } from "node:path";
 import { Hono } from "../../lib/deps/hono.ts";
-import { builtinTemplate, defaultTemplateParams, Injector } from "../../lib/inject/mod.ts";
+import {
+  builtinGrpcAgentTemplate,
+  builtinTemplate,
+  defaultTemplateParams,
+  GRPC_AGENT_TEMPLATE,
+  Injector,
+} from "../../lib/inject/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import {
   defaultMeshConfig,
@@ -119,6 +125,7 @@ async function loadInjector(config: InjectorConfig, log: Logger): Promise<Inject
       policy: inject.policy,
       template: inject.template || builtinTemplate(defaultTemplateParams()),
       meshConfig: mesh,
+      templates: { [GRPC_AGENT_TEMPLATE]: builtinGrpcAgentTemplate(defaultTemplateParams()) },
     });
   } catch (err) {
     throw new Error(`Invalid template in ${config.injectConfigFile}: ${(err as Error).message}`);

@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { stringify } from "../../lib/deps/yaml.ts";
 import {
+  builtinGrpcAgentTemplate,
   builtinTemplate,
   defaultTemplateParams,
+  GRPC_AGENT_TEMPLATE,
   Injector,
   injectStream,
 } from "../../lib/inject/mod.ts";
@@ -18,6 +20,9 @@ function injector(policy = "enabled"): Injector {
     policy,
     template: builtinTemplate({ ...defaultTemplateParams(), tag: "test" }),
     meshConfig: defaultMeshConfig(),
+    templates: {
+      [GRPC_AGENT_TEMPLATE]: builtinGrpcAgentTemplate({ ...defaultTemplateParams(), tag: "test" }),
+    },
   });
 }
 
@@ -32,7 +37,7 @@ function decode(body: string): Any {
   return review;
 }
 
-for (const name of ["review-v1", "review-v1beta1", "review-skip"]) {
+for (const name of ["review-v1", "review-v1beta1", "review-skip", "review-grpc-agent"]) {
   Deno.test(`answerReview() answers ${name}.json as ${name}.out.json (patch decoded)`, async () => {
     const input = await Deno.readTextFile(new URL(`${name}.json`, TESTDATA));
     const a = answerReview(input, "application/json", injector());
@@ -47,7 +52,7 @@ for (const name of ["review-v1", "review-v1beta1", "review-skip"]) {
 }
 
 Deno.test("answerReview(): the patch applied with a JSON-patch library equals kube-inject's output", async () => {
-  for (const name of ["review-v1", "review-v1beta1"]) {
+  for (const name of ["review-v1", "review-v1beta1", "review-grpc-agent"]) {
     const review = JSON.parse(await Deno.readTextFile(new URL(`${name}.json`, TESTDATA)));
     const pod = review.request.object;
     const a = decode(answerReview(JSON.stringify(review), "application/json", injector()).body);

@@ -3,6 +3,8 @@
  * @module
  */
 
+import { ConfigError } from "../../lib/flags/config_error.ts";
+
 /** The flags of `mesh-policy server` this server reads. */
 export interface PolicyFlags {
   adapterWorkerPoolSize: number;
@@ -49,10 +51,8 @@ export interface PolicyConfig {
   readonly tracing: { zipkinUrl: string; jaegerUrl: string; logSpans: boolean };
 }
 
-/** Invalid flags; the message lists every problem. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+/** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
+export { ConfigError };
 
 /** Parses `--address` (`tcp://host:port` or `unix://path`). */
 export function parseAddress(text: string): ApiAddress | string {
@@ -123,7 +123,7 @@ export function toConfig(f: PolicyFlags): PolicyConfig {
   }
   const liveness = probe(f.livenessProbePath, f.livenessProbeInterval, "liveness", problems);
   const readiness = probe(f.readinessProbePath, f.readinessProbeInterval, "readiness", problems);
-  if (problems.length) throw new ConfigError(problems.join("; "));
+  if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
     address,
     monitoringPort: f.monitoringPort,

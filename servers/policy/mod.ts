@@ -175,35 +175,27 @@ async function startParts(
       const s = store;
       objects = (await Promise.all(POLICY_STORE_SCHEMAS.map((t) => s.list(t.type)))).flat();
     }
-    const res = Snapshot.build(withDefaults(objects, ns), ns, env, current);
-    if (!res.snapshot && !loaded) {
-      // Nothing good was ever loaded: the built-in defaults stand in for the last good config.
-      const fallback = Snapshot.build(withDefaults([], ns), ns, env);
-      if (fallback.snapshot) {
-        current = fallback.snapshot;
-        loaded = true;
+    const res = Snapshot.build(withDefaults(objects, ns), ns, env, loaded ? current : undefined);
+    const fresh = res.issues.map((i) => i.message).join("\n") !==
+      issues.map((i) => i.message).join("\n");
+    issues = res.issues;
+    metrics.config(issues.length === 0, issues.length);
+    if (fresh) {
+      for (const i of issues) {
+        log.error(
+          `Configuration object rejected (${
+            i.previousInForce ? "its previous version stays in force" : "not in force"
+          }): ${i.message}`,
+        );
       }
-    }
-    if (!res.snapshot) {
-      const fresh = res.issues.map((i) =>
-        i.message
-      ).join("\n") !== issues.map((i) => i.message).join("\n");
-      issues = res.issues;
-      metrics.config(false, issues.length);
-      if (fresh) {
-        for (const i of issues) {
-          log.error(`Configuration rejected, the previous one stays in force: ${i.message}`);
-        }
-      }
-      return;
     }
     const old = current;
     current = res.snapshot;
     loaded = true;
-    issues = [];
-    metrics.config(true, 0);
     log.info(
-      `Configuration loaded: ${current.rules.length} rules, ${current.handlers.size} handlers`,
+      `Configuration loaded: ${current.rules.length} rules, ${current.handlers.size} handlers${
+        issues.length ? `, ${issues.length} objects rejected` : ""
+      }`,
     );
     await old.retire(current);
   };

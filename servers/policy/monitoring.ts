@@ -11,7 +11,7 @@ import type { ApiMetrics } from "./grpc.ts";
 
 /** The server's own metrics. */
 export interface PolicyMetrics extends ApiMetrics {
-  /** A configuration load: accepted, or rejected with `issues` problems. */
+  /** A configuration load: every object accepted, or `issues` objects rejected (partial). */
   config(ok: boolean, issues: number): void;
   /** The Prometheus text of the server's own metrics. */
   text(): Promise<string>;
@@ -40,12 +40,12 @@ export function createPolicyMetrics(): PolicyMetrics {
   );
   const loads = counter(
     "mesh_policy_config_loads_total",
-    "Configuration loads by result (accepted, rejected).",
+    "Configuration loads by result (accepted: every object in force; partial: some rejected).",
     ["result"],
   );
   const issues = gauge(
     "mesh_policy_config_issues",
-    "Problems of the last configuration seen (0 when it is in force).",
+    "Objects rejected from the last configuration loaded (0 when every object is in force).",
   );
   return {
     check(code, seconds) {
@@ -57,7 +57,7 @@ export function createPolicyMetrics(): PolicyMetrics {
       bags.inc(n);
     },
     config(ok, n) {
-      loads.inc({ result: ok ? "accepted" : "rejected" });
+      loads.inc({ result: ok ? "accepted" : "partial" });
       issues.set(n);
     },
     text: () => register.metrics(),

@@ -1,8 +1,9 @@
 /**
  * The policy runtime: a configuration snapshot (rules with compiled `match` expressions,
  * compiled instances, built handlers) and the dispatch of Check, quota and Report through it.
- * A snapshot is built from the whole configuration at once; any problem rejects the snapshot
- * (the caller keeps the previous one) with every issue naming the object and field.
+ * A snapshot is built from the whole configuration at once; a problem rejects the object it is
+ * in (and the rules that depend on it), every issue naming the object and field; the rest is
+ * kept.
  * @module
  */
 
@@ -143,67 +144,65 @@ export class Snapshot {
   }
 
   /**
-   * Builds a snapshot from every configuration object. Handlers whose spec did not change are
-   * taken from `previous` (adapter state such as quota counters survives reloads).
-   * @returns the snapshot, or the issues that reject it.
+   * Builds a snapshot from every configuration object. A bad object is rejected alone, with
+   * what depends on it (a rule naming a rejected handler or instance): when `previous` held an
+   * accepted version of it, that version stays in force, otherwise the object is not in force.
+   * The rest is kept. Handlers whose spec did not change are taken from `previous` (adapter
+   * state such as quota counters survives reloads).
+   * @returns the snapshot and the issues of the objects it rejected (empty when all are in force).
    */
   static build(
     objects: readonly ConfigObject[],
     defaultNamespace: string,
     env: AdapterEnv,
     previous?: Snapshot,
-  ): { snapshot: Snapshot; issues: [] } | { snapshot?: undefined; issues: ConfigIssue[] } {
-    const issues: ConfigIssue[] = [];
-    const manifest = buildManifest(objects, issues);
-    const handlers = new Map<string, BuiltHandler>();
-    const instances = new Map<string, CompiledInstance>();
-    const roles: ConfigObject[] = [], bindings: ConfigObject[] = [];
-    const built: BuiltHandler[] = [];
-    const attempt = (f: () => void) => {
-      try {
-        f();
-      } catch (e) {
-        if (e instanceof ConfigIssue) issues.push(e);
-        else throw e;
-      }
-    };
-    const rbacEnv: AdapterEnv = { ...env, rbac: () => ({ roles, bindings }) };
-    for (const o of objects) {
-      const k = key(o), ns = o.metadata.namespace ?? defaultNamespace;
-      if (o.kind === "ServiceRole") roles.push(o);
-      else if (o.kind === "ServiceRoleBinding") bindings.push(o);
-      else if (Object.hasOwn(TEMPLATES, o.kind)) {
-        attempt(() =>
-          instances.set(k, compileInstance(o.kind, o.metadata.name, ns, o.spec ?? {}, manifest))
-        );
-      } else if (ADAPTERS.has(o.kind)) {
-        const spec = JSON.stringify(o.spec ?? {});
-        const old = previous?.handlers.get(k);
-        if (old && old.spec === spec) handlers.set(k, old);
-        else {
-          attempt(() => {
-            const h = { spec, handler: ADAPTERS.get(o.kind)!.build(o.spec ?? {}, rbacEnv, k) };
-            handlers.set(k, h);
-            built.push(h);
-          });
-        }
-      }
+  ): { snapshot: Snapshot; issues: ConfigIssue[] } {
+    const reuse = new Map(previous?.handlers ?? []);
+    const first = buildParts(objects, defaultNamespace, env, reuse);
+    let parts = first;
+    const own = new Set(
+      first.issues.filter((i) => !(i instanceof DependencyIssue)).map((i) => i.object),
+    );
+    const fallback = [...own].filter((k) => previous?.accepted.has(k));
+    if (fallback.length) {
+      // the previous version of each rejected object stands in for it
+      const swap = new Map(fallback.map((k) => [k, previous!.accepted.get(k)!]));
+      for (const h of first.built) reuse.set(h.key, h);
+      parts = buildParts(
+        objects.map((o) => swap.get(key(o)) ?? o),
+        defaultNamespace,
+        env,
+        reuse,
+      );
+      const kept = new Set([...parts.handlers.values()].map((h) => h.handler));
+      for (const h of first.built) if (!kept.has(h.handler)) h.handler.close?.();
     }
-    const rules: Rule[] = [];
-    for (const o of objects) {
-      if (o.kind === "rule") {
-        attempt(() => rules.push(compileRule(o, defaultNamespace, manifest, handlers, instances)));
-      }
+    const issues = first.issues.filter((i) => own.has(i.object) || !parts.accepted.has(i.object))
+      .map((i) =>
+        new ConfigIssue(
+          i.object,
+          i.path,
+          i.reason,
+          own.has(i.object) && parts.accepted.has(i.object),
+        )
+      );
+    // a rule rejected in the second pass only (its previous handler now missing) is reported too
+    for (const i of parts.issues) {
+      if (!issues.some((x) => x.object === i.object)) issues.push(i);
     }
-    if (issues.length) {
-      for (const h of built) h.handler.close?.();
-      return { issues };
-    }
-    return {
-      snapshot: new Snapshot(rules, handlers, roles, bindings, defaultNamespace),
-      issues: [],
-    };
+    const snapshot = new Snapshot(
+      parts.rules,
+      parts.handlers,
+      parts.roles,
+      parts.bindings,
+      defaultNamespace,
+    );
+    snapshot.accepted = parts.accepted;
+    return { snapshot, issues };
   }
+
+  /** The objects this snapshot holds, by `<kind>/<namespace>/<name>`. */
+  accepted: ReadonlyMap<string, ConfigObject> = new Map();
 
   /** Closes the handlers of this snapshot that `next` does not reuse. */
   async retire(next: Snapshot | undefined): Promise<void> {
@@ -341,6 +340,89 @@ export class Snapshot {
   }
 }
 
+/** A rule rejected because a handler or instance it names was rejected. */
+class DependencyIssue extends ConfigIssue {}
+
+interface Parts {
+  rules: Rule[];
+  handlers: Map<string, BuiltHandler>;
+  roles: ConfigObject[];
+  bindings: ConfigObject[];
+  /** Handlers built by this pass (not reused). */
+  built: (BuiltHandler & { key: string })[];
+  issues: ConfigIssue[];
+  accepted: Map<string, ConfigObject>;
+  rejected: Set<string>;
+}
+
+/** One pass over the objects: every object compiled on its own, rules after their parts. */
+function buildParts(
+  objects: readonly ConfigObject[],
+  defaultNamespace: string,
+  env: AdapterEnv,
+  reuse: ReadonlyMap<string, BuiltHandler>,
+): Parts {
+  const issues: ConfigIssue[] = [];
+  const manifest = buildManifest(objects, issues);
+  const p: Parts = {
+    rules: [],
+    handlers: new Map(),
+    roles: [],
+    bindings: [],
+    built: [],
+    issues,
+    accepted: new Map(),
+    rejected: new Set(issues.map((i) => i.object)),
+  };
+  const instances = new Map<string, CompiledInstance>();
+  const attempt = (o: ConfigObject, f: () => void) => {
+    try {
+      f();
+      if (!p.rejected.has(key(o))) p.accepted.set(key(o), o);
+    } catch (e) {
+      if (!(e instanceof ConfigIssue)) throw e;
+      issues.push(e);
+      p.rejected.add(e.object);
+    }
+  };
+  const rbacEnv: AdapterEnv = { ...env, rbac: () => ({ roles: p.roles, bindings: p.bindings }) };
+  for (const o of objects) {
+    const k = key(o), ns = o.metadata.namespace ?? defaultNamespace;
+    if (o.kind === "ServiceRole") p.roles.push(o);
+    else if (o.kind === "ServiceRoleBinding") p.bindings.push(o);
+    else if (o.kind === "attributemanifest") attempt(o, () => {});
+    else if (Object.hasOwn(TEMPLATES, o.kind)) {
+      attempt(
+        o,
+        () =>
+          instances.set(k, compileInstance(o.kind, o.metadata.name, ns, o.spec ?? {}, manifest)),
+      );
+    } else if (ADAPTERS.has(o.kind)) {
+      const spec = JSON.stringify(o.spec ?? {});
+      const old = reuse.get(k);
+      if (old && old.spec === spec) {
+        p.handlers.set(k, old);
+        p.accepted.set(k, o);
+      } else {
+        attempt(o, () => {
+          const h = { spec, handler: ADAPTERS.get(o.kind)!.build(o.spec ?? {}, rbacEnv, k) };
+          p.handlers.set(k, h);
+          p.built.push({ ...h, key: k });
+        });
+      }
+    }
+  }
+  for (const o of objects) {
+    if (o.kind === "rule") {
+      attempt(o, () =>
+        p.rules.push(
+          compileRule(o, defaultNamespace, manifest, p.handlers, instances, p.rejected),
+        ));
+    }
+  }
+  return p;
+}
+
 function buildInstance(i: CompiledInstance, bag: AttributeBag): Instance {
   return { name: i.fullName, kind: i.kind, value: i.build(bag), types: i.types };
 }
@@ -351,6 +433,7 @@ function compileRule(
   manifest: AttributeManifest,
   handlers: Map<string, BuiltHandler>,
   instances: Map<string, CompiledInstance>,
+  rejected: ReadonlySet<string>,
 ): Rule {
   const k = key(o), ns = o.metadata.namespace ?? defaultNamespace;
   const spec = o.spec as { match?: unknown; selector?: unknown; actions?: unknown };
@@ -386,6 +469,9 @@ function compileRule(
     }
     const hk = `${h.kind}/${h.ns}/${h.name}`;
     const handler = handlers.get(hk);
+    if (!handler && rejected.has(hk)) {
+      throw new DependencyIssue(k, `${at}.handler`, `handler "${a.handler}" was rejected`);
+    }
     if (!handler) {
       const why = ADAPTERS.has(h.kind) ? "no such handler" : `unsupported adapter kind "${h.kind}"`;
       throw new ConfigIssue(k, `${at}.handler`, `${why}: "${a.handler}"`);
@@ -403,6 +489,9 @@ function compileRule(
         );
       }
       const inst = instances.get(`${r.kind}/${r.ns}/${r.name}`);
+      if (!inst && rejected.has(`${r.kind}/${r.ns}/${r.name}`)) {
+        throw new DependencyIssue(k, path, `instance "${ref}" was rejected`);
+      }
       if (!inst) throw new ConfigIssue(k, path, `no such instance: "${ref}"`);
       if (!adapter.templates.includes(r.kind)) {
         throw new ConfigIssue(

@@ -13,6 +13,7 @@ import {
   type Value,
   type ValueType,
 } from "../../lib/expr/mod.ts";
+import { knownField } from "../../lib/model/proto_names.ts";
 
 /**
  * When an instance is used: Check, Report, quota allocation, or attribute generation (the
@@ -124,8 +125,17 @@ export const DEFAULT_KUBERNETES_BINDINGS: Readonly<Record<string, string>> = Obj
 /** A configuration problem: the object, the field path and the reason. */
 export class ConfigIssue extends Error {
   override name = "ConfigIssue";
-  /** `<kind>/<namespace>/<name>`, the field path (`spec.dimensions.x`) and the reason. */
-  constructor(readonly object: string, readonly path: string, readonly reason: string) {
+  /**
+   * `<kind>/<namespace>/<name>`, the field path (`spec.dimensions.x`) and the reason;
+   * `previousInForce`: once the snapshot is built, whether the object's previous version stays
+   * in force (undefined: the object is not in force).
+   */
+  constructor(
+    readonly object: string,
+    readonly path: string,
+    readonly reason: string,
+    readonly previousInForce?: boolean,
+  ) {
     super(`${object}: ${path}: ${reason}`);
   }
 }
@@ -211,9 +221,15 @@ function compileFields(
   path: string,
 ): Record<string, CompiledField> {
   const out: Record<string, CompiledField> = {};
-  for (const [name, raw] of Object.entries(spec)) {
-    const p = `${path}.${name}`;
+  for (const [key, raw] of Object.entries(spec)) {
+    const p = `${path}.${key}`;
+    // jsonpb spellings: `trace_id` or `traceId`
+    const name = knownField(key, Object.keys(fields)) ?? key;
     const field = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    if (field && Object.hasOwn(out, name)) {
+      throw new ConfigIssue(object, p, `given twice, in two spellings: use one`);
+    }
+    if (field === "expr" && isBlank(raw)) continue; // an empty expression is unset, as in Mixer
     if (!field) {
       throw new ConfigIssue(
         object,
@@ -228,7 +244,9 @@ function compileFields(
         throw new ConfigIssue(object, p, "must be a map of expressions");
       }
       const m: Record<string, CompiledField> = {};
-      for (const [k, v] of Object.entries(raw)) m[k] = expr(v, manifest, object, `${p}.${k}`);
+      for (const [k, v] of Object.entries(raw)) {
+        if (!isBlank(v)) m[k] = expr(v, manifest, object, `${p}.${k}`);
+      }
       out[name] = m;
     } else {
       if (typeof raw !== "object" || raw === null) {
@@ -238,6 +256,10 @@ function compileFields(
     }
   }
   return out;
+}
+
+function isBlank(raw: unknown): boolean {
+  return raw === null || (typeof raw === "string" && raw.trim() === "");
 }
 
 function expr(raw: unknown, manifest: AttributeManifest, object: string, path: string): Compiled {
@@ -289,7 +311,11 @@ export function compileInstance(
   const types: Record<string, ValueType> = {};
   for (const [k, v] of Object.entries(compiled)) if (isCompiled(v)) types[k] = v.type;
   const bindings = t.fields.attribute_bindings === "bindings"
-    ? compileBindings(spec?.attribute_bindings, manifest, object)
+    ? compileBindings(
+      spec?.attribute_bindings ?? spec?.attributeBindings,
+      manifest,
+      object,
+    )
     : undefined;
   return {
     fullName: `${name}.${kind}.${namespace}`,

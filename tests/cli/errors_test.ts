@@ -139,7 +139,7 @@ Deno.test("bad log levels, log scopes, rotation limits, targets and registries e
       "mesh-discovery",
       ["discovery", "--registries", "Orchestrator,Bogus"],
       "Invalid value for --registries: Service registry Bogus is not supported. Supported: " +
-      "Orchestrator, RegistryA, RegistryB, PlatformC, Mock",
+      "Orchestrator, RegistryA, RegistryB, PlatformC, Mock, ServiceEntry",
       "mesh-discovery discovery",
     ],
     [

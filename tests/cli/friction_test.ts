@@ -45,7 +45,7 @@ Deno.test("mesh-discovery debug --help lists the configuration types and the add
   }
   assert.match(
     r.stdout,
-    /127\.0\.0\.1:9093, or <host>:<port>\nfrom the environment variable MESH_DISCOVERY_ADDR/,
+    /--discoveryAddress <host>:<port>, else\nthe environment variable MESH_DISCOVERY_ADDR, else 127\.0\.0\.1:9093\./,
   );
   const bad = await runInProcess("mesh-discovery", ["debug", "all", "bogustype"]);
   assert.equal(bad.code, 2);

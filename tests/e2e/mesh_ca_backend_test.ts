@@ -11,7 +11,7 @@ import { csrFor, opensslVerify } from "../../servers/ca/_testutil.ts";
 import {
   decodeMeshCertificateResponse,
   encodeMeshCertificateRequest,
-} from "../../servers/ca/wire.ts";
+} from "../../lib/pki/ca_messages.ts";
 import { testIssuer } from "../harness/ca_client.ts";
 import {
   freePort,

@@ -337,3 +337,30 @@ Deno.test("meshctl -p fs register keeps a ServiceEntry whose endpoints mesh-disc
     }
   });
 });
+
+Deno.test("meshctl register name:port:targetPort gives the Service a targetPort and the Endpoints the instance's port", async () => {
+  await using kube = await startFakeKube();
+  const r = await meshctlProcess(
+    ["register", "echo", "10.0.0.7", "http:80:8081", "-c", kube.kubeconfigPath],
+  );
+  assert.equal(r.stderr, "");
+  assert.equal(r.code, 0);
+  assert.match(
+    r.stdout,
+    /Registered 10\.0\.0\.7 with service default\/echo \(ports http:80:8081\)\n$/,
+  );
+  const k = await runKubectl(kube.kubeconfigPath, [
+    "get",
+    "service,endpoints",
+    "echo",
+    "-o",
+    "yaml",
+  ]);
+  assert.equal(k.code, 0, k.stderr);
+  const [svc, ep] = (parse(k.stdout) as { items: Record<string, unknown>[] }).items as [
+    { spec: { ports: { name: string; port: number; targetPort?: number }[] } },
+    Endpoints,
+  ];
+  assert.deepEqual(svc.spec.ports.map((p) => [p.name, p.port, p.targetPort]), [["http", 80, 8081]]);
+  assert.deepEqual(subsetsOf(ep), [{ ips: ["10.0.0.7"], ports: ["http:8081"] }]);
+});

@@ -31,11 +31,18 @@ const HOSTILE = [
   }}\n`,
 ];
 
-/** Checks one run's output: exit 0 or 1, every stderr line one bounded `Error: ` line. */
+/**
+ * Checks one run's output: exit 0 or 1, every stderr line one bounded `Error: `, `Warning: ` or
+ * `Skipped: ` line.
+ */
 function checkRun(r: { code: number; stderr: string }, where: string) {
   assert.ok(r.code === 0 || r.code === 1, `${where}: exit ${r.code}: ${r.stderr.slice(0, 500)}`);
   for (const line of r.stderr.split("\n").filter((l) => l !== "")) {
-    assert.match(line, /^Error: /, `${where}: a stray line: ${line.slice(0, 200)}`);
+    assert.match(
+      line,
+      /^(Error|Warning|Skipped): /,
+      `${where}: a stray line: ${line.slice(0, 200)}`,
+    );
     assert.ok(!line.startsWith("Error: forged"), `${where}: forged line`);
     assert.ok(line.length < 2000, `${where}: a ${line.length}-character line`);
   }

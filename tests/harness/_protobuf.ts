@@ -11,44 +11,31 @@
  */
 
 import type { JsonObject } from "./_patch.ts";
+import { LEN, MessageBuilder, Reader, VARINT } from "../../lib/protowire/mod.ts";
 
 const MAGIC = [0x6b, 0x38, 0x73, 0x00]; // "k8s\0"
 
-type Field = { num: number; wire: number; value: bigint | Uint8Array };
+type Field = { num: number; wire: number; value: number | Uint8Array };
 
+/** Every varint and length-delimited field of `buf`, in order (fixed-size ones are skipped). */
 function fields(buf: Uint8Array): Field[] {
   const out: Field[] = [];
-  let i = 0;
-  const varint = (): bigint => {
-    let result = 0n;
-    let shift = 0n;
-    while (true) {
-      if (i >= buf.length) throw new Error("truncated varint");
-      const b = buf[i++];
-      result |= BigInt(b & 0x7f) << shift;
-      if ((b & 0x80) === 0) return result;
-      shift += 7n;
-    }
-  };
-  while (i < buf.length) {
-    const key = Number(varint());
+  const r = new Reader(buf);
+  while (r.pos < r.end) {
+    const key = r.uint32();
     const num = key >>> 3;
     const wire = key & 7;
-    if (wire === 0) out.push({ num, wire, value: varint() });
-    else if (wire === 2) {
-      const len = Number(varint());
-      if (i + len > buf.length) throw new Error("truncated length-delimited field");
-      out.push({ num, wire, value: buf.subarray(i, i + len) });
-      i += len;
-    } else if (wire === 1) i += 8;
-    else if (wire === 5) i += 4;
-    else throw new Error(`unsupported wire type ${wire}`);
+    if (wire === VARINT) out.push({ num, wire, value: r.int64() });
+    else if (wire === LEN) {
+      const [s, e] = r.span();
+      out.push({ num, wire, value: buf.subarray(s, e) });
+    } else r.skip(wire);
   }
   return out;
 }
 
-const text = (v: bigint | Uint8Array) => new TextDecoder().decode(v as Uint8Array);
-const bytes = (v: bigint | Uint8Array) => v as Uint8Array;
+const text = (v: number | Uint8Array) => new TextDecoder().decode(v as Uint8Array);
+const bytes = (v: number | Uint8Array) => v as Uint8Array;
 const b64 = (v: Uint8Array) => btoa(String.fromCharCode(...v));
 
 function map(fs: Field[], num: number, asBytes = false): Record<string, string> | undefined {
@@ -79,7 +66,7 @@ function strs(fs: Field[], num: number): string[] | undefined {
 
 function bool(fs: Field[], num: number): boolean | undefined {
   const f = fs.find((x) => x.num === num && x.wire === 0);
-  return f ? f.value !== 0n : undefined;
+  return f ? f.value !== 0 : undefined;
 }
 
 function sub(fs: Field[], num: number): Field[] {
@@ -169,55 +156,22 @@ export const OPENAPI_V2_PROTOBUF_TYPES = [
   "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
 ] as const;
 
-const enc = new TextEncoder();
-
-function varintBytes(n: number): number[] {
-  const out: number[] = [];
-  while (n > 0x7f) {
-    out.push((n & 0x7f) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
-
-/** Accumulates one protobuf message; proto3 defaults (empty string, false) are left out. */
-class MessageWriter {
-  #chunks: Uint8Array[] = [];
-  #tag(num: number, wire: number) {
-    this.#chunks.push(new Uint8Array(varintBytes(num * 8 + wire)));
-  }
-  bytes(num: number, value: Uint8Array): this {
-    this.#tag(num, 2);
-    this.#chunks.push(new Uint8Array(varintBytes(value.length)), value);
-    return this;
-  }
-  string(num: number, value: unknown): this {
+/**
+ * Accumulates one protobuf message; proto3 defaults (empty string, false) are left out. Values
+ * come from JSON, so their types are checked.
+ */
+class MessageWriter extends MessageBuilder {
+  override string(num: number, value: unknown): this {
     if (value === undefined || value === null || value === "") return this;
     if (typeof value !== "string") throw new TypeError(`expected a string, got ${typeof value}`);
-    return this.bytes(num, enc.encode(value));
+    return super.string(num, value);
   }
   strings(num: number, values: unknown): this {
     for (const v of list(values)) this.string(num, v);
     return this;
   }
-  bool(num: number, value: unknown): this {
-    if (value !== true) return this;
-    this.#tag(num, 0);
-    this.#chunks.push(new Uint8Array([1]));
-    return this;
-  }
-  message(num: number, value: Uint8Array | undefined): this {
-    return value === undefined ? this : this.bytes(num, value);
-  }
-  finish(): Uint8Array<ArrayBuffer> {
-    const out = new Uint8Array(this.#chunks.reduce((n, c) => n + c.length, 0));
-    let at = 0;
-    for (const c of this.#chunks) {
-      out.set(c, at);
-      at += c.length;
-    }
-    return out;
+  override bool(num: number, value: unknown): this {
+    return super.bool(num, value === true);
   }
 }
 

@@ -45,6 +45,7 @@ import { openapiV2Response, openapiV3 } from "./fake_kube_openapi.ts";
 import { discovery, route } from "./fake_kube_routes.ts";
 import type { KubeState } from "./fake_kube_state.ts";
 import { tokenReviewResponse } from "./fake_kube_tokenreview.ts";
+import { tokenRequestResponse } from "./fake_kube_tokenrequest.ts";
 
 /** Who may call, and the failures to inject (see `FakeKube.failNext`). */
 export interface Access {
@@ -573,6 +574,12 @@ export async function handle(
   if (fail) return fail;
   const review = await tokenReviewResponse(req, path, access.reviewTokens);
   if (review) return review;
+  const tokenRequest = await tokenRequestResponse(req, path, {
+    serviceAccountExists: (ns, name) =>
+      s.bucket(s.findType("serviceaccounts")!).has(objKey(ns, name)),
+    reviewTokens: access.reviewTokens,
+  });
+  if (tokenRequest) return tokenRequest;
   if (path === "/version") {
     return jsonResponse({
       major: "1",

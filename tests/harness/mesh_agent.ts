@@ -34,7 +34,8 @@ export interface RunningMeshCa {
 
 /**
  * Starts mesh_ca (`--self-signed-ca`, storage in `<dir>/ca`, `--trusted-jwks` of a fresh test
- * issuer, gRPC on a free port, grace period 1 s so short-lived certificates are allowed).
+ * issuer, gRPC on a free port, monitoring on port 0, grace period 1 s so short-lived certificates
+ * are allowed).
  */
 export async function startMeshCa(dir: string, extra: string[] = []): Promise<RunningMeshCa> {
   const issuer = await testIssuer();
@@ -50,6 +51,9 @@ export async function startMeshCa(dir: string, extra: string[] = []): Promise<Ru
     String(port),
     "--workload-cert-min-grace-period",
     "1s",
+    // its default monitoring port 9093 may be taken by another program on this machine
+    "--monitoring-port",
+    "0",
     ...extra,
   ]);
   try {

@@ -14,13 +14,23 @@
  *   `--parent-shutdown-time-s` (SIGTERM); SIGTERM/SIGINT end a process with 0;
  * - serves the admin endpoints the agent reads on the bootstrap's `admin.address` (taken over
  *   from the parent when it exits): `/server_info`, `/ready`, `/clusters`, `/listeners`,
- *   `/config_dump`, `POST /drain_listeners`, `POST /quitquitquit`;
+ *   `/config_dump`, `POST /drain_listeners`, `POST /quitquitquit` — canned answers that say what
+ *   they are: every one carries the header `x-mesh-proxy-standin` (lib/proxyadmin turns it into a
+ *   warning of `mesh-agent debug` and `meshctl proxy-config endpoint`), `/clusters` and
+ *   `/listeners` start with a `# proxy-standin ...` line, `/server_info` and `/config_dump` have
+ *   a `standin` field;
  * - fails on request: `STANDIN_FAIL_AFTER_MS` (every start exits 1 after that delay) or
  *   `STANDIN_FAIL_ONCE_FILE` (when that file exists it is removed and the process exits 1).
  * @module
  */
 
 import { parse as parseYaml } from "../../lib/deps/yaml.ts";
+import { STANDIN_HEADER } from "../../lib/proxyadmin/mod.ts";
+
+/** What every admin answer says about the stand-in. */
+const STANDIN_NOTE =
+  "proxy-standin (tests/harness/proxy-standin): a test stand-in for Envoy; it speaks no xDS and " +
+  "forwards nothing, so these are canned answers, not configuration received from discovery";
 
 const ALLOWED = new Set([
   "-c",
@@ -149,23 +159,29 @@ async function main(): Promise<number> {
   const admin = (config.admin as { address?: { socket_address?: { port_value?: number } } })
     ?.address?.socket_address?.port_value;
   let server: Deno.HttpServer | undefined;
+  // Every answer says what this is: a header (lib/proxyadmin turns it into a warning of
+  // `mesh-agent debug` and `meshctl proxy-config endpoint`) and, in the body, a note.
+  const headers = { [STANDIN_HEADER]: STANDIN_NOTE };
+  const answer = (body: string, status = 200) => new Response(body, { status, headers });
   const handler = async (req: Request): Promise<Response> => {
     const path = new URL(req.url).pathname;
     switch (path) {
       case "/server_info":
         return Response.json({
           state: "LIVE",
-          version: "standin/1.0",
+          version: "proxy-standin/1.0",
+          standin: STANDIN_NOTE,
           command_line_options: { restart_epoch: epoch, service_node: opts.get("--service-node") },
-        });
+        }, { headers });
       case "/ready":
-        return new Response("LIVE\n");
+        return answer("LIVE\n");
       case "/clusters":
-        return new Response(`xds-grpc::default_priority::max_connections::100000\n`);
+        return answer(`# ${STANDIN_NOTE}\nxds-grpc::default_priority::max_connections::100000\n`);
       case "/listeners":
-        return new Response(`["virtualInbound"]\n`);
+        return answer(`# ${STANDIN_NOTE}\n["virtualInbound"]\n`);
       case "/config_dump":
         return Response.json({
+          standin: STANDIN_NOTE,
           configs: [{
             "@type": "type.googleapis.com/envoy.admin.v3.BootstrapConfigDump",
             bootstrap: config,
@@ -173,18 +189,18 @@ async function main(): Promise<number> {
             "@type": "type.googleapis.com/envoy.admin.v3.RoutesConfigDump",
             dynamic_route_configs: [],
           }],
-        });
+        }, { headers });
       case "/drain_listeners":
-        if (req.method !== "POST") return new Response("POST only\n", { status: 405 });
+        if (req.method !== "POST") return answer("POST only\n", 405);
         record("drain", { by: "admin" });
-        return new Response("OK\n");
+        return answer("OK\n");
       case "/quitquitquit":
-        if (req.method !== "POST") return new Response("POST only\n", { status: 405 });
+        if (req.method !== "POST") return answer("POST only\n", 405);
         setTimeout(() => finish([0, "quitquitquit"]), 10);
-        return new Response("OK\n");
+        return answer("OK\n");
       default:
         await req.body?.cancel();
-        return new Response("not found\n", { status: 404 });
+        return answer("not found\n", 404);
     }
   };
   const bind = () => {

@@ -87,6 +87,8 @@ export interface CallResult {
   codes: Record<string, number>;
   /** Successful calls per attempt number seen by the backend (2 = one retry). */
   attempts: Record<string, number>;
+  /** Successful calls per caller identity the backend saw (`""`: plaintext). */
+  peers: Record<string, number>;
   /** Up to five distinct error messages (`<code>: <details>`). */
   errors: string[];
 }
@@ -106,6 +108,8 @@ export interface XdsClientProcess {
     ok: (r: CallResult) => boolean,
     opts?: CallOptions & { timeoutMs?: number },
   ): Promise<CallResult>;
+  /** Closes every channel: the next calls open new connections (current TLS settings). */
+  reset(): Promise<void>;
   /** Stderr of the subprocess so far (grpc-js-xds tracing goes there). */
   stderr(): string;
   /** Ends the subprocess and waits for it. */
@@ -120,21 +124,32 @@ export function share(r: CallResult, version: string): number {
   return total ? (r.versions[version] ?? 0) / total : 0;
 }
 
+/** Options of {@link startXdsClient} besides the bootstrap's. */
+export interface XdsClientOptions {
+  /** Extra environment (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`). */
+  env?: Record<string, string>;
+  /** Implementation (default grpc-js). */
+  impl?: XdsClientImpl;
+  /**
+   * Channel credentials from xDS (`XdsChannelCredentials` / `grpc.xds_channel_credentials`,
+   * plaintext fallback): the client uses TLS where its clusters say so. Default plaintext.
+   */
+  xdsCredentials?: boolean;
+}
+
 /**
  * Starts a proxyless client subprocess of `impl` (default grpc-js) with the bootstrap of
  * {@link xdsBootstrap}, or with a bootstrap file (`bootstrapFile`, passed as
- * `GRPC_XDS_BOOTSTRAP`). `env` adds variables (e.g. `GRPC_TRACE`, `GRPC_VERBOSITY`).
+ * `GRPC_XDS_BOOTSTRAP`; e.g. the one mesh-agent `--proxyless` wrote).
  */
 export async function startXdsClient(
-  opts: (BootstrapOptions | FileBootstrap) & {
-    env?: Record<string, string>;
-    impl?: XdsClientImpl;
-  },
+  opts: (BootstrapOptions | FileBootstrap) & XdsClientOptions,
 ): Promise<XdsClientProcess> {
   const fromFile = "bootstrapFile" in opts ? opts.bootstrapFile : undefined;
   const bootstrap = fromFile !== undefined
     ? JSON.parse(await Deno.readTextFile(fromFile))
     : xdsBootstrap(opts as BootstrapOptions);
+  const credsEnv: Record<string, string> = opts.xdsCredentials ? { MESH_TEST_XDS_CREDS: "1" } : {};
   let command: Deno.Command;
   let bootstrapDir: string | undefined;
   if (opts.impl === "grpc-core") {
@@ -152,6 +167,7 @@ export async function startXdsClient(
         // (every 5 s by default), so xDS updates would wait up to that long between calls.
         GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS: "100",
         PYTHONUNBUFFERED: "1",
+        ...credsEnv,
         ...opts.env,
       },
       stdin: "piped",
@@ -165,6 +181,7 @@ export async function startXdsClient(
         ...(fromFile !== undefined
           ? { GRPC_XDS_BOOTSTRAP: fromFile }
           : { GRPC_XDS_BOOTSTRAP_CONFIG: JSON.stringify(bootstrap) }),
+        ...credsEnv,
         ...opts.env,
       },
       stdin: "piped",
@@ -252,6 +269,9 @@ export async function startXdsClient(
         }
         await new Promise((r) => setTimeout(r, 50));
       }
+    },
+    async reset() {
+      await send({ op: "reset" });
     },
     stderr: () => err,
     async close() {

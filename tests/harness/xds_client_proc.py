@@ -25,6 +25,7 @@ import sys
 import threading
 
 import grpc
+import grpc.experimental  # noqa: F401  (insecure_channel_credentials for xDS credentials)
 
 METHOD = sys.argv[1]
 _out_lock = threading.Lock()
@@ -44,7 +45,17 @@ def stub_for(target):
     with _channels_lock:
         entry = _channels.get(target)
         if entry is None:
-            channel = grpc.insecure_channel(target)
+            if os.environ.get("MESH_TEST_XDS_CREDS") == "1":
+                # TLS as the control plane says, plaintext otherwise
+                creds = grpc.xds_channel_credentials(grpc.experimental.insecure_channel_credentials())
+                # C-core 1.51 sends the authority with its port as TLS SNI
+                # ("host:7070"), which Deno's TLS server (grpc-js-xds servers) refuses with
+                # "illegal parameter": name the host alone.
+                host = target.split("///", 1)[-1].rsplit(":", 1)[0]
+                channel = grpc.secure_channel(
+                    target, creds, options=[("grpc.ssl_target_name_override", host)])
+            else:
+                channel = grpc.insecure_channel(target)
             call = channel.unary_unary(
                 METHOD,
                 request_serializer=lambda v: json.dumps(v).encode("utf-8"),
@@ -67,7 +78,7 @@ def call_once(cmd):
 
 
 def run_calls(cmd):
-    versions, codes, attempts, addresses = {}, {}, {}, {}
+    versions, codes, attempts, addresses, peers = {}, {}, {}, {}, {}
     errors = []
     lock = threading.Lock()
     left = [int(cmd.get("n", 100))]
@@ -82,6 +93,8 @@ def run_calls(cmd):
             with lock:
                 codes[str(code)] = codes.get(str(code), 0) + 1
                 if reply is not None:
+                    peer = str(reply.get("peer") or "")
+                    peers[peer] = peers.get(peer, 0) + 1
                     for d, k in ((versions, "version"), (addresses, "address"), (attempts, "attempt")):
                         key = str(reply.get(k))
                         d[key] = d.get(key, 0) + 1
@@ -96,7 +109,7 @@ def run_calls(cmd):
     for t in threads:
         t.join()
     return {"versions": versions, "codes": codes, "attempts": attempts, "addresses": addresses,
-            "errors": errors}
+            "peers": peers, "errors": errors}
 
 
 def handle_call(cmd):
@@ -119,6 +132,12 @@ def main():
                     channel.close()
             out({"id": cmd["id"], "ok": True})
             os._exit(0)
+        elif op == "reset":  # new channels: new connections with the current TLS settings
+            with _channels_lock:
+                for channel, _ in _channels.values():
+                    channel.close()
+                _channels.clear()
+            out({"id": cmd["id"], "ok": True})
         elif op == "call":
             threading.Thread(target=handle_call, args=(cmd,), daemon=True).start()
         elif op == "version":

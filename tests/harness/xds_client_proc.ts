@@ -40,7 +40,11 @@ let seq = 0;
 function clientFor(target: string) {
   let c = clients.get(target);
   if (!c) {
-    c = new Client(target, grpc.credentials.createInsecure());
+    // MESH_TEST_XDS_CREDS=1: TLS as the control plane says (XdsChannelCredentials), else plaintext
+    const creds = Deno.env.get("MESH_TEST_XDS_CREDS") === "1"
+      ? new xds.XdsChannelCredentials(grpc.credentials.createInsecure())
+      : grpc.credentials.createInsecure();
+    c = new Client(target, creds);
     clients.set(target, c);
   }
   return c;
@@ -74,6 +78,7 @@ async function runCalls(cmd: CallCommand) {
   const codes: Record<string, number> = {};
   const attempts: Record<string, number> = {};
   const addresses: Record<string, number> = {};
+  const peers: Record<string, number> = {};
   const errors = new Set<string>();
   let left = cmd.n;
   const worker = async () => {
@@ -85,11 +90,13 @@ async function runCalls(cmd: CallCommand) {
         versions[r.reply.version] = (versions[r.reply.version] ?? 0) + 1;
         addresses[r.reply.address] = (addresses[r.reply.address] ?? 0) + 1;
         attempts[r.reply.attempt] = (attempts[r.reply.attempt] ?? 0) + 1;
+        const peer = String(r.reply.peer ?? "");
+        peers[peer] = (peers[peer] ?? 0) + 1;
       } else if (errors.size < 5) errors.add(`${r.code}: ${r.message}`);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, cmd.concurrency ?? 10) }, worker));
-  return { versions, codes, attempts, addresses, errors: [...errors] };
+  return { versions, codes, attempts, addresses, peers, errors: [...errors] };
 }
 
 const decoder = new TextDecoder();
@@ -109,7 +116,12 @@ for await (const chunk of Deno.stdin.readable) {
       await out({ id: cmd.id, ok: true });
       Deno.exit(0);
     }
-    if (cmd.op === "call") {
+    if (cmd.op === "reset") {
+      // new channels for every target (new connections with the current TLS settings)
+      for (const c of clients.values()) c.close();
+      clients.clear();
+      await out({ id: cmd.id, ok: true });
+    } else if (cmd.op === "call") {
       // Run calls concurrently with reading further commands.
       runCalls(cmd).then(
         (r) => out({ id: cmd.id, ...r }),

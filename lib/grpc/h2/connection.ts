@@ -81,6 +81,8 @@ export class Connection implements StreamOwner {
   #emptyFrames = 0;
   #windowUpdates = 0;
   #priorityFrames = 0;
+  /** Header blocks (trailers) received for streams already closed. */
+  #closedStreamHeaders = 0;
   /** Bytes of pooled buffers holding partly received request messages. */
   #buffered = 0;
   #readPaused = false;
@@ -180,6 +182,14 @@ export class Connection implements StreamOwner {
 
   /** Called once when the connection fails (see {@link failed}), before its socket closes. */
   onFailed: (() => void) | undefined = undefined;
+
+  /** True once the client preface and its first SETTINGS arrived. */
+  get greeted(): boolean {
+    return this.#settingsSeen;
+  }
+
+  /** Called once when the client preface and its first SETTINGS arrived. */
+  onGreeted: (() => void) | undefined = undefined;
 
   #markFailed(): void {
     if (this.#failed) return;
@@ -463,6 +473,7 @@ export class Connection implements StreamOwner {
       this.#settingsSeen = true;
       clearTimeout(this.#prefaceTimer);
       this.#prefaceTimer = undefined;
+      this.onGreeted?.();
     }
     for (let i = 0; i < p.length; i += 6) {
       const key = p.readUInt16BE(i), v = p.readUInt32BE(i + 2);
@@ -560,9 +571,10 @@ export class Connection implements StreamOwner {
     const headers = this.#hpack.decode(block);
     const existing = this.#streams.get(id);
     if (existing) {
-      // Trailers from the client: only valid as the end of its request.
+      // Trailers from the client: only valid as the end of its request. Otherwise the request
+      // is malformed, a stream error (RFC 9113 §8.1) that spares the other calls.
       if (!(flags & END_STREAM)) {
-        throw new ConnectionError(H2Error.PROTOCOL_ERROR, "second HEADERS without END_STREAM");
+        return this.#reset(existing, H2Error.PROTOCOL_ERROR, "second HEADERS without END_STREAM");
       }
       if (existing.remoteEnded) {
         return this.#reset(existing, H2Error.STREAM_CLOSED, "HEADERS after END_STREAM");
@@ -573,8 +585,14 @@ export class Connection implements StreamOwner {
       return;
     }
     if (id <= this.#lastStreamId) {
-      // Trailers that crossed our RST_STREAM are dropped (§5.1: "MUST ignore"), as nghttp2 does.
-      if (flags & END_STREAM) return;
+      // Trailers that crossed our RST_STREAM are dropped (§5.1: "MUST ignore"), as nghttp2 does;
+      // at most one per stream opened is what crossing allows, more is a flood of decodes.
+      if (flags & END_STREAM) {
+        if (++this.#closedStreamHeaders > 5 + this.#streamsOpened) {
+          throw calm(`${this.#closedStreamHeaders} header blocks on closed streams`);
+        }
+        return;
+      }
       // §5.1.1: stream identifiers of new streams only increase.
       throw new ConnectionError(
         H2Error.PROTOCOL_ERROR,

@@ -10,6 +10,8 @@ import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { ringHashCrashes } from "../node.ts";
 import { hostPortKey, indexOf } from "./context.ts";
 import { meshMtlsUpstream, mtlsModeOf, upstreamTlsSocket } from "./security.ts";
+import { withCertDir } from "./cert_dir.ts";
+import { isProxyless, proxylessUpstreamTls } from "./grpc_tls.ts";
 import {
   durationOf,
   endpointAddress,
@@ -78,8 +80,12 @@ function applyLb(cluster: Any, lb: Any): void {
   }
 }
 
-function applyConnectionPool(cluster: Any, cp: Any, http: Any): void {
-  if (!cp || typeof cp !== "object") return;
+/**
+ * Applies a connection pool; returns its `h2UpgradePolicy` (`UPGRADE`: HTTP/1.1 ports are
+ * spoken to upstream as HTTP/2) when set.
+ */
+function applyConnectionPool(cluster: Any, cp: Any, http: Any): string | undefined {
+  if (!cp || typeof cp !== "object") return undefined;
   const t: Any = {};
   if (typeof cp.http?.http2MaxRequests === "number") {
     t.max_requests = { value: cp.http.http2MaxRequests };
@@ -99,15 +105,55 @@ function applyConnectionPool(cluster: Any, cp: Any, http: Any): void {
       max_requests_per_connection: { value: cp.http.maxRequestsPerConnection },
     };
   }
+  const idle = durationOf(cp.http?.idleTimeout);
+  if (idle) {
+    http.common_http_protocol_options = {
+      ...http.common_http_protocol_options,
+      idle_timeout: idle,
+    };
+  }
   const ct = durationOf(cp.tcp?.connectTimeout);
   if (ct) cluster.connect_timeout = ct;
+  return typeof cp.http?.h2UpgradePolicy === "string" ? cp.http.h2UpgradePolicy : undefined;
 }
 
+/**
+ * Outlier detection: Istio 0.8's `http: {consecutiveErrors...}` or today's top-level fields
+ * (`consecutive5xxErrors`, `consecutiveGatewayErrors` and the deprecated top-level
+ * `consecutiveErrors` (gateway errors: 502, 503, 504), local-origin failures, `minHealthPercent`
+ * → the cluster's panic threshold). Gateway and local-origin ejections are enforced (Envoy's
+ * default enforcement for them is 0%).
+ */
 function applyOutlier(cluster: Any, od: Any): void {
-  const h = od?.http;
-  if (!h || typeof h !== "object") return;
+  if (!od || typeof od !== "object") return;
+  const h = od.http && typeof od.http === "object" ? od.http : od;
   const o: Any = {};
-  if (typeof h.consecutiveErrors === "number") o.consecutive_5xx = { value: h.consecutiveErrors };
+  if (h === od.http && typeof h.consecutiveErrors === "number") {
+    o.consecutive_5xx = { value: h.consecutiveErrors };
+  }
+  if (typeof od.consecutive5xxErrors === "number") {
+    o.consecutive_5xx = { value: od.consecutive5xxErrors };
+    if (od.consecutive5xxErrors === 0) o.enforcing_consecutive_5xx = { value: 0 };
+  }
+  const gateway = od.consecutiveGatewayErrors ??
+    (h !== od.http ? od.consecutiveErrors : undefined);
+  if (typeof gateway === "number") {
+    o.consecutive_gateway_failure = { value: gateway };
+    o.enforcing_consecutive_gateway_failure = { value: gateway > 0 ? 100 : 0 };
+  }
+  if (od.splitExternalLocalOriginErrors === true) {
+    o.split_external_local_origin_errors = true;
+    if (typeof od.consecutiveLocalOriginFailures === "number") {
+      o.consecutive_local_origin_failure = { value: od.consecutiveLocalOriginFailures };
+      o.enforcing_consecutive_local_origin_failure = { value: 100 };
+    }
+  }
+  if (typeof od.minHealthPercent === "number") {
+    cluster.common_lb_config = {
+      ...cluster.common_lb_config,
+      healthy_panic_threshold: { value: od.minHealthPercent },
+    };
+  }
   const iv = durationOf(h.interval);
   if (iv) o.interval = iv;
   const be = durationOf(h.baseEjectionTime);
@@ -115,7 +161,7 @@ function applyOutlier(cluster: Any, od: Any): void {
   if (typeof h.maxEjectionPercent === "number") {
     o.max_ejection_percent = { value: h.maxEjectionPercent };
   }
-  cluster.outlier_detection = o;
+  if (Object.keys(o).length || od.http) cluster.outlier_detection = o;
 }
 
 function applyTls(
@@ -123,6 +169,7 @@ function applyTls(
   tls: Any,
   svc: Service,
   port: ServicePort,
+  proxyless: boolean,
 ): boolean {
   if (!tls || typeof tls !== "object" || !tls.mode) return false;
   const sans: string[] = Array.isArray(tls.subjectAltNames) ? tls.subjectAltNames : [];
@@ -148,6 +195,11 @@ function applyTls(
       return true;
     case "ISTIO_MUTUAL":
     case "MESH_MUTUAL":
+      // proxyless gRPC clients take their certificates from the bootstrap's provider
+      if (proxyless) {
+        cluster.transport_socket = proxylessUpstreamTls(sans.length ? sans : svc.serviceAccounts);
+        return true;
+      }
       cluster.transport_socket = meshMtlsUpstream(
         sans.length ? sans : svc.serviceAccounts,
         isHttp2Protocol(port.protocol),
@@ -166,6 +218,7 @@ function outboundCluster(
   subset: string,
   policies: Any[],
   instances: ServiceInstance[],
+  proxyless = false,
 ): XdsResource {
   const name = outboundClusterName(port.port, subset, svc.hostname);
   const c: Any = { name, connect_timeout: msToDuration(ctx.meshConfig.connectTimeoutMs || 1000) };
@@ -199,31 +252,42 @@ function outboundCluster(
   }
   const http: Any = {};
   let tlsSet = false;
+  let h2Upgrade: string | undefined;
   for (const p of policies) {
     const pol = policyForPort(p, port);
     if (!pol) continue;
     applyLb(c, pol.loadBalancer);
-    applyConnectionPool(c, pol.connectionPool, http);
+    h2Upgrade = applyConnectionPool(c, pol.connectionPool, http) ?? h2Upgrade;
     applyOutlier(c, pol.outlierDetection);
-    if (applyTls(c, pol.tls, svc, port)) tlsSet = true;
+    if (applyTls(c, pol.tls, svc, port, proxyless)) tlsSet = true;
   }
   if (!tlsSet && !svc.meshExternal && c.type !== "ORIGINAL_DST") {
     const excluded = ctx.meshConfig.mtlsExcludedServices ?? [];
-    if (!excluded.includes(svc.hostname) && mtlsModeOf(ctx, svc, port) !== "NONE") {
+    const mode = excluded.includes(svc.hostname) ? "NONE" : mtlsModeOf(ctx, svc, port);
+    // A proxyless server serves PERMISSIVE as plaintext (docs/proxyless.md): its clients follow.
+    if (proxyless && mode === "STRICT") {
+      c.transport_socket = proxylessUpstreamTls(svc.serviceAccounts);
+    } else if (!proxyless && mode !== "NONE") {
       c.transport_socket = meshMtlsUpstream(svc.serviceAccounts, isHttp2Protocol(port.protocol));
     }
   }
-  setHttpProtocolOptions(c, http, port.protocol);
+  setHttpProtocolOptions(c, http, port.protocol, h2Upgrade === "UPGRADE");
   return c;
 }
 
 /**
  * Sets the cluster's upstream `HttpProtocolOptions` from the connection-pool settings already in
- * `http`: HTTP/2 (bounded concurrent streams) for HTTP/2 ports, HTTP/1 when a pool setting needs
- * the options on an HTTP port; nothing otherwise.
+ * `http`: HTTP/2 (bounded concurrent streams) for HTTP/2 ports and for HTTP ports whose
+ * `h2UpgradePolicy` is `UPGRADE`, HTTP/1 when a pool setting needs the options on an HTTP port;
+ * nothing otherwise.
  */
-function setHttpProtocolOptions(c: Any, http: Any, protocol: Protocol): void {
-  if (isHttp2Protocol(protocol)) {
+function setHttpProtocolOptions(
+  c: Any,
+  http: Any,
+  protocol: Protocol,
+  h2Upgrade = false,
+): void {
+  if (isHttp2Protocol(protocol) || (h2Upgrade && isHttpProtocol(protocol))) {
     http.explicit_http_config = {
       http2_protocol_options: { max_concurrent_streams: { value: 1073741824 } },
     };
@@ -268,7 +332,8 @@ export function proxyInstances(ctx: PushContext, proxy: Proxy): ServiceInstance[
  * that crash on ring hash ({@link ringHashCrashes}) get round robin in its place.
  */
 export function buildClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
-  const out = allClusters(ctx, proxy);
+  // workload certificates where the proxy's agent keeps them (node metadata CERT_DIR)
+  const out = withCertDir(allClusters(ctx, proxy), proxy);
   if (ringHashCrashes(proxy.client)) {
     // Round robin for clients that crash on ring hash (consistent hashing is lost, calls work).
     for (const c of out) {
@@ -283,6 +348,7 @@ export function buildClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
 function allClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
   const idx = indexOf(ctx);
   const out: XdsResource[] = [];
+  const proxyless = isProxyless(proxy);
   for (const svc of idx.services) {
     if (idx.serviceByHost.get(svc.hostname) !== svc) continue;
     const dr = idx.destinationRuleByHost.get(svc.hostname)?.spec as Any;
@@ -291,14 +357,22 @@ function allClusters(ctx: PushContext, proxy: Proxy): XdsResource[] {
       const insts = svc.resolution === "DNSLB"
         ? idx.instancesByHostPort.get(hostPortKey(svc.hostname, port.port)) ?? []
         : [];
-      out.push(outboundCluster(ctx, svc, port, "", [dr?.trafficPolicy], insts));
+      out.push(outboundCluster(ctx, svc, port, "", [dr?.trafficPolicy], insts, proxyless));
       for (const ss of Array.isArray(dr?.subsets) ? dr.subsets : []) {
         if (typeof ss?.name !== "string" || !ss.name) continue;
         const sub = insts.filter((i) =>
           Object.entries(ss.labels ?? {}).every(([k, v]) => i.labels[k] === v)
         );
         out.push(
-          outboundCluster(ctx, svc, port, ss.name, [dr?.trafficPolicy, ss.trafficPolicy], sub),
+          outboundCluster(
+            ctx,
+            svc,
+            port,
+            ss.name,
+            [dr?.trafficPolicy, ss.trafficPolicy],
+            sub,
+            proxyless,
+          ),
         );
       }
     }

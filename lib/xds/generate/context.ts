@@ -6,7 +6,7 @@
 
 import type { ConfigObject, Service, ServiceInstance } from "../../model/types.ts";
 import type { PushContext } from "../types.ts";
-import { cmp, resolveShortName } from "./util.ts";
+import { cmp, resolveGatewayRef, resolveShortName } from "./util.ts";
 import { ingressesToConfigs } from "./ingress.ts";
 
 /** A VirtualService with its hosts and gateways expanded to FQDNs. */
@@ -108,7 +108,7 @@ export function indexOf(ctx: PushContext): PushIndex {
     const gws = Array.isArray(spec.gateways) && spec.gateways.length
       ? spec.gateways.filter((g: unknown) => typeof g === "string")
       : ["mesh"];
-    const gateways = gws.map((g: string) => g === "mesh" ? g : resolveShortName(g, ns, ctx.domain));
+    const gateways = gws.map((g: string) => resolveGatewayRef(g, ns, ctx.domain));
     return { config, spec, namespace: ns, hosts, gateways };
   });
   const meshVsByHost = new Map<string, VsEntry[]>();

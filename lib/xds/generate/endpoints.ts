@@ -63,7 +63,8 @@ export function isKnownCluster(ctx: PushContext, name: string): boolean {
  * order given; unknown names are left out, so ADS reports them as absent (SotW) or removed
  * (delta). A known cluster without endpoints gets an assignment with no endpoints, as Envoy
  * expects. Each locality group carries a `locality` (possibly empty) and `load_balancing_weight` =
- * its endpoint count (never 0), as grpc-js-xds requires. `unix://<path>` endpoints become `Pipe`
+ * the sum of its endpoints' weights (1 each unless a ServiceEntry weights them; never 0), as
+ * grpc-js-xds requires. `unix://<path>` endpoints become `Pipe`
  * addresses.
  */
 export function buildEndpoints(ctx: PushContext, clusterNames: string[]): XdsResource[] {
@@ -89,8 +90,11 @@ export function loadAssignment(ctx: PushContext, name: string): XdsResource {
       locality: localityOf(loc),
       lb_endpoints: insts.map((i) => ({
         endpoint: { address: endpointAddress(i.address, i.port) },
+        // a ServiceEntry endpoint's `weight`
+        ...(i.weight ? { load_balancing_weight: { value: i.weight } } : {}),
       })),
-      load_balancing_weight: { value: insts.length },
+      // the endpoints' weights (1 each unless weighted): never 0
+      load_balancing_weight: { value: insts.reduce((n, i) => n + (i.weight ?? 1), 0) },
     };
   });
   return { cluster_name: name, endpoints };

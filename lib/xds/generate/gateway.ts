@@ -9,9 +9,21 @@ import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { headerMatcherForm, proxyLabels } from "../node.ts";
 import { type GatewayEntry, indexOf } from "./context.ts";
 import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./listeners.ts";
-import { dedupeDomains, destinationCluster, translateHttpRoutes } from "./routes.ts";
+import {
+  dedupeDomains,
+  destinationCluster,
+  exportedTo,
+  proxyNamespace,
+  translateHttpRoutes,
+} from "./routes.ts";
 import { downstreamTlsSocket } from "./security.ts";
-import { labelsMatch, socketAddress } from "./util.ts";
+import {
+  gatewayHostName,
+  labelsMatch,
+  outboundClusterName,
+  resolveGatewayRef,
+  socketAddress,
+} from "./util.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -50,7 +62,116 @@ function serversByPort(gws: GatewayEntry[]): Map<number, ServerRef[]> {
 function isHttpServer(server: Any): boolean {
   const p = String(server?.port?.protocol ?? "").toUpperCase();
   if (p === "HTTP" || p === "HTTP2" || p === "GRPC") return true;
-  return p === "HTTPS" && server?.tls?.mode !== "PASSTHROUGH";
+  if (p !== "HTTPS") return false;
+  const tls = server?.tls;
+  // not terminated here: passthrough modes, and certificates only named by credentialName
+  // (not served yet; never answered in plain text)
+  if (tls?.mode === "PASSTHROUGH" || tls?.mode === "AUTO_PASSTHROUGH") return false;
+  return !(tls?.credentialName && !tls.serverCertificate);
+}
+
+/**
+ * AUTO_PASSTHROUGH: a filter chain per outbound cluster, matching the SNI the reference system's
+ * clients send through such a gateway (`outbound_.<port>_.<subset>_.<host>`) and forwarding the
+ * TLS stream unopened to `outbound|<port>|<subset>|<host>` (every service port but UDP, every
+ * subset of the host's DestinationRule).
+ */
+export function autoPassthroughChains(ctx: PushContext): XdsResource[] {
+  const idx = indexOf(ctx);
+  const chains: XdsResource[] = [];
+  for (const svc of idx.services) {
+    const dr = idx.destinationRuleByHost.get(svc.hostname)?.spec as Any;
+    const subsets = [
+      "",
+      ...(Array.isArray(dr?.subsets) ? dr.subsets : []).map((x: Any) => x?.name).filter((
+        n: unknown,
+      ) => typeof n === "string" && n),
+    ];
+    for (const p of svc.ports) {
+      if (p.protocol === "UDP") continue;
+      for (const subset of subsets) {
+        const cluster = outboundClusterName(p.port, subset, svc.hostname);
+        chains.push({
+          filter_chain_match: {
+            server_names: [`outbound_.${p.port}_.${subset}_.${svc.hostname}`],
+          },
+          filters: [tcpProxyFilter(cluster, cluster)],
+        });
+      }
+    }
+  }
+  return chains;
+}
+
+/**
+ * Whether the servers a VirtualService of `namespace` is bound to admit it: a server host without
+ * a namespace part, or with `*`, the VirtualService's namespace, or `.` in the Gateway's own.
+ */
+function hostsAdmit(refs: { gw: GatewayEntry; server: Any }[], namespace: string): boolean {
+  return refs.some(({ gw, server }) =>
+    (Array.isArray(server?.hosts) ? server.hosts : []).some((h: unknown) => {
+      if (typeof h !== "string") return false;
+      const slash = h.indexOf("/");
+      if (slash < 0) return true;
+      const ns = h.slice(0, slash);
+      return ns === "*" || ns === namespace ||
+        (ns === "." && gw.config.metadata.namespace === namespace);
+    })
+  );
+}
+
+/** A server whose TLS is passed through to the destination (protocol TLS, or HTTPS/TLS mode PASSTHROUGH). */
+function isPassthroughServer(server: Any): boolean {
+  const p = String(server?.port?.protocol ?? "").toUpperCase();
+  const mode = server?.tls?.mode;
+  return (p === "TLS" && (mode === undefined || mode === "PASSTHROUGH")) ||
+    (p === "HTTPS" && mode === "PASSTHROUGH");
+}
+
+/**
+ * Filter chains for the `tls` routes (SNI) of the VirtualServices bound to `gwNames` on `port`:
+ * one chain per route match, matching its `sniHosts`, forwarding to its destination (weighted
+ * when several). The first route claiming an SNI wins.
+ */
+export function tlsRouteChains(
+  ctx: PushContext,
+  gwNames: Set<string>,
+  port: number,
+): XdsResource[] {
+  const chains: XdsResource[] = [];
+  const claimed = new Set<string>();
+  for (const vs of indexOf(ctx).virtualServices) {
+    if (!vs.gateways.some((g) => gwNames.has(g))) continue;
+    for (const r of Array.isArray(vs.spec.tls) ? vs.spec.tls : []) {
+      const dests = (Array.isArray(r?.route) ? r.route : []).filter((d: Any) => d?.destination);
+      if (!dests.length) continue;
+      const clusters = dests.map((d: Any) => ({
+        name: destinationCluster(ctx, d.destination, vs.namespace, port),
+        weight: typeof d.weight === "number" ? d.weight : dests.length === 1 ? 100 : 0,
+      })).filter((c: { weight: number }) => c.weight > 0);
+      if (!clusters.length) continue;
+      const target = clusters.length === 1 ? clusters[0].name : clusters;
+      for (const m of Array.isArray(r.match) ? r.match : []) {
+        if (typeof m?.port === "number" && m.port !== port) continue;
+        if (Array.isArray(m?.gateways) && m.gateways.length) {
+          const refs = m.gateways.map((g: string) =>
+            resolveGatewayRef(g, vs.namespace, ctx.domain)
+          );
+          if (!refs.some((g: string) => gwNames.has(g))) continue;
+        }
+        const names = (Array.isArray(m?.sniHosts) ? m.sniHosts : [])
+          .filter((h: unknown) => typeof h === "string" && !claimed.has(h));
+        if (!names.length) continue;
+        for (const h of names) claimed.add(h);
+        const stat = typeof target === "string" ? target : `${vs.config.metadata.name}_tls`;
+        chains.push({
+          filter_chain_match: { server_names: names },
+          filters: [tcpProxyFilter(stat, target)],
+        });
+      }
+    }
+  }
+  return chains;
 }
 
 const HTTP_FILTERS = () => [
@@ -87,7 +208,7 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
         if (terminate) {
           const hosts: string[] = (Array.isArray(server.hosts) ? server.hosts : []).filter((
             h: unknown,
-          ) => typeof h === "string");
+          ) => typeof h === "string").map(gatewayHostName); // `ns/host`: the namespace is not enforced
           if (hosts.length && !hosts.includes("*")) {
             chain.filter_chain_match = { server_names: hosts };
             sni = true;
@@ -111,8 +232,26 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
       out.push(l);
       continue;
     }
-    // TCP-like servers: forward to the first matching tcp route of a VirtualService bound here.
     const gwNames = new Set(refs.map((r) => r.gw.fqdn));
+    // TLS passthrough servers: a filter chain per SNI of the VirtualServices' `tls` routes
+    const sniChains = [
+      ...(refs.some((r) => isPassthroughServer(r.server))
+        ? tlsRouteChains(ctx, gwNames, port)
+        : []),
+      ...(refs.some((r) => r.server?.tls?.mode === "AUTO_PASSTHROUGH")
+        ? autoPassthroughChains(ctx)
+        : []),
+    ];
+    if (sniChains.length) {
+      out.push({
+        name,
+        address: socketAddress("0.0.0.0", port),
+        listener_filters: [tlsInspectorFilter()],
+        filter_chains: sniChains,
+      });
+      continue;
+    }
+    // TCP-like servers: forward to the first matching tcp route of a VirtualService bound here.
     let target: string | undefined;
     for (const vs of indexOf(ctx).virtualServices) {
       if (target || !vs.gateways.some((g) => gwNames.has(g))) continue;
@@ -156,9 +295,11 @@ export function gatewayRouteConfig(
   const labels = proxyLabels(proxy);
   const vhosts: XdsResource[] = [];
   if (gwNames.size) {
+    const ns = proxyNamespace(proxy);
     for (const vs of indexOf(ctx).virtualServices) {
       const bound = vs.gateways.filter((g) => gwNames.has(g));
-      if (!bound.length) continue;
+      if (!bound.length || !exportedTo(vs, ns)) continue;
+      if (!hostsAdmit(refs.filter((r) => bound.includes(r.gw.fqdn)), vs.namespace)) continue;
       const routes = translateHttpRoutes(ctx, [vs], {
         port,
         gateways: new Set(bound),

@@ -4,7 +4,11 @@
  */
 
 import type { ConfigObject } from "../../model/types.ts";
-import { INGRESS_GATEWAY_CERTS, INGRESS_GATEWAY_SELECTOR } from "../../model/ingress.ts";
+import {
+  INGRESS_GATEWAY_CERTS,
+  INGRESS_GATEWAY_SELECTOR,
+  ingressClassMatches,
+} from "../../model/ingress.ts";
 import type { PushContext } from "../types.ts";
 
 /** Annotation selecting the ingress class. */
@@ -27,11 +31,11 @@ export const INGRESS_CERTS = {
 
 /** True when the Ingress is handled under the mesh ingress controller mode and class. */
 export function ingressSelected(ing: ConfigObject, ctx: PushContext): boolean {
-  const mode = ctx.meshConfig.ingressControllerMode ?? "STRICT";
-  if (mode === "OFF") return false;
-  const cls = ing.metadata.annotations?.[INGRESS_CLASS_ANNOTATION];
-  if (mode === "STRICT") return cls === ctx.meshConfig.ingressClass;
-  return cls === undefined || cls === ctx.meshConfig.ingressClass;
+  // one rule for every reader: lib/model's (our class or the reference system's `istio`)
+  return ingressClassMatches({ annotations: ing.metadata.annotations ?? {} }, {
+    ingressClass: ctx.meshConfig.ingressClass,
+    ingressControllerMode: ctx.meshConfig.ingressControllerMode ?? "STRICT",
+  });
 }
 
 // deno-lint-ignore no-explicit-any

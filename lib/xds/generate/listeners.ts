@@ -13,6 +13,7 @@ import { gatewayListeners } from "./gateway.ts";
 import { rbacConfig } from "./rbac.ts";
 import { resolveTarget } from "./routes.ts";
 import { MESH_MTLS_ALPN, meshMtlsDownstream, mtlsModeOf } from "./security.ts";
+import { withCertDir } from "./cert_dir.ts";
 import { destinationCluster } from "./routes.ts";
 import { inboundClusterName, isHttpProtocol, outboundClusterName, socketAddress } from "./util.ts";
 
@@ -203,6 +204,15 @@ export function cidrRange(address: string): XdsResource {
 }
 
 /**
+ * Name of the outbound TCP listener of a service port: `<ip>_<port>` for a service with an IP
+ * address, else (CIDR addresses or none) the shared `0.0.0.0_<port>`.
+ */
+export function outboundTcpListenerName(svc: Service, sp: ServicePort): string {
+  const address = svc.address && svc.address !== "0.0.0.0" ? svc.address : "";
+  return `${address && !address.includes("/") ? address : "0.0.0.0"}_${sp.port}`;
+}
+
+/**
  * Adds the outbound TCP filter chain of one service port. A service with an IP address gets the
  * listener `<ip>_<port>` (chain matching `<ip>/32`); one with CIDR addresses or none shares
  * `0.0.0.0_<port>` with the other such services, its chain matching its CIDR (none: catch-all).
@@ -217,9 +227,8 @@ function addTcpChain(
   add: (l: XdsResource) => boolean,
 ): void {
   const address = svc.address && svc.address !== "0.0.0.0" ? svc.address : "";
-  const cidr = address.includes("/");
-  const listenAddr = address && !cidr ? address : "0.0.0.0";
-  const name = `${listenAddr}_${sp.port}`;
+  const name = outboundTcpListenerName(svc, sp);
+  const listenAddr = name.slice(0, name.lastIndexOf("_"));
   const target = tcpTarget(ctx, svc, sp);
   const stat = typeof target === "string" ? target : outboundClusterName(sp.port, "", svc.hostname);
   const tls = (sp.protocol === "HTTPS" || sp.protocol === "TLS") && svc.meshExternal;
@@ -324,7 +333,8 @@ export function buildListeners(ctx: PushContext, proxy: Proxy): XdsResource[] {
       }],
     });
   }
-  return order.map((n) => byName.get(n)!);
+  // workload certificates where the proxy's agent keeps them (node metadata CERT_DIR)
+  return withCertDir(order.map((n) => byName.get(n)!), proxy);
 }
 
 /**

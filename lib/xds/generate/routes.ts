@@ -18,6 +18,7 @@ import {
   labelsMatch,
   outboundClusterName,
   parseClusterName,
+  resolveGatewayRef,
   resolveShortName,
   serviceDomains,
   stringMatcher,
@@ -157,7 +158,12 @@ export function corsConfig(c: Any): XdsResource | undefined {
   // matcher matches the origin *or the literal "*"* (CorsFilter::isOriginAllowed), so this is
   // Envoy's own "any origin" form. (`{prefix: ""}` breaks PGV's min_len 1 and gets the whole
   // RouteConfiguration rejected.)
-  const origins = list(c.allowOrigin).map((o: string) => ({ exact: o }));
+  const origins: Any[] = list(c.allowOrigin).map((o: string) => ({ exact: o }));
+  // today's `allowOrigins`: StringMatch values (exact, prefix, regex)
+  for (const sm of Array.isArray(c.allowOrigins) ? c.allowOrigins : []) {
+    const m = stringMatcher(sm);
+    if (m && m.prefix !== "") origins.push(m);
+  }
   if (origins.length) out.allow_origin_string_match = origins;
   if (list(c.allowMethods).length) out.allow_methods = list(c.allowMethods).join(",");
   if (list(c.allowHeaders).length) out.allow_headers = list(c.allowHeaders).join(",");
@@ -270,6 +276,9 @@ export function hashPolicy(ctx: PushContext, clusterName: string): XdsResource[]
     return [{ cookie: c }];
   }
   if (ch.useSourceIp === true) return [{ connection_properties: { source_ip: true } }];
+  if (typeof ch.httpQueryParameterName === "string") {
+    return [{ query_parameter: { name: ch.httpQueryParameterName } }];
+  }
   return undefined;
 }
 
@@ -284,6 +293,46 @@ export const RETRY_ON_HTTP = "5xx,connect-failure,refused-stream";
 /** See {@link RETRY_ON_HTTP}. */
 export const RETRY_ON_GRPC = `${RETRY_ON_HTTP},unavailable,cancelled,resource-exhausted`;
 
+/**
+ * Istio `headers` (`request`/`response`: `set`, `add`, `remove`) → Envoy header options
+ * (`request_headers_to_add`, `request_headers_to_remove`, `response_...`): `set` overwrites,
+ * `add` appends. For a route, a weighted cluster, or (merged) a route's single destination.
+ */
+export function headerOperations(h: Any): XdsResource {
+  const out: Any = {};
+  if (!h || typeof h !== "object") return out;
+  for (const side of ["request", "response"] as const) {
+    const ops = h[side];
+    if (!ops || typeof ops !== "object") continue;
+    const add: Any[] = [];
+    for (
+      const [field, action] of [
+        ["set", "OVERWRITE_IF_EXISTS_OR_ADD"],
+        ["add", "APPEND_IF_EXISTS_OR_ADD"],
+      ] as const
+    ) {
+      const m = ops[field];
+      if (!m || typeof m !== "object") continue;
+      for (const [key, value] of Object.entries(m)) {
+        if (typeof value === "string") add.push({ header: { key, value }, append_action: action });
+      }
+    }
+    if (add.length) out[`${side}_headers_to_add`] = add;
+    const remove = Array.isArray(ops.remove)
+      ? ops.remove.filter((x: unknown) => typeof x === "string")
+      : [];
+    if (remove.length) out[`${side}_headers_to_remove`] = remove;
+  }
+  return out;
+}
+
+/** Adds header options `extra` to `target`, appending to lists already there. */
+function mergeHeaderOps(target: Any, extra: Any): void {
+  for (const [k, v] of Object.entries(extra)) {
+    target[k] = [...(target[k] ?? []), ...(v as unknown[])];
+  }
+}
+
 /** Route action (or redirect) plus per-route extras for one Istio HTTPRoute. */
 function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grpc: boolean): Any {
   const body: Any = {};
@@ -295,15 +344,21 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
   } else {
     const dests = (Array.isArray(r.route) ? r.route : []).filter((d: Any) => d?.destination);
     const action: Any = {};
+    let destHeaders: Any = {};
     if (dests.length === 1) {
       action.cluster = destinationCluster(ctx, dests[0].destination, vs.namespace, scope.port);
+      destHeaders = headerOperations(dests[0].headers);
     } else if (dests.length > 1) {
       const clusters = dests.map((d: Any) => ({
         name: destinationCluster(ctx, d.destination, vs.namespace, scope.port),
         weight: { value: typeof d.weight === "number" ? d.weight : 0 },
+        ...headerOperations(d.headers),
       })).filter((c: Any) => c.weight.value > 0);
-      if (clusters.length === 1) action.cluster = clusters[0].name;
-      else if (clusters.length) action.weighted_clusters = { clusters };
+      if (clusters.length === 1) {
+        const { name, weight: _, ...ops } = clusters[0];
+        action.cluster = name;
+        destHeaders = ops;
+      } else if (clusters.length) action.weighted_clusters = { clusters };
     }
     if (!action.cluster && !action.weighted_clusters) {
       return { direct_response: { status: 503 } };
@@ -333,13 +388,18 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
       }
     }
     if (r.mirror && typeof r.mirror === "object") {
-      action.request_mirror_policies = [{
-        cluster: destinationCluster(ctx, r.mirror, vs.namespace, scope.port),
-      }];
+      const mirror: Any = { cluster: destinationCluster(ctx, r.mirror, vs.namespace, scope.port) };
+      // mirrorPercentage: the share of requests mirrored (all when unset)
+      if (typeof r.mirrorPercentage?.value === "number") {
+        mirror.runtime_fraction = { default_value: fractionalPercent(r.mirrorPercentage.value) };
+      }
+      action.request_mirror_policies = [mirror];
     }
     if (r.websocketUpgrade === true) action.upgrade_configs = [{ upgrade_type: "websocket" }];
     body.route = action;
+    mergeHeaderOps(body, destHeaders);
   }
+  if (typeof r.name === "string" && r.name) body.name = r.name;
   const tpfc: Any = {};
   const f = faultConfig(r.fault);
   if (f) tpfc["envoy.filters.http.fault"] = f;
@@ -357,10 +417,69 @@ function routeBody(ctx: PushContext, vs: VsEntry, r: Any, scope: RouteScope, grp
   if (r.appendHeaders && typeof r.appendHeaders === "object") {
     const hs = Object.entries(r.appendHeaders).filter(([, v]) => typeof v === "string");
     if (hs.length) {
-      body.request_headers_to_add = hs.map(([key, value]) => ({ header: { key, value } }));
+      body.request_headers_to_add = [
+        ...hs.map(([key, value]) => ({ header: { key, value } })),
+        ...(body.request_headers_to_add ?? []),
+      ];
     }
   }
+  mergeHeaderOps(body, headerOperations(r.headers));
   return body;
+}
+
+/**
+ * A parent match narrowed by a delegate's match: the delegate's `uri`, `scheme`, `method`,
+ * `authority`, `port` when it sets them, else the parent's; headers and source labels of both.
+ */
+export function mergeMatch(parent: Any, child: Any): Any {
+  if (!parent) return child;
+  if (!child) return parent;
+  const out: Any = { ...parent };
+  for (const k of ["uri", "scheme", "method", "authority", "port", "name"]) {
+    if (child[k] !== undefined) out[k] = child[k];
+  }
+  if (parent.headers || child.headers) out.headers = { ...parent.headers, ...child.headers };
+  if (parent.sourceLabels || child.sourceLabels) {
+    out.sourceLabels = { ...parent.sourceLabels, ...child.sourceLabels };
+  }
+  return out;
+}
+
+/**
+ * The routes of a `delegate`: the delegate VirtualService's http routes (one level, as the
+ * reference system), each match narrowed from the parent route's; destinations resolve in the
+ * delegate's namespace. A delegate that is missing (or itself delegates) gives 503.
+ */
+function delegateRoutes(
+  ctx: PushContext,
+  parent: VsEntry,
+  parentMatches: Any[],
+  ref: Any,
+  scope: RouteScope,
+  grpc: boolean,
+): XdsResource[] {
+  const ns = typeof ref.namespace === "string" && ref.namespace ? ref.namespace : parent.namespace;
+  const child = indexOf(ctx).virtualServices.find((v) =>
+    v.config.metadata.name === ref.name && v.namespace === ns
+  );
+  const out: XdsResource[] = [];
+  for (const r of Array.isArray(child?.spec.http) ? child!.spec.http : []) {
+    if (!r || typeof r !== "object" || r.delegate) continue;
+    const childMatches = Array.isArray(r.match) && r.match.length ? r.match : [undefined];
+    const body = routeBody(ctx, child!, r, scope, grpc);
+    for (const pm of parentMatches) {
+      for (const cm of childMatches) {
+        const match = routeMatch(mergeMatch(pm, cm), scope);
+        if (match) out.push({ match, ...body });
+      }
+    }
+  }
+  if (out.length) return out;
+  // nothing to delegate to: the parent's matches answer 503, as a route without destinations
+  return parentMatches.map((m) => routeMatch(m, scope)).filter(Boolean).map((match) => ({
+    match,
+    direct_response: { status: 503 },
+  }));
 }
 
 /**
@@ -380,22 +499,31 @@ export function translateHttpRoutes(
     for (const r of http) {
       if (!r || typeof r !== "object") continue;
       const matches = Array.isArray(r.match) && r.match.length ? r.match : [undefined];
-      const envoyMatches = matches.map((m: Any) =>
-        routeMatch(
-          Array.isArray(m?.gateways)
-            ? {
-              ...m,
-              gateways: m.gateways.map((g: string) =>
-                g === "mesh" ? g : resolveShortName(String(g), vs.namespace, ctx.domain)
-              ),
-            }
-            : m,
-          scope,
-        )
-      ).filter(Boolean);
-      if (!envoyMatches.length) continue;
+      const resolved = matches.map((m: Any) =>
+        Array.isArray(m?.gateways)
+          ? {
+            ...m,
+            gateways: m.gateways.map((g: string) =>
+              resolveGatewayRef(String(g), vs.namespace, ctx.domain)
+            ),
+          }
+          : m
+      );
+      const pairs = resolved.map((m: Any) => [m, routeMatch(m, scope)] as const)
+        .filter(([, em]: readonly [Any, Any]) => em);
+      if (!pairs.length) continue;
+      if (r.delegate && typeof r.delegate === "object") {
+        out.push(...delegateRoutes(ctx, vs, resolved, r.delegate, scope, grpc));
+        continue;
+      }
       const body = routeBody(ctx, vs, r, scope, grpc);
-      for (const match of envoyMatches) out.push({ match, ...body });
+      for (const [m, match] of pairs) {
+        // a match's `name` joins the route's (`<route>.<match>`), as the reference system names them
+        const name = typeof m?.name === "string" && m.name
+          ? (body.name ? `${body.name}.${m.name}` : m.name)
+          : body.name;
+        out.push({ match, ...body, ...(name ? { name } : {}) });
+      }
     }
   }
   return out;
@@ -413,6 +541,22 @@ export function defaultRoute(host: string, port: number, ctx?: PushContext): Xds
   return { match: { prefix: "/" }, route };
 }
 
+/** The namespace of a proxy: the first label of its domain (`default.svc.cluster.local`). */
+export function proxyNamespace(proxy: Proxy): string {
+  return proxy.domain ? proxy.domain.split(".")[0] : "";
+}
+
+/**
+ * Whether a VirtualService is visible to proxies of `namespace` under its `exportTo`: unset or
+ * `*`: everywhere; `.`: its own namespace; else the namespaces named. A proxy of unknown
+ * namespace sees what is exported anywhere.
+ */
+export function exportedTo(vs: VsEntry, namespace: string): boolean {
+  const list = Array.isArray(vs.spec.exportTo) ? vs.spec.exportTo : [];
+  if (!list.length || list.includes("*") || !namespace) return true;
+  return list.some((x: unknown) => x === namespace || (x === "." && vs.namespace === namespace));
+}
+
 /** One virtual host of a sidecar (or proxyless) route config for a service port. */
 function serviceVirtualHost(
   ctx: PushContext,
@@ -422,7 +566,10 @@ function serviceVirtualHost(
   labels: Record<string, string>,
   proxylessAuthority?: string,
 ): XdsResource {
-  const vss = indexOf(ctx).meshVsByHost.get(svc.hostname) ?? [];
+  const ns = proxyNamespace(proxy);
+  const vss = (indexOf(ctx).meshVsByHost.get(svc.hostname) ?? []).filter((vs) =>
+    exportedTo(vs, ns)
+  );
   const scope: RouteScope = {
     port: port.port,
     gateways: new Set(["mesh"]),

@@ -4,6 +4,7 @@
  */
 
 import type { Protocol, ServicePort } from "../../model/types.ts";
+import { parseDuration } from "../../flags/duration.ts";
 
 /** `outbound|<port>|<subset>|<host>` */
 export function outboundClusterName(port: number, subset: string, host: string): string {
@@ -55,37 +56,18 @@ export function msToDuration(ms: number): DurationObj {
   return nanos ? { seconds, nanos } : { seconds };
 }
 
-const UNIT_MS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  "µs": 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
 /**
- * Parses a Go-style duration (`1s`, `100ms`, `1m30s`) or a protobuf JSON duration (`1.5s`) into
- * milliseconds. Throws `Cannot parse duration "x": ...`.
+ * Parses a Go-style duration (`1s`, `100ms`, `1m30s`, `1.5s`, with {@link parseDuration}) or a
+ * number of seconds into milliseconds. Throws `Cannot parse duration "x": ...`, also for a
+ * negative value.
  */
 export function parseDurationMs(s: unknown): number {
   if (typeof s === "number" && Number.isFinite(s) && s >= 0) return s * 1000;
   if (typeof s !== "string" || s === "") {
     throw new Error(`Cannot parse duration ${JSON.stringify(s)}`);
   }
-  if (s === "0") return 0;
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/y;
-  let total = 0;
-  let i = 0;
-  while (i < s.length) {
-    re.lastIndex = i;
-    const m = re.exec(s);
-    if (!m) throw new Error(`Cannot parse duration "${s}": bad unit or number at "${s.slice(i)}"`);
-    total += Number(m[1]) * UNIT_MS[m[2]];
-    i = re.lastIndex;
-  }
-  return total;
+  if (s.startsWith("-")) throw new Error(`Cannot parse duration "${s}": must not be negative`);
+  return parseDuration(s);
 }
 
 /** Config duration (string) → Duration object; undefined when absent. */
@@ -100,6 +82,22 @@ export function durationOf(s: unknown): DurationObj | undefined {
 export function resolveShortName(host: string, namespace: string, domain: string): string {
   if (host === "*" || host.includes(".") || !namespace) return host;
   return `${host}.${namespace}.svc.${domain}`;
+}
+
+/**
+ * The FQDN of a Gateway reference in a VirtualService of `namespace`: `mesh` as is, a short or
+ * full name as {@link resolveShortName}, `<namespace>/<name>` in that namespace.
+ */
+export function resolveGatewayRef(ref: string, namespace: string, domain: string): string {
+  if (ref === "mesh") return ref;
+  const slash = ref.indexOf("/");
+  if (slash < 0) return resolveShortName(ref, namespace, domain);
+  return resolveShortName(ref.slice(slash + 1), ref.slice(0, slash), domain);
+}
+
+/** A Gateway server host without its namespace part (`ns/host` or `./host` → `host`). */
+export function gatewayHostName(host: string): string {
+  return host.slice(host.indexOf("/") + 1);
 }
 
 /**

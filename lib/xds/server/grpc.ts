@@ -79,6 +79,7 @@ export interface AdsServerOptions {
   transport?: {
     limits?: Partial<H2Limits>;
     maxConnections?: number;
+    maxConnectionsPerAddress?: number;
     maxFailedConnectionsPerSecond?: number;
   };
 }
@@ -328,6 +329,7 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     onError: (m) => log.warn(`ADS: ${m}`),
     limits: opts.transport?.limits,
     maxConnections: opts.transport?.maxConnections,
+    maxConnectionsPerAddress: opts.transport?.maxConnectionsPerAddress,
     maxFailedConnectionsPerSecond: opts.transport?.maxFailedConnectionsPerSecond,
   }).catch((e) => {
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);

@@ -15,46 +15,9 @@ import type {
   NamedResource,
   ResourceEntry,
 } from "./types.ts";
+import { fieldSize, LEN, Reader, utf8, WireError, Writer } from "../../protowire/mod.ts";
 
-const LEN = 2; // wire type "length-delimited"
 const te = new TextEncoder();
-
-function varintSize(n: number): number {
-  let size = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 128);
-    size++;
-  }
-  return size;
-}
-
-/** A length-delimited field: tag + length + payload. */
-function fieldSize(payloadLen: number, field: number): number {
-  return varintSize((field << 3) | LEN) + varintSize(payloadLen) + payloadLen;
-}
-
-class Writer {
-  pos = 0;
-  constructor(readonly buf: Buffer) {}
-  varint(n: number): void {
-    while (n >= 0x80) {
-      this.buf[this.pos++] = (n & 0x7f) | 0x80;
-      n = Math.floor(n / 128);
-    }
-    this.buf[this.pos++] = n;
-  }
-  bytes(field: number, b: Uint8Array): void {
-    this.varint((field << 3) | LEN);
-    this.varint(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
-  }
-  /** Writes a field whose payload length is known and whose payload is written next by the caller. */
-  header(field: number, len: number): void {
-    this.varint((field << 3) | LEN);
-    this.varint(len);
-  }
-}
 
 const anyCache = new WeakMap<ResourceEntry, { typeUrl: string; any: Uint8Array }>();
 
@@ -252,67 +215,13 @@ export function encodeDeltaDiscoveryResponse(r: DeltaDiscoveryResponse): Buffer 
 
 // ---- requests ---------------------------------------------------------------------------------
 
-const td = new TextDecoder();
-
-/** Decodes UTF-8 `b[start, end)`; short ASCII strings without a TextDecoder call. */
-function utf8(b: Uint8Array, start: number, end: number): string {
-  if (end - start <= 48) {
-    let s = "";
-    for (let i = start; i < end; i++) {
-      const c = b[i];
-      if (c >= 0x80) return td.decode(b.subarray(start, end));
-      s += String.fromCharCode(c);
-    }
-    return s;
-  }
-  return td.decode(b.subarray(start, end));
-}
-
-/** Thrown inside the decoders when the message needs the full (proto-loader) decoder. */
-const FALLBACK = Symbol("fallback");
-
-/** Reads a varint at `r.pos` (up to 2^53). */
-function readVarint(b: Uint8Array, r: { pos: number }): number {
-  let n = 0, mul = 1;
-  for (let i = 0; i < 8; i++) {
-    if (r.pos >= b.length) throw FALLBACK;
-    const c = b[r.pos++];
-    n += (c & 0x7f) * mul;
-    if (c < 0x80) return n;
-    mul *= 128;
-  }
-  throw FALLBACK; // > 2^56: not a length or tag we handle
-}
-
-/** Skips a field of `wire` type; groups and unknown types need the full decoder. */
-function skip(b: Uint8Array, r: { pos: number }, wire: number): void {
-  if (wire === 0) readVarint(b, r);
-  else if (wire === 1) r.pos += 8;
-  else if (wire === 5) r.pos += 4;
-  else if (wire === 2) {
-    const len = readVarint(b, r); // (not `r.pos += readVarint()`: that adds to the old pos)
-    r.pos += len;
-  } else throw FALLBACK;
-  if (r.pos > b.length) throw FALLBACK;
-}
-
-/** Reads a length-delimited payload's bounds (after its tag). */
-function span(b: Uint8Array, r: { pos: number }): [number, number] {
-  const len = readVarint(b, r);
-  const start = r.pos;
-  r.pos += len;
-  if (r.pos > b.length) throw FALLBACK;
-  return [start, r.pos];
-}
-
-/** Decodes the repeated string field `no` of an encoded span holding only that field. */
+/** Decodes the repeated string field of an encoded span holding only that field. */
 function decodeNames(raw: Uint8Array): string[] {
   const out: string[] = [];
-  const r = { pos: 0 };
-  while (r.pos < raw.length) {
-    readVarint(raw, r); // tag
-    const [s, e] = span(raw, r);
-    out.push(utf8(raw, s, e));
+  const r = new Reader(raw);
+  while (r.pos < r.end) {
+    r.uint32(); // tag
+    out.push(r.string());
   }
   return out;
 }
@@ -342,15 +251,15 @@ class DecodedRequest implements DiscoveryRequest {
  */
 export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
   try {
-    const r = { pos: 0 };
+    const r = new Reader(b);
     let version: string | undefined, typeUrl: string | undefined, nonce: string | undefined;
     let namesStart = -1, namesEnd = -1, contiguous = true, lastWasName = false;
-    while (r.pos < b.length) {
+    while (r.pos < r.end) {
       const tagAt = r.pos;
-      const tag = readVarint(b, r);
+      const tag = r.uint32();
       const no = tag >>> 3, wire = tag & 7;
       if (no === 3 && wire === 2) {
-        span(b, r);
+        r.payload();
         if (namesStart < 0) namesStart = tagAt;
         else if (!lastWasName) contiguous = false;
         namesEnd = r.pos;
@@ -359,15 +268,14 @@ export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
       }
       lastWasName = false;
       if ((no === 1 || no === 4 || no === 5) && wire === 2) {
-        const [s, e] = span(b, r);
-        const v = utf8(b, s, e);
+        const v = r.string();
         if (no === 1) version = v;
         else if (no === 4) typeUrl = v;
         else nonce = v;
       } else if (no === 2 || no === 6) {
         return null; // node, error_detail
       } else {
-        skip(b, r, wire);
+        r.skip(wire);
       }
     }
     let loose: string[] | undefined;
@@ -375,12 +283,10 @@ export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
       // Names interleaved with other fields (unusual): decode them now, in order.
       loose = [];
       r.pos = 0;
-      while (r.pos < b.length) {
-        const tag = readVarint(b, r);
-        if (tag === ((3 << 3) | LEN)) {
-          const [s, e] = span(b, r);
-          loose.push(utf8(b, s, e));
-        } else skip(b, r, tag & 7);
+      while (r.pos < r.end) {
+        const tag = r.uint32();
+        if (tag === ((3 << 3) | LEN)) loose.push(r.string());
+        else r.skip(tag & 7);
       }
     }
     const out = new DecodedRequest(loose);
@@ -390,7 +296,7 @@ export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
     if (namesStart >= 0 && contiguous) out.resource_names_raw = b.subarray(namesStart, namesEnd);
     return out;
   } catch (e) {
-    if (e === FALLBACK) return null;
+    if (e instanceof WireError) return null; // not well-formed: the full decoder says why
     throw e;
   }
 }
@@ -402,42 +308,41 @@ export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
  */
 export function decodeDeltaDiscoveryRequest(b: Uint8Array): DeltaDiscoveryRequest | null {
   try {
-    const r = { pos: 0 };
+    const r = new Reader(b);
     const out: DeltaDiscoveryRequest = {};
-    while (r.pos < b.length) {
-      const tag = readVarint(b, r);
+    while (r.pos < r.end) {
+      const tag = r.uint32();
       const no = tag >>> 3, wire = tag & 7;
       if (no === 1 || no === 7) return null; // node, error_detail
       if (wire !== 2 || no < 2 || no > 6) {
-        skip(b, r, wire);
+        r.skip(wire);
         continue;
       }
-      const [s, e] = span(b, r);
+      const [s, e] = r.span();
       if (no === 2) out.type_url = utf8(b, s, e);
       else if (no === 3) (out.resource_names_subscribe ??= []).push(utf8(b, s, e));
       else if (no === 4) (out.resource_names_unsubscribe ??= []).push(utf8(b, s, e));
       else if (no === 6) out.response_nonce = utf8(b, s, e);
       else {
         // map<string, string> entry: key = 1, value = 2
-        const m = { pos: s };
+        const m = new Reader(b, s, e);
         let k = "", v = "";
-        while (m.pos < e) {
-          const t = readVarint(b, m);
+        while (m.pos < m.end) {
+          const t = m.uint32();
           if ((t & 7) !== 2) {
-            skip(b, m, t & 7);
+            m.skip(t & 7);
             continue;
           }
-          const [ks, ke] = span(b, m);
-          if (t >>> 3 === 1) k = utf8(b, ks, ke);
-          else if (t >>> 3 === 2) v = utf8(b, ks, ke);
+          const x = m.string();
+          if (t >>> 3 === 1) k = x;
+          else if (t >>> 3 === 2) v = x;
         }
-        if (m.pos !== e) return null;
         (out.initial_resource_versions ??= {})[k] = v;
       }
     }
     return out;
   } catch (e) {
-    if (e === FALLBACK) return null;
+    if (e instanceof WireError) return null; // not well-formed: the full decoder says why
     throw e;
   }
 }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { Params } from "./params.ts";
 import { parseIp } from "../../../lib/expr/mod.ts";
 import { getLogger } from "../../../lib/log/mod.ts";
 import { ConfigIssue } from "../templates.ts";
@@ -334,4 +335,21 @@ Deno.test("rbac decides authorization instances against the configuration's role
     message: "RBAC: permission denied.",
   });
   assert.equal((await h.check!(req("bob", "GET"))).status.code, 7);
+});
+
+Deno.test("Params reads a field in either jsonpb spelling and refuses both at once, naming the key", () => {
+  const p = new Params({ maxAmount: 3, valid_duration: "2s" }, "memquota/ns/h").only([
+    "max_amount",
+    "valid_duration",
+  ]);
+  assert.equal(p.number("max_amount", 0), 3);
+  assert.equal(p.durationMs("valid_duration", 0), 2000);
+  assert.throws(
+    () => new Params({ maxAmount: 3, max_amount: 4 }, "memquota/ns/h").only(["max_amount"]),
+    /^ConfigIssue: memquota\/ns\/h: spec\.max_amount: given twice, as "maxAmount" and "max_amount": use one spelling$/,
+  );
+  assert.throws(
+    () => new Params({ maxAmount: "x" }, "memquota/ns/h").number("max_amount", 0),
+    /spec\.maxAmount: must be a number/,
+  );
 });

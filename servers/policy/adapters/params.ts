@@ -4,9 +4,14 @@
  */
 
 import { parseDuration } from "../../../lib/flags/duration.ts";
+import { knownField, protoField, spellings } from "../../../lib/model/proto_names.ts";
 import { ConfigIssue } from "../templates.ts";
 
-/** Typed accessors over one params object; every error names `object` and `path`. */
+/**
+ * Typed accessors over one params object; every error names `object` and `path`. Fields are
+ * named by their proto names (`max_amount`) and read in either jsonpb spelling (`max_amount`
+ * or `maxAmount`), as Mixer decoded them; both spellings in one object is an error.
+ */
 export class Params {
   /** Wraps `spec` of `object` at `path` (`spec` by default). */
   constructor(
@@ -20,32 +25,51 @@ export class Params {
   }
   /** Throws a ConfigIssue for `field`. */
   fail(field: string, reason: string): never {
-    throw new ConfigIssue(this.object, `${this.path}.${field}`, reason);
+    throw new ConfigIssue(this.object, `${this.path}.${this.#key(field)}`, reason);
   }
-  /** Rejects fields outside `known`. */
+  /** Rejects fields outside `known` (in either spelling) and fields spelled both ways. */
   only(known: readonly string[]): this {
+    const seen = new Map<string, string>();
     for (const k of Object.keys(this.spec)) {
-      if (!known.includes(k)) this.fail(k, `unknown field (want ${known.join(", ")})`);
+      const name = knownField(k, known);
+      if (!name) this.fail(k, `unknown field (want ${known.join(", ")})`);
+      const first = seen.get(name);
+      if (first !== undefined) {
+        this.fail(k, `given twice, as "${first}" and "${k}": use one spelling`);
+      }
+      seen.set(name, k);
     }
     return this;
   }
+  /** The value of `field` in either spelling (undefined when unset or null). */
+  get(field: string): unknown {
+    const f = protoField(this.spec, field);
+    if (f.conflict) {
+      this.fail(f.conflict[1], `given twice, as "${f.conflict[0]}" and "${f.conflict[1]}"`);
+    }
+    return f.value;
+  }
+  /** The key `field` is written under (for error paths), its proto name when unset. */
+  #key(field: string): string {
+    return spellings(field).find((k) => this.spec[k] !== undefined) ?? field;
+  }
   has(field: string): boolean {
-    return this.spec[field] !== undefined && this.spec[field] !== null;
+    return this.get(field) !== undefined;
   }
   string(field: string, def: string): string {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return def;
     if (typeof v !== "string") this.fail(field, `must be a string, got ${JSON.stringify(v)}`);
     return v;
   }
   bool(field: string, def: boolean): boolean {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return def;
     if (typeof v !== "boolean") this.fail(field, `must be true or false, got ${JSON.stringify(v)}`);
     return v;
   }
   number(field: string, def: number, min = -Infinity): number {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return def;
     const n = typeof v === "string" && /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
     if (typeof n !== "number" || !Number.isFinite(n) || n < min) {
@@ -58,7 +82,7 @@ export class Params {
   }
   /** A Go-style duration string (`5s`) or a number of seconds; milliseconds. */
   durationMs(field: string, defMs: number): number {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return defMs;
     if (typeof v === "number" && v >= 0) return v * 1000;
     if (typeof v === "string") {
@@ -71,14 +95,14 @@ export class Params {
     this.fail(field, `must be a duration such as "5s", got ${JSON.stringify(v)}`);
   }
   enumOf<T extends string>(field: string, values: readonly T[], def: T): T {
-    const v = this.spec[field] ?? def;
+    const v = this.get(field) ?? def;
     if (typeof v !== "string" || !values.includes(v as T)) {
       this.fail(field, `must be one of ${values.join(", ")}, got ${JSON.stringify(v)}`);
     }
     return v as T;
   }
   strings(field: string): string[] {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return [];
     if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) {
       this.fail(field, "must be a list of strings");
@@ -86,7 +110,7 @@ export class Params {
     return v as string[];
   }
   stringMap(field: string): Record<string, string> {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return {};
     if (
       typeof v !== "object" || Array.isArray(v) ||
@@ -98,7 +122,7 @@ export class Params {
   }
   /** A list of objects, each wrapped as Params at `field[i]`. */
   list(field: string): Params[] {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return [];
     if (!Array.isArray(v)) this.fail(field, "must be a list");
     return v.map((x, i) =>
@@ -107,7 +131,7 @@ export class Params {
   }
   /** A nested object wrapped as Params. */
   sub(field: string): Params | undefined {
-    const v = this.spec[field];
+    const v = this.get(field);
     if (v === undefined || v === null) return undefined;
     return new Params(v as Record<string, unknown>, this.object, `${this.path}.${field}`);
   }

@@ -38,7 +38,7 @@ function buckets(p: Params | undefined): number[] {
     if (s <= 0) exp.fail("scale", "must be > 0");
     return Array.from({ length: n }, (_, i) => s * g ** i);
   }
-  const bounds = (expl!.spec.bounds ?? []) as unknown[];
+  const bounds = (expl!.get("bounds") ?? []) as unknown[];
   if (!Array.isArray(bounds) || bounds.length === 0 || bounds.some((b) => typeof b !== "number")) {
     expl!.fail("bounds", "must be a non-empty list of numbers");
   }

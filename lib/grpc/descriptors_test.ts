@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { DescriptorBudget, procDescriptors } from "./descriptors.ts";
+
+/** A budget over a fake limit and count, with a clock the test moves. */
+function fake(limit: number, open: number, reserve?: number) {
+  const state = { limit, open, now: 0, reads: 0 };
+  const budget = new DescriptorBudget({
+    reserve,
+    now: () => state.now,
+    source: {
+      limit: () => state.limit,
+      open: () => (state.reads++, state.open),
+    },
+  });
+  return { state, budget };
+}
+
+Deno.test("DescriptorBudget keeps 10 % of the limit free, at least 32, unless told a reserve", () => {
+  assert.equal(fake(1024, 0).budget.reserve, 103);
+  assert.equal(fake(100, 0).budget.reserve, 32);
+  assert.equal(fake(1024, 0, 50).budget.budget, 974);
+  assert.equal(fake(Infinity, 0).budget.budget, Infinity);
+});
+
+Deno.test("DescriptorBudget.excess() counts accepts between measurements and measures again near the budget", () => {
+  const { state, budget } = fake(200, 50, 40); // budget 160
+  assert.equal(budget.excess(), -Infinity); // far from it: no second measurement
+  assert.equal(state.reads, 1);
+  for (let i = 0; i < 80; i++) budget.opened(); // estimate 130: within the reserve of 160
+  state.open = 170; // accepts the runtime made and did not report yet
+  state.now = 100;
+  assert.equal(budget.excess(), 10);
+  assert.equal(state.reads, 2);
+  budget.closed();
+  assert.equal(budget.excess(), 9); // within 20 ms: the estimate, not a measurement
+  assert.equal(state.reads, 2);
+});
+
+Deno.test("DescriptorBudget takes the limit as reached when it cannot count (out of descriptors)", () => {
+  const { state, budget } = fake(200, 50, 40);
+  state.open = -1;
+  assert.equal(budget.excess(), 40);
+  state.limit = NaN; // the limit cannot be read either: the last one read stays
+  state.now = 1000;
+  assert.equal(budget.excess(), 40);
+});
+
+Deno.test("procDescriptors reads this process's limit and open descriptors", () => {
+  const limit = procDescriptors.limit();
+  const open = procDescriptors.open();
+  assert.ok(limit > 0, `limit ${limit}`);
+  assert.ok(open > 2 && open < limit, `open ${open}`);
+});

@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import {
+  isOrchestratorKind,
+  legacyNotServedReason,
+  unservedFields,
+  unsupportedKindReason,
+  withServingStatus,
+} from "./kinds.ts";
+
+Deno.test("unsupportedKindReason() names kinds mesh does not serve, the Gateway API's as such", () => {
+  assert.equal(
+    unsupportedKindReason("telemetry.istio.io/v1", "Telemetry"),
+    "kind Telemetry (telemetry.istio.io/v1) is not supported by mesh",
+  );
+  assert.match(
+    unsupportedKindReason("gateway.networking.k8s.io/v1", "Gateway")!,
+    /^Gateway API kind Gateway \(gateway\.networking\.k8s\.io\/v1\) is not supported by mesh/,
+  );
+  assert.equal(unsupportedKindReason("networking.istio.io/v1", "Gateway"), undefined);
+  assert.equal(
+    unsupportedKindReason("networking.mesh.io/v1alpha3", "EnvoyFilter")?.includes("EnvoyFilter"),
+    true,
+  );
+});
+
+Deno.test("isOrchestratorKind() holds for workload kinds, not for Ingress nor mesh kinds", () => {
+  assert.equal(isOrchestratorKind("v1", "Service"), true);
+  assert.equal(isOrchestratorKind("apps/v1", "Deployment"), true);
+  assert.equal(isOrchestratorKind("rbac.authorization.k8s.io/v1", "Role"), true);
+  assert.equal(isOrchestratorKind("networking.k8s.io/v1", "Ingress"), false);
+  assert.equal(isOrchestratorKind("networking.istio.io/v1", "VirtualService"), false);
+  assert.equal(isOrchestratorKind("gateway.networking.k8s.io/v1", "HTTPRoute"), false);
+});
+
+Deno.test("unservedFields() and withServingStatus() say what is stored but not served", () => {
+  assert.deepEqual(
+    unservedFields({
+      kind: "ServiceEntry",
+      spec: { endpoints: [{ address: "a" }, { address: "b", network: "n1" }] },
+    }),
+    ["spec.endpoints[].network: accepted, not yet served: all endpoints are taken as reachable"],
+  );
+  assert.deepEqual(
+    unservedFields({ kind: "Gateway", spec: { servers: [{ hosts: ["a.com"] }] } }),
+    [],
+  );
+  assert.deepEqual(unservedFields({ kind: "VirtualService", spec: { exportTo: [] } }), []);
+  const legacy = withServingStatus({ kind: "RouteRule", spec: {} });
+  assert.deepEqual(legacy, {
+    kind: "RouteRule",
+    spec: {},
+    status: { served: false, message: legacyNotServedReason("RouteRule") },
+  });
+  const vs = { kind: "VirtualService", spec: { hosts: ["a"] } };
+  assert.equal(withServingStatus(vs), vs);
+});
+
+Deno.test("unsupportedKindReason() says Sidecar, WorkloadEntry and WorkloadGroup are not supported yet, with what to do", () => {
+  assert.equal(
+    unsupportedKindReason("networking.istio.io/v1", "Sidecar"),
+    "kind Sidecar (networking.istio.io/v1) is not supported by mesh yet (every proxy sees the whole mesh)",
+  );
+  assert.equal(
+    unsupportedKindReason("networking.istio.io/v1beta1", "WorkloadEntry"),
+    "kind WorkloadEntry (networking.istio.io/v1beta1) is not supported by mesh yet (register a VM with `meshctl register`)",
+  );
+});
+
+Deno.test("unservedFields() finds a DestinationRule field in subsets and port-level settings too", () => {
+  assert.deepEqual(
+    unservedFields({
+      kind: "DestinationRule",
+      spec: {
+        host: "a",
+        subsets: [{ name: "v1", trafficPolicy: { tls: { mode: "SIMPLE", credentialName: "c" } } }],
+      },
+    }),
+    [
+      "spec.subsets[].trafficPolicy.tls.credentialName: accepted, not yet served: client certificates are read from the file paths only",
+    ],
+  );
+});

@@ -1,0 +1,125 @@
+/**
+ * Live mesh configuration: a valid edit is applied with one line naming what changed, an invalid
+ * edit or a removed file keeps the last good configuration and says why.
+ */
+
+import assert from "node:assert/strict";
+import type { Logger } from "../../lib/log/mod.ts";
+import { defaultMeshConfig } from "../../lib/model/mod.ts";
+import { changedMeshFields, describeMeshChange, watchMeshConfig } from "./mesh_config_watch.ts";
+
+function recorder(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const add = (level: string) => (m: string) => void lines.push(`${level} ${m}`);
+  return { lines, debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
+}
+
+Deno.test("watchMeshConfig() applies a valid edit once and logs the field that changed", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/mesh`;
+    await Deno.writeTextFile(path, "authPolicy: NONE\n");
+    const log = recorder();
+    const seen: string[][] = [];
+    const w = watchMeshConfig({
+      path,
+      initial: defaultMeshConfig(),
+      logger: log,
+      intervalMs: 60_000,
+      onChange: (mc, changed) => seen.push([mc.authPolicy, ...changed]),
+    });
+    try {
+      await w.check();
+      assert.deepEqual(seen, []);
+      await Deno.writeTextFile(path, "authPolicy: MUTUAL_TLS\n");
+      await w.check();
+      await w.check();
+      assert.deepEqual(seen, [["MUTUAL_TLS", "authPolicy"]]);
+      assert.deepEqual(log.lines, [
+        `info Mesh configuration ${path} changed: authPolicy NONE → MUTUAL_TLS (applied live)`,
+      ]);
+    } finally {
+      w.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("watchMeshConfig() keeps the last good configuration on a bad edit and a removed file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/mesh`;
+    await Deno.writeTextFile(path, "authPolicy: MUTUAL_TLS\n");
+    const log = recorder();
+    let applied = 0;
+    const initial = { ...defaultMeshConfig(), authPolicy: "MUTUAL_TLS" as const };
+    const w = watchMeshConfig({
+      path,
+      initial,
+      logger: log,
+      intervalMs: 60_000,
+      onChange: () => applied++,
+    });
+    try {
+      await w.check();
+      await Deno.writeTextFile(path, "authPolicy: SOMETIMES\n");
+      await w.check();
+      await w.check();
+      await Deno.remove(path);
+      await w.check();
+      assert.equal(applied, 0);
+      assert.equal(log.lines.length, 2, log.lines.join("\n"));
+      assert.match(log.lines[0], /^warn .*authPolicy.*keeping the last good configuration$/);
+      assert.match(log.lines[1], /disappeared; keeping the last good configuration$/);
+    } finally {
+      w.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("describeMeshChange() names fields that need a restart apart from live ones", () => {
+  const a = defaultMeshConfig();
+  const b = { ...a, authPolicy: "MUTUAL_TLS" as const, ingressService: "gw" };
+  const changed = changedMeshFields(a, b);
+  assert.deepEqual(changed, ["authPolicy", "ingressService"]);
+  assert.match(
+    describeMeshChange("m", a, b, changed),
+    /authPolicy NONE → MUTUAL_TLS \(applied live\); ingressService .* → gw \(takes effect after a restart\)$/,
+  );
+});
+
+Deno.test("watchMeshConfig() follows a config map volume update (the kubelet's ..data symlink swap)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // <dir>/mesh → ..data/mesh, ..data → ..v1; an update writes ..v2 and swaps ..data by rename
+    await Deno.mkdir(`${dir}/..v1`);
+    await Deno.writeTextFile(`${dir}/..v1/mesh`, "authPolicy: NONE\n");
+    await Deno.symlink("..v1", `${dir}/..data`);
+    await Deno.symlink("..data/mesh", `${dir}/mesh`);
+    const log = recorder();
+    const seen: string[] = [];
+    const w = watchMeshConfig({
+      path: `${dir}/mesh`,
+      initial: defaultMeshConfig(),
+      logger: log,
+      intervalMs: 60_000,
+      onChange: (mc) => seen.push(mc.authPolicy),
+    });
+    try {
+      await w.check();
+      await Deno.mkdir(`${dir}/..v2`);
+      await Deno.writeTextFile(`${dir}/..v2/mesh`, "authPolicy: MUTUAL_TLS\n");
+      await Deno.symlink("..v2", `${dir}/..data_tmp`);
+      await Deno.rename(`${dir}/..data_tmp`, `${dir}/..data`);
+      await w.check();
+      assert.deepEqual(seen, ["MUTUAL_TLS"]);
+    } finally {
+      w.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
