@@ -19,6 +19,7 @@ export {
   ingressSchema,
   INSTANCE_KINDS,
   meshctlSchemas,
+  securitySchemas,
   type ModelSchema,
   type PolicyCategory,
   policySchemas,
