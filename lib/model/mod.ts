@@ -19,7 +19,6 @@ export {
   ingressSchema,
   INSTANCE_KINDS,
   meshctlSchemas,
-  securitySchemas,
   type ModelSchema,
   type PolicyCategory,
   policySchemas,
@@ -27,6 +26,7 @@ export {
   schemaByKind,
   schemaByType,
   schemasByKindOnly,
+  securitySchemas,
   toOurGroup,
   typeListText,
 } from "./registry.ts";

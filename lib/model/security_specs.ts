@@ -135,12 +135,18 @@ export const authorizationPolicySpec: ObjectSchema = obj({
   selector: workloadSelector,
   targetRef: any({ object: true }),
   targetRefs: arr(any({ object: true })),
-  action: enumOf(AUTHZ_ACTIONS),
+  action: enumOf([...AUTHZ_ACTIONS, "CUSTOM"]),
   rules: arr(rule),
   provider: obj({ name: str() }),
 }, {
   check: (v, path, out) => {
-    if (v.provider !== undefined) {
+    if (v.action === "CUSTOM") {
+      out.push({
+        path: `${path}.action`,
+        reason:
+          "CUSTOM (an external authorizer) is not supported by mesh: use ALLOW, DENY or AUDIT",
+      });
+    } else if (v.provider !== undefined) {
       out.push({
         path: `${path}.provider`,
         reason: "CUSTOM authorization (an external authorizer) is not supported by mesh",
