@@ -11,6 +11,7 @@ import { GRPC_SERVER_LISTENER_PREFIX } from "../grpc_bootstrap.ts";
 import { loadXdsProtos, TYPE_URLS } from "../mod.ts";
 import { model, RBAC_BINDING, RBAC_ROLE, WORLD_TCP_PLAINTEXT } from "../testdata/model.ts";
 import { roundTripProblems } from "../testdata/roundtrip.ts";
+import { pgvProblems } from "../pgv.ts";
 import { ENVOY_1_27, GRPC_CORE_1_51, helloV1, withClient } from "../testdata/scenarios.ts";
 import {
   AP_ALLOW_GRPC,
@@ -43,6 +44,11 @@ async function checkGolden(name: string, listeners: XdsResource[], clusters: Xds
     ...clusters.flatMap((r) => roundTripProblems(TYPE_URLS.cluster, r)),
   ];
   assert.deepEqual(problems, [], "every resource encodes without losing fields");
+  const pgv = [
+    ...listeners.flatMap((r) => pgvProblems("envoy.config.listener.v3.Listener", r, r.name)),
+    ...clusters.flatMap((r) => pgvProblems("envoy.config.cluster.v3.Cluster", r, r.name)),
+  ];
+  assert.deepEqual(pgv, [], "every resource passes Envoy's validation rules");
   const text = JSON.stringify({ listeners, clusters }, null, 2) + "\n";
   await checkGoldenFile(path.join(TESTDATA, `${name}.json`), text, {
     equal: (got, want) =>
