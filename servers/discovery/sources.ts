@@ -12,9 +12,9 @@ import {
   ingressSchema,
   type MeshConfig,
   meshctlSchemas,
-  securitySchemas,
   normalizeIngress,
   parseMeshConfig,
+  securitySchemas,
   type ServiceRegistry,
 } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";

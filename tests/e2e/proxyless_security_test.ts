@@ -200,19 +200,22 @@ Deno.test({
       for (const s of servers) assert.equal(await plainCall(s.address), 14, `${s.impl} server`);
     });
 
-    await step("an AuthorizationPolicy ALLOW lets sa/world through and denies sa/other", async () => {
-      await Deno.writeTextFile(`${configDir}/allow.yaml`, ALLOW_WORLD);
-      await clients.other.callUntil(TARGET, allDenied, { timeoutMs: 60_000 }).catch((e) => {
-        throw new Error(`${e.message}\n${diag()}`);
-      });
-      // both implementations deny (the split sends calls to both servers)
-      const r = await clients.other.call(TARGET, { n: 100 });
-      assert.deepEqual(r.codes, { "7": 100 }, JSON.stringify(r));
-      for (const c of [clients.js, clients.core]) {
-        const w = await c.call(TARGET, { n: 60 });
-        assert.ok(onlyPeer(w, WORLD) && both(w), JSON.stringify(w));
-      }
-    });
+    await step(
+      "an AuthorizationPolicy ALLOW lets sa/world through and denies sa/other",
+      async () => {
+        await Deno.writeTextFile(`${configDir}/allow.yaml`, ALLOW_WORLD);
+        await clients.other.callUntil(TARGET, allDenied, { timeoutMs: 60_000 }).catch((e) => {
+          throw new Error(`${e.message}\n${diag()}`);
+        });
+        // both implementations deny (the split sends calls to both servers)
+        const r = await clients.other.call(TARGET, { n: 100 });
+        assert.deepEqual(r.codes, { "7": 100 }, JSON.stringify(r));
+        for (const c of [clients.js, clients.core]) {
+          const w = await c.call(TARGET, { n: 60 });
+          assert.ok(onlyPeer(w, WORLD) && both(w), JSON.stringify(w));
+        }
+      },
+    );
 
     await step("a DENY policy wins over the ALLOW policy", async () => {
       await Deno.writeTextFile(`${configDir}/deny.yaml`, DENY_WORLD);
@@ -226,13 +229,19 @@ Deno.test({
       await clients.other.callUntil(TARGET, ok, { timeoutMs: 60_000 });
     });
 
-    await step("a workload PeerAuthentication DISABLE over the namespace STRICT: plaintext again", async () => {
-      await Deno.writeTextFile(`${configDir}/disable.yaml`, DISABLE_GREETER);
-      for (const c of [clients.js, clients.core]) {
-        await c.callUntil(TARGET, (r) => onlyPeer(r, "") && both(r), { timeoutMs: 90_000, n: 40 });
-      }
-      for (const s of servers) assert.equal(await plainCall(s.address), 0, `${s.impl} server`);
-    });
+    await step(
+      "a workload PeerAuthentication DISABLE over the namespace STRICT: plaintext again",
+      async () => {
+        await Deno.writeTextFile(`${configDir}/disable.yaml`, DISABLE_GREETER);
+        for (const c of [clients.js, clients.core]) {
+          await c.callUntil(TARGET, (r) => onlyPeer(r, "") && both(r), {
+            timeoutMs: 90_000,
+            n: 40,
+          });
+        }
+        for (const s of servers) assert.equal(await plainCall(s.address), 0, `${s.impl} server`);
+      },
+    );
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => {});
     await Deno.remove(dir, { recursive: true }).catch(() => {});
