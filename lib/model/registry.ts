@@ -421,9 +421,13 @@ export function schemaByType(name: string): ModelSchema | undefined {
   return byTypeName.get(name.toLowerCase());
 }
 
+/** Kinds also accepted as `rbac.istio.io/v1alpha1` (and `rbac.mesh.io/v1alpha1`). */
+const RBAC_V1ALPHA1_KINDS: readonly string[] = ["ServiceRole", "ServiceRoleBinding"];
+
 /**
  * Finds a type by apiVersion (`<group>/<version>`) and kind. Accepts our groups
- * (`networking.mesh.io/v1alpha3`) and the reference groups (`networking.istio.io/v1alpha3`).
+ * (`networking.mesh.io/v1alpha3`) and the reference groups (`networking.istio.io/v1alpha3`); ServiceRole
+ * and ServiceRoleBinding also as `rbac.istio.io/v1alpha1` (Istio 1.0–1.3).
  */
 export function schemaByKind(apiVersion: string, kind: string): ModelSchema | undefined {
   if (kind === ingressSchema.kind) {
@@ -431,8 +435,12 @@ export function schemaByKind(apiVersion: string, kind: string): ModelSchema | un
   }
   const slash = apiVersion.indexOf("/");
   if (slash < 0) return undefined;
-  const group = toOurGroup(apiVersion.slice(0, slash));
-  const version = apiVersion.slice(slash + 1);
+  let group = toOurGroup(apiVersion.slice(0, slash));
+  let version = apiVersion.slice(slash + 1);
+  // Istio 1.0–1.3 served the 0.8 RBAC kinds under rbac.istio.io/v1alpha1: one schema, stored as ours
+  if (group === "rbac.mesh.io" && version === "v1alpha1" && RBAC_V1ALPHA1_KINDS.includes(kind)) {
+    [group, version] = [GROUPS.config, "v1alpha2"];
+  }
   return allSchemas.find((s) =>
     s.kind === kind && s.group === group && s.versions.includes(version)
   );

@@ -149,3 +149,15 @@ Deno.test("RequestAuthentication validation accepts jwtRules and names a missing
   has("spec.jwtRules[2].jwks: must be a JSON Web Key Set");
   has("spec.jwtRules[3]");
 });
+
+Deno.test("schemaByKind() accepts ServiceRole and ServiceRoleBinding as rbac.istio.io/v1alpha1 (Istio 1.0–1.3), stored as config.mesh.io/v1alpha2", () => {
+  for (const kind of ["ServiceRole", "ServiceRoleBinding"]) {
+    for (const av of ["rbac.istio.io/v1alpha1", "rbac.mesh.io/v1alpha1"]) {
+      const s = schemaByKind(av, kind);
+      assert.equal(s?.kind, kind);
+      assert.equal(`${s?.group}/${s?.version}`, "config.mesh.io/v1alpha2");
+    }
+  }
+  assert.equal(schemaByKind("rbac.istio.io/v1alpha1", "Policy"), undefined);
+  assert.equal(schemaByKind("rbac.istio.io/v1alpha2", "ServiceRole"), undefined);
+});
