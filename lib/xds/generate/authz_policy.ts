@@ -72,6 +72,8 @@ function peerId(p: string): Any {
 }
 
 function headerId(name: string, v: string): Any {
+  // `*`: the header is present (with any value, empty too), as Istio writes it
+  if (v === "*") return { header: { name: name.toLowerCase(), present_match: true } };
   return { header: { name: name.toLowerCase(), string_match: wildcardMatcher(v) } };
 }
 

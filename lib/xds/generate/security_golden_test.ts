@@ -18,12 +18,14 @@ import {
   AP_ALLOW_HELLO,
   AP_AUDIT_POSTS,
   AP_DENY_ADMIN,
+  AP_EVERY_FIELD,
   AP_WORLD_ONLY,
   PA_HELLO_STRICT,
   PA_MESH_STRICT,
   PA_NS_PERMISSIVE,
   PA_OTHER_NS,
   PA_WORLD_V1,
+  RA_EVERY_FIELD,
   RA_HELLO,
 } from "../testdata/security.ts";
 import type { Proxy, XdsResource } from "../types.ts";
@@ -124,12 +126,14 @@ Deno.test("builders match authz_policy.json for AuthorizationPolicy and RequestA
     configs: {
       authorizationPolicies: [
         AP_DENY_ADMIN,
+        AP_EVERY_FIELD,
         AP_ALLOW_HELLO,
         AP_ALLOW_GRPC,
         AP_AUDIT_POSTS,
         AP_WORLD_ONLY,
+        AP_EVERY_FIELD,
       ],
-      requestAuthentications: [RA_HELLO],
+      requestAuthentications: [RA_HELLO, RA_EVERY_FIELD],
       serviceRoles: [RBAC_ROLE],
       serviceRoleBindings: [RBAC_BINDING],
     },

@@ -117,3 +117,56 @@ export const RA_HELLO = sec("RequestAuthentication", "hello-jwt", {
     { issuer: "accounts.example.org", jwksUri: "https://keys.example.org/jwks.json" },
   ],
 });
+
+/** Every other source, operation and condition field, on hello (a corpus for the encoders). */
+export const AP_EVERY_FIELD = sec("AuthorizationPolicy", "every-field", {
+  selector: { matchLabels: { app: "hello" } },
+  action: "DENY",
+  rules: [{
+    from: [
+      {
+        source: {
+          notPrincipals: ["*/sa/hello"],
+          notRequestPrincipals: ["https://bad.example.com/*"],
+          namespaces: ["prod-*"],
+          notIpBlocks: ["192.168.0.0/16"],
+          remoteIpBlocks: ["203.0.113.7", "2001:db8::/32"],
+          notRemoteIpBlocks: ["203.0.113.0/24"],
+        },
+      },
+      { source: { notNamespaces: ["*"] } },
+    ],
+    to: [{
+      operation: {
+        hosts: ["*.example.com", "hello"],
+        notHosts: ["admin.example.com"],
+        notPorts: ["9000"],
+        notPaths: ["/public*"],
+        methods: ["*"],
+      },
+    }],
+    when: [
+      { key: "destination.ip", values: ["10.0.1.1/32"] },
+      { key: "connection.sni", values: ["*.svc.cluster.local"] },
+      { key: "destination.port", notValues: ["15000"] },
+      { key: "remote.ip", values: ["10.9.0.0/16"] },
+      { key: "source.namespace", values: ["default"] },
+      { key: "source.ip", notValues: ["10.0.0.1"] },
+      { key: "request.auth.audiences", values: ["hello"] },
+      { key: "request.auth.presenter", values: ["web-*"] },
+      { key: "request.auth.principal", values: ["https://issuer.example.com/alice"] },
+      { key: "request.auth.claims[realm][roles]", values: ["admin"] },
+    ],
+  }],
+});
+
+/** The remaining jwtRules fields. */
+export const RA_EVERY_FIELD = sec("RequestAuthentication", "every-field", {
+  jwtRules: [{
+    issuer: "https://other.example.com",
+    jwksUri: "http://keys.default.svc.cluster.local:8080/jwks",
+    fromParams: ["access_token"],
+    outputPayloadToHeader: "x-jwt-payload",
+    outputClaimToHeaders: [{ header: "x-sub", claim: "sub" }],
+  }],
+});
