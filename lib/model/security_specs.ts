@@ -4,7 +4,18 @@
  * Field names as in the reference system's protos (lowerCamelCase JSON form).
  * @module
  */
-import { any, arr, bool, enumOf, labels, map, obj, type ObjectSchema, str } from "./dsl.ts";
+import {
+  any,
+  arr,
+  bool,
+  duration,
+  enumOf,
+  labels,
+  map,
+  obj,
+  type ObjectSchema,
+  str,
+} from "./dsl.ts";
 import { checkIpOrCidr, quote } from "./values.ts";
 
 /** `selector: {matchLabels}` (the reference system's WorkloadSelector). */
@@ -194,7 +205,7 @@ const jwtRule = obj({
   outputClaimToHeaders: arr(obj({ header: str(), claim: str() }, {
     required: ["header", "claim"],
   })),
-  timeout: str(),
+  timeout: duration(),
 }, { required: ["issuer"], oneofs: [{ fields: ["jwksUri", "jwks"] }] });
 
 /** security.mesh.io/v1beta1 RequestAuthentication. */

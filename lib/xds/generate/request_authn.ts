@@ -16,7 +16,8 @@ import type { ConfigObject } from "../../model/types.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { PushContext, XdsResource } from "../types.ts";
 import { ROOT_NAMESPACE, selectorMatches } from "./peer_authn.ts";
-import { outboundClusterName } from "./util.ts";
+import { msToDuration, outboundClusterName } from "./util.ts";
+import { parseDurationMs } from "../../model/values.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -38,6 +39,12 @@ export function jwksCluster(uri: string): string | undefined {
   return outboundClusterName(port, "", u.hostname);
 }
 
+/** The key-set fetch timeout: `timeout` when it parses and is positive, else 5s. */
+function timeoutMs(v: unknown): number {
+  const ms = typeof v === "string" ? parseDurationMs(v) : undefined;
+  return ms !== undefined && ms > 0 ? ms : 5000;
+}
+
 /** One `jwtRules` entry → a JwtProvider; undefined when it has no usable key set. */
 export function jwtProvider(rule: Any): Any | undefined {
   if (typeof rule?.issuer !== "string" || !rule.issuer) return undefined;
@@ -52,7 +59,7 @@ export function jwtProvider(rule: Any): Any | undefined {
     const cluster = jwksCluster(rule.jwksUri);
     if (!cluster) return undefined;
     p.remote_jwks = {
-      http_uri: { uri: rule.jwksUri, cluster, timeout: { seconds: 5 } },
+      http_uri: { uri: rule.jwksUri, cluster, timeout: msToDuration(timeoutMs(rule.timeout)) },
       cache_duration: { seconds: 300 },
     };
   } else return undefined;

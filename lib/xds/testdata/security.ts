@@ -168,5 +168,6 @@ export const RA_EVERY_FIELD = sec("RequestAuthentication", "every-field", {
     fromParams: ["access_token"],
     outputPayloadToHeader: "x-jwt-payload",
     outputClaimToHeaders: [{ header: "x-sub", claim: "sub" }],
+    timeout: "1.5s",
   }],
 });
