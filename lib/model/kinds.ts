@@ -178,9 +178,6 @@ const UNSERVED_FIELDS: Readonly<
     ["servers[].tls.maxProtocolVersion", "Envoy's default TLS versions"],
     ["servers[].tls.cipherSuites", "Envoy's default cipher suites"],
   ],
-  RequestAuthentication: [
-    ["jwtRules[].fromCookies", "tokens are read from fromHeaders and fromParams only"],
-  ],
   ServiceEntry: [
     ["exportTo", "the ServiceEntry is visible in every namespace"],
     ["workloadSelector", "workload selection is not supported; give endpoints"],

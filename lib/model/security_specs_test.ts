@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { resolveMeshctlType, schemaByKind, schemaByType, typeListText } from "./mod.ts";
-import { unservedFields } from "./kinds.ts";
 
 const validate = (kind: string, spec: unknown) =>
   schemaByKind("security.istio.io/v1", kind)!.validate(spec).map((i) => `${i.path}: ${i.reason}`);
@@ -161,20 +160,4 @@ Deno.test("schemaByKind() accepts ServiceRole and ServiceRoleBinding as rbac.ist
   }
   assert.equal(schemaByKind("rbac.istio.io/v1alpha1", "Policy"), undefined);
   assert.equal(schemaByKind("rbac.istio.io/v1alpha2", "ServiceRole"), undefined);
-});
-
-Deno.test("unservedFields() names the jwtRules fields mesh accepts but does not serve", () => {
-  assert.deepEqual(
-    unservedFields({
-      kind: "RequestAuthentication",
-      spec: { jwtRules: [{ issuer: "a", fromCookies: ["t"], timeout: "2s" }] },
-    }),
-    [
-      "spec.jwtRules[].fromCookies: accepted, not yet served: tokens are read from fromHeaders and fromParams only",
-    ],
-  );
-  assert.deepEqual(
-    unservedFields({ kind: "RequestAuthentication", spec: { jwtRules: [{ issuer: "a" }] } }),
-    [],
-  );
 });

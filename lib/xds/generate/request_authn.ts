@@ -72,6 +72,8 @@ export function jwtProvider(rule: Any): Any | undefined {
   }
   const params = Array.isArray(rule.fromParams) ? rule.fromParams : [];
   if (params.length) p.from_params = params.filter((x: unknown) => typeof x === "string");
+  const cookies = Array.isArray(rule.fromCookies) ? rule.fromCookies : [];
+  if (cookies.length) p.from_cookies = cookies.filter((x: unknown) => typeof x === "string");
   if (rule.forwardOriginalToken === true) p.forward = true;
   if (typeof rule.outputPayloadToHeader === "string" && rule.outputPayloadToHeader) {
     p.forward_payload_header = rule.outputPayloadToHeader;

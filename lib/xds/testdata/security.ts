@@ -166,6 +166,7 @@ export const RA_EVERY_FIELD = sec("RequestAuthentication", "every-field", {
     issuer: "https://other.example.com",
     jwksUri: "http://keys.default.svc.cluster.local:8080/jwks",
     fromParams: ["access_token"],
+    fromCookies: ["session-jwt"],
     outputPayloadToHeader: "x-jwt-payload",
     outputClaimToHeaders: [{ header: "x-sub", claim: "sub" }],
     timeout: "1.5s",
