@@ -49,6 +49,9 @@ function modeOf(m: unknown): PeerMode | undefined {
   }
 }
 
+/** The objects of a push context, oldest first (sorted once per context's array). */
+const SORTED = new WeakMap<readonly ConfigObject[], ConfigObject[]>();
+
 function byAge(a: ConfigObject, b: ConfigObject): number {
   const ta = a.metadata.creationTimestamp ?? "";
   const tb = b.metadata.creationTimestamp ?? "";
@@ -68,7 +71,8 @@ export function peerAuthnMode(
   port: number,
 ): PeerMode | undefined {
   if (!objects.length) return undefined;
-  const sorted = [...objects].sort(byAge);
+  let sorted = SORTED.get(objects);
+  if (!sorted) SORTED.set(objects, sorted = [...objects].sort(byAge));
   const inNs = sorted.filter((o) => (o.metadata.namespace ?? "") === namespace);
   const workload = inNs.find((o) =>
     hasSelector(o.spec) && selectorMatches((o.spec as Any).selector, labels)
