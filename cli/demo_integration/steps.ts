@@ -2,8 +2,9 @@
  * The integration procedure for an API-managed HTTP service (spec: "Integration procedure"), run
  * on the local `fs` platform with the real programs: mesh_ca, mesh-discovery `--configDir`,
  * meshctl `-p fs` (register, create, replace, kube-inject) and mesh-agent `--proxyless` for the
- * workload certificate. After each step it reads what the proxies get from discovery (REST xDS)
- * and reports whether the step held. See docs/integration.md.
+ * workload certificates. After each step it reads what the proxies get from discovery (REST xDS)
+ * and sends real calls between proxyless gRPC workloads (accepted, or refused under mutual TLS),
+ * and reports whether each check held. See docs/integration.md.
  * @module
  */
 
@@ -18,6 +19,7 @@ import {
 } from "./checks.ts";
 import { freePort, run, type Running, start } from "./programs.ts";
 import { Buffer } from "node:buffer";
+import { WHOAMI_METHOD, whoAmIClientConstructor, type WhoAmIReply } from "../demo/whoami.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -68,6 +70,7 @@ export const DEMO = {
 
 const CLUSTER = `outbound|${DEMO.port}||${DEMO.host}`;
 const SAN = `spiffe://cluster.local/ns/${DEMO.namespace}/sa/${DEMO.serviceAccount}`;
+const SLEEP_SAN = `spiffe://cluster.local/ns/${DEMO.namespace}/sa/sleep`;
 const ECHO_NODE = `sidecar~${DEMO.ip}~echo-1.default~default.svc.cluster.local`;
 const CLIENT_NODE = "sidecar~127.0.10.6~sleep-1.default~default.svc.cluster.local";
 const GATEWAY_NODE =
@@ -444,7 +447,19 @@ class IntegrationDemo {
       (ls) => servesHttp(ls.find((l) => l.name === INBOUND)),
       (ls) => ls?.map((l) => l.name),
     );
-    await this.#realCall(s);
+    await this.#startTraffic(s);
+    await this.#accepted(
+      s,
+      `a real call from the proxyless client sleep-1 to xds:///${DEMO.host}:${DEMO.port} reaches the instance at ${DEMO.ip}:${DEMO.targetPort} (plaintext)`,
+      () => this.#traffic!.mesh(),
+      "",
+    );
+    await this.#accepted(
+      s,
+      `a direct call from outside the mesh to ${DEMO.ip}:${DEMO.targetPort} is answered`,
+      () => this.#traffic!.direct(),
+      "",
+    );
   }
 
   /** kube-inject with and without --includeIPRanges: what the init container captures. */
@@ -570,6 +585,19 @@ class IntegrationDemo {
       (t) => !!t && t.presents.length > 0,
     );
     await this.#workloadCertificate(s);
+    if (this.#traffic) {
+      await this.#accepted(
+        s,
+        `a real call from sleep-1 through the mesh is answered over mutual TLS (the server sees ${SLEEP_SAN})`,
+        () => this.#traffic!.mesh(),
+        SLEEP_SAN,
+      );
+      await this.#refused(
+        s,
+        `a direct call from outside the mesh (plaintext, no certificate) is refused`,
+        () => this.#traffic!.direct(),
+      );
+    }
   }
 
   /** The port renamed tcp and exempted from mesh mTLS: tcp_proxy, no TLS, no conflict. */
@@ -653,82 +681,110 @@ class IntegrationDemo {
     return { agent, dir, bootstrap: `${dir}/proxy/grpc-bootstrap.json` };
   }
 
-  /** mesh_ca's certificate for the API proxy's workload: what client clusters check. */
+  /** mesh_ca's certificate for the API proxy's workload (its agent runs since step 3). */
   async #workloadCertificate(s: StepResult): Promise<void> {
-    let started: { agent: Running; dir: string } | undefined;
-    try {
-      await this.#expect(
-        s,
-        `mesh_ca issues the API proxy's certificate for ${SAN}, signed by its root`,
-        async () => {
-          started ??= await this.#agent(s, { name: "echo", ip: DEMO.ip, sa: DEMO.serviceAccount });
-          const { dir } = started;
-          const pki = await import("../../lib/pki/mod.ts");
-          const leaf =
-            pki.parseCertificates(await Deno.readTextFile(`${dir}/certs/cert-chain.pem`))[0];
-          const root = pki.parseCertificates(await Deno.readTextFile(`${dir}/ca-root.pem`))[0];
-          return {
-            sans: pki.subjectAltNames(leaf).uris,
-            signedByRoot: await leaf.verify({ publicKey: root, signatureOnly: true }),
-          };
-        },
-        (v) => v.signedByRoot && v.sans.includes(SAN),
-      );
-    } finally {
-      await this.#stopProgram(started?.agent);
-    }
+    const dir = `${this.#dir}/echo`;
+    await this.#expect(
+      s,
+      `mesh_ca issued the API proxy's certificate for ${SAN}, signed by its root`,
+      async () => {
+        const pki = await import("../../lib/pki/mod.ts");
+        const leaf =
+          pki.parseCertificates(await Deno.readTextFile(`${dir}/certs/cert-chain.pem`))[0];
+        const root = pki.parseCertificates(await Deno.readTextFile(`${dir}/ca-root.pem`))[0];
+        return {
+          sans: pki.subjectAltNames(leaf).uris,
+          signedByRoot: await leaf.verify({ publicKey: root, signatureOnly: true }),
+        };
+      },
+      (v) => v.signedByRoot && v.sans.includes(SAN),
+    );
   }
 
+  /** The real calls of the demo, once {@link #startTraffic} ran. */
+  #traffic?: {
+    /** A call from the proxyless client `sleep` through the mesh (`xds:///echo...:80`). */
+    mesh(): Promise<WhoAmIReply>;
+    /** A call straight to the API proxy's port from outside the mesh (plaintext, no certificate). */
+    direct(): Promise<WhoAmIReply>;
+  };
+
   /**
-   * A real call over the mesh's routing: a proxyless gRPC client (grpc-js-xds, bootstrap from
-   * its mesh-agent) calls `xds:///<service host>:80`; discovery's listener, route, cluster and
-   * endpoints send it to the instance's target port, where a gRPC server answers. This is the
-   * data path that runs on one machine; the same call under MUTUAL_TLS needs proxyless servers
-   * that check mesh certificates (docs/integration.md, "What is not shown").
+   * The data path that runs on one machine, with proxyless gRPC workloads: the API proxy's
+   * instance is a proxyless gRPC server on `127.0.10.5:8081` (its Listener, TLS and all, comes
+   * from discovery; bootstrap and certificate from its mesh-agent), and `sleep` is a proxyless
+   * client in this process (its own mesh-agent) calling `xds:///echo.default.svc.cluster.local:80`.
    */
-  async #realCall(s: StepResult): Promise<void> {
-    const { startWhoAmI, whoAmIClientConstructor, WHOAMI_METHOD } = await import(
-      "../demo/whoami.ts"
+  async #startTraffic(s: StepResult): Promise<void> {
+    const echo = await this.#agent(s, { name: "echo", ip: DEMO.ip, sa: DEMO.serviceAccount });
+    const backendArgs = [`${DEMO.ip}:${DEMO.targetPort}=echo`];
+    this.#command(
+      s,
+      `GRPC_XDS_BOOTSTRAP=${echo.bootstrap} deno run -A cli/demo/xds_backends.ts ${backendArgs[0]}`,
     );
-    const backend = await startWhoAmI({ host: DEMO.ip, port: DEMO.targetPort, version: "echo" });
-    let client: { close(): void } | undefined;
-    let started: { agent: Running; bootstrap: string } | undefined;
-    try {
-      started = await this.#agent(s, { name: "sleep", ip: "127.0.10.6", sa: "sleep" });
-      const { bootstrap } = started;
-      Deno.env.set("GRPC_XDS_BOOTSTRAP", bootstrap);
-      const grpc = await import("../../lib/deps/grpc.ts");
-      const xds = await import("../../lib/deps/grpc_xds.ts");
-      xds.register();
-      const Client = whoAmIClientConstructor(grpc);
-      const target = `xds:///${DEMO.host}:${DEMO.port}`;
-      const c = new Client(target, grpc.credentials.createInsecure());
-      client = c;
-      const call = () =>
-        new Promise<{ address: string }>((resolve, reject) =>
-          c.makeUnaryRequest(
-            WHOAMI_METHOD,
-            (v: unknown) => Buffer.from(JSON.stringify(v)),
-            (b: Buffer) => JSON.parse(b.toString("utf8")),
-            { id: "" },
-            new grpc.Metadata(),
-            { deadline: Date.now() + 5000 },
-            (err: Error | null, reply?: { address: string }) =>
-              err || !reply ? reject(err ?? new Error("no reply")) : resolve(reply),
-          )
+    const backend = this.#start("demo/xds_backends", backendArgs, {
+      GRPC_XDS_BOOTSTRAP: echo.bootstrap,
+    });
+    await backend.waitFor(/serving /, this.#deadline);
+    const sleep = await this.#agent(s, { name: "sleep", ip: "127.0.10.6", sa: "sleep" });
+    Deno.env.delete("GRPC_XDS_BOOTSTRAP_CONFIG");
+    Deno.env.set("GRPC_XDS_BOOTSTRAP", sleep.bootstrap);
+    const grpc = await import("../../lib/deps/grpc.ts");
+    const xds = await import("../../lib/deps/grpc_xds.ts");
+    xds.register();
+    const Client = whoAmIClientConstructor(grpc);
+    const target = `xds:///${DEMO.host}:${DEMO.port}`;
+    // a new channel per call: a changed TLS setting applies to new connections
+    const once = (address: string, creds: unknown) =>
+      new Promise<WhoAmIReply>((resolve, reject) => {
+        // deno-lint-ignore no-explicit-any
+        const c = new Client(address, creds as any);
+        c.makeUnaryRequest(
+          WHOAMI_METHOD,
+          (v: unknown) => Buffer.from(JSON.stringify(v)),
+          (b: Buffer) => JSON.parse(b.toString("utf8")),
+          { id: "" },
+          new grpc.Metadata(),
+          { deadline: Date.now() + 3000 },
+          (err: Error | null, reply?: WhoAmIReply) => {
+            c.close();
+            if (err || !reply) reject(err ?? new Error("no reply"));
+            else resolve(reply);
+          },
         );
-      this.#command(s, `a proxyless gRPC client of sleep-1 calls ${target}`);
-      await this.#expect(
-        s,
-        `a real call to ${target} reaches the instance at ${DEMO.ip}:${DEMO.targetPort}`,
-        call,
-        (r) => r.address === `${DEMO.ip}:${DEMO.targetPort}`,
-      );
-    } finally {
-      client?.close();
-      await backend.shutdown();
-      await this.#stopProgram(started?.agent);
-    }
+      });
+    this.#command(
+      s,
+      `the proxyless client sleep-1 calls ${target}; a plain client calls ${DEMO.ip}:${DEMO.targetPort}`,
+    );
+    this.#traffic = {
+      mesh: () => once(target, new xds.XdsChannelCredentials(grpc.credentials.createInsecure())),
+      direct: () => once(`${DEMO.ip}:${DEMO.targetPort}`, grpc.credentials.createInsecure()),
+    };
+  }
+
+  /** A real call that must be answered (`peer`: the caller identity the server saw, "" plaintext). */
+  async #accepted(s: StepResult, what: string, call: () => Promise<WhoAmIReply>, peer: string) {
+    await this.#expect(
+      s,
+      what,
+      call,
+      (r) => r.address === `${DEMO.ip}:${DEMO.targetPort}` && (r.peer ?? "") === peer,
+    );
+  }
+
+  /** A real call that must be refused. */
+  async #refused(s: StepResult, what: string, call: () => Promise<WhoAmIReply>) {
+    await this.#expect(
+      s,
+      what,
+      () =>
+        call().then(
+          (r) => ({ refused: false, saw: r }),
+          (e) => ({ refused: true, saw: String(e?.message ?? e) }),
+        ),
+      (r) => r.refused,
+    );
   }
 
   /** Stops every program it started; none starts afterwards. */
