@@ -9,6 +9,7 @@ import { crdManifests } from "../../lib/model/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type JsonObject, startFakeKube } from "../harness/fake_kube.ts";
 import { waitUntil, withTempDir } from "../harness/procs.ts";
+import { adsClient } from "./_ads_client.ts";
 import { type DeltaResponse, openDelta } from "./_delta_client.ts";
 import { http, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
 
@@ -87,7 +88,7 @@ function holdings(responses: readonly DeltaResponse[]): Map<string, Record<strin
   return out;
 }
 
-Deno.test("two mesh-discovery replicas: both serve xDS, only the Lease holder writes Ingress status, the Lease passes on when it dies, a moved delta proxy is resent nothing", async () => {
+Deno.test("two mesh-discovery replicas: both serve xDS, only the Lease holder writes Ingress status, the Lease passes on when it dies, a moved proxy (delta, SotW wildcard) is resent nothing", async () => {
   await withTempDir(async (dir) => {
     await using kube = await startFakeKube({
       objects: [...crdManifests() as JsonObject[]],
@@ -192,6 +193,29 @@ Deno.test("two mesh-discovery replicas: both serve xDS, only the Lease holder wr
         "no resource resent to the moved proxy",
       );
       await moved.close();
+
+      // SotW: a wildcard Cluster request carrying the version_info the other replica sent is
+      // not answered; a Listener request without one is (the canary).
+      const sotwA = adsClient(follower.grpc), sotwB = adsClient(leader.grpc);
+      try {
+        const s1 = sotwA.open();
+        s1.send({ node: { id: NODE }, type_url: TYPE_URLS.cluster });
+        const cds1 = await s1.next(TYPE_URLS.cluster, 30_000);
+        await s1.close();
+        const s2 = sotwB.open();
+        s2.send({
+          node: { id: NODE },
+          type_url: TYPE_URLS.cluster,
+          version_info: cds1.version_info,
+        });
+        s2.send({ type_url: TYPE_URLS.listener });
+        await s2.next(TYPE_URLS.listener, 30_000);
+        await assert.rejects(s2.next(TYPE_URLS.cluster, 0), /No .* response/, "CDS resent");
+        await s2.close();
+      } finally {
+        sotwA.close();
+        sotwB.close();
+      }
 
       // The leader dies without releasing the Lease: the follower takes over within its
       // duration (plus a retry period), and writes the status.
