@@ -15,8 +15,11 @@ import type { ResourceMap } from "./types.ts";
 /** A 64-bit hash as two unsigned 32-bit halves. */
 type H64 = [number, number];
 
-/** 64-bit hash of a name and a resource version (two 32-bit FNV-1a variants, deterministic). */
-function pairHash(name: string, version: string): H64 {
+/**
+ * 64-bit hash of a name and a resource version (two 32-bit FNV-1a variants, deterministic), as
+ * two unsigned 32-bit halves.
+ */
+export function pairHash(name: string, version: string): H64 {
   let a = 0x811c9dc5, b = 0x9747b28c;
   const s = `${name}\n${version}`;
   for (let i = 0; i < s.length; i++) {
@@ -70,24 +73,10 @@ export function viewVersion(view: ResourceMap): string {
 
 /**
  * The content version of what a client holds: {@link viewVersion} of the names and versions it
- * holds, computed from its shared view's (cached) hash and its few own differences.
+ * holds, from its shared view's (cached) hash and the adjustment its `Held` keeps for its own
+ * differences (no scan).
  */
 export function heldVersion(held: Held): string {
-  let [a, b] = held.view ? viewHash(held.view) : [0, 0];
-  if (held.overrides) {
-    for (const [name, v] of held.overrides) {
-      const inView = held.view?.get(name);
-      if (inView) {
-        const [x, y] = pairHash(name, inView.version);
-        a ^= x;
-        b ^= y;
-      }
-      if (v !== null) {
-        const [x, y] = pairHash(name, v);
-        a ^= x;
-        b ^= y;
-      }
-    }
-  }
-  return format([a >>> 0, b >>> 0]);
+  const [a, b] = held.view ? viewHash(held.view) : [0, 0];
+  return format([(a ^ held.hashA) >>> 0, (b ^ held.hashB) >>> 0]);
 }

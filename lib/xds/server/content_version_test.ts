@@ -135,3 +135,25 @@ Deno.test("delta: a stream moved to another server with its initial_resource_ver
   a.server.close();
   b.server.close();
 });
+
+Deno.test("heldVersion() stays equal to viewVersion() of what is held through any sequence of changes", () => {
+  let seed = 7;
+  const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  const name = () => `n${rand(12)}`;
+  const view = () => {
+    const m = new Map<string, ResourceEntry>();
+    for (let i = 0; i < 8; i++) m.set(name(), entry(String(rand(3))));
+    return m;
+  };
+  const held = new Held();
+  for (let step = 0; step < 2000; step++) {
+    const op = rand(10);
+    if (op < 4) held.set(name(), String(rand(3)));
+    else if (op < 7) held.delete(name());
+    else if (op === 7) held.retain(new Set([name(), name(), name(), name(), name(), name()]));
+    else if (op === 8) held.replace(view());
+    else if (rand(10) === 0) held.clear();
+    const have = new Map([...held.entries()].map(([n, v]) => [n, entry(v)]));
+    assert.equal(heldVersion(held), viewVersion(have), `step ${step}`);
+  }
+});
