@@ -139,8 +139,9 @@ export class LeaderElector {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#running;
-    if (!this.#leading) return;
-    this.#setLeading(false);
+    const wasLeading = this.#leading;
+    if (wasLeading) this.#setLeading(false);
+    // Also when not (yet) leading: a round in flight may have just acquired the Lease.
     try {
       const lease = await this.#o.client.get(this.#o.namespace, this.#o.name);
       if (lease?.spec?.holderIdentity !== this.#o.identity) return;
@@ -150,7 +151,9 @@ export class LeaderElector {
         spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now },
       });
     } catch (err) {
-      this.#o.log?.warn(`Leader election: cannot release Lease ${this.#ref()}: ${msg(err)}`);
+      if (wasLeading) {
+        this.#o.log?.warn(`Leader election: cannot release Lease ${this.#ref()}: ${msg(err)}`);
+      }
     }
   }
 

@@ -91,3 +91,44 @@ Deno.test("LeaderElector: start() leads and calls back; stop() releases the Leas
   const b = candidate("b", { now: undefined });
   assert.equal(await b.tryAcquireOrRenew(), true, "a released Lease is taken at once");
 });
+
+Deno.test("LeaderElector: a leader that cannot renew steps down after the renew deadline, and one that sees another holder at once", async () => {
+  const { kube, client, clock, candidate } = await setup();
+  await using _ = kube;
+  let broken = false;
+  const flaky = {
+    get: (ns: string, n: string) =>
+      broken ? Promise.reject(new Error("connection refused")) : client.get(ns, n),
+    create: client.create,
+    replace: client.replace,
+  };
+  const events: string[] = [];
+  const a = candidate("a", {
+    client: flaky,
+    onStartedLeading: () => events.push("a+"),
+    onStoppedLeading: () => events.push("a-"),
+  });
+  await a.tick();
+  assert.equal(a.isLeader, true);
+  broken = true;
+  clock.advance(1000);
+  await a.tick();
+  assert.equal(a.isLeader, true, "within the renew deadline (2/3 of 2 s)");
+  clock.advance(400);
+  await a.tick();
+  assert.equal(a.isLeader, false, "1.4 s without renewal");
+  assert.deepEqual(events, ["a+", "a-"]);
+  // Back: it renews its own Lease (still its holder) and leads again.
+  broken = false;
+  await a.tick();
+  assert.equal(a.isLeader, true);
+  // Another candidate takes the Lease over after it expired: a steps down at its next round.
+  const b = candidate("b");
+  await b.tick();
+  clock.advance(2100);
+  await b.tick();
+  assert.equal(b.isLeader, true);
+  await a.tick();
+  assert.equal(a.isLeader, false);
+  assert.deepEqual(events, ["a+", "a-", "a+", "a-"]);
+});
