@@ -1,13 +1,15 @@
 /**
  * `meshctl experimental rbac can METHOD SERVICE PATH [-u user] [-g groups] [-s k=v,...]
- * [-a k=v,...]`: evaluates a fake request against the ServiceRoles and ServiceRoleBindings of
- * the namespace (`-n`, else the default one) with the rbac adapter's logic (`lib/rbac`) and
- * prints `allow` or `deny`. No request is issued.
+ * [-a k=v,...]`: evaluates a fake request against the AuthorizationPolicies, ServiceRoles and
+ * ServiceRoleBindings of the namespace (`-n`, else the default one; AuthorizationPolicies of the
+ * root namespace `mesh-system` too) with the logic of `lib/rbac` and prints `allow` or `deny`.
+ * No request is issued.
  * @module
  */
 
 import { UsageError } from "../_shared/context.ts";
-import { decide, parseProperties } from "../../lib/rbac/mod.ts";
+import { parseProperties } from "../../lib/rbac/mod.ts";
+import { decideAuthz } from "../../lib/rbac/authz_policy.ts";
 import { schemaByType } from "../../lib/model/mod.ts";
 import type { RbacCanOptions } from "./flags.ts";
 import { connect, fail, type MeshctlContext, storeTarget } from "./_config_io.ts";
@@ -26,20 +28,28 @@ export async function run(
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const schemas = [schemaByType("servicerole")!, schemaByType("servicerolebinding")!];
+  const schemas = [
+    schemaByType("servicerole")!,
+    schemaByType("servicerolebinding")!,
+    schemaByType("authorizationpolicy")!,
+  ];
   const conn = await connect(storeTarget(opts, ctx));
   const namespace = opts.namespace || conn.defaultNamespace;
   const opened = await conn.open({ schemas, namespace });
-  let roles, bindings;
+  let roles, bindings, policies;
   try {
     const { errors } = opened.problems();
     if (errors.length > 0) return await fail(ctx, errors);
     roles = await opened.store.list("servicerole", namespace);
     bindings = await opened.store.list("servicerolebinding", namespace);
+    policies = await opened.store.list("authorizationpolicy", namespace);
+    if (namespace !== "mesh-system") {
+      policies.push(...await opened.store.list("authorizationpolicy", "mesh-system"));
+    }
   } finally {
     await opened.close();
   }
-  const d = decide(roles, bindings, {
+  const d = decideAuthz(policies, roles, bindings, {
     subject: { user: opts.user, groups: opts.groups, properties: subjectProps },
     action: { namespace, service, method, path, properties: actionProps },
   });

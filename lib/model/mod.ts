@@ -26,6 +26,7 @@ export {
   schemaByKind,
   schemaByType,
   schemasByKindOnly,
+  securitySchemas,
   toOurGroup,
   typeListText,
 } from "./registry.ts";

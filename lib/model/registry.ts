@@ -7,6 +7,7 @@ import type { TypeSchema } from "./types.ts";
 import { any, type Schema, validate } from "./dsl.ts";
 import { INGRESS_API_VERSIONS, normalizeIngress } from "./ingress.ts";
 import * as specs from "./specs.ts";
+import * as security from "./security_specs.ts";
 import { pluralize } from "./values.ts";
 
 /** Policy-server kind categories (`mesh-policy crd` prints core, adapter, instance). */
@@ -46,6 +47,9 @@ const SHORT_NAMES: Record<string, readonly string[]> = {
   destinationrule: ["dr"],
   gateway: ["gw"],
   serviceentry: ["se"],
+  peerauthentication: ["pa"],
+  requestauthentication: ["ra"],
+  authorizationpolicy: ["ap"],
 };
 
 /** Our API groups. */
@@ -53,6 +57,7 @@ export const GROUPS = {
   networking: "networking.mesh.io",
   config: "config.mesh.io",
   authentication: "authentication.mesh.io",
+  security: "security.mesh.io",
 } as const;
 
 /** Maps a reference-system group (`*.istio.io`) to ours (`*.mesh.io`); other groups unchanged. */
@@ -256,6 +261,31 @@ export const meshctlSchemas: readonly ModelSchema[] = Object.freeze([
   }),
 ]);
 
+/**
+ * Today's security API (`security.istio.io` `v1beta1` and `v1`, stored as `v1beta1`):
+ * PeerAuthentication, AuthorizationPolicy, RequestAuthentication. meshctl reads and writes them
+ * (`meshctl get peerauthentication`), but they are not among the 14 types its messages list.
+ */
+export const securitySchemas: readonly ModelSchema[] = Object.freeze(
+  ([
+    ["peerauthentication", "PeerAuthentication", security.peerAuthenticationSpec],
+    ["authorizationpolicy", "AuthorizationPolicy", security.authorizationPolicySpec],
+    ["requestauthentication", "RequestAuthentication", security.requestAuthenticationSpec],
+  ] as const).map(([type, kind, spec]) =>
+    define({
+      type,
+      plural: type === "authorizationpolicy" ? "authorizationpolicies" : undefined,
+      internalType: type,
+      kind,
+      group: GROUPS.security,
+      version: "v1beta1",
+      alsoVersions: ["v1"],
+      meshctl: true,
+      spec,
+    })
+  ),
+);
+
 /** Adapter (handler) kinds of the policy server, in `mesh-policy crd adapter` order. */
 export const ADAPTER_KINDS: readonly string[] = Object.freeze([
   "circonus",
@@ -329,9 +359,10 @@ export const policySchemas: readonly ModelSchema[] = Object.freeze([
   ),
 ]);
 
-/** Every storable type: the 14 meshctl types, then the policy-server kinds. */
+/** Every storable type: the 14 meshctl types, the security kinds, then the policy-server kinds. */
 export const allSchemas: readonly ModelSchema[] = Object.freeze([
   ...meshctlSchemas,
+  ...securitySchemas,
   ...policySchemas,
 ]);
 
@@ -390,9 +421,13 @@ export function schemaByType(name: string): ModelSchema | undefined {
   return byTypeName.get(name.toLowerCase());
 }
 
+/** Kinds also accepted as `rbac.istio.io/v1alpha1` (and `rbac.mesh.io/v1alpha1`). */
+const RBAC_V1ALPHA1_KINDS: readonly string[] = ["ServiceRole", "ServiceRoleBinding"];
+
 /**
  * Finds a type by apiVersion (`<group>/<version>`) and kind. Accepts our groups
- * (`networking.mesh.io/v1alpha3`) and the reference groups (`networking.istio.io/v1alpha3`).
+ * (`networking.mesh.io/v1alpha3`) and the reference groups (`networking.istio.io/v1alpha3`); ServiceRole
+ * and ServiceRoleBinding also as `rbac.istio.io/v1alpha1` (Istio 1.0–1.3).
  */
 export function schemaByKind(apiVersion: string, kind: string): ModelSchema | undefined {
   if (kind === ingressSchema.kind) {
@@ -400,8 +435,12 @@ export function schemaByKind(apiVersion: string, kind: string): ModelSchema | un
   }
   const slash = apiVersion.indexOf("/");
   if (slash < 0) return undefined;
-  const group = toOurGroup(apiVersion.slice(0, slash));
-  const version = apiVersion.slice(slash + 1);
+  let group = toOurGroup(apiVersion.slice(0, slash));
+  let version = apiVersion.slice(slash + 1);
+  // Istio 1.0–1.3 served the 0.8 RBAC kinds under rbac.istio.io/v1alpha1: one schema, stored as ours
+  if (group === "rbac.mesh.io" && version === "v1alpha1" && RBAC_V1ALPHA1_KINDS.includes(kind)) {
+    [group, version] = [GROUPS.config, "v1alpha2"];
+  }
   return allSchemas.find((s) =>
     s.kind === kind && s.group === group && s.versions.includes(version)
   );

@@ -7,6 +7,7 @@ import {
   resolveMeshctlType,
   schemaByKind,
   schemaByType,
+  securitySchemas,
   typeListText,
 } from "./mod.ts";
 
@@ -58,7 +59,10 @@ Deno.test("policySchemas holds rule, attributemanifest, adapter, template, handl
   );
   assert.equal(schemaByType("prometheus")?.plural, "prometheuses");
   assert.equal(schemaByType("listentry")?.plural, "listentries");
-  assert.equal(allSchemas.length, meshctlSchemas.length + policySchemas.length);
+  assert.equal(
+    allSchemas.length,
+    meshctlSchemas.length + securitySchemas.length + policySchemas.length,
+  );
   assert.equal(new Set(allSchemas.map((s) => s.plural)).size, allSchemas.length);
 });
 

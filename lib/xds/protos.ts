@@ -39,6 +39,7 @@ export const EXT_TYPE_URLS = {
   cors: "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors",
   corsPolicy: "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy",
   rbac: "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC",
+  jwtAuthn: "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
   upstreamTls: "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
   downstreamTls:
     "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
@@ -66,6 +67,7 @@ export const PROTO_FILES: readonly string[] = [
   "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.proto",
   "envoy/extensions/filters/http/router/v3/router.proto",
   "envoy/extensions/filters/http/rbac/v3/rbac.proto",
+  "envoy/extensions/filters/http/jwt_authn/v3/config.proto",
   "envoy/extensions/filters/http/fault/v3/fault.proto",
   "envoy/extensions/filters/http/cors/v3/cors.proto",
   "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto",

@@ -36,6 +36,12 @@ export interface PushConfigs {
   policies: ConfigObject[];
   serviceRoles: ConfigObject[];
   serviceRoleBindings: ConfigObject[];
+  /** PeerAuthentication objects (security.mesh.io); absent: none. */
+  peerAuthentications?: ConfigObject[];
+  /** AuthorizationPolicy objects (security.mesh.io); absent: none. */
+  authorizationPolicies?: ConfigObject[];
+  /** RequestAuthentication objects (security.mesh.io); absent: none. */
+  requestAuthentications?: ConfigObject[];
   /** Kubernetes-style Ingress objects (extensions/v1beta1 or networking/v1 spec shape). */
   ingresses: ConfigObject[];
 }

@@ -14,6 +14,7 @@ import {
   meshctlSchemas,
   normalizeIngress,
   parseMeshConfig,
+  securitySchemas,
   type ServiceRegistry,
 } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";
@@ -53,13 +54,13 @@ export async function openConfigStore(config: DiscoveryConfig): Promise<ConfigSt
     // Ingress objects too (meshctl -p fs stores them): they feed the gateway config
     return await createFileStore({
       dir: config.configDir,
-      schemas: [...meshctlSchemas, ingressSchema],
+      schemas: [...meshctlSchemas, ...securitySchemas, ingressSchema],
     });
   }
   return await openKubeStore({
     kubeconfigPath: config.orchconfig,
     inCluster: config.inCluster,
-    schemas: meshctlSchemas,
+    schemas: [...meshctlSchemas, ...securitySchemas],
     resyncMs: config.resyncMs,
     namespace: config.appNamespace,
   });

@@ -23,8 +23,10 @@ import { GRPC_SERVER_LISTENER_PREFIX } from "../grpc_bootstrap.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { indexOf } from "./context.ts";
 import { proxylessDownstreamTls } from "./grpc_tls.ts";
-import { hcmFilter, httpFilter } from "./listeners.ts";
+import { hcmFilter } from "./listeners.ts";
 import { rbacConfig } from "./rbac.ts";
+import { authzHttpFilters } from "./authz_policy.ts";
+import { headerMatcherForm } from "../node.ts";
 import { dedupeDomains } from "./routes.ts";
 import { mtlsModeOf } from "./security.ts";
 import { serviceDomains, socketAddress } from "./util.ts";
@@ -91,9 +93,8 @@ export function serverInstances(
  * The RBAC filter config of the services a server listener serves (their ServiceRole policies
  * merged, first name wins), undefined when no role names any of them.
  *
- * Seam for `AuthorizationPolicy`: when that type exists, its policies for these services are
- * merged here the same way (principals from the peer's SPIFFE identity, paths as
- * `/pkg.Service/Method`).
+ * AuthorizationPolicies of the workload join this ALLOW filter, and add a DENY filter before it
+ * (authz_policy.ts `authzHttpFilters`; paths are `/pkg.Service/Method`).
  */
 export function serverRbac(
   ctx: PushContext,
@@ -139,7 +140,15 @@ export function buildServerListener(
   const services = served.map((s) => s.service);
   const rbac = serverRbac(ctx, services);
   const strict = served.some(({ service, instance }) =>
-    mtlsModeOf(ctx, service, instance.servicePort) === "STRICT"
+    mtlsModeOf(ctx, service, instance.servicePort, instance) === "STRICT"
+  );
+  const authz = authzHttpFilters(
+    ctx,
+    served[0].service,
+    served[0].instance,
+    rbac,
+    true,
+    headerMatcherForm(proxy.client) === "legacy",
   );
   const chain: Any = {
     name: `inbound|${addr.port}`,
@@ -150,7 +159,7 @@ export function buildServerListener(
       // plaintext is taken as "unchanged"); a different HCM makes it apply either switch.
       statPrefix: strict ? `inbound_mtls_${addr.port}` : `inbound_${addr.port}`,
       routeConfig: { name: `inbound|${addr.port}`, virtual_hosts: vhosts },
-      filters: rbac ? [httpFilter("envoy.filters.http.rbac", rbac)] : [],
+      filters: authz,
     })],
   };
   if (strict) chain.transport_socket = proxylessDownstreamTls();

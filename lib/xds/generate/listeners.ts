@@ -4,13 +4,14 @@
  * @module
  */
 
-import type { Service, ServicePort } from "../../model/types.ts";
+import type { Service, ServiceInstance, ServicePort } from "../../model/types.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER, proxyInstances } from "./clusters.ts";
 import { indexOf } from "./context.ts";
 import { gatewayListeners } from "./gateway.ts";
 import { rbacConfig } from "./rbac.ts";
+import { authzHttpFilters } from "./authz_policy.ts";
 import { resolveTarget } from "./routes.ts";
 import { MESH_MTLS_ALPN, meshMtlsDownstream, mtlsModeOf } from "./security.ts";
 import { withCertDir } from "./cert_dir.ts";
@@ -116,13 +117,13 @@ function inboundListener(
   svc: Service,
   sp: ServicePort,
   endpointPort: number,
+  inst?: ServiceInstance,
 ): XdsResource {
   const cluster = inboundClusterName(sp.port, svc.hostname);
   let filters: XdsResource[];
   if (isHttpProtocol(sp.protocol)) {
     const extra: XdsResource[] = [];
-    const rbac = rbacConfig(ctx, svc);
-    if (rbac) extra.push(httpFilter("envoy.filters.http.rbac", rbac));
+    extra.push(...authzHttpFilters(ctx, svc, inst, rbacConfig(ctx, svc), false));
     filters = [hcmFilter({
       statPrefix: `inbound_${endpointPort}`,
       routeConfig: {
@@ -149,7 +150,7 @@ function inboundListener(
     bind_to_port: { value: false },
     traffic_direction: "INBOUND",
   };
-  const mode = mtlsModeOf(ctx, svc, sp);
+  const mode = mtlsModeOf(ctx, svc, sp, inst);
   if (mode === "NONE") l.filter_chains = [{ filters }];
   else if (mode === "STRICT") {
     l.filter_chains = [{ filters, transport_socket: meshMtlsDownstream(true) }];
@@ -297,7 +298,7 @@ export function buildListeners(ctx: PushContext, proxy: Proxy): XdsResource[] {
     if (inst.servicePort.protocol === "UDP") continue;
     const svc = idx.serviceByHost.get(inst.hostname);
     if (!svc) continue;
-    add(inboundListener(ctx, proxy, svc, inst.servicePort, inst.port));
+    add(inboundListener(ctx, proxy, svc, inst.servicePort, inst.port, inst));
   }
   const tcp = new Map<string, XdsResource>();
   const seenAddr = new Set<string>();

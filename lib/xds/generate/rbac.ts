@@ -22,7 +22,7 @@ export function serviceNameMatches(pattern: string, host: string): boolean {
 }
 
 /** `*`, `pre*`, `*suf` or exact → StringMatcher. */
-function wildcardMatcher(v: string): Any {
+export function wildcardMatcher(v: string): Any {
   if (v === "*") return { safe_regex: { regex: ".+" } };
   if (v.endsWith("*")) return { prefix: v.slice(0, -1) };
   if (v.startsWith("*")) return { suffix: v.slice(1) };
@@ -73,7 +73,8 @@ function permissionOf(rule: Any): Any {
   return and.length === 1 ? and[0] : { and_rules: { rules: and } };
 }
 
-function cidr(v: string): Any {
+/** An IP or CIDR block → the `direct_remote_ip` principal. */
+export function cidr(v: string): Any {
   const [ip, len] = v.split("/");
   return {
     direct_remote_ip: {

@@ -3,10 +3,11 @@
  * @module
  */
 
-import type { Service, ServicePort } from "../../model/types.ts";
+import type { Service, ServiceInstance, ServicePort } from "../../model/types.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import type { PushContext, XdsResource } from "../types.ts";
 import { hostNamespace, resolveShortName, WORKLOAD_CERTS } from "./util.ts";
+import { peerAuthnModeOf } from "./peer_authn.ts";
 
 /** Peer mTLS requirement of a service port. */
 export type MtlsMode = "NONE" | "STRICT" | "PERMISSIVE";
@@ -31,13 +32,21 @@ function modeOfPolicy(spec: Any): MtlsMode {
 }
 
 /**
- * mTLS mode of a service port: a Policy in the host's namespace targeting the host (and port)
+ * mTLS mode of a service port (of `instance`, for a server): a PeerAuthentication that decides
+ * (workload > namespace > mesh, see peer_authn.ts) wins over Istio 0.8's Policy; else a Policy in the host's namespace targeting the host (and port)
  * wins over a namespace-wide Policy; without a Policy the service attribute
  * `auth.mesh.io/<port>` (`NONE`|`MUTUAL_TLS`) applies, then the mesh `authPolicy`.
  * Mesh-external services are never mTLS.
  */
-export function mtlsModeOf(ctx: PushContext, svc: Service, port: ServicePort): MtlsMode {
+export function mtlsModeOf(
+  ctx: PushContext,
+  svc: Service,
+  port: ServicePort,
+  instance?: ServiceInstance,
+): MtlsMode {
   if (svc.meshExternal) return "NONE";
+  const peer = peerAuthnModeOf(ctx, svc, port, instance);
+  if (peer) return peer;
   const ns = svc.namespace || hostNamespace(svc.hostname);
   let nsWide: Any | undefined;
   for (const p of ctx.configs.policies ?? []) {
