@@ -8,6 +8,14 @@ import type { CliContext } from "../_shared/context.ts";
 import { UsageError } from "../_shared/context.ts";
 import type { DiscoveryOptions } from "./flags.ts";
 
+function hostname(): string {
+  try {
+    return Deno.hostname();
+  } catch {
+    return "";
+  }
+}
+
 /** Runs the discovery server. */
 export async function run(opts: DiscoveryOptions, _args: string[], ctx: CliContext) {
   const { goawayWarning } = await import("../../lib/runtime/mod.ts");
@@ -19,6 +27,8 @@ export async function run(opts: DiscoveryOptions, _args: string[], ctx: CliConte
   try {
     config = discovery.toConfig(opts, {
       POD_NAMESPACE: ctx.env.POD_NAMESPACE,
+      POD_NAME: ctx.env.POD_NAME,
+      HOSTNAME: ctx.env.HOSTNAME || hostname(),
       MESH_CERT_DIR: ctx.env.MESH_CERT_DIR,
       KUBERNETES_SERVICE_HOST: ctx.env.KUBERNETES_SERVICE_HOST,
       KUBERNETES_SERVICE_PORT: ctx.env.KUBERNETES_SERVICE_PORT,

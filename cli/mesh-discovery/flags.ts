@@ -190,6 +190,31 @@ export const discoveryFlags = [
     help: "Set status.loadBalancer of the Ingresses of the mesh class from the ingress gateway " +
       "service (mesh config ingressService, in --namespace).",
   }),
+  flag({
+    name: "leaseName",
+    type: string,
+    default: "mesh-discovery-leader",
+    help: "Lease (coordination.k8s.io/v1) that elects the replica writing shared state " +
+      "(--ingressStatus).",
+  }),
+  flag({
+    name: "leaseNamespace",
+    type: string,
+    default: "",
+    help: "Namespace of --leaseName; when unset, --namespace (else mesh-system).",
+  }),
+  flag({
+    name: "leaseDuration",
+    type: duration,
+    default: 15_000,
+    help: "How long the leader's Lease lasts unrenewed before another replica takes over.",
+  }),
+  flag({
+    name: "leaderIdentity",
+    type: string,
+    default: "",
+    help: "This replica's identity in the Lease; when unset, POD_NAME, else the host name.",
+  }),
   flag({ name: "port", type: int, default: 8080, help: "Discovery service port." }),
   flag({
     name: "profile",

@@ -27,7 +27,7 @@ export function defaultValues(): Record<string, unknown> {
       hyperkube: { ...DEFAULT_HYPERKUBE },
     },
     mtls: { enabled: false },
-    discovery: { replicas: 1, image: "mesh-discovery" },
+    discovery: { replicas: 2, image: "mesh-discovery" },
     ca: { replicas: 1, image: "mesh_ca" },
     policy: { enabled: true, replicas: 1, image: "mesh-policy" },
     telemetry: { enabled: true, replicas: 1, image: "mesh-policy" },
@@ -206,7 +206,10 @@ const RBAC_DISCOVERY = rbac(
     verbs: ["get", "list", "watch"]
   - apiGroups: ["networking.k8s.io", "extensions"]
     resources: ["ingresses/status"]
-    verbs: ["update"]`,
+    verbs: ["update"]
+  - apiGroups: ["coordination.k8s.io"]
+    resources: ["leases"]
+    verbs: ["get", "create", "update"]`,
 );
 
 const RBAC_POLICY = `{{- if or .Values.policy.enabled .Values.telemetry.enabled }}
@@ -417,6 +420,20 @@ spec:
       port: 8080
     - name: http-monitoring
       port: 9093
+---
+# Replicas are independent (each watches the API server; singleton writers elect a leader
+# through a Lease): a voluntary disruption takes down one at a time.
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: mesh-discovery
+  namespace: {{ .Release.Namespace }}
+${LABELS("mesh-discovery")}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app: mesh-discovery
 `;
 
 /** mesh-policy server as `mesh-policy` (checks) or `mesh-telemetry` (reports). */

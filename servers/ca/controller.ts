@@ -184,6 +184,11 @@ export function startController(o: ControllerOptions): Controller {
       o.log.info(`controller: rotated Secret ${ns}/${sName} (${why})`);
       o.onSecret?.("rotated");
     } catch (e) {
+      if (apiErrorStatus(e)?.code === 409) {
+        // Another replica rotated it first (the write is conditional): the watch brings it.
+        o.log.debug(`controller: Secret ${ns}/${sName} was changed meanwhile; not rotated`);
+        return;
+      }
       o.log.warn(`controller: cannot rotate Secret ${ns}/${sName}: ${describeApiError(e)}`);
     }
   };

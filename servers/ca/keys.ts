@@ -36,9 +36,15 @@ export interface RootStore {
   readonly where: string;
   /** The stored root (certificate and key PEM), or undefined when none is stored. */
   load(): Promise<{ cert: string; key: string } | undefined>;
-  /** Stores a new root. */
+  /**
+   * Stores a new root if none is stored. Throws {@link RootExistsError} when another replica
+   * stored one first (then `load()` returns the winner's).
+   */
   save(root: { cert: string; key: string }): Promise<void>;
 }
+
+/** {@link RootStore.save} lost a race: another replica stored its root first. */
+export class RootExistsError extends Error {}
 
 /** File names of a root in a directory (and keys of the Secret). */
 export const ROOT_FILES = { cert: "ca-cert.pem", key: "ca-key.pem" } as const;
@@ -146,8 +152,7 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
   if (mode.kind === "self-signed") {
     const store = deps.store;
     if (!store) throw new Error("self-signed mode needs a root store");
-    const stored = await store.load();
-    if (stored) {
+    const useStored = async (stored: { cert: string; key: string }, how: string) => {
       try {
         const m = await loadCaMaterial({
           signingCert: stored.cert,
@@ -155,7 +160,7 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
           certChain: "",
           rootCert: stored.cert,
         });
-        deps.log.info(`CA: using the self-signed root kept in ${store.where}`);
+        deps.log.info(`CA: using the self-signed root ${how} ${store.where}`);
         if (m.root.notAfter.getTime() < (deps.now ?? Date.now)()) {
           deps.log.warn(`CA: the stored root expired at ${m.root.notAfter.toISOString()}`);
         }
@@ -163,7 +168,9 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
       } catch (e) {
         throw new Error(`The CA root kept in ${store.where} is unusable: ${(e as Error).message}`);
       }
-    }
+    };
+    const stored = await store.load();
+    if (stored) return await useStored(stored, "kept in");
     const pem = await createSelfSignedCa({
       org: mode.org,
       ttlMs: mode.ttlMs,
@@ -174,6 +181,12 @@ export async function startKeySource(mode: KeyMode, deps: KeySourceDeps): Promis
       await store.save({ cert: pem.signingCert, key: pem.signingKey });
       deps.log.info(`CA: generated a self-signed root (O=${mode.org}) kept in ${store.where}`);
     } catch (e) {
+      if (e instanceof RootExistsError) {
+        // Several replicas started at once and another stored its root first (create-if-absent
+        // in the API server): use the winner's, as Istio's CA does, so that all serve one root.
+        const winner = await store.load();
+        if (winner) return await useStored(winner, "another replica stored first in");
+      }
       // As Istio: the CA still works; a restart will generate another root.
       deps.log.error(`CA: cannot keep the new root in ${store.where}: ${(e as Error).message}`);
     }

@@ -8,7 +8,7 @@
 import type * as k8s from "../../lib/deps/kube.ts";
 import { apiErrorStatus, kubeClient, type KubeConfig } from "../../lib/kube/mod.ts";
 import { describeApiError } from "../../lib/kube/informer.ts";
-import { ROOT_FILES, type RootStore } from "./keys.ts";
+import { ROOT_FILES, RootExistsError, type RootStore } from "./keys.ts";
 import type { TokenReviewer } from "./signer.ts";
 
 /** Name and type of the Secret holding a self-signed root. */
@@ -70,6 +70,9 @@ export function secretRootStore(core: k8s.CoreV1Api, namespace: string): RootSto
           },
         });
       } catch (e) {
+        if (apiErrorStatus(e)?.code === 409) {
+          throw new RootExistsError(`Secret ${namespace}/${CA_SECRET.name} exists already`);
+        }
         throw new Error(describeApiError(e));
       }
     },

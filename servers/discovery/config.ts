@@ -64,6 +64,13 @@ export interface DiscoveryConfig {
   readonly profile: boolean;
   /** `--ingressStatus`: write the gateway service's addresses into the mesh's Ingresses. */
   readonly ingressStatus: boolean;
+  /** The Lease electing the replica that writes shared state (see servers/discovery/leader.ts). */
+  readonly lease: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly identity: string;
+    readonly durationMs: number;
+  };
   /** `--registries`, validated, duplicates removed, in order. */
   readonly registries: readonly RegistryName[];
   /** Warnings found while validating (duplicate registries), logged at start. */
@@ -111,6 +118,11 @@ export interface DiscoveryFlags {
   readonly port: number;
   readonly profile: boolean;
   readonly ingressStatus: boolean;
+  /** Absent: defaults (see the flags). */
+  readonly leaseName?: string;
+  readonly leaseNamespace?: string;
+  readonly leaseDuration?: number;
+  readonly leaderIdentity?: string;
   readonly registries: readonly string[];
   readonly resync: number;
   readonly webhookEndpoint: string;
@@ -121,6 +133,10 @@ export interface DiscoveryFlags {
 /** Environment variables `toConfig` reads (read once by the CLI). */
 export interface DiscoveryEnv {
   readonly POD_NAMESPACE?: string;
+  /** The pod's name: the default Lease identity (`--leaderIdentity`). */
+  readonly POD_NAME?: string;
+  /** The host name (read by the CLI): the Lease identity without POD_NAME. */
+  readonly HOSTNAME?: string;
   /** Directory of the mesh certificate files (default `/etc/certs/`). */
   readonly MESH_CERT_DIR?: string;
   /** Set inside a cluster: in-cluster orchestrator configuration works without --orchconfig. */
@@ -323,6 +339,11 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     }
   }
   if (flags.meshConfig === "") problems.push("Invalid value for --meshConfig: must not be empty");
+  const leaseDurationMs = flags.leaseDuration ?? 15_000;
+  if (!(leaseDurationMs >= 1000)) {
+    problems.push("Invalid value for --leaseDuration: must be at least 1s");
+  }
+  if (flags.leaseName === "") problems.push("Invalid value for --leaseName: must not be empty");
   if (flags.ctrlz_address === "") {
     problems.push("Invalid value for --ctrlz_address: must not be empty");
   }
@@ -361,6 +382,12 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
     port: flags.port,
     profile: flags.profile,
     ingressStatus: flags.ingressStatus,
+    lease: Object.freeze({
+      name: flags.leaseName ?? "mesh-discovery-leader",
+      namespace: flags.leaseNamespace || flags.namespace || env.POD_NAMESPACE || "mesh-system",
+      identity: flags.leaderIdentity || env.POD_NAME || env.HOSTNAME || "mesh-discovery",
+      durationMs: leaseDurationMs,
+    }),
     registries: Object.freeze([...registries]),
     warnings: Object.freeze([...(parsed?.warnings ?? [])]),
     resyncMs: flags.resync,

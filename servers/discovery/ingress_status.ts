@@ -17,6 +17,8 @@ const INGRESS_STATUS_PERIOD_MS = 10_000;
  * `--ingressStatus`: keeps `status.loadBalancer` of the mesh's Ingresses equal to the addresses of
  * the ingress gateway service (mesh config `ingressService`, in `--namespace`), after every change
  * of the selected Ingresses and every 10 s. Needs the Orchestrator registry (the Ingress watcher).
+ * Of several replicas only the leader writes: the one holding the Lease `--leaseName`
+ * (lib/kube/leader.ts); another takes over within `--leaseDuration` when it goes away.
  */
 export async function startIngressStatus(
   watcher: IngressWatcher | undefined,
@@ -40,13 +42,15 @@ export async function startIngressStatus(
   const namespace = config.namespace || "mesh-system";
   let running = false;
   let again = false;
+  let leading = false;
   const sync = async () => {
+    if (!leading) return;
     if (running) return void (again = true);
     running = true;
     try {
       do {
         again = false;
-        if (!watcher.apiVersion) continue;
+        if (!watcher.apiVersion || !leading) continue;
         const ingresses = watcher.ingresses().map((o) => ({
           name: o.metadata.name,
           namespace: o.metadata.namespace ?? "default",
@@ -66,5 +70,21 @@ export async function startIngressStatus(
   watcher.onChange(() => void sync());
   const timer = setInterval(() => void sync(), INGRESS_STATUS_PERIOD_MS);
   cleanups.push(() => clearInterval(timer));
-  void sync();
+  const { LeaderElector } = await import("../../lib/kube/leader.ts");
+  const { kubeLeaseClient } = await import("../../lib/kube/lease_client.ts");
+  const elector = new LeaderElector({
+    client: await kubeLeaseClient(kc),
+    name: config.lease.name,
+    namespace: config.lease.namespace,
+    identity: config.lease.identity,
+    leaseDurationMs: config.lease.durationMs,
+    log,
+    onStartedLeading: () => {
+      leading = true;
+      void sync();
+    },
+    onStoppedLeading: () => void (leading = false),
+  });
+  elector.start();
+  cleanups.push(() => elector.stop());
 }

@@ -1,6 +1,6 @@
 /**
  * Resource types of the fake API server beyond the core ones: workloads (`apps/v1` Deployments,
- * DaemonSets, ReplicaSets, StatefulSets; `batch/v1` Jobs) and RBAC (`rbac.authorization.k8s.io/v1`
+ * DaemonSets, ReplicaSets, StatefulSets; `batch/v1` Jobs; `policy/v1` PodDisruptionBudgets) and RBAC (`rbac.authorization.k8s.io/v1`
  * roles and bindings), so that manifests such as `meshctl gen-deploy`'s can be applied (also with
  * `--dry-run=server`). Stored as given: no controllers, no schema validation.
  * @module
@@ -38,6 +38,7 @@ export function workloadTypes(): ResourceType[] {
     type("apps", "replicasets", "ReplicaSet", true, ["rs"], true),
     type("apps", "statefulsets", "StatefulSet", true, ["sts"], true),
     type("batch", "jobs", "Job", true, [], true),
+    type("policy", "poddisruptionbudgets", "PodDisruptionBudget", true, ["pdb"], true),
     type(rbac, "clusterroles", "ClusterRole", false),
     type(rbac, "clusterrolebindings", "ClusterRoleBinding", false),
     type(rbac, "roles", "Role", true),

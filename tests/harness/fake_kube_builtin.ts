@@ -117,6 +117,14 @@ export function builtinTypes(): ResourceType[] {
       },
     ),
     builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true),
+    // Leader election (lib/kube/leader.ts): writes conditional on resourceVersion, 409 on conflict.
+    builtin("coordination.k8s.io", "v1", "leases", "Lease", true, [], {
+      columns: [{
+        name: "Holder",
+        type: "string",
+        cell: (o) => str(isObject(o.spec) ? o.spec.holderIdentity : ""),
+      }],
+    }),
     builtin("networking.k8s.io", "v1", "ingresses", "Ingress", true, ["ing"], { hasStatus: true }),
     builtin(
       "apiextensions.k8s.io",

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { heldVersion } from "./content_version.ts";
 import { type Connection, type Dirty, sameSet, type TypeState, type XdsContext } from "./state.ts";
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, NamedResource } from "./types.ts";
 
@@ -72,7 +73,10 @@ export function onDeltaRequest<P>(
   }
   if (changed && !st.wildcard) st.held.retain(st.sub.set);
   if (!first && !changed) return;
-  ctx.schedule(conn, typeUrl, { all: true, names: new Set(), force: first });
+  // A first request that lists the versions the client holds (a stream moved from another
+  // replica) is answered only with what differs: nothing when it is up to date.
+  const claims = first && Object.keys(req.initial_resource_versions ?? {}).length > 0;
+  ctx.schedule(conn, typeUrl, { all: true, names: new Set(), force: first && !claims });
 }
 
 /** The delta response of a dirty type of a stream, or null when there is nothing to send. */
@@ -167,7 +171,7 @@ export async function buildDelta<P>(
     for (const r of resources) held.set(r.name, r.entry.version);
     for (const n of removed) held.delete(n);
   }
-  const { version, nonce } = ctx.stamp(st, resources.length);
+  const { version, nonce } = ctx.stamp(st, resources.length, heldVersion(held));
   const res: DeltaDiscoveryResponse = {
     system_version_info: version,
     type_url: st.typeUrl,

@@ -6,14 +6,49 @@
  * @module
  */
 
+import { pairHash } from "./content_version.ts";
 import type { ResourceMap } from "./types.ts";
 
 /** name → version the client holds; `null` in `overrides` = "not held" (hides the view's entry). */
 export class Held {
   /** Shared view (never mutated). */
   view: ResourceMap | undefined = undefined;
-  /** Per-client differences from `view`. */
+  /** Per-client differences from `view`. Mutated only through this class's methods. */
   overrides: Map<string, string | null> | undefined = undefined;
+  /**
+   * XOR of what `overrides` change in the content hash of `view` (content_version.ts), kept up to
+   * date by every change so that the version of what is held costs no scan of the overrides.
+   */
+  hashA = 0;
+  hashB = 0;
+
+  /** XORs the contribution of the override of `name` (if any) into the hash adjustment. */
+  #toggle(name: string): void {
+    const o = this.overrides?.get(name);
+    if (o === undefined) return;
+    const inView = this.view?.get(name);
+    if (inView) {
+      const [x, y] = pairHash(name, inView.version);
+      this.hashA ^= x;
+      this.hashB ^= y;
+    }
+    if (o !== null) {
+      const [x, y] = pairHash(name, o);
+      this.hashA ^= x;
+      this.hashB ^= y;
+    }
+  }
+
+  #setOverride(name: string, v: string | null): void {
+    this.#toggle(name);
+    (this.overrides ??= new Map()).set(name, v);
+    this.#toggle(name);
+  }
+
+  #dropOverride(name: string): void {
+    this.#toggle(name);
+    this.overrides?.delete(name);
+  }
 
   /** Version the client holds for `name`, if any. */
   version(name: string): string | undefined {
@@ -28,27 +63,29 @@ export class Held {
 
   set(name: string, version: string): void {
     if (this.view?.get(name)?.version === version) {
-      this.overrides?.delete(name);
+      this.#dropOverride(name);
       return;
     }
-    (this.overrides ??= new Map()).set(name, version);
+    this.#setOverride(name, version);
   }
 
   delete(name: string): void {
-    if (this.view?.has(name)) (this.overrides ??= new Map()).set(name, null);
-    else this.overrides?.delete(name);
+    if (this.view?.has(name)) this.#setOverride(name, null);
+    else this.#dropOverride(name);
   }
 
   /** Forgets everything. */
   clear(): void {
     this.view = undefined;
     this.overrides = undefined;
+    this.hashA = this.hashB = 0;
   }
 
   /** The client now holds exactly `view` (shared, not copied). */
   replace(view: ResourceMap): void {
     this.view = view;
     this.overrides = undefined;
+    this.hashA = this.hashB = 0;
   }
 
   /** True when the client holds exactly the entries (names and versions) of `m`. */
@@ -89,7 +126,7 @@ export class Held {
     if (this.view && viewWithin(this.view, keep)) {
       // Only names outside the shared view can be outside `keep`.
       for (const [n, v] of [...(this.overrides ?? [])]) {
-        if (v !== null && !keep.has(n)) this.overrides!.delete(n);
+        if (v !== null && !keep.has(n)) this.#dropOverride(n);
       }
       return;
     }

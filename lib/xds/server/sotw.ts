@@ -7,6 +7,7 @@
 
 import { sameBytes } from "./wire.ts";
 import { typeShortName } from "./metrics.ts";
+import { heldVersion, viewVersion } from "./content_version.ts";
 import { type Connection, type Dirty, sameSet, type TypeState, type XdsContext } from "./state.ts";
 import type { DiscoveryRequest, DiscoveryResponse, NamedResource } from "./types.ts";
 
@@ -21,6 +22,7 @@ export function onSotwRequest<P>(
   if (!state) return;
   const { st, first } = state;
   const nonce = req.response_nonce ?? "";
+  if (first && nonce === "" && req.version_info) st.claimed = req.version_info;
   if (nonce !== "" && nonce === st.nonce) {
     ctx.ackOrNack(conn, st, req.version_info ?? "", nonce, req.error_detail);
   } else if (nonce !== "") {
@@ -79,6 +81,15 @@ export async function buildSotw<P>(
   const q = await ctx.views.query(conn, st, d, !fullState);
   if (!q) return null;
   const held = st.held;
+  const claimed = st.claimed;
+  st.claimed = undefined;
+  if (claimed !== undefined && st.wildcard && fullState && viewVersion(q.visible) === claimed) {
+    // A client new to this stream (reconnected, maybe to another replica) already holds exactly
+    // what it would be sent: the response versions are content hashes, identical in every
+    // replica. Safe for wildcard full-state types only (see docs/ads.md).
+    held.replace(q.visible);
+    return null;
+  }
   let resources: NamedResource[];
   if (fullState) {
     // Clients holding a shared view compare it with the new one through a diff computed once.
@@ -115,7 +126,7 @@ export async function buildSotw<P>(
     if (whole) held.replace(q.visible);
     else for (const r of resources) held.set(r.name, r.entry.version);
   }
-  const { version, nonce } = ctx.stamp(st, resources.length);
+  const { version, nonce } = ctx.stamp(st, resources.length, heldVersion(held));
   const res: DiscoveryResponse = {
     version_info: version,
     type_url: st.typeUrl,

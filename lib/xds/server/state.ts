@@ -62,6 +62,11 @@ export interface TypeState {
   held: Held;
   /** Delta: newly subscribed names to report in removed_resources when they do not exist. */
   notFound: Set<string>;
+  /**
+   * SotW: the `version_info` of the stream's first request (what a client reconnecting from
+   * another stream or replica says it holds), until the first response is built.
+   */
+  claimed?: string;
   nonce?: string;
   nonceVersion?: string;
   lastSent?: TypeStatus["lastSent"];
@@ -225,8 +230,11 @@ export interface XdsContext<P> {
     nonce: string,
     error: { code?: number; message?: string } | null | undefined,
   ): void;
-  /** A new version and nonce for the next response of `st`, recorded as its last sent. */
-  stamp(st: TypeState, count: number): { version: string; nonce: string };
+  /**
+   * A nonce for the next response of `st`, whose content version (see content_version.ts) is
+   * `version`; both are recorded as its last sent.
+   */
+  stamp(st: TypeState, count: number, version: string): { version: string; nonce: string };
   /** Marks a type of a stream for recomputation and starts the stream's send loop. */
   schedule(conn: Connection<P>, typeUrl: string, d: Dirty): void;
 }

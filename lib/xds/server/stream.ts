@@ -132,7 +132,6 @@ export class XdsServer<P = unknown> {
   readonly #metrics: XdsMetrics;
   readonly #knownTypes: ReadonlySet<string>;
   readonly #conns = new Map<string, Connection<P>>();
-  readonly #typeSeq = new Map<string, number>();
   /** What the SotW and delta state machines use (see state.ts). */
   readonly #ctx: XdsContext<P>;
   readonly #pushes: PushScheduler<P>;
@@ -168,7 +167,7 @@ export class XdsServer<P = unknown> {
       requestState: (conn, typeUrl, what) => this.#requestState(conn, typeUrl, what),
       ackOrNack: (conn, st, version, nonce, error) =>
         this.#ackOrNack(conn, st, version, nonce, error),
-      stamp: (st, count) => this.#stamp(st, count),
+      stamp: (st, count, version) => this.#stamp(st, count, version),
       schedule: (conn, typeUrl, d) => {
         this.#pushes.markDirty(conn, typeUrl, d);
         this.#pushes.drain(conn);
@@ -376,20 +375,13 @@ export class XdsServer<P = unknown> {
     return this.#pushes.flush();
   }
 
-  /** A new version and nonce for the next response of `st`, recorded as its last sent. */
-  #stamp(st: TypeState, count: number): { version: string; nonce: string } {
-    const version = this.#nextVersion(st.typeUrl);
+  /** A nonce for the next response of `st` (content `version`), recorded as its last sent. */
+  #stamp(st: TypeState, count: number, version: string): { version: string; nonce: string } {
     const nonce = this.#nextNonce();
     st.nonce = nonce;
     st.nonceVersion = version;
     st.lastSent = { version, nonce, time: this.#iso(), resources: count };
     return { version, nonce };
-  }
-
-  #nextVersion(typeUrl: string): string {
-    const n = (this.#typeSeq.get(typeUrl) ?? 0) + 1;
-    this.#typeSeq.set(typeUrl, n);
-    return `${this.#iso()}/${n}`;
   }
 
   #nextNonce(): string {
