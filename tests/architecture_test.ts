@@ -81,3 +81,31 @@ Deno.test("third-party modules are imported only through lib/deps, with deno.jso
     assert.equal(config.imports[name], `npm:${name}@${version}`, `deno.json imports["${name}"]`);
   }
 });
+
+Deno.test("docs/ARCHITECTURE.md's 'Where things are' names existing paths and every lib area, server and program", async () => {
+  const text = await Deno.readTextFile(join(ROOT, "docs/ARCHITECTURE.md"));
+  const section = text.split("## Where things are")[1]?.split(/\n## /)[0] ?? "";
+  const rows = section.split("\n").filter((l) => l.startsWith("|"));
+  assert.ok(rows.length > 10, "the 'Where things are' table is missing");
+  const paths = rows.flatMap((r) => [...r.split("|")[2].matchAll(/`([^`]+)`/g)].map((m) => m[1]));
+  const missing: string[] = [];
+  for (const p of paths) {
+    if (!p.includes("<")) {
+      if (!(await Deno.stat(join(ROOT, p)).catch(() => undefined))) missing.push(p);
+    }
+  }
+  assert.deepEqual(missing, [], "paths in the table that do not exist");
+  const named = (dir: string) => paths.some((p) => p === dir || p.startsWith(`${dir}/`));
+  const absent: string[] = [];
+  for (const top of ["lib", "servers"]) {
+    for await (const e of Deno.readDir(join(ROOT, top))) {
+      if (e.isDirectory && !named(`${top}/${e.name}`)) absent.push(`${top}/${e.name}`);
+    }
+  }
+  for await (const e of Deno.readDir(join(ROOT, "cli"))) {
+    if (e.isFile && e.name.endsWith(".ts") && !e.name.endsWith("_test.ts")) {
+      if (!named(`cli/${e.name}`)) absent.push(`cli/${e.name}`);
+    }
+  }
+  assert.deepEqual(absent, [], "areas and programs the table does not name");
+});

@@ -11,7 +11,7 @@ import type { ResourceCache, XdsServer } from "../../lib/xds/server/mod.ts";
 import type { DebugRegistry } from "./debug_registry.ts";
 import type { DiscoveryMetrics } from "./metrics.ts";
 import type { DiscoveryModel, DiscoveryRegistry } from "./model.ts";
-import type { ProtoJson } from "./protojson.ts";
+import type { ProtoJson } from "../../lib/xds/json.ts";
 import type { RestCache } from "./rest_xds.ts";
 import type { WebhookClient } from "./webhook.ts";
 

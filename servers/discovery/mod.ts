@@ -23,7 +23,7 @@ import type { DiscoveryConfig } from "./config.ts";
 import { discoveryApp, RestCache } from "./http.ts";
 import { startIngressStatus } from "./ingress_status.ts";
 import { hostPort, serveHttp } from "./listen.ts";
-import { ProtoJson } from "./protojson.ts";
+import { ProtoJson } from "../../lib/xds/json.ts";
 import { PushRouter } from "./pushes.ts";
 import { loadMeshConfig, openConfigStore, openSources, type Sources } from "./sources.ts";
 import { createWebhookClient } from "./webhook.ts";

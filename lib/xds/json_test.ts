@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { decodeAny, encodeAny, loadXdsProtos, TYPE_URLS } from "../../lib/xds/mod.ts";
-import { ProtoJson } from "./protojson.ts";
+import { decodeAny, encodeAny, loadXdsProtos, TYPE_URLS } from "./mod.ts";
+import { ProtoJson } from "./json.ts";
 
-const GOLDEN = new URL("../../lib/xds/testdata/", import.meta.url);
+const GOLDEN = new URL("./testdata/", import.meta.url);
 
 const KINDS = {
   listeners: TYPE_URLS.listener,
