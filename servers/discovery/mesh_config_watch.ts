@@ -146,8 +146,9 @@ export function watchMeshConfig(opts: MeshConfigWatchOptions): MeshConfigWatch {
       if (!closed) timer = setTimeout(tick, opts.intervalMs ?? 500);
     });
   };
-  // the start-up read already happened: the first check only records the content
-  timer = setTimeout(tick, 0);
+  // the start-up read already happened: the first check, one interval later, records the content
+  // (and applies it if it changed since start-up: it is compared with what is in force)
+  timer = setTimeout(tick, opts.intervalMs ?? 500);
   return {
     check,
     close() {
