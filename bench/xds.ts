@@ -544,7 +544,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
               ? `TIMED OUT after ${timeoutMs / 1000} s, ${
                 ws.map((w) => `${w.type} ${w.seen.size}/${live()}`).join(", ")
               } proxies got it`
-              : `all ${lat.length} proxies${got} in ${ms(perChange[c])}`
+              : `all ${lat.length} proxies${got} in ${ms(perChange[c])}${
+                pxLat.length ? ` (${pxLat.length} proxyless in ${ms(pxChange.at(-1)!)})` : ""
+              }`
           } (${quiet}${types})${
             proxies.length - live() ? ` (${proxies.length - live()} streams ended)` : ""
           }`,
@@ -666,7 +668,13 @@ export async function main(args: string[] = Deno.args): Promise<void> {
      * per push is the series' CPU beyond the sidecar-only series (`before`), per workload.
      */
     const proxylessMix = async (
-      before: { big: number; se: number; sidecars: number; rssBefore: number },
+      before: {
+        big: number;
+        se: number;
+        sidecars: number;
+        rssBefore: number;
+        rssPerSidecar: number;
+      },
     ) => {
       const m = o.proxyless, seEdits = Math.min(o.changes, 5);
       const shape = { ...o, seEdits, svcName };
@@ -721,37 +729,48 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `${label}: proxyless endpoint change p50 / p99 ${pair(ch.r.pxChange)}, ServiceEntry ` +
           `edit ${pair(se.r.pxChange)} (${cpuText(ch)}; ${cpuText(se)})`,
       );
+      const px = (cpu: number, before: number, pushes: number) =>
+        `${perPush(cpu - before, pushes, m)} (series CPU beyond the sidecars' ` +
+        `${before.toFixed(2)} s: ${cpu.toFixed(2)} s mixed; a difference, noisy on a busy box)`;
+      const kB = (b: number) => `${(b / 1024).toFixed(0)} kB`;
+      const row = (figure: string, sidecar: string, proxyless: string) =>
+        `| ${figure} | ${sidecar} | ${proxyless} |`;
+      const withPerProxy = (change: number[], proxy: number[]) =>
+        `${pair(change)} (per proxy ${pair(proxy)})`;
       return [
         "",
-        `| proxyless mix: ${before.sidecars} sidecars + ${m} proxyless gRPC workloads, same run | ` +
-        "sidecars | proxyless |",
+        row(
+          `proxyless mix: ${before.sidecars} sidecars + ${m} proxyless gRPC workloads, same run`,
+          "sidecars",
+          "proxyless",
+        ),
         "| --- | --- | --- |",
-        `| connect → ready (all subscribed resources received), p50 / p99 | ${
-          pair(readyMs.sort((a, b) => a - b))
-        } | ${pair(pxReady)} |`,
-        `| endpoint change → all, p50 / p99 (mixed, ${ch.r.perChange.length} changes) | ${
-          pair(ch.r.perChange)
-        } (per proxy ${pair(ch.r.perProxy)}) | ${pair(ch.r.pxChange)} (per proxy ${
-          pair(ch.r.pxProxy)
-        }) |`,
-        `| ServiceEntry edit → all, p50 / p99 (mixed, ${se.r.perChange.length} edits) | ${
-          pair(se.r.perChange)
-        } (per proxy ${pair(se.r.perProxy)}) | ${pair(se.r.pxChange)} (per proxy ${
-          pair(se.r.pxProxy)
-        }) |`,
-        `| server CPU per proxy per endpoint-change push | ${
-          perPush(before.big, o.changes, before.sidecars)
-        } (sidecars alone) | ${
-          perPush(ch.server - before.big, o.changes, m)
-        } (beyond the sidecars' ${before.big.toFixed(2)} s: ${ch.server.toFixed(2)} s mixed) |`,
-        `| server CPU per proxy per config push (ServiceEntry edit) | ${
-          perPush(before.se, seEdits, before.sidecars)
-        } (sidecars alone) | ${perPush(se.server - before.se, seEdits, m)} (beyond ${
-          before.se.toFixed(2)
-        } s: ${se.server.toFixed(2)} s mixed) |`,
-        `| server RSS per proxy | ${
-          ((before.rssBefore - rssIdle) / before.sidecars / 1024).toFixed(0)
-        } kB | ${(pxRss / 1024).toFixed(0)} kB |`,
+        row(
+          "connect → ready (all subscribed resources received), p50 / p99",
+          pair(readyMs.sort((a, b) => a - b)),
+          pair(pxReady),
+        ),
+        row(
+          `endpoint change → all, p50 / p99 (mixed, ${ch.r.pxChange.length} changes)`,
+          withPerProxy(ch.r.perChange, ch.r.perProxy),
+          withPerProxy(ch.r.pxChange, ch.r.pxProxy),
+        ),
+        row(
+          `ServiceEntry edit → all, p50 / p99 (mixed, ${se.r.pxChange.length} edits)`,
+          withPerProxy(se.r.perChange, se.r.perProxy),
+          withPerProxy(se.r.pxChange, se.r.pxProxy),
+        ),
+        row(
+          "server CPU per proxy per endpoint-change push",
+          `${perPush(before.big, o.changes, before.sidecars)} (sidecars alone)`,
+          px(ch.server, before.big, o.changes),
+        ),
+        row(
+          "server CPU per proxy per config push (ServiceEntry edit)",
+          `${perPush(before.se, seEdits, before.sidecars)} (sidecars alone)`,
+          px(se.server, before.se, seEdits),
+        ),
+        row("server RSS per proxy (marginal)", kB(before.rssPerSidecar), kB(pxRss)),
       ];
     };
 
@@ -803,7 +822,13 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     );
     out(`  (full pushes: ${cpuText(full)})`);
     const pxTable = o.proxyless
-      ? await proxylessMix({ big: big.server, se: se.server, sidecars: n, rssBefore: rssN })
+      ? await proxylessMix({
+        big: big.server,
+        se: se.server,
+        sidecars: n,
+        rssBefore: rssN,
+        rssPerSidecar: (rssN - rssBase) / (n - o.baseline),
+      })
       : [];
     const projected = rssIdle + perProxy * 2000;
     const pair = (xs: number[], p1: number, p2: number) =>
