@@ -21,7 +21,6 @@
 import { decode, type SimResponse, TYPE, type TypeName } from "./_ads_sim.ts";
 import type { LeanHandlers } from "./_h2_lean.ts";
 import type { Section } from "./_ads_sim.ts";
-import { GrpcMessageReader } from "../lib/grpc/messages.ts";
 import { MessageBuilder, Reader } from "../lib/protowire/mod.ts";
 import { GRPC_SERVER_LISTENER_PREFIX, grpcBootstrap } from "../lib/xds/grpc_bootstrap.ts";
 import { Buffer } from "node:buffer";
@@ -154,14 +153,14 @@ function resources(section: Section): { name: string; value: Uint8Array }[] {
       continue;
     }
     const [s, e] = r.span();
-    const value = stringsAtBytes(section.bytes.subarray(s, e), 2);
+    const value = fieldBytes(section.bytes.subarray(s, e), 2);
     if (value) out.push({ name: stringsAt(value, [1])[0] ?? "", value });
   }
   return out;
 }
 
 /** The bytes of the first length-delimited field `no` of `b`. */
-function stringsAtBytes(b: Uint8Array, no: number): Uint8Array | undefined {
+function fieldBytes(b: Uint8Array, no: number): Uint8Array | undefined {
   const r = new Reader(b);
   while (r.pos < r.end) {
     const tag = r.uint32();
@@ -197,7 +196,7 @@ function refsOf(type: TypeName, section: Section): Map<string, string[]> {
     if (type === "lds") refs = stringsAt(value, RDS_OF_LISTENER);
     else if (type === "rds") {
       refs = [...new Set(stringsAt(value, WEIGHTED_OF_ROUTE, stringsAt(value, CLUSTER_OF_ROUTE)))];
-    } else if (type === "cds" && stringsAtBytes(value, EDS_CONFIG)) {
+    } else if (type === "cds" && fieldBytes(value, EDS_CONFIG)) {
       refs = [stringsAt(value, EDS_SERVICE_OF_CLUSTER)[0] || name];
     }
     m.set(name, refs);
