@@ -75,3 +75,32 @@ export function expects(p: object, type: TypeName, name: string | undefined): bo
 export function isProxyless(p: object): p is GrpcSim {
   return p instanceof GrpcSim;
 }
+
+/** Responses received per type, summed over one kind of proxy, and how many proxies. */
+export interface Received {
+  count: number;
+  byType: Record<TypeName, number>;
+}
+
+/** {@link Received} of the live sidecars and of the live proxyless workloads among `proxies`. */
+export function receivedByKind(
+  proxies: readonly { ended: string | undefined; received: Record<TypeName, number> }[],
+): { sidecar: Received; proxyless: Received } {
+  const zero = (): Received => ({ count: 0, byType: { lds: 0, rds: 0, cds: 0, eds: 0 } });
+  const out = { sidecar: zero(), proxyless: zero() };
+  for (const p of proxies) {
+    if (p.ended) continue;
+    const r = isProxyless(p) ? out.proxyless : out.sidecar;
+    r.count++;
+    for (const t of Object.keys(r.byType) as TypeName[]) r.byType[t] += p.received[t];
+  }
+  return out;
+}
+
+/** Responses per proxy per push between two {@link receivedByKind} snapshots: "EDS 1.0, LDS 0.0". */
+export function perPush(before: Received, after: Received, pushes: number): string {
+  const n = Math.max(1, after.count) * pushes;
+  return (Object.keys(after.byType) as TypeName[]).map((t) =>
+    `${t.toUpperCase()} ${((after.byType[t] - before.byType[t]) / n).toFixed(2)}`
+  ).join(", ");
+}

@@ -720,8 +720,11 @@ export async function main(args: string[] = Deno.args): Promise<void> {
           `${mb(rss)}, ${(pxRss / 1024).toFixed(0)} kB per proxyless workload`,
       );
       const label = `mix ${before.sidecars}+${m}`;
+      const r0 = mix.receivedByKind(proxies);
       const ch = await withCpu(() => measureChanges(label, o.changes));
+      const r1 = mix.receivedByKind(proxies);
       const se = await withCpu(() => measureSeChanges(label, seEdits));
+      const r2 = mix.receivedByKind(proxies);
       const pair = (xs: number[]) => `${ms(pct(xs, 50))} / ${ms(pct(xs, 99))}`;
       const perPush = (cpu: number, pushes: number, proxies: number) =>
         `${((cpu / pushes / proxies) * 1e6).toFixed(0)} µs`;
@@ -771,6 +774,16 @@ export async function main(args: string[] = Deno.args): Promise<void> {
           px(se.server, before.se, seEdits),
         ),
         row("server RSS per proxy (marginal)", kB(before.rssPerSidecar), kB(pxRss)),
+        row(
+          "responses per proxy per endpoint change, by type",
+          mix.perPush(r0.sidecar, r1.sidecar, o.changes),
+          mix.perPush(r0.proxyless, r1.proxyless, o.changes),
+        ),
+        row(
+          "responses per proxy per ServiceEntry edit, by type",
+          mix.perPush(r1.sidecar, r2.sidecar, seEdits),
+          mix.perPush(r1.proxyless, r2.proxyless, seEdits),
+        ),
       ];
     };
 
