@@ -719,7 +719,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
           } s); server RSS ` +
           `${mb(rss)}, ${(pxRss / 1024).toFixed(0)} kB per proxyless workload`,
       );
-      const label = `mix ${before.sidecars}+${m}`;
+      const label = `sidecars (${before.sidecars}, mixed with ${m} proxyless)`;
       const r0 = mix.receivedByKind(proxies);
       const ch = await withCpu(() => measureChanges(label, o.changes));
       const r1 = mix.receivedByKind(proxies);
@@ -729,8 +729,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       const perPush = (cpu: number, pushes: number, proxies: number) =>
         `${((cpu / pushes / proxies) * 1e6).toFixed(0)} µs`;
       out(
-        `${label}: proxyless endpoint change p50 / p99 ${pair(ch.r.pxChange)}, ServiceEntry ` +
-          `edit ${pair(se.r.pxChange)} (${cpuText(ch)}; ${cpuText(se)})`,
+        `${m} proxyless (mixed with ${before.sidecars} sidecars): endpoint change → every ` +
+          `proxyless workload p50 / p99 ${pair(ch.r.pxChange)}, ServiceEntry edit ` +
+          `${pair(se.r.pxChange)} (series: ${cpuText(ch)}; ${cpuText(se)})`,
       );
       const px = (cpu: number, before: number, pushes: number) =>
         `${perPush(cpu - before, pushes, m)} (series CPU beyond the sidecars' ` +
