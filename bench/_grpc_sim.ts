@@ -10,8 +10,9 @@
  * 3. CDS for every cluster the routes name (`cluster`, `weighted_clusters`);
  * 4. EDS for each EDS cluster's `eds_cluster_config.service_name` (the cluster name when empty).
  *
- * Every response is ACKed (the type's names, its version and nonce); a request that changes the
- * names of a type repeats the type's last version and nonce. The node is sent in the first request
+ * Every response is ACKed (the type's names, its version and nonce) before the subscriptions it
+ * leads to (grpc-js-xds tells its watchers on the next tick); a request that changes the names of
+ * a type repeats the type's last version and nonce. The node is sent in the first request
  * only: the `node` of the bootstrap mesh-agent `--proxyless` writes (`lib/xds/grpc_bootstrap.ts`:
  * id, cluster, metadata with `GENERATOR: grpc`, locality) plus grpc-js-xds's user agent and client
  * features.
@@ -28,7 +29,7 @@ import { Buffer } from "node:buffer";
 /** What grpc-js-xds 1.14 adds to the bootstrap's node (`adsNode` of its XdsClient). */
 export const GRPC_JS_AGENT = {
   name: "gRPC Node Pure JS",
-  version: "1.14.0",
+  version: "1.14.1",
   features: ["envoy.lb.does_not_support_overprovisioning"],
 } as const;
 
@@ -296,6 +297,7 @@ export class GrpcSim {
     return this.names[type].includes(name);
   }
 
+  /** Cancels the ADS stream. */
   close(): void {
     this.#stream.close();
   }
