@@ -17,7 +17,8 @@ import { GrpcMessageReader } from "../lib/grpc/messages.ts";
 import { Buffer } from "node:buffer";
 import { fieldSize, MessageBuilder, Reader, Writer } from "../lib/protowire/mod.ts";
 
-const TYPE = {
+/** Type URLs of the four resource types the benchmark meets. */
+export const TYPE = {
   cds: "type.googleapis.com/envoy.config.cluster.v3.Cluster",
   eds: "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
   lds: "type.googleapis.com/envoy.config.listener.v3.Listener",
@@ -268,7 +269,7 @@ export interface SimResponse {
  * contiguous (not what mesh-discovery writes) are copied together first. `undefined` for an
  * unknown type URL.
  */
-function decode(b: Buffer, delta: boolean): SimResponse | undefined {
+export function decode(b: Buffer, delta: boolean): SimResponse | undefined {
   let typeStart = 0, typeEnd = 0, verStart = 0, verEnd = 0, nonceStart = 0, nonceEnd = 0;
   let resStart = 0, resEnd = 0, count = 0;
   let ranges: number[] | undefined;

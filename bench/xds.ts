@@ -12,6 +12,15 @@
  * same run. `--protocol` chooses the ADS flavour of the main proxies (`sotw`, the default and
  * Envoy's, or `delta`); the `--delta` extra proxies always use delta.
  *
+ * Proxyless mix: `--proxyless-share 0.5` makes that share of `--proxies` simulated proxyless gRPC
+ * workloads (`_grpc_sim.ts`: node and metadata of mesh-agent `--proxyless`'s bootstrap, LDS by name
+ * for their server Listener `grpc/server?xds.resource.listening_address=<ip>:8080` and the api
+ * listeners `<host>:8080` of the services the changes touch, then RDS, CDS and EDS for what those
+ * name; `_proxyless_mix.ts`). They connect after the sidecar figures are taken; the endpoint
+ * changes and ServiceEntry edits are then repeated with both kinds connected, and a second table
+ * puts proxyless connect-to-ready, push latency p50/p99, server CPU per proxy per push and RSS per
+ * proxy beside the sidecars'. Default 0 (sidecars only).
+ *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
  */
@@ -20,7 +29,7 @@ import { parseArgs } from "node:util";
 import { startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
 import type http2 from "node:http2";
-import type { LeanSession } from "./_h2_lean.ts";
+import { LeanSession } from "./_h2_lean.ts";
 import {
   type ClientKind,
   connectSession,
@@ -30,6 +39,11 @@ import {
   type SimResponse,
   type TypeName,
 } from "./_ads_sim.ts";
+import { GrpcSim } from "./_grpc_sim.ts";
+import * as mix from "./_proxyless_mix.ts";
+
+/** A simulated sidecar or proxyless gRPC workload. */
+type AnyProxy = SimProxy | GrpcSim;
 
 const REPO = new URL("../", import.meta.url);
 
@@ -53,6 +67,8 @@ interface Options {
   client: ClientKind;
   /** Directory for CPU profiles of server and client recorded during the full-scale full pushes. */
   profileFullPush: string;
+  /** Proxyless gRPC workloads (`--proxyless-share` of `--proxies`); `proxies` is the rest. */
+  proxyless: number;
 }
 
 function parse(args: string[]): Options {
@@ -71,6 +87,7 @@ function parse(args: string[]): Options {
       "server-cpu-prof": { type: "string", default: "" },
       "profile-full-push": { type: "string", default: "" },
       client: { type: "string", default: "lean" },
+      "proxyless-share": { type: "string", default: "0" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
     strict: false,
@@ -103,7 +120,13 @@ function parse(args: string[]): Options {
     perSession: num("per-session", values["per-session"], 1),
     serverCpuProf: String(values["server-cpu-prof"] ?? ""),
     profileFullPush: String(values["profile-full-push"] ?? ""),
+    proxyless: 0,
   };
+  o.proxyless = Math.round(o.proxies * mix.parseShare(values["proxyless-share"]));
+  if (o.proxyless >= o.proxies) {
+    throw new Error(`Flag --proxyless-share leaves no sidecar of --proxies ${o.proxies}`);
+  }
+  o.proxies -= o.proxyless;
   if (o.baseline > o.proxies) o.baseline = o.proxies;
   return o;
 }
@@ -193,13 +216,15 @@ interface Target {
   type: TypeName;
   name?: string;
   needle?: Uint8Array;
+  /** The resource the needle is in (proxyless workloads are waited for only if they watch it). */
+  resource?: string;
 }
 
 /** A target being watched: when (ms after `since`) and in how many bytes each proxy got it. */
 interface Watch extends Target {
   since: number;
-  seen: Map<SimProxy, number>;
-  bytes: Map<SimProxy, number>;
+  seen: Map<AnyProxy, number>;
+  bytes: Map<AnyProxy, number>;
 }
 
 /** A string as a protobuf string field payload (length byte + bytes), for exact needles. */
@@ -264,7 +289,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-xds-" });
   let child: Deno.ChildProcess | undefined;
   const sessions: (http2.ClientHttp2Session | LeanSession)[] = [];
-  const proxies: SimProxy[] = [];
+  const proxies: AnyProxy[] = [];
   try {
     const t0 = performance.now();
     for (let f = 0; f * PER_FILE < o.services; f++) {
@@ -326,8 +351,15 @@ export async function main(args: string[] = Deno.args): Promise<void> {
 
     const watches = new Set<Watch>();
     let lastResponse = performance.now();
-    const onResponse = (p: SimProxy, r: SimResponse) => {
+    /** Connect-to-ready (synced) times in ms of the full-scale sidecars. */
+    const opened = new WeakMap<AnyProxy, number>(), readyMs: number[] = [];
+    const onResponse = (p: AnyProxy, r: SimResponse) => {
       lastResponse = performance.now();
+      const t0 = opened.get(p);
+      if (t0 !== undefined && p.synced) {
+        readyMs.push(lastResponse - t0);
+        opened.delete(p);
+      }
       for (const w of watches) {
         if (r.type === w.type && !w.seen.has(p) && matches(w, r.section)) {
           w.seen.set(p, performance.now() - w.since);
@@ -351,6 +383,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         onResponse,
       });
       if (delta) deltaSet.add(p);
+      if (i >= o.baseline) opened.set(p, performance.now());
       proxies.push(p);
       return p;
     };
@@ -389,7 +422,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     const connectWave = async (target: number, deltaCount: number) => {
       const start = performance.now();
       const cpu0 = cpuOf(pid);
-      const fresh: SimProxy[] = [];
+      const fresh: AnyProxy[] = [];
       while (proxies.length < target) {
         const batch = Math.min(50, target - proxies.length);
         const wave: SimProxy[] = [];
@@ -441,6 +474,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       const perProxy: number[] = [];
       const perType: Target[][] = [];
       const perTypeMs: number[][] = [];
+      /** The same for proxyless workloads (kept apart: perChange/perProxy are sidecars'). */
+      const pxChange: number[] = [], pxProxy: number[] = [];
       let sotwBytes = NaN, deltaBytes = NaN;
       for (let c = 0; c < count; c++) {
         const waited = await waitQuiet();
@@ -458,25 +493,36 @@ export async function main(args: string[] = Deno.args): Promise<void> {
           for (const p of proxies) if (!p.ended) n++;
           return n;
         };
+        /** Live proxies the watch waits for (every sidecar; proxyless ones watching it). */
+        const expected = (w: Watch) => {
+          let n = 0;
+          for (const p of proxies) {
+            if (!p.ended && mix.expects(p, w.type, w.resource ?? w.name)) n++;
+          }
+          return n;
+        };
         let timedOut = false;
         try {
           await apply();
           await until(what, () => {
-            const n = live();
-            return ws.every((w) => w.seen.size >= n);
+            return ws.every((w) => w.seen.size >= expected(w));
           }, timeoutMs).catch(() => (timedOut = true));
         } finally {
           for (const w of ws) watches.delete(w);
         }
-        const lat: number[] = [];
+        const lat: number[] = [], pxLat: number[] = [];
         for (const [p, t0] of ws[0].seen) {
           let t = t0;
           for (const w of ws) t = Math.max(t, w.seen.get(p) ?? Infinity);
-          if (Number.isFinite(t)) lat.push(t);
+          if (Number.isFinite(t)) (mix.isProxyless(p) ? pxLat : lat).push(t);
         }
         perProxy.push(...lat);
         perChange.push(timedOut ? Infinity : Math.max(...lat));
-        const done = ws.map((w) => w.seen.size >= live() ? Math.max(...w.seen.values()) : Infinity);
+        pxProxy.push(...pxLat);
+        if (pxLat.length) pxChange.push(timedOut ? Infinity : Math.max(...pxLat));
+        const done = ws.map((w) =>
+          w.seen.size >= expected(w) ? Math.max(...w.seen.values()) : Infinity
+        );
         perType.push(targets);
         perTypeMs.push(done);
         if (c === 0) {
@@ -498,7 +544,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
               ? `TIMED OUT after ${timeoutMs / 1000} s, ${
                 ws.map((w) => `${w.type} ${w.seen.size}/${live()}`).join(", ")
               } proxies got it`
-              : `all ${lat.length} proxies${got} in ${ms(perChange[c])}`
+              : `all ${lat.length} proxies${got} in ${ms(perChange[c])}${
+                pxLat.length ? ` (${pxLat.length} proxyless in ${ms(pxChange.at(-1)!)})` : ""
+              }`
           } (${quiet}${types})${
             proxies.length - live() ? ` (${proxies.length - live()} streams ended)` : ""
           }`,
@@ -511,7 +559,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       const typeP50 = (perType[0] ?? []).map((t, k) =>
         `${t.type} ${dur(pct(perTypeMs.map((d) => d[k]).sort((a, b) => a - b), 50))}`
       ).join(", ");
-      return { perChange, perProxy, sotwBytes, deltaBytes, typeP50 };
+      pxChange.sort((a, b) => a - b);
+      pxProxy.sort((a, b) => a - b);
+      return { perChange, perProxy, sotwBytes, deltaBytes, typeP50, pxChange, pxProxy };
     };
 
     let changeSeq = 0;
@@ -519,7 +569,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     /** Config change: one ServiceEntry file edited (full config recompute on the server). */
     const measureSeChanges = async (label: string, count: number) => {
       const r = await measure("ServiceEntry edit", count, 180_000, (c) => {
-        const i = (c * 37) % o.services;
+        const i = mix.seEditService(c, o.services);
         return {
           targets: [{ type: "eds", name: clusterName(i) }],
           apply: async () => {
@@ -546,12 +596,12 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     let regSeq = 0;
     const measureChanges = async (label: string, count: number) => {
       const r = await measure("endpoint change", count, 180_000, (c) => {
-        const i = (c * 37 + 11) % o.services;
+        const i = mix.endpointChangeService(c, o.services);
         const n = ++regSeq;
         const address = `10.250.${n >> 8}.${n & 255}`;
         return {
           // The address as a protobuf string field payload (length + bytes): exact match.
-          targets: [{ type: "eds", needle: lengthPrefixed(address) }],
+          targets: [{ type: "eds", needle: lengthPrefixed(address), resource: clusterName(i) }],
           apply: async () => {
             const res = await fetch(
               `http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(i)}`,
@@ -611,6 +661,133 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     const cpuText = (x: { server: number; client: number }) =>
       `server CPU ${x.server.toFixed(1)} s, client CPU ${x.client.toFixed(1)} s`;
 
+    /**
+     * The proxyless mix (`--proxyless-share`): connects the proxyless workloads beside the sidecars
+     * (their own HTTP/2 connection each, as every gRPC process has), then repeats the endpoint
+     * changes and ServiceEntry edits with both kinds connected. A proxyless workload's server CPU
+     * per push is the series' CPU beyond the sidecar-only series (`before`), per workload.
+     */
+    const proxylessMix = async (
+      before: {
+        big: number;
+        se: number;
+        sidecars: number;
+        rssBefore: number;
+        rssPerSidecar: number;
+      },
+    ) => {
+      const m = o.proxyless, seEdits = Math.min(o.changes, 5);
+      const shape = { ...o, seEdits, svcName };
+      const t0 = performance.now(), cpu0 = cpuOf(pid);
+      const fresh: GrpcSim[] = [];
+      for (let j = 0; j < m; j += 50) {
+        const wave: GrpcSim[] = [];
+        for (let k = j; k < Math.min(m, j + 50); k++) {
+          const session = await LeanSession.connect(grpcPort);
+          sessions.push(session);
+          const p = new GrpcSim({ session, workload: mix.proxylessWorkload(k, shape), onResponse });
+          wave.push(p);
+          proxies.push(p);
+        }
+        fresh.push(...wave);
+        await until(
+          "proxyless workloads to be ready",
+          () => wave.every((p) => p.ready || p.ended),
+          300_000,
+        )
+          .catch((e) => {
+            const p = wave.find((p) => !p.ready)!;
+            const have = Object.fromEntries(Object.entries(p.have).map(([t, v]) => [t, [...v]]));
+            throw new Error(`${e.message}: ${JSON.stringify({ names: p.names, have })}`);
+          });
+      }
+      const bad = fresh.filter((p) => p.ended);
+      if (bad.length) throw new Error(`${bad.length} proxyless workloads failed: ${bad[0].ended}`);
+      const seconds = (performance.now() - t0) / 1000, cpu = cpuOf(pid) - cpu0;
+      await new Promise((r) => setTimeout(r, 2000));
+      const rss = rssOf(pid), pxRss = (rss - before.rssBefore) / m;
+      const pxReady = fresh.map((p) => p.readyMs ?? Infinity).sort((a, b) => a - b);
+      const w = fresh[0];
+      out(
+        `${m} proxyless gRPC workloads (each an xDS server and a client of ` +
+          `${
+            w.names.lds.length - 1
+          } services: LDS ${w.names.lds.length}, RDS ${w.names.rds.length}, ` +
+          `CDS ${w.names.cds.length}, EDS ${w.names.eds.length} names) beside ${before.sidecars} ` +
+          `sidecars: ready in ${seconds.toFixed(1)} s (server CPU ${
+            cpu.toFixed(1)
+          } s); server RSS ` +
+          `${mb(rss)}, ${(pxRss / 1024).toFixed(0)} kB per proxyless workload`,
+      );
+      const label = `sidecars (${before.sidecars}, mixed with ${m} proxyless)`;
+      const r0 = mix.receivedByKind(proxies);
+      const ch = await withCpu(() => measureChanges(label, o.changes));
+      const r1 = mix.receivedByKind(proxies);
+      const se = await withCpu(() => measureSeChanges(label, seEdits));
+      const r2 = mix.receivedByKind(proxies);
+      const pair = (xs: number[]) => `${ms(pct(xs, 50))} / ${ms(pct(xs, 99))}`;
+      const perPush = (cpu: number, pushes: number, proxies: number) =>
+        `${((cpu / pushes / proxies) * 1e6).toFixed(0)} µs`;
+      out(
+        `${m} proxyless (mixed with ${before.sidecars} sidecars): endpoint change → every ` +
+          `proxyless workload p50 / p99 ${pair(ch.r.pxChange)}, ServiceEntry edit ` +
+          `${pair(se.r.pxChange)} (series: ${cpuText(ch)}; ${cpuText(se)})`,
+      );
+      const px = (cpu: number, before: number, pushes: number) =>
+        `${perPush(cpu - before, pushes, m)} (series CPU beyond the sidecars' ` +
+        `${before.toFixed(2)} s: ${cpu.toFixed(2)} s mixed; a difference, noisy on a busy box)`;
+      const kB = (b: number) => `${(b / 1024).toFixed(0)} kB`;
+      const row = (figure: string, sidecar: string, proxyless: string) =>
+        `| ${figure} | ${sidecar} | ${proxyless} |`;
+      const withPerProxy = (change: number[], proxy: number[]) =>
+        `${pair(change)} (per proxy ${pair(proxy)})`;
+      return [
+        "",
+        row(
+          `proxyless mix: ${before.sidecars} sidecars + ${m} proxyless gRPC workloads, same run`,
+          "sidecars",
+          "proxyless",
+        ),
+        "| --- | --- | --- |",
+        row(
+          "connect → ready (all subscribed resources received), p50 / p99",
+          pair(readyMs.sort((a, b) => a - b)),
+          pair(pxReady),
+        ),
+        row(
+          `endpoint change → all, p50 / p99 (mixed, ${ch.r.pxChange.length} changes)`,
+          withPerProxy(ch.r.perChange, ch.r.perProxy),
+          withPerProxy(ch.r.pxChange, ch.r.pxProxy),
+        ),
+        row(
+          `ServiceEntry edit → all, p50 / p99 (mixed, ${se.r.pxChange.length} edits)`,
+          withPerProxy(se.r.perChange, se.r.perProxy),
+          withPerProxy(se.r.pxChange, se.r.pxProxy),
+        ),
+        row(
+          "server CPU per proxy per endpoint-change push",
+          `${perPush(before.big, o.changes, before.sidecars)} (sidecars alone)`,
+          px(ch.server, before.big, o.changes),
+        ),
+        row(
+          "server CPU per proxy per config push (ServiceEntry edit)",
+          `${perPush(before.se, seEdits, before.sidecars)} (sidecars alone)`,
+          px(se.server, before.se, seEdits),
+        ),
+        row("server RSS per proxy (marginal)", kB(before.rssPerSidecar), kB(pxRss)),
+        row(
+          "responses per proxy per endpoint change, by type",
+          mix.perPush(r0.sidecar, r1.sidecar, o.changes),
+          mix.perPush(r0.proxyless, r1.proxyless, o.changes),
+        ),
+        row(
+          "responses per proxy per ServiceEntry edit, by type",
+          mix.perPush(r1.sidecar, r2.sidecar, seEdits),
+          mix.perPush(r1.proxyless, r2.proxyless, seEdits),
+        ),
+      ];
+    };
+
     // ---- baseline ----
     const w1 = await connectWave(o.baseline, 0);
     await new Promise((r) => setTimeout(r, 1000));
@@ -658,6 +835,15 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         : measureFullPush(`${n} proxies`, o.fullPushes)
     );
     out(`  (full pushes: ${cpuText(full)})`);
+    const pxTable = o.proxyless
+      ? await proxylessMix({
+        big: big.server,
+        se: se.server,
+        sidecars: n,
+        rssBefore: rssN,
+        rssPerSidecar: (rssN - rssBase) / (n - o.baseline),
+      })
+      : [];
     const projected = rssIdle + perProxy * 2000;
     const pair = (xs: number[], p1: number, p2: number) =>
       `${ms(pct(xs, p1))} / ${ms(pct(xs, p2))}`;
@@ -720,6 +906,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       `| same, vs a full SotW EDS state (${(edsFull / 1024).toFixed(1)} kB) | ` +
         `${(100 * ratioState).toFixed(2)}% | delta ≤ 2% of SotW |`,
     );
+    for (const line of pxTable) out(line);
   } finally {
     for (const p of proxies) p.close();
     for (const s of sessions) s.destroy();
@@ -770,8 +957,8 @@ async function profiled<T>(dir: string, httpPort: number, fn: () => Promise<T>):
   }
 }
 
-const deltaSet = new WeakSet<SimProxy>();
-function isDelta(p: SimProxy): boolean {
+const deltaSet = new WeakSet<AnyProxy>();
+function isDelta(p: AnyProxy): boolean {
   return deltaSet.has(p);
 }
 

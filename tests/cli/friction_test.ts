@@ -31,6 +31,7 @@ Deno.test("bench --help lists the benches and runs none; <name> --help describes
   const one = await run("bench/main.ts", ["xds", "--help"]);
   assert.equal(one.code, 0, one.stderr);
   assert.match(one.stdout, /^bench xds: xDS scale benchmark/);
+  assert.match(one.stdout, /--proxyless-share 0\.5/, "the proxyless mix is described");
   assert.doesNotMatch(one.stdout, /# bench/, "the bench did not start");
   const bad = await run("bench/main.ts", ["nope"]);
   assert.equal(bad.code, 2);
