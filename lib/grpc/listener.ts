@@ -42,7 +42,8 @@ export interface GrpcListenOptions extends H2Options {
   maxConnectionsPerAddress?: number;
   /**
    * Descriptors below the process's `RLIMIT_NOFILE` that accepted connections never take
-   * (default 5 % of the limit, at least 16). A connection accepted over that budget closes the
+   * (default 10 % of the limit, at least 160: Deno accepts up to 128 connections from the backlog
+   * before the first of them reaches JavaScript). A connection accepted over that budget closes the
    * oldest connection that has not sent its client preface and SETTINGS for a second, or else
    * itself; counted in {@link GrpcListener.shed}, with one log line per 10 s. Linux only (read
    * from `/proc/self`); elsewhere there is no budget.
@@ -279,6 +280,8 @@ class Listener implements GrpcListener {
   #silent = new Map<string, { socket: Socket; at: number }>();
   /** Raw sockets we closed on purpose (their failed TLS handshake is not logged). */
   #dropped = new WeakSet<Socket>();
+  /** Counts an accepted raw socket out of the budget (once). */
+  #release = new WeakMap<Socket, () => void>();
   #shed: Tally;
   // Accept check and reopening.
   #check: AcceptCheck;
@@ -328,14 +331,21 @@ class Listener implements GrpcListener {
     this.#byAddress.set(address, n);
     const entry = { socket: raw, at: performance.now() };
     this.#silent.set(key, entry);
-    raw.once("close", () => {
+    // Counted out once: when we drop the socket (its descriptor is released right then, and a
+    // measurement taken before its close event must not see it released twice), else at close.
+    let counted = true;
+    const release = () => {
+      if (!counted) return;
+      counted = false;
       this.#fds.closed();
       this.#rawCount--;
       const left = (this.#byAddress.get(address) ?? 1) - 1;
       if (left > 0) this.#byAddress.set(address, left);
       else this.#byAddress.delete(address);
       if (this.#silent.get(key) === entry) this.#silent.delete(key);
-    });
+    };
+    this.#release.set(raw, release);
+    raw.once("close", release);
     const cap = this.#addressCap(address);
     if (n > cap) {
       this.#drop(raw);
@@ -351,7 +361,9 @@ class Listener implements GrpcListener {
     const excess = this.#fds.excess();
     if (excess <= -this.#fds.reserve / 2) return true;
     for (let n = Math.max(1, Math.min(8, excess + 1)); n > 0; n--) {
-      const victim = this.#victim(excess > 0, address) ?? raw;
+      // Not over the budget yet, a newcomer stays when no connection has been silent a second.
+      const victim = this.#victim(excess > 0, address) ?? (excess > 0 ? raw : undefined);
+      if (!victim) return true;
       this.#drop(victim);
       this.#shed.add((k) =>
         `closed ${k} connection(s) to keep ${this.#fds.reserve} file descriptors free ` +
@@ -392,6 +404,7 @@ class Listener implements GrpcListener {
     this.#dropped.add(raw);
     this.#silent.delete(peerKey(raw));
     raw.destroy();
+    this.#release.get(raw)?.();
   }
 
   /** Opens the listening socket and starts the accept checks. */
