@@ -97,6 +97,8 @@ export interface GrpcListener {
   readonly throttled: number;
   /** Connections closed to keep the descriptor reserve (see {@link GrpcListenOptions.descriptorReserve}). */
   readonly shed: number;
+  /** TCP connections accepted since the listener started (the accept checks' own excluded). */
+  readonly accepted: number;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
@@ -315,6 +317,10 @@ class Listener implements GrpcListener {
 
   get shed(): number {
     return this.#shed.count;
+  }
+
+  get accepted(): number {
+    return this.#accepted;
   }
 
   /**
