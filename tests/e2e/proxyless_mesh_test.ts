@@ -21,7 +21,7 @@ import { WHOAMI_METHOD, whoAmIClientConstructor } from "../../cli/demo/whoami.ts
 import { startMeshCa, startProxylessAgent } from "../harness/mesh_agent.ts";
 import { startXdsServer, type XdsServerProcess } from "../harness/proxyless.ts";
 import { type CallResult, startXdsClient, type XdsClientProcess } from "../harness/xds_client.ts";
-import { freePort, waitUntil } from "../harness/procs.ts";
+import { freeServerPort, waitUntil } from "../harness/procs.ts";
 import { startDiscovery } from "./discovery_harness.ts";
 
 const TARGET = "xds:///greeter.default.svc.cluster.local:7070";
@@ -167,7 +167,7 @@ Deno.test({
     await Deno.mkdir(configDir);
     // grpc-js-xds binds its port on every address (it ignores the host), so the two versions
     // get their own ports
-    const ports = [freePort(), freePort()];
+    const ports = [freeServerPort(), freeServerPort()];
     await Deno.writeTextFile(
       `${configDir}/greeter.yaml`,
       serviceEntry(ports[0], ports[1]) + "---\n" + DR + "---\n" + VS,
@@ -180,7 +180,7 @@ Deno.test({
     cleanups.push(() => discovery.proc.stop());
 
     // (its monitoring port defaults to 9093, which another program may hold)
-    const ca = await startMeshCa(dir, ["--monitoring-port", String(freePort())]);
+    const ca = await startMeshCa(dir, ["--monitoring-port", String(freeServerPort())]);
     cleanups.push(() => ca[Symbol.asyncDispose]());
     // one mesh-agent --proxyless per workload: its certificate from mesh_ca (12 s, renewed at half
     // life, so certificates rotate under every step) and its bootstrap
