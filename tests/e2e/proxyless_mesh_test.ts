@@ -247,8 +247,10 @@ Deno.test({
 
     await step("plaintext: calls follow the VirtualService split and header match", async () => {
       for (const c of [clients.js, clients.core]) {
-        await c.callUntil(TARGET, (r) => ok(r) && !!r.versions.v1 && !!r.versions.v2, {
-          timeoutMs: 30_000,
+        // the first calls wait for the xDS resources and the connections: generous on a loaded box
+        await c.callUntil(TARGET, (r) => ok(r) && both(r), {
+          timeoutMs: 90_000,
+          deadlineMs: 5000,
         }).catch((e) => {
           throw new Error(`${e.message}\n${diag()}\n${c.stderr().slice(-1500)}`);
         });
