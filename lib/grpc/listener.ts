@@ -142,6 +142,12 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
 
 const ignore = () => {};
 const STOPPED = "the accept loop stopped";
+/**
+ * A check whose one-second timer fired this much late (ms) or more says nothing: the event loop
+ * was busy (or the process starved of CPU), and the check's connection may wait behind it.
+ */
+const LATE_MS = 250;
+const BUSY = "the event loop was busy";
 
 /** `address` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
 const peerAddress = (socket: Socket) => (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
@@ -219,7 +225,11 @@ class AcceptCheck {
         sock.destroy();
         resolve({ ok, reason });
       };
-      const timer = setTimeout(() => finish(false, STOPPED), 1000);
+      const started = performance.now();
+      const timer = setTimeout(
+        () => finish(false, performance.now() - started >= 1000 + LATE_MS ? BUSY : STOPPED),
+        1000,
+      );
       let key = "";
       this.#probeSeen = () => {};
       const sock = this.net.connect({ port, host });
@@ -551,7 +561,9 @@ class Listener implements GrpcListener {
     // Not answered, but other connections were accepted meanwhile: the check waits in a long
     // backlog (a flood of connections), the accept loop is alive. Reopening would reset the
     // backlog.
-    if (r.reason === STOPPED && this.#accepted > before) r.ok = true;
+    if ((r.reason === STOPPED || r.reason === BUSY) && this.#accepted > before) r.ok = true;
+    // Not answered while the event loop was late: no conclusion either way.
+    if (!r.ok && r.reason === BUSY) return;
     if (r.ok) {
       this.#unanswered = 0;
       this.#lastReopenError = "";
