@@ -324,10 +324,12 @@ Deno.test({
         await bgCore.stop();
         for (const r of [...bg.results, ...bgCore.results]) assert.ok(ok(r), JSON.stringify(r));
         assert.ok(bg.results.length > 0 && bgCore.results.length > 0);
+        // new connections carry the renewed identities too (within a reload of the servers'
+        // certificate watchers: a handshake was seen refused once, under load, right after one)
         for (const c of [clients.js, clients.core]) {
-          await c.reset();
-          const r = await c.call(TARGET, { n: 40, deadlineMs: SLOW });
-          assert.ok(onlyPeer(r, WORLD), JSON.stringify(r));
+          await freshUntil(c, (r) => onlyPeer(r, WORLD) && both(r)).catch((e) => {
+            throw new Error(`${e.message}\n${diag()}\n${c.stderr().slice(-1500)}`);
+          });
         }
       },
     );
