@@ -64,7 +64,8 @@ export interface GrpcListenOptions extends H2Options {
    * How often the listener checks that it still accepts (a loopback connection to itself), in ms
    * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
    * fails (the connection cannot be made, or two checks in a row are not accepted within a
-   * second) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
+   * second while nothing else was accepted; a check whose timer fired late, the event loop busy,
+   * counts neither way) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
    * false until a check passes again.
    */
   acceptCheckMs?: number;
