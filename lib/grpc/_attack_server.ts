@@ -2,7 +2,7 @@
  * A gRPC server on the transport for the adversarial tests (`attack_test.ts`), run as its own
  * process so that its memory can be measured: `deno run -A --v8-flags=--expose-gc
  * lib/grpc/_attack_server.ts '<limits JSON>' '<listener options JSON>'`. Prints `port <n>`; then answers each `mem` line on
- * stdin with `{rss, heapUsed, connections, accepting}` after a full GC.
+ * stdin with `{rss, heapUsed, connections, accepting, refused, shed, accepted}` after a full GC.
  *
  * Methods: `/t.S/Echo` (each message back; OK when the client half-closes) and `/t.S/Big`
  * (answers each request with a 1 MiB message, like a large CDS push).
@@ -56,6 +56,7 @@ for await (const chunk of lines) {
         accepting: listener.accepting,
         refused: listener.refused,
         shed: listener.shed,
+        accepted: listener.accepted,
       }));
     }
   }

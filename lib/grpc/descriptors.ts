@@ -37,6 +37,13 @@ export const procDescriptors: DescriptorSource = {
   },
 };
 
+/**
+ * Connections Deno accepts from the backlog in one turn of its event loop, before the first of
+ * them reaches JavaScript (measured on 2.7: batches of 128): the reserve holds at least these,
+ * or a burst accepted at the budget reaches EMFILE, which stops the accept loop for good.
+ */
+export const ACCEPT_BATCH = 128;
+
 /** How often (ms) the count of open descriptors is taken again, at least. */
 const MEASURE_MS = 500;
 /** Near the budget, how often (ms) it is taken again at most (under a flood of connections). */
@@ -55,7 +62,8 @@ export class DescriptorBudget {
   #delta = 0;
 
   /**
-   * `reserve`: descriptors kept free (default: 10 % of the limit, at least 32); `source`: where
+   * `reserve`: descriptors kept free (default: 10 % of the limit, at least {@link ACCEPT_BATCH}
+   * + 32); `source`: where
    * the limit and the count come from (tests).
    */
   constructor(
@@ -65,7 +73,7 @@ export class DescriptorBudget {
   /** Descriptors kept free under the current limit. */
   get reserve(): number {
     this.#refresh(false);
-    return this.opts.reserve ?? Math.max(32, Math.ceil(this.#limit * 0.1));
+    return this.opts.reserve ?? Math.max(ACCEPT_BATCH + 32, Math.ceil(this.#limit * 0.1));
   }
 
   /** The descriptors accepted connections may hold in all: the limit less the reserve. */

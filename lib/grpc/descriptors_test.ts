@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DescriptorBudget, procDescriptors } from "./descriptors.ts";
+import { ACCEPT_BATCH, DescriptorBudget, procDescriptors } from "./descriptors.ts";
 
 /** A budget over a fake limit and count, with a clock the test moves. */
 function fake(limit: number, open: number, reserve?: number) {
@@ -15,9 +15,11 @@ function fake(limit: number, open: number, reserve?: number) {
   return { state, budget };
 }
 
-Deno.test("DescriptorBudget keeps 10 % of the limit free, at least 32, unless told a reserve", () => {
-  assert.equal(fake(1024, 0).budget.reserve, 103);
-  assert.equal(fake(100, 0).budget.reserve, 32);
+Deno.test("DescriptorBudget keeps 10 % of the limit free, at least Deno's accept batch + 32, unless told a reserve", () => {
+  assert.equal(ACCEPT_BATCH, 128);
+  assert.equal(fake(4096, 0).budget.reserve, 410);
+  assert.equal(fake(1024, 0).budget.reserve, 160);
+  assert.equal(fake(100, 0).budget.reserve, 160);
   assert.equal(fake(1024, 0, 50).budget.budget, 974);
   assert.equal(fake(Infinity, 0).budget.budget, Infinity);
 });

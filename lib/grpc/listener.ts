@@ -42,7 +42,8 @@ export interface GrpcListenOptions extends H2Options {
   maxConnectionsPerAddress?: number;
   /**
    * Descriptors below the process's `RLIMIT_NOFILE` that accepted connections never take
-   * (default 5 % of the limit, at least 16). A connection accepted over that budget closes the
+   * (default 10 % of the limit, at least 160: Deno accepts up to 128 connections from the backlog
+   * before the first of them reaches JavaScript). A connection accepted over that budget closes the
    * oldest connection that has not sent its client preface and SETTINGS for a second, or else
    * itself; counted in {@link GrpcListener.shed}, with one log line per 10 s. Linux only (read
    * from `/proc/self`); elsewhere there is no budget.
@@ -63,7 +64,8 @@ export interface GrpcListenOptions extends H2Options {
    * How often the listener checks that it still accepts (a loopback connection to itself), in ms
    * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
    * fails (the connection cannot be made, or two checks in a row are not accepted within a
-   * second) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
+   * second while nothing else was accepted; a check whose timer fired late, the event loop busy,
+   * counts neither way) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
    * false until a check passes again.
    */
   acceptCheckMs?: number;
@@ -96,6 +98,8 @@ export interface GrpcListener {
   readonly throttled: number;
   /** Connections closed to keep the descriptor reserve (see {@link GrpcListenOptions.descriptorReserve}). */
   readonly shed: number;
+  /** TCP connections accepted since the listener started (the accept checks' own excluded). */
+  readonly accepted: number;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
@@ -139,6 +143,12 @@ export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener>
 
 const ignore = () => {};
 const STOPPED = "the accept loop stopped";
+/**
+ * A check whose one-second timer fired this much late (ms) or more says nothing: the event loop
+ * was busy (or the process starved of CPU), and the check's connection may wait behind it.
+ */
+const LATE_MS = 250;
+const BUSY = "the event loop was busy";
 
 /** `address` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
 const peerAddress = (socket: Socket) => (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
@@ -216,7 +226,11 @@ class AcceptCheck {
         sock.destroy();
         resolve({ ok, reason });
       };
-      const timer = setTimeout(() => finish(false, STOPPED), 1000);
+      const started = performance.now();
+      const timer = setTimeout(
+        () => finish(false, performance.now() - started >= 1000 + LATE_MS ? BUSY : STOPPED),
+        1000,
+      );
       let key = "";
       this.#probeSeen = () => {};
       const sock = this.net.connect({ port, host });
@@ -279,6 +293,8 @@ class Listener implements GrpcListener {
   #silent = new Map<string, { socket: Socket; at: number }>();
   /** Raw sockets we closed on purpose (their failed TLS handshake is not logged). */
   #dropped = new WeakSet<Socket>();
+  /** Counts an accepted raw socket out of the budget (once). */
+  #release = new WeakMap<Socket, () => void>();
   #shed: Tally;
   // Accept check and reopening.
   #check: AcceptCheck;
@@ -314,6 +330,10 @@ class Listener implements GrpcListener {
     return this.#shed.count;
   }
 
+  get accepted(): number {
+    return this.#accepted;
+  }
+
   /**
    * Every accepted raw socket (before TLS): counted against the descriptor budget and its
    * address's bound. False when it was closed.
@@ -328,14 +348,21 @@ class Listener implements GrpcListener {
     this.#byAddress.set(address, n);
     const entry = { socket: raw, at: performance.now() };
     this.#silent.set(key, entry);
-    raw.once("close", () => {
+    // Counted out once: when we drop the socket (its descriptor is released right then, and a
+    // measurement taken before its close event must not see it released twice), else at close.
+    let counted = true;
+    const release = () => {
+      if (!counted) return;
+      counted = false;
       this.#fds.closed();
       this.#rawCount--;
       const left = (this.#byAddress.get(address) ?? 1) - 1;
       if (left > 0) this.#byAddress.set(address, left);
       else this.#byAddress.delete(address);
       if (this.#silent.get(key) === entry) this.#silent.delete(key);
-    });
+    };
+    this.#release.set(raw, release);
+    raw.once("close", release);
     const cap = this.#addressCap(address);
     if (n > cap) {
       this.#drop(raw);
@@ -351,7 +378,9 @@ class Listener implements GrpcListener {
     const excess = this.#fds.excess();
     if (excess <= -this.#fds.reserve / 2) return true;
     for (let n = Math.max(1, Math.min(8, excess + 1)); n > 0; n--) {
-      const victim = this.#victim(excess > 0, address) ?? raw;
+      // Not over the budget yet, a newcomer stays when no connection has been silent a second.
+      const victim = this.#victim(excess > 0, address) ?? (excess > 0 ? raw : undefined);
+      if (!victim) return true;
       this.#drop(victim);
       this.#shed.add((k) =>
         `closed ${k} connection(s) to keep ${this.#fds.reserve} file descriptors free ` +
@@ -392,6 +421,7 @@ class Listener implements GrpcListener {
     this.#dropped.add(raw);
     this.#silent.delete(peerKey(raw));
     raw.destroy();
+    this.#release.get(raw)?.();
   }
 
   /** Opens the listening socket and starts the accept checks. */
@@ -532,7 +562,9 @@ class Listener implements GrpcListener {
     // Not answered, but other connections were accepted meanwhile: the check waits in a long
     // backlog (a flood of connections), the accept loop is alive. Reopening would reset the
     // backlog.
-    if (r.reason === STOPPED && this.#accepted > before) r.ok = true;
+    if ((r.reason === STOPPED || r.reason === BUSY) && this.#accepted > before) r.ok = true;
+    // Not answered while the event loop was late: no conclusion either way.
+    if (!r.ok && r.reason === BUSY) return;
     if (r.ok) {
       this.#unanswered = 0;
       this.#lastReopenError = "";

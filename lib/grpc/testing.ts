@@ -592,8 +592,8 @@ export async function sustain(
 }
 
 /**
- * Connections that never send the preface (`count` of them, held until `closeAfterMs`). Answers
- * how many the server had closed by then.
+ * Connections that never send the preface (`count` of them, held until the server closed them all
+ * or `holdMs` passed). Answers how many the server had closed by then.
  */
 export async function silentConnections(
   port: number,
@@ -603,7 +603,7 @@ export async function silentConnections(
   const cs = await Promise.all(
     Array.from({ length: count }, () => RawClient.connect(port, { preface: false })),
   );
-  await new Promise((r) => setTimeout(r, holdMs));
+  await eventually(() => cs.every((c) => c.isClosed), holdMs);
   const closed = cs.filter((c) => c.isClosed).length;
   await Promise.all(cs.map((c) => c.close()));
   return { sent: 0, answer: `${closed} of ${count} silent connections closed by the server` };

@@ -53,7 +53,7 @@ export async function startDiscovery(
   const proc = spawnProgram(DISCOVERY_SCRIPT, args, { env });
   let line: string;
   try {
-    line = await proc.waitFor(LISTENING, 20_000);
+    line = await proc.waitFor(LISTENING, 60_000); // generous: start-up on a loaded box
   } catch (e) {
     await proc.stop();
     throw e;

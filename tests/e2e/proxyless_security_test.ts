@@ -17,7 +17,7 @@ import { WHOAMI_METHOD, whoAmIClientConstructor } from "../../cli/demo/whoami.ts
 import { startMeshCa, startProxylessAgent } from "../harness/mesh_agent.ts";
 import { startXdsServer, type XdsServerProcess } from "../harness/proxyless.ts";
 import { type CallResult, startXdsClient, type XdsClientProcess } from "../harness/xds_client.ts";
-import { freePort } from "../harness/procs.ts";
+import { freeServerPort } from "../harness/procs.ts";
 import { startDiscovery } from "./discovery_harness.ts";
 
 const TARGET = "xds:///greeter.default.svc.cluster.local:7070";
@@ -131,7 +131,7 @@ Deno.test({
   try {
     const configDir = `${dir}/config`;
     await Deno.mkdir(configDir);
-    const ports = [freePort(), freePort()];
+    const ports = [freeServerPort(), freeServerPort()];
     await Deno.writeTextFile(`${configDir}/greeter.yaml`, serviceEntry(ports[0], ports[1]));
     const meshFile = `${dir}/mesh`;
     await Deno.writeTextFile(meshFile, "authPolicy: NONE\n");
@@ -139,7 +139,7 @@ Deno.test({
       ["--registries", "Mock", "--configDir", configDir, "--meshConfig", meshFile],
     );
     cleanups.push(() => discovery.proc.stop());
-    const ca = await startMeshCa(dir, ["--monitoring-port", String(freePort())]);
+    const ca = await startMeshCa(dir, ["--monitoring-port", String(freeServerPort())]);
     cleanups.push(() => ca[Symbol.asyncDispose]());
     const workload = async (pod: string, sa: string) => {
       const agent = await startProxylessAgent({

@@ -57,7 +57,7 @@ export async function startMeshCa(dir: string, extra: string[] = []): Promise<Ru
     ...extra,
   ]);
   try {
-    await proc.waitFor(/gRPC signing API listening/, 30_000);
+    await proc.waitFor(/gRPC signing API listening/, 60_000); // generous: a loaded box
   } catch (e) {
     await proc.stop();
     throw e;
@@ -143,7 +143,7 @@ export async function startProxylessAgent(
   });
   try {
     // the agent logs the path once the file is in place
-    await proc.waitFor(/gRPC bootstrap written/, 30_000);
+    await proc.waitFor(/gRPC bootstrap written/, 60_000); // generous: a loaded box
   } catch (e) {
     await proc.stop();
     throw e;

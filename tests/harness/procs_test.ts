@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import {
   freePort,
+  freeServerPort,
   programScript,
   runProgram,
   spawnProgram,
@@ -88,6 +89,17 @@ Deno.test("programScript() maps a bare program name to cli/<name>.ts and keeps p
   assert.match(programScript("meshctl"), /\/cli\/meshctl\.ts$/);
   assert.equal(programScript("./x/y.ts"), "./x/y.ts");
   assert.throws(() => programScript(""), /must not be empty/);
+});
+
+Deno.test("freeServerPort() returns a port below the ephemeral range that can be bound on every address", () => {
+  const [low] = Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").split(/\s+/).map(
+    Number,
+  );
+  for (let i = 0; i < 5; i++) {
+    const port = freeServerPort();
+    assert.ok(port >= 10_000 && port < low, `port ${port}, ephemeral from ${low}`);
+    Deno.listen({ hostname: "0.0.0.0", port }).close();
+  }
 });
 
 Deno.test("freePort() returns a port that can be bound on 127.0.0.1", () => {

@@ -100,13 +100,17 @@ export interface XdsClientProcess {
   /** Makes `opts.n` calls to `target` (`xds:///host:port`) and reports where they went. */
   call(target: string, opts?: CallOptions): Promise<CallResult>;
   /**
-   * Calls in batches of `opts.n` (default 20) until `ok(result)` holds for one batch; throws with
-   * the last result when `timeoutMs` (default 10000) passes first.
+   * Calls in batches of `opts.n` (default 20; per-call deadline 1 s unless `deadlineMs`) until
+   * `ok(result)` holds for one batch; throws with the last result when `timeoutMs` (default
+   * 10000) passes first. With `fresh`, every batch runs on new channels ({@link reset} first):
+   * an xDS server applies a changed listener (RBAC, TLS) to new connections only, and a
+   * grpc-js-xds server was seen to serve an established connection under the old one for over
+   * a minute.
    */
   callUntil(
     target: string,
     ok: (r: CallResult) => boolean,
-    opts?: CallOptions & { timeoutMs?: number },
+    opts?: CallOptions & { timeoutMs?: number; fresh?: boolean },
   ): Promise<CallResult>;
   /** Closes every channel: the next calls open new connections (current TLS settings). */
   reset(): Promise<void>;
@@ -258,6 +262,7 @@ export async function startXdsClient(
       const deadline = Date.now() + (o.timeoutMs ?? 10_000);
       let last: CallResult | undefined;
       while (true) {
+        if (o.fresh) await client.reset();
         last = await client.call(target, { n: 20, deadlineMs: 1000, ...o });
         if (ok(last)) return last;
         if (Date.now() > deadline) {
