@@ -265,8 +265,10 @@ export class Connection implements StreamOwner {
   }
 
   /**
-   * A connection error: GOAWAY, no more reading, every call cancelled, and the socket closed once
-   * the GOAWAY is written (at most a second later).
+   * A connection error: GOAWAY, every call cancelled, and the socket closed once the GOAWAY is
+   * written (at most a second later). What the peer still sends is read and dropped until then
+   * (as nghttp2 does): closing a socket with unread bytes makes the kernel send a reset, which
+   * can destroy the GOAWAY before a slow peer has read it.
    */
   #fatal(code: number, message: string, debug = message): void {
     if (this.#dead) return;
@@ -276,7 +278,7 @@ export class Connection implements StreamOwner {
     this.#markFailed();
     this.#in = [];
     this.#inlen = 0;
-    this.socket.pause();
+    this.socket.resume(); // #receive drops what arrives now
     this.#cancelAll("connection failed");
     this.#out.ready.clear();
     this.#out.flush();
