@@ -57,9 +57,37 @@ export type Target = typeof TARGETS[number];
  * Modules a program imports through a computed specifier (so that `deno run` does not resolve
  * them at every start), which `deno compile` must be told to include.
  */
-export const INCLUDES: Readonly<Partial<Record<Program, readonly string[]>>> = {
-  "mesh-policy": ["lib/deps/otel.ts"],
-};
+export const INCLUDES: Readonly<Record<Program, readonly string[]>> = (() => {
+  // Every program's commands are loaded through cli/_shared/lazy.ts (computed specifiers).
+  const shared = ["cli/_shared/version_cmd.ts", "cli/_shared/probe_cmd.ts"];
+  const commands = (dir: string, names: string[]) => names.map((n) => `cli/${dir}/${n}.ts`);
+  return {
+    "mesh-discovery": [...shared, ...commands("mesh-discovery", ["debug", "discovery"])],
+    "mesh-policy": [...shared, ...commands("mesh-policy", ["crd", "server"]), "lib/deps/otel.ts"],
+    "sidecar-injector": [...shared, ...commands("sidecar-injector", ["server"])],
+    "mesh_ca": [...shared, ...commands("mesh_ca", ["server"])],
+    "meshctl": [
+      ...shared,
+      ...commands("meshctl", [
+        "context_create",
+        "convert",
+        "create",
+        "delete",
+        "deregister",
+        "gen_deploy",
+        "get",
+        "kube_inject",
+        "metrics",
+        "proxy_config",
+        "rbac_can",
+        "register",
+        "replace",
+        "workload",
+      ]),
+    ],
+    "mesh-agent": [...shared, ...commands("mesh-agent", ["debug", "proxy"])],
+  };
+})();
 
 /**
  * V8 flags a program is built with (`deno compile --v8-flags`, applied at every start of the
@@ -172,7 +200,7 @@ export function planBuilds(options: PlanOptions = {}): Build[] {
           output,
           "--import-map",
           importMap,
-          ...(INCLUDES[program] ?? []).flatMap((f) => ["--include", f]),
+          ...INCLUDES[program].flatMap((f) => ["--include", f]),
           ...v8FlagsArgs(program),
           entry,
         ],

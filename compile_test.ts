@@ -6,6 +6,7 @@ import {
   explainCompileFailure,
   formatCommand,
   gitRevision,
+  INCLUDES,
   main,
   outputName,
   planBuilds,
@@ -77,13 +78,35 @@ Deno.test("planBuilds() gives the exact deno compile arguments", () => {
     "dist/meshctl-x86_64-pc-windows-msvc.exe",
     "--import-map",
     "dist/.stamp/import_map.json",
+    ...INCLUDES.meshctl.flatMap((f) => ["--include", f]),
     "cli/meshctl.ts",
   ]);
 });
 
+Deno.test("INCLUDES lists every command module a program loads through a computed specifier", () => {
+  for (const program of PROGRAMS) {
+    const lazy = new Set<string>();
+    for (
+      const [file, dir] of [[`cli/${program}.ts`, "cli"], ["cli/_shared/groups.ts", "cli/_shared"]]
+    ) {
+      const text = Deno.readTextFileSync(new URL(`./${file}`, import.meta.url));
+      for (const m of text.matchAll(/lazyCommand<typeof import\("\.\/([^"]+)"\)>/g)) {
+        lazy.add(`${dir}/${m[1]}`);
+      }
+    }
+    assert.ok(lazy.size > 0, program);
+    for (const f of lazy) {
+      assert.ok(INCLUDES[program].includes(f), `${program}: ${f} not in INCLUDES`);
+    }
+    for (const f of INCLUDES[program]) {
+      assert.ok(Deno.statSync(new URL(`./${f}`, import.meta.url)).isFile, f);
+    }
+  }
+});
+
 Deno.test("planBuilds() includes the modules mesh-policy imports through a computed specifier", () => {
   const [b] = planBuilds({ programs: ["mesh-policy"], targets: ["x86_64-unknown-linux-gnu"] });
-  assert.deepEqual(b.args.slice(-4, -2), ["--include", "lib/deps/otel.ts"]);
+  assert.ok(b.args.join(" ").includes("--include lib/deps/otel.ts"));
   assert.equal(b.args.at(-1), "cli/mesh-policy.ts");
   assert.ok(Deno.statSync(new URL("./lib/deps/otel.ts", import.meta.url)).isFile);
 });
@@ -130,6 +153,8 @@ Deno.test("compile.ts --dry-run prints the stamp values, then one exact deno com
   assert.equal(r.stderr, "");
   assert.equal(r.code, 0);
   const common = "--import-map out/.stamp/import_map.json";
+  const inc = (p: "mesh-discovery" | "mesh_ca") =>
+    INCLUDES[p].map((f) => `--include ${f}`).join(" ");
   const lines = r.stdout.split("\n");
   const revision = await gitRevision();
   assert.match(revision, /^[0-9a-f]{40}(-dirty)?$/);
@@ -140,10 +165,18 @@ Deno.test("compile.ts --dry-run prints the stamp values, then one exact deno com
   assert.equal(
     lines.slice(3).join("\n"),
     [
-      `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh-discovery-x86_64-unknown-linux-gnu ${common} cli/mesh-discovery.ts`,
-      `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh-discovery-x86_64-pc-windows-msvc.exe ${common} cli/mesh-discovery.ts`,
-      `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh_ca-x86_64-unknown-linux-gnu ${common} cli/mesh_ca.ts`,
-      `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh_ca-x86_64-pc-windows-msvc.exe ${common} cli/mesh_ca.ts`,
+      `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh-discovery-x86_64-unknown-linux-gnu ${common} ${
+        inc("mesh-discovery")
+      } cli/mesh-discovery.ts`,
+      `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh-discovery-x86_64-pc-windows-msvc.exe ${common} ${
+        inc("mesh-discovery")
+      } cli/mesh-discovery.ts`,
+      `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh_ca-x86_64-unknown-linux-gnu ${common} ${
+        inc("mesh_ca")
+      } cli/mesh_ca.ts`,
+      `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh_ca-x86_64-pc-windows-msvc.exe ${common} ${
+        inc("mesh_ca")
+      } cli/mesh_ca.ts`,
       "",
     ].join("\n"),
   );

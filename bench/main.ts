@@ -10,6 +10,7 @@
 /** Bench modules by name, loaded on demand. */
 export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Promise<void> }>> = {
   agent: () => import("./agent.ts"),
+  config_load: () => import("./config_load.ts"),
   ca: () => import("./ca.ts"),
   inject: () => import("./inject.ts"),
   h2_attack: () => import("./h2_attack.ts"),

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { lazyCommand } from "./_shared/lazy.ts";
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
@@ -29,7 +30,10 @@ export const program: ProgramSpec = {
           "The admin port is $MESH_AGENT_ADMIN_ADDRESS (default 127.0.0.1:15000); static prints",
           "the files in $MESH_AGENT_CONFIG_PATH (default /etc/mesh/proxy).",
         ].join("\n"),
-        load: () => import("./mesh-agent/debug.ts"),
+        load: lazyCommand<typeof import("./mesh-agent/debug.ts")>(
+          "./mesh-agent/debug.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "proxy",
@@ -38,7 +42,10 @@ export const program: ProgramSpec = {
         args: ["[role]"],
         flags: proxyFlags,
         groups: [logging],
-        load: () => import("./mesh-agent/proxy.ts"),
+        load: lazyCommand<typeof import("./mesh-agent/proxy.ts")>(
+          "./mesh-agent/proxy.ts",
+          import.meta.url,
+        ),
       }),
       versionCommand(logging),
     ],

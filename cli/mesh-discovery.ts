@@ -6,6 +6,7 @@
  * @module
  */
 
+import { lazyCommand } from "./_shared/lazy.ts";
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
@@ -47,14 +48,20 @@ export const program: ProgramSpec = {
         flags: debugFlags,
         groups: common,
         helpAfter: DEBUG_HELP,
-        load: () => import("./mesh-discovery/debug.ts"),
+        load: lazyCommand<typeof import("./mesh-discovery/debug.ts")>(
+          "./mesh-discovery/debug.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "discovery",
         summary: "Starts the proxy discovery service.",
         flags: discoveryFlags,
         groups: common,
-        load: () => import("./mesh-discovery/discovery.ts"),
+        load: lazyCommand<typeof import("./mesh-discovery/discovery.ts")>(
+          "./mesh-discovery/discovery.ts",
+          import.meta.url,
+        ),
       }),
       versionCommand(...common),
     ],

@@ -5,10 +5,17 @@
  * @module
  */
 
+import { lazyCommand } from "./_shared/lazy.ts";
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { introspectionGroup, LOG_SCOPES, probeCommand, versionCommand } from "./_shared/groups.ts";
 import { logging, serverFlags } from "./mesh-policy/flags.ts";
+
+/** The `crd` commands' module (a computed specifier: see cli/_shared/lazy.ts). */
+const loadCrd = lazyCommand<typeof import("./mesh-policy/crd.ts")>(
+  "./mesh-policy/crd.ts",
+  import.meta.url,
+);
 
 /** The command tree of mesh-policy. */
 export const program: ProgramSpec = {
@@ -28,19 +35,19 @@ export const program: ProgramSpec = {
             name: "adapter",
             summary: "Lists CRDs for available adapters.",
             groups: [logging],
-            load: () => import("./mesh-policy/crd.ts").then((m) => m.adapter),
+            load: () => loadCrd().then((m) => m.adapter),
           }),
           command({
             name: "all",
             summary: "Lists all CRDs.",
             groups: [logging],
-            load: () => import("./mesh-policy/crd.ts").then((m) => m.all),
+            load: () => loadCrd().then((m) => m.all),
           }),
           command({
             name: "instance",
             summary: "Lists CRDs for instance kinds (mesh functions).",
             groups: [logging],
-            load: () => import("./mesh-policy/crd.ts").then((m) => m.instance),
+            load: () => loadCrd().then((m) => m.instance),
           }),
         ],
       }),
@@ -50,7 +57,10 @@ export const program: ProgramSpec = {
         summary: "Starts the policy server.",
         flags: serverFlags,
         groups: [logging, introspectionGroup],
-        load: () => import("./mesh-policy/server.ts"),
+        load: lazyCommand<typeof import("./mesh-policy/server.ts")>(
+          "./mesh-policy/server.ts",
+          import.meta.url,
+        ),
       }),
       versionCommand(),
     ],

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { lazyCommand } from "./_shared/lazy.ts";
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, probeCommand, versionCommand } from "./_shared/groups.ts";
@@ -19,7 +20,7 @@ export const program: ProgramSpec = {
     summary: "Runs the certificate authority.",
     flags: serverFlags,
     groups: [logging],
-    load: () => import("./mesh_ca/server.ts"),
+    load: lazyCommand<typeof import("./mesh_ca/server.ts")>("./mesh_ca/server.ts", import.meta.url),
     subcommands: [
       probeCommand(logging),
       versionCommand(logging),

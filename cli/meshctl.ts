@@ -6,6 +6,7 @@
  * @module
  */
 
+import { lazyCommand } from "./_shared/lazy.ts";
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, versionCommand } from "./_shared/groups.ts";
@@ -53,7 +54,10 @@ export const program: ProgramSpec = {
           "environment.",
         flags: contextCreateFlags,
         groups: common,
-        load: () => import("./meshctl/context_create.ts"),
+        load: lazyCommand<typeof import("./meshctl/context_create.ts")>(
+          "./meshctl/context_create.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "create",
@@ -61,7 +65,10 @@ export const program: ProgramSpec = {
         flags: createFlags,
         groups: common,
         helpAfter: writeHelp("create"),
-        load: () => import("./meshctl/create.ts"),
+        load: lazyCommand<typeof import("./meshctl/create.ts")>(
+          "./meshctl/create.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "replace",
@@ -69,7 +76,10 @@ export const program: ProgramSpec = {
         flags: replaceFlags,
         groups: common,
         helpAfter: writeHelp("replace"),
-        load: () => import("./meshctl/replace.ts"),
+        load: lazyCommand<typeof import("./meshctl/replace.ts")>(
+          "./meshctl/replace.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "delete",
@@ -78,7 +88,10 @@ export const program: ProgramSpec = {
         flags: deleteFlags,
         groups: common,
         helpAfter: DELETE_HELP,
-        load: () => import("./meshctl/delete.ts"),
+        load: lazyCommand<typeof import("./meshctl/delete.ts")>(
+          "./meshctl/delete.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "get",
@@ -87,7 +100,7 @@ export const program: ProgramSpec = {
         flags: getFlags,
         groups: common,
         helpAfter: GET_HELP,
-        load: () => import("./meshctl/get.ts"),
+        load: lazyCommand<typeof import("./meshctl/get.ts")>("./meshctl/get.ts", import.meta.url),
       }),
       command({
         name: "register",
@@ -96,14 +109,20 @@ export const program: ProgramSpec = {
         helpAfter: REGISTER_HELP,
         flags: registerFlags,
         groups: common,
-        load: () => import("./meshctl/register.ts"),
+        load: lazyCommand<typeof import("./meshctl/register.ts")>(
+          "./meshctl/register.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "deregister",
         summary: "De-registers a service instance.",
         args: ["<svcname>", "<ip>"],
         groups: common,
-        load: () => import("./meshctl/deregister.ts"),
+        load: lazyCommand<typeof import("./meshctl/deregister.ts")>(
+          "./meshctl/deregister.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "kube-inject",
@@ -111,7 +130,10 @@ export const program: ProgramSpec = {
         flags: kubeInjectFlags,
         groups: common,
         helpAfter: KUBE_INJECT_HELP,
-        load: () => import("./meshctl/kube_inject.ts"),
+        load: lazyCommand<typeof import("./meshctl/kube_inject.ts")>(
+          "./meshctl/kube_inject.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "proxy-config",
@@ -120,14 +142,20 @@ export const program: ProgramSpec = {
         args: ["<endpoint|discovery>", "<pod-name|mesh>", "[configuration-type]"],
         flags: proxyConfigFlags,
         groups: common,
-        load: () => import("./meshctl/proxy_config.ts"),
+        load: lazyCommand<typeof import("./meshctl/proxy_config.ts")>(
+          "./meshctl/proxy_config.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "gen-deploy",
         summary: "Produces deployment files to run the mesh.",
         flags: genDeployFlags,
         groups: common,
-        load: () => import("./meshctl/gen_deploy.ts"),
+        load: lazyCommand<typeof import("./meshctl/gen_deploy.ts")>(
+          "./meshctl/gen_deploy.ts",
+          import.meta.url,
+        ),
       }),
       command({
         name: "experimental",
@@ -139,7 +167,10 @@ export const program: ProgramSpec = {
             summary: "Converts a set of v1alpha1 configs to v1alpha3 equivalents, best effort.",
             flags: convertFlags,
             groups: common,
-            load: () => import("./meshctl/convert.ts"),
+            load: lazyCommand<typeof import("./meshctl/convert.ts")>(
+              "./meshctl/convert.ts",
+              import.meta.url,
+            ),
           }),
           command({
             name: "metrics",
@@ -148,7 +179,10 @@ export const program: ProgramSpec = {
             args: ["<service...>"],
             flags: metricsFlags,
             groups: common,
-            load: () => import("./meshctl/metrics.ts"),
+            load: lazyCommand<typeof import("./meshctl/metrics.ts")>(
+              "./meshctl/metrics.ts",
+              import.meta.url,
+            ),
           }),
           command({
             name: "rbac",
@@ -161,7 +195,10 @@ export const program: ProgramSpec = {
                 args: ["<METHOD>", "<SERVICE>", "<PATH>"],
                 flags: rbacCanFlags,
                 groups: common,
-                load: () => import("./meshctl/rbac_can.ts"),
+                load: lazyCommand<typeof import("./meshctl/rbac_can.ts")>(
+                  "./meshctl/rbac_can.ts",
+                  import.meta.url,
+                ),
               }),
             ],
           }),
@@ -178,7 +215,10 @@ export const program: ProgramSpec = {
                 args: ["<service-account>"],
                 flags: workloadBootstrapFlags,
                 groups: common,
-                load: () => import("./meshctl/workload.ts"),
+                load: lazyCommand<typeof import("./meshctl/workload.ts")>(
+                  "./meshctl/workload.ts",
+                  import.meta.url,
+                ),
               }),
             ],
           }),

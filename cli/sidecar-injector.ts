@@ -5,6 +5,7 @@
  * @module
  */
 
+import { lazyCommand } from "./_shared/lazy.ts";
 import { command, type ProgramSpec, runCli } from "./_shared/command.ts";
 import { processContext } from "./_shared/context.ts";
 import { LOG_SCOPES, probeCommand, versionCommand } from "./_shared/groups.ts";
@@ -19,7 +20,10 @@ export const program: ProgramSpec = {
     summary: "Runs the sidecar injection webhook server.",
     flags: serverFlags,
     groups: [logging],
-    load: () => import("./sidecar-injector/server.ts"),
+    load: lazyCommand<typeof import("./sidecar-injector/server.ts")>(
+      "./sidecar-injector/server.ts",
+      import.meta.url,
+    ),
     subcommands: [
       probeCommand(serverGroup, logging),
       versionCommand(serverGroup, logging),

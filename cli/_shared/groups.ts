@@ -5,6 +5,7 @@
  * @module
  */
 
+import { lazyCommand } from "./lazy.ts";
 import {
   type AnyFlag,
   bool,
@@ -190,7 +191,7 @@ export function versionCommand(...groups: readonly FlagGroup[]): CommandSpec {
     name: "version",
     summary: "Prints build version information.",
     groups: [versionGroup, ...groups],
-    load: () => import("./version_cmd.ts"),
+    load: lazyCommand<typeof import("./version_cmd.ts")>("./version_cmd.ts", import.meta.url),
   });
 }
 
@@ -200,6 +201,6 @@ export function probeCommand(...groups: readonly FlagGroup[]): CommandSpec {
     name: "probe",
     summary: "Checks the liveness or readiness of a locally running server.",
     groups: [probeGroup, ...groups],
-    load: () => import("./probe_cmd.ts"),
+    load: lazyCommand<typeof import("./probe_cmd.ts")>("./probe_cmd.ts", import.meta.url),
   });
 }

@@ -49,6 +49,8 @@ export interface ClusterRegistriesOptions {
   endpointsSource?: EndpointsSource;
   /** Server-side watch timeout in seconds (tests). */
   watchTimeoutSeconds?: number;
+  /** Creates each remote registry (default {@linkcode createOrchestratorRegistry}; tests wrap it). */
+  createRegistry?: typeof createOrchestratorRegistry;
 }
 
 /** A failed cluster entry of the config map. */
@@ -137,7 +139,7 @@ export async function createClusterRegistries(
     }
     let reg: OrchestratorRegistry | undefined;
     try {
-      reg = await createOrchestratorRegistry({
+      reg = await (options.createRegistry ?? createOrchestratorRegistry)({
         kubeConfig: remote,
         clusterId: id,
         domain: options.domain,
@@ -152,6 +154,8 @@ export async function createClusterRegistries(
       entry.error = `Cluster "${id}" in ${where}: ${firstLine(err)}`;
       return entry;
     }
+    // Only the registry in force speaks for its cluster: one replaced or removed (a change
+    // racing its stop()) is not forwarded.
     reg.onChange((kind) => {
       if (entries.get(id)?.registry === reg) notify(kind);
     });
@@ -168,6 +172,8 @@ export async function createClusterRegistries(
       entries.delete(id);
       await e.registry?.stop();
     }
+    // stop() was called while a registry stopped: nothing more is told (stop() stops the rest).
+    if (closed) return;
     for (const [id, text] of want) {
       if (entries.has(id) || closed) continue;
       const e = await addCluster(id, text);

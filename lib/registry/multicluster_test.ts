@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { createClusterRegistries } from "./multicluster.ts";
+import { createOrchestratorRegistry } from "./orchestrator.ts";
 import { logFile } from "./_testutil.ts";
 
 function seed(kube: FakeKube, svc: string, ip: string) {
@@ -310,4 +311,93 @@ Deno.test("createClusterRegistries() reports a registry that cannot be created, 
   } finally {
     await mc.stop();
   }
+});
+
+/**
+ * A registry factory whose registries tell an "endpoints" change while they are being stopped
+ * (a watch event racing the stop), after `gate` resolves. `threw` collects what the handlers threw.
+ */
+function racingFactory(gate: () => Promise<void> = () => Promise.resolve()) {
+  const threw: unknown[] = [];
+  const stopping: string[] = [];
+  const factory: typeof createOrchestratorRegistry = async (opts) => {
+    const reg = await createOrchestratorRegistry(opts);
+    const handlers: ((kind: "services" | "endpoints") => void)[] = [];
+    const onChange = reg.onChange.bind(reg);
+    const stop = reg.stop.bind(reg);
+    return Object.assign(reg, {
+      onChange(h: (kind: "services" | "endpoints") => void) {
+        handlers.push(h);
+        onChange(h);
+      },
+      async stop() {
+        stopping.push(opts.clusterId ?? "");
+        await gate();
+        for (const h of handlers) {
+          try {
+            h("endpoints");
+          } catch (err) {
+            threw.push(err);
+          }
+        }
+        await stop();
+      },
+    });
+  };
+  return { factory, threw, stopping };
+}
+
+Deno.test("createClusterRegistries() does not forward a change of a replaced or removed cluster's registry racing its stop", async () => {
+  await using local = await startFakeKube();
+  await using east = await startFakeKube();
+  seed(east, "a", "10.10.0.1");
+  configMap(local, { east: east.kubeconfig() });
+  const race = racingFactory();
+  const mc = await clusters(local, { createRegistry: race.factory });
+  const changes: string[] = [];
+  mc.onChange((k) => changes.push(k));
+  try {
+    await mc.start();
+    const first = mc.registries()[0];
+    // Replaced: same key, another kubeconfig text.
+    configMap(local, { east: `${east.kubeconfig()}\n# v2\n` });
+    await waitUntil(() => mc.registries()[0] && mc.registries()[0] !== first, 10_000, "replaced");
+    await waitUntil(() => changes.includes("services"), 5000, "the replacement told");
+    assert.deepEqual(race.stopping, ["east"]);
+    assert.deepEqual(changes, ["services"], "the old registry's late change is not forwarded");
+    // Removed: its late change is not forwarded either, and the guard does not throw.
+    changes.length = 0;
+    configMap(local, {});
+    await waitUntil(() => mc.registries().length === 0, 10_000, "removed");
+    await waitUntil(() => changes.includes("services"), 5000, "the removal told");
+    assert.deepEqual(changes, ["services"]);
+    assert.deepEqual(race.threw, []);
+  } finally {
+    await mc.stop();
+  }
+});
+
+Deno.test("createClusterRegistries() tells no handler of a change once stop() was called during a reconcile", async () => {
+  await using local = await startFakeKube();
+  await using east = await startFakeKube();
+  seed(east, "a", "10.10.0.1");
+  configMap(local, { east: east.kubeconfig() });
+  let release!: () => void;
+  const held = new Promise<void>((r) => release = r);
+  const race = racingFactory(() => held);
+  const mc = await clusters(local, { createRegistry: race.factory });
+  const told: string[] = [];
+  mc.onChange((k) => told.push(`change ${k}`));
+  mc.onClustersChange((ids) => told.push(`clusters [${ids}]`));
+  await mc.start();
+  told.length = 0;
+  // Removing east: the reconcile waits in east's stop() ...
+  configMap(local, {});
+  await waitUntil(() => race.stopping.length === 1, 10_000, "east being stopped");
+  // ... while discovery shuts down.
+  const stopped = mc.stop();
+  release();
+  await stopped;
+  assert.deepEqual(told, [], "handlers told after stop()");
+  assert.deepEqual(mc.registries(), []);
 });

@@ -16,6 +16,53 @@ import { TimeSlicer } from "./_slice.ts";
  */
 export const SETTLE_MS = 25;
 
+/**
+ * Largest YAML document parsed (characters between two `---` lines). The YAML parser takes a
+ * document in one synchronous step (the store pauses only between documents), at roughly 2.5 s
+ * per MB on a loaded 2-core box, so one enormous document would stall every server beside the
+ * store; it is refused, naming its line, and the file's previous content stays in force.
+ */
+export const MAX_DOCUMENT_BYTES = 256 * 1024;
+
+/**
+ * The first document of `text` longer than `max` characters: its 1-based index and first line.
+ * Documents are cut at `---` lines (a document marker at column 0 ends any YAML content, so this
+ * is an upper bound of each document's size); text before the first marker is a document when it
+ * holds more than blanks and comments.
+ */
+export function oversizeDocument(
+  text: string,
+  max: number,
+): { index: number; line: number; size: number } | undefined {
+  if (text.length <= max) return undefined;
+  const marker = /^---(?=[ \t\r\n]|$)/gm;
+  let start = 0;
+  let index = 0;
+  let line = 1;
+  const check = (end: number, explicit: boolean) => {
+    const body = text.slice(start, end);
+    const counts = explicit || /^[ \t]*[^ \t\r\n#]/m.test(body);
+    if (counts) index++;
+    if (counts && end - start > max) {
+      return { index, line, size: new TextEncoder().encode(body).length };
+    }
+    return undefined;
+  };
+  let explicit = false;
+  for (const m of text.matchAll(marker)) {
+    const found = check(m.index, explicit);
+    if (found) return found;
+    for (
+      let i = text.indexOf("\n", start);
+      i !== -1 && i < m.index;
+      i = text.indexOf("\n", i + 1)
+    ) line++;
+    start = m.index;
+    explicit = true;
+  }
+  return check(text.length, explicit);
+}
+
 /** Text of a file state whose file could not be read (never equal to real content). */
 const UNREAD = "\u0000unreadable";
 
@@ -100,6 +147,8 @@ export interface ScanSettings {
   defaultNamespace: string;
   log: Logger;
   maxFileBytes: number;
+  /** Largest document parsed (default {@link MAX_DOCUMENT_BYTES}). */
+  maxDocumentBytes?: number;
   removalQuietMs: number;
   /** Whether the store keeps watching (removals are held only then). */
   watching: boolean;
@@ -121,6 +170,16 @@ export async function parseConfigFile(
   const name = escapeControl(rel);
   const fail = (index: number, msg: string) =>
     errors.push({ file: rel, document: index, message: `${name} document ${index}: ${msg}` });
+  const big = oversizeDocument(text, s.maxDocumentBytes ?? MAX_DOCUMENT_BYTES);
+  if (big) {
+    fail(
+      big.index,
+      `${big.size} bytes (from line ${big.line}) is more than the ` +
+        `${s.maxDocumentBytes ?? MAX_DOCUMENT_BYTES}-byte limit of one document ` +
+        `(a document is parsed in one step; split it into several documents)`,
+    );
+    return { docs, errors };
+  }
   for (const doc of documentsOf(text)) {
     await slicer.pause();
     const index = doc.index;

@@ -40,7 +40,7 @@ import {
   TABLE_COLUMNS_PREFIX,
   type Watcher,
 } from "./fake_kube_common.ts";
-import { doCreate, doDelete, doUpdate } from "./fake_kube_lifecycle.ts";
+import { checkUnconditionalUpdate, doCreate, doDelete, doUpdate } from "./fake_kube_lifecycle.ts";
 import { openapiV2Response, openapiV3 } from "./fake_kube_openapi.ts";
 import { discovery, route } from "./fake_kube_routes.ts";
 import type { KubeState } from "./fake_kube_state.ts";
@@ -507,6 +507,8 @@ export async function handleResource(
       ) {
         return jsonResponse(s.withTypeMeta(t, doCreate(s, t, body, ns, dryRun)), 201);
       }
+      s.lookup(t, ns, name); // 404 before the precondition, as the real server
+      checkUnconditionalUpdate(t, body, name);
       return jsonResponse(s.withTypeMeta(t, doUpdate(s, t, body, ns, name, r.subresource, dryRun)));
     }
     case "PATCH":

@@ -237,6 +237,34 @@ export function conflict(t: ResourceType, name: string): KubeStatusError {
 }
 
 /** Replaces an existing object (update, patch, status update). */
+/**
+ * The real API server's rule for a PUT without `metadata.resourceVersion` (an unconditional
+ * update): allowed where the type's strategy allows it (built-in types such as ConfigMap, Service,
+ * Endpoints, Lease), refused with 422 for custom resources and CustomResourceDefinitions, whose
+ * strategies answer `AllowUnconditionalUpdate() == false` (apiserver `registry/generic/registry/
+ * store.go`: "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update").
+ * Runs after the object was found (a missing one is 404 first).
+ */
+export function checkUnconditionalUpdate(t: ResourceType, body: Json, name: string): void {
+  if (t.crd === undefined && t.resource !== "customresourcedefinitions") return;
+  const rv = isObject(body) ? meta(body).resourceVersion : undefined;
+  if (rv !== undefined && rv !== null && rv !== "") return;
+  const field = "metadata.resourceVersion";
+  const msg = "Invalid value: 0x0: must be specified for an update";
+  // The real server names the group and the resource (not the kind) in this one message.
+  throw new KubeStatusError(
+    422,
+    "Invalid",
+    `${groupResource(t)} "${name}" is invalid: ${field}: ${msg}`,
+    {
+      name,
+      ...(t.group !== "" ? { group: t.group } : {}),
+      kind: t.resource,
+      causes: [{ reason: "FieldValueInvalid", message: msg, field }],
+    },
+  );
+}
+
 export function doUpdate(
   s: KubeState,
   t: ResourceType,

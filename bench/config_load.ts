@@ -1,0 +1,157 @@
+/**
+ * Loading a large configuration into a running mesh-discovery (issue 27 item 2): the real
+ * program on a temporary `--configDir`, then one file of N VirtualServices (~330 bytes each, one
+ * HTTP route) written atomically. Meanwhile `/ready`, REST CDS (`/v3/discovery:clusters`) and ADS
+ * (a new stream asking for CDS) are probed in turn; the load ends when `/debug/configz` lists
+ * every document. Prints the load time, the cost per 1000 documents and per MB, and the slowest
+ * probe of each kind. Target: every probe answered within 200 ms during the load.
+ *
+ * `deno task bench config_load [--documents N,N,...] [--runs N]`
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { TYPE_URLS } from "../lib/xds/mod.ts";
+import { waitUntil } from "../tests/harness/procs.ts";
+import { adsClient } from "../tests/e2e/_ads_client.ts";
+import { http, post, startDiscovery } from "../tests/e2e/discovery_harness.ts";
+
+const HELP = `Usage: deno task bench config_load [--documents N,N,...] [--runs N]
+
+Starts mesh-discovery on a temporary config directory, writes one file of N VirtualServices and
+probes /ready, REST CDS and ADS CDS until the configuration is in force; prints the load time,
+the cost per 1000 documents and per MB, and the slowest probe of each kind.
+  --documents N,...  file sizes in documents (default 1000,5000,12500; 12500 is ~4 MiB)
+  --runs N           runs per size, the median printed (default 3)`;
+
+const NODE = "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local";
+
+const virtualService = (i: number) =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: VirtualService
+metadata: {name: vs-${i}, namespace: default}
+spec:
+  hosts: [svc-${i}.default.svc.cluster.local]
+  http:
+  - match: [{uri: {prefix: /api/${i}}}]
+    route: [{destination: {host: svc-${i}.default.svc.cluster.local, port: {number: 80}}}]
+    timeout: 5s
+`;
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+interface Run {
+  loadMs: number;
+  bytes: number;
+  ready: number;
+  rest: number;
+  ads: number;
+}
+
+/** One load of `documents` documents into a fresh discovery, probed throughout. */
+async function loadOnce(documents: number): Promise<Run> {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-bench-cfgload-" });
+  const d = await startDiscovery(["--configDir", dir, "--registries", "Mock"]);
+  const ads = adsClient(d.grpc);
+  try {
+    await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 20_000);
+    const text = Array.from({ length: documents }, (_, i) => virtualService(i)).join("---\n");
+    const slowest = { ready: 0, rest: 0, ads: 0 };
+    const time = async (k: keyof typeof slowest, f: () => Promise<unknown>) => {
+      const t = performance.now();
+      await f();
+      slowest[k] = Math.max(slowest[k], performance.now() - t);
+    };
+    let finished = false;
+    const prober = (async () => {
+      while (!finished) {
+        await time("ready", () => http(`http://${d.http}/ready`));
+        await time(
+          "rest",
+          () => post(`http://${d.http}/v3/discovery:clusters`, { node: { id: NODE } }),
+        );
+        await time("ads", async () => {
+          const s = ads.open();
+          s.send({ node: { id: NODE }, type_url: TYPE_URLS.cluster });
+          await s.next(TYPE_URLS.cluster, 60_000).finally(() => s.close());
+        });
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    const start = performance.now();
+    await Deno.writeTextFile(`${dir}/.all.yaml.tmp`, text);
+    await Deno.rename(`${dir}/.all.yaml.tmp`, `${dir}/all.yaml`);
+    try {
+      await waitUntil(
+        async () =>
+          JSON.parse((await http(`http://${d.http}/debug/configz`)).body).length === documents + 1,
+        600_000,
+        "the configuration in force",
+        50,
+      );
+    } finally {
+      finished = true;
+      await prober;
+    }
+    return {
+      loadMs: performance.now() - start,
+      bytes: new TextEncoder().encode(text).length,
+      ...slowest,
+    };
+  } finally {
+    ads.close();
+    await d.proc.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Runs the bench with `args` (`--help` prints the usage and returns). */
+export async function main(args: string[] = []): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      help: { type: "boolean", default: false },
+      documents: { type: "string", default: "1000,5000,12500" },
+      runs: { type: "string", default: "3" },
+    },
+    strict: false,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const sizes = String(values.documents).split(",").map((v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--documents: want integers ≥ 1, got ${v}`);
+    return n;
+  });
+  const runs = Number(values.runs);
+  if (!Number.isInteger(runs) || runs < 1) {
+    throw new Error(`--runs: want an integer ≥ 1, got ${values.runs}`);
+  }
+  console.log(
+    `load average: ${(await Deno.readTextFile("/proc/loadavg").catch(() => "?")).trim()}`,
+  );
+  console.log(
+    "documents  MB     load (s)  s/1000 docs  s/MB   slowest /ready  REST CDS  ADS CDS (ms)",
+  );
+  for (const n of sizes) {
+    const rs: Run[] = [];
+    for (let i = 0; i < runs; i++) rs.push(await loadOnce(n));
+    const mb = rs[0].bytes / (1024 * 1024);
+    const load = median(rs.map((r) => r.loadMs)) / 1000;
+    const worst = (k: "ready" | "rest" | "ads") => Math.round(Math.max(...rs.map((r) => r[k])));
+    console.log(
+      `${String(n).padEnd(10)} ${mb.toFixed(2).padEnd(6)} ${load.toFixed(2).padEnd(9)} ` +
+        `${(load / (n / 1000)).toFixed(2).padEnd(12)} ${(load / mb).toFixed(2).padEnd(6)} ` +
+        `${String(worst("ready")).padEnd(15)} ${String(worst("rest")).padEnd(9)} ${worst("ads")}`,
+    );
+  }
+  console.log("target: every probe under 200 ms during the load");
+}
+
+if (import.meta.main) await main(Deno.args);
