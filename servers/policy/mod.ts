@@ -152,8 +152,9 @@ async function startParts(
   cleanups.push(() => loader.close());
   const ready = loader.reload();
   if (store) loader.watch(deps.reloadDelayMs ?? 50, cleanups);
-  const grpc = await serveApi(config, deps, log, cleanups, loader, metrics);
-  const monitoring = await serveMonitoring(config, deps, log, cleanups, loader, metrics);
+  const parts: Parts = { config, deps, log, cleanups, loader, metrics };
+  const grpc = await serveApi(parts);
+  const monitoring = await serveMonitoring(parts);
   startProbes(config, ready, cleanups);
   return {
     addresses: { grpc, monitoring },
@@ -162,6 +163,16 @@ async function startParts(
     reload: () => loader.reload(),
     shutdown: () => cleanups.run(),
   };
+}
+
+/** What the listeners share: the config, the configuration in force, metrics and cleanups. */
+interface Parts {
+  config: PolicyConfig;
+  deps: PolicyDeps;
+  log: Logger;
+  cleanups: Cleanups;
+  loader: ConfigLoader;
+  metrics: ReturnType<typeof createPolicyMetrics>;
 }
 
 /** The store of `--configStoreURL`, when given (closed by the cleanups). */
@@ -268,12 +279,7 @@ class ConfigLoader {
 
 /** The Mixer-style gRPC API on `--address` (TCP or a unix socket); returns its address. */
 async function serveApi(
-  config: PolicyConfig,
-  deps: PolicyDeps,
-  log: Logger,
-  cleanups: Cleanups,
-  loader: ConfigLoader,
-  metrics: ReturnType<typeof createPolicyMetrics>,
+  { config, deps, log, cleanups, loader, metrics }: Parts,
 ): Promise<string> {
   const codec = await mixerCodec();
   const tracer = await createTracer(config.tracing, log, deps.traceTiming);
@@ -323,12 +329,7 @@ async function serveApi(
 
 /** The monitoring listener (`/metrics` with the adapters' metrics, `/version`, pprof). */
 async function serveMonitoring(
-  config: PolicyConfig,
-  deps: PolicyDeps,
-  log: Logger,
-  cleanups: Cleanups,
-  loader: ConfigLoader,
-  metrics: ReturnType<typeof createPolicyMetrics>,
+  { config, deps, log, cleanups, loader, metrics }: Parts,
 ): Promise<string | null> {
   const monPort = deps.monitoringPort === undefined ? config.monitoringPort : deps.monitoringPort;
   if (monPort === null) return null;
