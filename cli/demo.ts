@@ -183,9 +183,9 @@ async function waitForPort(port: number, deadlineMs: number, alive: () => boolea
   return false;
 }
 
-// long: the demo's script: its flags, then start discovery, backends and client in order
-async function main(args: string[]): Promise<number> {
-  const cmd = new Command("demo")
+/** The demo's flags (a commander program that throws instead of exiting). */
+function demoCommand() {
+  return new Command("demo")
     .description(
       "Runs mesh-discovery, two gRPC backends and a proxyless client that prints the split.",
     )
@@ -238,6 +238,16 @@ async function main(args: string[]): Promise<number> {
       outputError: (s, w) =>
         w(`${s.trim().replace(/^error: /, "Error: ")}\nRun "deno task demo --help" for usage.\n`),
     });
+}
+
+/** The demo's command, with its options' types. */
+type DemoCommand = ReturnType<typeof demoCommand>;
+/** The demo's options, as commander parsed them. */
+type DemoOptions = ReturnType<DemoCommand["opts"]>;
+
+/** Parses `args`: the command, or the exit code when parsing ended the program. */
+function parseArgs(args: string[]): DemoCommand | number {
+  const cmd = demoCommand();
   try {
     cmd.parse(args, { from: "user" });
   } catch (e) {
@@ -249,27 +259,22 @@ async function main(args: string[]): Promise<number> {
     if (code === "commander.helpDisplayed" || code === "commander.version") return 0;
     return 2;
   }
-  const o = cmd.opts();
-  if (o.mtls) {
-    const { runMeshDemo } = await import("./demo/mesh.ts");
-    return await runMeshDemo({
-      rate: o.rate,
-      mtls: true,
-      verbose: o.verbose,
-      formatSplit,
-      write,
-      writeErr,
-    });
-  }
-  // Defaults that are busy (another demo, a test run) are replaced by free ones; a value the
-  // user gave is kept, and a busy one fails naming its flag.
+  return cmd;
+}
+
+const grpcEndpoint = (offset: number) => mockEndpointPort(7070, offset);
+
+/**
+ * Defaults that are busy (another demo, a test run) are replaced by free ones; a value the user
+ * gave is kept, and a busy one fails naming its flag.
+ */
+async function choosePorts(cmd: DemoCommand, o: DemoOptions) {
   const chosen: string[] = [];
   for (const [name, host] of PORT_FLAGS) {
     if (cmd.getOptionValueSource(name) !== "default" || await isFree(host, o[name])) continue;
     o[name] = await freePort(host);
     chosen.push(`--${name} ${o[name]}`);
   }
-  const grpcEndpoint = (offset: number) => mockEndpointPort(7070, offset);
   if (cmd.getOptionValueSource("mockPortOffset") === "default") {
     for (let i = 0; i < 50 && !(await mockFree(grpcEndpoint(o.mockPortOffset))); i++) {
       o.mockPortOffset = 20000 + Math.floor(Math.random() * 30000);
@@ -277,17 +282,10 @@ async function main(args: string[]): Promise<number> {
     if (o.mockPortOffset !== MOCK_PORT_OFFSET) chosen.push(`--mockPortOffset ${o.mockPortOffset}`);
   }
   if (chosen.length) write(`demo: default ports busy, using ${chosen.join(", ")}`);
-  try {
-    const st = await Deno.stat(o.configDir);
-    if (!st.isDirectory) throw new Error("not a directory");
-  } catch (e) {
-    writeErr(
-      `Error: --configDir "${o.configDir}" is not a readable directory: ${(e as Error).message}`,
-    );
-    return 2;
-  }
+}
 
-  // Backends first: they bind the Mock endpoint addresses of hello's grpc port.
+/** The two WhoAmI backends on the Mock endpoint addresses of hello's grpc port. */
+async function startBackends(o: DemoOptions): Promise<WhoAmIBackend[] | undefined> {
   const backends: WhoAmIBackend[] = [];
   const port = grpcEndpoint(o.mockPortOffset);
   try {
@@ -303,11 +301,14 @@ async function main(args: string[]): Promise<number> {
   } catch (e) {
     writeErr(`Error: ${(e as Error).message}`);
     for (const b of backends) await b.shutdown();
-    return 1;
+    return undefined;
   }
+  return backends;
+}
 
-  const tail: string[] = [];
-  const child = new Deno.Command(Deno.execPath(), {
+/** mesh-discovery as a child process on the demo's ports, with the Mock registry. */
+function spawnDiscovery(o: DemoOptions): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
@@ -335,8 +336,38 @@ async function main(args: string[]): Promise<number> {
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let childExited = false;
-  const pump = async (s: ReadableStream<Uint8Array>) => {
+}
+
+/**
+ * One run of the demo once the backends are up: mesh-discovery's process and its last output,
+ * the client's timers, and the stop that ends them all (once) with an exit code.
+ */
+class DemoRun {
+  readonly tail: string[] = [];
+  readonly child: Deno.ChildProcess;
+  readonly childStatus: Promise<Deno.CommandStatus>;
+  childExited = false;
+  stopping = false;
+  timers: number[] = [];
+  client: { close(): void } | undefined;
+  readonly done: Promise<number>;
+  #resolveDone!: (code: number) => void;
+
+  constructor(readonly o: DemoOptions, readonly backends: WhoAmIBackend[]) {
+    this.done = new Promise<number>((r) => (this.#resolveDone = r));
+    this.child = spawnDiscovery(o);
+    this.childStatus = Promise.all([
+      this.child.status,
+      this.pump(this.child.stdout),
+      this.pump(this.child.stderr),
+    ]).then(([s]) => {
+      this.childExited = true;
+      return s;
+    });
+  }
+
+  /** Keeps the last 40 lines of mesh-discovery's output; shows config errors (all, if verbose). */
+  async pump(s: ReadableStream<Uint8Array>) {
     const dec = new TextDecoder();
     let buf = "";
     for await (const chunk of s) {
@@ -345,83 +376,84 @@ async function main(args: string[]): Promise<number> {
       while ((nl = buf.indexOf("\n")) >= 0) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        tail.push(line);
-        if (tail.length > 40) tail.shift();
-        if (o.verbose) writeErr(`[mesh-discovery] ${line}`);
+        this.tail.push(line);
+        if (this.tail.length > 40) this.tail.shift();
+        if (this.o.verbose) writeErr(`[mesh-discovery] ${line}`);
         // a rejected config edit explains why the split did not change: always shown
         else if (configErrorOf(line)) writeErr(`demo: ${configErrorOf(line)}`);
       }
     }
-  };
-  const childStatus = Promise.all([child.status, pump(child.stdout), pump(child.stderr)])
-    .then(([s]) => {
-      childExited = true;
-      return s;
-    });
+  }
 
-  let stopping = false;
-  let timers: number[] = [];
-  let client: { close(): void } | undefined;
-  let resolveDone!: (code: number) => void;
-  const done = new Promise<number>((r) => (resolveDone = r));
-
-  const stop = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    for (const t of timers) clearInterval(t);
-    timers = [];
-    client?.close();
-    if (!childExited) {
+  async stop(code: number) {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    this.client?.close();
+    if (!this.childExited) {
       try {
-        child.kill("SIGTERM");
+        this.child.kill("SIGTERM");
       } catch { /* already gone */ }
       const t = setTimeout(() => {
         try {
-          child.kill("SIGKILL");
+          this.child.kill("SIGKILL");
         } catch { /* already gone */ }
       }, 5000);
-      await childStatus;
+      await this.childStatus;
       clearTimeout(t);
     }
-    for (const b of backends) await b.shutdown();
-    resolveDone(code);
-  };
-  const onSignal = () => {
-    // Ctrl-C under `deno task` can deliver SIGINT twice (the task runner forwards it too)
-    if (stopping) return;
-    write("demo: stopping");
-    stop(0);
-  };
-  Deno.addSignalListener("SIGINT", onSignal);
-  Deno.addSignalListener("SIGTERM", onSignal);
-  childStatus.then((s) => {
-    if (stopping) return;
-    // a busy port: name the demo's flag, not mesh-discovery's
-    const busy = tail.map(demoListenError).find((l) => l);
-    if (busy) writeErr(`Error: ${busy}`);
-    else {
-      writeErr(
-        `Error: mesh-discovery exited with code ${s.code}; its last output:\n${tail.join("\n")}`,
-      );
-    }
-    stop(1);
-  });
+    for (const b of this.backends) await b.shutdown();
+    this.#resolveDone(code);
+  }
 
-  if (!(await waitForPort(o.grpcPort, 30_000, () => !childExited && !stopping))) {
-    if (!stopping && !childExited) {
+  readonly onSignal = () => {
+    // Ctrl-C under `deno task` can deliver SIGINT twice (the task runner forwards it too)
+    if (this.stopping) return;
+    write("demo: stopping");
+    this.stop(0);
+  };
+
+  /** mesh-discovery exiting on its own ends the demo with its reason. */
+  watchChild() {
+    this.childStatus.then((s) => {
+      if (this.stopping) return;
+      // a busy port: name the demo's flag, not mesh-discovery's
+      const busy = this.tail.map(demoListenError).find((l) => l);
+      if (busy) writeErr(`Error: ${busy}`);
+      else {
+        writeErr(
+          `Error: mesh-discovery exited with code ${s.code}; its last output:\n${
+            this.tail.join("\n")
+          }`,
+        );
+      }
+      this.stop(1);
+    });
+  }
+
+  /** Waits (30 s at most) for mesh-discovery's ADS port; stops the demo when it does not open. */
+  async waitForDiscovery() {
+    const o = this.o;
+    if (await waitForPort(o.grpcPort, 30_000, () => !this.childExited && !this.stopping)) return;
+    if (!this.stopping && !this.childExited) {
       writeErr(
         `Error: mesh-discovery did not open 127.0.0.1:${o.grpcPort} within 30 s; its last output:\n${
-          tail.join("\n")
+          this.tail.join("\n")
         }`,
       );
-      await stop(1);
+      await this.stop(1);
     }
   }
 
-  if (!stopping) {
+  /** The proxyless client: calls at `--rate` and prints the split once a second. */
+  async startClient() {
+    const o = this.o;
     write(
-      `demo: mesh-discovery (pid ${child.pid}) ADS 127.0.0.1:${o.grpcPort}, HTTP 127.0.0.1:${o.httpPort}; ` +
-        `backends v1 ${backends[0].address}, v2 ${backends[1].address}; config ${o.configDir}`,
+      `demo: mesh-discovery (pid ${this.child.pid}) ADS 127.0.0.1:${o.grpcPort}, HTTP 127.0.0.1:${o.httpPort}; ` +
+        `backends v1 ${this.backends[0].address}, v2 ${
+          this.backends[1].address
+        }; config ${o.configDir}`,
     );
     write(
       `demo: calling ${TARGET} at ${o.rate}/s; edit the weights in ${o.configDir} to change the split; Ctrl-C stops`,
@@ -446,7 +478,7 @@ async function main(args: string[]): Promise<number> {
     xds.register();
     const Client = whoAmIClientConstructor(grpc);
     const c = new Client(TARGET, grpc.credentials.createInsecure());
-    client = c;
+    this.client = c;
     const versions = new Map<string, number>();
     const errors = new Map<string, number>();
     let inFlight = 0;
@@ -463,7 +495,7 @@ async function main(args: string[]): Promise<number> {
         { deadline: Date.now() + 2000 },
         (err: { code?: number } | null, reply?: { version: string }) => {
           inFlight--;
-          if (stopping) return;
+          if (this.stopping) return;
           if (err || !reply) {
             const name = grpc.status[err?.code ?? 2] ?? String(err?.code);
             errors.set(name, (errors.get(name) ?? 0) + 1);
@@ -471,7 +503,7 @@ async function main(args: string[]): Promise<number> {
         },
       );
     };
-    timers.push(setInterval(() => {
+    this.timers.push(setInterval(() => {
       credit += perTick;
       while (credit >= 1 && inFlight < 200) {
         credit--;
@@ -479,16 +511,52 @@ async function main(args: string[]): Promise<number> {
       }
       if (credit > perTick) credit = perTick;
     }, 50));
-    timers.push(setInterval(() => {
+    this.timers.push(setInterval(() => {
       write(formatSplit(versions, errors));
       versions.clear();
       errors.clear();
     }, 1000));
   }
+}
 
-  const code = await done;
-  Deno.removeSignalListener("SIGINT", onSignal);
-  Deno.removeSignalListener("SIGTERM", onSignal);
+/** The demo: flags, ports, backends, mesh-discovery, then the client until a signal. */
+async function main(args: string[]): Promise<number> {
+  const cmd = parseArgs(args);
+  if (typeof cmd === "number") return cmd;
+  const o = cmd.opts();
+  if (o.mtls) {
+    const { runMeshDemo } = await import("./demo/mesh.ts");
+    return await runMeshDemo({
+      rate: o.rate,
+      mtls: true,
+      verbose: o.verbose,
+      formatSplit,
+      write,
+      writeErr,
+    });
+  }
+  await choosePorts(cmd, o);
+  try {
+    const st = await Deno.stat(o.configDir);
+    if (!st.isDirectory) throw new Error("not a directory");
+  } catch (e) {
+    writeErr(
+      `Error: --configDir "${o.configDir}" is not a readable directory: ${(e as Error).message}`,
+    );
+    return 2;
+  }
+  // Backends first: they bind the Mock endpoint addresses of hello's grpc port.
+  const backends = await startBackends(o);
+  if (!backends) return 1;
+  const run = new DemoRun(o, backends);
+  Deno.addSignalListener("SIGINT", run.onSignal);
+  Deno.addSignalListener("SIGTERM", run.onSignal);
+  run.watchChild();
+  await run.waitForDiscovery();
+  if (!run.stopping) await run.startClient();
+  const code = await run.done;
+  Deno.removeSignalListener("SIGINT", run.onSignal);
+  Deno.removeSignalListener("SIGTERM", run.onSignal);
   return code;
 }
 

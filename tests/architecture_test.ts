@@ -82,6 +82,80 @@ Deno.test("third-party modules are imported only through lib/deps, with deno.jso
   }
 });
 
+/** Value imports (static, not `import type` / all-`type` braces) among lib/, servers/, cli/. */
+async function valueImportGraph(): Promise<Map<string, Set<string>>> {
+  const re =
+    /^\s*(?:import|export)\s+(type\s+)?([^;]*?)\s*from\s*["']([^"']+)["']|^\s*import\s+["']([^"']+)["']/gm;
+  const graph = new Map<string, Set<string>>();
+  for (const top of ["lib", "servers", "cli"]) {
+    for await (const file of sourceFiles(join(ROOT, top))) {
+      if (file.endsWith("_test.ts")) continue;
+      const edges = new Set<string>();
+      graph.set(relative(ROOT, file), edges);
+      for (const m of (await Deno.readTextFile(file)).matchAll(re)) {
+        const spec = m[3] ?? m[4];
+        if (!spec.startsWith(".") || m[1]) continue;
+        const names = m[2]?.match(/^\{([^}]*)\}$/s)?.[1].split(",").map((s) => s.trim());
+        if (names && names.filter(Boolean).every((n) => n.startsWith("type "))) continue;
+        edges.add(relative(ROOT, join(file, "..", spec)));
+      }
+    }
+  }
+  return graph;
+}
+
+/** Strongly connected components of more than one module (Tarjan), each sorted. */
+function cycles(graph: Map<string, Set<string>>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const scc: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      scc.push(w);
+    } while (w !== v);
+    if (scc.length > 1 || graph.get(v)!.has(v)) out.push(scc.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+Deno.test("cycles() finds a value-import cycle and ignores an acyclic graph", () => {
+  const g = (edges: [string, string][]) => {
+    const m = new Map<string, Set<string>>();
+    for (const [a, b] of edges) {
+      if (!m.has(a)) m.set(a, new Set());
+      if (!m.has(b)) m.set(b, new Set());
+      m.get(a)!.add(b);
+    }
+    return m;
+  };
+  assert.deepEqual(cycles(g([["a", "b"], ["b", "c"], ["c", "a"], ["c", "d"]])), [["a", "b", "c"]]);
+  assert.deepEqual(cycles(g([["a", "b"], ["b", "c"], ["a", "c"]])), []);
+});
+
+Deno.test("modules in lib, servers and cli have no value-import cycle (import type aside)", async () => {
+  assert.deepEqual(cycles(await valueImportGraph()), []);
+});
+
 Deno.test("docs/ARCHITECTURE.md's 'Where things are' names existing paths and every lib area, server and program", async () => {
   const text = await Deno.readTextFile(join(ROOT, "docs/ARCHITECTURE.md"));
   const section = text.split("## Where things are")[1]?.split(/\n## /)[0] ?? "";

@@ -33,9 +33,15 @@ Deno.test("renderTemplate() errors name the template and line", () => {
     /t\.yaml:1: if without end/,
   );
   assert.throws(
-    () => renderTemplate("t.yaml", "{{ range .Values.list }}{{ end }}", data),
-    /not supported/,
+    () => renderTemplate("t.yaml", '\n{{ include "x" . }}', data),
+    { name: "TemplateError", message: 't.yaml:2: function "include" not defined' },
   );
   assert.throws(() => renderTemplate("t.yaml", "{{ frob 1 }}", data), TemplateError);
   assert.throws(() => renderTemplate("t.yaml", "{{ .Values.hub", data), /unclosed action/);
+});
+
+Deno.test("renderTemplate() ranges and prints maps as block YAML, as Helm charts do", () => {
+  assert.equal(renderTemplate("t", "{{ range .Values.list }}- {{ . }}{{ end }}", data), "- a");
+  assert.equal(renderTemplate("t", "{{ .Values.map }}", data), "k: v");
+  assert.equal(renderTemplate("t", "{{ with .Values.map }}{{ .k }}{{ end }}", data), "v");
 });

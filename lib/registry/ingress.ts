@@ -111,7 +111,6 @@ export function ingressConfigObject(ing: Ingress): ConfigObject {
   };
 }
 
-// long: closure over the Ingress informer's cache and handlers; split left to issue 25
 /**
  * Creates the watcher (loads the kubeconfig and the client library); nothing is read until
  * `start()`. With `ingressControllerMode: OFF` the watcher never contacts the cluster.
@@ -119,64 +118,162 @@ export function ingressConfigObject(ing: Ingress): ConfigObject {
 export async function createIngressWatcher(
   options: IngressWatcherOptions,
 ): Promise<IngressWatcher> {
-  const log = getLogger("default");
-  const mode = options.meshConfig.ingressControllerMode;
-  const handlers: (() => void)[] = [];
-  // key → the selected object, or null (not selected or invalid)
-  const state = new Map<string, ConfigObject | null>();
-  const warned = new Map<string, string>();
-  let output: ConfigObject[] = [];
-  let outputText = "[]";
-  let informer: Informer | undefined;
-  let apiVersion = "";
-  let stopped = false;
-
-  const k8s = mode === "OFF" ? undefined : await kubeClient();
-  const kc = mode === "OFF" ? undefined : options.kubeConfig ??
+  const off = options.meshConfig.ingressControllerMode === "OFF";
+  const k8s = off ? undefined : await kubeClient();
+  const kc = off ? undefined : options.kubeConfig ??
     await loadKubeConfig(options.kubeconfigPath, options.context, options.inCluster);
-  const ns = options.appNamespace ?? "";
+  return new IngressWatcherImpl(options, k8s, kc);
+}
 
-  const keyOf = (o: unknown) => {
-    const m = (o as { metadata?: { namespace?: string; name?: string } })?.metadata;
-    return `${m?.namespace ?? ""}/${m?.name ?? ""}`;
-  };
+type KubeModule = Awaited<ReturnType<typeof kubeClient>>;
 
-  function convert(raw: unknown, gv: string): ConfigObject | null {
+const keyOf = (o: unknown) => {
+  const m = (o as { metadata?: { namespace?: string; name?: string } })?.metadata;
+  return `${m?.namespace ?? ""}/${m?.name ?? ""}`;
+};
+
+/**
+ * The watcher's state: each Ingress by key (the selected config object, or null when not
+ * selected or invalid), the warnings already logged, and the sorted output handlers last saw.
+ */
+class IngressWatcherImpl implements IngressWatcher {
+  apiVersion = "";
+  readonly handlers: (() => void)[] = [];
+  readonly state = new Map<string, ConfigObject | null>();
+  readonly warned = new Map<string, string>();
+  output: ConfigObject[] = [];
+  outputText = "[]";
+  informer: Informer | undefined;
+  stopped = false;
+  readonly log = getLogger("default");
+  readonly ns: string;
+
+  constructor(
+    readonly options: IngressWatcherOptions,
+    readonly k8s: KubeModule | undefined,
+    readonly kc: KubeConfig | undefined,
+  ) {
+    this.ns = options.appNamespace ?? "";
+  }
+
+  ingresses(): ConfigObject[] {
+    return this.output;
+  }
+
+  onChange(h: () => void): void {
+    this.handlers.push(h);
+  }
+
+  async start() {
+    const log = this.log;
+    if (this.options.meshConfig.ingressControllerMode === "OFF") {
+      log.info("Ingress: ingressControllerMode is OFF; Ingress objects are not watched");
+      return;
+    }
+    const c = await this.servedVersion();
+    if (!c) {
+      log.warn(
+        "Ingress: the orchestrator serves neither networking.k8s.io/v1 nor extensions/v1beta1 " +
+          "Ingresses; none are watched",
+      );
+      return;
+    }
+    if (this.stopped) return;
+    const gv = `${c.group}/${c.version}`;
+    this.apiVersion = gv;
+    const informer = this.informer = this.ingressInformer(c);
+    try {
+      await informer.start();
+    } catch (err) {
+      this.informer = undefined;
+      throw new Error(`Cannot start the Ingress watcher: ${(err as Error).message}`);
+    }
+    log.info(`Ingress: watching ${gv} ingresses; ${this.output.length} selected`);
+  }
+
+  async stop() {
+    this.stopped = true;
+    await this.informer?.stop();
+  }
+
+  /** The informer of `c`'s Ingresses (of `--appNamespace`, or all). */
+  ingressInformer(c: { group: string; version: string }): Informer {
+    const { ns, options } = this;
+    const gv = `${c.group}/${c.version}`;
+    const custom = this.kc!.makeApiClient(this.k8s!.CustomObjectsApi);
+    const base = { group: c.group, version: c.version, plural: "ingresses" };
+    return createInformer({
+      name: `ingresses (${gv})${ns ? ` in namespace ${ns}` : ""}`,
+      kubeConfig: this.kc!,
+      watchPath: `/apis/${gv}${ns ? `/namespaces/${encodeURIComponent(ns)}` : ""}/ingresses`,
+      resyncMs: options.resyncMs,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+      list: (cont) =>
+        (ns
+          ? custom.listNamespacedCustomObject({
+            ...base,
+            namespace: ns,
+            limit: 500,
+            _continue: cont,
+          })
+          : custom.listClusterCustomObject({ ...base, limit: 500, _continue: cont })) as Promise<
+            { items?: unknown[] }
+          >,
+      onList: (items) => {
+        this.state.clear();
+        for (const it of items) this.state.set(keyOf(it), this.convert(it, gv));
+        this.flush();
+      },
+      onEvent: (type, obj) => {
+        if (type === "DELETED") {
+          this.state.delete(keyOf(obj));
+          this.warned.delete(keyOf(obj));
+        } else this.state.set(keyOf(obj), this.convert(obj, gv));
+        this.flush();
+      },
+    });
+  }
+
+  /** The config object of a selected, valid Ingress; null otherwise (warned once per problem). */
+  convert(raw: unknown, gv: string): ConfigObject | null {
     const key = keyOf(raw);
     const obj = { ...(raw as Record<string, unknown>), apiVersion: gv, kind: "Ingress" };
     const { ingress, issues } = normalizeIngress(obj, `Ingress/${key}`);
     if (!ingress) {
       const msg = issues.map((i) => `${i.path ? `${i.path}: ` : ""}${i.reason}`).join("; ");
-      if (warned.get(key) !== msg) {
-        warned.set(key, msg);
-        log.warn(`Ignoring invalid Ingress ${key}: ${msg}`);
+      if (this.warned.get(key) !== msg) {
+        this.warned.set(key, msg);
+        this.log.warn(`Ignoring invalid Ingress ${key}: ${msg}`);
       }
       return null;
     }
-    warned.delete(key);
-    return ingressClassMatches(ingress, options.meshConfig) ? ingressConfigObject(ingress) : null;
+    this.warned.delete(key);
+    return ingressClassMatches(ingress, this.options.meshConfig)
+      ? ingressConfigObject(ingress)
+      : null;
   }
 
-  function flush() {
-    const next = [...state.entries()].filter(([, o]) => o).sort(([a], [b]) =>
+  /** Recomputes the output; tells the handlers when it changed. */
+  flush() {
+    const next = [...this.state.entries()].filter(([, o]) => o).sort(([a], [b]) =>
       a < b ? -1 : a > b ? 1 : 0
     ).map(([, o]) => o!);
     const text = JSON.stringify(next);
-    if (text === outputText) return;
-    output = next;
-    outputText = text;
-    for (const h of [...handlers]) {
+    if (text === this.outputText) return;
+    this.output = next;
+    this.outputText = text;
+    for (const h of [...this.handlers]) {
       try {
         h();
       } catch (err) {
-        log.error(`Ingress watcher: change handler failed: ${(err as Error).message}`);
+        this.log.error(`Ingress watcher: change handler failed: ${(err as Error).message}`);
       }
     }
   }
 
   /** The first candidate API version the cluster serves, or undefined. */
-  async function servedVersion(): Promise<{ group: string; version: string } | undefined> {
-    const api = kc!.makeApiClient(k8s!.ApisApi);
+  async servedVersion(): Promise<{ group: string; version: string } | undefined> {
+    const api = this.kc!.makeApiClient(this.k8s!.ApisApi);
     let groups;
     try {
       groups = await api.getAPIVersions();
@@ -186,14 +283,14 @@ export async function createIngressWatcher(
     for (const c of CANDIDATES) {
       const g = (groups.groups ?? []).find((x) => x.name === c.group);
       if (!g?.versions?.some((v) => v.version === c.version)) continue;
-      const res = await fetchResources(c.group, c.version);
+      const res = await this.fetchResources(c.group, c.version);
       if (res.includes("ingresses")) return c;
     }
     return undefined;
   }
 
-  async function fetchResources(group: string, version: string): Promise<string[]> {
-    const custom = kc!.makeApiClient(k8s!.CustomObjectsApi);
+  async fetchResources(group: string, version: string): Promise<string[]> {
+    const custom = this.kc!.makeApiClient(this.k8s!.CustomObjectsApi);
     try {
       const r = await custom.getAPIResources({ group, version }) as {
         resources?: { name?: string }[];
@@ -204,72 +301,4 @@ export async function createIngressWatcher(
       throw new Error(`Cannot read the ${group}/${version} API: ${describeApiError(err)}`);
     }
   }
-
-  return {
-    get apiVersion() {
-      return apiVersion;
-    },
-    ingresses: () => output,
-    onChange: (h) => void handlers.push(h),
-    async start() {
-      if (mode === "OFF") {
-        log.info("Ingress: ingressControllerMode is OFF; Ingress objects are not watched");
-        return;
-      }
-      const c = await servedVersion();
-      if (!c) {
-        log.warn(
-          "Ingress: the orchestrator serves neither networking.k8s.io/v1 nor extensions/v1beta1 " +
-            "Ingresses; none are watched",
-        );
-        return;
-      }
-      if (stopped) return;
-      const gv = `${c.group}/${c.version}`;
-      apiVersion = gv;
-      const custom = kc!.makeApiClient(k8s!.CustomObjectsApi);
-      const base = { group: c.group, version: c.version, plural: "ingresses" };
-      informer = createInformer({
-        name: `ingresses (${gv})${ns ? ` in namespace ${ns}` : ""}`,
-        kubeConfig: kc!,
-        watchPath: `/apis/${gv}${ns ? `/namespaces/${encodeURIComponent(ns)}` : ""}/ingresses`,
-        resyncMs: options.resyncMs,
-        watchTimeoutSeconds: options.watchTimeoutSeconds,
-        list: (cont) =>
-          (ns
-            ? custom.listNamespacedCustomObject({
-              ...base,
-              namespace: ns,
-              limit: 500,
-              _continue: cont,
-            })
-            : custom.listClusterCustomObject({ ...base, limit: 500, _continue: cont })) as Promise<
-              { items?: unknown[] }
-            >,
-        onList: (items) => {
-          state.clear();
-          for (const it of items) state.set(keyOf(it), convert(it, gv));
-          flush();
-        },
-        onEvent: (type, obj) => {
-          if (type === "DELETED") {
-            state.delete(keyOf(obj));
-            warned.delete(keyOf(obj));
-          } else state.set(keyOf(obj), convert(obj, gv));
-          flush();
-        },
-      });
-      try {
-        await informer.start();
-      } catch (err) {
-        informer = undefined;
-        throw new Error(`Cannot start the Ingress watcher: ${(err as Error).message}`);
-      }
-      log.info(`Ingress: watching ${gv} ingresses; ${output.length} selected`);
-    },
-    async stop() {
-      stopped = true;
-      await informer?.stop();
-    },
-  };
 }

@@ -77,7 +77,6 @@ interface Entry {
   error?: string;
 }
 
-// long: closure over the config map watch and the per-cluster registries; split left to issue 25
 /**
  * Creates the multicluster registry set. Nothing is read until `start()`, which resolves once the
  * config map has been read and every cluster in it has been started (or has failed).
@@ -94,39 +93,91 @@ export async function createClusterRegistries(
   const k8s = await kubeClient();
   const kc = options.kubeConfig ??
     await loadKubeConfig(options.kubeconfigPath, options.context, options.inCluster);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const log = getLogger("default");
-  const where = `config map ${options.namespace}/${options.configMapName}`;
-  const fieldSelector = `metadata.name=${options.configMapName}`;
+  return new ClusterRegistrySet(options, k8s, kc);
+}
 
-  const entries = new Map<string, Entry>();
-  const handlers: ((kind: "services" | "endpoints") => void)[] = [];
-  const clusterHandlers: ((ids: string[]) => void)[] = [];
-  let desired = new Map<string, string>();
-  let chain: Promise<void> = Promise.resolve();
-  let closed = false;
-  let started = false;
+type KubeModule = Awaited<ReturnType<typeof kubeClient>>;
 
-  const running = () =>
-    [...entries.entries()].filter(([, e]) => e.registry).sort(([a], [b]) =>
-      a < b ? -1 : a > b ? 1 : 0
-    );
+const byKey = <T>([a]: [string, T], [b]: [string, T]) => a < b ? -1 : a > b ? 1 : 0;
 
-  const notify = (kind: "services" | "endpoints") => {
-    for (const h of [...handlers]) {
+/**
+ * The registries of the clusters the config map lists: the config map's informer sets the
+ * `desired` kubeconfigs, and reconciles (one at a time, on `chain`) start, stop and replace the
+ * per-cluster `entries` to match.
+ */
+class ClusterRegistrySet implements ClusterRegistries {
+  readonly name = "Multicluster";
+  readonly entries = new Map<string, Entry>();
+  readonly handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  readonly clusterHandlers: ((ids: string[]) => void)[] = [];
+  desired = new Map<string, string>();
+  chain: Promise<void> = Promise.resolve();
+  closed = false;
+  started = false;
+  readonly log = getLogger("default");
+  readonly where: string;
+  readonly informer: Informer;
+
+  constructor(
+    readonly options: ClusterRegistriesOptions,
+    readonly k8s: KubeModule,
+    kc: KubeConfig,
+  ) {
+    this.where = `config map ${options.namespace}/${options.configMapName}`;
+    this.informer = this.configMapInformer(kc);
+  }
+
+  /** The informer of the one config map (a field selector on its name). */
+  configMapInformer(kc: KubeConfig): Informer {
+    const options = this.options;
+    const core = kc.makeApiClient(this.k8s.CoreV1Api);
+    const fieldSelector = `metadata.name=${options.configMapName}`;
+    return createInformer({
+      name: this.where,
+      kubeConfig: kc,
+      watchPath: `/api/v1/namespaces/${encodeURIComponent(options.namespace)}/configmaps`,
+      watchParams: { fieldSelector },
+      resyncMs: options.resyncMs,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+      list: (cont) =>
+        core.listNamespacedConfigMap({
+          namespace: options.namespace,
+          fieldSelector,
+          limit: 50,
+          _continue: cont,
+        }),
+      onList: (items) => {
+        if (items.length === 0 && !this.started) {
+          this.log.info(`Multicluster: ${this.where} not found`);
+        }
+        this.setDesired(items[0]);
+      },
+      onEvent: (type, obj) => this.setDesired(type === "DELETED" ? undefined : obj),
+    });
+  }
+
+  /** The running entries, in cluster-id order. */
+  running(): [string, Entry][] {
+    return [...this.entries.entries()].filter(([, e]) => e.registry).sort(byKey);
+  }
+
+  notify(kind: "services" | "endpoints") {
+    for (const h of [...this.handlers]) {
       try {
         h(kind);
       } catch (err) {
-        log.error(`Multicluster: change handler failed: ${(err as Error).message}`);
+        this.log.error(`Multicluster: change handler failed: ${(err as Error).message}`);
       }
     }
-  };
+  }
 
-  async function addCluster(id: string, text: string): Promise<Entry> {
+  /** Starts the registry of cluster `id` from its kubeconfig text; an entry with an error when not. */
+  async addCluster(id: string, text: string): Promise<Entry> {
+    const { options, where } = this;
     const entry: Entry = { text };
     let remote: KubeConfig;
     try {
-      remote = new k8s.KubeConfig();
+      remote = new this.k8s.KubeConfig();
       remote.loadFromString(text);
       if (!remote.getCurrentCluster()) {
         throw new Error(
@@ -139,7 +190,7 @@ export async function createClusterRegistries(
     }
     let reg: OrchestratorRegistry | undefined;
     try {
-      reg = await (options.createRegistry ?? createOrchestratorRegistry)({
+      reg = await (this.options.createRegistry ?? createOrchestratorRegistry)({
         kubeConfig: remote,
         clusterId: id,
         domain: options.domain,
@@ -156,115 +207,103 @@ export async function createClusterRegistries(
     }
     // Only the registry in force speaks for its cluster: one replaced or removed (a change
     // racing its stop()) is not forwarded.
+    const started = reg;
     reg.onChange((kind) => {
-      if (entries.get(id)?.registry === reg) notify(kind);
+      if (this.entries.get(id)?.registry === started) this.notify(kind);
     });
     entry.registry = reg;
     return entry;
   }
 
-  async function reconcile(): Promise<void> {
-    if (closed) return;
-    const want = desired;
-    const before = running();
-    for (const [id, e] of [...entries]) {
+  /** Stops what is no longer wanted (or failed), starts what is missing, tells the handlers. */
+  async reconcile(): Promise<void> {
+    if (this.closed) return;
+    const want = this.desired;
+    const before = this.running();
+    for (const [id, e] of [...this.entries]) {
       if (want.get(id) === e.text && e.registry) continue;
-      entries.delete(id);
+      this.entries.delete(id);
       await e.registry?.stop();
     }
     // stop() was called while a registry stopped: nothing more is told (stop() stops the rest).
-    if (closed) return;
+    if (this.closed) return;
     for (const [id, text] of want) {
-      if (entries.has(id) || closed) continue;
-      const e = await addCluster(id, text);
-      if (closed) {
+      if (this.entries.has(id) || this.closed) continue;
+      const e = await this.addCluster(id, text);
+      if (this.closed) {
         await e.registry?.stop();
         return;
       }
-      if (e.error) log.warn(`Multicluster: ${e.error}`);
-      else log.info(`Multicluster: added the registry of cluster "${id}"`);
-      entries.set(id, e);
+      if (e.error) this.log.warn(`Multicluster: ${e.error}`);
+      else this.log.info(`Multicluster: added the registry of cluster "${id}"`);
+      this.entries.set(id, e);
     }
-    const now = running();
+    const now = this.running();
     const ids = now.map(([id]) => id);
     if (ids.join(",") !== before.map(([id]) => id).join(",")) {
-      for (const h of [...clusterHandlers]) h(ids);
+      for (const h of [...this.clusterHandlers]) h(ids);
     }
     // A cluster added, removed or replaced (same key, another kubeconfig): what is served changed.
     const replaced = now.length !== before.length ||
       now.some(([, e], i) => e.registry !== before[i][1].registry);
-    if (replaced && started) notify("services");
+    if (replaced && this.started) this.notify("services");
   }
 
-  const schedule = () => {
-    chain = chain.then(reconcile, reconcile);
-  };
-
-  const setDesired = (obj: unknown) => {
+  setDesired(obj: unknown) {
     const data = (obj as { data?: Record<string, string> } | undefined)?.data ?? {};
-    desired = new Map(Object.entries(data).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0));
-    schedule();
-  };
+    this.desired = new Map(Object.entries(data).sort(byKey));
+    const reconcile = () => this.reconcile();
+    this.chain = this.chain.then(reconcile, reconcile);
+  }
 
-  const informer: Informer = createInformer({
-    name: where,
-    kubeConfig: kc,
-    watchPath: `/api/v1/namespaces/${encodeURIComponent(options.namespace)}/configmaps`,
-    watchParams: { fieldSelector },
-    resyncMs: options.resyncMs,
-    watchTimeoutSeconds: options.watchTimeoutSeconds,
-    list: (cont) =>
-      core.listNamespacedConfigMap({
-        namespace: options.namespace,
-        fieldSelector,
-        limit: 50,
-        _continue: cont,
-      }),
-    onList: (items) => {
-      if (items.length === 0 && !started) log.info(`Multicluster: ${where} not found`);
-      setDesired(items[0]);
-    },
-    onEvent: (type, obj) => setDesired(type === "DELETED" ? undefined : obj),
-  });
+  registries(): OrchestratorRegistry[] {
+    return this.running().map(([, e]) => e.registry!);
+  }
 
-  const combined: ClusterRegistries = {
-    name: "Multicluster",
-    registries: () => running().map(([, e]) => e.registry!),
-    errors: () =>
-      [...entries].filter(([, e]) => e.error).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
-        .map(([cluster, e]) => ({ cluster, message: e.error! })),
-    services(): Service[] {
-      const seen = new Set<string>();
-      const out: Service[] = [];
-      for (const r of combined.registries()) {
-        for (const s of r.services()) {
-          if (seen.has(s.hostname)) continue;
-          seen.add(s.hostname);
-          out.push(s);
-        }
+  errors(): ClusterError[] {
+    return [...this.entries].filter(([, e]) => e.error).sort(byKey)
+      .map(([cluster, e]) => ({ cluster, message: e.error! }));
+  }
+
+  services(): Service[] {
+    const seen = new Set<string>();
+    const out: Service[] = [];
+    for (const r of this.registries()) {
+      for (const s of r.services()) {
+        if (seen.has(s.hostname)) continue;
+        seen.add(s.hostname);
+        out.push(s);
       }
-      return out;
-    },
-    instances(): ServiceInstance[] {
-      return combined.registries().flatMap((r) => r.instances());
-    },
-    onChange: (h) => void handlers.push(h),
-    onClustersChange: (h) => void clusterHandlers.push(h),
-    async start() {
-      await informer.start();
-      await chain;
-      started = true;
-    },
-    async stop() {
-      closed = true;
-      await informer.stop();
-      await chain;
-      const all = [...entries.values()];
-      entries.clear();
-      await Promise.all(all.map((e) => e.registry?.stop()));
-    },
-  };
-  return combined;
+    }
+    return out;
+  }
+
+  instances(): ServiceInstance[] {
+    return this.registries().flatMap((r) => r.instances());
+  }
+
+  onChange(h: (kind: "services" | "endpoints") => void): void {
+    this.handlers.push(h);
+  }
+
+  onClustersChange(h: (clusterIds: string[]) => void): void {
+    this.clusterHandlers.push(h);
+  }
+
+  async start() {
+    await this.informer.start();
+    await this.chain;
+    this.started = true;
+  }
+
+  async stop() {
+    this.closed = true;
+    await this.informer.stop();
+    await this.chain;
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.all(all.map((e) => e.registry?.stop()));
+  }
 }
 
 function firstLine(err: unknown): string {

@@ -53,7 +53,8 @@ export {
 export { BLACKHOLE_CLUSTER, buildClusters, PASSTHROUGH_CLUSTER } from "./generate/clusters.ts";
 export { buildEndpoints, isKnownCluster, loadAssignment } from "./generate/endpoints.ts";
 export { buildApiListener, buildListeners } from "./generate/listeners.ts";
-export { buildRoutes, resolveTarget } from "./generate/routes.ts";
+export { buildRoutes } from "./generate/routes.ts";
+export { resolveTarget } from "./generate/route_translate.ts";
 export {
   buildServerListener,
   isServerListenerName,

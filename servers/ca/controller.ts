@@ -67,21 +67,60 @@ type Obj = {
 };
 
 const key = (ns: string, name: string) => `${ns}/${name}`;
+const secretName = (sa: string) => WORKLOAD_SECRET.prefix + sa;
 
-// long: closure over the controller's caches and queue; a class split is left to issue 25
 /** Starts the controller. */
 export function startController(o: ControllerOptions): Controller {
-  const sas = new Map<string, Obj>();
-  const secrets = new Map<string, k8s.V1Secret>();
-  const now = o.now ?? Date.now;
-  const resyncMs = o.resyncMs ?? 60_000;
-  const queue = new Set<string>();
-  let working: Promise<void> | undefined;
-  let stopped = false;
+  return new SecretController(o).start();
+}
 
-  const secretName = (sa: string) => WORKLOAD_SECRET.prefix + sa;
+/**
+ * The controller's state: the two informers' caches, the reconcile queue (drained by one worker
+ * at a time) and the Secrets deleted while their account lives (recreated, not created).
+ */
+class SecretController {
+  readonly sas = new Map<string, Obj>();
+  readonly secrets = new Map<string, k8s.V1Secret>();
+  readonly queue = new Set<string>();
+  readonly recreate = new Set<string>();
+  working: Promise<void> | undefined;
+  stopped = false;
+  secretsListed = false;
+  readonly now: () => number;
+  readonly resyncMs: number;
 
-  const build = async (ns: string, sa: string): Promise<k8s.V1Secret> => {
+  constructor(readonly o: ControllerOptions) {
+    this.now = o.now ?? Date.now;
+    this.resyncMs = o.resyncMs ?? 60_000;
+  }
+
+  /** Lists and watches both collections, reconciles every account, and keeps doing so. */
+  start(): Controller {
+    const saInformer = this.serviceAccountInformer();
+    const secretInformer = this.secretInformer();
+    const timer = setInterval(() => this.enqueueAll(), this.resyncMs);
+    const ready = (async () => {
+      await secretInformer.start();
+      await saInformer.start();
+      this.enqueueAll();
+      await this.working;
+    })();
+    ready.catch(() => {});
+    return {
+      ready,
+      reconcileAll: () => this.enqueueAll(),
+      stop: async () => {
+        this.stopped = true;
+        clearInterval(timer);
+        await Promise.all([saInformer.stop(), secretInformer.stop()]);
+        await this.working;
+      },
+    };
+  }
+
+  /** A new workload Secret for `ns/sa`: a fresh key and certificate from the CA. */
+  async build(ns: string, sa: string): Promise<k8s.V1Secret> {
+    const o = this.o;
     const ca = o.ca();
     const issued = await ca.issueWithKey({
       uris: [spiffeId(ns, sa)],
@@ -105,10 +144,10 @@ export function startController(o: ControllerOptions): Controller {
         [WORKLOAD_SECRET.root]: btoa(ca.rootPem),
       },
     };
-  };
+  }
 
   /** Why `s` must be rotated, or "" when it is fine. */
-  const rotationReason = (s: k8s.V1Secret): string => {
+  rotationReason(s: k8s.V1Secret): string {
     const d = s.data ?? {};
     let root = "";
     let leaf;
@@ -119,68 +158,82 @@ export function startController(o: ControllerOptions): Controller {
       return "unreadable certificate";
     }
     if (!leaf) return "no certificate";
-    if (root.trim() !== o.ca().rootPem.trim()) return "root certificate changed";
+    if (root.trim() !== this.o.ca().rootPem.trim()) return "root certificate changed";
     const nb = leaf.notBefore.getTime();
     const na = leaf.notAfter.getTime();
-    const grace = Math.max(o.graceRatio * (na - nb), o.minGraceMs);
-    if (na - now() < grace) return "within the grace period";
+    const grace = Math.max(this.o.graceRatio * (na - nb), this.o.minGraceMs);
+    if (na - this.now() < grace) return "within the grace period";
     return "";
-  };
+  }
 
-  const reconcile = async (k: string) => {
+  /** Brings the Secret of account `ns/name` in line: delete, create or rotate it. */
+  async reconcile(k: string) {
     const [ns, name] = k.split("/");
-    const sa = sas.get(k);
     const sName = secretName(name);
-    const existing = secrets.get(key(ns, sName));
-    if (!sa) {
-      if (!existing) return;
-      try {
-        await o.apis.core.deleteNamespacedSecret({ name: sName, namespace: ns });
-        o.log.info(`controller: deleted Secret ${ns}/${sName} (service account removed)`);
-        o.onSecret?.("deleted");
-      } catch (e) {
-        if (apiErrorStatus(e)?.code !== 404) {
-          o.log.error(`controller: cannot delete Secret ${ns}/${sName}: ${describeApiError(e)}`);
-        }
-      }
-      secrets.delete(key(ns, sName));
+    const existing = this.secrets.get(key(ns, sName));
+    if (!this.sas.has(k)) {
+      if (existing) await this.remove(ns, sName);
       return;
     }
-    if (!existing) {
-      for (let attempt = 1; attempt <= 3 && !stopped; attempt++) {
-        try {
-          const body = await build(ns, name);
-          const created = await o.apis.core.createNamespacedSecret({ namespace: ns, body });
-          secrets.set(key(ns, sName), created);
-          const action = recreate.delete(key(ns, sName)) ? "recreated" : "created";
-          o.log.info(`controller: ${action} Secret ${ns}/${sName}`);
-          o.onSecret?.(action);
-          return;
-        } catch (e) {
-          const st = apiErrorStatus(e);
-          if (st?.code === 409) return; // created meanwhile: the watch brings it
-          o.log.warn(
-            `controller: cannot create Secret ${ns}/${sName} (attempt ${attempt} of 3): ${
-              describeApiError(e)
-            }`,
-          );
-          await new Promise((r) => setTimeout(r, o.retryMs ?? 1000));
-        }
-      }
-      return;
-    }
+    if (!existing) return await this.create(ns, name, sName);
     if (existing.type !== WORKLOAD_SECRET.type) return;
-    const why = rotationReason(existing);
-    if (!why) return;
+    const why = this.rotationReason(existing);
+    if (why) await this.rotate(ns, name, existing, why);
+  }
+
+  /** Deletes the Secret of an account that is gone. */
+  async remove(ns: string, sName: string) {
+    const o = this.o;
     try {
-      const body = await build(ns, name);
+      await o.apis.core.deleteNamespacedSecret({ name: sName, namespace: ns });
+      o.log.info(`controller: deleted Secret ${ns}/${sName} (service account removed)`);
+      o.onSecret?.("deleted");
+    } catch (e) {
+      if (apiErrorStatus(e)?.code !== 404) {
+        o.log.error(`controller: cannot delete Secret ${ns}/${sName}: ${describeApiError(e)}`);
+      }
+    }
+    this.secrets.delete(key(ns, sName));
+  }
+
+  /** Creates the Secret of account `ns/name`, in up to 3 attempts. */
+  async create(ns: string, name: string, sName: string) {
+    const o = this.o;
+    for (let attempt = 1; attempt <= 3 && !this.stopped; attempt++) {
+      try {
+        const body = await this.build(ns, name);
+        const created = await o.apis.core.createNamespacedSecret({ namespace: ns, body });
+        this.secrets.set(key(ns, sName), created);
+        const action = this.recreate.delete(key(ns, sName)) ? "recreated" : "created";
+        o.log.info(`controller: ${action} Secret ${ns}/${sName}`);
+        o.onSecret?.(action);
+        return;
+      } catch (e) {
+        const st = apiErrorStatus(e);
+        if (st?.code === 409) return; // created meanwhile: the watch brings it
+        o.log.warn(
+          `controller: cannot create Secret ${ns}/${sName} (attempt ${attempt} of 3): ${
+            describeApiError(e)
+          }`,
+        );
+        await new Promise((r) => setTimeout(r, o.retryMs ?? 1000));
+      }
+    }
+  }
+
+  /** Replaces `existing` with a new key and certificate (a write conditional on its version). */
+  async rotate(ns: string, name: string, existing: k8s.V1Secret, why: string) {
+    const o = this.o;
+    const sName = secretName(name);
+    try {
+      const body = await this.build(ns, name);
       body.metadata!.resourceVersion = existing.metadata?.resourceVersion;
       const updated = await o.apis.core.replaceNamespacedSecret({
         name: sName,
         namespace: ns,
         body,
       });
-      secrets.set(key(ns, sName), updated);
+      this.secrets.set(key(ns, sName), updated);
       o.log.info(`controller: rotated Secret ${ns}/${sName} (${why})`);
       o.onSecret?.("rotated");
     } catch (e) {
@@ -191,122 +244,118 @@ export function startController(o: ControllerOptions): Controller {
       }
       o.log.warn(`controller: cannot rotate Secret ${ns}/${sName}: ${describeApiError(e)}`);
     }
-  };
+  }
 
-  const recreate = new Set<string>();
-  const kick = () => {
-    if (working || stopped) return working;
-    working = (async () => {
-      while (queue.size && !stopped) {
-        const [k] = queue;
-        queue.delete(k);
+  /** Starts the worker unless one runs: it drains the queue, one account at a time. */
+  kick(): Promise<void> | undefined {
+    if (this.working || this.stopped) return this.working;
+    this.working = (async () => {
+      while (this.queue.size && !this.stopped) {
+        const [k] = this.queue;
+        this.queue.delete(k);
         try {
-          await reconcile(k);
+          await this.reconcile(k);
         } catch (e) {
-          o.log.error(`controller: ${k}: ${(e as Error).message}`);
+          this.o.log.error(`controller: ${k}: ${(e as Error).message}`);
         }
       }
     })().finally(() => {
-      working = undefined;
-      if (queue.size && !stopped) kick();
+      this.working = undefined;
+      if (this.queue.size && !this.stopped) this.kick();
     });
-    return working;
-  };
-  const enqueue = (k: string) => {
-    queue.add(k);
-    kick();
-  };
-  const enqueueAll = () => {
-    for (const k of sas.keys()) queue.add(k);
-    for (const s of secrets.values()) {
-      const sa = s.metadata?.annotations?.[WORKLOAD_SECRET.annotation];
-      if (sa && s.type === WORKLOAD_SECRET.type) queue.add(key(s.metadata!.namespace!, sa));
-    }
-    kick();
-  };
+    return this.working;
+  }
 
-  const ns = o.namespace;
-  const core = o.apis.core;
-  const saInformer: Informer = createInformer({
-    name: ns ? `serviceaccounts in namespace ${ns}` : "serviceaccounts",
-    kubeConfig: o.apis.kubeConfig,
-    watchPath: ns ? `/api/v1/namespaces/${ns}/serviceaccounts` : "/api/v1/serviceaccounts",
-    list: (cont) =>
-      ns
-        ? core.listNamespacedServiceAccount({ namespace: ns, limit: 500, _continue: cont })
-        : core.listServiceAccountForAllNamespaces({ limit: 500, _continue: cont }),
-    resyncMs,
-    onList(items) {
-      sas.clear();
-      for (const i of items as Obj[]) sas.set(key(i.metadata!.namespace!, i.metadata!.name!), i);
-      if (secretsListed) enqueueAll();
-    },
-    onEvent(type, obj) {
-      const i = obj as Obj;
-      const k = key(i.metadata!.namespace!, i.metadata!.name!);
-      if (type === "DELETED") sas.delete(k);
-      else sas.set(k, i);
-      enqueue(k);
-    },
-  });
-  let secretsListed = false;
-  const secretInformer: Informer = createInformer({
-    name: ns ? `secrets in namespace ${ns}` : "secrets",
-    kubeConfig: o.apis.kubeConfig,
-    watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : "/api/v1/secrets",
-    list: (cont) =>
-      ns
-        ? core.listNamespacedSecret({ namespace: ns, limit: 500, _continue: cont })
-        : core.listSecretForAllNamespaces({ limit: 500, _continue: cont }),
-    resyncMs,
-    onList(items) {
-      secrets.clear();
-      for (const s of items as k8s.V1Secret[]) {
-        if (s.type === WORKLOAD_SECRET.type) {
-          secrets.set(key(s.metadata!.namespace!, s.metadata!.name!), s);
+  enqueue(k: string) {
+    this.queue.add(k);
+    this.kick();
+  }
+
+  /** Queues every known account and every account a workload Secret names. */
+  enqueueAll() {
+    for (const k of this.sas.keys()) this.queue.add(k);
+    for (const s of this.secrets.values()) {
+      const sa = s.metadata?.annotations?.[WORKLOAD_SECRET.annotation];
+      if (sa && s.type === WORKLOAD_SECRET.type) this.queue.add(key(s.metadata!.namespace!, sa));
+    }
+    this.kick();
+  }
+
+  /** The ServiceAccount informer: its list replaces the cache, each event queues the account. */
+  serviceAccountInformer(): Informer {
+    const ns = this.o.namespace;
+    const core = this.o.apis.core;
+    return createInformer({
+      name: ns ? `serviceaccounts in namespace ${ns}` : "serviceaccounts",
+      kubeConfig: this.o.apis.kubeConfig,
+      watchPath: ns ? `/api/v1/namespaces/${ns}/serviceaccounts` : "/api/v1/serviceaccounts",
+      list: (cont) =>
+        ns
+          ? core.listNamespacedServiceAccount({ namespace: ns, limit: 500, _continue: cont })
+          : core.listServiceAccountForAllNamespaces({ limit: 500, _continue: cont }),
+      resyncMs: this.resyncMs,
+      onList: (items) => {
+        this.sas.clear();
+        for (const i of items as Obj[]) {
+          this.sas.set(key(i.metadata!.namespace!, i.metadata!.name!), i);
         }
-      }
-      secretsListed = true;
-      enqueueAll();
-    },
-    onEvent(type, obj) {
-      const s = obj as k8s.V1Secret;
-      if (s.type !== WORKLOAD_SECRET.type) return;
-      const sk = key(s.metadata!.namespace!, s.metadata!.name!);
-      const sa = s.metadata?.annotations?.[WORKLOAD_SECRET.annotation] ??
-        s.metadata!.name!.slice(WORKLOAD_SECRET.prefix.length);
-      const saKey = key(s.metadata!.namespace!, sa);
-      if (type === "DELETED") {
-        secrets.delete(sk);
-        if (sas.has(saKey)) recreate.add(sk);
-      } else {
-        const known = secrets.get(sk);
-        // Our own writes come back as events: keep the newer resourceVersion.
-        if (
-          !known || Number(s.metadata?.resourceVersion) >= Number(known.metadata?.resourceVersion)
-        ) {
-          secrets.set(sk, s);
+        if (this.secretsListed) this.enqueueAll();
+      },
+      onEvent: (type, obj) => {
+        const i = obj as Obj;
+        const k = key(i.metadata!.namespace!, i.metadata!.name!);
+        if (type === "DELETED") this.sas.delete(k);
+        else this.sas.set(k, i);
+        this.enqueue(k);
+      },
+    });
+  }
+
+  /** The workload Secret informer: keeps the newest version of each, queues its account. */
+  secretInformer(): Informer {
+    const ns = this.o.namespace;
+    const core = this.o.apis.core;
+    return createInformer({
+      name: ns ? `secrets in namespace ${ns}` : "secrets",
+      kubeConfig: this.o.apis.kubeConfig,
+      watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : "/api/v1/secrets",
+      list: (cont) =>
+        ns
+          ? core.listNamespacedSecret({ namespace: ns, limit: 500, _continue: cont })
+          : core.listSecretForAllNamespaces({ limit: 500, _continue: cont }),
+      resyncMs: this.resyncMs,
+      onList: (items) => {
+        this.secrets.clear();
+        for (const s of items as k8s.V1Secret[]) {
+          if (s.type === WORKLOAD_SECRET.type) {
+            this.secrets.set(key(s.metadata!.namespace!, s.metadata!.name!), s);
+          }
         }
+        this.secretsListed = true;
+        this.enqueueAll();
+      },
+      onEvent: (type, obj) => this.onSecretEvent(type, obj as k8s.V1Secret),
+    });
+  }
+
+  onSecretEvent(type: string, s: k8s.V1Secret) {
+    if (s.type !== WORKLOAD_SECRET.type) return;
+    const sk = key(s.metadata!.namespace!, s.metadata!.name!);
+    const sa = s.metadata?.annotations?.[WORKLOAD_SECRET.annotation] ??
+      s.metadata!.name!.slice(WORKLOAD_SECRET.prefix.length);
+    const saKey = key(s.metadata!.namespace!, sa);
+    if (type === "DELETED") {
+      this.secrets.delete(sk);
+      if (this.sas.has(saKey)) this.recreate.add(sk);
+    } else {
+      const known = this.secrets.get(sk);
+      // Our own writes come back as events: keep the newer resourceVersion.
+      if (
+        !known || Number(s.metadata?.resourceVersion) >= Number(known.metadata?.resourceVersion)
+      ) {
+        this.secrets.set(sk, s);
       }
-      enqueue(saKey);
-    },
-  });
-  const timer = setInterval(enqueueAll, resyncMs);
-  const ready = (async () => {
-    await secretInformer.start();
-    await saInformer.start();
-    enqueueAll();
-    await working;
-  })();
-  ready.catch(() => {});
-  return {
-    ready,
-    reconcileAll: enqueueAll,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await Promise.all([saInformer.stop(), secretInformer.stop()]);
-      await working;
-    },
-  };
+    }
+    this.enqueue(saKey);
+  }
 }

@@ -20,7 +20,7 @@ import type { GrpcListener } from "../../lib/grpc/mod.ts";
 import { loadKubeConfig } from "../../lib/kube/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import { Cleanups } from "../../lib/process/mod.ts";
-import { type CertAuthority, selectSigningBackend } from "../../lib/pki/mod.ts";
+import { type CertAuthority, type DnsNameRules, selectSigningBackend } from "../../lib/pki/mod.ts";
 import type { CaConfig } from "./config.ts";
 import { type Controller, startController } from "./controller.ts";
 import { startSigningServer } from "./grpc.ts";
@@ -103,7 +103,20 @@ export async function start(config: CaConfig, deps: CaDeps = {}): Promise<CaHand
   }
 }
 
-// long: start's steps (keys, signing API, controller, monitoring, liveness); split: issue 25
+/** What start's steps share: the config, the key source, the orchestrator and the cleanups. */
+interface Parts {
+  config: CaConfig;
+  deps: CaDeps;
+  log: Logger;
+  host: string;
+  cleanups: Cleanups;
+  metrics: Awaited<ReturnType<typeof createCaMetrics>>;
+  apis: Awaited<ReturnType<typeof import("./orch.ts").orchApis>> | undefined;
+  keys: KeySource;
+  dns: DnsNameRules;
+}
+
+/** start's steps in order: keys, signing API, controller, monitoring, liveness. */
 async function startParts(
   config: CaConfig,
   deps: CaDeps,
@@ -111,6 +124,31 @@ async function startParts(
   host: string,
   cleanups: Cleanups,
 ): Promise<CaHandle> {
+  const p = await openKeys(config, deps, log, host, cleanups);
+  const grpc = await serveSigningApi(p);
+  const controller = runController(p);
+  const monitoring = await serveMonitoring(p);
+  if (config.liveness && grpc) startLiveness(p, grpc.port);
+  const ready = controller ? controller.ready : Promise.resolve();
+  return {
+    addresses: {
+      grpc: grpc ? `${host}:${grpc.port}` : null,
+      monitoring: monitoring ? `${monitoring.host}:${monitoring.port}` : null,
+    },
+    ready,
+    ca: () => p.keys.ca(),
+    shutdown: () => cleanups.run(),
+  };
+}
+
+/** Metrics, the orchestrator's APIs (when configured), and the key source over its root store. */
+async function openKeys(
+  config: CaConfig,
+  deps: CaDeps,
+  log: Logger,
+  host: string,
+  cleanups: Cleanups,
+): Promise<Parts> {
   const metrics = await createCaMetrics();
   let apis;
   if (config.orchestrator) {
@@ -141,168 +179,178 @@ async function startParts(
     appendWebhookNames: config.appendDnsNames,
     systemNamespace: config.storageNamespace,
   };
+  return { config, deps, log, host, cleanups, metrics, apis, keys, dns };
+}
 
-  // ---- gRPC signing API
-  let grpc: GrpcListener | undefined;
-  const grpcPort = deps.grpcPort ?? config.grpcPort;
-  if (grpcPort !== null) {
-    let jwks;
-    if (config.trustedJwks) {
-      try {
-        jwks = JSON.parse(await Deno.readTextFile(config.trustedJwks));
-        if (!Array.isArray(jwks?.keys)) throw new Error('no "keys" array');
-      } catch (e) {
-        throw new Error(
-          `Cannot use --trusted-jwks "${config.trustedJwks}": ${(e as Error).message}`,
-        );
-      }
-    }
-    let tokenReview;
-    if (apis) {
-      const { kubeTokenReviewer } = await import("./orch.ts");
-      tokenReview = kubeTokenReviewer(apis.authn);
-    }
-    const serverTls = async () => {
-      const ca = keys.ca();
-      const issued = await ca.issueWithKey({
-        uris: [],
-        dns: serverNames(config),
-        ttlMs: Math.min(config.maxTtlMs, config.workloadTtlMs),
-        subject: `O=${ca.material.signingCert.subjectName.getField("O")[0] ?? "mesh"}`,
-      }, { kind: "ec" });
-      return {
-        cert: issued.chain.slice(0, -1).join(""),
-        key: issued.keyPem,
-        ca: ca.caChain.join(""),
-        notAfter: issued.notAfter,
-      };
-    };
-    let tls = await serverTls();
-    try {
-      grpc = await startSigningServer({
-        host,
-        port: grpcPort,
-        tls,
-        ca: () => keys.ca(),
-        auth: createAuthenticator({ ca: () => keys.ca(), tokenReview, jwks }),
-        policy: {
-          workloadTtlMs: config.workloadTtlMs,
-          maxTtlMs: config.maxTtlMs,
-          signCaCerts: config.signCaCerts,
-          dns,
-        },
-        metrics,
-        log,
-      });
-    } catch (e) {
-      throw new Error(`Cannot serve gRPC on ${host}:${grpcPort}: ${(e as Error).message}`);
-    }
-    const listener = grpc;
-    cleanups.push(() => listener.close(14, "Server is shutting down", 2000));
-    // The server certificate is re-issued at half its life, and when the CA changes.
-    let tlsTimer: number | undefined;
-    const refresh = async () => {
-      try {
-        tls = await serverTls();
-        const te = new TextEncoder();
-        listener.setTls({
-          cert: te.encode(tls.cert),
-          key: te.encode(tls.key),
-          ca: te.encode(tls.ca),
-        });
-      } catch (e) {
-        log.error(`cannot renew the gRPC server certificate: ${(e as Error).message}`);
-      }
-      scheduleTls();
-    };
-    const scheduleTls = () => {
-      clearTimeout(tlsTimer);
-      const left = tls.notAfter.getTime() - (deps.now ?? Date.now)();
-      tlsTimer = setTimeout(refresh, Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
-    };
-    scheduleTls();
-    keys.onChange(() => void refresh());
-    cleanups.push(() => clearTimeout(tlsTimer));
-    log.info(`gRPC signing API listening on ${host}:${listener.port} (TLS)`);
-  } else {
-    log.info("gRPC signing API not served (--grpc-port 0)");
-  }
-
-  // ---- controller
-  let controller: Controller | undefined;
-  if (apis) {
-    controller = startController({
-      apis,
-      namespace: config.listenedNamespace,
-      ca: () => keys.ca(),
-      workloadTtlMs: config.workloadTtlMs,
-      graceRatio: config.graceRatio,
-      minGraceMs: config.minGraceMs,
-      keySize: config.keySize,
-      dns,
-      log,
-      resyncMs: deps.resyncMs,
-      onSecret: (a) => metrics.secret(a),
-      now: deps.now,
-    });
-    const c = controller;
-    cleanups.push(() => c.stop());
-    keys.onChange(() => c.reconcileAll());
-    log.info(
-      `controller: watching service accounts in ${
-        config.listenedNamespace ? `namespace ${config.listenedNamespace}` : "all namespaces"
-      }`,
+/** The trusted JWKS of `--trusted-jwks`, when given. */
+async function readJwks(config: CaConfig): Promise<{ keys: unknown[] } | undefined> {
+  if (!config.trustedJwks) return undefined;
+  try {
+    const jwks = JSON.parse(await Deno.readTextFile(config.trustedJwks));
+    if (!Array.isArray(jwks?.keys)) throw new Error('no "keys" array');
+    return jwks;
+  } catch (e) {
+    throw new Error(
+      `Cannot use --trusted-jwks "${config.trustedJwks}": ${(e as Error).message}`,
     );
   }
+}
 
-  // ---- monitoring
-  let monitoring: { port: number } | undefined;
+/** A server certificate for the signing API, issued by the current CA. */
+async function serverTls({ config, keys }: Parts) {
+  const ca = keys.ca();
+  const issued = await ca.issueWithKey({
+    uris: [],
+    dns: serverNames(config),
+    ttlMs: Math.min(config.maxTtlMs, config.workloadTtlMs),
+    subject: `O=${ca.material.signingCert.subjectName.getField("O")[0] ?? "mesh"}`,
+  }, { kind: "ec" });
+  return {
+    cert: issued.chain.slice(0, -1).join(""),
+    key: issued.keyPem,
+    ca: ca.caChain.join(""),
+    notAfter: issued.notAfter,
+  };
+}
+
+/** The gRPC signing API over TLS on `--grpc-port` (none when 0). */
+async function serveSigningApi(p: Parts): Promise<GrpcListener | undefined> {
+  const { config, deps, log, host, cleanups, keys } = p;
+  const grpcPort = deps.grpcPort ?? config.grpcPort;
+  if (grpcPort === null) {
+    log.info("gRPC signing API not served (--grpc-port 0)");
+    return undefined;
+  }
+  const jwks = await readJwks(config);
+  let tokenReview;
+  if (p.apis) {
+    const { kubeTokenReviewer } = await import("./orch.ts");
+    tokenReview = kubeTokenReviewer(p.apis.authn);
+  }
+  const tls = await serverTls(p);
+  let listener: GrpcListener;
+  try {
+    listener = await startSigningServer({
+      host,
+      port: grpcPort,
+      tls,
+      ca: () => keys.ca(),
+      auth: createAuthenticator({ ca: () => keys.ca(), tokenReview, jwks }),
+      policy: {
+        workloadTtlMs: config.workloadTtlMs,
+        maxTtlMs: config.maxTtlMs,
+        signCaCerts: config.signCaCerts,
+        dns: p.dns,
+      },
+      metrics: p.metrics,
+      log,
+    });
+  } catch (e) {
+    throw new Error(`Cannot serve gRPC on ${host}:${grpcPort}: ${(e as Error).message}`);
+  }
+  cleanups.push(() => listener.close(14, "Server is shutting down", 2000));
+  renewServerTls(p, listener, tls.notAfter);
+  log.info(`gRPC signing API listening on ${host}:${listener.port} (TLS)`);
+  return listener;
+}
+
+/** Re-issues the signing API's server certificate at half its life, and when the CA changes. */
+function renewServerTls(p: Parts, listener: GrpcListener, firstNotAfter: Date) {
+  let notAfter = firstNotAfter;
+  let tlsTimer: number | undefined;
+  const refresh = async () => {
+    try {
+      const tls = await serverTls(p);
+      notAfter = tls.notAfter;
+      const te = new TextEncoder();
+      listener.setTls({
+        cert: te.encode(tls.cert),
+        key: te.encode(tls.key),
+        ca: te.encode(tls.ca),
+      });
+    } catch (e) {
+      p.log.error(`cannot renew the gRPC server certificate: ${(e as Error).message}`);
+    }
+    scheduleTls();
+  };
+  const scheduleTls = () => {
+    clearTimeout(tlsTimer);
+    const left = notAfter.getTime() - (p.deps.now ?? Date.now)();
+    tlsTimer = setTimeout(refresh, Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
+  };
+  scheduleTls();
+  p.keys.onChange(() => void refresh());
+  p.cleanups.push(() => clearTimeout(tlsTimer));
+}
+
+/** The service-account → Secret controller, with an orchestrator. */
+function runController(p: Parts): Controller | undefined {
+  const { config, deps, log, apis, keys } = p;
+  if (!apis) return undefined;
+  const controller = startController({
+    apis,
+    namespace: config.listenedNamespace,
+    ca: () => keys.ca(),
+    workloadTtlMs: config.workloadTtlMs,
+    graceRatio: config.graceRatio,
+    minGraceMs: config.minGraceMs,
+    keySize: config.keySize,
+    dns: p.dns,
+    log,
+    resyncMs: deps.resyncMs,
+    onSecret: (a) => p.metrics.secret(a),
+    now: deps.now,
+  });
+  p.cleanups.push(() => controller.stop());
+  keys.onChange(() => controller.reconcileAll());
+  log.info(
+    `controller: watching service accounts in ${
+      config.listenedNamespace ? `namespace ${config.listenedNamespace}` : "all namespaces"
+    }`,
+  );
+  return controller;
+}
+
+/** The monitoring listener (`/metrics`, `/version`, pprof), when configured. */
+async function serveMonitoring(p: Parts): Promise<{ host: string; port: number } | undefined> {
+  const { config, deps } = p;
   const monitoringPort = deps.monitoringPort ?? config.monitoring?.port ?? null;
   // deps.host (tests) wins over --monitoring-address
-  const monitoringHost = deps.host ?? config.monitoring?.address ?? host;
-  if (monitoringPort !== null && config.monitoring) {
-    try {
-      const m = await startMonitoring({
-        host: monitoringHost,
-        port: monitoringPort,
-        profiling: config.monitoring.profiling,
-        metrics,
-        versionText: deps.versionText ?? "mesh_ca",
-      });
-      monitoring = m;
-      cleanups.push(() => m.shutdown());
-    } catch (e) {
-      throw new Error(
-        `Cannot serve monitoring on ${monitoringHost}:${monitoringPort}: ${(e as Error).message}`,
-      );
-    }
-    log.info(`monitoring listening on ${monitoringHost}:${monitoring.port}`);
-  }
-
-  // ---- liveness
-  if (config.liveness && grpc) {
-    const sc = startSelfCheck({
-      address: `127.0.0.1:${grpc.port}`,
-      servername: serverNames(config)[0],
-      namespace: config.storageNamespace,
-      ca: () => keys.ca(),
-      probePath: config.liveness.path,
-      probeIntervalMs: config.liveness.intervalMs,
-      checkIntervalMs: config.liveness.checkIntervalMs,
-      log,
-      onCheck: (ok) => metrics.selfCheck(ok),
+  const monitoringHost = deps.host ?? config.monitoring?.address ?? p.host;
+  if (monitoringPort === null || !config.monitoring) return undefined;
+  let m;
+  try {
+    m = await startMonitoring({
+      host: monitoringHost,
+      port: monitoringPort,
+      profiling: config.monitoring.profiling,
+      metrics: p.metrics,
+      versionText: deps.versionText ?? "mesh_ca",
     });
-    cleanups.push(() => sc.stop());
+  } catch (e) {
+    throw new Error(
+      `Cannot serve monitoring on ${monitoringHost}:${monitoringPort}: ${(e as Error).message}`,
+    );
   }
+  const started = m;
+  p.cleanups.push(() => started.shutdown());
+  p.log.info(`monitoring listening on ${monitoringHost}:${m.port}`);
+  return { host: monitoringHost, port: m.port };
+}
 
-  const ready = controller ? controller.ready : Promise.resolve();
-  return {
-    addresses: {
-      grpc: grpc ? `${host}:${grpc.port}` : null,
-      monitoring: monitoring ? `${monitoringHost}:${monitoring.port}` : null,
-    },
-    ready,
-    ca: () => keys.ca(),
-    shutdown: () => cleanups.run(),
-  };
+/** The liveness self-check: a signing call to our own API, its result in the probe file. */
+function startLiveness(p: Parts, grpcPort: number) {
+  const { config } = p;
+  const sc = startSelfCheck({
+    address: `127.0.0.1:${grpcPort}`,
+    servername: serverNames(config)[0],
+    namespace: config.storageNamespace,
+    ca: () => p.keys.ca(),
+    probePath: config.liveness!.path,
+    probeIntervalMs: config.liveness!.intervalMs,
+    checkIntervalMs: config.liveness!.checkIntervalMs,
+    log: p.log,
+    onCheck: (ok) => p.metrics.selfCheck(ok),
+  });
+  p.cleanups.push(() => sc.stop());
 }

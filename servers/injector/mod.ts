@@ -230,7 +230,6 @@ async function serve(
   return server;
 }
 
-// long: start's steps share the reload state (keys, configs, caBundle); split: issue 25
 /**
  * Starts the server: reads the key pair and the configurations (a problem is an Error: the
  * program logs it and exits 1), listens, writes the caBundle, watches the files.
@@ -240,158 +239,41 @@ export async function start(
   deps: InjectorDeps = {},
 ): Promise<InjectorHandle> {
   const log = deps.logger ?? getLogger("default");
-  let injector = await loadInjector(config, log);
-  let pair = await loadKeyPair(config);
-  let caPem = await readFile(config.caCertFile, "--caCertFile");
+  const injector = await loadInjector(config, log);
+  const pair = await loadKeyPair(config);
+  const caPem = await readFile(config.caCertFile, "--caCertFile");
   const kc = deps.kubeConfig ?? await (await import("../../lib/kube/mod.ts")).loadKubeConfig(
     config.orchconfig,
   );
   const metrics = await createMetrics();
-  const fetch = app(() => injector, metrics, log).fetch;
-  const server = await serve(config, pair, fetch, log);
+  let current = injector;
+  const server = await serve(config, pair, app(() => current, metrics, log).fetch, log);
   const port = (server.address() as { port: number }).port;
   log.info("sidecar-injector listening", {
     port,
     webhook: `${config.webhookConfigName}/${config.webhookName}`,
   });
-  let stopped = false;
-  let reloads = 0;
-
-  // ---- caBundle
-  let retryTimer: number | undefined;
-  const writeCaBundle = async (): Promise<void> => {
-    clearTimeout(retryTimer);
-    const { patchWebhookCaBundle } = await import("../../lib/inject/orch.ts");
-    try {
-      const changed = await patchWebhookCaBundle(
-        kc,
-        config.webhookConfigName,
-        config.webhookName,
-        caPem,
-      );
-      log.info(changed ? "caBundle written" : "caBundle already up to date", {
-        configuration: config.webhookConfigName,
-        webhook: config.webhookName,
-      });
-    } catch (err) {
-      log.error("cannot write the caBundle of the webhook; retrying", {
-        error: (err as Error).message,
-      });
-      if (!stopped) {
-        retryTimer = setTimeout(() => void writeCaBundle(), deps.caBundleRetryMs ?? 5000);
-      }
-    }
-  };
-  const ready = writeCaBundle();
-
-  // ---- health file
+  const state = new InjectorState(config, deps, log, kc, server, { injector, pair, caPem });
+  state.onInjector = (i) => current = i;
+  const ready = state.writeCaBundle();
   const probe = config.healthCheckFile
     ? startProbeUpdater({
       path: config.healthCheckFile,
       intervalMs: config.healthCheckIntervalMs,
-      available: () => !stopped,
+      available: () => !state.stopped,
     })
     : undefined;
-
-  // ---- reloads
-  const configTexts = () =>
-    Promise.all(
-      [config.injectConfigFile, config.meshConfigFile].map((f) =>
-        Deno.readTextFile(f).catch(() => "")
-      ),
-    ).then((t) => t.join("\0"));
-  let lastTexts = await configTexts();
-  const reload = async () => {
-    try {
-      const texts = await configTexts();
-      if (texts !== lastTexts) {
-        injector = await loadInjector(config, log);
-        lastTexts = texts;
-        log.info("injection configuration loaded", { version: injector.version });
-      }
-    } catch (err) {
-      log.error("cannot reload the injection configuration; keeping the previous one", {
-        error: (err as Error).message,
-      });
-    }
-    try {
-      const next = await loadKeyPair(config);
-      if (next.cert !== pair.cert || next.key !== pair.key) {
-        // new connections get the new pair; a bad pair throws and the old one stays
-        server.setSecureContext({ cert: next.cert, key: next.key });
-        pair = next;
-        log.info("TLS key pair reloaded");
-      }
-    } catch (err) {
-      log.error("cannot reload the TLS key pair; keeping the previous one", {
-        error: (err as Error).message,
-      });
-    }
-    try {
-      const ca = await readFile(config.caCertFile, "--caCertFile");
-      if (ca !== caPem) {
-        caPem = ca;
-        await writeCaBundle();
-      }
-    } catch (err) {
-      log.error("cannot reload the CA certificate", { error: (err as Error).message });
-    }
-    reloads++;
-  };
-  const files = [
-    config.injectConfigFile,
-    config.meshConfigFile,
-    config.tlsCertFile,
-    config.tlsKeyFile,
-    config.caCertFile,
-  ].map((f) => resolve(f));
-  const dirs = [...new Set(files.map((f) => dirname(f)))];
-  const relevant = (p: string) => files.includes(resolve(p)) || basename(p).startsWith("..");
-  const watchers: Deno.FsWatcher[] = [];
-  for (const d of dirs) {
-    try {
-      watchers.push(Deno.watchFs(d, { recursive: false }));
-    } catch (err) {
-      log.warn("cannot watch directory; changes there will not be reloaded", {
-        dir: d,
-        error: (err as Error).message,
-      });
-    }
-  }
-  let debounce: number | undefined;
-  let reloading = Promise.resolve();
-  const schedule = () => {
-    clearTimeout(debounce);
-    debounce = setTimeout(() => {
-      reloading = reloading.then(() => stopped ? undefined : reload());
-    }, deps.debounceMs ?? 100);
-  };
-  const loops = watchers.map(async (w) => {
-    try {
-      for await (const ev of w) {
-        // our files, or the `..data` link a mounted config map or secret is switched through
-        if (ev.kind !== "access" && ev.paths.some(relevant)) schedule();
-      }
-    } catch {
-      // closed
-    }
-  });
-
+  await state.watch();
   let shutdownPromise: Promise<void> | undefined;
   return {
     addresses: { https: `${config.hostname}:${port}` },
     ready,
     get reloads() {
-      return reloads;
+      return state.reloads;
     },
     shutdown() {
       shutdownPromise ??= (async () => {
-        stopped = true;
-        clearTimeout(debounce);
-        clearTimeout(retryTimer);
-        for (const w of watchers) w.close();
-        await Promise.all(loops);
-        await reloading;
+        await state.stop();
         await ready;
         await probe?.stop();
         const closed = new Promise<void>((r) => server.close(() => r()));
@@ -401,4 +283,180 @@ export async function start(
       return shutdownPromise;
     },
   };
+}
+
+/**
+ * What a running injector reloads: the injection configuration, the TLS key pair (swapped into
+ * the server in place) and the CA certificate (written to the webhook's caBundle), with the
+ * watches of their files.
+ */
+class InjectorState {
+  injector: Injector;
+  pair: KeyPair;
+  caPem: string;
+  stopped = false;
+  reloads = 0;
+  /** Called with each newly loaded injector. */
+  onInjector: (i: Injector) => void = () => {};
+  retryTimer: number | undefined;
+  debounce: number | undefined;
+  reloading: Promise<void> = Promise.resolve();
+  lastTexts = "";
+  watchers: Deno.FsWatcher[] = [];
+  loops: Promise<void>[] = [];
+
+  constructor(
+    readonly config: InjectorConfig,
+    readonly deps: InjectorDeps,
+    readonly log: Logger,
+    readonly kc: KubeConfig,
+    readonly server: https.Server,
+    first: { injector: Injector; pair: KeyPair; caPem: string },
+  ) {
+    this.injector = first.injector;
+    this.pair = first.pair;
+    this.caPem = first.caPem;
+  }
+
+  /** Writes the CA certificate into the webhook's caBundle; retries until it succeeds. */
+  async writeCaBundle(): Promise<void> {
+    const { config, log } = this;
+    clearTimeout(this.retryTimer);
+    const { patchWebhookCaBundle } = await import("../../lib/inject/orch.ts");
+    try {
+      const changed = await patchWebhookCaBundle(
+        this.kc,
+        config.webhookConfigName,
+        config.webhookName,
+        this.caPem,
+      );
+      log.info(changed ? "caBundle written" : "caBundle already up to date", {
+        configuration: config.webhookConfigName,
+        webhook: config.webhookName,
+      });
+    } catch (err) {
+      log.error("cannot write the caBundle of the webhook; retrying", {
+        error: (err as Error).message,
+      });
+      if (!this.stopped) {
+        this.retryTimer = setTimeout(
+          () => void this.writeCaBundle(),
+          this.deps.caBundleRetryMs ?? 5000,
+        );
+      }
+    }
+  }
+
+  /** The texts of the two configuration files (empty when unreadable). */
+  configTexts(): Promise<string> {
+    return Promise.all(
+      [this.config.injectConfigFile, this.config.meshConfigFile].map((f) =>
+        Deno.readTextFile(f).catch(() => "")
+      ),
+    ).then((t) => t.join("\0"));
+  }
+
+  /** Reloads what changed; a problem keeps the previous version in force. */
+  async reload() {
+    await this.reloadConfigs();
+    await this.reloadKeyPair();
+    await this.reloadCa();
+    this.reloads++;
+  }
+
+  async reloadConfigs() {
+    try {
+      const texts = await this.configTexts();
+      if (texts !== this.lastTexts) {
+        this.injector = await loadInjector(this.config, this.log);
+        this.onInjector(this.injector);
+        this.lastTexts = texts;
+        this.log.info("injection configuration loaded", { version: this.injector.version });
+      }
+    } catch (err) {
+      this.log.error("cannot reload the injection configuration; keeping the previous one", {
+        error: (err as Error).message,
+      });
+    }
+  }
+
+  async reloadKeyPair() {
+    try {
+      const next = await loadKeyPair(this.config);
+      if (next.cert !== this.pair.cert || next.key !== this.pair.key) {
+        // new connections get the new pair; a bad pair throws and the old one stays
+        this.server.setSecureContext({ cert: next.cert, key: next.key });
+        this.pair = next;
+        this.log.info("TLS key pair reloaded");
+      }
+    } catch (err) {
+      this.log.error("cannot reload the TLS key pair; keeping the previous one", {
+        error: (err as Error).message,
+      });
+    }
+  }
+
+  async reloadCa() {
+    try {
+      const ca = await readFile(this.config.caCertFile, "--caCertFile");
+      if (ca !== this.caPem) {
+        this.caPem = ca;
+        await this.writeCaBundle();
+      }
+    } catch (err) {
+      this.log.error("cannot reload the CA certificate", { error: (err as Error).message });
+    }
+  }
+
+  /** Watches the directories of the five files; a change there reloads, debounced. */
+  async watch() {
+    const { config, log } = this;
+    this.lastTexts = await this.configTexts();
+    const files = [
+      config.injectConfigFile,
+      config.meshConfigFile,
+      config.tlsCertFile,
+      config.tlsKeyFile,
+      config.caCertFile,
+    ].map((f) => resolve(f));
+    const dirs = [...new Set(files.map((f) => dirname(f)))];
+    const relevant = (p: string) => files.includes(resolve(p)) || basename(p).startsWith("..");
+    for (const d of dirs) {
+      try {
+        this.watchers.push(Deno.watchFs(d, { recursive: false }));
+      } catch (err) {
+        log.warn("cannot watch directory; changes there will not be reloaded", {
+          dir: d,
+          error: (err as Error).message,
+        });
+      }
+    }
+    this.loops = this.watchers.map(async (w) => {
+      try {
+        for await (const ev of w) {
+          // our files, or the `..data` link a mounted config map or secret is switched through
+          if (ev.kind !== "access" && ev.paths.some(relevant)) this.schedule();
+        }
+      } catch {
+        // closed
+      }
+    });
+  }
+
+  schedule() {
+    clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => {
+      this.reloading = this.reloading.then(() => this.stopped ? undefined : this.reload());
+    }, this.deps.debounceMs ?? 100);
+  }
+
+  /** Stops the watches, the retries and the reloads (waiting for the one under way). */
+  async stop() {
+    this.stopped = true;
+    clearTimeout(this.debounce);
+    clearTimeout(this.retryTimer);
+    for (const w of this.watchers) w.close();
+    await Promise.all(this.loops);
+    await this.reloading;
+  }
 }

@@ -130,14 +130,13 @@ export async function start(config: PolicyConfig, deps: PolicyDeps = {}): Promis
   }
 }
 
-// long: start's steps (store, reloads, gRPC API, monitoring, probes); split: issue 25
+/** start's steps in order: store, configuration reloads, gRPC API, monitoring, probes. */
 async function startParts(
   config: PolicyConfig,
   deps: PolicyDeps,
   log: Logger,
   cleanups: Cleanups,
 ): Promise<PolicyHandle> {
-  const ns = config.configDefaultNamespace;
   const metrics = createPolicyMetrics();
   const env: AdapterEnv = {
     log: getLogger("adapters"),
@@ -148,38 +147,115 @@ async function startParts(
     kubeConfig: deps.kubeConfig ?? orchKubeConfig(config.configStoreURL),
     traceUrl: config.tracing.zipkinUrl || undefined,
   };
-  let store = deps.store;
-  if (!store && config.configStoreURL) {
-    try {
-      store = await openStoreFromURL(config.configStoreURL, {
-        schemas: POLICY_STORE_SCHEMAS,
-        defaultNamespace: ns,
-      });
-    } catch (e) {
-      throw new Error(
-        `Cannot open --configStoreURL "${config.configStoreURL}": ${(e as Error).message}`,
-      );
-    }
-    const opened = store;
-    cleanups.push(() => opened.close());
+  const store = deps.store ?? await openStore(config, cleanups);
+  const loader = new ConfigLoader(store, config.configDefaultNamespace, env, metrics, log);
+  cleanups.push(() => loader.close());
+  const ready = loader.reload();
+  if (store) loader.watch(deps.reloadDelayMs ?? 50, cleanups);
+  const parts: Parts = { config, deps, log, cleanups, loader, metrics };
+  const grpc = await serveApi(parts);
+  const monitoring = await serveMonitoring(parts);
+  startProbes(config, ready, cleanups);
+  return {
+    addresses: { grpc, monitoring },
+    ready,
+    issues: () => loader.issues,
+    reload: () => loader.reload(),
+    shutdown: () => cleanups.run(),
+  };
+}
+
+/** What the listeners share: the config, the configuration in force, metrics and cleanups. */
+interface Parts {
+  config: PolicyConfig;
+  deps: PolicyDeps;
+  log: Logger;
+  cleanups: Cleanups;
+  loader: ConfigLoader;
+  metrics: ReturnType<typeof createPolicyMetrics>;
+}
+
+/** The store of `--configStoreURL`, when given (closed by the cleanups). */
+async function openStore(
+  config: PolicyConfig,
+  cleanups: Cleanups,
+): Promise<ConfigStore | undefined> {
+  if (!config.configStoreURL) return undefined;
+  let store: ConfigStore;
+  try {
+    store = await openStoreFromURL(config.configStoreURL, {
+      schemas: POLICY_STORE_SCHEMAS,
+      defaultNamespace: config.configDefaultNamespace,
+    });
+  } catch (e) {
+    throw new Error(
+      `Cannot open --configStoreURL "${config.configStoreURL}": ${(e as Error).message}`,
+    );
+  }
+  cleanups.push(() => store.close());
+  return store;
+}
+
+/**
+ * The configuration in force: the snapshot built from the store's objects, the problems found,
+ * and the chain of reloads (one at a time; a new snapshot retires the old one).
+ */
+class ConfigLoader {
+  current: Snapshot;
+  issues: ConfigIssue[] = [];
+  loaded = false;
+  loading: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly store: ConfigStore | undefined,
+    readonly ns: string,
+    readonly env: AdapterEnv,
+    readonly metrics: ReturnType<typeof createPolicyMetrics>,
+    readonly log: Logger,
+  ) {
+    this.current = Snapshot.empty(ns);
   }
 
-  // ---- configuration
-  let current = Snapshot.empty(ns);
-  let issues: ConfigIssue[] = [];
-  let loaded = false;
-  let loading: Promise<void> = Promise.resolve();
-  const loadOnce = async () => {
+  /** Queues a reload after those pending; resolves when it is done (errors are logged). */
+  reload(): Promise<void> {
+    this.loading = this.loading.then(() => this.loadOnce()).catch((e) =>
+      this.log.error(`Cannot load the configuration: ${(e as Error).message}`)
+    );
+    return this.loading;
+  }
+
+  /** Reloads `delayMs` after the last change the store reports. */
+  watch(delayMs: number, cleanups: Cleanups) {
+    let timer: number | undefined;
+    const w = this.store!.watch(() => {
+      clearTimeout(timer);
+      timer = setTimeout(() => this.reload(), delayMs);
+    });
+    cleanups.push(() => {
+      clearTimeout(timer);
+      w.close();
+    });
+  }
+
+  /** Waits for the pending reloads, then retires the snapshot in force. */
+  async close() {
+    await this.loading;
+    await this.current.retire(undefined);
+  }
+
+  async loadOnce() {
+    const { ns, log } = this;
     let objects: ConfigObject[] = [];
-    if (store) {
-      const s = store;
+    if (this.store) {
+      const s = this.store;
       objects = (await Promise.all(POLICY_STORE_SCHEMAS.map((t) => s.list(t.type)))).flat();
     }
-    const res = Snapshot.build(withDefaults(objects, ns), ns, env, loaded ? current : undefined);
+    const prev = this.loaded ? this.current : undefined;
+    const res = Snapshot.build(withDefaults(objects, ns), ns, this.env, prev);
     const fresh = res.issues.map((i) => i.message).join("\n") !==
-      issues.map((i) => i.message).join("\n");
-    issues = res.issues;
-    metrics.config(issues.length === 0, issues.length);
+      this.issues.map((i) => i.message).join("\n");
+    const issues = this.issues = res.issues;
+    this.metrics.config(issues.length === 0, issues.length);
     if (fresh) {
       for (const i of issues) {
         log.error(
@@ -189,40 +265,22 @@ async function startParts(
         );
       }
     }
-    const old = current;
-    current = res.snapshot;
-    loaded = true;
+    const old = this.current;
+    const current = this.current = res.snapshot;
+    this.loaded = true;
     log.info(
       `Configuration loaded: ${current.rules.length} rules, ${current.handlers.size} handlers${
         issues.length ? `, ${issues.length} objects rejected` : ""
       }`,
     );
     await old.retire(current);
-  };
-  const reload = () => {
-    loading = loading.then(loadOnce).catch((e) =>
-      log.error(`Cannot load the configuration: ${(e as Error).message}`)
-    );
-    return loading;
-  };
-  cleanups.push(async () => {
-    await loading;
-    await current.retire(undefined);
-  });
-  const ready = reload();
-  if (store) {
-    let timer: number | undefined;
-    const w = store.watch(() => {
-      clearTimeout(timer);
-      timer = setTimeout(reload, deps.reloadDelayMs ?? 50);
-    });
-    cleanups.push(() => {
-      clearTimeout(timer);
-      w.close();
-    });
   }
+}
 
-  // ---- gRPC API
+/** The Mixer-style gRPC API on `--address` (TCP or a unix socket); returns its address. */
+async function serveApi(
+  { config, deps, log, cleanups, loader, metrics }: Parts,
+): Promise<string> {
   const codec = await mixerCodec();
   const tracer = await createTracer(config.tracing, log, deps.traceTiming);
   if (tracer) cleanups.push(() => tracer.close());
@@ -230,7 +288,7 @@ async function startParts(
     codec,
     api: new Pool(config.apiWorkerPoolSize),
     adapters: new Pool(config.adapterWorkerPoolSize),
-    snapshot: () => current,
+    snapshot: () => loader.current,
     metrics,
     log: getLogger("api"),
     maxMessageSize: config.maxMessageSize,
@@ -266,34 +324,41 @@ async function startParts(
     if (a.kind === "unix") await Deno.remove(a.path).catch(() => {});
   });
   log.info(`Policy API listening on ${grpcAddress}`);
+  return grpcAddress;
+}
 
-  // ---- monitoring
-  let monitoring: string | null = null;
+/** The monitoring listener (`/metrics` with the adapters' metrics, `/version`, pprof). */
+async function serveMonitoring(
+  { config, deps, log, cleanups, loader, metrics }: Parts,
+): Promise<string | null> {
   const monPort = deps.monitoringPort === undefined ? config.monitoringPort : deps.monitoringPort;
-  if (monPort !== null) {
-    const { promise, resolve } = Promise.withResolvers<number>();
-    const host = deps.host ?? (a.kind === "tcp" ? a.host : "0.0.0.0");
-    let server;
-    try {
-      server = Deno.serve(
-        { hostname: host, port: monPort, onListen: ({ port }) => resolve(port) },
-        monitoringHandler({
-          metrics: async () =>
-            [await metrics.text(), await current.metrics()].filter((t) => t).join("\n"),
-          versionText: deps.versionText ?? "",
-          profile: config.profile,
-        }),
-      );
-    } catch (e) {
-      throw new Error(`Cannot serve monitoring on port ${monPort}: ${(e as Error).message}`);
-    }
-    const s = server;
-    cleanups.push(() => s.shutdown());
-    monitoring = `${host.includes(":") ? `[${host}]` : host}:${await promise}`;
-    log.info(`Monitoring listening on ${monitoring}`);
+  if (monPort === null) return null;
+  const a = config.address;
+  const { promise, resolve } = Promise.withResolvers<number>();
+  const host = deps.host ?? (a.kind === "tcp" ? a.host : "0.0.0.0");
+  let server;
+  try {
+    server = Deno.serve(
+      { hostname: host, port: monPort, onListen: ({ port }) => resolve(port) },
+      monitoringHandler({
+        metrics: async () =>
+          [await metrics.text(), await loader.current.metrics()].filter((t) => t).join("\n"),
+        versionText: deps.versionText ?? "",
+        profile: config.profile,
+      }),
+    );
+  } catch (e) {
+    throw new Error(`Cannot serve monitoring on port ${monPort}: ${(e as Error).message}`);
   }
+  const s = server;
+  cleanups.push(() => s.shutdown());
+  const monitoring = `${host.includes(":") ? `[${host}]` : host}:${await promise}`;
+  log.info(`Monitoring listening on ${monitoring}`);
+  return monitoring;
+}
 
-  // ---- probes
+/** The liveness and readiness probe files: available once the first configuration loaded. */
+function startProbes(config: PolicyConfig, ready: Promise<void>, cleanups: Cleanups) {
   let up = false;
   ready.then(() => up = true);
   for (const p of [config.liveness, config.readiness]) {
@@ -301,12 +366,4 @@ async function startParts(
     const u = startProbeUpdater({ path: p.path, intervalMs: p.intervalMs, available: () => up });
     cleanups.push(() => u.stop());
   }
-
-  return {
-    addresses: { grpc: grpcAddress, monitoring },
-    ready,
-    issues: () => issues,
-    reload,
-    shutdown: () => cleanups.run(),
-  };
 }

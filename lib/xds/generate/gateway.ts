@@ -8,14 +8,14 @@ import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { headerMatcherForm, proxyLabels } from "../node.ts";
 import { type GatewayEntry, indexOf } from "./context.ts";
-import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./listeners.ts";
+import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./filters.ts";
 import {
   dedupeDomains,
   destinationCluster,
   exportedTo,
   proxyNamespace,
   translateHttpRoutes,
-} from "./routes.ts";
+} from "./route_translate.ts";
 import { downstreamTlsSocket } from "./security.ts";
 import {
   gatewayHostName,

@@ -23,11 +23,11 @@ import { GRPC_SERVER_LISTENER_PREFIX } from "../grpc_bootstrap.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { indexOf } from "./context.ts";
 import { proxylessDownstreamTls } from "./grpc_tls.ts";
-import { hcmFilter } from "./listeners.ts";
+import { hcmFilter } from "./filters.ts";
 import { rbacConfig } from "./rbac.ts";
 import { authzHttpFilters } from "./authz_policy.ts";
 import { headerMatcherForm } from "../node.ts";
-import { dedupeDomains } from "./routes.ts";
+import { dedupeDomains } from "./route_translate.ts";
 import { mtlsModeOf } from "./security.ts";
 import { serviceDomains, socketAddress } from "./util.ts";
 

@@ -10,19 +10,17 @@ import { parseNodeId } from "../node.ts";
 import { model } from "../testdata/model.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import { indexOf } from "./context.ts";
+import { apiRouteConfig, buildRoutes, defaultRoute } from "./routes.ts";
 import {
-  apiRouteConfig,
-  buildRoutes,
   corsConfig,
   dedupeDomains,
-  defaultRoute,
   destinationCluster,
   faultConfig,
   hashPolicy,
   type RouteScope,
   stringMatches,
   translateHttpRoutes,
-} from "./routes.ts";
+} from "./route_translate.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;

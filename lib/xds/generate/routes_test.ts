@@ -5,8 +5,8 @@ import { gatewayRouter } from "../testdata/scenarios.ts";
 import { indexOf } from "./context.ts";
 import { pgvProblems } from "../pgv.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
+import { buildRoutes } from "./routes.ts";
 import {
-  buildRoutes,
   corsConfig,
   destinationCluster,
   faultConfig,
@@ -15,7 +15,7 @@ import {
   routeMatch,
   type RouteScope,
   translateHttpRoutes,
-} from "./routes.ts";
+} from "./route_translate.ts";
 
 // deno-lint-ignore no-explicit-any
 type RouteLike = { match: { headers?: any[] } };

@@ -213,7 +213,107 @@ function pem(field: string, v: string | Uint8Array): Buffer {
 /** URI SANs of a verified peer certificate (`spiffe://...`) of a TLS socket. */
 const peerIdentities = peerUris;
 
-// long: the ADS gRPC service wiring over the listener state; split left to issue 25
+/**
+ * Runs one ADS stream: decodes each request into `open`'s stream state machine, encodes its
+ * responses onto the call, and keeps the call in `calls` (ended with UNAVAILABLE at shutdown)
+ * until either side ends it.
+ */
+function serveStream<Req, Res>(
+  calls: Set<{ end: (e: StreamEnd) => void }>,
+  call: GrpcCall,
+  decode: (b: Buffer) => Req,
+  encode: (r: Res) => Uint8Array[],
+  open: (t: XdsTransport<Res>) => { receive(r: Req): void; close(): void },
+) {
+  let ended = false;
+  const transport: XdsTransport<Res> = {
+    peer: call.peer,
+    peerIdentities: peerIdentities(call.socket),
+    send(res: Res) {
+      if (ended) return Promise.reject(new Error("stream ended"));
+      return call.send(encode(res));
+    },
+    end(e?: StreamEnd) {
+      if (ended) return;
+      ended = true;
+      calls.delete(entry);
+      call.end(e?.code ?? GrpcStatus.OK, e?.code ? e.message : "");
+    },
+  };
+  const entry = {
+    end: (e: StreamEnd) => {
+      transport.end(e);
+      handle.close();
+    },
+  };
+  calls.add(entry);
+  const handle = open(transport);
+  const gone = () => {
+    if (ended) return;
+    ended = true;
+    calls.delete(entry);
+    handle.close();
+  };
+  call.onMessage = (b) => {
+    if (ended) return;
+    let req: Req;
+    try {
+      req = decode(b);
+    } catch (e) {
+      entry.end({
+        code: GrpcStatus.INVALID_ARGUMENT,
+        message: `Cannot decode the request: ${(e as Error).message}`,
+      });
+      return;
+    }
+    handle.receive(req);
+  };
+  call.onEnd = () => {
+    // The client half-closed: end our side with OK, as grpc-js servers do.
+    if (ended) return;
+    transport.end();
+    handle.close();
+  };
+  call.onCancel = gone;
+}
+
+/** The call handlers of the SotW and delta streams of every service served. */
+function adsHandlers(
+  opts: AdsServerOptions,
+  decoders: Awaited<ReturnType<typeof adsDecoders>>,
+  calls: Set<{ end: (e: StreamEnd) => void }>,
+): Map<string, CallHandler> {
+  const handlers = new Map<string, CallHandler>();
+  for (const service of opts.services ?? [ADS_SERVICE]) {
+    const [stream, delta] = service === SDS_SERVICE
+      ? ["StreamSecrets", "DeltaSecrets"]
+      : ["StreamAggregatedResources", "DeltaAggregatedResources"];
+    handlers.set(
+      `/${service}/${stream}`,
+      (call) =>
+        serveStream<DiscoveryRequest, DiscoveryResponse>(
+          calls,
+          call,
+          decoders.sotw,
+          encodeDiscoveryResponseParts,
+          (t) => opts.server.openSotw(t),
+        ),
+    );
+    handlers.set(
+      `/${service}/${delta}`,
+      (call) =>
+        serveStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
+          calls,
+          call,
+          decoders.delta,
+          encodeDeltaDiscoveryResponseParts,
+          (t) => opts.server.openDelta(t),
+        ),
+    );
+  }
+  return handlers;
+}
+
 /**
  * Starts serving ADS (SotW and delta) for `opts.server` on `opts.address`, plaintext or TLS.
  *
@@ -236,90 +336,8 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
       requireClientCert: opts.tls.requireClientCert ?? false,
     }
     : undefined;
-  const decoders = await adsDecoders();
   const calls = new Set<{ end: (e: StreamEnd) => void }>();
-
-  const serve = <Req, Res>(
-    call: GrpcCall,
-    decode: (b: Buffer) => Req,
-    encode: (r: Res) => Uint8Array[],
-    open: (t: XdsTransport<Res>) => { receive(r: Req): void; close(): void },
-  ) => {
-    let ended = false;
-    const transport: XdsTransport<Res> = {
-      peer: call.peer,
-      peerIdentities: peerIdentities(call.socket),
-      send(res: Res) {
-        if (ended) return Promise.reject(new Error("stream ended"));
-        return call.send(encode(res));
-      },
-      end(e?: StreamEnd) {
-        if (ended) return;
-        ended = true;
-        calls.delete(entry);
-        call.end(e?.code ?? GrpcStatus.OK, e?.code ? e.message : "");
-      },
-    };
-    const entry = {
-      end: (e: StreamEnd) => {
-        transport.end(e);
-        handle.close();
-      },
-    };
-    calls.add(entry);
-    const handle = open(transport);
-    const gone = () => {
-      if (ended) return;
-      ended = true;
-      calls.delete(entry);
-      handle.close();
-    };
-    call.onMessage = (b) => {
-      if (ended) return;
-      let req: Req;
-      try {
-        req = decode(b);
-      } catch (e) {
-        entry.end({
-          code: GrpcStatus.INVALID_ARGUMENT,
-          message: `Cannot decode the request: ${(e as Error).message}`,
-        });
-        return;
-      }
-      handle.receive(req);
-    };
-    call.onEnd = () => {
-      // The client half-closed: end our side with OK, as grpc-js servers do.
-      if (ended) return;
-      transport.end();
-      handle.close();
-    };
-    call.onCancel = gone;
-  };
-
-  const handlers = new Map<string, CallHandler>();
-  for (const service of opts.services ?? [ADS_SERVICE]) {
-    const [stream, delta] = service === SDS_SERVICE
-      ? ["StreamSecrets", "DeltaSecrets"]
-      : ["StreamAggregatedResources", "DeltaAggregatedResources"];
-    handlers.set(`/${service}/${stream}`, (call) =>
-      serve<DiscoveryRequest, DiscoveryResponse>(
-        call,
-        decoders.sotw,
-        encodeDiscoveryResponseParts,
-        (t) => opts.server.openSotw(t),
-      ));
-    handlers.set(
-      `/${service}/${delta}`,
-      (call) =>
-        serve<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
-          call,
-          decoders.delta,
-          encodeDeltaDiscoveryResponseParts,
-          (t) => opts.server.openDelta(t),
-        ),
-    );
-  }
+  const handlers = adsHandlers(opts, await adsDecoders(), calls);
   const listener = await listenGrpc({
     host,
     port: wanted,
