@@ -62,6 +62,12 @@ export {
 export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
+export {
+  type ProxyScope,
+  scopedContext,
+  scopeFor,
+  selectSidecar,
+} from "./generate/sidecar_scope.ts";
 export { unselectedGatewayReason } from "./generate/gateway_selection.ts";
 export {
   describeConflict,

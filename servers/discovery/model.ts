@@ -35,6 +35,7 @@ import {
   proxyLabels,
   type PushContext,
   ringHashCrashes,
+  scopeFor,
   TYPE_URLS,
   unselectedGatewayReason,
   type XdsMeshConfig,
@@ -464,6 +465,7 @@ export class DiscoveryModel {
         authorizationPolicies: byKind("AuthorizationPolicy"),
         requestAuthentications: byKind("RequestAuthentication"),
         ingresses: this.#registry.ingresses?.() ?? [],
+        sidecars: byKind("Sidecar"),
       },
       meshConfig: this.#mesh,
       domain: this.#domain,
@@ -627,7 +629,10 @@ export class DiscoveryModel {
     // certificates are not in /etc/certs (node metadata CERT_DIR).
     const proxyless = isProxyless(proxy);
     const dir = certDirOf(proxy);
-    const compat = (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
+    // what the proxy's Sidecar, exportTo and DestinationRule selectors let it see
+    const scope = scopeFor(m.ctx, proxy);
+    const compat = (scope.key ? `scope=${scope.key} ` : "") +
+      (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
       (proxyless ? "grpc " : "") + (dir ? `certs=${dir} ` : "");
     const key = compat + (own.length ? shapeKey(own) : "");
     const hit = m.clusterViews.get(key);
@@ -639,7 +644,7 @@ export class DiscoveryModel {
         ...(proxyless ? { GENERATOR: "grpc" } : {}),
       });
       if (ringHashCrashes(proxy.client) || proxyless) sp.client = proxy.client;
-      const all = buildClusters(m.ctx, sp);
+      const all = buildClusters(scope.ctx, sp);
       const sv = this.#keep(
         this.#prev?.clusterViews.get(compat),
         this.#view(TYPE_URLS.cluster, all, edsRefs(all)),
@@ -684,11 +689,12 @@ export class DiscoveryModel {
     }
     const tproxy = proxy.metadata?.["INTERCEPTION_MODE"] === "TPROXY";
     const dir = certDirOf(proxy);
-    const sharedKey = `${tproxy} ${dir ?? ""}`;
+    const scope = scopeFor(m.ctx, proxy);
+    const sharedKey = `${tproxy} ${dir ?? ""}${scope.key ? ` scope=${scope.key}` : ""}`;
     let shared = m.sharedListeners.get(sharedKey);
     if (!shared) {
       const ls = buildListeners(
-        m.ctx,
+        scope.ctx,
         this.#sharedProxy({
           ...(tproxy ? { INTERCEPTION_MODE: "TPROXY" } : {}),
           ...(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {}),
@@ -721,12 +727,15 @@ export class DiscoveryModel {
   #apiListener(m: Memo, proxy: Proxy, name: string): CachedResource | null {
     // server listeners (gRFC A36) depend on the proxy's IP (wildcard addresses) and domain
     const server = isServerListenerName(name);
-    const key = server ? `server ${proxy.ip} ${proxy.domain} ${name}` : `${proxy.domain} ${name}`;
+    const scope = server ? undefined : scopeFor(m.ctx, proxy);
+    const key = server
+      ? `server ${proxy.ip} ${proxy.domain} ${name}`
+      : `${scope!.key} ${proxy.domain} ${name}`;
     let e = m.apiListeners.get(key);
     if (e === undefined) {
       const api = server
         ? buildServerListener(m.ctx, proxy, name)
-        : buildApiListener(m.ctx, proxy, name);
+        : buildApiListener(scope!.ctx, proxy, name);
       e = api ? this.#entry(TYPE_URLS.listener, name, api) : null;
       m.apiListeners.set(key, e);
     }
@@ -743,10 +752,11 @@ export class DiscoveryModel {
     const lk = proxy.type === "sidecar" ? labelsKey(labels, m.sourceLabelKeys) : labelsKey(labels);
     // header matchers are written in the form the client reads (string_match or the older fields)
     const form = headerMatcherForm(proxy.client);
-    const key = `${proxy.type} ${proxy.domain} ${lk} ${form} ${name}`;
+    const scope = scopeFor(m.ctx, proxy);
+    const key = `${scope.key} ${proxy.type} ${proxy.domain} ${lk} ${form} ${name}`;
     let e = m.routes.get(key);
     if (e === undefined) {
-      const [r] = buildRoutes(m.ctx, proxy, [name]);
+      const [r] = buildRoutes(scope.ctx, proxy, [name]);
       e = r ? this.#entry(TYPE_URLS.route, name, r) : null;
       m.routes.set(key, e);
     }
@@ -777,19 +787,29 @@ export class DiscoveryModel {
 
   /** The plain resource objects a proxy sees (REST xDS, debug pages). */
   resourceObjects(proxy: Proxy, typeUrl: string, names: readonly string[] | null): XdsResource[] {
-    const ctx = this.context();
+    const full = this.context();
+    // outbound as the proxy's scope lets it see (Sidecar, exportTo), inbound from the whole context
+    const ctx = scopeFor(full, proxy).ctx;
+    const inbound = (l: XdsResource) =>
+      l.traffic_direction === "INBOUND" || String(l.name).startsWith("inbound|");
+    const merged = (build: (c: PushContext) => XdsResource[]): XdsResource[] => {
+      if (ctx === full) return build(full);
+      const own = build(full).filter(inbound);
+      const names = new Set(own.map((r) => r.name));
+      return [...own, ...build(ctx).filter((r) => !inbound(r) && !names.has(r.name))];
+    };
     switch (typeUrl) {
       case TYPE_URLS.cluster: {
-        const all = buildClusters(ctx, proxy);
+        const all = merged((c) => buildClusters(c, proxy));
         return names === null ? all : all.filter((c) => names.includes(c.name));
       }
       case TYPE_URLS.listener: {
-        const all = buildListeners(ctx, proxy);
+        const all = merged((c) => buildListeners(c, proxy));
         if (names === null) return all;
         return names.flatMap((n) => {
           const l = all.find((x) => x.name === n) ??
             (isServerListenerName(n)
-              ? buildServerListener(ctx, proxy, n)
+              ? buildServerListener(full, proxy, n)
               : buildApiListener(ctx, proxy, n));
           return l ? [l] : [];
         });
@@ -798,12 +818,12 @@ export class DiscoveryModel {
         return buildRoutes(
           ctx,
           proxy,
-          names === null ? routeRefs(buildListeners(ctx, proxy)) : [...names],
+          names === null ? routeRefs(merged((c) => buildListeners(c, proxy))) : [...names],
         );
       case TYPE_URLS.endpoint:
         return buildEndpoints(
-          ctx,
-          names === null ? edsRefs(buildClusters(ctx, proxy)) : [...names],
+          full,
+          names === null ? edsRefs(merged((c) => buildClusters(c, proxy))) : [...names],
         );
       default:
         return [];

@@ -15,6 +15,7 @@ import {
   normalizeIngress,
   parseMeshConfig,
   securitySchemas,
+  workloadSchemas,
   type ServiceRegistry,
 } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";
@@ -54,13 +55,13 @@ export async function openConfigStore(config: DiscoveryConfig): Promise<ConfigSt
     // Ingress objects too (meshctl -p fs stores them): they feed the gateway config
     return await createFileStore({
       dir: config.configDir,
-      schemas: [...meshctlSchemas, ...securitySchemas, ingressSchema],
+      schemas: [...meshctlSchemas, ...securitySchemas, ...workloadSchemas, ingressSchema],
     });
   }
   return await openKubeStore({
     kubeconfigPath: config.orchconfig,
     inCluster: config.inCluster,
-    schemas: [...meshctlSchemas, ...securitySchemas],
+    schemas: [...meshctlSchemas, ...securitySchemas, ...workloadSchemas],
     resyncMs: config.resyncMs,
     namespace: config.appNamespace,
   });
