@@ -192,7 +192,6 @@ const UNSERVED_FIELDS: Readonly<
       (v) => typeof v === "string" && v.split("/").length > 2,
     ],
     ["endpoints[].network", "all endpoints are taken as reachable"],
-    ["endpoints[].serviceAccount", "the service accounts of the ServiceEntry's annotation apply"],
     ["subjectAltNames", "the service accounts of the ServiceEntry's annotation apply"],
   ],
   Sidecar: [
