@@ -165,7 +165,6 @@ const UNSERVED_FIELDS: Readonly<
   ],
   DestinationRule: [
     ...trafficPolicyFields([
-      ["tls.credentialName", "client certificates are read from the file paths only"],
       ["tls.insecureSkipVerify", "the server certificate is verified as configured"],
       ["loadBalancer.localityLbSetting", "locality load balancing is not generated"],
       ["loadBalancer.warmupDurationSecs", "no slow-start warm-up"],
@@ -173,11 +172,6 @@ const UNSERVED_FIELDS: Readonly<
     ]),
   ],
   Gateway: [
-    [
-      "servers[].tls.credentialName",
-      "certificates are read from serverCertificate/privateKey only; an HTTPS server with only " +
-      "a credentialName gets no listener",
-    ],
     ["servers[].port.targetPort", "the listener uses port.number"],
     ["servers[].name", "not used (listeners are named by port)"],
     ["servers[].bind", "listeners bind 0.0.0.0"],

@@ -74,11 +74,11 @@ Deno.test("unservedFields() finds a DestinationRule field in subsets and port-le
       kind: "DestinationRule",
       spec: {
         host: "a",
-        subsets: [{ name: "v1", trafficPolicy: { tls: { mode: "SIMPLE", credentialName: "c" } } }],
+        subsets: [{ name: "v1", trafficPolicy: { tls: { mode: "SIMPLE", insecureSkipVerify: true } } }],
       },
     }),
     [
-      "spec.subsets[].trafficPolicy.tls.credentialName: accepted, not yet served: client certificates are read from the file paths only",
+      "spec.subsets[].trafficPolicy.tls.insecureSkipVerify: accepted, not yet served: the server certificate is verified as configured",
     ],
   );
 });

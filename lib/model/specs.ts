@@ -460,7 +460,8 @@ const clientTls = obj({
   insecureSkipVerify: bool(),
 }, {
   check: (v, path, out) => {
-    if (v.mode === "MUTUAL") {
+    // with a credentialName, the files of the mounted Secret (lib/xds/generate/credentials.ts)
+    if (v.mode === "MUTUAL" && isUnset(v.credentialName)) {
       for (const k of ["clientCertificate", "privateKey"]) {
         if (isUnset(v[k])) {
           out.push({ path: `${path}.${k}`, reason: "is required when mode is MUTUAL" });
