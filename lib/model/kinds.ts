@@ -106,8 +106,8 @@ export const LEGACY_NETWORKING_KINDS: readonly string[] = Object.freeze([
 /** Kinds stored as given but not turned into proxy configuration, and why. */
 const STORED_ONLY: Readonly<Record<string, string>> = {
   WorkloadGroup: "WorkloadGroup is stored as a template but not served: mesh does not " +
-    "auto-register workloads from it; write a WorkloadEntry per VM " +
-    "(`meshctl register --workload-entry ...`)",
+    "auto-register workloads from it; write a WorkloadEntry per VM, selected by a " +
+    "ServiceEntry's workloadSelector (or register it with `meshctl register`)",
   RbacConfig: "RbacConfig is stored but not served: ServiceRoles and ServiceRoleBindings are " +
     "enforced wherever they apply, as with Istio 0.8 (its mode, inclusion and exclusion do not " +
     "switch them)",
