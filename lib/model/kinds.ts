@@ -189,11 +189,10 @@ const UNSERVED_FIELDS: Readonly<
     ["subjectAltNames", "the service accounts of the ServiceEntry's annotation apply"],
   ],
   Sidecar: [
-    [
-      "ingress",
-      "inbound listeners and clusters follow the workload's service ports (defaultEndpoint " +
-      "is not used)",
-    ],
+    ["ingress[].bind", "inbound listeners bind as without a Sidecar"],
+    ["ingress[].captureMode", "traffic is captured as without a Sidecar"],
+    ["ingress[].tls", "inbound TLS follows PeerAuthentication and Policy"],
+    ["ingress[].connectionPool", "no inbound connection limits"],
     ["inboundConnectionPool", "no inbound connection limits"],
     ["egress[].bind", "outbound listeners bind as without a Sidecar"],
     ["egress[].captureMode", "traffic is captured as without a Sidecar"],

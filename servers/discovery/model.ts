@@ -22,8 +22,10 @@ import {
   certDirOf,
   describeConflict,
   encodeAny,
+  hasIngress,
   headerMatcherForm,
   ingressesToConfigs,
+  ingressInstances,
   isKnownCluster,
   isProxyless,
   isServerListenerName,
@@ -38,6 +40,7 @@ import {
   scopeFor,
   TYPE_URLS,
   unselectedGatewayReason,
+  withIngressEndpoints,
   type XdsMeshConfig,
   type XdsResource,
 } from "../../lib/xds/mod.ts";
@@ -623,18 +626,20 @@ export class DiscoveryModel {
 
   /** What a proxy's clusters depend on: the context and the shape of its own instances. */
   #clusterView(m: Memo, proxy: Proxy): View {
-    const own = this.#own(m, proxy);
+    // what the proxy's Sidecar, exportTo and DestinationRule selectors let it see
+    const scope = scopeFor(m.ctx, proxy);
+    const own = ingressInstances(this.#own(m, proxy), scope.sidecar);
     // Clients that crash on ring hash get their own views (round robin in its place), so do
     // proxyless gRPC clients (TLS from the bootstrap's certificate provider) and proxies whose
     // certificates are not in /etc/certs (node metadata CERT_DIR).
     const proxyless = isProxyless(proxy);
     const dir = certDirOf(proxy);
-    // what the proxy's Sidecar, exportTo and DestinationRule selectors let it see
-    const scope = scopeFor(m.ctx, proxy);
     const compat = (scope.key ? `scope=${scope.key} ` : "") +
       (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
       (proxyless ? "grpc " : "") + (dir ? `certs=${dir} ` : "");
-    const key = compat + (own.length ? shapeKey(own) : "");
+    // a Sidecar's ingress endpoints may name the proxy's own IP (`0.0.0.0:<port>`)
+    const key = compat + (own.length ? shapeKey(own) : "") +
+      (own.length && hasIngress(scope.sidecar) ? ` ip=${proxy.ip}` : "");
     const hit = m.clusterViews.get(key);
     if (hit) return hit;
     let v: View;
@@ -654,8 +659,13 @@ export class DiscoveryModel {
     })();
     if (!own.length) v = shared;
     else {
-      const inbound = buildClusters(this.#inboundContext(m, own), proxy).filter((c) =>
-        c.name.startsWith("inbound|")
+      const inbound = withIngressEndpoints(
+        buildClusters(this.#inboundContext(m, own), proxy).filter((c) =>
+          c.name.startsWith("inbound|")
+        ),
+        own,
+        scope.sidecar,
+        proxy.ip,
       );
       const part = this.#view(TYPE_URLS.cluster, inbound, edsRefs(inbound));
       v = { map: new LayeredMap(part.map, shared.map), refs: [...part.refs, ...shared.refs] };
@@ -706,7 +716,9 @@ export class DiscoveryModel {
       );
       m.sharedListeners.set(sharedKey, shared);
     }
-    const own = this.#own(m, proxy).filter((i) => m.servicesByHost.has(i.hostname));
+    const own = ingressInstances(this.#own(m, proxy), scope.sidecar).filter((i) =>
+      m.servicesByHost.has(i.hostname)
+    );
     if (!own.length) return shared;
     const key = `s ${sharedKey} ${proxy.ip} ${shapeKey(own)}`;
     let v = m.listenerViews.get(key);
@@ -788,19 +800,34 @@ export class DiscoveryModel {
   /** The plain resource objects a proxy sees (REST xDS, debug pages). */
   resourceObjects(proxy: Proxy, typeUrl: string, names: readonly string[] | null): XdsResource[] {
     const full = this.context();
-    // outbound as the proxy's scope lets it see (Sidecar, exportTo), inbound from the whole context
-    const ctx = scopeFor(full, proxy).ctx;
+    // outbound as the proxy's scope lets it see (Sidecar, exportTo); inbound from the whole
+    // context, for the own instances the Sidecar's ingress admits
+    const scope = scopeFor(full, proxy);
+    const ctx = scope.ctx;
+    const ownAll = proxy.type === "sidecar"
+      ? full.instances.filter((i) => i.address === proxy.ip)
+      : [];
+    const own = ingressInstances(ownAll, scope.sidecar);
+    const inboundCtx = own.length === ownAll.length ? full : {
+      ...full,
+      instances: full.instances.filter((i) => i.address !== proxy.ip || own.includes(i)),
+    };
     const inbound = (l: XdsResource) =>
       l.traffic_direction === "INBOUND" || String(l.name).startsWith("inbound|");
     const merged = (build: (c: PushContext) => XdsResource[]): XdsResource[] => {
-      if (ctx === full) return build(full);
-      const own = build(full).filter(inbound);
-      const names = new Set(own.map((r) => r.name));
-      return [...own, ...build(ctx).filter((r) => !inbound(r) && !names.has(r.name))];
+      if (ctx === full && inboundCtx === full) return build(full);
+      const mine = build(inboundCtx).filter(inbound);
+      const names = new Set(mine.map((r) => r.name));
+      return [...mine, ...build(ctx).filter((r) => !inbound(r) && !names.has(r.name))];
     };
     switch (typeUrl) {
       case TYPE_URLS.cluster: {
-        const all = merged((c) => buildClusters(c, proxy));
+        const all = withIngressEndpoints(
+          merged((c) => buildClusters(c, proxy)),
+          own,
+          scope.sidecar,
+          proxy.ip,
+        );
         return names === null ? all : all.filter((c) => names.includes(c.name));
       }
       case TYPE_URLS.listener: {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type ConfigObject, defaultMeshConfig, type Service } from "../../lib/model/mod.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
-import { loadXdsProtos, parseNodeId, TYPE_URLS } from "../../lib/xds/mod.ts";
+import { decodeAny, loadXdsProtos, parseNodeId, TYPE_URLS } from "../../lib/xds/mod.ts";
 import { ResourceCache } from "../../lib/xds/server/mod.ts";
 import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
 
@@ -88,4 +88,74 @@ Deno.test("DiscoveryModel.resourcesFor() shares the whole-mesh view when no Side
   m.resourcesFor(node("c", "10.0.0.3"), TYPE_URLS.cluster, null);
   m.resourcesFor(node("c", "10.0.0.4"), TYPE_URLS.cluster, null);
   assert.equal(m.stats().views, before + 1, "one view built for namespace c's two proxies");
+});
+
+Deno.test("DiscoveryModel.resourcesFor() keeps only the inbound ports a Sidecar's ingress names, forwarding to its defaultEndpoint", async () => {
+  const web = svc("web", "a");
+  web.ports = [
+    { name: "http", port: 80, protocol: "HTTP" },
+    { name: "http-admin", port: 81, protocol: "HTTP" },
+  ];
+  const inst = (sp: Service["ports"][number], port: number) => ({
+    hostname: web.hostname,
+    servicePort: sp,
+    address: "10.0.0.5",
+    port,
+    labels: { app: "web" },
+    locality: "",
+    serviceAccount: "",
+  });
+  const store = {
+    schemas: [{ type: "all" }],
+    watch: () => ({ close() {} }),
+    list: () =>
+      Promise.resolve([
+        sidecar("web", "a", {
+          workloadSelector: { labels: { app: "web" } },
+          ingress: [{
+            port: { number: 8080, protocol: "HTTP" },
+            defaultEndpoint: "127.0.0.1:9999",
+          }],
+        }),
+      ]),
+  } as unknown as ConfigStore;
+  const configs = new ConfigSnapshot();
+  await configs.open(store, () => {});
+  const m = new DiscoveryModel({
+    registry: {
+      services: () => [web],
+      instances: () => [inst(web.ports[0], 8080), inst(web.ports[1], 8081)],
+    },
+    configs,
+    meshConfig: defaultMeshConfig(),
+    domain: "cluster.local",
+    cache: new ResourceCache(),
+    logger: quiet,
+  });
+  const proxy = parseNodeId("sidecar~10.0.0.5~web-1.a~a.svc.cluster.local", {
+    labels: { app: "web" },
+  });
+  const cds = m.resourcesFor(proxy, TYPE_URLS.cluster, null);
+  assert.deepEqual([...cds.keys()].filter((k) => k.startsWith("inbound|")), [
+    "inbound|80||web.a.svc.cluster.local",
+  ]);
+  const lds = m.resourcesFor(proxy, TYPE_URLS.listener, null);
+  assert.ok(lds.has("10.0.0.5_8080"));
+  assert.ok(!lds.has("10.0.0.5_8081"), "port 8081 is not among the Sidecar's ingress ports");
+  const [cluster] = m.resourceObjects(proxy, TYPE_URLS.cluster, [
+    "inbound|80||web.a.svc.cluster.local",
+  ]);
+  assert.deepEqual(cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address, {
+    socket_address: { address: "127.0.0.1", port_value: 9999 },
+  });
+  // the ADS bytes hold the same endpoint
+  const entry = cds.get("inbound|80||web.a.svc.cluster.local")!;
+  const decoded = decodeAny({ type_url: TYPE_URLS.cluster, value: entry.bytes }) as {
+    load_assignment: {
+      endpoints: { lb_endpoints: { endpoint: { address: { socket_address: unknown } } }[] }[];
+    };
+  };
+  const sa = decoded.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address
+    .socket_address as { address: string; port_value: number };
+  assert.deepEqual([sa.address, sa.port_value], ["127.0.0.1", 9999]);
 });

@@ -19,7 +19,6 @@ Deno.test("meshctl create stores Sidecar, WorkloadEntry, WorkloadGroup and RbacC
     assert.equal(r.stdout.split("\n").filter((l) => l.startsWith("Created config ")).length, 8);
     const warnings = r.stderr.trimEnd().split("\n");
     assert.deepEqual(warnings, [
-      "Warning: sidecar/prod-us1/ratings: spec.ingress: accepted, not yet served: inbound listeners and clusters follow the workload's service ports (defaultEndpoint is not used)",
       "Warning: WorkloadGroup is stored as a template but not served: mesh does not auto-register workloads from it; write a WorkloadEntry per VM, selected by a ServiceEntry's workloadSelector (or register it with `meshctl register`)",
       "Warning: RbacConfig is stored but not served: ServiceRoles and ServiceRoleBindings are enforced wherever they apply, as with Istio 0.8 (its mode, inclusion and exclusion do not switch them)",
       "Warning: ClusterRbacConfig is stored but not served: ServiceRoles and ServiceRoleBindings are enforced wherever they apply, as with Istio 0.8 (its mode, inclusion and exclusion do not switch them)",

@@ -25,11 +25,11 @@
 
 import type { ConfigObject, Service } from "../../model/types.ts";
 import { proxyLabels } from "../node.ts";
-import type { Proxy, PushContext, XdsMeshConfig } from "../types.ts";
+import type { Proxy, PushContext, XdsMeshConfig, XdsResource } from "../types.ts";
 import { configOrder } from "./context.ts";
 import { ROOT_NAMESPACE } from "./peer_authn.ts";
 import { proxyNamespace } from "./routes.ts";
-import { resolveShortName } from "./util.ts";
+import { inboundClusterName, resolveShortName } from "./util.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -337,4 +337,90 @@ export function scopedContext(
     configs: { ...ctx.configs, virtualServices, destinationRules },
     meshConfig,
   };
+}
+
+/** A Sidecar ingress listener: the workload port it receives on and where it forwards. */
+interface IngressRule {
+  port: number;
+  defaultEndpoint?: string;
+}
+
+function ingressRules(sidecar: ConfigObject | undefined): IngressRule[] | undefined {
+  const list = (sidecar?.spec as Any)?.ingress;
+  if (!Array.isArray(list) || !list.length) return undefined;
+  return list.flatMap((l: Any) =>
+    typeof l?.port?.number === "number"
+      ? [{
+        port: l.port.number,
+        ...(typeof l.defaultEndpoint === "string" ? { defaultEndpoint: l.defaultEndpoint } : {}),
+      }]
+      : []
+  );
+}
+
+/** True when a Sidecar has ingress listeners (its proxies' inbound side then depends on it). */
+export function hasIngress(sidecar: ConfigObject | undefined): boolean {
+  return ingressRules(sidecar) !== undefined;
+}
+
+/**
+ * A sidecar's own instances as its Sidecar's `ingress` admits them: with ingress listeners, only
+ * the instances whose workload port (the endpoint port) one of them names; without, all of them.
+ */
+export function ingressInstances<T extends { port: number }>(
+  own: readonly T[],
+  sidecar: ConfigObject | undefined,
+): T[] {
+  const rules = ingressRules(sidecar);
+  if (!rules) return [...own];
+  const ports = new Set(rules.map((r) => r.port));
+  return own.filter((i) => ports.has(i.port));
+}
+
+/** The endpoint address a `defaultEndpoint` names (`0.0.0.0`: the proxy's own IP). */
+function endpointOf(defaultEndpoint: string, proxyIp: string): Record<string, unknown> {
+  if (defaultEndpoint.startsWith("unix://")) {
+    return { pipe: { path: defaultEndpoint.slice("unix://".length) } };
+  }
+  const i = defaultEndpoint.lastIndexOf(":");
+  let host = defaultEndpoint.slice(0, i).replace(/^\[|\]$/g, "");
+  if (host === "0.0.0.0" || host === "::") host = proxyIp;
+  return { socket_address: { address: host, port_value: Number(defaultEndpoint.slice(i + 1)) } };
+}
+
+/**
+ * Inbound clusters with the Sidecar `ingress[].defaultEndpoint` of their workload port as their
+ * endpoint (`127.0.0.1:<port>`, `0.0.0.0:<port>` = the proxy's IP, `unix://<path>`); clusters of
+ * ports without a defaultEndpoint, and every cluster without a Sidecar ingress, unchanged.
+ * `own` are the proxy's instances (inbound cluster `inbound|<service port>||<host>` ← workload port).
+ */
+export function withIngressEndpoints(
+  clusters: readonly XdsResource[],
+  own: readonly {
+    hostname: string;
+    port: number;
+    servicePort: { port: number };
+  }[],
+  sidecar: ConfigObject | undefined,
+  proxyIp: string,
+): XdsResource[] {
+  const rules = ingressRules(sidecar);
+  if (!rules?.some((r) => r.defaultEndpoint)) return [...clusters];
+  const byPort = new Map(rules.map((r) => [r.port, r.defaultEndpoint]));
+  const target = new Map<string, string>();
+  for (const i of own) {
+    const de = byPort.get(i.port);
+    if (de) target.set(inboundClusterName(i.servicePort.port, i.hostname), de);
+  }
+  return clusters.map((c) => {
+    const de = target.get(String(c.name));
+    if (!de) return c;
+    return {
+      ...c,
+      load_assignment: {
+        cluster_name: c.name,
+        endpoints: [{ lb_endpoints: [{ endpoint: { address: endpointOf(de, proxyIp) } }] }],
+      },
+    };
+  });
 }

@@ -6,10 +6,16 @@ import { buildListeners } from "./listeners.ts";
 import {
   dnsNameMatches,
   exportedToNamespace,
+  hasIngress,
+  ingressInstances,
   scopedContext,
   scopeFor,
   selectSidecar,
+  withIngressEndpoints,
 } from "./sidecar_scope.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
 
 function svc(name: string, ns: string, ports = [80], registry = "Orchestrator"): Service {
   return {
@@ -24,7 +30,13 @@ function svc(name: string, ns: string, ports = [80], registry = "Orchestrator"):
   };
 }
 
-function cfg(kind: string, name: string, ns: string, spec: Record<string, unknown>, created = ""): ConfigObject {
+function cfg(
+  kind: string,
+  name: string,
+  ns: string,
+  spec: Record<string, unknown>,
+  created = "",
+): ConfigObject {
   return {
     apiVersion: "networking.mesh.io/v1alpha3",
     kind,
@@ -217,4 +229,32 @@ Deno.test("dnsNameMatches() and exportedToNamespace() follow Istio's forms", () 
   assert.ok(!exportedToNamespace(["."], "a", "b"));
   assert.ok(!exportedToNamespace(["~"], "a", "a"));
   assert.ok(exportedToNamespace(["b"], "a", "b"));
+});
+
+Deno.test("ingressInstances() and withIngressEndpoints() follow a Sidecar's ingress ports and defaultEndpoints", () => {
+  const own = [
+    { hostname: "w.a.svc.cluster.local", port: 8080, servicePort: { port: 80 } },
+    { hostname: "w.a.svc.cluster.local", port: 9090, servicePort: { port: 90 } },
+    { hostname: "w.a.svc.cluster.local", port: 7070, servicePort: { port: 70 } },
+  ];
+  const sc = sidecar("w", "a", {
+    ingress: [
+      { port: { number: 8080 }, defaultEndpoint: "unix:///var/run/app.sock" },
+      { port: { number: 9090 }, defaultEndpoint: "0.0.0.0:9191" },
+    ],
+  });
+  assert.deepEqual(ingressInstances(own, sc).map((i) => i.port), [8080, 9090]);
+  assert.deepEqual(ingressInstances(own, undefined).length, 3);
+  const cluster = (port: number) => ({
+    name: `inbound|${port}||w.a.svc.cluster.local`,
+    load_assignment: { endpoints: [] },
+  });
+  const out = withIngressEndpoints([cluster(80), cluster(90), cluster(70)], own, sc, "10.1.1.1");
+  const addr = (c: Record<string, Any>) =>
+    c.load_assignment.endpoints[0]?.lb_endpoints[0].endpoint.address;
+  assert.deepEqual(addr(out[0]), { pipe: { path: "/var/run/app.sock" } });
+  assert.deepEqual(addr(out[1]), { socket_address: { address: "10.1.1.1", port_value: 9191 } });
+  assert.deepEqual(out[2].load_assignment.endpoints, [], "a port without defaultEndpoint is kept");
+  assert.equal(hasIngress(sc), true);
+  assert.equal(hasIngress(sidecar("x", "a", {})), false);
 });
