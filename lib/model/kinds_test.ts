@@ -74,7 +74,10 @@ Deno.test("unservedFields() finds a DestinationRule field in subsets and port-le
       kind: "DestinationRule",
       spec: {
         host: "a",
-        subsets: [{ name: "v1", trafficPolicy: { tls: { mode: "SIMPLE", insecureSkipVerify: true } } }],
+        subsets: [{
+          name: "v1",
+          trafficPolicy: { tls: { mode: "SIMPLE", insecureSkipVerify: true } },
+        }],
       },
     }),
     [

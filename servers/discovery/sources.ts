@@ -15,8 +15,8 @@ import {
   normalizeIngress,
   parseMeshConfig,
   securitySchemas,
-  workloadSchemas,
   type ServiceRegistry,
+  workloadSchemas,
 } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";
 import {
