@@ -51,6 +51,24 @@ export interface DemoOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * The API proxy's port: 8081 as in the procedure, or a free port when something else holds 8081
+ * (the proxyless server binds its port on every address, so it is probed on 0.0.0.0).
+ */
+export function apiPort(preferred = 8081): number {
+  for (const port of [preferred, 0]) {
+    try {
+      const l = Deno.listen({ hostname: "0.0.0.0", port });
+      const got = (l.addr as Deno.NetAddr).port;
+      l.close();
+      return got;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AddrInUse)) throw e;
+    }
+  }
+  throw new Error("no free port for the API proxy");
+}
+
 /** The names the demo uses. */
 export const DEMO = {
   namespace: "default",
@@ -59,7 +77,7 @@ export const DEMO = {
   /** The API proxy's address (a loopback address, so real traffic could reach it) and ports. */
   ip: "127.0.10.5",
   port: 80,
-  targetPort: 8081,
+  targetPort: apiPort(),
   clusterIP: "10.96.0.20",
   path: "/echo",
   /** The cluster ranges the sidecar captures; the API management backend is outside them. */
