@@ -27,6 +27,7 @@ import {
   createPlatformCRegistry,
   createServiceEntryRegistry,
   parsePlatformCConfig,
+  workloadEntryInstances,
 } from "../../lib/registry/mod.ts";
 import type { IngressWatcher } from "../../lib/registry/ingress.ts";
 import { type ConfigStore, createFileStore, openKubeStore } from "../../lib/store/mod.ts";
@@ -105,7 +106,13 @@ export async function openSources(
     : undefined;
   const registry: DiscoveryRegistry = {
     services: () => aggregate.services(),
-    instances: () => aggregate.instances(),
+    // orchestrator Services also select WorkloadEntries (VMs), as in Istio
+    instances: () => {
+      const own = aggregate.instances();
+      const entries = configs.byKind("WorkloadEntry");
+      if (!entries.length) return own;
+      return [...own, ...workloadEntryInstances(aggregate.services(), entries, config.domain)];
+    },
     ingresses: (): ConfigObject[] => [
       ...(ingressWatcher?.ingresses() ?? []),
       ...(fileIngresses?.() ?? []),
