@@ -23,7 +23,7 @@
  * @module
  */
 
-import type { ConfigObject, Service } from "../../model/types.ts";
+import type { ConfigObject, Service, ServiceInstance } from "../../model/types.ts";
 import { proxyLabels } from "../node.ts";
 import type { Proxy, PushContext, XdsMeshConfig, XdsResource } from "../types.ts";
 import { configOrder } from "./context.ts";
@@ -177,6 +177,7 @@ class ScopeIndex {
   /** Scopes by proxy object (the same proxy asks for several types in a push). */
   readonly byProxy = new WeakMap<Proxy, ProxyScope>();
   readonly full: ProxyScope;
+  #byHost?: Map<string, ServiceInstance[]>;
 
   constructor(readonly ctx: PushContext) {
     this.sidecars = indexSidecars(ctx.configs.sidecars ?? []);
@@ -190,6 +191,11 @@ class ScopeIndex {
       return Array.isArray(e) && e.length > 0 && !e.includes("*");
     });
     this.full = { key: "", ctx };
+  }
+
+  /** The context's instances by hostname (built on first use). */
+  instancesByHost(): Map<string, ServiceInstance[]> {
+    return this.#byHost ??= groupByHost(this.ctx.instances);
   }
 
   /** Keys (`<kind>/<ns>/<name>`) of what exportTo hides from `namespace`. */
@@ -237,10 +243,13 @@ export function scopeFor(ctx: PushContext, proxy: Proxy): ProxyScope {
     : `${sidecar ? objectKey(sidecar) + "@" + namespace : "-"}|${hidden.join(",")}`;
   let scope = idx.scopes.get(key);
   if (!scope) {
-    scope = key === ""
-      ? idx.full
-      : lazyScope(key, sidecar, () =>
-        scopedContext(ctx, { sidecar, namespace, hidden: new Set(hidden) }));
+    scope = key === "" ? idx.full : lazyScope(key, sidecar, () =>
+      scopedContext(ctx, {
+        sidecar,
+        namespace,
+        hidden: new Set(hidden),
+        instancesByHost: idx.instancesByHost(),
+      }));
     idx.scopes.set(key, scope);
   }
   idx.byProxy.set(proxy, scope);
@@ -269,7 +278,13 @@ function lazyScope(
  */
 export function scopedContext(
   ctx: PushContext,
-  opts: { sidecar?: ConfigObject; namespace: string; hidden?: ReadonlySet<string> },
+  opts: {
+    sidecar?: ConfigObject;
+    namespace: string;
+    hidden?: ReadonlySet<string>;
+    /** The context's instances by hostname (built once per context by {@link scopeFor}). */
+    instancesByHost?: ReadonlyMap<string, readonly ServiceInstance[]>;
+  },
 ): PushContext {
   const hidden = opts.hidden ?? new Set<string>();
   const hiddenSe = (ctx.configs.serviceEntries ?? []).filter((o) => hidden.has(objectKey(o)));
@@ -331,12 +346,30 @@ export function scopedContext(
   const destinationRules = hidden.size
     ? ctx.configs.destinationRules.filter((d) => !hidden.has(objectKey(d)))
     : ctx.configs.destinationRules;
+  // only the visible services' instances (DNS clusters carry theirs): indexing the scoped
+  // context then costs what the proxy sees, not the mesh
+  let instances = ctx.instances;
+  if (services.length !== ctx.services.length) {
+    const byHost = opts.instancesByHost ?? groupByHost(ctx.instances);
+    instances = [...new Set(services.map((s) => s.hostname))].flatMap((h) => byHost.get(h) ?? []);
+  }
   return {
     ...ctx,
     services,
+    instances,
     configs: { ...ctx.configs, virtualServices, destinationRules },
     meshConfig,
   };
+}
+
+function groupByHost(instances: readonly ServiceInstance[]): Map<string, ServiceInstance[]> {
+  const out = new Map<string, ServiceInstance[]>();
+  for (const i of instances) {
+    const l = out.get(i.hostname);
+    if (l) l.push(i);
+    else out.set(i.hostname, [i]);
+  }
+  return out;
 }
 
 /** A Sidecar ingress listener: the workload port it receives on and where it forwards. */

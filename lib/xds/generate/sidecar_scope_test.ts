@@ -258,3 +258,24 @@ Deno.test("ingressInstances() and withIngressEndpoints() follow a Sidecar's ingr
   assert.equal(hasIngress(sc), true);
   assert.equal(hasIngress(sidecar("x", "a", {})), false);
 });
+
+Deno.test("scopedContext() keeps only the visible services' instances (indexing costs what the proxy sees)", () => {
+  const c = ctx([]);
+  const inst = (host: string) => ({
+    hostname: host,
+    servicePort: { name: "http-80", port: 80, protocol: "HTTP" as const },
+    address: "10.0.0.1",
+    port: 80,
+    labels: {},
+    locality: "",
+    serviceAccount: "",
+  });
+  c.instances = [inst("a1.a.svc.cluster.local"), inst("b1.b.svc.cluster.local")];
+  const s = scopedContext(c, {
+    sidecar: sidecar("s", "a", { egress: [{ hosts: ["./*"] }] }),
+    namespace: "a",
+  });
+  assert.deepEqual(s.instances.map((i) => i.hostname), ["a1.a.svc.cluster.local"]);
+  const all = scopedContext(c, { namespace: "a" });
+  assert.equal(all.instances, c.instances, "nothing hidden: the same array");
+});
