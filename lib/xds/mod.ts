@@ -63,8 +63,11 @@ export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
 export {
+  buildScoped,
   hasIngress,
   ingressInstances,
+  type ProxyContexts,
+  proxyContexts,
   type ProxyScope,
   scopedContext,
   scopeFor,

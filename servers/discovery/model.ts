@@ -17,6 +17,7 @@ import {
   buildEndpoints,
   buildListeners,
   buildRoutes,
+  buildScoped,
   buildServerListener,
   CERT_DIR_METADATA_KEY,
   certDirOf,
@@ -34,6 +35,7 @@ import {
   outboundListenerConflicts,
   parseClusterName,
   type Proxy,
+  proxyContexts,
   proxyLabels,
   type PushContext,
   ringHashCrashes,
@@ -800,32 +802,16 @@ export class DiscoveryModel {
   /** The plain resource objects a proxy sees (REST xDS, debug pages). */
   resourceObjects(proxy: Proxy, typeUrl: string, names: readonly string[] | null): XdsResource[] {
     const full = this.context();
-    // outbound as the proxy's scope lets it see (Sidecar, exportTo); inbound from the whole
-    // context, for the own instances the Sidecar's ingress admits
-    const scope = scopeFor(full, proxy);
-    const ctx = scope.ctx;
-    const ownAll = proxy.type === "sidecar"
-      ? full.instances.filter((i) => i.address === proxy.ip)
-      : [];
-    const own = ingressInstances(ownAll, scope.sidecar);
-    const inboundCtx = own.length === ownAll.length ? full : {
-      ...full,
-      instances: full.instances.filter((i) => i.address !== proxy.ip || own.includes(i)),
-    };
-    const inbound = (l: XdsResource) =>
-      l.traffic_direction === "INBOUND" || String(l.name).startsWith("inbound|");
-    const merged = (build: (c: PushContext) => XdsResource[]): XdsResource[] => {
-      if (ctx === full && inboundCtx === full) return build(full);
-      const mine = build(inboundCtx).filter(inbound);
-      const names = new Set(mine.map((r) => r.name));
-      return [...mine, ...build(ctx).filter((r) => !inbound(r) && !names.has(r.name))];
-    };
+    // outbound as the proxy's Sidecar and exportTo let it see; inbound as its ingress admits
+    const pc = proxyContexts(full, proxy);
+    const ctx = pc.scope.ctx;
+    const merged = (build: (c: PushContext) => XdsResource[]) => buildScoped(pc, build);
     switch (typeUrl) {
       case TYPE_URLS.cluster: {
         const all = withIngressEndpoints(
           merged((c) => buildClusters(c, proxy)),
-          own,
-          scope.sidecar,
+          pc.own,
+          pc.scope.sidecar,
           proxy.ip,
         );
         return names === null ? all : all.filter((c) => names.includes(c.name));

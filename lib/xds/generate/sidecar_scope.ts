@@ -457,3 +457,47 @@ export function withIngressEndpoints(
     };
   });
 }
+
+/**
+ * What one-off generation for a proxy (REST xDS, debug pages) reads: the scoped context for its
+ * outbound resources and the whole context, without the own instances its Sidecar's `ingress`
+ * does not admit, for its inbound ones.
+ */
+export interface ProxyContexts {
+  readonly scope: ProxyScope;
+  /** The context of inbound resources. */
+  readonly inbound: PushContext;
+  /** The proxy's own instances the Sidecar's ingress admits. */
+  readonly own: readonly ServiceInstance[];
+}
+
+/** The {@link ProxyContexts} of `proxy` in `full`. */
+export function proxyContexts(full: PushContext, proxy: Proxy): ProxyContexts {
+  const scope = scopeFor(full, proxy);
+  const ownAll = proxy.type === "sidecar"
+    ? full.instances.filter((i) => i.address === proxy.ip)
+    : [];
+  const own = ingressInstances(ownAll, scope.sidecar);
+  const inbound = own.length === ownAll.length ? full : {
+    ...full,
+    instances: full.instances.filter((i) => i.address !== proxy.ip || own.includes(i)),
+  };
+  return { scope, inbound, own };
+}
+
+const isInbound = (r: XdsResource) =>
+  r.traffic_direction === "INBOUND" || String(r.name).startsWith("inbound|");
+
+/**
+ * Resources of a proxy built by `build` from both contexts: inbound ones (INBOUND listeners,
+ * `inbound|` clusters) from `pc.inbound`, the others from the scoped context.
+ */
+export function buildScoped(
+  pc: ProxyContexts,
+  build: (ctx: PushContext) => XdsResource[],
+): XdsResource[] {
+  if (pc.scope.key === "" && pc.inbound === pc.scope.ctx) return build(pc.inbound);
+  const mine = build(pc.inbound).filter(isInbound);
+  const names = new Set(mine.map((r) => r.name));
+  return [...mine, ...build(pc.scope.ctx).filter((r) => !isInbound(r) && !names.has(r.name))];
+}
