@@ -185,7 +185,8 @@ subjects:
     namespace: {{ .Release.Namespace }}
 `;
 
-const MESH_GROUPS = `["config.mesh.io", "networking.mesh.io", "authentication.mesh.io"]`;
+const MESH_GROUPS =
+  `["config.mesh.io", "networking.mesh.io", "authentication.mesh.io", "security.mesh.io"]`;
 
 const RBAC_DISCOVERY = rbac(
   "discovery",
