@@ -11,9 +11,6 @@ const UNSUPPORTED: Readonly<Record<string, readonly string[]>> = {
   "networking.istio.io": [
     "EnvoyFilter",
     "ProxyConfig",
-    "Sidecar",
-    "WorkloadEntry",
-    "WorkloadGroup",
   ],
   "telemetry.istio.io": ["Telemetry"],
   "extensions.istio.io": ["WasmPlugin"],
@@ -35,9 +32,6 @@ const UNSUPPORTED: Readonly<Record<string, readonly string[]>> = {
 const HINTS: Readonly<Record<string, string>> = {
   Gateway: " (write an Istio Gateway and VirtualService, networking.istio.io)",
   HTTPRoute: " (write an Istio Gateway and VirtualService, networking.istio.io)",
-  Sidecar: " yet (every proxy sees the whole mesh)",
-  WorkloadEntry: " yet (register a VM with `meshctl register`)",
-  WorkloadGroup: " yet (register a VM with `meshctl register`)",
 };
 
 /** The group of an apiVersion (`networking.istio.io/v1` → `networking.istio.io`; `v1` → ``). */
@@ -109,12 +103,27 @@ export const LEGACY_NETWORKING_KINDS: readonly string[] = Object.freeze([
   "DestinationPolicy",
 ]);
 
+/** Kinds stored as given but not turned into proxy configuration, and why. */
+const STORED_ONLY: Readonly<Record<string, string>> = {
+  WorkloadGroup: "WorkloadGroup is stored as a template but not served: mesh does not " +
+    "auto-register workloads from it; write a WorkloadEntry per VM, selected by a " +
+    "ServiceEntry's workloadSelector (or register it with `meshctl register`)",
+  RbacConfig: "RbacConfig is stored but not served: ServiceRoles and ServiceRoleBindings are " +
+    "enforced wherever they apply, as with Istio 0.8 (its mode, inclusion and exclusion do not " +
+    "switch them)",
+  ClusterRbacConfig: "ClusterRbacConfig is stored but not served: ServiceRoles and " +
+    "ServiceRoleBindings are enforced wherever they apply, as with Istio 0.8 (its mode, " +
+    "inclusion and exclusion do not switch them)",
+};
+
 /**
- * For a legacy networking kind (`RouteRule`, `EgressRule`, `DestinationPolicy`), what to tell the
- * user: it is stored but no proxy configuration is generated from it, and the command that
- * converts it; undefined for any other kind.
+ * For a kind that is stored but not turned into proxy configuration, what to tell the user: the
+ * legacy networking kinds (`RouteRule`, `EgressRule`, `DestinationPolicy`, with the command that
+ * converts them), `WorkloadGroup` (a template) and `RbacConfig`/`ClusterRbacConfig`; undefined
+ * for any other kind.
  */
 export function legacyNotServedReason(kind: string): string | undefined {
+  if (Object.hasOwn(STORED_ONLY, kind)) return STORED_ONLY[kind];
   if (!LEGACY_NETWORKING_KINDS.includes(kind)) return undefined;
   return `${kind} is stored but not served (no proxy configuration is generated from it): ` +
     "convert it with `meshctl experimental convert-networking-config -f <file>` " +
@@ -155,10 +164,7 @@ const UNSERVED_FIELDS: Readonly<
     ["tls[].match[].sourceLabels", "TLS routes match by SNI and port only"],
   ],
   DestinationRule: [
-    ["exportTo", "the DestinationRule is visible in every namespace"],
-    ["workloadSelector", "the DestinationRule applies to every workload"],
     ...trafficPolicyFields([
-      ["tls.credentialName", "client certificates are read from the file paths only"],
       ["tls.insecureSkipVerify", "the server certificate is verified as configured"],
       ["loadBalancer.localityLbSetting", "locality load balancing is not generated"],
       ["loadBalancer.warmupDurationSecs", "no slow-start warm-up"],
@@ -166,11 +172,6 @@ const UNSERVED_FIELDS: Readonly<
     ]),
   ],
   Gateway: [
-    [
-      "servers[].tls.credentialName",
-      "certificates are read from serverCertificate/privateKey only; an HTTPS server with only " +
-      "a credentialName gets no listener",
-    ],
     ["servers[].port.targetPort", "the listener uses port.number"],
     ["servers[].name", "not used (listeners are named by port)"],
     ["servers[].bind", "listeners bind 0.0.0.0"],
@@ -179,16 +180,26 @@ const UNSERVED_FIELDS: Readonly<
     ["servers[].tls.cipherSuites", "Envoy's default cipher suites"],
   ],
   ServiceEntry: [
-    ["exportTo", "the ServiceEntry is visible in every namespace"],
-    ["workloadSelector", "workload selection is not supported; give endpoints"],
     [
       "endpoints[].locality",
       "the subzone is dropped (region and zone are kept)",
       (v) => typeof v === "string" && v.split("/").length > 2,
     ],
     ["endpoints[].network", "all endpoints are taken as reachable"],
-    ["endpoints[].serviceAccount", "the service accounts of the ServiceEntry's annotation apply"],
     ["subjectAltNames", "the service accounts of the ServiceEntry's annotation apply"],
+  ],
+  Sidecar: [
+    ["ingress[].bind", "inbound listeners bind as without a Sidecar"],
+    ["ingress[].captureMode", "traffic is captured as without a Sidecar"],
+    ["ingress[].tls", "inbound TLS follows PeerAuthentication and Policy"],
+    ["ingress[].connectionPool", "no inbound connection limits"],
+    ["inboundConnectionPool", "no inbound connection limits"],
+    ["egress[].bind", "outbound listeners bind as without a Sidecar"],
+    ["egress[].captureMode", "traffic is captured as without a Sidecar"],
+    ["outboundTrafficPolicy.egressProxy", "unknown destinations go out directly (ALLOW_ANY)"],
+  ],
+  WorkloadEntry: [
+    ["network", "the endpoint is taken as reachable"],
   ],
 };
 

@@ -55,15 +55,17 @@ Deno.test("unservedFields() and withServingStatus() say what is stored but not s
   assert.equal(withServingStatus(vs), vs);
 });
 
-Deno.test("unsupportedKindReason() says Sidecar, WorkloadEntry and WorkloadGroup are not supported yet, with what to do", () => {
-  assert.equal(
-    unsupportedKindReason("networking.istio.io/v1", "Sidecar"),
-    "kind Sidecar (networking.istio.io/v1) is not supported by mesh yet (every proxy sees the whole mesh)",
-  );
-  assert.equal(
-    unsupportedKindReason("networking.istio.io/v1beta1", "WorkloadEntry"),
-    "kind WorkloadEntry (networking.istio.io/v1beta1) is not supported by mesh yet (register a VM with `meshctl register`)",
-  );
+Deno.test("unsupportedKindReason() leaves Sidecar, WorkloadEntry and WorkloadGroup to their schemas", () => {
+  assert.equal(unsupportedKindReason("networking.istio.io/v1", "Sidecar"), undefined);
+  assert.equal(unsupportedKindReason("networking.istio.io/v1beta1", "WorkloadEntry"), undefined);
+  assert.equal(unsupportedKindReason("networking.istio.io/v1", "WorkloadGroup"), undefined);
+});
+
+Deno.test("legacyNotServedReason() says WorkloadGroup and RbacConfig are stored, not served", () => {
+  assert.match(legacyNotServedReason("WorkloadGroup")!, /stored as a template but not served/);
+  assert.match(legacyNotServedReason("RbacConfig")!, /stored but not served/);
+  assert.match(legacyNotServedReason("ClusterRbacConfig")!, /stored but not served/);
+  assert.equal(legacyNotServedReason("Sidecar"), undefined);
 });
 
 Deno.test("unservedFields() finds a DestinationRule field in subsets and port-level settings too", () => {
@@ -72,11 +74,14 @@ Deno.test("unservedFields() finds a DestinationRule field in subsets and port-le
       kind: "DestinationRule",
       spec: {
         host: "a",
-        subsets: [{ name: "v1", trafficPolicy: { tls: { mode: "SIMPLE", credentialName: "c" } } }],
+        subsets: [{
+          name: "v1",
+          trafficPolicy: { tls: { mode: "SIMPLE", insecureSkipVerify: true } },
+        }],
       },
     }),
     [
-      "spec.subsets[].trafficPolicy.tls.credentialName: accepted, not yet served: client certificates are read from the file paths only",
+      "spec.subsets[].trafficPolicy.tls.insecureSkipVerify: accepted, not yet served: the server certificate is verified as configured",
     ],
   );
 });

@@ -29,6 +29,7 @@ export {
   securitySchemas,
   toOurGroup,
   typeListText,
+  workloadSchemas,
 } from "./registry.ts";
 export {
   formatIssue,

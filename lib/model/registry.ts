@@ -8,6 +8,7 @@ import { any, type Schema, validate } from "./dsl.ts";
 import { INGRESS_API_VERSIONS, normalizeIngress } from "./ingress.ts";
 import * as specs from "./specs.ts";
 import * as security from "./security_specs.ts";
+import * as workload from "./workload_specs.ts";
 import { pluralize } from "./values.ts";
 
 /** Policy-server kind categories (`mesh-policy crd` prints core, adapter, instance). */
@@ -50,6 +51,8 @@ const SHORT_NAMES: Record<string, readonly string[]> = {
   peerauthentication: ["pa"],
   requestauthentication: ["ra"],
   authorizationpolicy: ["ap"],
+  workloadentry: ["we"],
+  workloadgroup: ["wg"],
 };
 
 /** Our API groups. */
@@ -286,6 +289,46 @@ export const securitySchemas: readonly ModelSchema[] = Object.freeze(
   ),
 );
 
+/**
+ * Networking kinds that scope proxies and describe VMs (`Sidecar`, `WorkloadEntry`,
+ * `WorkloadGroup`: networking `v1alpha3`, `v1beta1` and `v1`, stored as `v1alpha3`), and Istio's
+ * `RbacConfig`/`ClusterRbacConfig` (`rbac.istio.io/v1alpha1`, also `config.istio.io/v1alpha2`,
+ * stored as `config.mesh.io/v1alpha2`). meshctl reads and writes them by name; they are not among
+ * the 14 types its messages list.
+ */
+export const workloadSchemas: readonly ModelSchema[] = Object.freeze([
+  ...([
+    ["sidecar", "Sidecar", workload.sidecarSpec],
+    ["workloadentry", "WorkloadEntry", workload.workloadEntrySpec],
+    ["workloadgroup", "WorkloadGroup", workload.workloadGroupSpec],
+  ] as const).map(([type, kind, spec]) =>
+    define({
+      type,
+      internalType: type,
+      kind,
+      group: N,
+      version: "v1alpha3",
+      alsoVersions: NETWORKING_VERSIONS,
+      meshctl: true,
+      spec,
+    })
+  ),
+  ...([
+    ["rbacconfig", "RbacConfig"],
+    ["clusterrbacconfig", "ClusterRbacConfig"],
+  ] as const).map(([type, kind]) =>
+    define({
+      type,
+      internalType: type,
+      kind,
+      group: C,
+      version: "v1alpha2",
+      meshctl: true,
+      spec: workload.rbacConfigSpec,
+    })
+  ),
+]);
+
 /** Adapter (handler) kinds of the policy server, in `mesh-policy crd adapter` order. */
 export const ADAPTER_KINDS: readonly string[] = Object.freeze([
   "circonus",
@@ -363,6 +406,7 @@ export const policySchemas: readonly ModelSchema[] = Object.freeze([
 export const allSchemas: readonly ModelSchema[] = Object.freeze([
   ...meshctlSchemas,
   ...securitySchemas,
+  ...workloadSchemas,
   ...policySchemas,
 ]);
 
@@ -422,7 +466,12 @@ export function schemaByType(name: string): ModelSchema | undefined {
 }
 
 /** Kinds also accepted as `rbac.istio.io/v1alpha1` (and `rbac.mesh.io/v1alpha1`). */
-const RBAC_V1ALPHA1_KINDS: readonly string[] = ["ServiceRole", "ServiceRoleBinding"];
+const RBAC_V1ALPHA1_KINDS: readonly string[] = [
+  "ServiceRole",
+  "ServiceRoleBinding",
+  "RbacConfig",
+  "ClusterRbacConfig",
+];
 
 /**
  * Finds a type by apiVersion (`<group>/<version>`) and kind. Accepts our groups

@@ -9,6 +9,7 @@ import {
   schemaByType,
   securitySchemas,
   typeListText,
+  workloadSchemas,
 } from "./mod.ts";
 
 Deno.test("meshctlSchemas lists the 14 types with kind, group, version, plural and internal type", () => {
@@ -61,9 +62,28 @@ Deno.test("policySchemas holds rule, attributemanifest, adapter, template, handl
   assert.equal(schemaByType("listentry")?.plural, "listentries");
   assert.equal(
     allSchemas.length,
-    meshctlSchemas.length + securitySchemas.length + policySchemas.length,
+    meshctlSchemas.length + securitySchemas.length + workloadSchemas.length +
+      policySchemas.length,
   );
   assert.equal(new Set(allSchemas.map((s) => s.plural)).size, allSchemas.length);
+});
+
+Deno.test("schemaByKind() reads Sidecar, WorkloadEntry, WorkloadGroup in every networking version and RbacConfig as 0.8 and 1.x wrote it", () => {
+  for (const v of ["v1alpha3", "v1beta1", "v1"]) {
+    for (const k of ["Sidecar", "WorkloadEntry", "WorkloadGroup"]) {
+      const s = schemaByKind(`networking.istio.io/${v}`, k);
+      assert.equal(s?.kind, k, `${k} ${v}`);
+      assert.equal(s?.group, "networking.mesh.io");
+      assert.equal(s?.version, "v1alpha3");
+    }
+  }
+  for (const av of ["config.istio.io/v1alpha2", "rbac.istio.io/v1alpha1"]) {
+    assert.equal(schemaByKind(av, "RbacConfig")?.type, "rbacconfig", av);
+    assert.equal(schemaByKind(av, "ClusterRbacConfig")?.type, "clusterrbacconfig", av);
+  }
+  assert.equal(schemaByType("we")?.kind, "WorkloadEntry");
+  assert.equal(schemaByType("sidecars")?.kind, "Sidecar");
+  assert.ok(workloadSchemas.every((s) => s.meshctl));
 });
 
 Deno.test("schemaByType() accepts the kubectl short names vs, dr, gw and se", () => {

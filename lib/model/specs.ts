@@ -460,7 +460,8 @@ const clientTls = obj({
   insecureSkipVerify: bool(),
 }, {
   check: (v, path, out) => {
-    if (v.mode === "MUTUAL") {
+    // with a credentialName, the files of the mounted Secret (lib/xds/generate/credentials.ts)
+    if (v.mode === "MUTUAL" && isUnset(v.credentialName)) {
       for (const k of ["clientCertificate", "privateKey"]) {
         if (isUnset(v[k])) {
           out.push({ path: `${path}.${k}`, reason: "is required when mode is MUTUAL" });
@@ -532,7 +533,8 @@ export const serviceEntrySpec: ObjectSchema = obj({
   resolution: enumOf(["NONE", "STATIC", "DNS"]),
   endpoints: arr(endpoint),
   exportTo: exportTo(),
-  workloadSelector,
+  // ServiceEntry's selector is `{labels}` (networking WorkloadSelector); `matchLabels` read too
+  workloadSelector: obj({ labels: labels(), matchLabels: labels() }),
   subjectAltNames: arr(str()),
 }, {
   required: ["hosts", "ports"],
@@ -543,7 +545,13 @@ export const serviceEntrySpec: ObjectSchema = obj({
     if (resolution === "NONE" && endpoints.length > 0) {
       out.push({ path: `${path}.endpoints`, reason: "must be empty when resolution is NONE" });
     }
-    if (resolution === "STATIC" && endpoints.length === 0) {
+    if (v.workloadSelector !== undefined && endpoints.length > 0) {
+      out.push({
+        path: `${path}.workloadSelector`,
+        reason: "only one of workloadSelector and endpoints may be given",
+      });
+    }
+    if (resolution === "STATIC" && endpoints.length === 0 && v.workloadSelector === undefined) {
       out.push({ path: `${path}.endpoints`, reason: "is required when resolution is STATIC" });
     }
     if (resolution === "DNS" && endpoints.length === 0) {

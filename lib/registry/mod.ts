@@ -16,6 +16,7 @@ export {
 } from "./mock.ts";
 export { annotatedServiceAccounts, SERVICE_ACCOUNT_ANNOTATION, spiffeId } from "./accounts.ts";
 export { convertServiceEntries, createServiceEntryRegistry } from "./serviceentry.ts";
+export { workloadEntryInstances } from "./workload_entries.ts";
 export { convertConsulService, createConsulRegistry } from "./consul.ts";
 export { convertEurekaApps, createEurekaRegistry } from "./eureka.ts";
 export { convertPlatformC, createPlatformCRegistry, parsePlatformCConfig } from "./platformc.ts";

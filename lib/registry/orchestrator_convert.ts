@@ -3,6 +3,7 @@
  * Service, {@link convertWithInstances} for a Service with its endpoints, pods and nodes.
  * @module
  */
+import { SELECTOR_ATTRIBUTE, targetPortAttribute } from "./workload_entries.ts";
 import type { Service, ServiceInstance, ServicePort } from "../model/types.ts";
 import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
 import type {
@@ -27,6 +28,24 @@ export function nodeLocality(labels: Record<string, string> | undefined): string
   const zone = l["topology.kubernetes.io/zone"] ?? l["failure-domain.beta.kubernetes.io/zone"] ??
     "";
   return region && zone ? `${region}/${zone}` : region || zone;
+}
+
+/**
+ * The attributes that let WorkloadEntries be selected by a Service: its non-empty selector and
+ * its numeric target ports by port number (`SELECTOR_ATTRIBUTE`, `targetPortAttribute(port)`).
+ */
+function selectorAttributes(
+  selector: Record<string, string> | undefined,
+  ports: readonly { port?: number; targetPort?: number | string }[],
+): Record<string, string> {
+  if (!selector || typeof selector !== "object" || !Object.keys(selector).length) return {};
+  const out: Record<string, string> = { [SELECTOR_ATTRIBUTE]: JSON.stringify(selector) };
+  for (const p of ports) {
+    if (typeof p.port === "number" && typeof p.targetPort === "number") {
+      out[targetPortAttribute(p.port)] = String(p.targetPort);
+    }
+  }
+  return out;
 }
 
 /**
@@ -67,6 +86,9 @@ export function convertService(
     attributes[`auth.mesh.io/${port}`] = value;
   }
   if (external) attributes.externalName = spec.externalName!;
+  // what WorkloadEntries it selects (./workload_entries.ts)
+  const selection = selectorAttributes(spec.selector, spec.ports ?? []);
+  Object.assign(attributes, selection);
   const out: Service = {
     hostname: `${name}.${ns}.svc.${domain}`,
     address,

@@ -24,7 +24,8 @@ export interface KService {
     type?: string;
     clusterIP?: string;
     externalName?: string;
-    ports?: { name?: string; port?: number; protocol?: string }[];
+    ports?: { name?: string; port?: number; protocol?: string; targetPort?: number | string }[];
+    selector?: Record<string, string>;
   };
 }
 /** A EndpointPort as read. */

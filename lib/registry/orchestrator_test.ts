@@ -160,7 +160,15 @@ Deno.test("createOrchestratorRegistry() maps services, endpoints, pods and nodes
         "spiffe://cluster.local/ns/default/sa/default",
       ],
       registry: "Orchestrator",
-      attributes: { "auth.mesh.io/9080": "MUTUAL_TLS", "auth.mesh.io/7070": "NONE" },
+      attributes: {
+        "auth.mesh.io/9080": "MUTUAL_TLS",
+        "auth.mesh.io/7070": "NONE",
+        // what WorkloadEntries it selects (workload_entries.ts)
+        "selector.mesh.io": '{"app":"reviews"}',
+        "targetPort.mesh.io/9080": "8080",
+        "targetPort.mesh.io/7070": "7070",
+        "targetPort.mesh.io/53": "53",
+      },
     }]);
     const view = reg.instances().map((i) => [
       i.servicePort.name,

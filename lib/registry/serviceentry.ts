@@ -9,6 +9,12 @@
  * ServiceEntry's annotations as on orchestrator Services (`alpha.mesh.io/orchestrator-serviceaccounts`,
  * written by `meshctl register`: see ./accounts.ts): the service lists them (the SANs checked
  * under mutual TLS) and, when there is exactly one, every instance carries it.
+ *
+ * WorkloadEntries (VMs as workloads): a ServiceEntry with a `workloadSelector` (`labels`) and no
+ * endpoints takes as endpoints the WorkloadEntries of its namespace whose labels the selector
+ * selects (address, `ports` by port name, labels, locality, weight); an endpoint's or
+ * WorkloadEntry's `serviceAccount` (an account name of the namespace) is its instance's identity
+ * and is added to the service's.
  * @module
  */
 import type {
@@ -20,7 +26,7 @@ import type {
   ServiceRegistry,
 } from "../model/types.ts";
 import type { ConfigStore } from "../store/types.ts";
-import { annotatedServiceAccounts } from "./accounts.ts";
+import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
 import { parseProtocolName } from "./protocol.ts";
 
 interface SESpec {
@@ -36,7 +42,34 @@ interface SESpec {
     /** `region/zone/subzone` (the subzone is not kept). */
     locality?: string;
     weight?: number;
+    serviceAccount?: string;
   }[];
+  workloadSelector?: { labels?: Record<string, string>; matchLabels?: Record<string, string> };
+}
+
+/** A WorkloadEntry's spec (networking.mesh.io/v1alpha3), as far as endpoints read it. */
+interface WESpec {
+  address?: string;
+  ports?: Record<string, number>;
+  labels?: Record<string, string>;
+  locality?: string;
+  weight?: number;
+  serviceAccount?: string;
+}
+
+/** The WorkloadEntries of `namespace` that `selector` selects (every key/value in their labels). */
+function selectedEntries(
+  entries: readonly ConfigObject[],
+  namespace: string,
+  selector: Record<string, string>,
+): WESpec[] {
+  return entries.filter((we) => {
+    if ((we.metadata.namespace ?? "default") !== namespace) return false;
+    const spec = we.spec as WESpec;
+    if (!spec.address) return false; // reached through a network gateway: not served
+    const labels = { ...(we.metadata.labels ?? {}), ...(spec.labels ?? {}) };
+    return Object.entries(selector).every(([k, v]) => labels[k] === v);
+  }).map((we) => we.spec as WESpec);
 }
 
 function resolutionOf(r: SESpec["resolution"]): Resolution {
@@ -52,6 +85,7 @@ function resolutionOf(r: SESpec["resolution"]): Resolution {
 export function convertServiceEntries(
   configs: readonly ConfigObject[],
   domain = "cluster.local",
+  workloadEntries: readonly ConfigObject[] = [],
 ): { services: Service[]; instances: ServiceInstance[] } {
   const services: Service[] = [];
   const instances: ServiceInstance[] = [];
@@ -67,7 +101,14 @@ export function convertServiceEntries(
     const meshExternal = !(spec.location === "MESH_INTERNAL" || spec.location === 1);
     const addresses = spec.addresses?.length ? spec.addresses : ["0.0.0.0"];
     const namespace = cfg.metadata.namespace ?? "default";
-    const accounts = annotatedServiceAccounts(cfg.metadata.annotations, domain, namespace);
+    const annotated = annotatedServiceAccounts(cfg.metadata.annotations, domain, namespace);
+    const selector = spec.workloadSelector?.labels ?? spec.workloadSelector?.matchLabels;
+    const listed = !spec.endpoints?.length && selector
+      ? selectedEntries(workloadEntries, namespace, selector)
+      : spec.endpoints ?? [];
+    const own = (ep: { serviceAccount?: string }) =>
+      ep.serviceAccount ? spiffeId(domain, namespace, ep.serviceAccount) : "";
+    const accounts = [...new Set([...annotated, ...listed.map(own).filter((a) => a)])].sort();
     for (const host of spec.hosts ?? []) {
       for (const address of addresses) {
         services.push({
@@ -82,8 +123,8 @@ export function convertServiceEntries(
         });
       }
       if (resolution === "Passthrough") continue;
-      const endpoints = spec.endpoints?.length
-        ? spec.endpoints
+      const endpoints = listed.length || selector
+        ? listed
         : resolution === "DNSLB"
         ? [{ address: host, ports: undefined, labels: undefined }]
         : [];
@@ -92,14 +133,14 @@ export function convertServiceEntries(
           instances.push({
             hostname: host,
             servicePort: port,
-            address: ep.address,
+            address: ep.address!,
             // the endpoint's own port, else the port's targetPort, else the port itself
             port: ep.ports?.[port.name] ?? targetPorts.get(port.port) ?? port.port,
             labels: { ...(ep.labels ?? {}) },
             locality: typeof ep.locality === "string"
               ? ep.locality.split("/").slice(0, 2).join("/")
               : "",
-            serviceAccount: accounts.length === 1 ? accounts[0] : "",
+            serviceAccount: own(ep) || (annotated.length === 1 ? annotated[0] : ""),
             ...(typeof ep.weight === "number" && ep.weight > 0 ? { weight: ep.weight } : {}),
           });
         }
@@ -127,7 +168,11 @@ export function createServiceEntryRegistry(
   // Reloads run one after another so a slow list never overwrites a newer one.
   const reload = () =>
     chain = chain.then(async () => {
-      state = convertServiceEntries(await store.list("serviceentry"), domain);
+      // WorkloadEntries only where the store holds them
+      const entries = store.schemas.some((s) => s.type === "workloadentry")
+        ? await store.list("workloadentry")
+        : [];
+      state = convertServiceEntries(await store.list("serviceentry"), domain, entries);
       for (const h of handlers) h("services");
     });
   return {
@@ -137,7 +182,7 @@ export function createServiceEntryRegistry(
     onChange: (h) => void handlers.push(h),
     async start() {
       watch = store.watch((ev) => {
-        if (ev.object.kind === "ServiceEntry") void reload();
+        if (ev.object.kind === "ServiceEntry" || ev.object.kind === "WorkloadEntry") void reload();
       });
       await reload();
     },

@@ -160,3 +160,74 @@ Deno.test("convertServiceEntries() takes service accounts from the annotations m
   assert.equal(many.instances[0].serviceAccount, "");
   assert.deepEqual(convertServiceEntries([vm({})]).services[0].serviceAccounts, []);
 });
+
+function we(name: string, spec: Record<string, unknown>, namespace = "default"): ConfigObject {
+  return {
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "WorkloadEntry",
+    metadata: { name, namespace },
+    spec,
+  };
+}
+
+const DETAILS = se("details-svc", {
+  hosts: ["details.bookinfo.com"],
+  location: "MESH_INTERNAL",
+  ports: [{ number: 80, name: "http", protocol: "HTTP", targetPort: 8080 }],
+  resolution: "STATIC",
+  workloadSelector: { labels: { app: "details-legacy" } },
+});
+
+Deno.test("convertServiceEntries() makes the selected WorkloadEntries of its namespace endpoints", () => {
+  const { services, instances } = convertServiceEntries([DETAILS], "cluster.local", [
+    we("vm1", {
+      address: "2.2.2.2",
+      labels: { app: "details-legacy", instance: "1" },
+      serviceAccount: "details-legacy",
+      locality: "us-east/zone-a/sub",
+      weight: 3,
+    }),
+    we("vm2", { address: "3.3.3.3", labels: { app: "details-legacy" }, ports: { http: 9090 } }),
+    we("other-app", { address: "4.4.4.4", labels: { app: "reviews" } }),
+    we("other-ns", { address: "5.5.5.5", labels: { app: "details-legacy" } }, "prod"),
+  ]);
+  assert.deepEqual(
+    instances.map((i) => [i.address, i.port, i.locality, i.weight, i.serviceAccount]),
+    [
+      [
+        "2.2.2.2",
+        8080,
+        "us-east/zone-a",
+        3,
+        "spiffe://cluster.local/ns/default/sa/details-legacy",
+      ],
+      ["3.3.3.3", 9090, "", undefined, ""],
+    ],
+  );
+  assert.deepEqual(instances[0].labels, { app: "details-legacy", instance: "1" });
+  assert.deepEqual(services[0].serviceAccounts, [
+    "spiffe://cluster.local/ns/default/sa/details-legacy",
+  ]);
+});
+
+Deno.test("convertServiceEntries() gives a selecting ServiceEntry no endpoints when no WorkloadEntry matches", () => {
+  const { services, instances } = convertServiceEntries([DETAILS], "cluster.local", []);
+  assert.equal(services.length, 1);
+  assert.deepEqual(instances, []);
+});
+
+Deno.test("createServiceEntryRegistry() follows the store's WorkloadEntries", async () => {
+  const store = createMemoryStore();
+  const reg = createServiceEntryRegistry(store);
+  await reg.start();
+  try {
+    await store.create(DETAILS);
+    await waitUntil(() => reg.services().length > 0);
+    assert.deepEqual(reg.instances(), []);
+    await store.create(we("vm1", { address: "2.2.2.2", labels: { app: "details-legacy" } }));
+    await waitUntil(() => reg.instances().length > 0);
+    assert.deepEqual(reg.instances().map((i) => i.address), ["2.2.2.2"]);
+  } finally {
+    await reg.stop();
+  }
+});

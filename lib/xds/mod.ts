@@ -63,6 +63,18 @@ export {
 export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
+export {
+  buildScoped,
+  hasIngress,
+  ingressInstances,
+  type ProxyContexts,
+  proxyContexts,
+  type ProxyScope,
+  scopedContext,
+  scopeFor,
+  selectSidecar,
+  withIngressEndpoints,
+} from "./generate/sidecar_scope.ts";
 export { unselectedGatewayReason } from "./generate/gateway_selection.ts";
 export {
   describeConflict,

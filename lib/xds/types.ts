@@ -44,6 +44,8 @@ export interface PushConfigs {
   requestAuthentications?: ConfigObject[];
   /** Kubernetes-style Ingress objects (extensions/v1beta1 or networking/v1 spec shape). */
   ingresses: ConfigObject[];
+  /** Sidecar objects (networking.mesh.io): what proxies see (generate/sidecar_scope.ts). */
+  sidecars?: ConfigObject[];
 }
 
 /** Everything a push is computed from. Treat as immutable: indexes are cached per object. */

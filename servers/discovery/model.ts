@@ -17,13 +17,16 @@ import {
   buildEndpoints,
   buildListeners,
   buildRoutes,
+  buildScoped,
   buildServerListener,
   CERT_DIR_METADATA_KEY,
   certDirOf,
   describeConflict,
   encodeAny,
+  hasIngress,
   headerMatcherForm,
   ingressesToConfigs,
+  ingressInstances,
   isKnownCluster,
   isProxyless,
   isServerListenerName,
@@ -32,11 +35,14 @@ import {
   outboundListenerConflicts,
   parseClusterName,
   type Proxy,
+  proxyContexts,
   proxyLabels,
   type PushContext,
   ringHashCrashes,
+  scopeFor,
   TYPE_URLS,
   unselectedGatewayReason,
+  withIngressEndpoints,
   type XdsMeshConfig,
   type XdsResource,
 } from "../../lib/xds/mod.ts";
@@ -464,6 +470,7 @@ export class DiscoveryModel {
         authorizationPolicies: byKind("AuthorizationPolicy"),
         requestAuthentications: byKind("RequestAuthentication"),
         ingresses: this.#registry.ingresses?.() ?? [],
+        sidecars: byKind("Sidecar"),
       },
       meshConfig: this.#mesh,
       domain: this.#domain,
@@ -621,15 +628,20 @@ export class DiscoveryModel {
 
   /** What a proxy's clusters depend on: the context and the shape of its own instances. */
   #clusterView(m: Memo, proxy: Proxy): View {
-    const own = this.#own(m, proxy);
+    // what the proxy's Sidecar, exportTo and DestinationRule selectors let it see
+    const scope = scopeFor(m.ctx, proxy);
+    const own = ingressInstances(this.#own(m, proxy), scope.sidecar);
     // Clients that crash on ring hash get their own views (round robin in its place), so do
     // proxyless gRPC clients (TLS from the bootstrap's certificate provider) and proxies whose
     // certificates are not in /etc/certs (node metadata CERT_DIR).
     const proxyless = isProxyless(proxy);
     const dir = certDirOf(proxy);
-    const compat = (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
+    const compat = (scope.key ? `scope=${scope.key} ` : "") +
+      (ringHashCrashes(proxy.client) ? "no-ring-hash " : "") +
       (proxyless ? "grpc " : "") + (dir ? `certs=${dir} ` : "");
-    const key = compat + (own.length ? shapeKey(own) : "");
+    // a Sidecar's ingress endpoints may name the proxy's own IP (`0.0.0.0:<port>`)
+    const key = compat + (own.length ? shapeKey(own) : "") +
+      (own.length && hasIngress(scope.sidecar) ? ` ip=${proxy.ip}` : "");
     const hit = m.clusterViews.get(key);
     if (hit) return hit;
     let v: View;
@@ -639,7 +651,7 @@ export class DiscoveryModel {
         ...(proxyless ? { GENERATOR: "grpc" } : {}),
       });
       if (ringHashCrashes(proxy.client) || proxyless) sp.client = proxy.client;
-      const all = buildClusters(m.ctx, sp);
+      const all = buildClusters(scope.ctx, sp);
       const sv = this.#keep(
         this.#prev?.clusterViews.get(compat),
         this.#view(TYPE_URLS.cluster, all, edsRefs(all)),
@@ -649,8 +661,13 @@ export class DiscoveryModel {
     })();
     if (!own.length) v = shared;
     else {
-      const inbound = buildClusters(this.#inboundContext(m, own), proxy).filter((c) =>
-        c.name.startsWith("inbound|")
+      const inbound = withIngressEndpoints(
+        buildClusters(this.#inboundContext(m, own), proxy).filter((c) =>
+          c.name.startsWith("inbound|")
+        ),
+        own,
+        scope.sidecar,
+        proxy.ip,
       );
       const part = this.#view(TYPE_URLS.cluster, inbound, edsRefs(inbound));
       v = { map: new LayeredMap(part.map, shared.map), refs: [...part.refs, ...shared.refs] };
@@ -684,11 +701,12 @@ export class DiscoveryModel {
     }
     const tproxy = proxy.metadata?.["INTERCEPTION_MODE"] === "TPROXY";
     const dir = certDirOf(proxy);
-    const sharedKey = `${tproxy} ${dir ?? ""}`;
+    const scope = scopeFor(m.ctx, proxy);
+    const sharedKey = `${tproxy} ${dir ?? ""}${scope.key ? ` scope=${scope.key}` : ""}`;
     let shared = m.sharedListeners.get(sharedKey);
     if (!shared) {
       const ls = buildListeners(
-        m.ctx,
+        scope.ctx,
         this.#sharedProxy({
           ...(tproxy ? { INTERCEPTION_MODE: "TPROXY" } : {}),
           ...(dir ? { [CERT_DIR_METADATA_KEY]: dir } : {}),
@@ -700,7 +718,9 @@ export class DiscoveryModel {
       );
       m.sharedListeners.set(sharedKey, shared);
     }
-    const own = this.#own(m, proxy).filter((i) => m.servicesByHost.has(i.hostname));
+    const own = ingressInstances(this.#own(m, proxy), scope.sidecar).filter((i) =>
+      m.servicesByHost.has(i.hostname)
+    );
     if (!own.length) return shared;
     const key = `s ${sharedKey} ${proxy.ip} ${shapeKey(own)}`;
     let v = m.listenerViews.get(key);
@@ -721,12 +741,15 @@ export class DiscoveryModel {
   #apiListener(m: Memo, proxy: Proxy, name: string): CachedResource | null {
     // server listeners (gRFC A36) depend on the proxy's IP (wildcard addresses) and domain
     const server = isServerListenerName(name);
-    const key = server ? `server ${proxy.ip} ${proxy.domain} ${name}` : `${proxy.domain} ${name}`;
+    const scope = server ? undefined : scopeFor(m.ctx, proxy);
+    const key = server
+      ? `server ${proxy.ip} ${proxy.domain} ${name}`
+      : `${scope!.key} ${proxy.domain} ${name}`;
     let e = m.apiListeners.get(key);
     if (e === undefined) {
       const api = server
         ? buildServerListener(m.ctx, proxy, name)
-        : buildApiListener(m.ctx, proxy, name);
+        : buildApiListener(scope!.ctx, proxy, name);
       e = api ? this.#entry(TYPE_URLS.listener, name, api) : null;
       m.apiListeners.set(key, e);
     }
@@ -743,10 +766,11 @@ export class DiscoveryModel {
     const lk = proxy.type === "sidecar" ? labelsKey(labels, m.sourceLabelKeys) : labelsKey(labels);
     // header matchers are written in the form the client reads (string_match or the older fields)
     const form = headerMatcherForm(proxy.client);
-    const key = `${proxy.type} ${proxy.domain} ${lk} ${form} ${name}`;
+    const scope = scopeFor(m.ctx, proxy);
+    const key = `${scope.key} ${proxy.type} ${proxy.domain} ${lk} ${form} ${name}`;
     let e = m.routes.get(key);
     if (e === undefined) {
-      const [r] = buildRoutes(m.ctx, proxy, [name]);
+      const [r] = buildRoutes(scope.ctx, proxy, [name]);
       e = r ? this.#entry(TYPE_URLS.route, name, r) : null;
       m.routes.set(key, e);
     }
@@ -777,19 +801,28 @@ export class DiscoveryModel {
 
   /** The plain resource objects a proxy sees (REST xDS, debug pages). */
   resourceObjects(proxy: Proxy, typeUrl: string, names: readonly string[] | null): XdsResource[] {
-    const ctx = this.context();
+    const full = this.context();
+    // outbound as the proxy's Sidecar and exportTo let it see; inbound as its ingress admits
+    const pc = proxyContexts(full, proxy);
+    const ctx = pc.scope.ctx;
+    const merged = (build: (c: PushContext) => XdsResource[]) => buildScoped(pc, build);
     switch (typeUrl) {
       case TYPE_URLS.cluster: {
-        const all = buildClusters(ctx, proxy);
+        const all = withIngressEndpoints(
+          merged((c) => buildClusters(c, proxy)),
+          pc.own,
+          pc.scope.sidecar,
+          proxy.ip,
+        );
         return names === null ? all : all.filter((c) => names.includes(c.name));
       }
       case TYPE_URLS.listener: {
-        const all = buildListeners(ctx, proxy);
+        const all = merged((c) => buildListeners(c, proxy));
         if (names === null) return all;
         return names.flatMap((n) => {
           const l = all.find((x) => x.name === n) ??
             (isServerListenerName(n)
-              ? buildServerListener(ctx, proxy, n)
+              ? buildServerListener(full, proxy, n)
               : buildApiListener(ctx, proxy, n));
           return l ? [l] : [];
         });
@@ -798,12 +831,12 @@ export class DiscoveryModel {
         return buildRoutes(
           ctx,
           proxy,
-          names === null ? routeRefs(buildListeners(ctx, proxy)) : [...names],
+          names === null ? routeRefs(merged((c) => buildListeners(c, proxy))) : [...names],
         );
       case TYPE_URLS.endpoint:
         return buildEndpoints(
-          ctx,
-          names === null ? edsRefs(buildClusters(ctx, proxy)) : [...names],
+          full,
+          names === null ? edsRefs(merged((c) => buildClusters(c, proxy))) : [...names],
         );
       default:
         return [];

@@ -16,6 +16,7 @@ import {
   parseMeshConfig,
   securitySchemas,
   type ServiceRegistry,
+  workloadSchemas,
 } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";
 import {
@@ -26,6 +27,7 @@ import {
   createPlatformCRegistry,
   createServiceEntryRegistry,
   parsePlatformCConfig,
+  workloadEntryInstances,
 } from "../../lib/registry/mod.ts";
 import type { IngressWatcher } from "../../lib/registry/ingress.ts";
 import { type ConfigStore, createFileStore, openKubeStore } from "../../lib/store/mod.ts";
@@ -54,13 +56,13 @@ export async function openConfigStore(config: DiscoveryConfig): Promise<ConfigSt
     // Ingress objects too (meshctl -p fs stores them): they feed the gateway config
     return await createFileStore({
       dir: config.configDir,
-      schemas: [...meshctlSchemas, ...securitySchemas, ingressSchema],
+      schemas: [...meshctlSchemas, ...securitySchemas, ...workloadSchemas, ingressSchema],
     });
   }
   return await openKubeStore({
     kubeconfigPath: config.orchconfig,
     inCluster: config.inCluster,
-    schemas: [...meshctlSchemas, ...securitySchemas],
+    schemas: [...meshctlSchemas, ...securitySchemas, ...workloadSchemas],
     resyncMs: config.resyncMs,
     namespace: config.appNamespace,
   });
@@ -104,7 +106,13 @@ export async function openSources(
     : undefined;
   const registry: DiscoveryRegistry = {
     services: () => aggregate.services(),
-    instances: () => aggregate.instances(),
+    // orchestrator Services also select WorkloadEntries (VMs), as in Istio
+    instances: () => {
+      const own = aggregate.instances();
+      const entries = configs.byKind("WorkloadEntry");
+      if (!entries.length) return own;
+      return [...own, ...workloadEntryInstances(aggregate.services(), entries, config.domain)];
+    },
     ingresses: (): ConfigObject[] => [
       ...(ingressWatcher?.ingresses() ?? []),
       ...(fileIngresses?.() ?? []),

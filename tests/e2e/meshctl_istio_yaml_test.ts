@@ -187,13 +187,13 @@ spec:
   servers:
   - port: {number: 443, name: https, protocol: HTTPS}
     hosts: ["./bookinfo.example.com"]
-    tls: {mode: SIMPLE, credentialName: bookinfo-cert}
+    tls: {mode: SIMPLE, credentialName: bookinfo-cert, minProtocolVersion: TLSV1_2}
 `,
     });
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(r.stderr.trimEnd().split("\n"), [
       "Warning: virtual-service/default/reviews: spec.tls[]: accepted, not yet served: TLS routes by SNI are served on Gateways' passthrough servers only; sidecars do not route by SNI (use tcp routes)",
-      "Warning: gateway/default/public: spec.servers[].tls.credentialName: accepted, not yet served: certificates are read from serverCertificate/privateKey only; an HTTPS server with only a credentialName gets no listener",
+      "Warning: gateway/default/public: spec.servers[].tls.minProtocolVersion: accepted, not yet served: Envoy's default TLS versions",
     ]);
   });
 });

@@ -105,4 +105,5 @@ subjects:
 `;
 
 /** The API groups of the mesh's configuration kinds (a YAML flow list). */
-export const MESH_GROUPS = `["config.mesh.io", "networking.mesh.io", "authentication.mesh.io"]`;
+export const MESH_GROUPS =
+  `["config.mesh.io", "networking.mesh.io", "authentication.mesh.io", "security.mesh.io"]`;

@@ -11,6 +11,7 @@ import { ringHashCrashes } from "../node.ts";
 import { hostPortKey, indexOf } from "./context.ts";
 import { meshMtlsUpstream, mtlsModeOf, upstreamTlsSocket } from "./security.ts";
 import { withCertDir } from "./cert_dir.ts";
+import { withClientCredential } from "./credentials.ts";
 import { isProxyless, proxylessUpstreamTls } from "./grpc_tls.ts";
 import {
   durationOf,
@@ -172,6 +173,7 @@ function applyTls(
   proxyless: boolean,
 ): boolean {
   if (!tls || typeof tls !== "object" || !tls.mode) return false;
+  tls = withClientCredential(tls); // credentialName: the mounted Secret's files
   const sans: string[] = Array.isArray(tls.subjectAltNames) ? tls.subjectAltNames : [];
   switch (tls.mode) {
     case "DISABLE":

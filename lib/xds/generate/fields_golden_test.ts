@@ -21,6 +21,9 @@ import { buildClusters } from "./clusters.ts";
 import { buildEndpoints } from "./endpoints.ts";
 import { gatewayListeners, gatewayRouteConfig, selectedGateways } from "./gateway.ts";
 import { buildRoutes } from "./routes.ts";
+import { buildListeners } from "./listeners.ts";
+import { scopeFor } from "./sidecar_scope.ts";
+import { convertServiceEntries } from "../../registry/serviceentry.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -390,4 +393,78 @@ Deno.test("AUTO_PASSTHROUGH: a filter chain per outbound cluster by its SNI (gol
     ),
   );
   await golden("auto-passthrough", TYPE_URLS.listener, [{ ...l, filter_chains: world }]);
+});
+
+Deno.test("Sidecar: a proxy's outbound clusters and listeners hold only what its egress allows, ALLOW_ANY to the passthrough (golden sidecar-scope-*.json)", async () => {
+  const sidecar = accepted("Sidecar", "default", {
+    egress: [{ hosts: ["./world.default.svc.cluster.local"] }],
+    outboundTrafficPolicy: { mode: "ALLOW_ANY" },
+  });
+  const ctx = model({ configs: { sidecars: [sidecar] } });
+  const scope = scopeFor(ctx, helloV1());
+  assert.equal(scope.sidecar, sidecar);
+  const clusters = buildClusters(scope.ctx, helloV1()).filter((c: Any) =>
+    !String(c.name).startsWith("inbound|")
+  );
+  assert.ok(clusters.every((c: Any) => !String(c.name).includes("hello.default")));
+  assert.ok(clusters.every((c: Any) => !String(c.name).includes("api.example.com")));
+  await golden("sidecar-scope-clusters", TYPE_URLS.cluster, clusters);
+  const listeners = buildListeners(scope.ctx, helloV1()).filter((l: Any) =>
+    l.traffic_direction !== "INBOUND"
+  );
+  await golden("sidecar-scope-listeners", TYPE_URLS.listener, listeners);
+});
+
+Deno.test("credentialName: a Gateway server and a DestinationRule read the mounted Secret's files (golden credential-name-*.json)", async () => {
+  const gw = accepted("Gateway", "public", {
+    selector: { mesh: "ingressgateway" },
+    servers: [{
+      port: { number: 443, protocol: "HTTPS", name: "https" },
+      hosts: ["bookinfo.example.com"],
+      tls: { mode: "MUTUAL", credentialName: "bookinfo-cert" },
+    }],
+  });
+  const dr = accepted("DestinationRule", "world-tls", {
+    host: "world.default.svc.cluster.local",
+    trafficPolicy: { tls: { mode: "MUTUAL", credentialName: "world-client", sni: "world" } },
+  });
+  const ctx = model({ configs: { gateways: [gw], destinationRules: [dr] } });
+  await golden(
+    "credential-name-gateway",
+    TYPE_URLS.listener,
+    gatewayListeners(ctx, gatewayRouter()),
+  );
+  const cluster = buildClusters(ctx, helloV1()).filter((c: Any) => c.name === WORLD_80);
+  assert.equal(cluster.length, 1);
+  await golden("credential-name-cluster", TYPE_URLS.cluster, cluster);
+});
+
+Deno.test("WorkloadEntry: the entries a ServiceEntry selects are its endpoints (golden workload-entry.json)", async () => {
+  const se = accepted("ServiceEntry", "details", {
+    hosts: ["details.bookinfo.com"],
+    location: "MESH_INTERNAL",
+    ports: [{ number: 80, name: "http", protocol: "HTTP", targetPort: 8080 }],
+    resolution: "STATIC",
+    workloadSelector: { labels: { app: "details-legacy" } },
+  });
+  const entries = [
+    accepted("WorkloadEntry", "vm-1", {
+      address: "2.2.2.2",
+      labels: { app: "details-legacy", version: "v1" },
+      serviceAccount: "details-legacy",
+      locality: "us-east/zone-a",
+      weight: 3,
+    }),
+    accepted("WorkloadEntry", "vm-2", {
+      address: "3.3.3.3",
+      ports: { http: 9080 },
+      labels: { app: "details-legacy", version: "v2" },
+      locality: "us-east/zone-b",
+    }),
+    accepted("WorkloadEntry", "unselected", { address: "4.4.4.4", labels: { app: "other" } }),
+  ];
+  const converted = convertServiceEntries([se], "cluster.local", entries);
+  const ctx = { ...model(), services: converted.services, instances: converted.instances };
+  const eds = buildEndpoints(ctx, ["outbound|80||details.bookinfo.com"]);
+  await golden("workload-entry", TYPE_URLS.endpoint, eds);
 });

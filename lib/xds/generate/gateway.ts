@@ -8,6 +8,7 @@ import { EXT_TYPE_URLS } from "../protos.ts";
 import type { Proxy, PushContext, XdsResource } from "../types.ts";
 import { headerMatcherForm, proxyLabels } from "../node.ts";
 import { type GatewayEntry, indexOf } from "./context.ts";
+import { withServerCredential } from "./credentials.ts";
 import { hcmFilter, httpFilter, tcpProxyFilter, tlsInspectorFilter } from "./filters.ts";
 import {
   dedupeDomains,
@@ -64,10 +65,8 @@ function isHttpServer(server: Any): boolean {
   if (p === "HTTP" || p === "HTTP2" || p === "GRPC") return true;
   if (p !== "HTTPS") return false;
   const tls = server?.tls;
-  // not terminated here: passthrough modes, and certificates only named by credentialName
-  // (not served yet; never answered in plain text)
-  if (tls?.mode === "PASSTHROUGH" || tls?.mode === "AUTO_PASSTHROUGH") return false;
-  return !(tls?.credentialName && !tls.serverCertificate);
+  // not terminated here: passthrough modes
+  return !(tls?.mode === "PASSTHROUGH" || tls?.mode === "AUTO_PASSTHROUGH");
 }
 
 /**
@@ -193,7 +192,7 @@ export function gatewayListeners(ctx: PushContext, proxy: Proxy): XdsResource[] 
       const seen = new Set<string>();
       let sni = false;
       for (const { server } of httpRefs) {
-        const tls = server.tls;
+        const tls = withServerCredential(server.tls); // credentialName: the mounted Secret's files
         const terminate = tls && (tls.mode === "SIMPLE" || tls.mode === "MUTUAL" || !tls.mode) &&
           tls.serverCertificate && tls.privateKey;
         const chain: Any = {
