@@ -28,6 +28,8 @@ import { directoryRootStore, type KeySource, startKeySource } from "./keys.ts";
 import { createCaMetrics, startMonitoring } from "./monitoring.ts";
 import { startSelfCheck } from "./selfcheck.ts";
 import { createAuthenticator } from "./signer.ts";
+import type { SigningWorkers } from "./workers.ts";
+import { workerCount } from "../../lib/workers/mod.ts";
 
 export {
   type CaConfig,
@@ -144,6 +146,8 @@ async function startParts(
 
   // ---- gRPC signing API
   let grpc: GrpcListener | undefined;
+  let shared: SigningWorkers | undefined;
+  let grpcPortBound: number | undefined;
   const grpcPort = deps.grpcPort ?? config.grpcPort;
   if (grpcPort !== null) {
     let jwks;
@@ -178,32 +182,73 @@ async function startParts(
       };
     };
     let tls = await serverTls();
+    const workers = workerCount(config.workers);
+    if (workers.reason) log.warn(`${workers.reason}: serving on one isolate`);
     try {
-      grpc = await startSigningServer({
-        host,
-        port: grpcPort,
-        tls,
-        ca: () => keys.ca(),
-        auth: createAuthenticator({ ca: () => keys.ca(), tokenReview, jwks }),
-        policy: {
-          workloadTtlMs: config.workloadTtlMs,
+      if (workers.count > 1) {
+        const { startSigningWorkers, workerMetricsText } = await import("./workers.ts");
+        const pool = await startSigningWorkers({
+          count: workers.count,
+          host,
+          port: grpcPort,
+          ca: () => keys.ca(),
+          tls,
           maxTtlMs: config.maxTtlMs,
-          signCaCerts: config.signCaCerts,
-          dns,
-        },
-        metrics,
-        log,
-      });
+          backend: config.signingBackend,
+          libcrypto: config.libcrypto,
+          policy: {
+            workloadTtlMs: config.workloadTtlMs,
+            maxTtlMs: config.maxTtlMs,
+            signCaCerts: config.signCaCerts,
+            dns,
+          },
+          jwks,
+          tokenReview,
+          log,
+        });
+        shared = pool;
+        const own = metrics.text;
+        metrics.text = () => workerMetricsText({ json: metrics.json }, pool).catch(own);
+      }
     } catch (e) {
       throw new Error(`Cannot serve gRPC on ${host}:${grpcPort}: ${(e as Error).message}`);
     }
-    const listener = grpc;
+    try {
+      if (!shared) {
+        grpc = await startSigningServer({
+          host,
+          port: grpcPort,
+          tls,
+          ca: () => keys.ca(),
+          auth: createAuthenticator({ ca: () => keys.ca(), tokenReview, jwks }),
+          policy: {
+            workloadTtlMs: config.workloadTtlMs,
+            maxTtlMs: config.maxTtlMs,
+            signCaCerts: config.signCaCerts,
+            dns,
+          },
+          metrics,
+          log,
+        });
+      }
+    } catch (e) {
+      throw new Error(`Cannot serve gRPC on ${host}:${grpcPort}: ${(e as Error).message}`);
+    }
+    const pool = shared;
+    const listener = pool
+      ? {
+        port: pool.port,
+        close: (_s: number, _m: string, graceMs: number) => pool.close(graceMs),
+        setTls: () => {}, // sent to the workers by refresh()
+      }
+      : grpc!;
     cleanups.push(() => listener.close(14, "Server is shutting down", 2000));
     // The server certificate is re-issued at half its life, and when the CA changes.
     let tlsTimer: number | undefined;
-    const refresh = async () => {
+    const refresh = async (caChanged = false) => {
       try {
         tls = await serverTls();
+        if (pool) await (caChanged ? pool.setCa(tls) : pool.setTls(tls));
         const te = new TextEncoder();
         listener.setTls({
           cert: te.encode(tls.cert),
@@ -218,12 +263,17 @@ async function startParts(
     const scheduleTls = () => {
       clearTimeout(tlsTimer);
       const left = tls.notAfter.getTime() - (deps.now ?? Date.now)();
-      tlsTimer = setTimeout(refresh, Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
+      tlsTimer = setTimeout(() => refresh(), Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
     };
     scheduleTls();
-    keys.onChange(() => void refresh());
+    keys.onChange(() => void refresh(true));
     cleanups.push(() => clearTimeout(tlsTimer));
-    log.info(`gRPC signing API listening on ${host}:${listener.port} (TLS)`);
+    grpcPortBound = listener.port;
+    log.info(
+      `gRPC signing API listening on ${host}:${listener.port} (TLS)${
+        pool ? ` in ${pool.count} worker isolates` : ""
+      }`,
+    );
   } else {
     log.info("gRPC signing API not served (--grpc-port 0)");
   }
@@ -280,9 +330,9 @@ async function startParts(
   }
 
   // ---- liveness
-  if (config.liveness && grpc) {
+  if (config.liveness && grpcPortBound !== undefined) {
     const sc = startSelfCheck({
-      address: `127.0.0.1:${grpc.port}`,
+      address: `127.0.0.1:${grpcPortBound}`,
       servername: serverNames(config)[0],
       namespace: config.storageNamespace,
       ca: () => keys.ca(),
@@ -298,7 +348,7 @@ async function startParts(
   const ready = controller ? controller.ready : Promise.resolve();
   return {
     addresses: {
-      grpc: grpc ? `${host}:${grpc.port}` : null,
+      grpc: grpcPortBound !== undefined ? `${host}:${grpcPortBound}` : null,
       monitoring: monitoring ? `${monitoringHost}:${monitoring.port}` : null,
     },
     ready,
