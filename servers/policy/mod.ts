@@ -21,13 +21,17 @@ import { Cleanups } from "../../lib/process/mod.ts";
 import { mixerCodec } from "../../lib/mixer/mod.ts";
 import { allSchemas } from "../../lib/model/registry.ts";
 import type { ConfigObject } from "../../lib/model/types.ts";
-import { type KubeConfig, loadKubeConfig } from "../../lib/kube/mod.ts";
+import type { KubeConfig } from "../../lib/kube/mod.ts";
+import { orchKubeConfig } from "./kubeconfig.ts";
 import { startProbeUpdater } from "../../lib/probe/mod.ts";
 import { type ConfigStore, openStoreFromURL } from "../../lib/store/mod.ts";
 import type { AdapterEnv } from "./adapters/mod.ts";
 import type { PolicyConfig } from "./config.ts";
 import { withDefaults } from "./defaults.ts";
-import { mixerHandlers } from "./grpc.ts";
+import { mixerHandlers, mixerWork } from "./grpc.ts";
+import type { PolicyWorkers } from "./workers.ts";
+import { workerCount } from "../../lib/workers/mod.ts";
+import { aggregateMetrics } from "../../lib/monitoring/mod.ts";
 import { createPolicyMetrics, monitoringHandler } from "./monitoring.ts";
 import { Pool } from "./pool.ts";
 import { Snapshot } from "./runtime.ts";
@@ -103,18 +107,6 @@ const defaultWrite: AdapterEnv["write"] = (stream, line) => {
   (stream === "stdout" ? Deno.stdout : Deno.stderr).writeSync(enc.encode(line + "\n"));
 };
 
-/** The kubeconfig of an `orch://<path>` store URL (loaded once, on first use). */
-function orchKubeConfig(url: string): (() => Promise<KubeConfig>) | undefined {
-  const m = /^orch:\/\/(.*)$/is.exec(url);
-  if (!m) return undefined;
-  let kc: Promise<KubeConfig> | undefined;
-  return () =>
-    kc ??= loadKubeConfig(m[1] || undefined).catch((e) => {
-      kc = undefined;
-      throw e;
-    });
-}
-
 /**
  * Starts the server.
  * @throws Error with a one-line startup message (store unreadable, port in use...).
@@ -166,6 +158,11 @@ async function startParts(
 
   // ---- configuration
   let current = Snapshot.empty(ns);
+  let inForce: { objects: readonly ConfigObject[]; generation: number } = {
+    objects: [],
+    generation: 0,
+  };
+  let workers: PolicyWorkers | undefined;
   let issues: ConfigIssue[] = [];
   let loaded = false;
   let loading: Promise<void> = Promise.resolve();
@@ -175,7 +172,9 @@ async function startParts(
       const s = store;
       objects = (await Promise.all(POLICY_STORE_SCHEMAS.map((t) => s.list(t.type)))).flat();
     }
-    const res = Snapshot.build(withDefaults(objects, ns), ns, env, loaded ? current : undefined);
+    const all = withDefaults(objects, ns);
+    const res = Snapshot.build(all, ns, env, loaded ? current : undefined);
+    inForce = { objects: all, generation: inForce.generation + 1 };
     const fresh = res.issues.map((i) => i.message).join("\n") !==
       issues.map((i) => i.message).join("\n");
     issues = res.issues;
@@ -198,6 +197,7 @@ async function startParts(
       }`,
     );
     await old.retire(current);
+    await workers?.setConfig(inForce.objects, inForce.generation);
   };
   const reload = () => {
     loading = loading.then(loadOnce).catch((e) =>
@@ -226,7 +226,7 @@ async function startParts(
   const codec = await mixerCodec();
   const tracer = await createTracer(config.tracing, log, deps.traceTiming);
   if (tracer) cleanups.push(() => tracer.close());
-  const handlers = mixerHandlers({
+  const apiOptions = {
     codec,
     api: new Pool(config.apiWorkerPoolSize),
     adapters: new Pool(config.adapterWorkerPoolSize),
@@ -235,37 +235,81 @@ async function startParts(
     log: getLogger("api"),
     maxMessageSize: config.maxMessageSize,
     span: tracer?.span,
-  });
-  const a = config.address;
-  let grpc: GrpcListener;
-  let grpcAddress: string;
-  const options = {
-    handlers,
-    onError: (m: string) => log.debug(m),
-    limits: {
-      maxConcurrentStreams: config.maxConcurrentStreams,
-      maxReceiveMessageBytes: config.maxMessageSize,
-    },
   };
-  try {
-    if (a.kind === "unix") {
-      await Deno.remove(a.path).catch(() => {});
-      grpc = await listenGrpc({ ...options, host: "", port: 0, path: a.path });
-      grpcAddress = `unix:${a.path}`;
-    } else {
-      const host = deps.host ?? a.host;
-      grpc = await listenGrpc({ ...options, host, port: deps.port ?? a.port });
-      grpcAddress = `${host.includes(":") ? `[${host}]` : host}:${grpc.port}`;
+  const handlers = mixerHandlers(apiOptions);
+  /** Serves the API in this isolate. */
+  const listenHere = async (a: PolicyConfig["address"]): Promise<string> => {
+    const options = {
+      handlers,
+      onError: (m: string) => log.debug(m),
+      limits: {
+        maxConcurrentStreams: config.maxConcurrentStreams,
+        maxReceiveMessageBytes: config.maxMessageSize,
+      },
+    };
+    let grpc: GrpcListener;
+    let address: string;
+    try {
+      if (a.kind === "unix") {
+        await Deno.remove(a.path).catch(() => {});
+        grpc = await listenGrpc({ ...options, host: "", port: 0, path: a.path });
+        address = `unix:${a.path}`;
+      } else {
+        const host = deps.host ?? a.host;
+        grpc = await listenGrpc({ ...options, host, port: deps.port ?? a.port });
+        address = `${host.includes(":") ? `[${host}]` : host}:${grpc.port}`;
+      }
+    } catch (e) {
+      const where = a.kind === "unix" ? a.path : `port ${deps.port ?? a.port}`;
+      throw new Error(`Cannot serve gRPC on ${where}: ${(e as Error).message}`);
     }
-  } catch (e) {
-    const where = a.kind === "unix" ? a.path : `port ${deps.port ?? a.port}`;
-    throw new Error(`Cannot serve gRPC on ${where}: ${(e as Error).message}`);
-  }
-  cleanups.push(async () => {
-    await grpc.close(14, "Server is shutting down", 2000);
-    if (a.kind === "unix") await Deno.remove(a.path).catch(() => {});
-  });
-  log.info(`Policy API listening on ${grpcAddress}`);
+    cleanups.push(async () => {
+      await grpc.close(14, "Server is shutting down", 2000);
+      if (a.kind === "unix") await Deno.remove(a.path).catch(() => {});
+    });
+    return address;
+  };
+  /** Serves the API in `n` worker isolates (see workers.ts); the metrics become their sum. */
+  const startWorkers = async (n: number, addressHost: string): Promise<string> => {
+    const host = deps.host ?? addressHost;
+    const port = deps.port ?? (config.address as { port: number }).port;
+    await ready; // the workers start from the first configuration
+    const { startPolicyWorkers } = await import("./workers.ts");
+    let pool: PolicyWorkers;
+    try {
+      pool = await startPolicyWorkers({
+        count: n,
+        host,
+        port,
+        config,
+        objects: () => inForce,
+        work: mixerWork(apiOptions),
+        api: apiOptions.api,
+        write: env.write,
+        log,
+      });
+    } catch (e) {
+      throw new Error(`Cannot serve gRPC on port ${port}: ${(e as Error).message}`);
+    }
+    workers = pool;
+    cleanups.push(() => pool.close(2000));
+    const own = metrics.text;
+    metrics.text = async () =>
+      await aggregateMetrics([await metrics.json(), ...await pool.metrics()]).catch(own);
+    return `${host.includes(":") ? `[${host}]` : host}:${pool.port}`;
+  };
+  const a = config.address;
+  let grpcAddress: string;
+  const count = workerCount(config.workers, { unixSocket: a.kind === "unix" });
+  if (count.reason) log.warn(`${count.reason}: serving on one isolate`);
+  if (count.count > 1 && a.kind === "tcp") {
+    grpcAddress = await startWorkers(count.count, a.host);
+  } else grpcAddress = await listenHere(a);
+  log.info(
+    `Policy API listening on ${grpcAddress}${
+      workers ? ` in ${workers.count} worker isolates` : ""
+    }`,
+  );
 
   // ---- monitoring
   let monitoring: string | null = null;
