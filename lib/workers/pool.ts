@@ -21,7 +21,10 @@ export interface WorkerPoolOptions {
   init: (index: number) => unknown;
   /** Requests and notes the workers send to the control isolate, by method. */
   handlers?: Record<string, (arg: unknown, index: number) => unknown>;
-  /** Time a worker has to answer `init` (default 60 s: it loads its modules first). */
+  /**
+   * Time a worker has to answer `init` (default 120 s: it loads its modules first, and under
+   * `deno test` type-checks them on first use).
+   */
   startTimeoutMs?: number;
   /** Delay before a worker that died is started again (default 1 s). */
   restartDelayMs?: number;
@@ -103,7 +106,7 @@ export class WorkerPool {
     };
     const levels = Object.fromEntries(scopeLevels().map((s) => [s.name, s.outputLevel]));
     const init: WorkerInit = { index, count: opts.count, levels, arg: opts.init(index) };
-    const ms = opts.startTimeoutMs ?? 60_000;
+    const ms = opts.startTimeoutMs ?? 120_000;
     let timer: number | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(

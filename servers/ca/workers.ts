@@ -137,5 +137,5 @@ export async function workerMetricsText(
   own: { json(): Promise<unknown> },
   workers: SigningWorkers,
 ): Promise<string> {
-  return await aggregateMetrics([await own.json(), ...await workers.metrics()]);
+  return await aggregateMetrics(await own.json(), await workers.metrics());
 }

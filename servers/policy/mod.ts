@@ -295,7 +295,7 @@ async function startParts(
     cleanups.push(() => pool.close(2000));
     const own = metrics.text;
     metrics.text = async () =>
-      await aggregateMetrics([await metrics.json(), ...await pool.metrics()]).catch(own);
+      await aggregateMetrics(await metrics.json(), await pool.metrics()).catch(own);
     return `${host.includes(":") ? `[${host}]` : host}:${pool.port}`;
   };
   const a = config.address;
