@@ -97,8 +97,12 @@ export interface PolicyHandle {
   readonly ready: Promise<void>;
   /** Problems of the last configuration seen (empty when it is in force). */
   issues(): readonly ConfigIssue[];
-  /** Reloads the configuration now. */
+  /** Reloads the configuration now (with `--workers`: resolves once every worker has it). */
   reload(): Promise<void>;
+  /** Worker isolates serving the API (0 when the API is served by this isolate). */
+  readonly workers: number;
+  /** Each worker's own metrics registry as `getMetricsAsJSON()` (`[]` without workers). */
+  workerMetrics(): Promise<unknown[]>;
   shutdown(): Promise<void>;
 }
 
@@ -351,6 +355,8 @@ async function startParts(
     ready,
     issues: () => issues,
     reload,
+    workers: workers?.count ?? 0,
+    workerMetrics: async () => workers ? await workers.metrics() : [],
     shutdown: () => cleanups.run(),
   };
 }
