@@ -55,10 +55,12 @@ export type Target = typeof TARGETS[number];
 
 /**
  * Modules a program imports through a computed specifier (so that `deno run` does not resolve
- * them at every start), which `deno compile` must be told to include.
+ * them at every start), and the modules of its worker isolates (`--workers`), which
+ * `deno compile` must be told to include.
  */
 export const INCLUDES: Readonly<Partial<Record<Program, readonly string[]>>> = {
-  "mesh-policy": ["lib/deps/otel.ts"],
+  "mesh-policy": ["lib/deps/otel.ts", "servers/policy/worker_main.ts"],
+  mesh_ca: ["servers/ca/worker_main.ts"],
 };
 
 /**

@@ -81,11 +81,25 @@ Deno.test("planBuilds() gives the exact deno compile arguments", () => {
   ]);
 });
 
-Deno.test("planBuilds() includes the modules mesh-policy imports through a computed specifier", () => {
+Deno.test("planBuilds() includes the modules mesh-policy imports through a computed specifier, and its worker module", () => {
   const [b] = planBuilds({ programs: ["mesh-policy"], targets: ["x86_64-unknown-linux-gnu"] });
-  assert.deepEqual(b.args.slice(-4, -2), ["--include", "lib/deps/otel.ts"]);
+  assert.deepEqual(b.args.slice(-6, -2), [
+    "--include",
+    "lib/deps/otel.ts",
+    "--include",
+    "servers/policy/worker_main.ts",
+  ]);
   assert.equal(b.args.at(-1), "cli/mesh-policy.ts");
-  assert.ok(Deno.statSync(new URL("./lib/deps/otel.ts", import.meta.url)).isFile);
+  for (const f of ["./lib/deps/otel.ts", "./servers/policy/worker_main.ts"]) {
+    assert.ok(Deno.statSync(new URL(f, import.meta.url)).isFile);
+  }
+});
+
+Deno.test("planBuilds() includes mesh_ca's worker module", () => {
+  const [b] = planBuilds({ programs: ["mesh_ca"], targets: ["x86_64-unknown-linux-gnu"] });
+  const i = b.args.indexOf("--include");
+  assert.equal(b.args[i + 1], "servers/ca/worker_main.ts");
+  assert.ok(Deno.statSync(new URL("./servers/ca/worker_main.ts", import.meta.url)).isFile);
 });
 
 Deno.test("planBuilds() builds mesh-policy with its V8 flags, and the other programs with none", () => {
@@ -142,8 +156,8 @@ Deno.test("compile.ts --dry-run prints the stamp values, then one exact deno com
     [
       `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh-discovery-x86_64-unknown-linux-gnu ${common} cli/mesh-discovery.ts`,
       `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh-discovery-x86_64-pc-windows-msvc.exe ${common} cli/mesh-discovery.ts`,
-      `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh_ca-x86_64-unknown-linux-gnu ${common} cli/mesh_ca.ts`,
-      `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh_ca-x86_64-pc-windows-msvc.exe ${common} cli/mesh_ca.ts`,
+      `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh_ca-x86_64-unknown-linux-gnu ${common} --include servers/ca/worker_main.ts cli/mesh_ca.ts`,
+      `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh_ca-x86_64-pc-windows-msvc.exe ${common} --include servers/ca/worker_main.ts cli/mesh_ca.ts`,
       "",
     ].join("\n"),
   );
