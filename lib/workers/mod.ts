@@ -3,8 +3,8 @@
  *
  * - {@link WorkerPool} (control side) and {@link serveControl} (worker side), over a
  *   {@link Channel} of requests, replies and notes;
- * - {@link workerCount} turns a `--workers` value into a count and says why a program must stay
- *   on one isolate; {@link reserveSharedPort} picks (or checks) the port the workers share.
+ * - {@link workerCount} turns a `--workers` value into a count (0: {@link coreCount}, which
+ *   honours a container's CPU limit) and says why a program must stay on one isolate; {@link reserveSharedPort} picks (or checks) the port the workers share.
  *
  * Workers share a port with SO_REUSEPORT (`node:net`'s `listen({ reusePort: true })`, which
  * Deno 2.7.14 honours on Linux without `--unstable-net`); the kernel spreads new connections
@@ -21,9 +21,31 @@ export {
   type WorkerPoolOptions,
 } from "./pool.ts";
 
-/** The number of cores the runtime reports (at least 1). */
+/**
+ * The cores this process may use (at least 1): the runtime's count, bounded by a cgroup v2 CPU
+ * quota (`/sys/fs/cgroup/cpu.max`, e.g. a container's CPU limit), rounded up.
+ */
 export function coreCount(): number {
-  return Math.max(1, navigator.hardwareConcurrency || 1);
+  const cores = Math.max(1, navigator.hardwareConcurrency || 1);
+  return Math.min(cores, cgroupCpuLimit(readCpuMax()) ?? Infinity);
+}
+
+function readCpuMax(): string | undefined {
+  try {
+    return Deno.readTextFileSync("/sys/fs/cgroup/cpu.max");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The CPU limit of a cgroup v2 `cpu.max` text (`<quota> <period>`, `max` = none), rounded up to
+ * whole cores; undefined when there is none or the text is not understood.
+ */
+export function cgroupCpuLimit(cpuMax: string | undefined): number | undefined {
+  const m = /^(\d+)\s+(\d+)\s*$/.exec(cpuMax ?? "");
+  if (!m || Number(m[2]) === 0) return undefined;
+  return Math.max(1, Math.ceil(Number(m[1]) / Number(m[2])));
 }
 
 /** The outcome of {@link workerCount}. */
