@@ -28,6 +28,7 @@ export interface WorkerPoolOptions {
   startTimeoutMs?: number;
   /** Delay before a worker that died is started again (default 1 s). */
   restartDelayMs?: number;
+  /** The pool's own lines, and the workers' lines of scope `default` (default: that scope). */
   log?: Logger;
 }
 
@@ -90,7 +91,8 @@ export class WorkerPool {
         msg: string;
         props?: Record<string, unknown>;
       };
-      getLogger(scope)[level](msg, props);
+      // The pool's logger stands for the default scope (tests inject one); others by name.
+      (scope === "default" && opts.log ? opts.log : getLogger(scope))[level](msg, props);
     });
     for (const [method, fn] of Object.entries(opts.handlers ?? {})) {
       channel.on(method, (arg) => fn(arg, index));
