@@ -182,6 +182,12 @@ async function startParts(
       };
     };
     let tls = await serverTls();
+    const policy = {
+      workloadTtlMs: config.workloadTtlMs,
+      maxTtlMs: config.maxTtlMs,
+      signCaCerts: config.signCaCerts,
+      dns,
+    };
     const workers = workerCount(config.workers);
     if (workers.reason) log.warn(`${workers.reason}: serving on one isolate`);
     try {
@@ -196,12 +202,7 @@ async function startParts(
           maxTtlMs: config.maxTtlMs,
           backend: config.signingBackend,
           libcrypto: config.libcrypto,
-          policy: {
-            workloadTtlMs: config.workloadTtlMs,
-            maxTtlMs: config.maxTtlMs,
-            signCaCerts: config.signCaCerts,
-            dns,
-          },
+          policy,
           jwks,
           tokenReview,
           log,
@@ -221,12 +222,7 @@ async function startParts(
           tls,
           ca: () => keys.ca(),
           auth: createAuthenticator({ ca: () => keys.ca(), tokenReview, jwks }),
-          policy: {
-            workloadTtlMs: config.workloadTtlMs,
-            maxTtlMs: config.maxTtlMs,
-            signCaCerts: config.signCaCerts,
-            dns,
-          },
+          policy,
           metrics,
           log,
         });
