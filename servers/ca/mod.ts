@@ -44,6 +44,9 @@ export { WORKLOAD_SECRET } from "./controller.ts";
 export { ROOT_FILES } from "./keys.ts";
 export { CA_SERVICE, CERTIFICATE_SERVICE } from "./grpc.ts";
 
+/** A failure to bind the port, which one isolate would meet too (no fallback). */
+const PORT_PROBLEM = /EADDRINUSE|EACCES|EADDRNOTAVAIL/;
+
 /** Injected dependencies of {@link start}. */
 export interface CaDeps {
   /** Host the listeners bind (default `0.0.0.0`). */
@@ -212,7 +215,11 @@ async function startParts(
         metrics.text = () => workerMetricsText({ json: metrics.json }, pool).catch(own);
       }
     } catch (e) {
-      throw new Error(`Cannot serve gRPC on ${host}:${grpcPort}: ${(e as Error).message}`);
+      const m = (e as Error).message;
+      if (PORT_PROBLEM.test(m)) throw new Error(`Cannot serve gRPC on ${host}:${grpcPort}: ${m}`);
+      log.warn(
+        `cannot serve the signing API in ${workers.count} worker isolates (${m}): serving on one isolate`,
+      );
     }
     try {
       if (!shared) {

@@ -274,7 +274,7 @@ async function startParts(
     return address;
   };
   /** Serves the API in `n` worker isolates (see workers.ts); the metrics become their sum. */
-  const startWorkers = async (n: number, addressHost: string): Promise<string> => {
+  const startWorkers = async (n: number, addressHost: string): Promise<string | undefined> => {
     const host = deps.host ?? addressHost;
     const port = deps.port ?? (config.address as { port: number }).port;
     await ready; // the workers start from the first configuration
@@ -293,7 +293,12 @@ async function startParts(
         log,
       });
     } catch (e) {
-      throw new Error(`Cannot serve gRPC on port ${port}: ${(e as Error).message}`);
+      const m = (e as Error).message;
+      if (/EADDRINUSE|EACCES|EADDRNOTAVAIL/.test(m)) {
+        throw new Error(`Cannot serve gRPC on port ${port}: ${m}`);
+      }
+      log.warn(`cannot serve the API in ${n} worker isolates (${m}): serving on one isolate`);
+      return undefined;
     }
     workers = pool;
     cleanups.push(() => pool.close(2000));
@@ -307,7 +312,7 @@ async function startParts(
   const count = workerCount(config.workers, { unixSocket: a.kind === "unix" });
   if (count.reason) log.warn(`${count.reason}: serving on one isolate`);
   if (count.count > 1 && a.kind === "tcp") {
-    grpcAddress = await startWorkers(count.count, a.host);
+    grpcAddress = await startWorkers(count.count, a.host) ?? await listenHere(a);
   } else grpcAddress = await listenHere(a);
   log.info(
     `Policy API listening on ${grpcAddress}${
