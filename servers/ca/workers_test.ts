@@ -145,3 +145,28 @@ Deno.test("startSigningWorkers() serves from every worker, and a new CA key reac
     await workers.close();
   }
 });
+
+Deno.test("start() with workers 2 refuses a port already in use, even by a listener that allows sharing", async () => {
+  await withTempDir(async (dir) => {
+    const net = await import("node:net");
+    const held = net.createServer();
+    await new Promise<void>((r) =>
+      held.listen({ port: 0, host: "127.0.0.1", reusePort: true } as { port: number }, () => r())
+    );
+    const port = (held.address() as { port: number }).port;
+    try {
+      const config = toConfig(caFlags({
+        selfSignedCa: true,
+        localStorageDir: `${dir}/store`,
+        monitoringPort: 0,
+        workers: 2,
+      }));
+      await assert.rejects(
+        start(config, { host: "127.0.0.1", grpcPort: port, log: recordingLogger() }),
+        new RegExp(`Cannot serve gRPC on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`),
+      );
+    } finally {
+      await new Promise<void>((r) => held.close(() => r()));
+    }
+  });
+});
