@@ -43,10 +43,10 @@ against a no-op grpc-js unary handler measured in the same run.
   --inflight N   calls in flight in the throughput phases (default 32)
   --latency-only stop after the h2load latency runs
   --workers-only only the last phase: Check throughput of mesh-policy --workers 1 against
-                 --workers 2 (h2load, 8 connections)
+                 --workers 2 (h2load, 16 connections)
 
 The phases above run mesh-policy with --workers 1 (one isolate). The last phase measures the
-speed-up of --workers 2: h2load (C, one thread, in its own process) keeps 8 connections with 8
+speed-up of --workers 2: h2load (C, one thread, in its own process) keeps 16 connections with 4
 Checks in flight each against mesh-policy --workers 1 and --workers 2, alternately (A B B A,
 --seconds / 2 each), and reports Checks/s, the server's CPU (from /proc) and the rest of the
 machine's (h2load and anything else running; the box has as many cores as it says).
@@ -374,7 +374,7 @@ async function machineCpu(): Promise<{ busy: number; total: number }> {
 }
 
 /**
- * h2load closed loop against `address` for `seconds`: 8 connections, 8 Checks in flight each,
+ * h2load closed loop against `address` for `seconds`: 16 connections, 4 Checks in flight each,
  * one client thread. Returns completed requests and the seconds h2load reports.
  */
 async function h2loadMax(address: string, body: string, seconds: number) {
@@ -383,9 +383,9 @@ async function h2loadMax(address: string, body: string, seconds: number) {
       "-t",
       "1",
       "-c",
-      "8",
+      "16",
       "-m",
-      "8",
+      "4",
       "-D",
       String(seconds),
       "-d",
@@ -436,7 +436,7 @@ async function workersPhase(dir: string, o: Options): Promise<void> {
       if (await nghttpStatus(s.address, body) !== "0") {
         throw new Error(`mesh-policy --workers ${w}: the Check is not answered OK`);
       }
-      await h2loadMax(s.address, body, 2); // warm-up (every worker: 8 connections)
+      await h2loadMax(s.address, body, 2); // warm-up (every worker: 16 connections)
     }
     const sum = new Map<
       number,
@@ -468,7 +468,7 @@ async function workersPhase(dir: string, o: Options): Promise<void> {
     }
     const rate = (w: number) => sum.get(w)!.done / sum.get(w)!.secs;
     console.log(
-      `Check throughput by worker isolates (h2load: 1 thread, 8 connections x 8 in flight, ` +
+      `Check throughput by worker isolates (h2load: 1 thread, 16 connections x 4 in flight, ` +
         `${half} s x 2 each, A B B A; ${navigator.hardwareConcurrency} cores; load average ` +
         `${Deno.loadavg().map((v) => v.toFixed(2)).join(" ")}):`,
     );
