@@ -475,7 +475,9 @@ async function workersPhase(dir: string, o: Options): Promise<void> {
     for (const w of [1, 2]) {
       const a = sum.get(w)!;
       console.log(
-        `  --workers ${w}: ${rate(w).toFixed(0)} checks/s; server ${(a.cpu / a.wall).toFixed(2)} ` +
+        `  --workers ${w}: ${rate(w).toFixed(0)} checks/s, server CPU ${
+          (1e6 * a.cpu / a.done).toFixed(0)
+        } µs/check; server ${(a.cpu / a.wall).toFixed(2)} ` +
           `cores, rest of the machine (h2load, others) ${
             ((a.busy - a.cpu) / a.wall).toFixed(2)
           } cores`,
