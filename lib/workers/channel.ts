@@ -7,6 +7,7 @@
 
 /** The end of a message pipe: a `Worker`, or a worker's global scope. */
 export interface MessageEnd {
+  /** Sends one structured-clone message (transferring `transfer`). */
   postMessage(message: unknown, transfer?: Transferable[]): void;
 }
 
@@ -22,6 +23,7 @@ type Wire =
 
 /** A request that failed on the other side (its message is the other side's error message). */
 export class RemoteError extends Error {
+  /** `"RemoteError"`. */
   override name = "RemoteError";
 }
 
@@ -32,6 +34,7 @@ export class Channel {
   #handlers = new Map<string, ChannelHandler>();
   #closed: string | undefined;
 
+  /** A channel over `end` (feed what it receives to {@link receive}). */
   constructor(readonly end: MessageEnd) {}
 
   /** Answers requests (and notes) of `method` with `fn` (its value or promise is the reply). */

@@ -34,10 +34,13 @@ export interface WorkerPoolOptions {
 
 /** The argument every worker's `init` gets besides the pool's own. */
 export interface WorkerInit<T = unknown> {
+  /** This worker's number, from 0. */
   index: number;
+  /** How many workers the pool runs. */
   count: number;
   /** Output level of each log scope in the control isolate. */
   levels: Record<string, Level>;
+  /** The pool's `init(index)`. */
   arg: T;
 }
 
@@ -179,6 +182,7 @@ export class WorkerPool {
 
 /** The worker's side: its channel to the control isolate, and loggers that log there. */
 export interface ControlLink {
+  /** Requests and notes to the control isolate. */
   readonly channel: Channel;
   /** A logger whose lines go to the control isolate's logging (below its level: dropped). */
   logger(scope?: string): Logger;
