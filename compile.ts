@@ -55,7 +55,8 @@ export type Target = typeof TARGETS[number];
 
 /**
  * Modules a program imports through a computed specifier (so that `deno run` does not resolve
- * them at every start), which `deno compile` must be told to include.
+ * them at every start), and the modules of its worker isolates (`--workers`, the agent's
+ * readiness check), which `deno compile` must be told to include.
  */
 export const INCLUDES: Readonly<Record<Program, readonly string[]>> = (() => {
   // Every program's commands are loaded through cli/_shared/lazy.ts (computed specifiers).
@@ -63,9 +64,14 @@ export const INCLUDES: Readonly<Record<Program, readonly string[]>> = (() => {
   const commands = (dir: string, names: string[]) => names.map((n) => `cli/${dir}/${n}.ts`);
   return {
     "mesh-discovery": [...shared, ...commands("mesh-discovery", ["debug", "discovery"])],
-    "mesh-policy": [...shared, ...commands("mesh-policy", ["crd", "server"]), "lib/deps/otel.ts"],
+    "mesh-policy": [
+      ...shared,
+      ...commands("mesh-policy", ["crd", "server"]),
+      "lib/deps/otel.ts",
+      "servers/policy/worker_main.ts",
+    ],
     "sidecar-injector": [...shared, ...commands("sidecar-injector", ["server"])],
-    "mesh_ca": [...shared, ...commands("mesh_ca", ["server"])],
+    "mesh_ca": [...shared, ...commands("mesh_ca", ["server"]), "servers/ca/worker_main.ts"],
     "meshctl": [
       ...shared,
       ...commands("meshctl", [
@@ -85,7 +91,11 @@ export const INCLUDES: Readonly<Record<Program, readonly string[]>> = (() => {
         "workload",
       ]),
     ],
-    "mesh-agent": [...shared, ...commands("mesh-agent", ["debug", "proxy"])],
+    "mesh-agent": [
+      ...shared,
+      ...commands("mesh-agent", ["debug", "proxy"]),
+      "servers/agent/check_worker.ts",
+    ],
   };
 })();
 

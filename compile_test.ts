@@ -104,9 +104,10 @@ Deno.test("INCLUDES lists every command module a program loads through a compute
   }
 });
 
-Deno.test("planBuilds() includes the modules mesh-policy imports through a computed specifier", () => {
+Deno.test("planBuilds() includes the modules mesh-policy imports through a computed specifier, and its worker module", () => {
   const [b] = planBuilds({ programs: ["mesh-policy"], targets: ["x86_64-unknown-linux-gnu"] });
   assert.ok(b.args.join(" ").includes("--include lib/deps/otel.ts"));
+  assert.ok(b.args.join(" ").includes("--include servers/policy/worker_main.ts"));
   assert.equal(b.args.at(-1), "cli/mesh-policy.ts");
   assert.ok(Deno.statSync(new URL("./lib/deps/otel.ts", import.meta.url)).isFile);
 });
@@ -341,3 +342,20 @@ Deno.test("compileAll() fails with one clear message when the denort download fa
 });
 
 const STAMP = { version: "1.0.0", gitRevision: "unknown", buildTime: "2025-01-01T00:00:00Z" };
+
+Deno.test("INCLUDES lists every module a program starts as a Worker", () => {
+  const owners: Record<string, typeof PROGRAMS[number]> = {
+    "servers/agent/bootstrap.ts": "mesh-agent",
+    "servers/ca/workers.ts": "mesh_ca",
+    "servers/policy/workers.ts": "mesh-policy",
+  };
+  for (const [file, program] of Object.entries(owners)) {
+    const text = Deno.readTextFileSync(new URL(`./${file}`, import.meta.url));
+    const urls = [...text.matchAll(/new URL\("\.\/([^"]+\.ts)", import\.meta\.url\)/g)];
+    assert.ok(urls.length > 0, file);
+    for (const [, rel] of urls) {
+      const module = `${file.slice(0, file.lastIndexOf("/"))}/${rel}`;
+      assert.ok(INCLUDES[program].includes(module), `${program}: ${module} not in INCLUDES`);
+    }
+  }
+});

@@ -42,6 +42,14 @@ against a no-op grpc-js unary handler measured in the same run.
   --rate N       open-loop rate of the latency phase (default 1000)
   --inflight N   calls in flight in the throughput phases (default 32)
   --latency-only stop after the h2load latency runs
+  --workers-only only the last phase: Check throughput of mesh-policy --workers 1 against
+                 --workers 2 (h2load, 16 connections)
+
+The phases above run mesh-policy with --workers 1 (one isolate). The last phase measures the
+speed-up of --workers 2: h2load (C, one thread, in its own process) keeps 16 connections with 4
+Checks in flight each against mesh-policy --workers 1 and --workers 2, alternately (A B B A,
+--seconds / 2 each), and reports Checks/s, the server's CPU (from /proc) and the rest of the
+machine's (h2load and anything else running; the box has as many cores as it says).
 
 On a shared machine the latency tail measures the scheduler as much as the server: run it alone,
 or give the measured processes the CPU with \`chrt -f 10 deno task bench policy --latency-only\`
@@ -58,15 +66,26 @@ interface Options {
   rate: number;
   inflight: number;
   latencyOnly: boolean;
+  workersOnly: boolean;
 }
 
 function parseArgs(args: string[]): Options | undefined {
-  const o: Options = { seconds: 5, rate: 1000, inflight: 32, latencyOnly: false };
+  const o: Options = {
+    seconds: 5,
+    rate: 1000,
+    inflight: 32,
+    latencyOnly: false,
+    workersOnly: false,
+  };
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === "--help" || a === "-h") return undefined;
     if (a === "--latency-only") {
       o.latencyOnly = true;
+      continue;
+    }
+    if (a === "--workers-only") {
+      o.workersOnly = true;
       continue;
     }
     const key = a.replace(/^--/, "") as "seconds" | "rate" | "inflight";
@@ -346,6 +365,133 @@ async function warm(c: Client) {
   await closedLoop(c, 8, 1);
 }
 
+/** Busy and total CPU seconds of the whole machine so far (/proc/stat, USER_HZ = 100). */
+async function machineCpu(): Promise<{ busy: number; total: number }> {
+  const f = (await Deno.readTextFile("/proc/stat")).split("\n")[0].trim().split(/\s+/).slice(1)
+    .map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: (total - f[3] - (f[4] ?? 0)) / 100, total: total / 100 };
+}
+
+/**
+ * h2load closed loop against `address` for `seconds`: 16 connections, 4 Checks in flight each,
+ * one client thread. Returns completed requests and the seconds h2load reports.
+ */
+async function h2loadMax(address: string, body: string, seconds: number) {
+  const out = await new Deno.Command("h2load", {
+    args: [
+      "-t",
+      "1",
+      "-c",
+      "16",
+      "-m",
+      "4",
+      "-D",
+      String(seconds),
+      "-d",
+      body,
+      ...GRPC_HEADERS,
+      `http://${address}${CHECK_PATH}`,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  if (!out.success) {
+    throw new Error(`h2load failed: ${new TextDecoder().decode(out.stderr)}${text}`);
+  }
+  const m = /requests: \d+ total, (\d+) started, (\d+) done/.exec(text);
+  const [started, done] = [Number(m?.[1] ?? NaN), Number(m?.[2] ?? NaN)];
+  const succeeded = Number(/(\d+) succeeded/.exec(text)?.[1] ?? NaN);
+  if (succeeded !== done) throw new Error(`h2load: ${done - succeeded} requests failed:\n${text}`);
+  return { done, started };
+}
+
+/**
+ * Check throughput of mesh-policy --workers 1 against --workers 2, alternately (A B B A), from
+ * h2load in its own process; every Check must be counted OK by the server.
+ */
+async function workersPhase(dir: string, o: Options): Promise<void> {
+  const body = `${dir}/check.bin`;
+  await Deno.writeFile(body, await grpcFrame());
+  const servers: { w: number; proc: ProgramProcess; address: string; monitoring: string }[] = [];
+  try {
+    for (const w of [1, 2]) {
+      const proc = spawnProgram("mesh-policy", [
+        "server",
+        "--address",
+        "tcp://127.0.0.1:0",
+        "--monitoringPort",
+        "0",
+        "--configStoreURL",
+        `fs://${dir}`,
+        "--workers",
+        String(w),
+      ], { denoArgs: ["-A", ...v8FlagsArgs("mesh-policy")] });
+      servers.push({ w, proc, address: "", monitoring: "" });
+      const s = servers.at(-1)!;
+      s.address = (await proc.waitFor(/Policy API listening on (\S+)/, 60_000)).split(" ").at(-1)!;
+      s.monitoring = (await proc.waitFor(/Monitoring listening on (\S+)/, 60_000)).split(" ")
+        .at(-1)!;
+      if (await nghttpStatus(s.address, body) !== "0") {
+        throw new Error(`mesh-policy --workers ${w}: the Check is not answered OK`);
+      }
+      await h2loadMax(s.address, body, 2); // warm-up (every worker: 16 connections)
+    }
+    const sum = new Map<
+      number,
+      { done: number; secs: number; cpu: number; busy: number; wall: number }
+    >();
+    const half = o.seconds / 2;
+    for (const s of [servers[0], servers[1], servers[1], servers[0]]) {
+      const before = await serverSide(s.monitoring);
+      const cpu0 = await cpuSeconds(s.proc.pid), m0 = await machineCpu();
+      const r = await h2loadMax(s.address, body, half);
+      const cpu1 = await cpuSeconds(s.proc.pid), m1 = await machineCpu();
+      const after = await serverSide(s.monitoring);
+      // Requests still in flight when h2load's time is up are answered but not counted done.
+      const ok = after.ok - before.ok;
+      if (ok < r.done || ok > r.started || after.notOk !== before.notOk) {
+        throw new Error(
+          `mesh-policy --workers ${s.w} counted ${ok} Checks OK (${
+            after.notOk - before.notOk
+          } not OK); h2load: ${r.done} done of ${r.started} started`,
+        );
+      }
+      const acc = sum.get(s.w) ?? { done: 0, secs: 0, cpu: 0, busy: 0, wall: 0 };
+      acc.done += r.done;
+      acc.secs += half;
+      acc.cpu += cpu1 - cpu0;
+      acc.busy += m1.busy - m0.busy;
+      acc.wall += (m1.total - m0.total) / navigator.hardwareConcurrency;
+      sum.set(s.w, acc);
+    }
+    const rate = (w: number) => sum.get(w)!.done / sum.get(w)!.secs;
+    console.log(
+      `Check throughput by worker isolates (h2load: 1 thread, 16 connections x 4 in flight, ` +
+        `${half} s x 2 each, A B B A; ${navigator.hardwareConcurrency} cores; load average ` +
+        `${Deno.loadavg().map((v) => v.toFixed(2)).join(" ")}):`,
+    );
+    for (const w of [1, 2]) {
+      const a = sum.get(w)!;
+      console.log(
+        `  --workers ${w}: ${rate(w).toFixed(0)} checks/s, server CPU ${
+          (1e6 * a.cpu / a.done).toFixed(0)
+        } µs/check; server ${(a.cpu / a.wall).toFixed(2)} ` +
+          `cores, rest of the machine (h2load, others) ${
+            ((a.busy - a.cpu) / a.wall).toFixed(2)
+          } cores`,
+      );
+    }
+    const x = rate(2) / rate(1);
+    console.log(
+      `  speed-up W=2 / W=1: ${x.toFixed(2)}x (target >= 1.4x): ${x >= 1.4 ? "met" : "MISSED"}`,
+    );
+  } finally {
+    for (const s of servers) await s.proc.stop();
+  }
+}
+
 /** Runs the benchmark. */
 export async function main(args: string[] = []): Promise<void> {
   const o = parseArgs(args);
@@ -360,8 +506,11 @@ export async function main(args: string[] = []): Promise<void> {
   let floor: { child: Deno.ChildProcess; port: number } | undefined;
   let c: Client | undefined, b: Client | undefined;
   try {
+    if (o.workersOnly) return await workersPhase(dir, o);
     const policyArgs = [
       "server",
+      "--workers",
+      "1",
       "--address",
       "tcp://127.0.0.1:0",
       "--monitoringPort",
@@ -531,6 +680,7 @@ export async function main(args: string[] = []): Promise<void> {
           (100 * ours.rate / base.rate).toFixed(1)
         } % (target >= 50 %)`,
     );
+    await workersPhase(dir, o);
   } finally {
     c?.close();
     b?.close();

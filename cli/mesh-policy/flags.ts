@@ -131,6 +131,13 @@ export const serverFlags = [
     default: "",
     help: "URL of a tracerb collector.",
   }),
+  flag({
+    name: "workers",
+    type: int,
+    default: 0,
+    help: "Isolates serving the API on its one port (SO_REUSEPORT, Linux): 0 = one per core, " +
+      "1 = the main isolate alone (also with --singleThreaded or a unix:// --address).",
+  }),
 ] as const;
 
 /** Options of the `crd` subcommands (group L). */

@@ -172,6 +172,13 @@ export const serverFlags = [
     help: "<ip>:<port> of an upstream CA; when set, this CA gets its own certificate from it.",
   }),
   flag({
+    name: "workers",
+    type: int,
+    default: 0,
+    help: "Isolates serving the signing API on its one port (SO_REUSEPORT, Linux): 0 = one per " +
+      "core, 1 = the main isolate alone.",
+  }),
+  flag({
     name: "workload-cert-grace-period-ratio",
     type: float32,
     default: 0.5,

@@ -76,6 +76,26 @@ export interface GrpcListenOptions extends H2Options {
    * 0 and the accept check is off).
    */
   path?: string;
+  /**
+   * Share the port with the listeners of other isolates (SO_REUSEPORT, Linux): this listener is
+   * number `index` of `of`; the kernel spreads new connections over them. Its accept check then
+   * connects from source ports of its own block (see {@link probePorts}), so that a listener
+   * receiving another's check closes it at once and the owner tries again.
+   */
+  reusePort?: { index: number; of: number };
+}
+
+/** Source ports of accept checks on shared ports: 16 a listener, from this port up (256 listeners stay below the ephemeral range, 32768). */
+export const PROBE_PORT_BASE = 28_000;
+const PROBE_BLOCK = 16;
+
+/**
+ * The block of loopback source ports the accept check of listener `index` (of listeners sharing
+ * a port) connects from: `[first, end)`; a loopback peer in `[PROBE_PORT_BASE, all)` is a check.
+ */
+export function probePorts(index: number, of: number): { first: number; end: number; all: number } {
+  const first = PROBE_PORT_BASE + index * PROBE_BLOCK;
+  return { first, end: first + PROBE_BLOCK, all: PROBE_PORT_BASE + of * PROBE_BLOCK };
 }
 
 /** A listening gRPC server. */
@@ -187,12 +207,31 @@ class AcceptCheck {
   /** Recent checks, whose TLS handshake error (they never handshake) is not logged. */
   #quiet = new Set<string>();
 
-  constructor(readonly net: typeof import("node:net")) {}
+  /** Source ports of checks, on a shared port (see {@link GrpcListenOptions.reusePort}). */
+  #ports: { first: number; end: number; all: number } | undefined;
+  #nextPort = 0;
+
+  constructor(
+    readonly net: typeof import("node:net"),
+    shared?: { index: number; of: number },
+  ) {
+    if (shared) this.#ports = probePorts(shared.index, shared.of);
+  }
 
   /** True when an accepted raw socket is a check's (noted as seen). */
   isProbe(socket: Socket): boolean {
     if (!socket.remotePort) return false;
     const key = peerKey(socket);
+    const ports = this.#ports;
+    if (ports) {
+      // On a shared port: any listener's check (ours or another's) is a probe; only ours
+      // answers our check, another's is closed by the caller so its owner tries again.
+      const p = socket.remotePort;
+      if (p < PROBE_PORT_BASE || p >= ports.all || !isLoopback(peerAddress(socket))) return false;
+      this.#hush(key);
+      if (this.#probes.delete(key)) this.#probeSeen?.();
+      return true;
+    }
     if (this.#probeSeen) this.#acceptedPorts.add(key);
     if (!this.#probes.has(key)) return false;
     this.#probes.delete(key);
@@ -213,6 +252,7 @@ class AcceptCheck {
 
   /** Connects to `host`:`port`: ok when the listener saw the connection within a second. */
   run(port: number, host: string): Promise<{ ok: boolean; reason: string }> {
+    if (this.#ports) return this.#runShared(port, host, this.#ports);
     return new Promise((resolve) => {
       let done = false;
       const finish = (ok: boolean, reason: string) => {
@@ -254,7 +294,69 @@ class AcceptCheck {
       });
     });
   }
+
+  /**
+   * The check on a port shared with other listeners: the kernel hands each connection to one of
+   * them, so the check connects from a port of its own block until one of its connections
+   * reaches this listener (a connection closed by the peer went to another listener). Ok when
+   * one does; not when a connection waits a second unanswered, or many went elsewhere.
+   */
+  async #runShared(
+    port: number,
+    host: string,
+    ports: { first: number; end: number; all: number },
+  ): Promise<{ ok: boolean; reason: string }> {
+    const n = ports.end - ports.first;
+    const attempts = Math.min(8 * ((ports.all - PROBE_PORT_BASE) / n), 512);
+    for (let i = 0; i < attempts; i++) {
+      const localPort = ports.first + (this.#nextPort++ % n);
+      const r = await this.#attempt(port, host, localPort);
+      if (r !== "elsewhere") return r;
+    }
+    return { ok: false, reason: `${attempts} checks in a row went to other listeners` };
+  }
+
+  /** One connection of {@link #runShared}. */
+  #attempt(
+    port: number,
+    host: string,
+    localPort: number,
+  ): Promise<{ ok: boolean; reason: string } | "elsewhere"> {
+    return new Promise((resolve) => {
+      let done = false;
+      const localAddress = host.includes(":") ? "::1" : "127.0.0.1";
+      const key = `${localAddress}:${localPort}`;
+      const finish = (r: { ok: boolean; reason: string } | "elsewhere") => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.#probeSeen = undefined;
+        this.#probes.delete(key);
+        sock.destroy();
+        resolve(r);
+      };
+      const timer = setTimeout(() => finish({ ok: false, reason: STOPPED }), 1000);
+      this.#probes.add(key);
+      this.#probeSeen = () => finish({ ok: true, reason: "" });
+      const sock = this.net.connect({ port, host, localAddress, localPort });
+      sock.on("error", (e: Error & { code?: string }) =>
+        finish(
+          e.code === "EADDRINUSE" || e.code === "EADDRNOTAVAIL" || e.code === "ECONNRESET"
+            ? "elsewhere" // that source port is taken (or the peer reset it): try the next
+            : {
+              ok: false,
+              reason: e.code === "EMFILE" || e.code === "ENFILE"
+                ? `too many open files (${e.code})`
+                : e.message,
+            },
+        ));
+      sock.on("close", () => finish("elsewhere"));
+    });
+  }
 }
+
+/** True for 127.0.0.0/8 and ::1. */
+const isLoopback = (address: string) => address.startsWith("127.") || address === "::1";
 
 /** The modules a listener uses (loaded when it starts). */
 interface Modules {
@@ -314,7 +416,7 @@ class Listener implements GrpcListener {
     this.#maxPerAddress = opts.maxConnectionsPerAddress ?? 0;
     this.#shed = new Tally(opts.onError);
     this.#throttle = perSecond > 0 ? new FailureThrottle(perSecond) : undefined;
-    this.#check = new AcceptCheck(mod.net);
+    this.#check = new AcceptCheck(mod.net, opts.reusePort);
     this.#checkMs = opts.path ? 0 : opts.acceptCheckMs ?? 2000;
   }
 
@@ -510,7 +612,11 @@ class Listener implements GrpcListener {
       }
       this.#accept(socket);
     });
-    server.on("connection", (raw: Socket) => void (this.#check.isProbe(raw) || this.#admit(raw)));
+    server.on("connection", (raw: Socket) => {
+      // A check is not served (on a shared port it is closed: its owner may be another listener).
+      if (!this.#check.isProbe(raw)) this.#admit(raw);
+      else if (opts.reusePort) raw.destroy();
+    });
     server.on("tlsClientError", (e: Error, tlsSocket: Socket) => {
       // Deno's TLS socket forgets its peer once its handshake failed; the TCP socket it wraps
       // (`_parent`, as in Node) still knows it.
@@ -531,7 +637,9 @@ class Listener implements GrpcListener {
         resolve();
       };
       if (this.opts.path) server.listen(this.opts.path, ready);
-      else server.listen(port, this.#host, ready);
+      else if (this.opts.reusePort) {
+        server.listen({ port, host: this.#host, reusePort: true } as { port: number }, ready);
+      } else server.listen(port, this.#host, ready);
     });
   }
 

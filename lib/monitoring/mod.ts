@@ -9,6 +9,8 @@
 
 import { startCpuProfile } from "../process/mod.ts";
 
+export { aggregateMetrics } from "./aggregate.ts";
+
 /** Options of {@link monitoringHandler}. */
 export interface MonitoringHandlerOptions {
   /** The Prometheus text exposition served on `/metrics`. */
@@ -141,10 +143,14 @@ export interface PromRegistry extends MetricBuilders {
   readonly register: Registry;
 }
 
-/** Loads prom-client (lazily) and creates a {@link PromRegistry} with the process metrics. */
-export async function promRegistry(): Promise<PromRegistry> {
+/**
+ * Loads prom-client (lazily) and creates a {@link PromRegistry} with the process metrics (unless
+ * `processMetrics` is false: a worker isolate's registry, whose process is counted once by the
+ * control isolate).
+ */
+export async function promRegistry(processMetrics = true): Promise<PromRegistry> {
   const prom = await import("../deps/prom.ts");
   const register = new prom.Registry();
-  prom.collectDefaultMetrics({ register });
+  if (processMetrics) prom.collectDefaultMetrics({ register });
   return { prom, register, ...metricBuilders(prom, register) };
 }

@@ -46,6 +46,8 @@ export interface CaFlags {
   workloadCertGracePeriodRatio: number;
   workloadCertMinGracePeriod: number;
   workloadCertTtl: number;
+  /** `--workers`: isolates serving the signing API (0 = one per core; absent = 1). */
+  workers?: number;
 }
 
 /** Environment read by {@link toConfig}. */
@@ -126,10 +128,15 @@ export interface CaConfig {
     | null;
   /** Things to log at start (ignored or deprecated flags). */
   readonly warnings: readonly string[];
+  /** --workers: isolates serving the signing API (0 = one per core, 1 = no worker isolates). */
+  readonly workers: number;
 }
 
 /** Bad flags: {@link toConfig}'s usage error, shared by every program (lib/flags). */
 export { ConfigError };
+
+/** The most `--workers`. */
+export const MAX_WORKERS = 256;
 
 const SA_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -318,8 +325,15 @@ export function toConfig(f: CaFlags, env: CaEnv = {}): CaConfig {
   if (f.enableProfiling && !f.monitoringPort) {
     warnings.push("--enable-profiling has no effect without --monitoring-port");
   }
+  const workers = f.workers ?? 1;
+  if (!Number.isInteger(workers) || workers < 0 || workers > MAX_WORKERS) {
+    problems.push(
+      `Invalid value for --workers: want 0 (one per core) to ${MAX_WORKERS}, got ${workers}`,
+    );
+  }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
+    workers,
     keys: Object.freeze(keys),
     keySize: f.keySize,
     orchestrator,

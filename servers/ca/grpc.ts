@@ -60,6 +60,8 @@ export interface SigningServerOptions {
   policy: SignPolicy;
   metrics: SignMetrics;
   log: Logger;
+  /** Share the port with other isolates' signing servers (see `lib/workers`). */
+  reusePort?: { index: number; of: number };
 }
 
 const te = new TextEncoder();
@@ -204,5 +206,6 @@ export async function startSigningServer(opts: SigningServerOptions): Promise<Gr
       [`/${CA_SERVICE}/HandleCSR`, handleCsr],
     ]),
     onError: (m) => opts.log.warn(`gRPC: ${m}`),
+    reusePort: opts.reusePort,
   });
 }

@@ -28,6 +28,7 @@ import { directoryRootStore, type KeySource, startKeySource } from "./keys.ts";
 import { createCaMetrics, startMonitoring } from "./monitoring.ts";
 import { startSelfCheck } from "./selfcheck.ts";
 import { createAuthenticator } from "./signer.ts";
+import { workerCount } from "../../lib/workers/mod.ts";
 
 export {
   type CaConfig,
@@ -41,6 +42,9 @@ export { CA_SECRET } from "./orch.ts";
 export { WORKLOAD_SECRET } from "./controller.ts";
 export { ROOT_FILES } from "./keys.ts";
 export { CA_SERVICE, CERTIFICATE_SERVICE } from "./grpc.ts";
+
+/** A failure to bind the port, which one isolate would meet too (no fallback). */
+const PORT_PROBLEM = /EADDRINUSE|EACCES|EADDRNOTAVAIL/;
 
 /** Injected dependencies of {@link start}. */
 export interface CaDeps {
@@ -213,9 +217,31 @@ async function serverTls({ config, keys }: Parts) {
   };
 }
 
+/** The signing API's server certificate and the CA chain it presents. */
+type ServerTls = Awaited<ReturnType<typeof serverTls>>;
+
+/** The signing API as served: by this isolate, or by worker isolates sharing one port. */
+interface SigningApi {
+  port: number;
+  /** How many worker isolates serve it (0: this isolate). */
+  workers: number;
+  /** A renewed server certificate; with `caChanged`, also the new CA (workers sign with it). */
+  setTls(tls: ServerTls, caChanged: boolean): Promise<void>;
+  close(graceMs: number): Promise<void>;
+}
+
+/** What both ways of serving the signing API are given. */
+interface SigningApiInputs {
+  port: number;
+  tls: ServerTls;
+  jwks: { keys: unknown[] } | undefined;
+  tokenReview: Parameters<typeof createAuthenticator>[0]["tokenReview"];
+  policy: Parameters<typeof startSigningServer>[0]["policy"];
+}
+
 /** The gRPC signing API over TLS on `--grpc-port` (none when 0). */
-async function serveSigningApi(p: Parts): Promise<GrpcListener | undefined> {
-  const { config, deps, log, host, cleanups, keys } = p;
+async function serveSigningApi(p: Parts): Promise<SigningApi | undefined> {
+  const { config, deps, log, host, cleanups } = p;
   const grpcPort = deps.grpcPort ?? config.grpcPort;
   if (grpcPort === null) {
     log.info("gRPC signing API not served (--grpc-port 0)");
@@ -228,46 +254,111 @@ async function serveSigningApi(p: Parts): Promise<GrpcListener | undefined> {
     tokenReview = kubeTokenReviewer(p.apis.authn);
   }
   const tls = await serverTls(p);
+  const policy = {
+    workloadTtlMs: config.workloadTtlMs,
+    maxTtlMs: config.maxTtlMs,
+    signCaCerts: config.signCaCerts,
+    dns: p.dns,
+  };
+  const inputs = { port: grpcPort, tls, jwks, tokenReview, policy };
+  const api = await serveOnWorkers(p, inputs) ?? await serveOnThisIsolate(p, inputs);
+  cleanups.push(() => api.close(2000));
+  renewServerTls(p, api, tls.notAfter);
+  log.info(
+    `gRPC signing API listening on ${host}:${api.port} (TLS)${
+      api.workers ? ` in ${api.workers} worker isolates` : ""
+    }`,
+  );
+  return api;
+}
+
+/**
+ * `--workers` > 1: the signing API in worker isolates sharing the port, their metrics summed into
+ * this isolate's `/metrics`. Undefined (one isolate serves) when one worker is asked for, or when
+ * the workers cannot start for another reason than the port (logged).
+ */
+async function serveOnWorkers(p: Parts, i: SigningApiInputs): Promise<SigningApi | undefined> {
+  const { config, log, host, keys, metrics } = p;
+  const workers = workerCount(config.workers);
+  if (workers.reason) log.warn(`${workers.reason}: serving on one isolate`);
+  if (workers.count <= 1) return undefined;
+  try {
+    const { startSigningWorkers, workerMetricsText } = await import("./workers.ts");
+    const pool = await startSigningWorkers({
+      count: workers.count,
+      host,
+      port: i.port,
+      ca: () => keys.ca(),
+      tls: i.tls,
+      maxTtlMs: config.maxTtlMs,
+      backend: config.signingBackend,
+      libcrypto: config.libcrypto,
+      policy: i.policy,
+      jwks: i.jwks,
+      tokenReview: i.tokenReview,
+      log,
+    });
+    const own = metrics.text;
+    metrics.text = () => workerMetricsText({ json: metrics.json }, pool).catch(own);
+    return {
+      port: pool.port,
+      workers: pool.count,
+      setTls: (tls, caChanged) => caChanged ? pool.setCa(tls) : pool.setTls(tls),
+      close: (graceMs) => pool.close(graceMs),
+    };
+  } catch (e) {
+    const m = (e as Error).message;
+    if (PORT_PROBLEM.test(m)) throw new Error(`Cannot serve gRPC on ${host}:${i.port}: ${m}`);
+    log.warn(
+      `cannot serve the signing API in ${workers.count} worker isolates (${m}): serving on one isolate`,
+    );
+    return undefined;
+  }
+}
+
+/** The signing API served by this isolate. */
+async function serveOnThisIsolate(p: Parts, i: SigningApiInputs): Promise<SigningApi> {
+  const { log, host, keys } = p;
   let listener: GrpcListener;
   try {
     listener = await startSigningServer({
       host,
-      port: grpcPort,
-      tls,
+      port: i.port,
+      tls: i.tls,
       ca: () => keys.ca(),
-      auth: createAuthenticator({ ca: () => keys.ca(), tokenReview, jwks }),
-      policy: {
-        workloadTtlMs: config.workloadTtlMs,
-        maxTtlMs: config.maxTtlMs,
-        signCaCerts: config.signCaCerts,
-        dns: p.dns,
-      },
+      auth: createAuthenticator({ ca: () => keys.ca(), tokenReview: i.tokenReview, jwks: i.jwks }),
+      policy: i.policy,
       metrics: p.metrics,
       log,
     });
   } catch (e) {
-    throw new Error(`Cannot serve gRPC on ${host}:${grpcPort}: ${(e as Error).message}`);
+    throw new Error(`Cannot serve gRPC on ${host}:${i.port}: ${(e as Error).message}`);
   }
-  cleanups.push(() => listener.close(14, "Server is shutting down", 2000));
-  renewServerTls(p, listener, tls.notAfter);
-  log.info(`gRPC signing API listening on ${host}:${listener.port} (TLS)`);
-  return listener;
-}
-
-/** Re-issues the signing API's server certificate at half its life, and when the CA changes. */
-function renewServerTls(p: Parts, listener: GrpcListener, firstNotAfter: Date) {
-  let notAfter = firstNotAfter;
-  let tlsTimer: number | undefined;
-  const refresh = async () => {
-    try {
-      const tls = await serverTls(p);
-      notAfter = tls.notAfter;
-      const te = new TextEncoder();
+  const te = new TextEncoder();
+  return {
+    port: listener.port,
+    workers: 0,
+    setTls: (tls) => {
       listener.setTls({
         cert: te.encode(tls.cert),
         key: te.encode(tls.key),
         ca: te.encode(tls.ca),
       });
+      return Promise.resolve();
+    },
+    close: (graceMs) => listener.close(14, "Server is shutting down", graceMs),
+  };
+}
+
+/** Re-issues the signing API's server certificate at half its life, and when the CA changes. */
+function renewServerTls(p: Parts, api: SigningApi, firstNotAfter: Date) {
+  let notAfter = firstNotAfter;
+  let tlsTimer: number | undefined;
+  const refresh = async (caChanged: boolean) => {
+    try {
+      const tls = await serverTls(p);
+      notAfter = tls.notAfter;
+      await api.setTls(tls, caChanged);
     } catch (e) {
       p.log.error(`cannot renew the gRPC server certificate: ${(e as Error).message}`);
     }
@@ -276,10 +367,10 @@ function renewServerTls(p: Parts, listener: GrpcListener, firstNotAfter: Date) {
   const scheduleTls = () => {
     clearTimeout(tlsTimer);
     const left = notAfter.getTime() - (p.deps.now ?? Date.now)();
-    tlsTimer = setTimeout(refresh, Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
+    tlsTimer = setTimeout(() => refresh(false), Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
   };
   scheduleTls();
-  p.keys.onChange(() => void refresh());
+  p.keys.onChange(() => void refresh(true));
   p.cleanups.push(() => clearTimeout(tlsTimer));
 }
 

@@ -20,12 +20,17 @@ export interface CaMetrics extends SignMetrics {
   selfCheck(ok: boolean): void;
   /** Prometheus text exposition. */
   text(): Promise<string>;
+  /** The registry as `getMetricsAsJSON()` (a worker's part of the aggregated metrics). */
+  json(): Promise<unknown>;
   readonly contentType: string;
 }
 
-/** Creates the metrics on a private registry (prom-client, loaded here). */
-export async function createCaMetrics(): Promise<CaMetrics> {
-  const { register, counter, histogram } = await promRegistry();
+/**
+ * Creates the metrics on a private registry (prom-client, loaded here); with the process metrics
+ * unless `processMetrics` is false (a worker isolate).
+ */
+export async function createCaMetrics(processMetrics = true): Promise<CaMetrics> {
+  const { register, counter, histogram } = await promRegistry(processMetrics);
   const requests = counter(
     "mesh_ca_csr_requests_total",
     "Certificate signing requests received, by method.",
@@ -66,6 +71,7 @@ export async function createCaMetrics(): Promise<CaMetrics> {
     secret: (action) => secrets.inc({ action }),
     selfCheck: (ok) => checks.inc({ result: ok ? "ok" : "failed" }),
     text: () => register.metrics(),
+    json: () => register.getMetricsAsJSON(),
     contentType: register.contentType,
   };
 }

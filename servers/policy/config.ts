@@ -25,6 +25,8 @@ export interface PolicyFlags {
   trace_tracera_url: string;
   trace_log_spans: boolean;
   trace_tracerb_url: string;
+  /** `--workers`: isolates serving the API (0 = one per core; absent = 1). */
+  workers?: number;
 }
 
 /** Where the gRPC API listens. */
@@ -42,6 +44,8 @@ export interface PolicyConfig {
   readonly apiWorkerPoolSize: number;
   readonly adapterWorkerPoolSize: number;
   readonly singleThreaded: boolean;
+  /** --workers: isolates serving the API (0 = one per core; 1, or --singleThreaded: no workers). */
+  readonly workers: number;
   /** Empty: no store (the built-in defaults only). */
   readonly configStoreURL: string;
   readonly configDefaultNamespace: string;
@@ -123,8 +127,13 @@ export function toConfig(f: PolicyFlags): PolicyConfig {
   }
   const liveness = probe(f.livenessProbePath, f.livenessProbeInterval, "liveness", problems);
   const readiness = probe(f.readinessProbePath, f.readinessProbeInterval, "readiness", problems);
+  const workers = f.workers ?? 1;
+  if (!Number.isInteger(workers) || workers < 0 || workers > 256) {
+    problems.push(`--workers must be 0 (one per core) to 256, got ${workers}`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
+    workers: f.singleThreaded ? 1 : workers,
     address,
     monitoringPort: f.monitoringPort,
     maxMessageSize: f.maxMessageSize,

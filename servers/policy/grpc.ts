@@ -47,6 +47,16 @@ export interface MixerApiOptions {
   maxMessageSize: number;
   /** Called around each call (tracing): returns the function that ends its span. */
   span?: (name: string, call: GrpcCall) => (status: number, message?: string) => void;
+  /**
+   * A worker isolate's way to the control isolate (`--workers`): Reports, and Checks that ask
+   * for quotas, are answered there (its adapters' state — metrics, quota counters — is one per
+   * process); the answer's bytes, or a {@link CallError}.
+   */
+  forward?: (
+    method: "Check" | "Report",
+    body: Uint8Array,
+    signal: AbortSignal,
+  ) => Promise<Uint8Array>;
 }
 
 const duration = (ms: number): ProtoTime => {
@@ -140,6 +150,18 @@ function decodeError(e: unknown): never {
 
 /** The Check and Report handlers by path. */
 export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
+  const { check, report } = mixerWork(o);
+  return new Map([
+    [`/${MIXER_SERVICE}/Check`, unary("Check", o, check)],
+    [`/${MIXER_SERVICE}/Report`, unary("Report", o, report)],
+  ]);
+}
+
+/** The work of a call: its request message in, its response message out (or a CallError). */
+export type MixerWork = (body: Uint8Array, signal: AbortSignal) => Promise<Uint8Array>;
+
+/** The work of Check and Report, without the transport (run in the API pool by the caller). */
+export function mixerWork(o: MixerApiOptions): { check: MixerWork; report: MixerWork } {
   const run = <T>(f: () => T | Promise<T>, signal?: AbortSignal) => o.adapters.run(f, signal);
   /** An adapter failure as the call's error: the abort reason when the call was aborted. */
   const failed = (
@@ -165,6 +187,7 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
       o.metrics.check(Code.INVALID_ARGUMENT, 0);
       decodeError(e);
     }
+    if (o.forward && Object.keys(req.quotas ?? {}).length) return o.forward("Check", body, signal);
     const tracked = new TrackingBag(req.values);
     const snap = o.snapshot();
     let pre, bag;
@@ -211,6 +234,7 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
     return o.codec.encodeCheckResponse(res);
   };
   const report = async (body: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
+    if (o.forward) return o.forward("Report", body, signal);
     const started = performance.now();
     let req;
     try {
@@ -246,8 +270,5 @@ export function mixerHandlers(o: MixerApiOptions): Map<string, CallHandler> {
     if (first) throw new CallError(code, first);
     return o.codec.encodeReportResponse();
   };
-  return new Map([
-    [`/${MIXER_SERVICE}/Check`, unary("Check", o, check)],
-    [`/${MIXER_SERVICE}/Report`, unary("Report", o, report)],
-  ]);
+  return { check, report };
 }

@@ -21,13 +21,17 @@ import { Cleanups } from "../../lib/process/mod.ts";
 import { mixerCodec } from "../../lib/mixer/mod.ts";
 import { allSchemas } from "../../lib/model/registry.ts";
 import type { ConfigObject } from "../../lib/model/types.ts";
-import { type KubeConfig, loadKubeConfig } from "../../lib/kube/mod.ts";
+import type { KubeConfig } from "../../lib/kube/mod.ts";
+import { orchKubeConfig } from "./kubeconfig.ts";
 import { startProbeUpdater } from "../../lib/probe/mod.ts";
 import { type ConfigStore, openStoreFromURL } from "../../lib/store/mod.ts";
 import type { AdapterEnv } from "./adapters/mod.ts";
 import type { PolicyConfig } from "./config.ts";
 import { withDefaults } from "./defaults.ts";
-import { mixerHandlers } from "./grpc.ts";
+import { mixerHandlers, mixerWork } from "./grpc.ts";
+import type { PolicyWorkers } from "./workers.ts";
+import { workerCount } from "../../lib/workers/mod.ts";
+import { aggregateMetrics } from "../../lib/monitoring/mod.ts";
 import { createPolicyMetrics, monitoringHandler } from "./monitoring.ts";
 import { Pool } from "./pool.ts";
 import { Snapshot } from "./runtime.ts";
@@ -93,8 +97,12 @@ export interface PolicyHandle {
   readonly ready: Promise<void>;
   /** Problems of the last configuration seen (empty when it is in force). */
   issues(): readonly ConfigIssue[];
-  /** Reloads the configuration now. */
+  /** Reloads the configuration now (with `--workers`: resolves once every worker has it). */
   reload(): Promise<void>;
+  /** Worker isolates serving the API (0 when the API is served by this isolate). */
+  readonly workers: number;
+  /** Each worker's own metrics registry as `getMetricsAsJSON()` (`[]` without workers). */
+  workerMetrics(): Promise<unknown[]>;
   shutdown(): Promise<void>;
 }
 
@@ -102,18 +110,6 @@ const enc = new TextEncoder();
 const defaultWrite: AdapterEnv["write"] = (stream, line) => {
   (stream === "stdout" ? Deno.stdout : Deno.stderr).writeSync(enc.encode(line + "\n"));
 };
-
-/** The kubeconfig of an `orch://<path>` store URL (loaded once, on first use). */
-function orchKubeConfig(url: string): (() => Promise<KubeConfig>) | undefined {
-  const m = /^orch:\/\/(.*)$/is.exec(url);
-  if (!m) return undefined;
-  let kc: Promise<KubeConfig> | undefined;
-  return () =>
-    kc ??= loadKubeConfig(m[1] || undefined).catch((e) => {
-      kc = undefined;
-      throw e;
-    });
-}
 
 /**
  * Starts the server.
@@ -152,7 +148,7 @@ async function startParts(
   cleanups.push(() => loader.close());
   const ready = loader.reload();
   if (store) loader.watch(deps.reloadDelayMs ?? 50, cleanups);
-  const parts: Parts = { config, deps, log, cleanups, loader, metrics };
+  const parts: Parts = { config, deps, log, cleanups, loader, metrics, ready };
   const grpc = await serveApi(parts);
   const monitoring = await serveMonitoring(parts);
   startProbes(config, ready, cleanups);
@@ -161,6 +157,8 @@ async function startParts(
     ready,
     issues: () => loader.issues,
     reload: () => loader.reload(),
+    workers: loader.workers?.count ?? 0,
+    workerMetrics: async () => loader.workers ? await loader.workers.metrics() : [],
     shutdown: () => cleanups.run(),
   };
 }
@@ -173,6 +171,8 @@ interface Parts {
   cleanups: Cleanups;
   loader: ConfigLoader;
   metrics: ReturnType<typeof createPolicyMetrics>;
+  /** The first configuration loaded. */
+  ready: Promise<void>;
 }
 
 /** The store of `--configStoreURL`, when given (closed by the cleanups). */
@@ -205,6 +205,13 @@ class ConfigLoader {
   issues: ConfigIssue[] = [];
   loaded = false;
   loading: Promise<void> = Promise.resolve();
+  /** The objects in force (defaults included) and their generation, as workers are sent them. */
+  inForce: { objects: readonly ConfigObject[]; generation: number } = {
+    objects: [],
+    generation: 0,
+  };
+  /** With `--workers`: the worker isolates, each given every configuration in force. */
+  workers: PolicyWorkers | undefined;
 
   constructor(
     readonly store: ConfigStore | undefined,
@@ -251,7 +258,9 @@ class ConfigLoader {
       objects = (await Promise.all(POLICY_STORE_SCHEMAS.map((t) => s.list(t.type)))).flat();
     }
     const prev = this.loaded ? this.current : undefined;
-    const res = Snapshot.build(withDefaults(objects, ns), ns, this.env, prev);
+    const all = withDefaults(objects, ns);
+    const res = Snapshot.build(all, ns, this.env, prev);
+    this.inForce = { objects: all, generation: this.inForce.generation + 1 };
     const fresh = res.issues.map((i) => i.message).join("\n") !==
       this.issues.map((i) => i.message).join("\n");
     const issues = this.issues = res.issues;
@@ -274,17 +283,23 @@ class ConfigLoader {
       }`,
     );
     await old.retire(current);
+    await this.workers?.setConfig(this.inForce.objects, this.inForce.generation);
   }
 }
 
-/** The Mixer-style gRPC API on `--address` (TCP or a unix socket); returns its address. */
-async function serveApi(
-  { config, deps, log, cleanups, loader, metrics }: Parts,
-): Promise<string> {
+/** How the API is served: its handlers and the pools and options they were built from. */
+type ApiOptions = Parameters<typeof mixerHandlers>[0];
+
+/**
+ * The Mixer-style gRPC API on `--address` (TCP or a unix socket): in `--workers` worker isolates
+ * sharing the port, or in this isolate; returns its address.
+ */
+async function serveApi(p: Parts): Promise<string> {
+  const { config, deps, log, cleanups, loader, metrics } = p;
   const codec = await mixerCodec();
   const tracer = await createTracer(config.tracing, log, deps.traceTiming);
   if (tracer) cleanups.push(() => tracer.close());
-  const handlers = mixerHandlers({
+  const apiOptions: ApiOptions = {
     codec,
     api: new Pool(config.apiWorkerPoolSize),
     adapters: new Pool(config.adapterWorkerPoolSize),
@@ -293,27 +308,45 @@ async function serveApi(
     log: getLogger("api"),
     maxMessageSize: config.maxMessageSize,
     span: tracer?.span,
-  });
+  };
   const a = config.address;
-  let grpc: GrpcListener;
-  let grpcAddress: string;
+  const count = workerCount(config.workers, { unixSocket: a.kind === "unix" });
+  if (count.reason) log.warn(`${count.reason}: serving on one isolate`);
+  let address: string | undefined;
+  if (count.count > 1 && a.kind === "tcp") {
+    address = await serveOnWorkers(p, apiOptions, count.count, a.host);
+  }
+  address ??= await serveHere(p, apiOptions);
+  log.info(
+    `Policy API listening on ${address}${
+      loader.workers ? ` in ${loader.workers.count} worker isolates` : ""
+    }`,
+  );
+  return address;
+}
+
+/** Serves the API in this isolate. */
+async function serveHere({ config, deps, log, cleanups }: Parts, o: ApiOptions): Promise<string> {
+  const a = config.address;
   const options = {
-    handlers,
+    handlers: mixerHandlers(o),
     onError: (m: string) => log.debug(m),
     limits: {
       maxConcurrentStreams: config.maxConcurrentStreams,
       maxReceiveMessageBytes: config.maxMessageSize,
     },
   };
+  let grpc: GrpcListener;
+  let address: string;
   try {
     if (a.kind === "unix") {
       await Deno.remove(a.path).catch(() => {});
       grpc = await listenGrpc({ ...options, host: "", port: 0, path: a.path });
-      grpcAddress = `unix:${a.path}`;
+      address = `unix:${a.path}`;
     } else {
       const host = deps.host ?? a.host;
       grpc = await listenGrpc({ ...options, host, port: deps.port ?? a.port });
-      grpcAddress = `${host.includes(":") ? `[${host}]` : host}:${grpc.port}`;
+      address = `${host.includes(":") ? `[${host}]` : host}:${grpc.port}`;
     }
   } catch (e) {
     const where = a.kind === "unix" ? a.path : `port ${deps.port ?? a.port}`;
@@ -323,8 +356,51 @@ async function serveApi(
     await grpc.close(14, "Server is shutting down", 2000);
     if (a.kind === "unix") await Deno.remove(a.path).catch(() => {});
   });
-  log.info(`Policy API listening on ${grpcAddress}`);
-  return grpcAddress;
+  return address;
+}
+
+/**
+ * Serves the API in `n` worker isolates (see workers.ts), started from the first configuration;
+ * the metrics become their sum. Undefined (this isolate serves) when the workers cannot start for
+ * another reason than the port (logged).
+ */
+async function serveOnWorkers(
+  { config, deps, log, cleanups, loader, metrics, ready }: Parts,
+  o: ApiOptions,
+  n: number,
+  addressHost: string,
+): Promise<string | undefined> {
+  const host = deps.host ?? addressHost;
+  const port = deps.port ?? (config.address as { port: number }).port;
+  await ready;
+  const { startPolicyWorkers } = await import("./workers.ts");
+  let pool: PolicyWorkers;
+  try {
+    pool = await startPolicyWorkers({
+      count: n,
+      host,
+      port,
+      config,
+      objects: () => loader.inForce,
+      work: mixerWork(o),
+      api: o.api,
+      write: loader.env.write,
+      log,
+    });
+  } catch (e) {
+    const m = (e as Error).message;
+    if (/EADDRINUSE|EACCES|EADDRNOTAVAIL/.test(m)) {
+      throw new Error(`Cannot serve gRPC on port ${port}: ${m}`);
+    }
+    log.warn(`cannot serve the API in ${n} worker isolates (${m}): serving on one isolate`);
+    return undefined;
+  }
+  loader.workers = pool;
+  cleanups.push(() => pool.close(2000));
+  const own = metrics.text;
+  metrics.text = async () =>
+    await aggregateMetrics(await metrics.json(), await pool.metrics()).catch(own);
+  return `${host.includes(":") ? `[${host}]` : host}:${pool.port}`;
 }
 
 /** The monitoring listener (`/metrics` with the adapters' metrics, `/version`, pprof). */

@@ -15,6 +15,8 @@ export interface PolicyMetrics extends ApiMetrics {
   config(ok: boolean, issues: number): void;
   /** The Prometheus text of the server's own metrics. */
   text(): Promise<string>;
+  /** The registry as `getMetricsAsJSON()` (a worker's part of the aggregated metrics). */
+  json(): Promise<unknown>;
 }
 
 /** Creates the server's metrics in a registry of their own. */
@@ -61,6 +63,7 @@ export function createPolicyMetrics(): PolicyMetrics {
       issues.set(n);
     },
     text: () => register.metrics(),
+    json: () => register.getMetricsAsJSON(),
   };
 }
 

@@ -1,0 +1,230 @@
+/**
+ * {@link WorkerPool}: the control isolate's side of W worker isolates that each run the same
+ * module. A worker is started with `init` (built from the control isolate's current state, so
+ * that a worker restarted after a crash starts from what is in force), answers requests over a
+ * {@link Channel}, and its log lines come back to the control isolate's logging.
+ * @module
+ */
+
+import { getLogger, type Level, type Logger, scopeLevels } from "../log/mod.ts";
+import { Channel, type ChannelHandler } from "./channel.ts";
+
+/** Options of {@link WorkerPool.start}. */
+export interface WorkerPoolOptions {
+  /** The worker module (it calls {@link serveControl}). */
+  url: URL;
+  /** How many workers. */
+  count: number;
+  /** For log lines: `signing API worker`. */
+  name: string;
+  /** The `init` request's argument for worker `index` (called again when it is restarted). */
+  init: (index: number) => unknown;
+  /** Requests and notes the workers send to the control isolate, by method. */
+  handlers?: Record<string, (arg: unknown, index: number) => unknown>;
+  /**
+   * Time a worker has to answer `init` (default 120 s: it loads its modules first, and under
+   * `deno test` type-checks them on first use).
+   */
+  startTimeoutMs?: number;
+  /** Delay before a worker that died is started again (default 1 s). */
+  restartDelayMs?: number;
+  /** The pool's own lines, and the workers' lines of scope `default` (default: that scope). */
+  log?: Logger;
+}
+
+/** The argument every worker's `init` gets besides the pool's own. */
+export interface WorkerInit<T = unknown> {
+  /** This worker's number, from 0. */
+  index: number;
+  /** How many workers the pool runs. */
+  count: number;
+  /** Output level of each log scope in the control isolate. */
+  levels: Record<string, Level>;
+  /** The pool's `init(index)`. */
+  arg: T;
+}
+
+/** One worker and its channel. */
+interface Slot {
+  worker: Worker;
+  channel: Channel;
+}
+
+/** W workers running one module; see the module doc. */
+export class WorkerPool {
+  #slots: Slot[] = [];
+  #closing = false;
+  #timers = new Set<number>();
+  readonly #log: Logger;
+
+  private constructor(readonly opts: WorkerPoolOptions) {
+    this.#log = opts.log ?? getLogger("default");
+  }
+
+  /**
+   * Starts every worker and waits until each answered its `init`.
+   * @throws Error naming the worker that failed (every worker is then stopped).
+   */
+  static async start(opts: WorkerPoolOptions): Promise<WorkerPool> {
+    const pool = new WorkerPool(opts);
+    try {
+      await Promise.all(Array.from({ length: opts.count }, (_, i) => pool.#spawn(i)));
+    } catch (e) {
+      await pool.close(0);
+      throw e;
+    }
+    return pool;
+  }
+
+  /** How many workers run. */
+  get size(): number {
+    return this.#slots.length;
+  }
+
+  async #spawn(index: number): Promise<void> {
+    const { opts } = this;
+    const worker = new Worker(opts.url, { type: "module", name: `${opts.name} ${index}` });
+    const channel = new Channel(worker);
+    const slot: Slot = { worker, channel };
+    this.#slots[index] = slot;
+    channel.on("log", (a) => {
+      const { scope, level, msg, props } = a as {
+        scope: string;
+        level: "debug" | "info" | "warn" | "error";
+        msg: string;
+        props?: Record<string, unknown>;
+      };
+      // The pool's logger stands for the default scope (tests inject one); others by name.
+      (scope === "default" && opts.log ? opts.log : getLogger(scope))[level](msg, props);
+    });
+    for (const [method, fn] of Object.entries(opts.handlers ?? {})) {
+      channel.on(method, (arg) => fn(arg, index));
+    }
+    const died = Promise.withResolvers<never>();
+    died.promise.catch(() => {});
+    worker.onmessage = (e) => void channel.receive(e.data);
+    worker.onerror = (e) => {
+      e.preventDefault();
+      const why = `${opts.name} ${index} failed: ${e.message}`;
+      died.reject(new Error(why));
+      this.#died(index, slot, why);
+    };
+    const levels = Object.fromEntries(scopeLevels().map((s) => [s.name, s.outputLevel]));
+    const init: WorkerInit = { index, count: opts.count, levels, arg: opts.init(index) };
+    const ms = opts.startTimeoutMs ?? 120_000;
+    let timer: number | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${opts.name} ${index} did not start within ${ms / 1000} s`)),
+        ms,
+      );
+    });
+    try {
+      await Promise.race([channel.request("init", init), died.promise, timeout]);
+    } catch (e) {
+      throw new Error(`${opts.name} ${index}: ${(e as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A worker died: logged, and started again (from the current state) after a delay. */
+  #died(index: number, slot: Slot, why: string): void {
+    slot.channel.close(why);
+    slot.worker.terminate();
+    if (this.#closing || this.#slots[index] !== slot) return;
+    this.#log.error(`${why}; starting it again`);
+    const t = setTimeout(() => {
+      this.#timers.delete(t);
+      if (this.#closing) return;
+      this.#spawn(index).catch((e) => this.#log.error((e as Error).message));
+    }, this.opts.restartDelayMs ?? 1000);
+    this.#timers.add(t);
+  }
+
+  /**
+   * Sends one request to every worker; resolves with their replies in worker order (a worker
+   * that fails to answer gives `undefined` and is logged).
+   */
+  async broadcast<T = unknown>(method: string, arg?: unknown): Promise<(T | undefined)[]> {
+    return await Promise.all(
+      this.#slots.map((s, i) =>
+        s.channel.request<T>(method, arg).catch((e) => {
+          if (!this.#closing) {
+            this.#log.warn(`${this.opts.name} ${i}: ${method} failed: ${(e as Error).message}`);
+          }
+          return undefined;
+        })
+      ),
+    );
+  }
+
+  /**
+   * Asks every worker to `close` (it stops accepting and ends its calls within `graceMs`), then
+   * terminates them.
+   */
+  async close(graceMs = 2000): Promise<void> {
+    this.#closing = true;
+    for (const t of this.#timers) clearTimeout(t);
+    const slots = this.#slots.filter(Boolean);
+    await Promise.all(slots.map(async (s) => {
+      let timer: number | undefined;
+      await Promise.race([
+        s.channel.request("close", graceMs).catch(() => {}),
+        new Promise((r) => timer = setTimeout(r, graceMs + 1000)),
+      ]);
+      clearTimeout(timer);
+      s.channel.close("the worker pool is closed");
+      s.worker.terminate();
+    }));
+  }
+}
+
+/** The worker's side: its channel to the control isolate, and loggers that log there. */
+export interface ControlLink {
+  /** Requests and notes to the control isolate. */
+  readonly channel: Channel;
+  /** A logger whose lines go to the control isolate's logging (below its level: dropped). */
+  logger(scope?: string): Logger;
+}
+
+const ORDER = { debug: 0, info: 1, warn: 2, error: 3, none: 4 } as const;
+
+/**
+ * Serves the control isolate from inside a worker: `start(init)` answers the `init` request
+ * (what it returns, or throws, is the reply), and `handlers` answer later requests; `close` is
+ * expected among them.
+ */
+export function serveControl<T>(
+  start: (init: WorkerInit<T>, link: ControlLink) => unknown,
+  handlers: Record<string, ChannelHandler> = {},
+): void {
+  // deno-lint-ignore no-explicit-any
+  const scope = globalThis as any;
+  const channel = new Channel(scope);
+  let levels: Record<string, Level> = {};
+  const loggers = new Map<string, Logger>();
+  const link: ControlLink = {
+    channel,
+    logger(name = "default") {
+      let l = loggers.get(name);
+      if (l) return l;
+      const at =
+        (level: "debug" | "info" | "warn" | "error") =>
+        (msg: string, props?: Record<string, unknown>) => {
+          const min = levels[name] ?? levels.default ?? "info";
+          if (ORDER[level] >= ORDER[min]) channel.notify("log", { scope: name, level, msg, props });
+        };
+      l = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+      loggers.set(name, l);
+      return l;
+    },
+  };
+  channel.on("init", (arg) => {
+    const init = arg as WorkerInit<T>;
+    levels = init.levels;
+    return start(init, link);
+  });
+  for (const [method, fn] of Object.entries(handlers)) channel.on(method, fn);
+  scope.onmessage = (e: MessageEvent) => void channel.receive(e.data);
+}

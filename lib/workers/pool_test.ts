@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import type { Logger } from "../log/mod.ts";
+import { waitUntil } from "../../tests/harness/procs.ts";
+import { RemoteError, WorkerPool } from "./mod.ts";
+
+const URL_ = new URL("./testdata/echo_worker.ts", import.meta.url);
+
+function recorder(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const at = (l: string) => (m: string) => void lines.push(`${l} ${m}`);
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+Deno.test("WorkerPool broadcasts to every worker, answers their requests, and reports a worker's error as RemoteError", async () => {
+  const inits: number[] = [];
+  const pool = await WorkerPool.start({
+    url: URL_,
+    count: 2,
+    name: "echo worker",
+    init: (i) => {
+      inits.push(i);
+      return { tag: `t${i}` };
+    },
+    handlers: { double: (n) => (n as number) * 2 },
+    log: recorder(),
+  });
+  try {
+    assert.deepEqual(inits.sort(), [0, 1]);
+    const echoes = await pool.broadcast<{ echo: unknown }>("echo", { x: 1 });
+    assert.deepEqual(echoes.map((e) => e?.echo), [{ x: 1 }, { x: 1 }]);
+    assert.deepEqual(await pool.broadcast("ask"), [42, 42]);
+    const log = recorder();
+    const failing = await WorkerPool.start({
+      url: URL_,
+      count: 1,
+      name: "f",
+      init: () => ({ tag: "" }),
+      log,
+    });
+    try {
+      assert.deepEqual(await failing.broadcast("fail"), [undefined]);
+      assert.match(log.lines.join("\n"), /warn f 0: fail failed: asked to fail/);
+    } finally {
+      await failing.close(100);
+    }
+    assert.ok(new RemoteError("x") instanceof Error);
+  } finally {
+    await pool.close(100);
+  }
+});
+
+Deno.test("WorkerPool starts a worker that died again and logs why", async () => {
+  const log = recorder();
+  const pool = await WorkerPool.start({
+    url: URL_,
+    count: 1,
+    name: "echo worker",
+    init: () => ({ tag: "t" }),
+    restartDelayMs: 10,
+    log,
+  });
+  try {
+    const [before] = await pool.broadcast<{ started: number }>("echo", 1);
+    await pool.broadcast("crash");
+    await waitUntil(
+      async () => {
+        const [r] = await pool.broadcast<{ started: number }>("echo", 1);
+        return r !== undefined && r.started !== before!.started;
+      },
+      30_000,
+      "the worker to be started again",
+    );
+    assert.match(
+      log.lines.join("\n"),
+      /error echo worker 0 failed: .*asked to crash; starting it again/,
+    );
+  } finally {
+    await pool.close(100);
+  }
+});

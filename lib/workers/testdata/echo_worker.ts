@@ -1,0 +1,29 @@
+/// <reference lib="deno.worker" />
+// A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, logs on `log`.
+import { serveControl } from "../mod.ts";
+
+let started = 0;
+let link: Parameters<Parameters<typeof serveControl>[0]>[1] | undefined;
+serveControl<{ tag: string }>((init, l) => {
+  link = l;
+  started = Date.now();
+  return { index: init.index, tag: init.arg.tag };
+}, {
+  echo: (a) => ({ echo: a, started }),
+  fail: () => {
+    throw new Error("asked to fail");
+  },
+  crash: () => {
+    setTimeout(() => {
+      throw new Error("asked to crash");
+    });
+    return true;
+  },
+  log: (a) => {
+    link!.logger("default").info(String(a));
+    link!.logger("default").debug("below the level");
+    return true;
+  },
+  ask: () => link!.channel.request("double", 21),
+  close: () => true,
+});

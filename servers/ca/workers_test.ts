@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { callUnary } from "../../lib/grpc/mod.ts";
+import {
+  CertAuthority,
+  createSelfSignedCa,
+  loadCaMaterial,
+  parseCertificates,
+} from "../../lib/pki/mod.ts";
+import {
+  decodeMeshCertificateResponse,
+  encodeMeshCertificateRequest,
+} from "../../lib/pki/ca_messages.ts";
+import { testIssuer } from "../../tests/harness/ca_client.ts";
+import { waitUntil, withTempDir } from "../../tests/harness/procs.ts";
+import { caFlags, csrFor, recordingLogger } from "./_testutil.ts";
+import { start, toConfig } from "./mod.ts";
+import { startSigningWorkers } from "./workers.ts";
+
+const HOUR = 3_600_000;
+
+/** One CreateCertificate on a connection of its own (node:http2, closed after the call). */
+async function sign(port: number, root: string, token: string, csr: string) {
+  const r = await callUnary({
+    address: `127.0.0.1:${port}`,
+    path: "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
+    message: encodeMeshCertificateRequest({ csr, validityDuration: 3600 }),
+    ca: root,
+    servername: "mesh-ca",
+    headers: { authorization: `Bearer ${token}` },
+    timeoutMs: 30_000,
+  });
+  assert.equal(r.status, 0, r.message);
+  return decodeMeshCertificateResponse(r.response!);
+}
+
+/** `mesh_ca_certs_issued_total` of one worker's registry JSON. */
+function issued(json: unknown): number {
+  const m = (json as { name: string; values: { value: number }[] }[])
+    .find((x) => x.name === "mesh_ca_certs_issued_total");
+  return (m?.values ?? []).reduce((n, v) => n + v.value, 0);
+}
+
+async function selfSigned(org: string): Promise<CertAuthority> {
+  const pem = await createSelfSignedCa({ org, ttlMs: 24 * HOUR, key: { kind: "ec" } });
+  return new CertAuthority(await loadCaMaterial(pem), { maxTtlMs: 24 * HOUR });
+}
+
+Deno.test("start() with workers 2 on port 0 serves every call on the port it picked, and /metrics sums the workers' counts", async () => {
+  await withTempDir(async (dir) => {
+    const issuer = await testIssuer();
+    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
+    const config = toConfig(caFlags({
+      selfSignedCa: true,
+      localStorageDir: `${dir}/store`,
+      trustedJwks: `${dir}/jwks.json`,
+      monitoringPort: 1, // on (its port comes from deps)
+      workers: 2,
+      workloadCertTtl: HOUR,
+    }));
+    const log = recordingLogger();
+    const ca = await start(config, { host: "127.0.0.1", grpcPort: 0, monitoringPort: 0, log });
+    try {
+      assert.ok(
+        log.lines.some((l) => /listening on .* in 2 worker isolates/.test(l)),
+        log.lines.join("\n"),
+      );
+      const port = Number(ca.addresses.grpc!.split(":")[1]);
+      assert.ok(port > 0);
+      const token = await issuer.token("system:serviceaccount:ns1:web");
+      const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
+      const n = 12;
+      const chains = await Promise.all(
+        Array.from({ length: n }, () => sign(port, ca.ca().rootPem, token, csr)),
+      );
+      for (const chain of chains) assert.equal(chain.at(-1), ca.ca().rootPem);
+      const text = await (await fetch(`http://${ca.addresses.monitoring}/metrics`)).text();
+      assert.match(
+        text,
+        new RegExp(`mesh_ca_certs_issued_total\\{method="CreateCertificate"\\} ${n}\\n`),
+      );
+      assert.match(
+        text,
+        new RegExp(`mesh_ca_csr_requests_total\\{method="CreateCertificate"\\} ${n}\\n`),
+      );
+      // The process metrics are the control isolate's alone (not summed per worker).
+      assert.equal(text.match(/^process_start_time_seconds /gm)?.length, 1);
+    } finally {
+      await ca.shutdown();
+    }
+  });
+});
+
+Deno.test("startSigningWorkers() serves from every worker, and a new CA key reaches every worker", async () => {
+  const issuer = await testIssuer();
+  let ca = await selfSigned("first");
+  const tlsOf = async (c: CertAuthority) => {
+    const t = await c.issueWithKey({ uris: [], dns: ["mesh-ca"], ttlMs: HOUR }, { kind: "ec" });
+    return { cert: t.chain.slice(0, -1).join(""), key: t.keyPem, ca: c.caChain.join("") };
+  };
+  const jwks = issuer.jwks as { keys: unknown[] };
+  const workers = await startSigningWorkers({
+    count: 2,
+    host: "127.0.0.1",
+    port: 0,
+    ca: () => ca,
+    tls: await tlsOf(ca),
+    maxTtlMs: 24 * HOUR,
+    backend: "webcrypto",
+    libcrypto: undefined,
+    policy: {
+      workloadTtlMs: HOUR,
+      maxTtlMs: 24 * HOUR,
+      signCaCerts: false,
+      dns: { custom: new Map(), appendWebhookNames: false, systemNamespace: "mesh-system" },
+    },
+    jwks,
+    log: recordingLogger(),
+  });
+  try {
+    const token = await issuer.token("system:serviceaccount:ns1:web");
+    const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
+    // Until every worker has issued (new connections spread over the workers), from this CA.
+    const untilEveryWorker = async (root: string) => {
+      const before = (await workers.metrics()).map(issued);
+      await waitUntil(
+        async () => {
+          const chain = await sign(workers.port, root, token, csr);
+          assert.equal(chain.at(-1), root);
+          const now = (await workers.metrics()).map(issued);
+          return now.every((v, i) => v > before[i]);
+        },
+        60_000,
+        "every worker to issue a certificate",
+      );
+    };
+    await untilEveryWorker(ca.rootPem);
+    const old = ca.rootPem;
+    ca = await selfSigned("second");
+    await workers.setCa(await tlsOf(ca));
+    assert.notEqual(ca.rootPem, old);
+    await untilEveryWorker(ca.rootPem);
+    const leaf = parseCertificates((await sign(workers.port, ca.rootPem, token, csr))[0])[0];
+    assert.equal(leaf.issuer, "O=second");
+  } finally {
+    await workers.close();
+  }
+});
+
+Deno.test("start() with workers 2 refuses a port already in use, even by a listener that allows sharing", async () => {
+  await withTempDir(async (dir) => {
+    const net = await import("node:net");
+    const held = net.createServer();
+    await new Promise<void>((r) =>
+      held.listen({ port: 0, host: "127.0.0.1", reusePort: true } as { port: number }, () => r())
+    );
+    const port = (held.address() as { port: number }).port;
+    try {
+      const config = toConfig(caFlags({
+        selfSignedCa: true,
+        localStorageDir: `${dir}/store`,
+        monitoringPort: 0,
+        workers: 2,
+      }));
+      await assert.rejects(
+        start(config, { host: "127.0.0.1", grpcPort: port, log: recordingLogger() }),
+        new RegExp(`Cannot serve gRPC on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`),
+      );
+    } finally {
+      await new Promise<void>((r) => held.close(() => r()));
+    }
+  });
+});

@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { DEFAULT_MANIFEST, type Value } from "../../lib/expr/mod.ts";
+import { type CheckResponse, compress, mixerCodec } from "../../lib/mixer/mod.ts";
+import { waitUntil } from "../../tests/harness/procs.ts";
+import { obj, startTestServer, type TestServer } from "./_testutil.ts";
+
+const QUOTA = "requestcount.quota.mesh-system";
+
+const denyRule = (source: string) =>
+  obj("rule", "deny-bad", {
+    match: `source.name == "${source}"`,
+    actions: [{ handler: "deny.denier", instances: ["nothing.checknothing"] }],
+  });
+
+/** One Check on a connection of its own (grpc-js with a private subchannel pool). */
+async function freshCheck(
+  address: string,
+  attrs: Record<string, Value>,
+  extra: Record<string, unknown> = {},
+): Promise<CheckResponse> {
+  const grpc = await import("../../lib/deps/grpc.ts");
+  // deno-lint-ignore no-explicit-any
+  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
+  const c = new pkg.mesh.mixer.v1.Mixer(address, grpc.credentials.createInsecure(), {
+    "grpc.use_local_subchannel_pool": 1,
+  });
+  try {
+    return await new Promise((resolve, reject) =>
+      c.Check(
+        { attributes: compress(attrs, DEFAULT_MANIFEST), ...extra },
+        (e: Error | null, r: CheckResponse) => e ? reject(e) : resolve(r),
+      )
+    );
+  } finally {
+    c.close();
+  }
+}
+
+/** `mesh_policy_check_total` (every code) of each worker. */
+async function checksPerWorker(s: TestServer): Promise<number[]> {
+  return (await s.handle.workerMetrics()).map((json) => {
+    const m = (json as { name: string; values: { value: number }[] }[])
+      .find((x) => x.name === "mesh_policy_check_total");
+    return (m?.values ?? []).reduce((n, v) => n + v.value, 0);
+  });
+}
+
+/** Checks `attrs` on new connections until every worker answered one; each must answer `code`. */
+async function everyWorkerAnswers(s: TestServer, attrs: Record<string, Value>, code: number) {
+  const before = await checksPerWorker(s);
+  assert.equal(before.length, 2);
+  await waitUntil(
+    async () => {
+      const r = await freshCheck(s.handle.addresses.grpc, attrs);
+      assert.equal(r.precondition.status.code ?? 0, code, JSON.stringify(attrs));
+      return (await checksPerWorker(s)).every((n, i) => n > before[i]);
+    },
+    60_000,
+    "every worker to answer a Check",
+  );
+}
+
+Deno.test("start() with workers 2 on port 0: every worker answers Checks, a config change reaches every worker, Reports and quotas are counted once", async () => {
+  const s = await startTestServer([
+    obj("denier", "deny", { status: { code: 7, message: "blocked" } }),
+    obj("checknothing", "nothing", {}),
+    denyRule("bad"),
+    obj("memquota", "handler", {
+      quotas: [{ name: QUOTA, max_amount: 3, valid_duration: "60s" }],
+    }),
+    obj("quota", "requestcount", { dimensions: { source: 'source.name | "unknown"' } }),
+    obj("rule", "quota", {
+      actions: [{ handler: "handler.memquota", instances: ["requestcount.quota"] }],
+    }),
+  ], { workers: 2 });
+  try {
+    assert.equal(s.handle.workers, 2);
+    assert.match(s.handle.addresses.grpc, /^127\.0\.0\.1:[1-9]\d*$/);
+    await everyWorkerAnswers(s, { "source.name": "bad" }, 7);
+    await everyWorkerAnswers(s, { "source.name": "good" }, 0);
+
+    // A config change: once reload() resolved, every worker has it.
+    await s.store.update(denyRule("worse"));
+    await s.handle.reload();
+    await everyWorkerAnswers(s, { "source.name": "bad" }, 0);
+    await everyWorkerAnswers(s, { "source.name": "worse" }, 7);
+
+    // Quotas are one process-wide counter: 5 requests of 1 over new connections, 3 granted.
+    let granted = 0;
+    for (let i = 0; i < 5; i++) {
+      const r = await freshCheck(s.handle.addresses.grpc, { "source.name": "q" }, {
+        deduplication_id: `q${i}`,
+        quotas: { [QUOTA]: { amount: 1, best_effort: false } },
+      });
+      granted += Number(r.quotas![QUOTA].granted_amount ?? 0);
+    }
+    assert.equal(granted, 3);
+
+    // Reports reach the control isolate's prometheus handler; /metrics sums the workers' Checks.
+    await s.report([{
+      "context.protocol": "http",
+      "response.code": 200,
+      "destination.service": "a.b.svc.cluster.local",
+    }]);
+    const own = (await checksPerWorker(s)).reduce((a, b) => a + b, 0);
+    const text = await (await fetch(`http://${s.handle.addresses.monitoring}/metrics`)).text();
+    const total = [...text.matchAll(/^mesh_policy_check_total\{code="\d+"\} (\d+)$/gm)]
+      .reduce((n, m) => n + Number(m[1]), 0);
+    assert.equal(total, own + 5, text); // the workers' Checks, and the 5 quota Checks
+    assert.match(text, /^mesh_policy_report_total\{code="0"\} 1$/m);
+    assert.match(text, /^mesh_request_count\{.*\} 1$/m);
+  } finally {
+    await s.close();
+  }
+});

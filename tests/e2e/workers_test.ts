@@ -1,0 +1,148 @@
+/**
+ * mesh-policy and mesh_ca with `--workers 2`, as users run them: every call on a connection of
+ * its own (the kernel spreads connections over the worker isolates), all answered; `/metrics`
+ * counts every call once, whichever worker served it; a configuration change reaches every
+ * worker.
+ */
+import assert from "node:assert/strict";
+import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
+import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
+import { callUnary } from "../../lib/grpc/mod.ts";
+import {
+  decodeMeshCertificateResponse,
+  encodeMeshCertificateRequest,
+} from "../../lib/pki/ca_messages.ts";
+import { csrFor } from "../../servers/ca/_testutil.ts";
+import { testIssuer } from "../harness/ca_client.ts";
+import { freePort, spawnProgram, waitUntil, withTempDir } from "../harness/procs.ts";
+
+const DENY = (source: string) =>
+  `apiVersion: config.mesh.io/v1alpha2
+kind: denier
+metadata: {name: deny, namespace: mesh-system}
+spec: {status: {code: 7, message: "blocked"}}
+---
+apiVersion: config.mesh.io/v1alpha2
+kind: checknothing
+metadata: {name: nothing, namespace: mesh-system}
+spec: {}
+---
+apiVersion: config.mesh.io/v1alpha2
+kind: rule
+metadata: {name: deny-one, namespace: mesh-system}
+spec:
+  match: source.name == "${source}"
+  actions: [{handler: deny.denier, instances: [nothing.checknothing]}]
+`;
+
+/** One Check on a new connection (grpc-js with a private subchannel pool); its status code. */
+async function check(address: string, source: string): Promise<number> {
+  const grpc = await import("../../lib/deps/grpc.ts");
+  // deno-lint-ignore no-explicit-any
+  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
+  const c = new pkg.mesh.mixer.v1.Mixer(address, grpc.credentials.createInsecure(), {
+    "grpc.use_local_subchannel_pool": 1,
+  });
+  try {
+    return await new Promise((resolve, reject) =>
+      c.Check(
+        { attributes: compress({ "source.name": source }, DEFAULT_MANIFEST) },
+        (e: Error | null, r: { precondition: { status: { code?: number } } }) =>
+          e ? reject(e) : resolve(r.precondition.status.code ?? 0),
+      )
+    );
+  } finally {
+    c.close();
+  }
+}
+
+const sum = (text: string, re: RegExp) =>
+  [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+
+Deno.test("mesh-policy --workers 2 on port 0: every Check answered, counted once in /metrics, and a config change reaches every new connection", async () => {
+  await withTempDir(async (dir) => {
+    await Deno.mkdir(`${dir}/config`);
+    await Deno.writeTextFile(`${dir}/config/deny.yaml`, DENY("bad"));
+    await using server = spawnProgram("mesh-policy", [
+      "server",
+      "--address",
+      "tcp://127.0.0.1:0",
+      "--monitoringPort",
+      "0",
+      "--configStoreURL",
+      `fs://${dir}/config`,
+      "--workers",
+      "2",
+    ]);
+    const line = await server.waitFor(/Policy API listening on \S+ in 2 worker isolates/, 120_000);
+    const address = /on (\S+) in/.exec(line)![1];
+    const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 30_000)).split(" ")
+      .at(-1)!;
+    const n = 16;
+    for (let i = 0; i < n; i++) {
+      assert.equal(await check(address, "bad"), 7);
+      assert.equal(await check(address, "good"), 0);
+    }
+    const metrics = async () => await (await fetch(`http://${monitoring}/metrics`)).text();
+    let text = await metrics();
+    assert.equal(sum(text, /^mesh_policy_check_total\{code="7"\} (\d+)$/gm), n, text);
+    assert.equal(sum(text, /^mesh_policy_check_total\{code="0"\} (\d+)$/gm), n, text);
+
+    await Deno.writeTextFile(`${dir}/config/deny.yaml`, DENY("worse"));
+    await waitUntil(async () => (await check(address, "bad")) === 0, 30_000, "the reload");
+    const denied = sum(await metrics(), /^mesh_policy_check_total\{code="7"\} (\d+)$/gm);
+    // Every new connection (16, over both workers) sees the new rule.
+    for (let i = 0; i < n; i++) {
+      assert.equal(await check(address, "bad"), 0);
+      assert.equal(await check(address, "worse"), 7);
+    }
+    text = await metrics();
+    assert.equal(sum(text, /^mesh_policy_check_total\{code="7"\} (\d+)$/gm), denied + n, text);
+    assert.equal((await server.stop()).code, 0);
+  });
+});
+
+Deno.test("mesh_ca --workers 2: every CSR on a connection of its own is signed, counted once in /metrics", async () => {
+  await withTempDir(async (dir) => {
+    const issuer = await testIssuer();
+    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
+    const grpcPort = freePort(), monitoringPort = freePort();
+    await using ca = spawnProgram("mesh_ca", [
+      "--self-signed-ca",
+      "--local-storage-dir",
+      `${dir}/store`,
+      "--trusted-jwks",
+      `${dir}/jwks.json`,
+      "--grpc-port",
+      String(grpcPort),
+      "--monitoring-port",
+      String(monitoringPort),
+      "--workers",
+      "2",
+    ]);
+    await ca.waitFor(/gRPC signing API listening on \S+ \(TLS\) in 2 worker isolates/, 120_000);
+    const root = await Deno.readTextFile(`${dir}/store/ca-cert.pem`);
+    const token = await issuer.token("system:serviceaccount:ns1:web");
+    const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
+    const n = 16;
+    for (let i = 0; i < n; i++) {
+      const r = await callUnary({
+        address: `127.0.0.1:${grpcPort}`,
+        path: "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
+        message: encodeMeshCertificateRequest({ csr, validityDuration: 3600 }),
+        ca: root,
+        servername: "mesh-ca",
+        headers: { authorization: `Bearer ${token}` },
+        timeoutMs: 30_000,
+      });
+      assert.equal(r.status, 0, r.message);
+      assert.equal(decodeMeshCertificateResponse(r.response!).at(-1), root);
+    }
+    const text = await (await fetch(`http://127.0.0.1:${monitoringPort}/metrics`)).text();
+    assert.match(
+      text,
+      new RegExp(`^mesh_ca_certs_issued_total\\{method="CreateCertificate"\\} ${n}$`, "m"),
+    );
+    assert.equal((await ca.stop()).code, 0);
+  });
+});
