@@ -351,7 +351,10 @@ Deno.test("INCLUDES lists every module a program starts as a Worker", () => {
   };
   for (const [file, program] of Object.entries(owners)) {
     const text = Deno.readTextFileSync(new URL(`./${file}`, import.meta.url));
-    const urls = [...text.matchAll(/new URL\("\.\/([^"]+\.ts)", import\.meta\.url\)/g)];
+    // `new Worker(new URL(...))`, or a pool's `url: new URL(...)`.
+    const urls = [
+      ...text.matchAll(/(?:new Worker\(|url: )new URL\("\.\/([^"]+\.ts)", import\.meta\.url\)/g),
+    ];
     assert.ok(urls.length > 0, file);
     for (const [, rel] of urls) {
       const module = `${file.slice(0, file.lastIndexOf("/"))}/${rel}`;
