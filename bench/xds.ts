@@ -53,6 +53,8 @@ interface Options {
   client: ClientKind;
   /** Directory for CPU profiles of server and client recorded during the full-scale full pushes. */
   profileFullPush: string;
+  /** Directory for CPU profiles recorded during the full-scale endpoint changes. */
+  profileChanges: string;
 }
 
 function parse(args: string[]): Options {
@@ -70,6 +72,7 @@ function parse(args: string[]): Options {
       "per-session": { type: "string", default: "1" },
       "server-cpu-prof": { type: "string", default: "" },
       "profile-full-push": { type: "string", default: "" },
+      "profile-changes": { type: "string", default: "" },
       client: { type: "string", default: "lean" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
@@ -103,6 +106,7 @@ function parse(args: string[]): Options {
     perSession: num("per-session", values["per-session"], 1),
     serverCpuProf: String(values["server-cpu-prof"] ?? ""),
     profileFullPush: String(values["profile-full-push"] ?? ""),
+    profileChanges: String(values["profile-changes"] ?? ""),
   };
   if (o.baseline > o.proxies) o.baseline = o.proxies;
   return o;
@@ -301,7 +305,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "127.0.0.1",
         "--log_output_level",
         "default:info,ads:error",
-        ...(o.profileFullPush ? ["--profile"] : []),
+        ...(o.profileFullPush || o.profileChanges ? ["--profile"] : []),
       ],
       stdout: "piped",
       stderr: "piped",
@@ -648,7 +652,11 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `responses carried resources already decoded for another proxy`,
     );
 
-    const big = await withCpu(() => measureChanges(`${n} proxies`, o.changes));
+    const big = await withCpu(() =>
+      o.profileChanges
+        ? profiled(o.profileChanges, httpPort, () => measureChanges(`${n} proxies`, o.changes))
+        : measureChanges(`${n} proxies`, o.changes)
+    );
     out(`  (${o.changes} endpoint changes: ${cpuText(big)})`);
     const se = await withCpu(() => measureSeChanges(`${n} proxies`, Math.min(o.changes, 5)));
     out(`  (ServiceEntry edits: ${cpuText(se)})`);

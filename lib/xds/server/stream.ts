@@ -9,10 +9,12 @@
  */
 
 import { getLogger, type Logger } from "../../log/mod.ts";
+import { DEFAULT_DEBOUNCE_AFTER_MS, DEFAULT_DEBOUNCE_MAX_MS } from "./debounce.ts";
 import { Held } from "./held.ts";
 import { typeShortName } from "./metrics.ts";
 import { buildDelta, onDeltaRequest } from "./delta.ts";
 import { PushScheduler } from "./push.ts";
+import { SubscriberIndex } from "./subscribers.ts";
 import { buildSotw, onSotwRequest } from "./sotw.ts";
 import {
   Connection,
@@ -40,6 +42,9 @@ import {
   type XdsTransport,
 } from "./types.ts";
 
+/** Default longest delay of an endpoints-only push after its first event, in ms. */
+export const DEFAULT_DEBOUNCE_MAX_EDS_MS = 250;
+
 /** Default time a single send may take before the stream is closed, in ms (Istio: 5 s). */
 export const DEFAULT_SEND_TIMEOUT_MS = 5000;
 
@@ -53,6 +58,14 @@ export interface XdsServerOptions<P> {
   debounceAfter?: number;
   /** Longest delay of a push after its first event, ms (default 1000). */
   debounceMax?: number;
+  /**
+   * Longest delay of an endpoints-only push after its first event, ms (default 250, at most
+   * `debounceMax`): under continuous endpoint churn a stream then hears of a change within about
+   * this delay plus its push.
+   */
+  debounceMaxEds?: number;
+  /** Send loops running at once; the other streams wait in a FIFO queue (default 256). */
+  maxConcurrentPushes?: number;
   /** Longest time one send may take before the stream is closed, ms (default 5000). */
   sendTimeout?: number;
   /** Types where an empty subscription is a wildcard and SotW responses list everything. */
@@ -132,6 +145,8 @@ export class XdsServer<P = unknown> {
   readonly #metrics: XdsMetrics;
   readonly #knownTypes: ReadonlySet<string>;
   readonly #conns = new Map<string, Connection<P>>();
+  /** Streams by subscribed name, per type (see subscribers.ts). */
+  readonly #index = new SubscriberIndex<P>();
   /** What the SotW and delta state machines use (see state.ts). */
   readonly #ctx: XdsContext<P>;
   readonly #pushes: PushScheduler<P>;
@@ -185,6 +200,12 @@ export class XdsServer<P = unknown> {
       sendTimeout,
       debounceAfter: opts.debounceAfter,
       debounceMax: opts.debounceMax,
+      debounceMaxEds: opts.debounceMaxEds ?? Math.max(
+        opts.debounceAfter ?? DEFAULT_DEBOUNCE_AFTER_MS,
+        Math.min(DEFAULT_DEBOUNCE_MAX_EDS_MS, opts.debounceMax ?? DEFAULT_DEBOUNCE_MAX_MS),
+      ),
+      index: this.#index,
+      maxConcurrent: opts.maxConcurrentPushes,
     });
     this.#noncePrefix = `${(Math.floor(this.#clock.now()) % 0x1000000).toString(36)}${
       (bootSeq++).toString(36)
@@ -270,6 +291,8 @@ export class XdsServer<P = unknown> {
         } catch (e) {
           end({ code: Status.INVALID_ARGUMENT, message: (e as Error).message });
         }
+        const st = conn.types.get(req.type_url ?? "");
+        if (st && !conn.closed) this.#index.update(conn, st);
       },
       close: () => {
         ended = true;
@@ -282,6 +305,7 @@ export class XdsServer<P = unknown> {
     if (conn.closed) return;
     conn.closed = true;
     conn.dirty.clear();
+    this.#index.remove(conn);
     for (const st of conn.types.values()) this.#ctx.subs.unref(st.sub);
     this.#conns.delete(conn.conId);
     this.#metrics.connections?.(this.#conns.size);
@@ -443,16 +467,14 @@ export class XdsServer<P = unknown> {
    * shared between streams are visited once).
    */
   watchedNames(typeUrl: string): Set<string> {
-    const out = new Set<string>();
+    // Explicit subscriptions from the reverse index (no scan of the streams); wildcard streams
+    // watch what they hold. A stream holds no name outside its explicit subscription once a
+    // request set it (see sotw.ts, delta.ts), and names held outside it are never pushed.
+    const out = new Set<string>(this.#index.subscribedNames(typeUrl));
     const seen = new Set<unknown>();
-    for (const c of this.#conns.values()) {
+    for (const c of this.#index.wildcardStreams(typeUrl)) {
       const st = c.types.get(typeUrl);
-      if (!st) continue;
-      if (!seen.has(st.sub)) {
-        seen.add(st.sub);
-        for (const n of st.sub.list) out.add(n);
-      }
-      this.#eachHeld(st.held, seen, (n) => out.add(n));
+      if (st) this.#eachHeld(st.held, seen, (n) => out.add(n));
     }
     return out;
   }
