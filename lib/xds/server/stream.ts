@@ -83,6 +83,11 @@ export interface XdsServerOptions<P> {
   logger?: Logger;
   /** `control_plane.identifier` put in every response (omitted when empty). */
   controlPlaneId?: string;
+  /**
+   * A key of a parsed proxy (e.g. its IP) counted over the connected streams, so that
+   * {@link XdsServer.hasProxy} answers without a scan.
+   */
+  proxyKey?: (proxy: P) => string;
 }
 
 /** Feeds one stream's requests to the server. */
@@ -145,6 +150,8 @@ export class XdsServer<P = unknown> {
   readonly #metrics: XdsMetrics;
   readonly #knownTypes: ReadonlySet<string>;
   readonly #conns = new Map<string, Connection<P>>();
+  /** Connected streams by {@link XdsServerOptions.proxyKey}. */
+  readonly #proxyKeys = new Map<string, number>();
   /** Streams by subscribed name, per type (see subscribers.ts). */
   readonly #index = new SubscriberIndex<P>();
   /** What the SotW and delta state machines use (see state.ts). */
@@ -283,6 +290,10 @@ export class XdsServer<P = unknown> {
           const c = conn;
           c.endStream = end;
           this.#conns.set(c.conId, c);
+          if (this.#opts.proxyKey) {
+            const k = this.#opts.proxyKey(proxy);
+            this.#proxyKeys.set(k, (this.#proxyKeys.get(k) ?? 0) + 1);
+          }
           this.#metrics.connections?.(this.#conns.size);
           this.#log.info(`ADS: new ${mode} connection ${c.conId} from ${transport.peer}`);
         }
@@ -308,6 +319,12 @@ export class XdsServer<P = unknown> {
     this.#index.remove(conn);
     for (const st of conn.types.values()) this.#ctx.subs.unref(st.sub);
     this.#conns.delete(conn.conId);
+    if (this.#opts.proxyKey) {
+      const k = this.#opts.proxyKey(conn.proxy);
+      const n = (this.#proxyKeys.get(k) ?? 0) - 1;
+      if (n > 0) this.#proxyKeys.set(k, n);
+      else this.#proxyKeys.delete(k);
+    }
     this.#metrics.connections?.(this.#conns.size);
     this.#log.info(`ADS: connection ${conn.conId} closed`);
     const ws = conn.waiters;
@@ -455,6 +472,11 @@ export class XdsServer<P = unknown> {
           }]),
         ),
       }));
+  }
+
+  /** True when a connected stream's proxy has `key` (see {@link XdsServerOptions.proxyKey}). */
+  hasProxy(key: string): boolean {
+    return this.#proxyKeys.has(key);
   }
 
   /** The parsed proxy of every connected stream (cheap: no snapshot). */
