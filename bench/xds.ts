@@ -21,6 +21,7 @@ import { startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
 import type http2 from "node:http2";
 import type { LeanSession } from "./_h2_lean.ts";
+import { churnAddress, ChurnTracker } from "./_churn.ts";
 import {
   type ClientKind,
   connectSession,
@@ -55,6 +56,12 @@ interface Options {
   profileFullPush: string;
   /** Directory for CPU profiles recorded during the full-scale endpoint changes. */
   profileChanges: string;
+  /** Sustained churn: endpoint changes per second (0: no churn phase). */
+  churnRate: number;
+  /** Sustained churn: how long, seconds. */
+  churnSeconds: number;
+  /** Reconnect storm: every proxy reconnects within this many seconds (0: no storm). */
+  stormSeconds: number;
 }
 
 function parse(args: string[]): Options {
@@ -73,6 +80,9 @@ function parse(args: string[]): Options {
       "server-cpu-prof": { type: "string", default: "" },
       "profile-full-push": { type: "string", default: "" },
       "profile-changes": { type: "string", default: "" },
+      "churn-rate": { type: "string", default: "0" },
+      "churn-seconds": { type: "string", default: "60" },
+      "storm-seconds": { type: "string", default: "0" },
       client: { type: "string", default: "lean" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
@@ -107,6 +117,9 @@ function parse(args: string[]): Options {
     serverCpuProf: String(values["server-cpu-prof"] ?? ""),
     profileFullPush: String(values["profile-full-push"] ?? ""),
     profileChanges: String(values["profile-changes"] ?? ""),
+    churnRate: num("churn-rate", values["churn-rate"], 0),
+    churnSeconds: num("churn-seconds", values["churn-seconds"], 1),
+    stormSeconds: num("storm-seconds", values["storm-seconds"], 0),
   };
   if (o.baseline > o.proxies) o.baseline = o.proxies;
   return o;
@@ -305,6 +318,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "127.0.0.1",
         "--log_output_level",
         "default:info,ads:error",
+        // every simulated proxy connects from 127.0.0.1
+        "--grpcMaxConnectionsPerAddress",
+        "0",
         ...(o.profileFullPush || o.profileChanges ? ["--profile"] : []),
       ],
       stdout: "piped",
@@ -330,8 +346,10 @@ export async function main(args: string[] = Deno.args): Promise<void> {
 
     const watches = new Set<Watch>();
     let lastResponse = performance.now();
+    let churn: ChurnTracker | undefined;
     const onResponse = (p: SimProxy, r: SimResponse) => {
       lastResponse = performance.now();
+      if (churn && r.type === "eds") churn.received(p, r.section, lastResponse);
       for (const w of watches) {
         if (r.type === w.type && !w.seen.has(p) && matches(w, r.section)) {
           w.seen.set(p, performance.now() - w.since);
@@ -344,8 +362,16 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       if (!sessions.length || proxies.length % o.perSession === 0 || own) {
         sessions.push(await connectSession(grpcPort, o.client));
       }
+      return newProxy(i, delta, sessions[sessions.length - 1]);
+    };
+    /** A simulated proxy number `i` on `session`. */
+    const newProxy = (
+      i: number,
+      delta: boolean,
+      session: http2.ClientHttp2Session | LeanSession,
+    ) => {
       const p = new SimProxy({
-        session: sessions[sessions.length - 1],
+        session,
         nodeId: i < 0
           ? "sidecar~10.199.0.1~probe.bench~bench.svc.cluster.local"
           : `sidecar~10.${200 + Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${i % 250}` +
@@ -615,6 +641,10 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     const cpuText = (x: { server: number; client: number }) =>
       `server CPU ${x.server.toFixed(1)} s, client CPU ${x.client.toFixed(1)} s`;
 
+    /** Server CPU per proxy per endpoint push, µs (each sample is one push to every proxy). */
+    const perProxyPush = (cpu: number, pushes: number, proxyCount: number) =>
+      (cpu * 1e6) / pushes / proxyCount;
+
     // ---- baseline ----
     const w1 = await connectWave(o.baseline, 0);
     await new Promise((r) => setTimeout(r, 1000));
@@ -624,7 +654,15 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `(server CPU ${w1.cpu.toFixed(1)} s); RSS ${mb(rssBase)}, ` +
         `${mb((rssBase - rssIdle) / o.baseline)} per proxy`,
     );
-    const baseChanges = await measureChanges(`baseline ${o.baseline}`, Math.min(o.changes, 10));
+    const baseCh = await withCpu(() =>
+      measureChanges(`baseline ${o.baseline}`, Math.min(o.changes, 10))
+    );
+    const baseChanges = baseCh.r;
+    const basePerPush = perProxyPush(baseCh.server, baseChanges.perChange.length, o.baseline);
+    out(
+      `  (${baseChanges.perChange.length} endpoint changes: ${cpuText(baseCh)}; server CPU per ` +
+        `proxy per endpoint push ${basePerPush.toFixed(0)} µs)`,
+    );
     const baseSe = await measureSeChanges(`baseline ${o.baseline}`, Math.min(o.changes, 5));
     const baseFull = await measureFullPush(`baseline ${o.baseline}`, Math.min(o.fullPushes, 3));
 
@@ -657,7 +695,11 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         ? profiled(o.profileChanges, httpPort, () => measureChanges(`${n} proxies`, o.changes))
         : measureChanges(`${n} proxies`, o.changes)
     );
-    out(`  (${o.changes} endpoint changes: ${cpuText(big)})`);
+    const bigPerPush = perProxyPush(big.server, big.r.perChange.length, proxies.length);
+    out(
+      `  (${o.changes} endpoint changes: ${cpuText(big)}; server CPU per proxy per endpoint push ` +
+        `${bigPerPush.toFixed(0)} µs, ${(bigPerPush / basePerPush).toFixed(2)}× the baseline's)`,
+    );
     const se = await withCpu(() => measureSeChanges(`${n} proxies`, Math.min(o.changes, 5)));
     out(`  (ServiceEntry edits: ${cpuText(se)})`);
     const full = await withCpu(() =>
@@ -666,6 +708,177 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         : measureFullPush(`${n} proxies`, o.fullPushes)
     );
     out(`  (full pushes: ${cpuText(full)})`);
+
+    // ---- sustained churn and reconnect storm ----
+    const live = () => proxies.filter((p) => !p.ended).length;
+    /** Polls `/ready` every 250 ms until stopped: answers that were not 200, slowest answer. */
+    const readyProbe = () => {
+      let stop = false, polls = 0, bad = 0, slowest = 0, why = "";
+      const run = (async () => {
+        while (!stop) {
+          const t = performance.now();
+          try {
+            const res = await fetch(`http://127.0.0.1:${httpPort}/ready`, {
+              signal: AbortSignal.timeout(10_000),
+            });
+            const body = await res.text();
+            if (res.status !== 200) {
+              bad++;
+              why ||= `${res.status} ${body.trim()}`;
+            }
+          } catch (e) {
+            bad++;
+            why ||= (e as Error).message;
+          }
+          polls++;
+          slowest = Math.max(slowest, performance.now() - t);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      })();
+      return async () => {
+        stop = true;
+        await run;
+        return { polls, bad, slowest, why };
+      };
+    };
+    const readyText = (x: { polls: number; bad: number; slowest: number; why: string }) =>
+      `/ready ${x.polls - x.bad}/${x.polls} polls 200 (slowest answer ${ms(x.slowest)}${
+        x.why ? `; first other answer: ${x.why}` : ""
+      })`;
+    let churnRow = "", stormRow = "";
+    if (o.churnRate > 0) {
+      const tracker = churn = new ChurnTracker();
+      const total = Math.round(o.churnRate * o.churnSeconds);
+      const interval = 1000 / o.churnRate;
+      const rss: string[] = [];
+      const stopReady = readyProbe();
+      const s0 = cpuOf(pid), c0 = clientCpu();
+      const start = performance.now();
+      const rssTimer = setInterval(
+        () => rss.push(`${((performance.now() - start) / 1000).toFixed(0)} s ${mb(rssOf(pid))}`),
+        5000,
+      );
+      rss.push(`0 s ${mb(rssOf(pid))}`);
+      const posts: Promise<void>[] = [];
+      for (let k = 0; k < total; k++) {
+        const wait = start + k * interval - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const svc = (k * 37 + 5) % o.services;
+        const seq = tracker.post(svc, performance.now());
+        posts.push(
+          fetch(`http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(svc)}`, {
+            method: "POST",
+            body: JSON.stringify({
+              address: churnAddress(seq),
+              servicePort: 8080,
+              labels: { version: "v1" },
+            }),
+          }).then(async (res) => {
+            const body = await res.text();
+            if (!res.ok) throw new Error(`POST /debug/endpointz: ${res.status} ${body}`);
+          }),
+        );
+      }
+      await Promise.all(posts);
+      const postedIn = (performance.now() - start) / 1000;
+      let complete = true;
+      await until(
+        "every proxy to receive every churn change",
+        () => tracker.delivered >= total * live(),
+        120_000,
+      ).catch(() => (complete = false));
+      clearInterval(rssTimer);
+      rss.push(`end ${mb(rssOf(pid))}`);
+      const rd = await stopReady();
+      const sCpu = cpuOf(pid) - s0, cCpu = clientCpu() - c0;
+      const wall = (performance.now() - start) / 1000;
+      churn = undefined;
+      out(
+        `sustained churn at ${live()} proxies: ${total} endpoint changes (registry) posted in ` +
+          `${postedIn.toFixed(1)} s (${(total / postedIn).toFixed(1)}/s); ` +
+          `${tracker.delivered} of ${total * live()} (change, proxy) deliveries${
+            complete ? "" : " (INCOMPLETE after 120 s)"
+          }; change → that proxy's update p50 ${ms(tracker.percentile(50))}, p99 ` +
+          `${ms(tracker.percentile(99))}, max ${ms(tracker.percentile(100))}; server CPU ` +
+          `${sCpu.toFixed(1)} s in ${wall.toFixed(0)} s (${(sCpu / wall).toFixed(2)} cores), ` +
+          `client CPU ${cCpu.toFixed(1)} s; ${readyText(rd)}`,
+      );
+      out(`  server RSS every 5 s: ${rss.join(", ")}`);
+      churnRow = `| sustained churn: ${total} endpoint changes at ${
+        (total / postedIn).toFixed(1)
+      }/s, ${live()} proxies: change → each proxy's update p50 / p99 / max | ${
+        ms(tracker.percentile(50))
+      } / ${ms(tracker.percentile(99))} / ${ms(tracker.percentile(100))} (${
+        complete ? "all delivered" : "INCOMPLETE"
+      }; server ${(sCpu / wall).toFixed(2)} cores; RSS ${rss[0].split(" s ")[1]} → ${
+        rss[rss.length - 1].slice(4)
+      }; ${readyText(rd)}) | p99 ≤ 1000 ms, RSS flat |`;
+    }
+    if (o.stormSeconds > 0) {
+      const n = live();
+      const deltas = proxies.filter((p) => !p.ended && isDelta(p)).length;
+      const mains = n - deltas;
+      for (const p of proxies) p.close();
+      for (const x of sessions) x.destroy();
+      proxies.length = 0;
+      sessions.length = 0;
+      await new Promise((r) => setTimeout(r, 1000));
+      const stopReady = readyProbe();
+      const s0 = cpuOf(pid), c0 = clientCpu();
+      const start = performance.now();
+      // Every proxy reconnects within --storm-seconds: batches every 50 ms, without waiting for
+      // the previous ones to sync.
+      const batches = Math.max(1, Math.floor((o.stormSeconds * 1000) / 50));
+      const per = Math.ceil(mains / batches);
+      for (let b = 0, i = 0; i < mains; b++) {
+        const wait = start + b * 50 - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const count = Math.min(per, mains - i);
+        const ss = await Promise.all(
+          Array.from(
+            { length: Math.ceil(count / o.perSession) },
+            () => connectSession(grpcPort, o.client),
+          ),
+        );
+        sessions.push(...ss);
+        for (let k = 0; k < count; k++, i++) {
+          proxies.push(newProxy(i, mainDelta, ss[Math.floor(k / o.perSession)]));
+        }
+      }
+      for (let k = 0; k < deltas; k++) {
+        const x = await connectSession(grpcPort, o.client);
+        sessions.push(x);
+        proxies.push(newProxy(100_000 + k, true, x));
+      }
+      const reconnectedIn = (performance.now() - start) / 1000;
+      let converged = true;
+      await until(
+        "every reconnected proxy to sync",
+        () => proxies.every((p) => p.synced || p.ended),
+        120_000,
+      ).catch(() => (converged = false));
+      const took = (performance.now() - start) / 1000;
+      const rd = await stopReady();
+      const failed = proxies.filter((p) => p.ended).length;
+      const sCpu = cpuOf(pid) - s0, cCpu = clientCpu() - c0;
+      out(
+        `reconnect storm: ${proxies.length} proxies reconnected in ${
+          reconnectedIn.toFixed(1)
+        } s; ` +
+          `${
+            converged
+              ? `all synced (CDS, EDS, LDS, RDS) after ${took.toFixed(1)} s`
+              : "NOT converged after 120 s"
+          }` +
+          `${failed ? ` (${failed} streams ended)` : ""}; server CPU ${sCpu.toFixed(1)} s, ` +
+          `client CPU ${cCpu.toFixed(1)} s; server RSS after ${mb(rssOf(pid))}; ${readyText(rd)}`,
+      );
+      stormRow = `| reconnect storm: ${proxies.length} proxies reconnect within ${
+        reconnectedIn.toFixed(1)
+      } s → all synced | ${converged ? `${took.toFixed(1)} s` : "not converged in 120 s"} (${
+        readyText(rd)
+      }; server CPU ${sCpu.toFixed(1)} s) | ≤ 60 s, /ready green |`;
+    }
     const projected = rssIdle + perProxy * 2000;
     const pair = (xs: number[], p1: number, p2: number) =>
       `${ms(pct(xs, p1))} / ${ms(pct(xs, p2))}`;
@@ -699,6 +912,12 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     );
     out(`| CPU for ${o.changes} endpoint changes at ${n} proxies | ${cpuText(big)} | |`);
     out(
+      `| server CPU per proxy per endpoint push, ${o.baseline} / ${n} proxies | ` +
+        `${basePerPush.toFixed(0)} / ${bigPerPush.toFixed(0)} µs (${
+          (bigPerPush / basePerPush).toFixed(2)
+        }×) | ≤ 1.2× |`,
+    );
+    out(
       `| ServiceEntry edit (config push) → all, p50 / p99 (${o.baseline} proxies) | ` +
         `${pair(baseSe.perChange, 50, 99)} | |`,
     );
@@ -728,6 +947,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       `| same, vs a full SotW EDS state (${(edsFull / 1024).toFixed(1)} kB) | ` +
         `${(100 * ratioState).toFixed(2)}% | delta ≤ 2% of SotW |`,
     );
+    if (churnRow) out(churnRow);
+    if (stormRow) out(stormRow);
   } finally {
     for (const p of proxies) p.close();
     for (const s of sessions) s.destroy();
