@@ -454,6 +454,14 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       return quiet ? performance.now() - t : Infinity;
     };
 
+    /** Why streams ended: the most frequent reasons with their counts. */
+    const endedReasons = () => {
+      const by = new Map<string, number>();
+      for (const p of proxies) if (p.ended) by.set(p.ended, (by.get(p.ended) ?? 0) + 1);
+      return [...by].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([r, n]) => `${n}× ${r}`)
+        .join("; ");
+    };
+
     /**
      * Applies `count` changes one after the other. Each sample starts once the server is quiet
      * (see {@link waitQuiet}), and is the time from just before the change until every live proxy
@@ -530,7 +538,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
               } proxies got it`
               : `all ${lat.length} proxies${got} in ${ms(perChange[c])}`
           } (${quiet}${types})${
-            proxies.length - live() ? ` (${proxies.length - live()} streams ended)` : ""
+            proxies.length - live()
+              ? ` (${proxies.length - live()} streams ended: ${endedReasons()})`
+              : ""
           }`,
         );
         if (timedOut) break;
@@ -870,7 +880,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
               ? `all synced (CDS, EDS, LDS, RDS) after ${took.toFixed(1)} s`
               : "NOT converged after 120 s"
           }` +
-          `${failed ? ` (${failed} streams ended)` : ""}; server CPU ${sCpu.toFixed(1)} s, ` +
+          `${failed ? ` (${failed} streams ended: ${endedReasons()})` : ""}; server CPU ${
+            sCpu.toFixed(1)
+          } s, ` +
           `client CPU ${cCpu.toFixed(1)} s; server RSS after ${mb(rssOf(pid))}; ${readyText(rd)}`,
       );
       stormRow = `| reconnect storm: ${proxies.length} proxies reconnect within ${

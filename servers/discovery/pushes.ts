@@ -30,6 +30,10 @@ export class PushRouter {
   #fingerprints: ReturnType<typeof instanceFingerprints>;
   /** Addresses of the instances of each `host|port` key, as of the last registry event. */
   #addressesByKey: Map<string, Set<string>>;
+  /** When endpoint events were last handled (ms, performance.now). */
+  #lastEndpointsAt = -Infinity;
+  /** The timer of endpoint events held back (see {@link registryChanged}). */
+  #endpointsTimer: number | undefined;
 
   constructor(opts: {
     registry: DiscoveryRegistry;
@@ -58,6 +62,36 @@ export class PushRouter {
    * pushes EDS for them, plus CDS and LDS when a DNS service or a proxy's own instances changed.
    */
   registryChanged(kind: "services" | "endpoints"): void {
+    if (kind === "endpoints") {
+      // Each event compares every instance (fingerprints) and refreshes the model's endpoint
+      // index: under continuous churn (tens of events a second) events that come within
+      // ENDPOINT_BATCH_MS of the last handled one are handled together once that time is up.
+      // An isolated event is handled at once; the push itself is debounced by the server.
+      const wait = this.#lastEndpointsAt + ENDPOINT_BATCH_MS - performance.now();
+      if (wait > 0) {
+        this.#endpointsTimer ??= setTimeout(() => {
+          this.#endpointsTimer = undefined;
+          this.#handle("endpoints");
+        }, wait);
+        return;
+      }
+    }
+    this.#handle(kind);
+  }
+
+  /** Stops holding back endpoint events (shutdown). */
+  close(): void {
+    if (this.#endpointsTimer !== undefined) clearTimeout(this.#endpointsTimer);
+    this.#endpointsTimer = undefined;
+  }
+
+  #handle(kind: "services" | "endpoints"): void {
+    if (this.#endpointsTimer !== undefined) {
+      // a services event handles pending endpoint events too (it compares every instance)
+      clearTimeout(this.#endpointsTimer);
+      this.#endpointsTimer = undefined;
+    }
+    if (kind === "endpoints") this.#lastEndpointsAt = performance.now();
     const instances = this.#registry.instances();
     const next = instanceFingerprints(instances);
     const changed = changedKeys(this.#fingerprints, next);
@@ -97,6 +131,9 @@ export class PushRouter {
     this.#server.push({ kind: "full" });
   }
 }
+
+/** Endpoint events within this long of the last handled one are handled together, ms. */
+export const ENDPOINT_BATCH_MS = 50;
 
 /** The addresses of `instances` by `host|port` key. */
 function addressesByKey(instances: readonly ServiceInstance[]): Map<string, Set<string>> {
