@@ -228,10 +228,21 @@ export class PushScheduler<P> {
       return;
     }
     if (old === d) return;
-    const all = old.all || d.all;
-    const names = all ? new Set<string>() : new Set([...old.names, ...d.names]);
-    conn.dirty.set(typeUrl, { all, names, force: old.force || d.force });
+    // Streams that waited through the same pushes hold the same (shared) marks: each pair is
+    // merged once, and they share the result.
+    let byNext = this.#merged.get(old);
+    if (!byNext) this.#merged.set(old, byNext = new WeakMap());
+    let m = byNext.get(d);
+    if (!m) {
+      const all = old.all || d.all;
+      const names = all ? new Set<string>() : new Set([...old.names, ...d.names]);
+      byNext.set(d, m = Object.freeze({ all, names, force: old.force || d.force }));
+    }
+    conn.dirty.set(typeUrl, m);
   }
+
+  /** Merged marks by the two marks merged (see {@link markDirty}). */
+  readonly #merged = new WeakMap<Dirty, WeakMap<Dirty, Dirty>>();
 
   /** Streams waiting for a send loop slot. */
   get queued(): number {
