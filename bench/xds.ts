@@ -328,8 +328,11 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "127.0.0.1",
         "--log_output_level",
         "default:info,ads:error",
-        // every simulated proxy connects from 127.0.0.1
+        // every simulated proxy connects from 127.0.0.1: no per-address cap, and a reconnect
+        // storm's closed connections must not pace that one address's new ones
         "--grpcMaxConnectionsPerAddress",
+        "0",
+        "--grpcMaxFailedConnectionRate",
         "0",
         ...(o.profileFullPush || o.profileChanges ? ["--profile"] : []),
       ],
