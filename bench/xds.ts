@@ -377,7 +377,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       }
       return newProxy(i, delta, sessions[sessions.length - 1]);
     };
-    /** A simulated proxy number `i` on `session`. */
+    /** A simulated proxy number `i` on `session` (added to `proxies`). */
     const newProxy = (
       i: number,
       delta: boolean,
@@ -865,13 +865,13 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         );
         sessions.push(...ss);
         for (let k = 0; k < count; k++, i++) {
-          proxies.push(newProxy(i, mainDelta, ss[Math.floor(k / o.perSession)]));
+          newProxy(i, mainDelta, ss[Math.floor(k / o.perSession)]);
         }
       }
       for (let k = 0; k < deltas; k++) {
         const x = await connectSession(grpcPort, o.client);
         sessions.push(x);
-        proxies.push(newProxy(100_000 + k, true, x));
+        newProxy(100_000 + k, true, x);
       }
       const reconnectedIn = (performance.now() - start) / 1000;
       let converged = true;
