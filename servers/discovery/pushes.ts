@@ -110,9 +110,7 @@ export class PushRouter {
     // are sent anything). A connected proxy is looked up by the address of each changed
     // instance, before and after (no scan of the proxies or the instances).
     const touchesProxy = [...changed].some((k) =>
-      [...before.get(k) ?? [], ...this.#addressesByKey.get(k) ?? []].some((a) =>
-        server.hasProxy(a)
-      )
+      [...before.get(k) ?? [], ...this.#addressesByKey.get(k) ?? []].some((a) => server.hasProxy(a))
     );
     const ctx = this.#model.context();
     const dns = new Set(
