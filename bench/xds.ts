@@ -72,6 +72,8 @@ interface Options {
   churnSeconds: number;
   /** Reconnect storm: every proxy reconnects within this many seconds (0: no storm). */
   stormSeconds: number;
+  /** V8 flags of the server (`deno run --v8-flags=...`), or "". */
+  serverV8Flags: string;
 }
 
 function parse(args: string[]): Options {
@@ -93,6 +95,7 @@ function parse(args: string[]): Options {
       "churn-rate": { type: "string", default: "0" },
       "churn-seconds": { type: "string", default: "60" },
       "storm-seconds": { type: "string", default: "0" },
+      "server-v8-flags": { type: "string", default: "" },
       client: { type: "string", default: "lean" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
@@ -130,6 +133,7 @@ function parse(args: string[]): Options {
     churnRate: num("churn-rate", values["churn-rate"], 0),
     churnSeconds: num("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: num("storm-seconds", values["storm-seconds"], 0),
+    serverV8Flags: String(values["server-v8-flags"] ?? ""),
   };
   if (o.baseline > o.proxies) o.baseline = o.proxies;
   return o;
@@ -280,7 +284,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
   out(
     `## xDS benchmark (main proxies: ${proto} ADS): ${o.services} services × ${o.endpoints} ` +
       `endpoints, ${o.proxies} ${proto} proxies (+${o.delta} delta), ` +
-      `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${o.client} HTTP/2 client`,
+      `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${o.client} HTTP/2 client` +
+      (o.serverV8Flags ? `, server V8 flags ${o.serverV8Flags}` : ""),
   );
   out(
     `Each sample starts once no proxy received an ADS response for ${QUIET_MS} ms and ends when ` +
@@ -308,6 +313,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "run",
         "-A",
         ...(o.serverCpuProf ? [`--cpu-prof-dir=${o.serverCpuProf}`, "--cpu-prof-md"] : []),
+        ...(o.serverV8Flags ? [`--v8-flags=${o.serverV8Flags}`] : []),
         new URL("cli/mesh-discovery.ts", REPO).pathname,
         "discovery",
         "--registries",
