@@ -63,9 +63,6 @@ export interface PushOptions<P> {
 /** Default number of send loops running at once (istiod's PILOT_PUSH_THROTTLE is 100). */
 export const DEFAULT_MAX_CONCURRENT_PUSHES = 256;
 
-/** The push queue lets the event loop run at least this often, ms (see PushScheduler#next). */
-const YIELD_MS = 10;
-
 /** A Dirty mark shared by every stream of a push: every name, no forced response. */
 const ALL: Dirty = Object.freeze({ all: true, names: new Set<string>(), force: false });
 
@@ -136,8 +133,6 @@ export class PushScheduler<P> {
   stop(): void {
     this.#closed = true;
     this.#debouncer.stop();
-    if (this.#resume !== undefined) clearTimeout(this.#resume);
-    this.#resume = undefined;
     if (this.#sendSweep !== undefined) this.#clock.clearTimeout(this.#sendSweep);
     this.#sendSweep = undefined;
   }
@@ -278,29 +273,8 @@ export class PushScheduler<P> {
     });
   }
 
-  /** When the queue last let the event loop run (clock ms). */
-  #yieldedAt = -Infinity;
-  /** The timer that resumes the queue after letting the event loop run. */
-  #resume: number | undefined;
-
-  /**
-   * Starts queued send loops while slots are free. Loops end (and queued ones start) in
-   * microtasks: a push to thousands of streams would run as one chain of microtasks and hold off
-   * the event loop (ACKs, `/ready`, timers) until its end. Every {@link YIELD_MS} the queue lets
-   * it run and resumes from a timer.
-   */
+  /** Starts queued send loops while slots are free. */
   #next(): void {
-    if (this.#queueHead >= this.#queue.length) return;
-    if (this.#clock.now() - this.#yieldedAt >= YIELD_MS) {
-      if (this.#resume === undefined && !this.#closed) {
-        this.#resume = setTimeout(() => {
-          this.#resume = undefined;
-          this.#yieldedAt = this.#clock.now();
-          this.#next();
-        }, 0);
-      }
-      return;
-    }
     while (this.#active < this.#maxConcurrent && this.#queueHead < this.#queue.length) {
       const conn = this.#queue[this.#queueHead++];
       if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
