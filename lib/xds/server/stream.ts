@@ -389,7 +389,16 @@ export class XdsServer<P = unknown> {
         { conId: conn.conId, type: st.typeUrl, version, nonce },
       );
     } else {
-      st.lastAcked = { version, nonce, time };
+      // Updated in place, with the strings of what was sent when they match: a push to many
+      // streams leaves no new record per stream to survive until the next one (GC at scale).
+      const v = version === st.nonceVersion ? st.nonceVersion : version;
+      const n = nonce === st.nonce ? st.nonce : nonce;
+      const a = st.lastAcked;
+      if (a) {
+        a.version = v;
+        a.nonce = n;
+        a.time = time;
+      } else st.lastAcked = { version: v, nonce: n, time };
     }
   }
 
@@ -421,7 +430,14 @@ export class XdsServer<P = unknown> {
     const nonce = this.#nextNonce();
     st.nonce = nonce;
     st.nonceVersion = version;
-    st.lastSent = { version, nonce, time: this.#iso(), resources: count };
+    const time = this.#iso();
+    const s = st.lastSent; // updated in place (see #ackOrNack)
+    if (s) {
+      s.version = version;
+      s.nonce = nonce;
+      s.time = time;
+      s.resources = count;
+    } else st.lastSent = { version, nonce, time, resources: count };
     return { version, nonce };
   }
 
