@@ -21,6 +21,16 @@
  * puts proxyless connect-to-ready, push latency p50/p99, server CPU per proxy per push and RSS per
  * proxy beside the sidecars'. Default 0 (sidecars only).
  *
+ * Server CPU per proxy per endpoint push is printed for the baseline and the full set (issue 26:
+ * within 1.2× at 10,000 of the 2,000 figure: `--baseline 2000 --proxies 10000`). `--churn-rate R
+ * --churn-seconds S` adds a sustained-churn phase at full scale: R endpoint changes a second for S
+ * seconds (registry path), with the time from each change to each proxy's update (p50/p99/max over
+ * every (change, proxy) pair), the server's RSS every 5 s and `/ready` polled throughout.
+ * `--storm-seconds T` then closes every proxy and reconnects them all within T seconds, and
+ * reports when all were synced again, `/ready` polled throughout. `--per-session N` puts N ADS
+ * streams on one HTTP/2 connection (needed past ~9,900 proxies on a box whose file descriptor
+ * limit is 20,000: every proxy connects from 127.0.0.1).
+ *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
  */
@@ -30,6 +40,7 @@ import { startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
 import type http2 from "node:http2";
 import { LeanSession } from "./_h2_lean.ts";
+import { churnAddress, ChurnTracker } from "./_churn.ts";
 import {
   type ClientKind,
   connectSession,
@@ -69,6 +80,16 @@ interface Options {
   profileFullPush: string;
   /** Proxyless gRPC workloads (`--proxyless-share` of `--proxies`); `proxies` is the rest. */
   proxyless: number;
+  /** Directory for CPU profiles recorded during the full-scale endpoint changes. */
+  profileChanges: string;
+  /** Sustained churn: endpoint changes per second (0: no churn phase). */
+  churnRate: number;
+  /** Sustained churn: how long, seconds. */
+  churnSeconds: number;
+  /** Reconnect storm: every proxy reconnects within this many seconds (0: no storm). */
+  stormSeconds: number;
+  /** V8 flags of the server (`deno run --v8-flags=...`), or "". */
+  serverV8Flags: string;
 }
 
 function parse(args: string[]): Options {
@@ -86,6 +107,11 @@ function parse(args: string[]): Options {
       "per-session": { type: "string", default: "1" },
       "server-cpu-prof": { type: "string", default: "" },
       "profile-full-push": { type: "string", default: "" },
+      "profile-changes": { type: "string", default: "" },
+      "churn-rate": { type: "string", default: "0" },
+      "churn-seconds": { type: "string", default: "60" },
+      "storm-seconds": { type: "string", default: "0" },
+      "server-v8-flags": { type: "string", default: "" },
       client: { type: "string", default: "lean" },
       "proxyless-share": { type: "string", default: "0" },
     },
@@ -121,6 +147,11 @@ function parse(args: string[]): Options {
     serverCpuProf: String(values["server-cpu-prof"] ?? ""),
     profileFullPush: String(values["profile-full-push"] ?? ""),
     proxyless: 0,
+    profileChanges: String(values["profile-changes"] ?? ""),
+    churnRate: num("churn-rate", values["churn-rate"], 0),
+    churnSeconds: num("churn-seconds", values["churn-seconds"], 1),
+    stormSeconds: num("storm-seconds", values["storm-seconds"], 0),
+    serverV8Flags: String(values["server-v8-flags"] ?? ""),
   };
   o.proxyless = Math.round(o.proxies * mix.parseShare(values["proxyless-share"]));
   if (o.proxyless >= o.proxies) {
@@ -278,7 +309,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
   out(
     `## xDS benchmark (main proxies: ${proto} ADS): ${o.services} services × ${o.endpoints} ` +
       `endpoints, ${o.proxies} ${proto} proxies (+${o.delta} delta), ` +
-      `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${o.client} HTTP/2 client`,
+      `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${o.client} HTTP/2 client` +
+      (o.serverV8Flags ? `, server V8 flags ${o.serverV8Flags}` : ""),
   );
   out(
     `Each sample starts once no proxy received an ADS response for ${QUIET_MS} ms and ends when ` +
@@ -306,6 +338,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "run",
         "-A",
         ...(o.serverCpuProf ? [`--cpu-prof-dir=${o.serverCpuProf}`, "--cpu-prof-md"] : []),
+        ...(o.serverV8Flags ? [`--v8-flags=${o.serverV8Flags}`] : []),
         new URL("cli/mesh-discovery.ts", REPO).pathname,
         "discovery",
         "--registries",
@@ -326,7 +359,13 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "127.0.0.1",
         "--log_output_level",
         "default:info,ads:error",
-        ...(o.profileFullPush ? ["--profile"] : []),
+        // every simulated proxy connects from 127.0.0.1: no per-address cap, and a reconnect
+        // storm's closed connections must not pace that one address's new ones
+        "--grpcMaxConnectionsPerAddress",
+        "0",
+        "--grpcMaxFailedConnectionRate",
+        "0",
+        ...(o.profileFullPush || o.profileChanges ? ["--profile"] : []),
       ],
       stdout: "piped",
       stderr: "piped",
@@ -353,8 +392,10 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     let lastResponse = performance.now();
     /** Connect-to-ready (synced) times in ms of the full-scale sidecars. */
     const opened = new WeakMap<AnyProxy, number>(), readyMs: number[] = [];
+    let churn: ChurnTracker | undefined;
     const onResponse = (p: AnyProxy, r: SimResponse) => {
       lastResponse = performance.now();
+      if (churn && r.type === "eds") churn.received(p, r.section, lastResponse);
       const t0 = opened.get(p);
       if (t0 !== undefined && p.synced) {
         readyMs.push(lastResponse - t0);
@@ -372,8 +413,16 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       if (!sessions.length || proxies.length % o.perSession === 0 || own) {
         sessions.push(await connectSession(grpcPort, o.client));
       }
+      return newProxy(i, delta, sessions[sessions.length - 1]);
+    };
+    /** A simulated proxy number `i` on `session` (added to `proxies`). */
+    const newProxy = (
+      i: number,
+      delta: boolean,
+      session: http2.ClientHttp2Session | LeanSession,
+    ) => {
       const p = new SimProxy({
-        session: sessions[sessions.length - 1],
+        session,
         nodeId: i < 0
           ? "sidecar~10.199.0.1~probe.bench~bench.svc.cluster.local"
           : `sidecar~10.${200 + Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${i % 250}` +
@@ -455,6 +504,14 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       )
         .catch(() => (quiet = false));
       return quiet ? performance.now() - t : Infinity;
+    };
+
+    /** Why streams ended: the most frequent reasons with their counts. */
+    const endedReasons = () => {
+      const by = new Map<string, number>();
+      for (const p of proxies) if (p.ended) by.set(p.ended, (by.get(p.ended) ?? 0) + 1);
+      return [...by].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([r, n]) => `${n}× ${r}`)
+        .join("; ");
     };
 
     /**
@@ -548,7 +605,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
                 pxLat.length ? ` (${pxLat.length} proxyless in ${ms(pxChange.at(-1)!)})` : ""
               }`
           } (${quiet}${types})${
-            proxies.length - live() ? ` (${proxies.length - live()} streams ended)` : ""
+            proxies.length - live()
+              ? ` (${proxies.length - live()} streams ended: ${endedReasons()})`
+              : ""
           }`,
         );
         if (timedOut) break;
@@ -787,6 +846,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         ),
       ];
     };
+    /** Server CPU per proxy per endpoint push, µs (each sample is one push to every proxy). */
+    const perProxyPush = (cpu: number, pushes: number, proxyCount: number) =>
+      (cpu * 1e6) / pushes / proxyCount;
 
     // ---- baseline ----
     const w1 = await connectWave(o.baseline, 0);
@@ -797,7 +859,15 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `(server CPU ${w1.cpu.toFixed(1)} s); RSS ${mb(rssBase)}, ` +
         `${mb((rssBase - rssIdle) / o.baseline)} per proxy`,
     );
-    const baseChanges = await measureChanges(`baseline ${o.baseline}`, Math.min(o.changes, 10));
+    const baseCh = await withCpu(() =>
+      measureChanges(`baseline ${o.baseline}`, Math.min(o.changes, 10))
+    );
+    const baseChanges = baseCh.r;
+    const basePerPush = perProxyPush(baseCh.server, baseChanges.perChange.length, o.baseline);
+    out(
+      `  (${baseChanges.perChange.length} endpoint changes: ${cpuText(baseCh)}; server CPU per ` +
+        `proxy per endpoint push ${basePerPush.toFixed(0)} µs)`,
+    );
     const baseSe = await measureSeChanges(`baseline ${o.baseline}`, Math.min(o.changes, 5));
     const baseFull = await measureFullPush(`baseline ${o.baseline}`, Math.min(o.fullPushes, 3));
 
@@ -825,8 +895,16 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `responses carried resources already decoded for another proxy`,
     );
 
-    const big = await withCpu(() => measureChanges(`${n} proxies`, o.changes));
-    out(`  (${o.changes} endpoint changes: ${cpuText(big)})`);
+    const big = await withCpu(() =>
+      o.profileChanges
+        ? profiled(o.profileChanges, httpPort, () => measureChanges(`${n} proxies`, o.changes))
+        : measureChanges(`${n} proxies`, o.changes)
+    );
+    const bigPerPush = perProxyPush(big.server, big.r.perChange.length, proxies.length);
+    out(
+      `  (${o.changes} endpoint changes: ${cpuText(big)}; server CPU per proxy per endpoint push ` +
+        `${bigPerPush.toFixed(0)} µs, ${(bigPerPush / basePerPush).toFixed(2)}× the baseline's)`,
+    );
     const se = await withCpu(() => measureSeChanges(`${n} proxies`, Math.min(o.changes, 5)));
     out(`  (ServiceEntry edits: ${cpuText(se)})`);
     const full = await withCpu(() =>
@@ -844,6 +922,179 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         rssPerSidecar: (rssN - rssBase) / (n - o.baseline),
       })
       : [];
+
+    // ---- sustained churn and reconnect storm ----
+    const live = () => proxies.filter((p) => !p.ended).length;
+    /** Polls `/ready` every 250 ms until stopped: answers that were not 200, slowest answer. */
+    const readyProbe = () => {
+      let stop = false, polls = 0, bad = 0, slowest = 0, why = "";
+      const run = (async () => {
+        while (!stop) {
+          const t = performance.now();
+          try {
+            const res = await fetch(`http://127.0.0.1:${httpPort}/ready`, {
+              signal: AbortSignal.timeout(10_000),
+            });
+            const body = await res.text();
+            if (res.status !== 200) {
+              bad++;
+              why ||= `${res.status} ${body.trim()}`;
+            }
+          } catch (e) {
+            bad++;
+            why ||= (e as Error).message;
+          }
+          polls++;
+          slowest = Math.max(slowest, performance.now() - t);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      })();
+      return async () => {
+        stop = true;
+        await run;
+        return { polls, bad, slowest, why };
+      };
+    };
+    const readyText = (x: { polls: number; bad: number; slowest: number; why: string }) =>
+      `/ready ${x.polls - x.bad}/${x.polls} polls 200 (slowest answer ${ms(x.slowest)}${
+        x.why ? `; first other answer: ${x.why}` : ""
+      })`;
+    let churnRow = "", stormRow = "";
+    if (o.churnRate > 0) {
+      const tracker = churn = new ChurnTracker();
+      const total = Math.round(o.churnRate * o.churnSeconds);
+      const interval = 1000 / o.churnRate;
+      const rss: string[] = [];
+      const stopReady = readyProbe();
+      const s0 = cpuOf(pid), c0 = clientCpu();
+      const start = performance.now();
+      const rssTimer = setInterval(
+        () => rss.push(`${((performance.now() - start) / 1000).toFixed(0)} s ${mb(rssOf(pid))}`),
+        5000,
+      );
+      rss.push(`0 s ${mb(rssOf(pid))}`);
+      const posts: Promise<void>[] = [];
+      for (let k = 0; k < total; k++) {
+        const wait = start + k * interval - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const svc = (k * 37 + 5) % o.services;
+        const seq = tracker.post(svc, performance.now());
+        posts.push(
+          fetch(`http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(svc)}`, {
+            method: "POST",
+            body: JSON.stringify({
+              address: churnAddress(seq),
+              servicePort: 8080,
+              labels: { version: "v1" },
+            }),
+          }).then(async (res) => {
+            const body = await res.text();
+            if (!res.ok) throw new Error(`POST /debug/endpointz: ${res.status} ${body}`);
+          }),
+        );
+      }
+      await Promise.all(posts);
+      const postedIn = (performance.now() - start) / 1000;
+      let complete = true;
+      await until(
+        "every proxy to receive every churn change",
+        () => tracker.delivered >= total * live(),
+        120_000,
+      ).catch(() => (complete = false));
+      clearInterval(rssTimer);
+      rss.push(`end ${mb(rssOf(pid))}`);
+      const rd = await stopReady();
+      const sCpu = cpuOf(pid) - s0, cCpu = clientCpu() - c0;
+      const wall = (performance.now() - start) / 1000;
+      churn = undefined;
+      out(
+        `sustained churn at ${live()} proxies: ${total} endpoint changes (registry) posted in ` +
+          `${postedIn.toFixed(1)} s (${(total / postedIn).toFixed(1)}/s); ` +
+          `${tracker.delivered} of ${total * live()} (change, proxy) deliveries${
+            complete ? "" : " (INCOMPLETE after 120 s)"
+          }; change → that proxy's update p50 ${ms(tracker.percentile(50))}, p99 ` +
+          `${ms(tracker.percentile(99))}, max ${ms(tracker.percentile(100))}; server CPU ` +
+          `${sCpu.toFixed(1)} s in ${wall.toFixed(0)} s (${(sCpu / wall).toFixed(2)} cores), ` +
+          `client CPU ${cCpu.toFixed(1)} s; ${readyText(rd)}`,
+      );
+      out(`  server RSS every 5 s: ${rss.join(", ")}`);
+      churnRow = `| sustained churn: ${total} endpoint changes at ${
+        (total / postedIn).toFixed(1)
+      }/s, ${live()} proxies: change → each proxy's update p50 / p99 / max | ${
+        ms(tracker.percentile(50))
+      } / ${ms(tracker.percentile(99))} / ${ms(tracker.percentile(100))} (${
+        complete ? "all delivered" : "INCOMPLETE"
+      }; server ${(sCpu / wall).toFixed(2)} cores; RSS ${rss[0].split(" s ")[1]} → ${
+        rss[rss.length - 1].slice(4)
+      }; ${readyText(rd)}) | p99 ≤ 1000 ms, RSS flat |`;
+    }
+    if (o.stormSeconds > 0) {
+      const n = live();
+      const deltas = proxies.filter((p) => !p.ended && isDelta(p)).length;
+      const mains = n - deltas;
+      for (const p of proxies) p.close();
+      for (const x of sessions) x.destroy();
+      proxies.length = 0;
+      sessions.length = 0;
+      await new Promise((r) => setTimeout(r, 1000));
+      const stopReady = readyProbe();
+      const s0 = cpuOf(pid), c0 = clientCpu();
+      const start = performance.now();
+      // Every proxy reconnects within --storm-seconds: batches every 50 ms, without waiting for
+      // the previous ones to sync.
+      const batches = Math.max(1, Math.floor((o.stormSeconds * 1000) / 50));
+      const per = Math.ceil(mains / batches);
+      for (let b = 0, i = 0; i < mains; b++) {
+        const wait = start + b * 50 - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const count = Math.min(per, mains - i);
+        const ss = await Promise.all(
+          Array.from(
+            { length: Math.ceil(count / o.perSession) },
+            () => connectSession(grpcPort, o.client),
+          ),
+        );
+        sessions.push(...ss);
+        for (let k = 0; k < count; k++, i++) {
+          newProxy(i, mainDelta, ss[Math.floor(k / o.perSession)]);
+        }
+      }
+      for (let k = 0; k < deltas; k++) {
+        const x = await connectSession(grpcPort, o.client);
+        sessions.push(x);
+        newProxy(100_000 + k, true, x);
+      }
+      const reconnectedIn = (performance.now() - start) / 1000;
+      let converged = true;
+      await until(
+        "every reconnected proxy to sync",
+        () => proxies.every((p) => p.synced || p.ended),
+        120_000,
+      ).catch(() => (converged = false));
+      const took = (performance.now() - start) / 1000;
+      const rd = await stopReady();
+      const failed = proxies.filter((p) => p.ended).length;
+      const sCpu = cpuOf(pid) - s0, cCpu = clientCpu() - c0;
+      out(
+        `reconnect storm: ${proxies.length} proxies reconnected in ${
+          reconnectedIn.toFixed(1)
+        } s; ` +
+          `${
+            converged
+              ? `all synced (CDS, EDS, LDS, RDS) after ${took.toFixed(1)} s`
+              : "NOT converged after 120 s"
+          }` +
+          `${failed ? ` (${failed} streams ended: ${endedReasons()})` : ""}; server CPU ${
+            sCpu.toFixed(1)
+          } s, ` +
+          `client CPU ${cCpu.toFixed(1)} s; server RSS after ${mb(rssOf(pid))}; ${readyText(rd)}`,
+      );
+      stormRow = `| reconnect storm: ${proxies.length} proxies reconnect within ${
+        reconnectedIn.toFixed(1)
+      } s → all synced | ${converged ? `${took.toFixed(1)} s` : "not converged in 120 s"} (${
+        readyText(rd)
+      }; server CPU ${sCpu.toFixed(1)} s) | ≤ 60 s, /ready green |`;
+    }
     const projected = rssIdle + perProxy * 2000;
     const pair = (xs: number[], p1: number, p2: number) =>
       `${ms(pct(xs, p1))} / ${ms(pct(xs, p2))}`;
@@ -877,6 +1128,12 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     );
     out(`| CPU for ${o.changes} endpoint changes at ${n} proxies | ${cpuText(big)} | |`);
     out(
+      `| server CPU per proxy per endpoint push, ${o.baseline} / ${n} proxies | ` +
+        `${basePerPush.toFixed(0)} / ${bigPerPush.toFixed(0)} µs (${
+          (bigPerPush / basePerPush).toFixed(2)
+        }×) | ≤ 1.2× |`,
+    );
+    out(
       `| ServiceEntry edit (config push) → all, p50 / p99 (${o.baseline} proxies) | ` +
         `${pair(baseSe.perChange, 50, 99)} | |`,
     );
@@ -907,6 +1164,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `${(100 * ratioState).toFixed(2)}% | delta ≤ 2% of SotW |`,
     );
     for (const line of pxTable) out(line);
+    if (churnRow) out(churnRow);
+    if (stormRow) out(stormRow);
   } finally {
     for (const p of proxies) p.close();
     for (const s of sessions) s.destroy();

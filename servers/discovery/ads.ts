@@ -80,6 +80,7 @@ export async function createXdsCore(opts: {
   );
   const server = holder.server = new XdsServer<Proxy>({
     parseNode: (n) => proxyFromNode(n),
+    proxyKey: (p) => p.ip,
     resourcesFor: (proxy, typeUrl, names) => model.resourcesFor(proxy, typeUrl, names),
     knownTypes: [TYPE_URLS.cluster, TYPE_URLS.endpoint, TYPE_URLS.listener, TYPE_URLS.route],
     metrics: metrics.xds,

@@ -133,6 +133,7 @@ async function startSteps(
   });
   const restCache = config.discoveryCache ? new RestCache() : null;
   const pushes = new PushRouter({ ...core, registry: sources.registry, restCache });
+  cleanups.push(() => pushes.close());
   sources.aggregate.onChange((kind) => pushes.registryChanged(kind));
   sources.ingressWatcher?.onChange(() => pushes.configChanged());
   if (config.ingressStatus) {

@@ -28,8 +28,12 @@ export class PushRouter {
   readonly #server: XdsServer<Proxy>;
   readonly #restCache: RestCache | null;
   #fingerprints: ReturnType<typeof instanceFingerprints>;
-  /** `host|port` keys of the instances at each address, as of the last registry event. */
-  #keysByAddress: Map<string, Set<string>>;
+  /** Addresses of the instances of each `host|port` key, as of the last registry event. */
+  #addressesByKey: Map<string, Set<string>>;
+  /** When endpoint events were last handled (ms, performance.now). */
+  #lastEndpointsAt = -Infinity;
+  /** The timer of endpoint events held back (see {@link registryChanged}). */
+  #endpointsTimer: number | undefined;
 
   constructor(opts: {
     registry: DiscoveryRegistry;
@@ -42,7 +46,7 @@ export class PushRouter {
     this.#server = opts.server;
     this.#restCache = opts.restCache;
     this.#fingerprints = instanceFingerprints(this.#registry.instances());
-    this.#keysByAddress = keysByAddress(this.#registry.instances());
+    this.#addressesByKey = addressesByKey(this.#registry.instances());
   }
 
   /** Config (or Ingress) changed: everything is recomputed, every proxy may hear of it. */
@@ -58,32 +62,61 @@ export class PushRouter {
    * pushes EDS for them, plus CDS and LDS when a DNS service or a proxy's own instances changed.
    */
   registryChanged(kind: "services" | "endpoints"): void {
+    if (kind === "endpoints") {
+      // Each event compares every instance (fingerprints) and refreshes the model's endpoint
+      // index: under continuous churn (tens of events a second) events that come within
+      // ENDPOINT_BATCH_MS of the last handled one are handled together once that time is up.
+      // An isolated event is handled at once; the push itself is debounced by the server.
+      const wait = this.#lastEndpointsAt + ENDPOINT_BATCH_MS - performance.now();
+      if (wait > 0) {
+        this.#endpointsTimer ??= setTimeout(() => {
+          this.#endpointsTimer = undefined;
+          this.#handle("endpoints");
+        }, wait);
+        return;
+      }
+    }
+    this.#handle(kind);
+  }
+
+  /** Stops holding back endpoint events (shutdown). */
+  close(): void {
+    if (this.#endpointsTimer !== undefined) clearTimeout(this.#endpointsTimer);
+    this.#endpointsTimer = undefined;
+  }
+
+  #handle(kind: "services" | "endpoints"): void {
+    if (this.#endpointsTimer !== undefined) {
+      // a services event handles pending endpoint events too (it compares every instance)
+      clearTimeout(this.#endpointsTimer);
+      this.#endpointsTimer = undefined;
+    }
+    if (kind === "endpoints") this.#lastEndpointsAt = performance.now();
     const instances = this.#registry.instances();
     const next = instanceFingerprints(instances);
     const changed = changedKeys(this.#fingerprints, next);
     this.#fingerprints = next;
-    const before = this.#keysByAddress;
-    this.#keysByAddress = keysByAddress(instances);
+    const before = this.#addressesByKey;
+    this.#addressesByKey = addressesByKey(instances);
     if (kind === "services") return this.configChanged();
     this.#model.updateEndpoints(changed);
     this.#restCache?.clear();
     const server = this.#server;
-    const watched = server.watchedNames(TYPE_URLS.endpoint);
-    const proxyIps = new Set(server.proxies().map((p) => p.ip));
-    const clusters = affectedClusters(watched, changed);
+    // Watched names come from the server's reverse index of subscriptions (no scan of streams).
+    const clusters = affectedClusters(server.watchedNames(TYPE_URLS.endpoint), changed);
     if (clusters.length) server.push({ kind: "eds", clusters });
     // Clusters and listeners also depend on instances for DNS services and a proxy's own
     // instances (one that joined or left): recompute those (only proxies whose output changed
-    // are sent anything).
+    // are sent anything). A connected proxy is looked up by the address of each changed
+    // instance, before and after (no scan of the proxies or the instances).
+    const touchesProxy = [...changed].some((k) =>
+      [...before.get(k) ?? [], ...this.#addressesByKey.get(k) ?? []].some((a) => server.hasProxy(a))
+    );
     const ctx = this.#model.context();
     const dns = new Set(
       ctx.services.filter((s) => s.resolution === "DNSLB").map((s) => s.hostname),
     );
-    const touchesProxy =
-      ctx.instances.some((i) =>
-        proxyIps.has(i.address) && changed.has(`${i.hostname}|${i.servicePort.port}`)
-      ) || [...proxyIps].some((ip) => [...before.get(ip) ?? []].some((k) => changed.has(k)));
-    if ([...changed].some((k) => dns.has(k.split("|")[0])) || touchesProxy) {
+    if (touchesProxy || [...changed].some((k) => dns.has(k.slice(0, k.lastIndexOf("|"))))) {
       server.push({ kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] });
     }
   }
@@ -92,18 +125,22 @@ export class PushRouter {
   synced(): void {
     this.#model.invalidate();
     this.#fingerprints = instanceFingerprints(this.#registry.instances());
-    this.#keysByAddress = keysByAddress(this.#registry.instances());
+    this.#addressesByKey = addressesByKey(this.#registry.instances());
     this.#server.push({ kind: "full" });
   }
 }
 
-/** The `host|port` keys of `instances` by endpoint address. */
-function keysByAddress(instances: readonly ServiceInstance[]): Map<string, Set<string>> {
+/** Endpoint events within this long of the last handled one are handled together, ms. */
+export const ENDPOINT_BATCH_MS = 50;
+
+/** The addresses of `instances` by `host|port` key. */
+function addressesByKey(instances: readonly ServiceInstance[]): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
   for (const i of instances) {
-    let keys = out.get(i.address);
-    if (!keys) out.set(i.address, keys = new Set());
-    keys.add(`${i.hostname}|${i.servicePort.port}`);
+    const k = `${i.hostname}|${i.servicePort.port}`;
+    let addrs = out.get(k);
+    if (!addrs) out.set(k, addrs = new Set());
+    addrs.add(i.address);
   }
   return out;
 }

@@ -68,8 +68,13 @@ function format([a, b]: H64): string {
  * ```
  */
 export function viewVersion(view: ResourceMap): string {
-  return format(viewHash(view));
+  let v = viewVersions.get(view);
+  if (v === undefined) viewVersions.set(view, v = format(viewHash(view)));
+  return v;
 }
+
+/** Formatted versions of shared views (every stream holding one gets the same string). */
+const viewVersions = new WeakMap<ResourceMap, string>();
 
 /**
  * The content version of what a client holds: {@link viewVersion} of the names and versions it
@@ -77,6 +82,7 @@ export function viewVersion(view: ResourceMap): string {
  * differences (no scan).
  */
 export function heldVersion(held: Held): string {
+  if (held.view && held.hashA === 0 && held.hashB === 0) return viewVersion(held.view);
   const [a, b] = held.view ? viewHash(held.view) : [0, 0];
   return format([(a ^ held.hashA) >>> 0, (b ^ held.hashB) >>> 0]);
 }

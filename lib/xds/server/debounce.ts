@@ -49,6 +49,12 @@ export function mergePush(into: MergedPush, ev: PushEvent): MergedPush {
 export interface DebounceOptions {
   after?: number;
   max?: number;
+  /**
+   * Longest delay of a push made only of endpoint (`eds`) events, ms (default `max`). Endpoint
+   * pushes are cheap and coalesce per stream, so under continuous churn they can go out more
+   * often than config pushes.
+   */
+  maxEds?: number;
   clock?: Clock;
 }
 
@@ -56,6 +62,7 @@ export interface DebounceOptions {
 export class Debouncer {
   readonly after: number;
   readonly max: number;
+  readonly maxEds: number;
   #clock: Clock;
   #pending: MergedPush | undefined;
   #timer: unknown;
@@ -69,6 +76,12 @@ export class Debouncer {
     }
     if (!Number.isFinite(this.max) || this.max < this.after) {
       throw new Error(`Invalid debounceMax ${this.max}: must be a number >= debounceAfter`);
+    }
+    this.maxEds = opts.maxEds ?? this.max;
+    if (!Number.isFinite(this.maxEds) || this.maxEds < this.after || this.maxEds > this.max) {
+      throw new Error(
+        `Invalid debounceMaxEds ${this.maxEds}: must be a number >= debounceAfter and <= debounceMax`,
+      );
     }
     this.#clock = opts.clock ?? systemClock;
     this.#flush = flush;
@@ -93,7 +106,9 @@ export class Debouncer {
     }
     mergePush(this.#pending, ev);
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    const deadline = this.#pending.firstEventAt + this.max;
+    const p = this.#pending;
+    const edsOnly = !p.full && p.types.size === 0;
+    const deadline = p.firstEventAt + (edsOnly ? this.maxEds : this.max);
     const wait = Math.max(0, Math.min(this.after, deadline - now));
     this.#timer = this.#clock.setTimeout(() => this.flushNow(), wait);
   }

@@ -118,3 +118,31 @@ Deno.test("mergePush(): full wins, config types and EDS clusters accumulate, unk
     /Unknown push event kind "bogus"/,
   );
 });
+
+Deno.test("Debouncer: endpoint-only events flush after maxEds under continuous churn; a config event among them waits for max", () => {
+  const clock = new FakeClock();
+  const flushed: MergedPush[] = [];
+  const d = new Debouncer((p) => flushed.push(p), { after: 100, max: 1000, maxEds: 250, clock });
+  for (let t = 0; t < 250; t += 50) {
+    d.push({ kind: "eds", clusters: [`c${t}`] });
+    clock.advance(50);
+  }
+  assert.equal(flushed.length, 1, "flushed at 250 ms although events kept coming every 50 ms");
+  assert.equal(flushed[0].edsClusters.size, 5);
+  d.push({ kind: "eds", clusters: ["x"] });
+  clock.advance(50);
+  d.push({ kind: "config", types: ["t1"] });
+  for (let t = 0; t < 900; t += 50) {
+    clock.advance(50);
+    d.push({ kind: "eds", clusters: [`y${t}`] });
+  }
+  assert.equal(flushed.length, 1, "a push with a config event waits up to max");
+  clock.advance(50);
+  assert.equal(flushed.length, 2);
+  assert.equal(flushed[1].types.size, 1);
+  assert.throws(
+    () => new Debouncer(() => {}, { after: 100, max: 1000, maxEds: 50 }),
+    /Invalid debounceMaxEds 50/,
+  );
+  assert.equal(new Debouncer(() => {}, { max: 700 }).maxEds, 700, "default: max");
+});

@@ -1,15 +1,27 @@
 /**
- * Push scheduling: pushes are debounced and merged, mark what they touch on every stream (every
- * name of the named types, or only the named clusters' endpoints), and each stream's send loop
- * builds and sends its dirty types one at a time in Envoy's order (CDS, EDS, LDS, RDS, SDS),
- * with a send timeout checked by one sweep timer.
+ * Push scheduling: pushes are debounced and merged; a push marks what it touches on the streams it
+ * concerns (every stream for a config push; for an endpoints push only the subscribers of the
+ * changed clusters, found through the reverse index in `subscribers.ts`), and each stream's send
+ * loop builds and sends its dirty types one at a time in Envoy's order (CDS, EDS, LDS, RDS, SDS).
+ * At most `maxConcurrent` send loops run at once (istiod's push queue and throttle): the others
+ * wait in a FIFO queue, and while a stream waits or sends, later pushes only widen its dirty marks
+ * (coalescing per stream), so a stream has at most one push pending however fast changes come.
+ * Send timeouts are checked by one sweep timer over the streams with a send in flight.
  * @module
  */
 
 import type { Logger } from "../../log/mod.ts";
 import { Debouncer, type MergedPush } from "./debounce.ts";
 import { typeShortName } from "./metrics.ts";
-import { type Connection, type Dirty, type PushRecord, typeRank, type TypeState } from "./state.ts";
+import {
+  type Connection,
+  type Dirty,
+  type PushRecord,
+  type Subscription,
+  typeRank,
+  type TypeState,
+} from "./state.ts";
+import type { SubscriberIndex } from "./subscribers.ts";
 import {
   type Clock,
   type DeltaDiscoveryResponse,
@@ -40,7 +52,19 @@ export interface PushOptions<P> {
   debounceAfter?: number;
   /** Longest delay of a push after its first event, ms. */
   debounceMax?: number;
+  /** Longest delay of an endpoints-only push after its first event, ms (default debounceMax). */
+  debounceMaxEds?: number;
+  /** Streams by subscribed name (finds the streams of an endpoints push). */
+  index: SubscriberIndex<P>;
+  /** Send loops running at once; further streams wait in a FIFO queue (default 256). */
+  maxConcurrent?: number;
 }
+
+/** Default number of send loops running at once (istiod's PILOT_PUSH_THROTTLE is 100). */
+export const DEFAULT_MAX_CONCURRENT_PUSHES = 256;
+
+/** A Dirty mark shared by every stream of a push: every name, no forced response. */
+const ALL: Dirty = Object.freeze({ all: true, names: new Set<string>(), force: false });
 
 /** Debounced pushes and the per-stream send loops. */
 export class PushScheduler<P> {
@@ -51,6 +75,17 @@ export class PushScheduler<P> {
   readonly #sendTimeout: number;
   readonly #debouncer: Debouncer;
   readonly #inflight = new Set<Promise<void>>();
+  readonly #index: SubscriberIndex<P>;
+  readonly #maxConcurrent: number;
+  /** Send loops running. */
+  #active = 0;
+  /** Streams waiting for a send loop slot, FIFO (from #queueHead on). */
+  #queue: Connection<P>[] = [];
+  #queueHead = 0;
+  /** Resolvers of the `drained` promises of queued streams. */
+  readonly #queuedDone = new Map<Connection<P>, () => void>();
+  /** Streams with a send in flight (for the timeout sweep). */
+  readonly #sending = new Set<Connection<P>>();
   readonly build: PushOptions<P>["build"];
   #closed = false;
 
@@ -62,9 +97,15 @@ export class PushScheduler<P> {
     this.#metrics = opts.metrics;
     this.#sendTimeout = opts.sendTimeout;
     this.build = opts.build;
+    this.#index = opts.index;
+    this.#maxConcurrent = opts.maxConcurrent ?? DEFAULT_MAX_CONCURRENT_PUSHES;
+    if (!Number.isInteger(this.#maxConcurrent) || this.#maxConcurrent < 1) {
+      throw new Error(`Invalid maxConcurrent ${this.#maxConcurrent}: must be a whole number >= 1`);
+    }
     this.#debouncer = new Debouncer((p) => this.#push(p), {
       after: opts.debounceAfter,
       max: opts.debounceMax,
+      maxEds: opts.debounceMaxEds,
       clock: this.#clock,
     });
   }
@@ -96,14 +137,18 @@ export class PushScheduler<P> {
     this.#sendSweep = undefined;
   }
 
-  /** Starts a debounced push: marks what it touches on every stream and drains them. */
+  /**
+   * Starts a debounced push: marks what it touches on the streams it concerns and drains them. A
+   * config push visits every stream; an endpoints-only push visits only the subscribers of the
+   * changed clusters (reverse index), with one Dirty mark per distinct subscription.
+   */
   #push(p: MergedPush): void {
     let done!: () => void;
     const promise = new Promise<void>((r) => done = r);
     const rec: PushRecord = {
       firstEventAt: p.firstEventAt,
       startedAt: this.#clock.now(),
-      remaining: new Set(),
+      remaining: 0,
       done: () => {},
     };
     rec.done = () => {
@@ -115,62 +160,132 @@ export class PushScheduler<P> {
     };
     this.#inflight.add(promise);
     const eds = XDS_TYPES.endpoint;
-    for (const conn of this.#conns.values()) {
-      let marked = false;
-      for (const t of conn.types.keys()) {
-        if (p.full || p.types.has(t)) {
-          this.markDirty(conn, t, { all: true, names: new Set(), force: false });
-          marked = true;
+    const enlist = (conn: Connection<P>) => {
+      rec.remaining++;
+      conn.waiters.push(rec);
+      this.drain(conn);
+    };
+    const edsTypes = !p.full && !p.types.has(eds) && p.edsClusters.size > 0;
+    /** Streams enlisted by the config part (skipped by the endpoints part, which marks them). */
+    let enlisted: Set<Connection<P>> | undefined;
+    if (p.full || p.types.size) {
+      for (const conn of this.#conns.values()) {
+        let marked = false;
+        for (const t of conn.types.keys()) {
+          if (p.full || p.types.has(t)) {
+            this.markDirty(conn, t, ALL);
+            marked = true;
+          }
+        }
+        if (marked) {
+          if (edsTypes) (enlisted ??= new Set()).add(conn);
+          enlist(conn);
         }
       }
-      const st = conn.types.get(eds);
-      if (st && p.edsClusters.size && !p.full && !p.types.has(eds)) {
-        const names = new Set(
-          [...p.edsClusters].filter((c) => st.wildcard || st.sub.set.has(c) || st.held.has(c)),
-        );
-        if (names.size) {
-          this.markDirty(conn, eds, { all: false, names, force: false });
-          marked = true;
+    }
+    if (edsTypes) {
+      // One Dirty mark per distinct subscription: the changed clusters it holds.
+      this.#index.forEachSubscriber(eds, p.edsClusters, (sub, conns) => {
+        const d = this.#edsDirty(sub, p.edsClusters);
+        for (const conn of conns) {
+          if (conn.closed) continue;
+          this.markDirty(conn, eds, d);
+          if (!enlisted?.has(conn)) enlist(conn);
         }
-      }
-      if (marked) {
-        rec.remaining.add(conn as Connection<unknown>);
-        conn.waiters.push(rec);
-        this.drain(conn);
-      }
+      });
     }
     this.#log.debug("ADS: push", {
       full: p.full,
       types: [...p.types],
       edsClusters: p.edsClusters.size,
       events: p.events,
-      clients: rec.remaining.size,
+      clients: rec.remaining,
     });
-    if (rec.remaining.size === 0) rec.done();
+    if (rec.remaining === 0) rec.done();
+  }
+
+  /** The Dirty mark of an endpoints push for the streams of `sub` (null: wildcard streams). */
+  #edsDirty(sub: Subscription | null, clusters: ReadonlySet<string>): Dirty {
+    const names = new Set<string>();
+    for (const c of clusters) if (!sub || sub.set.has(c)) names.add(c);
+    return Object.freeze({ all: false, names, force: false });
   }
 
   /** `conn` is done with push `rec` (sent, or gone). */
-  release(rec: PushRecord, conn: Connection<P>): void {
-    if (rec.remaining.delete(conn as Connection<unknown>) && rec.remaining.size === 0) rec.done();
+  release(rec: PushRecord, _conn: Connection<P>): void {
+    // Each (push, stream) pair is released once: the stream's waiters list is emptied as it is.
+    if (--rec.remaining === 0) rec.done();
   }
 
-  /** Marks a type of a stream for recomputation. */
+  /**
+   * Marks a type of a stream for recomputation. Marks are never mutated (a push shares one among
+   * many streams): a second mark of the same type is merged into a new one (the wider of both).
+   */
   markDirty(conn: Connection<P>, typeUrl: string, d: Dirty): void {
     const old = conn.dirty.get(typeUrl);
     if (!old) {
       conn.dirty.set(typeUrl, d);
       return;
     }
-    old.all ||= d.all;
-    old.force ||= d.force;
-    for (const n of d.names) old.names.add(n);
+    if (old === d) return;
+    // Streams that waited through the same pushes hold the same (shared) marks: each pair is
+    // merged once, and they share the result.
+    let byNext = this.#merged.get(old);
+    if (!byNext) this.#merged.set(old, byNext = new WeakMap());
+    let m = byNext.get(d);
+    if (!m) {
+      const all = old.all || d.all;
+      const names = all ? new Set<string>() : new Set([...old.names, ...d.names]);
+      byNext.set(d, m = Object.freeze({ all, names, force: old.force || d.force }));
+    }
+    conn.dirty.set(typeUrl, m);
   }
 
-  /** Starts the send loop of a stream unless it runs. */
+  /** Merged marks by the two marks merged (see {@link markDirty}). */
+  readonly #merged = new WeakMap<Dirty, WeakMap<Dirty, Dirty>>();
+
+  /** Streams waiting for a send loop slot. */
+  get queued(): number {
+    return this.#queue.length - this.#queueHead;
+  }
+
+  /**
+   * Starts the send loop of a stream unless it runs or waits for a slot (then its new dirty marks
+   * are simply taken up by that loop: coalescing). Beyond `maxConcurrent` running loops the stream
+   * joins the FIFO queue.
+   */
   drain(conn: Connection<P>): void {
     if (conn.draining || conn.closed) return;
     conn.draining = true;
-    conn.drained = this.#drainLoop(conn);
+    if (this.#active >= this.#maxConcurrent) {
+      conn.drained = new Promise<void>((r) => this.#queuedDone.set(conn, r));
+      this.#queue.push(conn);
+      return;
+    }
+    this.#start(conn);
+  }
+
+  #start(conn: Connection<P>): void {
+    this.#active++;
+    conn.drained = this.#drainLoop(conn).finally(() => {
+      this.#active--;
+      this.#next();
+    });
+  }
+
+  /** Starts queued send loops while slots are free. */
+  #next(): void {
+    while (this.#active < this.#maxConcurrent && this.#queueHead < this.#queue.length) {
+      const conn = this.#queue[this.#queueHead++];
+      if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+        this.#queue = this.#queue.slice(this.#queueHead);
+        this.#queueHead = 0;
+      }
+      const resolve = this.#queuedDone.get(conn)!;
+      this.#queuedDone.delete(conn);
+      this.#start(conn);
+      void conn.drained.then(resolve);
+    }
   }
 
   async #drainLoop(conn: Connection<P>): Promise<void> {
@@ -220,6 +335,7 @@ export class PushScheduler<P> {
     // One sweep timer checks every send in flight (a timer per send cost ~8% of a full push).
     conn.sendDeadline = this.#clock.now() + this.#sendTimeout;
     conn.sendType = typeUrl;
+    this.#sending.add(conn);
     this.#armSendSweep();
     try {
       await (conn.transport as XdsTransport<typeof res>).send(res);
@@ -239,6 +355,7 @@ export class PushScheduler<P> {
       return false;
     } finally {
       conn.sendDeadline = 0;
+      this.#sending.delete(conn);
     }
   }
 
@@ -257,14 +374,18 @@ export class PushScheduler<P> {
   #sweepSends(): boolean {
     const now = this.#clock.now();
     let pending = false;
-    for (const conn of this.#conns.values()) {
-      if (!conn.sendDeadline) continue;
+    for (const conn of [...this.#sending]) {
+      if (!conn.sendDeadline) {
+        this.#sending.delete(conn);
+        continue;
+      }
       if (now < conn.sendDeadline) {
         pending = true;
         continue;
       }
       conn.sendTimedOut = true;
       conn.sendDeadline = 0;
+      this.#sending.delete(conn);
       this.#metrics.sendError?.(conn.sendType, "timeout");
       conn.endStream({
         code: Status.DEADLINE_EXCEEDED,

@@ -116,6 +116,10 @@ export async function buildSotw<P>(
           }
         }
       }
+    } else if (whole && !held.view && !held.overrides?.size) {
+      // The client holds nothing (a first response): the whole shared view, as one list that
+      // every new stream of that view shares (encoded once, not once per stream).
+      resources = ctx.views.list(q.visible);
     } else {
       resources = [];
       for (const [name, entry] of q.visible) {

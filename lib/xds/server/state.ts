@@ -24,10 +24,10 @@ import type { SharedViews } from "./views.ts";
 /** What of a type waits to be recomputed for a stream. */
 export interface Dirty {
   /** Recompute every subscribed name (else only `names`). */
-  all: boolean;
-  names: Set<string>;
+  readonly all: boolean;
+  readonly names: ReadonlySet<string>;
   /** Respond even when nothing changed (first/re-init request; subscription change on full-state types). */
-  force: boolean;
+  readonly force: boolean;
 }
 
 /** An explicit subscription: the names and the same names as the query array (stable identity). */
@@ -78,7 +78,8 @@ export interface TypeState {
 export interface PushRecord {
   firstEventAt: number;
   startedAt: number;
-  remaining: Set<Connection<unknown>>;
+  /** Streams not done with the push yet (each holds the record in its `waiters` once). */
+  remaining: number;
   done: () => void;
 }
 

@@ -9,10 +9,12 @@
  */
 
 import { getLogger, type Logger } from "../../log/mod.ts";
+import { DEFAULT_DEBOUNCE_AFTER_MS, DEFAULT_DEBOUNCE_MAX_MS } from "./debounce.ts";
 import { Held } from "./held.ts";
 import { typeShortName } from "./metrics.ts";
 import { buildDelta, onDeltaRequest } from "./delta.ts";
 import { PushScheduler } from "./push.ts";
+import { SubscriberIndex } from "./subscribers.ts";
 import { buildSotw, onSotwRequest } from "./sotw.ts";
 import {
   Connection,
@@ -40,6 +42,9 @@ import {
   type XdsTransport,
 } from "./types.ts";
 
+/** Default longest delay of an endpoints-only push after its first event, in ms. */
+export const DEFAULT_DEBOUNCE_MAX_EDS_MS = 250;
+
 /** Default time a single send may take before the stream is closed, in ms (Istio: 5 s). */
 export const DEFAULT_SEND_TIMEOUT_MS = 5000;
 
@@ -53,6 +58,14 @@ export interface XdsServerOptions<P> {
   debounceAfter?: number;
   /** Longest delay of a push after its first event, ms (default 1000). */
   debounceMax?: number;
+  /**
+   * Longest delay of an endpoints-only push after its first event, ms (default 250, at most
+   * `debounceMax`): under continuous endpoint churn a stream then hears of a change within about
+   * this delay plus its push.
+   */
+  debounceMaxEds?: number;
+  /** Send loops running at once; the other streams wait in a FIFO queue (default 256). */
+  maxConcurrentPushes?: number;
   /** Longest time one send may take before the stream is closed, ms (default 5000). */
   sendTimeout?: number;
   /** Types where an empty subscription is a wildcard and SotW responses list everything. */
@@ -70,6 +83,11 @@ export interface XdsServerOptions<P> {
   logger?: Logger;
   /** `control_plane.identifier` put in every response (omitted when empty). */
   controlPlaneId?: string;
+  /**
+   * A key of a parsed proxy (e.g. its IP) counted over the connected streams, so that
+   * {@link XdsServer.hasProxy} answers without a scan.
+   */
+  proxyKey?: (proxy: P) => string;
 }
 
 /** Feeds one stream's requests to the server. */
@@ -132,6 +150,10 @@ export class XdsServer<P = unknown> {
   readonly #metrics: XdsMetrics;
   readonly #knownTypes: ReadonlySet<string>;
   readonly #conns = new Map<string, Connection<P>>();
+  /** Connected streams by {@link XdsServerOptions.proxyKey}. */
+  readonly #proxyKeys = new Map<string, number>();
+  /** Streams by subscribed name, per type (see subscribers.ts). */
+  readonly #index = new SubscriberIndex<P>();
   /** What the SotW and delta state machines use (see state.ts). */
   readonly #ctx: XdsContext<P>;
   readonly #pushes: PushScheduler<P>;
@@ -185,6 +207,12 @@ export class XdsServer<P = unknown> {
       sendTimeout,
       debounceAfter: opts.debounceAfter,
       debounceMax: opts.debounceMax,
+      debounceMaxEds: opts.debounceMaxEds ?? Math.max(
+        opts.debounceAfter ?? DEFAULT_DEBOUNCE_AFTER_MS,
+        Math.min(DEFAULT_DEBOUNCE_MAX_EDS_MS, opts.debounceMax ?? DEFAULT_DEBOUNCE_MAX_MS),
+      ),
+      index: this.#index,
+      maxConcurrent: opts.maxConcurrentPushes,
     });
     this.#noncePrefix = `${(Math.floor(this.#clock.now()) % 0x1000000).toString(36)}${
       (bootSeq++).toString(36)
@@ -262,6 +290,10 @@ export class XdsServer<P = unknown> {
           const c = conn;
           c.endStream = end;
           this.#conns.set(c.conId, c);
+          if (this.#opts.proxyKey) {
+            const k = this.#opts.proxyKey(proxy);
+            this.#proxyKeys.set(k, (this.#proxyKeys.get(k) ?? 0) + 1);
+          }
           this.#metrics.connections?.(this.#conns.size);
           this.#log.info(`ADS: new ${mode} connection ${c.conId} from ${transport.peer}`);
         }
@@ -270,6 +302,8 @@ export class XdsServer<P = unknown> {
         } catch (e) {
           end({ code: Status.INVALID_ARGUMENT, message: (e as Error).message });
         }
+        const st = conn.types.get(req.type_url ?? "");
+        if (st && !conn.closed) this.#index.update(conn, st);
       },
       close: () => {
         ended = true;
@@ -282,8 +316,15 @@ export class XdsServer<P = unknown> {
     if (conn.closed) return;
     conn.closed = true;
     conn.dirty.clear();
+    this.#index.remove(conn);
     for (const st of conn.types.values()) this.#ctx.subs.unref(st.sub);
     this.#conns.delete(conn.conId);
+    if (this.#opts.proxyKey) {
+      const k = this.#opts.proxyKey(conn.proxy);
+      const n = (this.#proxyKeys.get(k) ?? 0) - 1;
+      if (n > 0) this.#proxyKeys.set(k, n);
+      else this.#proxyKeys.delete(k);
+    }
     this.#metrics.connections?.(this.#conns.size);
     this.#log.info(`ADS: connection ${conn.conId} closed`);
     const ws = conn.waiters;
@@ -348,7 +389,16 @@ export class XdsServer<P = unknown> {
         { conId: conn.conId, type: st.typeUrl, version, nonce },
       );
     } else {
-      st.lastAcked = { version, nonce, time };
+      // Updated in place, with the strings of what was sent when they match: a push to many
+      // streams leaves no new record per stream to survive until the next one (GC at scale).
+      const v = version === st.nonceVersion ? st.nonceVersion : version;
+      const n = nonce === st.nonce ? st.nonce : nonce;
+      const a = st.lastAcked;
+      if (a) {
+        a.version = v;
+        a.nonce = n;
+        a.time = time;
+      } else st.lastAcked = { version: v, nonce: n, time };
     }
   }
 
@@ -380,7 +430,14 @@ export class XdsServer<P = unknown> {
     const nonce = this.#nextNonce();
     st.nonce = nonce;
     st.nonceVersion = version;
-    st.lastSent = { version, nonce, time: this.#iso(), resources: count };
+    const time = this.#iso();
+    const s = st.lastSent; // updated in place (see #ackOrNack)
+    if (s) {
+      s.version = version;
+      s.nonce = nonce;
+      s.time = time;
+      s.resources = count;
+    } else st.lastSent = { version, nonce, time, resources: count };
     return { version, nonce };
   }
 
@@ -433,6 +490,11 @@ export class XdsServer<P = unknown> {
       }));
   }
 
+  /** True when a connected stream's proxy has `key` (see {@link XdsServerOptions.proxyKey}). */
+  hasProxy(key: string): boolean {
+    return this.#proxyKeys.has(key);
+  }
+
   /** The parsed proxy of every connected stream (cheap: no snapshot). */
   proxies(): P[] {
     return [...this.#conns.values()].map((c) => c.proxy);
@@ -443,16 +505,14 @@ export class XdsServer<P = unknown> {
    * shared between streams are visited once).
    */
   watchedNames(typeUrl: string): Set<string> {
-    const out = new Set<string>();
+    // Explicit subscriptions from the reverse index (no scan of the streams); wildcard streams
+    // watch what they hold. A stream holds no name outside its explicit subscription once a
+    // request set it (see sotw.ts, delta.ts), and names held outside it are never pushed.
+    const out = new Set<string>(this.#index.subscribedNames(typeUrl));
     const seen = new Set<unknown>();
-    for (const c of this.#conns.values()) {
+    for (const c of this.#index.wildcardStreams(typeUrl)) {
       const st = c.types.get(typeUrl);
-      if (!st) continue;
-      if (!seen.has(st.sub)) {
-        seen.add(st.sub);
-        for (const n of st.sub.list) out.add(n);
-      }
-      this.#eachHeld(st.held, seen, (n) => out.add(n));
+      if (st) this.#eachHeld(st.held, seen, (n) => out.add(n));
     }
     return out;
   }

@@ -60,7 +60,13 @@ export class SharedViews<P> {
   ): Promise<Query | null> {
     const sub = st.sub;
     let query: readonly string[] | null = st.wildcard ? null : sub.list;
-    const complete = !(scoped && !d.all);
+    // A scoped push (a few changed names) to a stream that holds exactly a shared view asks for
+    // the whole subscription instead: the generator answers it with the shared view every stream
+    // of that subscription gets, so the diff, the response list and its encoding are computed once
+    // for all of them, and the stream's held state stays one shared reference (no per-stream
+    // copies that grow with every change).
+    const complete = !(scoped && !d.all) ||
+      (st.held.view !== undefined && !st.held.overrides?.size);
     if (!complete) {
       query = [...d.names].filter((n) => st.wildcard || sub.set.has(n));
     }

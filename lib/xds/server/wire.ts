@@ -37,6 +37,22 @@ export function encodedAny(typeUrl: string, entry: ResourceEntry): Uint8Array {
 
 /** Strings as UTF-8: short ASCII ones (versions, nonces) without a TextEncoder call; type URLs cached. */
 const strCache = new Map<string, Uint8Array>();
+/**
+ * Recent response versions as UTF-8: content versions are shared by every stream holding the same
+ * view, so a push to many streams encodes each once. Cleared when full.
+ */
+const versionCache = new Map<string, Uint8Array>();
+function versionBytes(s: string | undefined): Uint8Array | undefined {
+  if (!s) return undefined;
+  let b = versionCache.get(s);
+  if (!b) {
+    if (versionCache.size >= 256) versionCache.clear();
+    b = str(s)!;
+    versionCache.set(s, b);
+  }
+  return b;
+}
+
 function str(s: string | undefined): Uint8Array | undefined {
   if (!s) return undefined;
   const hit = strCache.get(s);
@@ -129,7 +145,7 @@ function resourcesOf(
  * them without joining them.
  */
 export function encodeDiscoveryResponseParts(r: DiscoveryResponse): Uint8Array[] {
-  const version = str(r.version_info);
+  const version = versionBytes(r.version_info);
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
@@ -186,7 +202,7 @@ function deltaResourcesBody(typeUrl: string, list: readonly NamedResource[]): Ui
  * `resources` of a shared list (see {@link markShared}) are encoded once and shared.
  */
 export function encodeDeltaDiscoveryResponseParts(r: DeltaDiscoveryResponse): Uint8Array[] {
-  const version = str(r.system_version_info);
+  const version = versionBytes(r.system_version_info);
   const typeUrl = str(r.type_url);
   const nonce = str(r.nonce);
   const cp = controlPlane(r.control_plane);
@@ -262,6 +278,14 @@ export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
         r.payload();
         if (namesStart < 0) namesStart = tagAt;
         else if (!lastWasName) contiguous = false;
+        // The names that follow (a SotW EDS ACK repeats ~1000), each with a one-byte tag and
+        // length: skipped in a tight loop, without a call per name.
+        const buf = r.b, end = r.end;
+        let p = r.pos;
+        while (p + 1 < end && buf[p] === 0x1a && buf[p + 1] < 0x80 && p + 2 + buf[p + 1] <= end) {
+          p += 2 + buf[p + 1];
+        }
+        r.pos = p;
         namesEnd = r.pos;
         lastWasName = true;
         continue;

@@ -1,0 +1,176 @@
+import assert from "node:assert/strict";
+import { ResourceCache } from "./cache.ts";
+import { MemoryStream } from "./memory.ts";
+import { XdsServer, type XdsServerOptions } from "./stream.ts";
+import {
+  type DeltaDiscoveryResponse,
+  type DiscoveryResponse,
+  type ResourceMap,
+  XDS_TYPES,
+} from "./types.ts";
+import { bytes, cacheWith, node, parseTestNode, type TestProxy } from "./_test_util.ts";
+
+const { cluster: CDS, endpoint: EDS } = XDS_TYPES;
+
+function newServer(
+  cache: ResourceCache,
+  extra: Partial<XdsServerOptions<TestProxy>> = {},
+): XdsServer<TestProxy> {
+  return new XdsServer<TestProxy>({
+    parseNode: parseTestNode,
+    resourcesFor: (_p, t, names) => cache.select(t, names),
+    debounceAfter: 0,
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    ...extra,
+  });
+}
+
+function names(r: { resources: { name: string }[] }): string[] {
+  return r.resources.map((x) => x.name).sort();
+}
+
+function sotw(server: XdsServer<TestProxy>, peer: string) {
+  const s = new MemoryStream<DiscoveryResponse>(peer);
+  return { s, h: server.openSotw(s) };
+}
+
+Deno.test("push({kind: eds}) reaches exactly the streams subscribed to a changed cluster, as subscriptions change and streams leave", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [CDS, "k1", "x"]]);
+  const server = newServer(cache);
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  const c = sotw(server, "memory:c");
+  const d = sotw(server, "memory:d");
+  const e = new MemoryStream<DeltaDiscoveryResponse>("memory:e");
+  const he = server.openDelta(e);
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c2"] });
+  c.h.receive({ node: node("c"), type_url: EDS, resource_names: ["c1", "c2"] });
+  d.h.receive({ node: node("d"), type_url: CDS });
+  he.receive({ node: node("e"), type_url: EDS, resource_names_subscribe: ["c1"] });
+  await server.flush();
+  const firstB = await b.s.next();
+  for (const x of [a.s, c.s, d.s]) await x.next();
+  await e.next();
+  const pushC1 = async (content: string) => {
+    cache.set(EDS, "c1", bytes(content));
+    server.push({ kind: "eds", clusters: ["c1"] });
+    await server.flush();
+  };
+  await pushC1("e1b");
+  assert.deepEqual(names(await a.s.next()), ["c1"]);
+  assert.deepEqual(names(await c.s.next()), ["c1"]);
+  assert.deepEqual(names(await e.next()), ["c1"]);
+  assert.equal(b.s.unread, 0, "b does not subscribe to c1");
+  assert.equal(d.s.unread, 0, "d has no EDS subscription");
+  // b subscribes to c1 too (an ACK with new names): it now hears of c1's changes.
+  b.h.receive({
+    type_url: EDS,
+    version_info: firstB.version_info,
+    response_nonce: firstB.nonce,
+    resource_names: ["c2", "c1"],
+  });
+  assert.deepEqual(names(await b.s.next()), ["c1"], "the new name is sent at once");
+  assert.deepEqual([...server.watchedNames(EDS)].sort(), ["c1", "c2"]);
+  a.h.close();
+  await pushC1("e1c");
+  for (const x of [b.s, c.s]) assert.deepEqual(names(await x.next()), ["c1"]);
+  assert.deepEqual(names(await e.next()), ["c1"]);
+  assert.equal(a.s.unread, 0, "a left");
+  // e unsubscribes: only the SotW streams of c1 remain.
+  he.receive({ type_url: EDS, resource_names_unsubscribe: ["c1"] });
+  await server.flush();
+  while (e.unread) await e.next();
+  await pushC1("e1d");
+  for (const x of [b.s, c.s]) assert.deepEqual(names(await x.next()), ["c1"]);
+  assert.equal(e.unread, 0, "e unsubscribed");
+  assert.equal(d.s.unread, 0);
+  server.close();
+});
+
+Deno.test("a stream waiting for a push slot takes later pushes into one response (bounded queue, coalescing)", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const server = newServer(cache, { maxConcurrentPushes: 1 });
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  await a.s.next();
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c1", "c2"] });
+  await b.s.next();
+  await server.flush();
+  a.s.hold(); // a slow client: its send occupies the only slot
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  const flushed = server.flush();
+  assert.deepEqual(names(await a.s.next()), ["c1"]);
+  cache.set(EDS, "c2", bytes("e2b"));
+  server.push({ kind: "eds", clusters: ["c2"] });
+  void server.flush();
+  cache.set(EDS, "c1", bytes("e1c"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  void server.flush();
+  await Promise.resolve();
+  assert.equal(b.s.unread, 0, "b waits in the queue while a holds the slot");
+  a.s.release();
+  await flushed;
+  await server.flush();
+  const rb = await b.s.next();
+  assert.deepEqual(names(rb), ["c1", "c2"], "three pushes, one response to the queued stream");
+  assert.equal(
+    rb.resources.find((r) => r.name === "c1")!.entry.version,
+    cache.get(EDS, "c1")!.version,
+    "with the latest content",
+  );
+  assert.equal(b.s.unread, 0);
+  // a, which was sending, gets what changed meanwhile in one more response.
+  const ra = await a.s.next();
+  assert.deepEqual(names(ra), ["c1", "c2"]);
+  assert.equal(a.s.unread, 0);
+  server.close();
+});
+
+Deno.test("new XdsServer() refuses maxConcurrentPushes below 1 and a debounceMaxEds above debounceMax", () => {
+  const cache = new ResourceCache();
+  assert.throws(() => newServer(cache, { maxConcurrentPushes: 0 }), /Invalid maxConcurrent 0/);
+  assert.throws(
+    () => newServer(cache, { debounceMax: 500, debounceMaxEds: 800 }),
+    /Invalid debounceMaxEds 800/,
+  );
+});
+
+Deno.test("a scoped EDS push to streams holding the same shared view sends them one shared resource list", async () => {
+  // A generator like mesh-discovery's: one map per subscription list and cache state.
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"]]);
+  const views = new Map<string, ResourceMap>();
+  const server = newServer(cache, {
+    resourcesFor: (_p, t, ns) => {
+      const key = t + (ns ?? ["*"]).map((n) => `${n}=${cache.get(t, n)?.version}`).join(",");
+      let v = views.get(key);
+      if (!v) views.set(key, v = cache.select(t, ns));
+      return v;
+    },
+  });
+  const streams = ["a", "b", "c"].map((n) => sotw(server, `memory:${n}`));
+  for (const [i, x] of streams.entries()) {
+    x.h.receive({ node: node(`p${i}`), type_url: EDS, resource_names: ["c1", "c2", "c3"] });
+    await x.s.next();
+  }
+  for (const round of ["b", "c"]) {
+    cache.set(EDS, "c2", bytes(`e2${round}`));
+    server.push({ kind: "eds", clusters: ["c2"] });
+    await server.flush();
+    const rs = await Promise.all(streams.map((x) => x.s.next()));
+    for (const r of rs) assert.deepEqual(names(r), ["c2"]);
+    assert.ok(rs.every((r) => r.resources === rs[0].resources), "one list, encoded once");
+    assert.ok(rs.every((r) => r.version_info === rs[0].version_info));
+  }
+  // What each stream holds is the shared view (no per-stream copies), with the new versions.
+  for (const c of server.connections()) {
+    assert.deepEqual(c.types[EDS].resources, {
+      c1: cache.get(EDS, "c1")!.version,
+      c2: cache.get(EDS, "c2")!.version,
+      c3: cache.get(EDS, "c3")!.version,
+    });
+  }
+  server.close();
+});
