@@ -395,7 +395,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     let churn: ChurnTracker | undefined;
     const onResponse = (p: AnyProxy, r: SimResponse) => {
       lastResponse = performance.now();
-      if (churn && r.type === "eds") churn.received(p, r.section, lastResponse);
+      if (churn && r.type === "eds" && p instanceof SimProxy) {
+        churn.received(p, r.section, lastResponse);
+      }
       const t0 = opened.get(p);
       if (t0 !== undefined && p.synced) {
         readyMs.push(lastResponse - t0);
@@ -960,6 +962,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         x.why ? `; first other answer: ${x.why}` : ""
       })`;
     let churnRow = "", stormRow = "";
+    /** Churn is followed on the sidecars (proxyless workloads see only the services they call). */
+    const sidecarsLive = () => proxies.filter((p) => p instanceof SimProxy && !p.ended).length;
     if (o.churnRate > 0) {
       const tracker = churn = new ChurnTracker();
       const total = Math.round(o.churnRate * o.churnSeconds);
@@ -998,7 +1002,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       let complete = true;
       await until(
         "every proxy to receive every churn change",
-        () => tracker.delivered >= total * live(),
+        () => tracker.delivered >= total * sidecarsLive(),
         120_000,
       ).catch(() => (complete = false));
       clearInterval(rssTimer);
@@ -1008,9 +1012,9 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       const wall = (performance.now() - start) / 1000;
       churn = undefined;
       out(
-        `sustained churn at ${live()} proxies: ${total} endpoint changes (registry) posted in ` +
+        `sustained churn at ${sidecarsLive()} sidecars: ${total} endpoint changes (registry) posted in ` +
           `${postedIn.toFixed(1)} s (${(total / postedIn).toFixed(1)}/s); ` +
-          `${tracker.delivered} of ${total * live()} (change, proxy) deliveries${
+          `${tracker.delivered} of ${total * sidecarsLive()} (change, proxy) deliveries${
             complete ? "" : " (INCOMPLETE after 120 s)"
           }; change → that proxy's update p50 ${ms(tracker.percentile(50))}, p99 ` +
           `${ms(tracker.percentile(99))}, max ${ms(tracker.percentile(100))}; server CPU ` +
@@ -1020,7 +1024,7 @@ export async function main(args: string[] = Deno.args): Promise<void> {
       out(`  server RSS every 5 s: ${rss.join(", ")}`);
       churnRow = `| sustained churn: ${total} endpoint changes at ${
         (total / postedIn).toFixed(1)
-      }/s, ${live()} proxies: change → each proxy's update p50 / p99 / max | ${
+      }/s, ${sidecarsLive()} proxies: change → each proxy's update p50 / p99 / max | ${
         ms(tracker.percentile(50))
       } / ${ms(tracker.percentile(99))} / ${ms(tracker.percentile(100))} (${
         complete ? "all delivered" : "INCOMPLETE"
