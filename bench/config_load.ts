@@ -11,10 +11,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { TYPE_URLS } from "../lib/xds/mod.ts";
 import { waitUntil } from "../tests/harness/procs.ts";
-import { adsClient } from "../tests/e2e/_ads_client.ts";
-import { http, post, startDiscovery } from "../tests/e2e/discovery_harness.ts";
+import { probeUntil, virtualService } from "../tests/e2e/_config_load.ts";
+import { http, startDiscovery } from "../tests/e2e/discovery_harness.ts";
 
 const HELP = `Usage: deno task bench config_load [--documents N,N,...] [--runs N]
 
@@ -23,20 +22,6 @@ probes /ready, REST CDS and ADS CDS until the configuration is in force; prints 
 the cost per 1000 documents and per MB, and the slowest probe of each kind.
   --documents N,...  file sizes in documents (default 1000,5000,12500; 12500 is ~4 MiB)
   --runs N           runs per size, the median printed (default 3)`;
-
-const NODE = "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local";
-
-const virtualService = (i: number) =>
-  `apiVersion: networking.mesh.io/v1alpha3
-kind: VirtualService
-metadata: {name: vs-${i}, namespace: default}
-spec:
-  hosts: [svc-${i}.default.svc.cluster.local]
-  http:
-  - match: [{uri: {prefix: /api/${i}}}]
-    route: [{destination: {host: svc-${i}.default.svc.cluster.local, port: {number: 80}}}]
-    timeout: 5s
-`;
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -56,54 +41,31 @@ interface Run {
 async function loadOnce(documents: number): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-cfgload-" });
   const d = await startDiscovery(["--configDir", dir, "--registries", "Mock"]);
-  const ads = adsClient(d.grpc);
   try {
     await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 20_000);
     const text = Array.from({ length: documents }, (_, i) => virtualService(i)).join("---\n");
-    const slowest = { ready: 0, rest: 0, ads: 0 };
-    const time = async (k: keyof typeof slowest, f: () => Promise<unknown>) => {
-      const t = performance.now();
-      await f();
-      slowest[k] = Math.max(slowest[k], performance.now() - t);
-    };
-    let finished = false;
-    const prober = (async () => {
-      while (!finished) {
-        await time("ready", () => http(`http://${d.http}/ready`));
-        await time(
-          "rest",
-          () => post(`http://${d.http}/v3/discovery:clusters`, { node: { id: NODE } }),
-        );
-        await time("ads", async () => {
-          const s = ads.open();
-          s.send({ node: { id: NODE }, type_url: TYPE_URLS.cluster });
-          await s.next(TYPE_URLS.cluster, 60_000).finally(() => s.close());
-        });
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
     const start = performance.now();
     await Deno.writeTextFile(`${dir}/.all.yaml.tmp`, text);
     await Deno.rename(`${dir}/.all.yaml.tmp`, `${dir}/all.yaml`);
-    try {
-      await waitUntil(
-        async () =>
-          JSON.parse((await http(`http://${d.http}/debug/configz`)).body).length === documents + 1,
-        600_000,
-        "the configuration in force",
-        50,
-      );
-    } finally {
-      finished = true;
-      await prober;
-    }
+    const slowest = await probeUntil(
+      d,
+      async () =>
+        JSON.parse((await http(`http://${d.http}/debug/configz`)).body).length === documents + 1,
+      {
+        what: "the configuration in force",
+        pauseMs: 20,
+        deadlineMs: 600_000,
+        pollMs: 50,
+        adsTimeoutMs: 60_000,
+        check: false,
+      },
+    );
     return {
       loadMs: performance.now() - start,
       bytes: new TextEncoder().encode(text).length,
       ...slowest,
     };
   } finally {
-    ads.close();
     await d.proc.stop();
     await Deno.remove(dir, { recursive: true });
   }

@@ -12,85 +12,29 @@
 
 import assert from "node:assert/strict";
 import { waitUntil } from "../harness/procs.ts";
-import { TYPE_URLS } from "../../lib/xds/mod.ts";
-import { adsClient } from "./_ads_client.ts";
-import { http, post, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
+import { type Probe, probeUntil as probe, virtualService } from "./_config_load.ts";
+import { http, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
+
+/** Probes until `done()` holds; every probe must succeed. */
+const probeUntil = (
+  d: RunningDiscovery,
+  done: () => Promise<boolean>,
+  what: string,
+  kinds?: readonly Probe[],
+) =>
+  probe(d, done, {
+    what,
+    kinds,
+    pauseMs: 50,
+    deadlineMs: 180_000,
+    pollMs: 500,
+    adsTimeoutMs: 30_000,
+    check: true,
+  });
 
 const DOCUMENTS = 5000;
 /** Longest a probe may take while the configuration loads. */
 const MAX_PROBE_MS = 1500;
-const NODE = "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local";
-
-const virtualService = (i: number) =>
-  `apiVersion: networking.mesh.io/v1alpha3
-kind: VirtualService
-metadata: {name: vs-${i}, namespace: default}
-spec:
-  hosts: [svc-${i}.default.svc.cluster.local]
-  http:
-  - match: [{uri: {prefix: /api/${i}}}]
-    route: [{destination: {host: svc-${i}.default.svc.cluster.local, port: {number: 80}}}]
-    timeout: 5s
-`;
-
-type Probe = "ready" | "rest" | "ads";
-
-/**
- * Probes `/ready`, REST CDS and ADS CDS in turn until `done()` holds, each timed; returns the
- * slowest of each. Every probe must succeed.
- */
-async function probeUntil(
-  d: RunningDiscovery,
-  done: () => Promise<boolean>,
-  what: string,
-  kinds: readonly Probe[] = ["ready", "rest", "ads"],
-): Promise<Record<Probe, number>> {
-  const slowest: Record<Probe, number> = { ready: 0, rest: 0, ads: 0 };
-  const ads = adsClient(d.grpc);
-  const time = async (p: Probe, f: () => Promise<void>) => {
-    const t = performance.now();
-    await f();
-    slowest[p] = Math.max(slowest[p], performance.now() - t);
-  };
-  let finished = false;
-  const prober = (async () => {
-    while (!finished) {
-      if (kinds.includes("ready")) {
-        await time("ready", async () => {
-          const res = await http(`http://${d.http}/ready`);
-          assert.equal(res.status, 200, `/ready during the load: ${res.status} ${res.body}`);
-        });
-      }
-      if (kinds.includes("rest")) {
-        await time("rest", async () => {
-          const res = await post(`http://${d.http}/v3/discovery:clusters`, { node: { id: NODE } });
-          assert.equal(res.status, 200, `REST CDS during the load: ${res.status} ${res.body}`);
-        });
-      }
-      if (kinds.includes("ads")) {
-        await time("ads", async () => {
-          const stream = ads.open();
-          try {
-            stream.send({ node: { id: NODE }, type_url: TYPE_URLS.cluster });
-            const cds = await stream.next(TYPE_URLS.cluster, 30_000);
-            assert.ok(cds.resources.length > 0, "ADS CDS during the load");
-          } finally {
-            await stream.close();
-          }
-        });
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  try {
-    await waitUntil(done, 180_000, what, 500);
-  } finally {
-    finished = true;
-    await prober.finally(() => ads.close());
-  }
-  return slowest;
-}
-
 function assertResponsive(slowest: Record<Probe, number>) {
   for (const [p, ms] of Object.entries(slowest)) {
     assert.ok(
