@@ -57,6 +57,14 @@ export interface WorkerCount {
 }
 
 /**
+ * Whether a failure to start workers is about the port itself (in use, not allowed, no such
+ * address): one isolate would meet it too, so the program fails instead of falling back.
+ */
+export function isPortProblem(message: string): boolean {
+  return /EADDRINUSE|EACCES|EADDRNOTAVAIL/.test(message);
+}
+
+/**
  * The worker count of a `--workers` value (0 = one per core). One when the listener cannot be
  * shared: `unixSocket` (a path has no SO_REUSEPORT spreading) or another OS than Linux.
  */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { cgroupCpuLimit, coreCount, reserveSharedPort, workerCount } from "./mod.ts";
+import { cgroupCpuLimit, coreCount, isPortProblem, reserveSharedPort, workerCount } from "./mod.ts";
 
 Deno.test("cgroupCpuLimit() rounds a quota up to whole cores, and is undefined without one", () => {
   assert.equal(cgroupCpuLimit("200000 100000\n"), 2);
@@ -33,4 +33,11 @@ Deno.test("reserveSharedPort() picks a free port for 0 and refuses a port held b
   } finally {
     await new Promise<void>((r) => held.close(() => r()));
   }
+});
+
+Deno.test("isPortProblem() tells a port failure (no fallback) from another start failure", () => {
+  assert.ok(isPortProblem("listen EADDRINUSE: address already in use 0.0.0.0:15010"));
+  assert.ok(isPortProblem("listen EACCES: permission denied 0.0.0.0:80"));
+  assert.ok(isPortProblem("listen EADDRNOTAVAIL: 10.9.9.9:15010"));
+  assert.ok(!isPortProblem("worker signing API worker 0 did not start within 120000 ms"));
 });

@@ -28,7 +28,7 @@ import { directoryRootStore, type KeySource, startKeySource } from "./keys.ts";
 import { createCaMetrics, startMonitoring } from "./monitoring.ts";
 import { startSelfCheck } from "./selfcheck.ts";
 import { createAuthenticator } from "./signer.ts";
-import { workerCount } from "../../lib/workers/mod.ts";
+import { isPortProblem, workerCount } from "../../lib/workers/mod.ts";
 
 export {
   type CaConfig,
@@ -42,9 +42,6 @@ export { CA_SECRET } from "./orch.ts";
 export { WORKLOAD_SECRET } from "./controller.ts";
 export { ROOT_FILES } from "./keys.ts";
 export { CA_SERVICE, CERTIFICATE_SERVICE } from "./grpc.ts";
-
-/** A failure to bind the port, which one isolate would meet too (no fallback). */
-const PORT_PROBLEM = /EADDRINUSE|EACCES|EADDRNOTAVAIL/;
 
 /** Injected dependencies of {@link start}. */
 export interface CaDeps {
@@ -308,7 +305,7 @@ async function serveOnWorkers(p: Parts, i: SigningApiInputs): Promise<SigningApi
     };
   } catch (e) {
     const m = (e as Error).message;
-    if (PORT_PROBLEM.test(m)) throw new Error(`Cannot serve gRPC on ${host}:${i.port}: ${m}`);
+    if (isPortProblem(m)) throw new Error(`Cannot serve gRPC on ${host}:${i.port}: ${m}`);
     log.warn(
       `cannot serve the signing API in ${workers.count} worker isolates (${m}): serving on one isolate`,
     );

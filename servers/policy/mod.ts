@@ -30,7 +30,7 @@ import type { PolicyConfig } from "./config.ts";
 import { withDefaults } from "./defaults.ts";
 import { mixerHandlers, mixerWork } from "./grpc.ts";
 import type { PolicyWorkers } from "./workers.ts";
-import { workerCount } from "../../lib/workers/mod.ts";
+import { isPortProblem, workerCount } from "../../lib/workers/mod.ts";
 import { aggregateMetrics } from "../../lib/monitoring/mod.ts";
 import { createPolicyMetrics, monitoringHandler } from "./monitoring.ts";
 import { Pool } from "./pool.ts";
@@ -389,7 +389,7 @@ async function serveOnWorkers(
     });
   } catch (e) {
     const m = (e as Error).message;
-    if (/EADDRINUSE|EACCES|EADDRNOTAVAIL/.test(m)) {
+    if (isPortProblem(m)) {
       throw new Error(`Cannot serve gRPC on port ${port}: ${m}`);
     }
     log.warn(`cannot serve the API in ${n} worker isolates (${m}): serving on one isolate`);
