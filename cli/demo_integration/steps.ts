@@ -56,17 +56,7 @@ export interface DemoOptions {
  * (the proxyless server binds its port on every address, so it is probed on 0.0.0.0).
  */
 export function apiPort(preferred = 8081): number {
-  for (const port of [preferred, 0]) {
-    try {
-      const l = Deno.listen({ hostname: "0.0.0.0", port });
-      const got = (l.addr as Deno.NetAddr).port;
-      l.close();
-      return got;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AddrInUse)) throw e;
-    }
-  }
-  throw new Error("no free port for the API proxy");
+  return freePort("0.0.0.0", preferred);
 }
 
 /** The names the demo uses. */
