@@ -16,12 +16,14 @@
 
 import { Command } from "../lib/deps/commander.ts";
 import { FlagValueError } from "../lib/flags/mod.ts";
+import { freePort } from "../lib/net/mod.ts";
 import { MAX_MOCK_PORT_OFFSET, MOCK_PORT_OFFSET, mockEndpointPort } from "../lib/registry/mock.ts";
 import {
   startWhoAmI,
   WHOAMI_METHOD,
   type WhoAmIBackend,
   whoAmIClientConstructor,
+  yieldingCallCredentials,
 } from "./demo/whoami.ts";
 import { Buffer } from "node:buffer";
 
@@ -87,14 +89,6 @@ async function isFree(hostname: string, port: number): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** A port free on `hostname` now (the system's choice). */
-function freePort(hostname: string): number {
-  const l = Deno.listen({ hostname, port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 /** Whether both Mock endpoint addresses of hello are free on `port`. */
@@ -272,7 +266,7 @@ async function choosePorts(cmd: DemoCommand, o: DemoOptions) {
   const chosen: string[] = [];
   for (const [name, host] of PORT_FLAGS) {
     if (cmd.getOptionValueSource(name) !== "default" || await isFree(host, o[name])) continue;
-    o[name] = await freePort(host);
+    o[name] = freePort(host);
     chosen.push(`--${name} ${o[name]}`);
   }
   if (cmd.getOptionValueSource("mockPortOffset") === "default") {
@@ -479,6 +473,7 @@ class DemoRun {
     const Client = whoAmIClientConstructor(grpc);
     const c = new Client(TARGET, grpc.credentials.createInsecure());
     this.client = c;
+    const credentials = yieldingCallCredentials(grpc);
     const versions = new Map<string, number>();
     const errors = new Map<string, number>();
     let inFlight = 0;
@@ -492,7 +487,7 @@ class DemoRun {
         (b: Buffer) => JSON.parse(b.toString("utf8")),
         {},
         new grpc.Metadata(),
-        { deadline: Date.now() + 2000 },
+        { deadline: Date.now() + 2000, credentials },
         (err: { code?: number } | null, reply?: { version: string }) => {
           inFlight--;
           if (this.stopping) return;

@@ -12,7 +12,13 @@
  */
 
 import { Buffer } from "node:buffer";
-import { WHOAMI_METHOD, whoAmIClientConstructor, type WhoAmIReply } from "./whoami.ts";
+import {
+  WHOAMI_METHOD,
+  whoAmIClientConstructor,
+  type WhoAmIReply,
+  yieldingCallCredentials,
+} from "./whoami.ts";
+import { freeServerPort } from "../../lib/net/mod.ts";
 
 /** What {@link runMeshDemo} needs from the demo command. */
 export interface MeshDemoOptions {
@@ -152,13 +158,6 @@ class Child {
   }
 }
 
-function freePort(): number {
-  const l = Deno.listen({ hostname: "0.0.0.0", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
 const program = (name: string) => [Deno.execPath(), "run", "-A", new URL(name, REPO).pathname];
 
 /** Ports the demo binds (all free ones). */
@@ -182,7 +181,9 @@ class MeshDemo {
 
   constructor(readonly o: MeshDemoOptions, readonly dir: string) {
     this.done = new Promise((r) => (this.#resolve = r));
-    const [v1, v2, ads, ca, caMonitoring] = [1, 2, 3, 4, 5].map(freePort);
+    // below the ephemeral range: the backends bind theirs only once their listener arrives over
+    // xDS, by when an outgoing connection of the demo could have taken an ephemeral one
+    const [v1, v2, ads, ca, caMonitoring] = [1, 2, 3, 4, 5].map(() => freeServerPort());
     this.ports = { v1, v2, ads, ca, caMonitoring };
   }
 
@@ -296,6 +297,7 @@ class MeshDemo {
     const Client = whoAmIClientConstructor(grpc);
     const c = new Client(TARGET, new xds.XdsChannelCredentials(grpc.credentials.createInsecure()));
     this.client = c;
+    const credentials = yieldingCallCredentials(grpc);
     const versions = new Map<string, number>();
     const errors = new Map<string, number>();
     const peers = new Map<string, number>();
@@ -323,7 +325,7 @@ class MeshDemo {
           (b: Buffer) => JSON.parse(b.toString("utf8")),
           {},
           new grpc.Metadata(),
-          { deadline: Date.now() + 2000 },
+          { deadline: Date.now() + 2000, credentials },
           done,
         );
       }

@@ -117,20 +117,5 @@ export async function run(program: string, args: string[], stdin?: string): Prom
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-/**
- * A port free on `hostname` now (for programs whose port 0 means "off"): `preferred` when it is
- * free, else any.
- */
-export function freePort(hostname = "127.0.0.1", preferred = 0): number {
-  for (const port of new Set([preferred, 0])) {
-    try {
-      const l = Deno.listen({ hostname, port });
-      const got = (l.addr as Deno.NetAddr).port;
-      l.close();
-      return got;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AddrInUse)) throw e;
-    }
-  }
-  throw new Error(`no free port on ${hostname}`);
-}
+/** A port free on a host now (for programs whose port 0 means "off"). */
+export { freePort } from "../../lib/net/mod.ts";

@@ -15,6 +15,8 @@
  * @module
  */
 
+import { freeServerPort } from "../../lib/net/mod.ts";
+
 const REPO_ROOT = new URL("../../", import.meta.url);
 
 /** Options for {@linkcode spawnProgram} and {@linkcode runProgram}. */
@@ -280,55 +282,15 @@ export async function runProgram(
   return { code: s.code, signal: s.signal, stdout: proc.stdout(), stderr: proc.stderr() };
 }
 
+export { freeServerPort };
+
 /**
- * Returns a TCP port that was free on 127.0.0.1 a moment ago (bound to port 0, then closed).
- * Prefer letting servers bind port 0 themselves; use this only for programs that need a port
- * number up front.
+ * Returns a TCP port that was free on every address a moment ago, below the ephemeral range (see
+ * {@link freeServerPort}: no outgoing connection can take it meanwhile). Prefer letting servers
+ * bind port 0 themselves; use this only for programs that need a port number up front.
  */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
-/** Ports {@link freeServerPort} returned in this process. */
-const handedOut = new Set<number>();
-
-/** The first port of the kernel's ephemeral range (Linux; 32768 elsewhere or when unreadable). */
-function ephemeralLow(): number {
-  try {
-    const low = Number(
-      Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").split(/\s+/)[0],
-    );
-    return low > 1024 ? low : 32768;
-  } catch {
-    return 32768;
-  }
-}
-
-/**
- * A TCP port free on every address a moment ago, chosen at random below the ephemeral range, for a
- * server that binds it only later (its number written into configuration first). A port from
- * {@link freePort} is ephemeral: meanwhile any outgoing connection on the machine may take it as
- * its source port (seen on a loaded box: a grpc-js-xds server failing with EADDRINUSE while a
- * test in parallel made thousands of connections). Below the range, only a server that binds it
- * can.
- */
-export function freeServerPort(): number {
-  const low = Math.min(ephemeralLow(), 65536);
-  for (let i = 0; i < 200; i++) {
-    const port = 10_000 + Math.floor(Math.random() * Math.max(1, low - 10_000));
-    if (handedOut.has(port)) continue; // not bound yet by whoever got it
-    try {
-      Deno.listen({ hostname: "0.0.0.0", port }).close();
-      handedOut.add(port);
-      return port;
-    } catch {
-      // taken: another one
-    }
-  }
-  throw new Error(`no free port found between 10000 and ${low}`);
+  return freeServerPort();
 }
 
 /** Runs `fn` with a fresh temp directory that is removed afterwards, even when `fn` throws. */
