@@ -51,6 +51,22 @@ export const WHOAMI_SERVICE = {
   },
 } as const;
 
+/**
+ * Per-call credentials that add no metadata but answer from a timer, for proxyless (xDS) clients.
+ * grpc-js 1.14 picks again, in a promise callback, when the subchannel it picked is no longer
+ * READY once the call's credentials metadata is ready. Without call credentials that metadata is
+ * an already-resolved promise, so the re-picks are a chain of microtasks that never lets a timer
+ * or a socket event run: neither the picker update that would end it nor the call's deadline.
+ * Seen here: a test client grew to V8's 4 GB heap limit after its channels were closed and
+ * recreated while the mesh switched mutual TLS and RBAC. With these, every re-pick waits for the
+ * event loop. Pass as the `credentials` call option.
+ */
+export function yieldingCallCredentials(grpc: Grpc) {
+  return grpc.credentials.createFromMetadataGenerator((_params, done) => {
+    setTimeout(() => done(null, new grpc.Metadata()), 0);
+  });
+}
+
 /** Options of {@link startWhoAmI}. */
 export interface WhoAmIOptions {
   /** Host to bind, e.g. `127.0.0.1` or a Mock endpoint address like `127.0.1.1`. */

@@ -19,7 +19,12 @@ import {
 } from "./checks.ts";
 import { freePort, run, type Running, start } from "./programs.ts";
 import { Buffer } from "node:buffer";
-import { WHOAMI_METHOD, whoAmIClientConstructor, type WhoAmIReply } from "../demo/whoami.ts";
+import {
+  WHOAMI_METHOD,
+  whoAmIClientConstructor,
+  type WhoAmIReply,
+  yieldingCallCredentials,
+} from "../demo/whoami.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -753,7 +758,7 @@ class IntegrationDemo {
           (b: Buffer) => JSON.parse(b.toString("utf8")),
           { id: "" },
           new grpc.Metadata(),
-          { deadline: Date.now() + 3000 },
+          { deadline: Date.now() + 3000, credentials: yieldingCallCredentials(grpc) },
           (err: Error | null, reply?: WhoAmIReply) => {
             c.close();
             if (err || !reply) reject(err ?? new Error("no reply"));

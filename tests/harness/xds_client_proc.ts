@@ -17,7 +17,12 @@
 
 import { Buffer } from "node:buffer";
 import process from "node:process";
-import { WHOAMI_METHOD, whoAmIClientConstructor, type WhoAmIReply } from "../../cli/demo/whoami.ts";
+import {
+  WHOAMI_METHOD,
+  whoAmIClientConstructor,
+  type WhoAmIReply,
+  yieldingCallCredentials,
+} from "../../cli/demo/whoami.ts";
 
 interface CallCommand {
   id: number;
@@ -35,20 +40,40 @@ const xds = await import("../../lib/deps/grpc_xds.ts");
 xds.register();
 const Client = whoAmIClientConstructor(grpc);
 const clients = new Map<string, InstanceType<typeof Client>>();
+/**
+ * One channel per target that `reset` never closes: it keeps grpc-js-xds's watches of the target's
+ * resources, so that closing the calling channels does not end the ADS stream. (grpc-js-xds ends
+ * its ADS stream with a half-close when the last watch goes and opens a new one for the next; in
+ * Deno some of those half-closes never reach the server, so a client that reset its channels a
+ * hundred times held 100 ADS streams open and its next stream was refused.)
+ */
+const keepers = new Map<string, InstanceType<typeof Client>>();
 let seq = 0;
+
+function credentials() {
+  // MESH_TEST_XDS_CREDS=1: TLS as the control plane says (XdsChannelCredentials), else plaintext
+  return Deno.env.get("MESH_TEST_XDS_CREDS") === "1"
+    ? new xds.XdsChannelCredentials(grpc.credentials.createInsecure())
+    : grpc.credentials.createInsecure();
+}
 
 function clientFor(target: string) {
   let c = clients.get(target);
   if (!c) {
-    // MESH_TEST_XDS_CREDS=1: TLS as the control plane says (XdsChannelCredentials), else plaintext
-    const creds = Deno.env.get("MESH_TEST_XDS_CREDS") === "1"
-      ? new xds.XdsChannelCredentials(grpc.credentials.createInsecure())
-      : grpc.credentials.createInsecure();
-    c = new Client(target, creds);
+    if (!keepers.has(target)) {
+      const keeper = new Client(target, credentials());
+      keeper.getChannel().getConnectivityState(true); // resolves: watches the resources
+      keepers.set(target, keeper);
+    }
+    // its own subchannels: after a reset, calls go over new connections, not the keeper's
+    c = new Client(target, credentials(), { "grpc.use_local_subchannel_pool": 1 });
     clients.set(target, c);
   }
   return c;
 }
+
+/** See {@link yieldingCallCredentials}: no grpc-js re-pick loop can starve the event loop. */
+const yieldToEventLoop = yieldingCallCredentials(grpc);
 
 function callOnce(
   cmd: CallCommand,
@@ -64,7 +89,7 @@ function callOnce(
       (b: Buffer) => JSON.parse(b.toString("utf8")),
       req,
       md,
-      { deadline: Date.now() + (cmd.deadlineMs ?? 5000) },
+      { deadline: Date.now() + (cmd.deadlineMs ?? 5000), credentials: yieldToEventLoop },
       (err: { code?: number; details?: string } | null, reply?: WhoAmIReply) => {
         if (err) resolve({ code: err.code ?? 2, message: err.details });
         else resolve({ reply, code: 0 });
@@ -112,7 +137,7 @@ for await (const chunk of Deno.stdin.readable) {
     if (!line) continue;
     const cmd = JSON.parse(line);
     if (cmd.op === "exit") {
-      for (const c of clients.values()) c.close();
+      for (const c of [...clients.values(), ...keepers.values()]) c.close();
       await out({ id: cmd.id, ok: true });
       Deno.exit(0);
     }
@@ -130,5 +155,5 @@ for await (const chunk of Deno.stdin.readable) {
     } else await out({ id: cmd.id, error: `unknown op "${cmd.op}"` });
   }
 }
-for (const c of clients.values()) c.close();
+for (const c of [...clients.values(), ...keepers.values()]) c.close();
 Deno.exit(0);
