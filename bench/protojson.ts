@@ -178,7 +178,7 @@ export async function main(args: string[] = []): Promise<void> {
     if (JSON.stringify(a) === JSON.stringify(b)) sameText++;
   });
   console.log(
-    `                       lib/xds/json.ts  @bufbuild/protobuf ${bb.version}  ours/theirs`,
+    `                       lib/xds/json.ts  @bufbuild/protobuf ${bb.version}  time ours/bufbuild`,
   );
   console.log(
     `print (µs/resource)           ${us("ours.print")}  ${us("bb.print")}                  ${
