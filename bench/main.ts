@@ -16,6 +16,7 @@ export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Prom
   h2_attack: () => import("./h2_attack.ts"),
   generate: () => import("./generate.ts"),
   meshctl: () => import("./meshctl.ts"),
+  protojson: () => import("./protojson.ts"),
   policy: () => import("./policy.ts"),
   xds: () => import("./xds.ts"),
 };

@@ -1,10 +1,13 @@
 /**
  * Canonical proto3 JSON for xDS resources (what `/debug/adsz`, `/debug/cdsz`, `/debug/edsz` and
- * REST xDS print), driven by the protobufjs reflection data that `loadXdsProtos()` loaded.
+ * REST xDS print), driven by the protobufjs reflection data that `loadXdsProtos()` loaded; and the
+ * one proto3 JSON reader (`ProtoJson.parse`, which mesh-agent's bootstrap check uses through
+ * `lib/xds/pgv.ts`).
  *
  * The message layouts come from the `FileDescriptorProto`s protobufjs exports with every package
- * definition (decoded once, with field presence intact, so oneof members are known exactly). The
- * printer walks the fields of each message type recursively:
+ * definition (decoded once, with field presence intact, so oneof members are known exactly), or
+ * with {@link ProtoJson.fromReflection} from a protobufjs `Root`'s reflection tree. The printer
+ * walks the fields of each message type recursively, in declaration order:
  *
  * - field names stay as in the .proto (snake_case), like Envoy's `config_dump`;
  * - fields at their default value are omitted, except oneof members and `optional` fields;
@@ -15,6 +18,8 @@
  *   well-known type inside);
  * - enums print their names, bytes base64, 64-bit integers strings, non-finite floats
  *   `"NaN"`/`"Infinity"`/`"-Infinity"`.
+ *
+ * Why not `@bufbuild/protobuf`'s `toJson`: measured in docs/ARCHITECTURE.md ("Proto3 JSON").
  *
  * {@link ProtoJson.parse} is the inverse: it turns proto3 JSON back into the object form that
  * protobufjs `fromObject` (and so `encodeAny`) accepts.
@@ -118,6 +123,62 @@ function shortName(typeUrl: string): string {
   return typeUrl.slice(typeUrl.lastIndexOf("/") + 1);
 }
 
+const SCALAR_TYPES: Record<string, string> = Object.fromEntries(
+  [
+    "double",
+    "float",
+    "int64",
+    "uint64",
+    "int32",
+    "fixed64",
+    "fixed32",
+    "bool",
+    "string",
+    "bytes",
+    "uint32",
+    "sfixed32",
+    "sfixed64",
+    "sint32",
+    "sint64",
+  ].map((t) => [t, `TYPE_${t.toUpperCase()}`]),
+);
+
+/** The `FieldInfo` of a resolved protobufjs field (a map field points at its value's type). */
+function reflectedField(rf: Any): FieldInfo {
+  const rt = rf.resolvedType;
+  const type = SCALAR_TYPES[rf.type] ??
+    (rt && !Array.isArray(rt.fieldsArray) ? "TYPE_ENUM" : "TYPE_MESSAGE");
+  const typeName = rt ? String(rt.fullName).replace(/^\./, "") : undefined;
+  const name = String(rf.name);
+  const presence = rf.partOf !== null && rf.partOf !== undefined;
+  if (!rf.map) {
+    return {
+      name,
+      jsonName: lowerCamel(name),
+      repeated: rf.repeated === true,
+      type,
+      typeName,
+      presence,
+    };
+  }
+  const mapValue: FieldInfo = {
+    name: "value",
+    jsonName: "value",
+    repeated: false,
+    type,
+    typeName,
+    presence: false,
+  };
+  return {
+    name,
+    jsonName: lowerCamel(name),
+    repeated: true,
+    type: "TYPE_MESSAGE",
+    presence,
+    mapValue,
+  };
+}
+
 function bytesToBase64(v: unknown): unknown {
   if (v instanceof Uint8Array) return Buffer.from(v).toString("base64");
   if (Array.isArray(v)) return Buffer.from(v as number[]).toString("base64");
@@ -152,7 +213,48 @@ class Registry {
   readonly messages = new Map<string, MessageInfo>();
   readonly enums = new Map<string, EnumInfo>();
 
-  constructor(defs: Record<string, Any>) {
+  /** From the `FileDescriptorProto`s proto-loader exports with every definition. */
+  static fromDefinitions(defs: Record<string, Any>): Registry {
+    const reg = new Registry();
+    reg.#readDefinitions(defs);
+    return reg;
+  }
+
+  /**
+   * From a resolved protobufjs `Root` (its reflection tree: types, fields, oneofs, enums), for
+   * protos loaded with protobufjs itself rather than through proto-loader.
+   */
+  static fromReflection(root: Any): Registry {
+    const reg = new Registry();
+    reg.#walk(root);
+    return reg;
+  }
+
+  #walk(ns: Any): void {
+    for (const n of ns.nestedArray ?? []) {
+      const fullName = String(n.fullName).replace(/^\./, "");
+      if (Array.isArray(n.fieldsArray)) {
+        const info: MessageInfo = { fullName, fields: [], byName: new Map() };
+        for (const rf of n.fieldsArray) {
+          // extension fields (`.udpa.annotations.file_status`) are options, not fields
+          if (rf.extend !== undefined || String(rf.name).startsWith(".")) continue;
+          const f = reflectedField(rf);
+          info.fields.push(f);
+          info.byName.set(f.name, f);
+        }
+        this.messages.set(fullName, info);
+      } else if (n.values && typeof n.values === "object") {
+        const value = Object.entries(n.values as Record<string, number>).map(([name, number]) => ({
+          name,
+          number,
+        }));
+        this.#addEnum("", { name: fullName, value });
+      }
+      if (n.nestedArray) this.#walk(n);
+    }
+  }
+
+  #readDefinitions(defs: Record<string, Any>): void {
     const fdp = defs["google.protobuf.FileDescriptorProto"];
     if (typeof fdp?.deserialize !== "function") {
       throw new Error(
@@ -264,10 +366,23 @@ export class ProtoJson {
     this.#defs = defs as Record<string, Any>;
     let reg = registries.get(defs);
     if (!reg) {
-      reg = new Registry(defs as Record<string, Any>);
+      reg = Registry.fromDefinitions(defs as Record<string, Any>);
       registries.set(defs, reg);
     }
     this.#reg = reg;
+  }
+
+  /**
+   * A reader and printer over a resolved protobufjs `Root`, for protos loaded with protobufjs
+   * itself (as `lib/xds/pgv.ts` does) rather than through proto-loader. Walking the reflection
+   * tree takes milliseconds. Having no deserializers, it prints an `Any` given in binary form
+   * (`{type_url, value}`) as `{"@type", "value": base64}`. Build a new one after loading more
+   * files into `root`.
+   */
+  static fromReflection(root: unknown): ProtoJson {
+    const defs = {};
+    registries.set(defs, Registry.fromReflection(root));
+    return new ProtoJson(defs);
   }
 
   /** True when `fullName` is a message type this printer knows. */
@@ -296,13 +411,16 @@ export class ProtoJson {
    * The inverse of {@link message}: proto3 JSON of `fullName` → the object form protobufjs
    * `fromObject` accepts (durations `{seconds, nanos}`, wrappers `{value}`, Structs `{fields}`,
    * nested `Any`s `{"@type", ...}`). Accepts proto and lowerCamelCase field names. Throws with the
-   * field path on values of the wrong shape.
+   * field path (`Cluster.connect_timeout: ...`) on values of the wrong shape. Properties the
+   * message does not have are dropped, or with `keepUnknown` copied as they are (so a checker
+   * such as `pgvProblems` can report them).
    */
-  parse(fullName: string, json: unknown): unknown {
+  parse(fullName: string, json: unknown, options: { keepUnknown?: boolean } = {}): unknown {
     if (!this.#reg.messages.has(fullName)) {
       throw new Error(`Cannot parse proto3 JSON: unknown message type "${fullName}"`);
     }
-    return this.#parse(fullName, json, fullName.slice(fullName.lastIndexOf(".") + 1));
+    const short = fullName.slice(fullName.lastIndexOf(".") + 1);
+    return this.#parse(fullName, json, short, options.keepUnknown === true);
   }
 
   /**
@@ -498,8 +616,8 @@ export class ProtoJson {
 
   // ---- parsing -----------------------------------------------------------------------------
 
-  #parse(type: string, v: unknown, path: string): unknown {
-    if (WELL_KNOWN.has(type)) return this.#parseWellKnown(type, v, path);
+  #parse(type: string, v: unknown, path: string, keep: boolean): unknown {
+    if (WELL_KNOWN.has(type)) return this.#parseWellKnown(type, v, path, keep);
     if (v === null) return undefined;
     if (typeof v !== "object" || Array.isArray(v)) {
       throw new Error(`${path}: want a JSON object for ${type}, got ${JSON.stringify(v)}`);
@@ -508,7 +626,11 @@ export class ProtoJson {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
       const f = info.byName.get(k) ?? info.byName.get(snake(k));
-      if (!f || x === null) continue;
+      if (!f) {
+        if (keep) out[k] = x;
+        continue;
+      }
+      if (x === null) continue;
       const p = `${path}.${f.name}`;
       if (f.mapValue) {
         if (typeof x !== "object" || Array.isArray(x)) {
@@ -516,24 +638,24 @@ export class ProtoJson {
         }
         const m: Record<string, unknown> = {};
         for (const [mk, mx] of Object.entries(x as Record<string, unknown>)) {
-          m[mk] = this.#parseValue(f.mapValue, mx, `${p}[${JSON.stringify(mk)}]`);
+          m[mk] = this.#parseValue(f.mapValue, mx, `${p}[${JSON.stringify(mk)}]`, keep);
         }
         out[f.name] = m;
       } else if (f.repeated) {
         if (!Array.isArray(x)) throw new Error(`${p}: want a JSON array, got ${JSON.stringify(x)}`);
-        out[f.name] = x.map((e, i) => this.#parseValue(f, e, `${p}[${i}]`));
+        out[f.name] = x.map((e, i) => this.#parseValue(f, e, `${p}[${i}]`, keep));
       } else {
-        out[f.name] = this.#parseValue(f, x, p);
+        out[f.name] = this.#parseValue(f, x, p, keep);
       }
     }
     return out;
   }
 
-  #parseValue(f: FieldInfo, v: unknown, path: string): unknown {
+  #parseValue(f: FieldInfo, v: unknown, path: string, keep: boolean): unknown {
     switch (f.type) {
       case "TYPE_MESSAGE":
       case "TYPE_GROUP":
-        return f.typeName ? this.#parse(f.typeName, v, path) : v;
+        return f.typeName ? this.#parse(f.typeName, v, path, keep) : v;
       case "TYPE_ENUM":
         if (f.typeName === "google.protobuf.NullValue") return "NULL_VALUE";
         return v;
@@ -544,7 +666,7 @@ export class ProtoJson {
     return v;
   }
 
-  #parseWellKnown(type: string, v: unknown, path: string): unknown {
+  #parseWellKnown(type: string, v: unknown, path: string, keep = false): unknown {
     switch (type) {
       case "google.protobuf.Duration": {
         const m = typeof v === "string" ? DURATION_RE.exec(v) : null;
@@ -580,7 +702,7 @@ export class ProtoJson {
         }
         const body = WELL_KNOWN.has(inner)
           ? this.#parseWellKnown(inner, rest.value, `${path}.value`)
-          : this.#parse(inner, rest, path);
+          : this.#parse(inner, rest, path, keep);
         return { "@type": url, ...(body as Record<string, unknown>) };
       }
       case "google.protobuf.Struct": {

@@ -219,3 +219,32 @@ Deno.test("ProtoJson.parse() names the field of a value of the wrong shape", asy
     { connect_timeout: { seconds: "0", nanos: 250_000_000 }, name: "x" },
   );
 });
+
+Deno.test("ProtoJson.parse() drops properties the message lacks, or keeps them with keepUnknown", async () => {
+  const pj = await printer();
+  const json = {
+    name: "c",
+    typo: 1,
+    load_assignment: { cluster_name: "c", extra: { a: 1 } },
+    transport_socket: {
+      name: "tls",
+      typed_config: {
+        "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+        sni: "x",
+        nope: true,
+      },
+    },
+  };
+  const tls = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
+  assert.deepEqual(pj.parse("envoy.config.cluster.v3.Cluster", json), {
+    name: "c",
+    load_assignment: { cluster_name: "c" },
+    transport_socket: { name: "tls", typed_config: { "@type": tls, sni: "x" } },
+  });
+  assert.deepEqual(pj.parse("envoy.config.cluster.v3.Cluster", json, { keepUnknown: true }), {
+    name: "c",
+    typo: 1,
+    load_assignment: { cluster_name: "c", extra: { a: 1 } },
+    transport_socket: { name: "tls", typed_config: { "@type": tls, sni: "x", nope: true } },
+  });
+});

@@ -30,6 +30,7 @@ import { createRequire } from "node:module";
 import * as path from "node:path";
 import * as fs from "node:fs";
 import { PROTO_FILES, xdsIncludeDirs, xdsProtoRoot } from "./protos.ts";
+import { ProtoJson } from "./json.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -393,86 +394,27 @@ export function pgvProblems(typeName: string, obj: unknown, label?: string): str
   return out;
 }
 
-const WRAPPERS = new Set(
-  ["Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes"].map((n) =>
-    `google.protobuf.${n}Value`
-  ),
-);
+let reader: { files: number; pj: ProtoJson } | undefined;
 
-function structValue(v: unknown): Any {
-  if (v === null) return { null_value: "NULL_VALUE" };
-  if (typeof v === "number") return { number_value: v };
-  if (typeof v === "string") return { string_value: v };
-  if (typeof v === "boolean") return { bool_value: v };
-  if (Array.isArray(v)) return { list_value: { values: v.map(structValue) } };
-  return { struct_value: structOf(v as Record<string, unknown>) };
-}
-
-function structOf(o: Record<string, unknown>): Any {
-  return { fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, structValue(v)])) };
-}
-
-function fromJsonValue(typeName: string, v: Any): Any {
-  if (v === null || v === undefined) return v;
-  if (typeName === "google.protobuf.Duration") {
-    const m = typeof v === "string" ? /^(-?\d+)(?:\.(\d{1,9}))?s$/.exec(v) : null;
-    if (!m) throw new Error(`expected a duration such as "1.5s", got ${q(v)}`);
-    return { seconds: Number(m[1]), nanos: Number((m[2] ?? "").padEnd(9, "0")) };
+/**
+ * lib/xds/json.ts's proto3 JSON reader over the checker's protos (those of `protos.ts` plus every
+ * file {@link pgvLoadProtoFiles} added), rebuilt when files are added.
+ */
+function protoJson(): ProtoJson {
+  if (reader?.files !== extraLoaded.size) {
+    reader = { files: extraLoaded.size, pj: ProtoJson.fromReflection(load().root) };
   }
-  if (WRAPPERS.has(typeName)) return { value: v };
-  if (typeName === "google.protobuf.Struct") {
-    if (typeof v !== "object" || Array.isArray(v)) throw new Error(`expected an object`);
-    return structOf(v);
-  }
-  if (typeName === "google.protobuf.Value") return structValue(v);
-  if (typeName === "google.protobuf.Any") {
-    const at = v["@type"];
-    if (typeof at !== "string") throw new Error(`Any without "@type"`);
-    return { ...pgvFromProtoJson(at.slice(at.lastIndexOf("/") + 1), v), "@type": at };
-  }
-  return pgvFromProtoJson(typeName, v);
+  return reader.pj;
 }
 
 /**
  * Turns the proto3 JSON form of message `typeName` (what Envoy reads from a bootstrap file:
- * durations `"1s"`, wrappers and `Struct`s as bare values) into the checker's object form that
- * {@link pgvProblems} and {@link pgvEncode} take. Fields the message lacks are kept as they are
- * (so {@link pgvProblems} reports them); a value of the wrong shape throws, naming the field.
+ * durations `"1s"`, wrappers and `Struct`s as bare values, proto or lowerCamelCase field names)
+ * into the checker's object form that {@link pgvProblems} and {@link pgvEncode} take, with
+ * `ProtoJson.parse` (lib/xds/json.ts). Fields the message lacks are kept as they are (so
+ * {@link pgvProblems} reports them); a value of the wrong shape throws, naming the field path
+ * from the type's short name (`Bootstrap.admin: want a JSON object ...`).
  */
 export function pgvFromProtoJson(typeName: string, json: Any): Any {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw new Error(`${typeName.split(".").pop()}: expected an object, got ${q(json)}`);
-  }
-  const { pb, root } = load();
-  const t = root.lookupType(typeName);
-  const out: Any = {};
-  for (const [k, v] of Object.entries(json)) {
-    const f = t.fields[k];
-    if (!f || !(f.resolvedType instanceof pb.Type)) {
-      out[k] = v;
-      continue;
-    }
-    const ft = f.resolvedType.fullName.slice(1);
-    try {
-      if (f.map) {
-        out[k] = Object.fromEntries(
-          Object.entries(v as object).map(([mk, mv]) => [mk, fromJsonValue(ft, mv)]),
-        );
-      } else if (f.repeated) {
-        if (!Array.isArray(v)) throw new Error(`expected a list, got ${q(v)}`);
-        out[k] = v.map((x, i) => {
-          try {
-            return fromJsonValue(ft, x);
-          } catch (e) {
-            const msg = (e as Error).message;
-            throw new Error(msg.startsWith(".") ? `[${i}]${msg}` : `[${i}]: ${msg}`);
-          }
-        });
-      } else out[k] = fromJsonValue(ft, v);
-    } catch (e) {
-      const msg = (e as Error).message;
-      throw new Error(/^[.[]/.test(msg) ? `.${k}${msg}` : `.${k}: ${msg}`);
-    }
-  }
-  return out;
+  return protoJson().parse(typeName, json, { keepUnknown: true });
 }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { pgvProblems } from "./pgv.ts";
+import { pgvEncode, pgvFromProtoJson, pgvLoadProtoFiles, pgvProblems } from "./pgv.ts";
 import { scenarios, snapshot } from "./testdata/scenarios.ts";
-import { TYPE_URLS } from "./protos.ts";
+import { decodeAny, loadXdsProtos, TYPE_URLS } from "./protos.ts";
+import { ProtoJson } from "./json.ts";
 import type { XdsResource } from "./types.ts";
 
 const TYPES = {
@@ -122,4 +123,53 @@ Deno.test("pgvProblems() reports a missing required message and too few repeated
   assert.deepEqual(pgvProblems(ROUTE, route), [
     "RouteConfiguration.virtual_hosts[0].domains: repeated min_items 1, got 0",
   ]);
+});
+
+Deno.test("pgvFromProtoJson() reads the proto3 JSON of every golden resource back to a message that prints the same", async () => {
+  const pj = new ProtoJson(await loadXdsProtos());
+  let n = 0;
+  for (const s of Object.values(scenarios())) {
+    const snap = snapshot(s.ctx, s.proxy, s.apiNames);
+    for (const [kind, url] of Object.entries(TYPES)) {
+      for (const r of snap[kind as keyof typeof TYPES] as XdsResource[]) {
+        const type = typeName(url);
+        const json = JSON.parse(JSON.stringify(pj.message(type, r)));
+        const bytes = pgvEncode(type, pgvFromProtoJson(type, json));
+        const back = pj.message(type, decodeAny({ type_url: url, value: bytes }));
+        assert.deepEqual(back, json, `${kind} ${r.name ?? r.cluster_name}`);
+        n++;
+      }
+    }
+  }
+  assert.ok(n > 100, `read ${n} resources`);
+});
+
+Deno.test("pgvFromProtoJson() keeps unknown fields for pgvProblems and reads lowerCamelCase names", () => {
+  const json = { name: "c", connectTimeout: "0.250s", typo: 1, type: "EDS" };
+  const obj = pgvFromProtoJson(CLUSTER, json);
+  assert.deepEqual(obj, {
+    name: "c",
+    connect_timeout: { seconds: "0", nanos: 250_000_000 },
+    typo: 1,
+    type: "EDS",
+  });
+  assert.deepEqual(pgvProblems(CLUSTER, obj), [
+    "Cluster.typo: unknown field of envoy.config.cluster.v3.Cluster",
+  ]);
+  assert.throws(
+    () => pgvFromProtoJson(CLUSTER, { connect_timeout: 5 }),
+    /^Error: Cluster\.connect_timeout: want a duration like "1\.5s", got 5$/,
+  );
+});
+
+Deno.test("pgvFromProtoJson() keeps Struct values so pgvEncode writes them (node metadata)", () => {
+  pgvLoadProtoFiles(["envoy/config/bootstrap/v3/bootstrap.proto"]);
+  const size = (role: string) =>
+    pgvEncode(
+      "envoy.config.bootstrap.v3.Bootstrap",
+      pgvFromProtoJson("envoy.config.bootstrap.v3.Bootstrap", {
+        node: { id: "n", metadata: { MESH_ROLE: role } },
+      }),
+    ).length;
+  assert.equal(size("sidecar") - size(""), "sidecar".length);
 });

@@ -339,7 +339,7 @@ export async function checkBootstrap(doc: Json): Promise<number> {
   try {
     obj = pgv.pgvFromProtoJson(BOOTSTRAP_TYPE, doc);
   } catch (e) {
-    throw new Error(`Invalid bootstrap: Bootstrap${(e as Error).message}`);
+    throw new Error(`Invalid bootstrap: ${(e as Error).message}`);
   }
   const problems = pgv.pgvProblems(BOOTSTRAP_TYPE, obj);
   if (problems.length) throw new Error(`Invalid bootstrap: ${problems.join("; ")}`);

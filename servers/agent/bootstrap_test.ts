@@ -70,11 +70,15 @@ Deno.test("checkBootstrap() rejects unknown and mistyped fields, naming them", a
     ],
     [
       (b) => b.static_resources.clusters[0].connect_timeout = 5,
-      /clusters\[0\]\.connect_timeout: expected a duration/,
+      /Bootstrap\.static_resources\.clusters\[0\]\.connect_timeout: want a duration like "1\.5s", got 5$/,
     ],
     [(b) => b.static_resources.clusters[0].lb_policy = "FOO", /"FOO" is not a value of LbPolicy/],
     [(b) => b.static_resources.clusters[0].name = "", /clusters\[0\]\.name: string min_len 1/],
-    [(b) => b.node = "n", /Bootstrap\.node: .*expected an object/],
+    [(b) => b.node = "n", /Bootstrap\.node: want a JSON object for envoy\.config\.core\.v3\.Node/],
+    [
+      (b) => b.admin.bogus = null,
+      /Bootstrap\.admin\.bogus: unknown field of envoy\.config\.bootstrap\.v3\.Admin/,
+    ],
   ];
   for (const [mutate, want] of cases) {
     // deno-lint-ignore no-explicit-any
