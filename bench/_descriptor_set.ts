@@ -11,29 +11,12 @@
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import { PROTO_FILES, xdsIncludeDirs, xdsProtoRoot } from "../lib/xds/protos.ts";
+import { SCALAR_TYPES } from "../lib/xds/json.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
 
-const SCALARS: Record<string, string> = Object.fromEntries(
-  [
-    "double",
-    "float",
-    "int64",
-    "uint64",
-    "int32",
-    "fixed64",
-    "fixed32",
-    "bool",
-    "string",
-    "bytes",
-    "uint32",
-    "sfixed32",
-    "sfixed64",
-    "sint32",
-    "sint64",
-  ].map((t) => [t, `TYPE_${t.toUpperCase()}`]),
-);
+const SCALARS = SCALAR_TYPES;
 
 const WKT_FILES: Record<string, string> = {
   Struct: "struct",

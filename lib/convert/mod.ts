@@ -20,6 +20,7 @@ import type { ConfigObject } from "../model/types.ts";
 import {
   INGRESS_GATEWAY_CERTS,
   INGRESS_GATEWAY_SELECTOR,
+  ingressGatewayServers,
   normalizeIngress,
 } from "../model/ingress.ts";
 
@@ -434,21 +435,7 @@ function convertIngresses(
     );
   }
   if (virtualServices.length === 0) return { virtualServices };
-  const servers: Any[] = [{
-    port: { number: 80, protocol: "HTTP", name: "http-ingress-80" },
-    hosts: ["*"],
-  }];
-  if (tlsHosts) {
-    servers.push({
-      port: { number: 443, protocol: "HTTPS", name: "https-ingress-443" },
-      hosts: tlsHosts,
-      tls: {
-        mode: "SIMPLE",
-        serverCertificate: INGRESS_GATEWAY_CERTS.serverCertificate,
-        privateKey: INGRESS_GATEWAY_CERTS.privateKey,
-      },
-    });
-  }
+  const servers = ingressGatewayServers(tlsHosts);
   const gateway = obj("Gateway", INGRESS_GATEWAY, {
     selector: { ...INGRESS_GATEWAY_SELECTOR },
     servers,

@@ -29,6 +29,32 @@ export const INGRESS_GATEWAY_CERTS = Object.freeze({
   privateKey: "/etc/mesh/ingressgateway-certs/tls.key",
 });
 
+/**
+ * The `servers` of the ingress gateway's Gateway made of Ingress objects: plain HTTP on 80 for
+ * every host and, when some Ingress has `tls`, HTTPS on 443 for `tlsHosts` with the gateway's
+ * mounted certificate ({@link INGRESS_GATEWAY_CERTS}).
+ */
+export function ingressGatewayServers(
+  tlsHosts: readonly string[] | undefined,
+): Record<string, unknown>[] {
+  const servers: Record<string, unknown>[] = [{
+    port: { number: 80, protocol: "HTTP", name: "http-ingress-80" },
+    hosts: ["*"],
+  }];
+  if (tlsHosts) {
+    servers.push({
+      port: { number: 443, protocol: "HTTPS", name: "https-ingress-443" },
+      hosts: [...tlsHosts],
+      tls: {
+        mode: "SIMPLE",
+        serverCertificate: INGRESS_GATEWAY_CERTS.serverCertificate,
+        privateKey: INGRESS_GATEWAY_CERTS.privateKey,
+      },
+    });
+  }
+  return servers;
+}
+
 /** Path match type (`networking.k8s.io/v1`); v1beta1 paths are `ImplementationSpecific`. */
 export type PathType = "Exact" | "Prefix" | "ImplementationSpecific";
 

@@ -28,6 +28,7 @@ import type {
 import type { ConfigStore } from "../store/types.ts";
 import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
 import { parseProtocolName } from "./protocol.ts";
+import type { WESpec } from "./workload_entries.ts";
 
 interface SESpec {
   hosts?: string[];
@@ -47,15 +48,6 @@ interface SESpec {
   workloadSelector?: { labels?: Record<string, string>; matchLabels?: Record<string, string> };
 }
 
-/** A WorkloadEntry's spec (networking.mesh.io/v1alpha3), as far as endpoints read it. */
-interface WESpec {
-  address?: string;
-  ports?: Record<string, number>;
-  labels?: Record<string, string>;
-  locality?: string;
-  weight?: number;
-  serviceAccount?: string;
-}
 
 /** The WorkloadEntries of `namespace` that `selector` selects (every key/value in their labels). */
 function selectedEntries(

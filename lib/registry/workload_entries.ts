@@ -18,7 +18,8 @@ export function targetPortAttribute(port: number): string {
   return `targetPort.mesh.io/${port}`;
 }
 
-interface WESpec {
+/** A WorkloadEntry's spec (networking.mesh.io/v1alpha3), as far as endpoints read it. */
+export interface WESpec {
   address?: string;
   ports?: Record<string, number>;
   labels?: Record<string, string>;

@@ -123,7 +123,8 @@ function shortName(typeUrl: string): string {
   return typeUrl.slice(typeUrl.lastIndexOf("/") + 1);
 }
 
-const SCALAR_TYPES: Record<string, string> = Object.fromEntries(
+/** protobufjs scalar type name → descriptor `FieldDescriptorProto.Type` name (`int64` → `TYPE_INT64`). */
+export const SCALAR_TYPES: Record<string, string> = Object.fromEntries(
   [
     "double",
     "float",

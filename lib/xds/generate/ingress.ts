@@ -8,6 +8,7 @@ import {
   INGRESS_GATEWAY_CERTS,
   INGRESS_GATEWAY_SELECTOR,
   ingressClassMatches,
+  ingressGatewayServers,
 } from "../../model/ingress.ts";
 import type { PushContext } from "../types.ts";
 
@@ -106,21 +107,7 @@ export function ingressesToConfigs(
       tlsHosts = Array.isArray(h) && h.length ? h : ["*"];
     }
   }
-  const servers: Any[] = [{
-    port: { number: 80, protocol: "HTTP", name: "http-ingress-80" },
-    hosts: ["*"],
-  }];
-  if (tlsHosts) {
-    servers.push({
-      port: { number: 443, protocol: "HTTPS", name: "https-ingress-443" },
-      hosts: tlsHosts,
-      tls: {
-        mode: "SIMPLE",
-        serverCertificate: INGRESS_CERTS.cert,
-        privateKey: INGRESS_CERTS.key,
-      },
-    });
-  }
+  const servers = ingressGatewayServers(tlsHosts);
   const meta = { name: INGRESS_GATEWAY_NAME, namespace: INGRESS_NAMESPACE };
   return {
     gateways: [{
