@@ -154,6 +154,21 @@ export function renewAt(c: { notBefore: Date; notAfter: Date }, ratio = 0.5): nu
   return c.notBefore.getTime() + life * ratio;
 }
 
+/**
+ * The agent's certificate rotation when it gets its certificate from mesh_ca (`ca` set), with the
+ * log line that it waits for it; undefined when certificates are mounted files.
+ */
+export function agentCertRotation(
+  c: { readonly ca?: CaConfig; readonly certDir: string },
+  log: Logger,
+  retryMs?: number,
+): CertRotation | undefined {
+  if (!c.ca) return undefined;
+  const certs = startCertRotation({ ca: c.ca, certDir: c.certDir, log, retryMs });
+  log.info("waiting for the workload certificate from mesh_ca", { address: c.ca.address });
+  return certs;
+}
+
 /** Options of {@link startCertRotation}. */
 export interface RotationOptions {
   readonly ca: CaConfig;

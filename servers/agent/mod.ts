@@ -26,7 +26,7 @@ import {
   SDS_SOCKET,
 } from "./bootstrap.ts";
 import { removeStaleRevFiles, Supervisor } from "./supervisor.ts";
-import { type CertRotation, loadWorkloadCert, startCertRotation } from "./certs.ts";
+import { agentCertRotation, type CertRotation, loadWorkloadCert } from "./certs.ts";
 import { startSdsServer } from "./sds.ts";
 
 export {
@@ -210,11 +210,7 @@ export async function start(c: AgentConfig, deps: AgentDeps = {}): Promise<Agent
   const stale = await removeStaleRevFiles(c.configPath);
   if (stale.length) log.info("removed stale proxy configurations", { files: stale.join(",") });
   const bootstrap = await bootstrapText(c);
-  let certs: CertRotation | undefined;
-  if (c.ca) {
-    certs = startCertRotation({ ca: c.ca, certDir: c.certDir, log, retryMs: deps.caRetryMs });
-    log.info("waiting for the workload certificate from mesh_ca", { address: c.ca.address });
-  }
+  const certs = agentCertRotation(c, log, deps.caRetryMs);
   const { promise: failed, reject: fail } = Promise.withResolvers<never>();
   failed.catch(() => {});
   const { promise: ready, resolve: setReady } = Promise.withResolvers<void>();

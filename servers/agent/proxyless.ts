@@ -14,7 +14,7 @@
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import { GRPC_BOOTSTRAP_FILE, grpcBootstrap } from "../../lib/xds/grpc_bootstrap.ts";
 import type { AgentConfig } from "./config.ts";
-import { type CertRotation, startCertRotation } from "./certs.ts";
+import { agentCertRotation, type CertRotation } from "./certs.ts";
 import { writeAtomic } from "./supervisor.ts";
 import { startXdsRelay, XDS_RELAY_SOCKET, type XdsRelay } from "./xds_relay.ts";
 
@@ -80,11 +80,7 @@ export async function startProxyless(
       `Cannot write the gRPC bootstrap into --configPath ${c.configPath}: ${(e as Error).message}`,
     );
   }
-  let certs: CertRotation | undefined;
-  if (c.ca) {
-    certs = startCertRotation({ ca: c.ca, certDir: c.certDir, log, retryMs: deps.caRetryMs });
-    log.info("waiting for the workload certificate from mesh_ca", { address: c.ca.address });
-  }
+  const certs = agentCertRotation(c, log, deps.caRetryMs);
   const { promise: failed, reject: fail } = Promise.withResolvers<never>();
   failed.catch(() => {});
   const { promise: ready, resolve: setReady } = Promise.withResolvers<void>();
