@@ -306,30 +306,12 @@ export const virtualServiceSpec: ObjectSchema = obj({
   },
 });
 
+/** Port protocols both Gateway servers and ServiceEntry ports accept. */
+const PORT_PROTOCOLS = ["HTTP", "HTTPS", "GRPC", "HTTP2", "MONGO", "REDIS", "TCP", "TLS"] as const;
 /** Port protocols accepted by Gateway servers (case-insensitive). */
-export const GATEWAY_PROTOCOLS = [
-  "HTTP",
-  "HTTPS",
-  "GRPC",
-  "HTTP2",
-  "MONGO",
-  "REDIS",
-  "TCP",
-  "TLS",
-  "TCP-TLS",
-] as const;
+export const GATEWAY_PROTOCOLS = [...PORT_PROTOCOLS, "TCP-TLS"] as const;
 /** Port protocols accepted by ServiceEntry ports (case-insensitive). */
-export const SERVICE_PROTOCOLS = [
-  "HTTP",
-  "HTTPS",
-  "GRPC",
-  "HTTP2",
-  "MONGO",
-  "REDIS",
-  "TCP",
-  "TLS",
-  "UDP",
-] as const;
+export const SERVICE_PROTOCOLS = [...PORT_PROTOCOLS, "UDP"] as const;
 
 const serverTls = obj({
   httpsRedirect: bool(),
