@@ -129,16 +129,20 @@ async function createRegistries(
   const members: ServiceRegistry[] = [];
   let ingressWatcher: IngressWatcher | undefined;
   let multicluster: ServiceRegistry | undefined;
+  // what every orchestrator reader is given: where the API server is, what to watch, how often
+  const kube = {
+    kubeconfigPath: config.orchconfig,
+    inCluster: config.inCluster,
+    appNamespace: config.appNamespace,
+    resyncMs: config.resyncMs,
+  };
   if (config.clusterRegistriesConfigMap) {
     const { createClusterRegistries } = await import("../../lib/registry/multicluster.ts");
     multicluster = await createClusterRegistries({
-      kubeconfigPath: config.orchconfig,
-      inCluster: config.inCluster,
+      ...kube,
       configMapName: config.clusterRegistriesConfigMap,
       namespace: config.clusterRegistriesNamespace,
       domain: config.domain,
-      appNamespace: config.appNamespace,
-      resyncMs: config.resyncMs,
     });
   }
   for (const name of config.registries) {
@@ -148,23 +152,11 @@ async function createRegistries(
           "../../lib/registry/orchestrator.ts"
         );
         members.push(
-          await createOrchestratorRegistry({
-            kubeconfigPath: config.orchconfig,
-            inCluster: config.inCluster,
-            domain: config.domain,
-            appNamespace: config.appNamespace,
-            resyncMs: config.resyncMs,
-          }),
+          await createOrchestratorRegistry({ ...kube, domain: config.domain }),
         );
         if (multicluster) members.push(multicluster);
         const { createIngressWatcher } = await import("../../lib/registry/ingress.ts");
-        ingressWatcher = await createIngressWatcher({
-          kubeconfigPath: config.orchconfig,
-          inCluster: config.inCluster,
-          appNamespace: config.appNamespace,
-          resyncMs: config.resyncMs,
-          meshConfig,
-        });
+        ingressWatcher = await createIngressWatcher({ ...kube, meshConfig });
         break;
       }
       case "RegistryA":
