@@ -2,7 +2,8 @@
  * One worker isolate of mesh-policy's API (`--workers` > 1): it serves Check and Report on the
  * port shared with the other workers (SO_REUSEPORT), answers Checks with its own snapshot built
  * from the configuration the control isolate pushes (`config`), and forwards Reports and Checks
- * that ask for quotas to the control isolate (one process-wide copy of adapter state). Its own
+ * that ask for quotas to the control isolate (one process-wide copy of adapter state), cancelling
+ * them there when their call ends first (deadline, client cancel). Its own
  * metrics are collected by the control isolate (`metrics`). See `workers.ts`.
  * @module
  */
@@ -13,7 +14,7 @@ import { mixerCodec } from "../../lib/mixer/mod.ts";
 import type { ConfigObject } from "../../lib/model/types.ts";
 import { serveControl } from "../../lib/workers/mod.ts";
 import { CallError } from "./abort.ts";
-import type { AdapterEnv } from "./adapters/mod.ts";
+import { type AdapterEnv, Code } from "./adapters/mod.ts";
 import { mixerHandlers } from "./grpc.ts";
 import { orchKubeConfig } from "./kubeconfig.ts";
 import { createPolicyMetrics } from "./monitoring.ts";
@@ -28,6 +29,8 @@ let ns = "default";
 let grpc: GrpcListener | undefined;
 let tracer: Tracer | undefined;
 let generation = -1;
+/** Calls forwarded to the control isolate so far (their ids: `<worker index>:<n>`). */
+let forwarded = 0;
 const metrics = createPolicyMetrics();
 
 /** Builds the snapshot of a configuration (the previous one's handlers reused as in the control isolate). */
@@ -64,9 +67,24 @@ serveControl<PolicyWorkerInit>(async ({ arg, index, count }, link) => {
     span: tracer?.span,
     forward: async (method, body, signal) => {
       signal.throwIfAborted();
-      const r = await link.channel.request<ForwardReply>("call", { method, body });
-      if ("code" in r) throw new CallError(r.code, r.message);
-      return r.body;
+      // the call's deadline or cancel reaches the control isolate's work too (adapters, quotas)
+      const id = `${index}:${++forwarded}`;
+      const cancel = () => {
+        const r = signal.reason;
+        link.channel.notify("cancel", {
+          id,
+          code: r instanceof CallError ? r.code : Code.CANCELLED,
+          message: r instanceof Error ? r.message : String(r),
+        });
+      };
+      signal.addEventListener("abort", cancel, { once: true });
+      try {
+        const r = await link.channel.request<ForwardReply>("call", { id, method, body });
+        if ("code" in r) throw new CallError(r.code, r.message);
+        return r.body;
+      } finally {
+        signal.removeEventListener("abort", cancel);
+      }
     },
   });
   grpc = await listenGrpc({

@@ -6,8 +6,9 @@
  *
  * What crosses: at start and on every reload the configuration objects (one message per worker
  * per reload; each worker builds its own snapshot from them); from a worker, each Report and each
- * Check that asks for quotas, as its request bytes, answered with the response bytes or a status
- * (Checks without quotas, the hot path, stay in the worker); on a `/metrics` scrape each worker's
+ * Check that asks for quotas, as its request bytes, answered with the response bytes or a status,
+ * and a `cancel` note when its call ends first (deadline, client cancel), which aborts the work
+ * in the control isolate (Checks without quotas, the hot path, stay in the worker); on a `/metrics` scrape each worker's
  * registry as JSON, summed with the control isolate's.
  * @module
  */
@@ -36,6 +37,13 @@ export interface PolicyWorkerInit {
   apiWorkerPoolSize: number;
   adapterWorkerPoolSize: number;
   tracing: PolicyConfig["tracing"];
+}
+
+/** A call a worker forwards to the control isolate (`id`: `<worker index>:<n>`, for `cancel`). */
+export interface ForwardedCall {
+  id: string;
+  method: "Check" | "Report";
+  body: Uint8Array;
 }
 
 /** The control isolate's answer to a forwarded call. */
@@ -75,17 +83,26 @@ export interface PolicyWorkers {
 export async function startPolicyWorkers(o: PolicyWorkersOptions): Promise<PolicyWorkers> {
   const port = await reserveSharedPort(o.host, o.port);
   const c = o.config;
+  // forwarded calls in progress, by id: a worker cancels one when its call ends first
+  const inflight = new Map<string, AbortController>();
   const call = async (arg: unknown): Promise<ForwardReply> => {
-    const { method, body } = arg as { method: "Check" | "Report"; body: Uint8Array };
+    const { id, method, body } = arg as ForwardedCall;
     const work = method === "Check" ? o.work.check : o.work.report;
     const abort = new AbortController();
+    inflight.set(id, abort);
     try {
       const res = await o.api.run(() => work(body, abort.signal), abort.signal);
       return { body: res! };
     } catch (e) {
       if (e instanceof CallError) return { code: e.code, message: e.message };
       return { code: Code.INTERNAL, message: `internal error: ${(e as Error).message}` };
+    } finally {
+      inflight.delete(id);
     }
+  };
+  const cancel = (arg: unknown) => {
+    const { id, code, message } = arg as { id: string; code: number; message: string };
+    inflight.get(id)?.abort(new CallError(code, message));
   };
   const pool = await WorkerPool.start({
     url: new URL("./worker_main.ts", import.meta.url),
@@ -106,6 +123,7 @@ export async function startPolicyWorkers(o: PolicyWorkersOptions): Promise<Polic
     }),
     handlers: {
       call,
+      cancel,
       write: (a) => {
         const { stream, line } = a as { stream: "stdout" | "stderr"; line: string };
         o.write(stream, line);

@@ -113,3 +113,62 @@ Deno.test("start() with workers 2 on port 0: every worker answers Checks, a conf
     await s.close();
   }
 });
+
+Deno.test("startPolicyWorkers(): a forwarded Report whose call ends first (deadline) is aborted in the control isolate", async () => {
+  const { startPolicyWorkers } = await import("./workers.ts");
+  const { toConfig } = await import("./mod.ts");
+  const { policyFlags } = await import("./_testutil.ts");
+  const { Pool } = await import("./pool.ts");
+  const { getLogger } = await import("../../lib/log/mod.ts");
+  const { CallError } = await import("./abort.ts");
+  // the control isolate's Report: never answers, notes why it was stopped
+  const aborted: unknown[] = [];
+  const started = Promise.withResolvers<void>();
+  const report = (_body: Uint8Array, signal: AbortSignal) =>
+    new Promise<Uint8Array>((_resolve, reject) => {
+      started.resolve();
+      signal.addEventListener("abort", () => {
+        aborted.push(signal.reason);
+        reject(signal.reason);
+      }, { once: true });
+    });
+  const workers = await startPolicyWorkers({
+    count: 1,
+    host: "127.0.0.1",
+    port: 0,
+    config: toConfig(policyFlags({ port: 0, monitoringPort: 0 })),
+    objects: () => ({ objects: [], generation: 1 }),
+    work: { check: report, report },
+    api: new Pool(4),
+    write: () => {},
+    log: getLogger("default"),
+  });
+  const grpc = await import("../../lib/deps/grpc.ts");
+  // deno-lint-ignore no-explicit-any
+  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
+  const c = new pkg.mesh.mixer.v1.Mixer(
+    `127.0.0.1:${workers.port}`,
+    grpc.credentials.createInsecure(),
+  );
+  try {
+    const err = await new Promise<{ code: number }>((resolve) =>
+      c.Report(
+        { attributes: [compress({ "source.name": "a" }, DEFAULT_MANIFEST)] },
+        { deadline: Date.now() + 500 },
+        (e: { code: number } | null) => resolve(e ?? { code: 0 }),
+      )
+    );
+    assert.equal(err.code, 4, "the client sees DEADLINE_EXCEEDED");
+    await started.promise;
+    await waitUntil(() => aborted.length === 1, 10_000, "the control isolate's work aborted");
+    assert.ok(aborted[0] instanceof CallError, String(aborted[0]));
+    // whichever ended the call first: the server's deadline timer or the client's RST_STREAM
+    assert.ok(
+      [1, 4].includes((aborted[0] as InstanceType<typeof CallError>).code),
+      String(aborted[0]),
+    );
+  } finally {
+    c.close();
+    await workers.close(0);
+  }
+});
