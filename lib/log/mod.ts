@@ -130,6 +130,8 @@ const state = {
   generation: 0,
   logtape: new Map<string, LogtapeLogger>(),
   loggers: new Map<string, Logger>(),
+  /** Called after an output level changed at run time ({@link onOutputLevelChange}). */
+  levelListeners: new Set<() => void>(),
 };
 
 function outputLevel(scope: string): Level {
@@ -213,6 +215,16 @@ function checkScopeAndLevel(scope: string, level: string): asserts level is Leve
 export function setScopeLevel(scope: string, level: Level | string): void {
   checkScopeAndLevel(scope, level);
   state.output.set(scope, level);
+  for (const fn of state.levelListeners) fn();
+}
+
+/**
+ * Calls `fn` after every run-time change of a scope's output level ({@link setScopeLevel}, e.g.
+ * from ctrlz), so that loggers elsewhere (worker isolates) can follow; returns the unsubscribe.
+ */
+export function onOutputLevelChange(fn: () => void): () => void {
+  state.levelListeners.add(fn);
+  return () => state.levelListeners.delete(fn);
 }
 
 /**

@@ -6,7 +6,13 @@
  * @module
  */
 
-import { getLogger, type Level, type Logger, scopeLevels } from "../log/mod.ts";
+import {
+  getLogger,
+  type Level,
+  type Logger,
+  onOutputLevelChange,
+  scopeLevels,
+} from "../log/mod.ts";
 import { Channel, type ChannelHandler } from "./channel.ts";
 
 /** Options of {@link WorkerPool.start}. */
@@ -56,9 +62,16 @@ export class WorkerPool {
   #closing = false;
   #timers = new Set<number>();
   readonly #log: Logger;
+  /** Stops sending level changes to the workers. */
+  readonly #unfollow: () => void;
 
   private constructor(readonly opts: WorkerPoolOptions) {
     this.#log = opts.log ?? getLogger("default");
+    // a level changed at run time (ctrlz) reaches the workers' loggers, which filter before sending
+    this.#unfollow = onOutputLevelChange(() => {
+      const levels = currentLevels();
+      for (const s of this.#slots) s?.channel.notify("levels", levels);
+    });
   }
 
   /**
@@ -109,8 +122,12 @@ export class WorkerPool {
       died.reject(new Error(why));
       this.#died(index, slot, why);
     };
-    const levels = Object.fromEntries(scopeLevels().map((s) => [s.name, s.outputLevel]));
-    const init: WorkerInit = { index, count: opts.count, levels, arg: opts.init(index) };
+    const init: WorkerInit = {
+      index,
+      count: opts.count,
+      levels: currentLevels(),
+      arg: opts.init(index),
+    };
     const ms = opts.startTimeoutMs ?? 120_000;
     let timer: number | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -165,6 +182,7 @@ export class WorkerPool {
    */
   async close(graceMs = 2000): Promise<void> {
     this.#closing = true;
+    this.#unfollow();
     for (const t of this.#timers) clearTimeout(t);
     const slots = this.#slots.filter(Boolean);
     await Promise.all(slots.map(async (s) => {
@@ -189,6 +207,11 @@ export interface ControlLink {
 }
 
 const ORDER = { debug: 0, info: 1, warn: 2, error: 3, none: 4 } as const;
+
+/** The output level of every known scope now. */
+function currentLevels(): Record<string, Level> {
+  return Object.fromEntries(scopeLevels().map((s) => [s.name, s.outputLevel]));
+}
 
 /**
  * Serves the control isolate from inside a worker: `start(init)` answers the `init` request
@@ -225,6 +248,7 @@ export function serveControl<T>(
     levels = init.levels;
     return start(init, link);
   });
+  channel.on("levels", (arg) => void (levels = arg as Record<string, Level>));
   for (const [method, fn] of Object.entries(handlers)) channel.on(method, fn);
   scope.onmessage = (e: MessageEvent) => void channel.receive(e.data);
 }

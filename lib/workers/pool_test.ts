@@ -78,3 +78,36 @@ Deno.test("WorkerPool starts a worker that died again and logs why", async () =>
     await pool.close(100);
   }
 });
+
+Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the workers' loggers", async () => {
+  const { setScopeLevel, scopeLevels } = await import("../log/mod.ts");
+  const before = scopeLevels().find((s) => s.name === "default")!.outputLevel;
+  setScopeLevel("default", "info");
+  const log = recorder();
+  const pool = await WorkerPool.start({
+    url: URL_,
+    count: 2,
+    name: "echo worker",
+    init: () => ({ tag: "t" }),
+    log,
+  });
+  try {
+    await pool.broadcast("log", "first");
+    await waitUntil(() => log.lines.filter((l) => l === "info first").length === 2, 10_000);
+    assert.ok(!log.lines.some((l) => l.startsWith("debug")), "debug is below info");
+    setScopeLevel("default", "debug");
+    await pool.broadcast("log", "second");
+    await waitUntil(
+      () => log.lines.filter((l) => l === "debug below the level").length === 2,
+      10_000,
+      "each worker's debug line once the level is debug",
+    );
+    setScopeLevel("default", "error");
+    await pool.broadcast("log", "third");
+    await pool.broadcast("echo", 1); // a round trip: any line the workers sent has arrived
+    assert.ok(!log.lines.includes("info third"), log.lines.join("\n"));
+  } finally {
+    setScopeLevel("default", before);
+    await pool.close(100);
+  }
+});
