@@ -174,3 +174,40 @@ Deno.test("a scoped EDS push to streams holding the same shared view sends them 
   }
   server.close();
 });
+
+/** Busy-waits `ms` (a generator that holds the event loop). */
+function work(ms: number) {
+  const until = performance.now() + ms;
+  while (performance.now() < until) { /* busy */ }
+}
+
+Deno.test("a push to many streams lets a timer and a new stream's request run before it ends", async () => {
+  const cache = cacheWith([[CDS, "k1", "x"]]);
+  // each build holds the event loop for 1 ms: 300 streams are ~300 ms of work, 15 slices
+  const server = newServer(cache, {
+    resourcesFor: (_p, t, n) => (work(1), cache.select(t, n)),
+    maxConcurrentPushes: 16,
+  });
+  const streams = Array.from({ length: 300 }, (_, i) => sotw(server, `memory:${i}`));
+  for (const [i, x] of streams.entries()) x.h.receive({ node: node(`p${i}`), type_url: CDS });
+  await server.flush();
+  for (const x of streams) await x.s.next();
+  cache.set(CDS, "k1", bytes("y"));
+  server.push({ kind: "config" });
+  const order: string[] = [];
+  const reached = Promise.all(streams.map((x) => x.s.next(60_000))).then((rs) => {
+    order.push("push reached every stream");
+    return rs;
+  });
+  setTimeout(() => {
+    order.push("timer");
+    // a stream opened during the push is answered before the push reaches every stream
+    const late = sotw(server, "memory:late");
+    late.h.receive({ node: node("late"), type_url: CDS });
+    void late.s.next(60_000).then(() => order.push("new stream answered"));
+  }, 0);
+  for (const r of await reached) assert.deepEqual(names(r), ["k1"]);
+  await server.flush();
+  assert.deepEqual(order, ["timer", "new stream answered", "push reached every stream"]);
+  server.close();
+});

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { TimeSlicer } from "./_slice.ts";
+import { TimeSlicer } from "./slice.ts";
 
 /** Busy-waits `ms` (work that holds the event loop). */
 function work(ms: number) {
