@@ -37,11 +37,27 @@ export class TimeSlicer {
     this.#onPause = onPause;
   }
 
-  /** Lets other tasks run when the budget is spent; resolves at once otherwise. */
-  async pause(): Promise<void> {
-    if (this.#budgetMs === null || performance.now() - this.#since < this.#budgetMs) return;
+  /**
+   * Lets other tasks run when the budget is spent; resolves at once otherwise. While a pause is
+   * pending, every caller waits for that same pause, and the budget starts again once, when it
+   * ends: tasks sharing the slicer resume together and share the next budget (were it restarted
+   * by each task as it resumes, N tasks would run N budgets back to back).
+   */
+  pause(): Promise<void> {
+    if (this.#pausing) return this.#pausing;
+    if (this.#budgetMs === null || performance.now() - this.#since < this.#budgetMs) {
+      return RESOLVED;
+    }
     this.#onPause?.();
-    await new Promise((r) => setTimeout(r, 0));
-    this.#since = performance.now();
+    return this.#pausing = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.#pausing = null;
+        this.#since = performance.now();
+        resolve();
+      }, 0)
+    );
   }
+  #pausing: Promise<void> | null = null;
 }
+
+const RESOLVED = Promise.resolve();

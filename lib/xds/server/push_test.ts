@@ -181,7 +181,12 @@ function work(ms: number) {
   while (performance.now() < until) { /* busy */ }
 }
 
-Deno.test("a push to many streams lets a timer and a new stream's request run before it ends", async () => {
+Deno.test("a push to many streams lets a timer, an HTTP request and a new stream's request run before it ends", async () => {
+  // a /ready-like endpoint in the same process
+  const http = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response("ready\n"),
+  );
   const cache = cacheWith([[CDS, "k1", "x"]]);
   // each build holds the event loop for 1 ms: 300 streams are ~300 ms of work, 15 slices
   const server = newServer(cache, {
@@ -199,15 +204,26 @@ Deno.test("a push to many streams lets a timer and a new stream's request run be
     order.push("push reached every stream");
     return rs;
   });
+  let answered: Promise<unknown> = Promise.resolve();
   setTimeout(() => {
     order.push("timer");
     // a stream opened during the push is answered before the push reaches every stream
     const late = sotw(server, "memory:late");
     late.h.receive({ node: node("late"), type_url: CDS });
     void late.s.next(60_000).then(() => order.push("new stream answered"));
+    answered = fetch(`http://127.0.0.1:${http.addr.port}/ready`)
+      .then((res) => res.text())
+      .then(() => order.push("HTTP answered"));
   }, 0);
   for (const r of await reached) assert.deepEqual(names(r), ["k1"]);
+  await answered;
   await server.flush();
-  assert.deepEqual(order, ["timer", "new stream answered", "push reached every stream"]);
+  await http.shutdown();
+  assert.equal(order[0], "timer");
+  assert.deepEqual(
+    order.slice(1).sort(),
+    ["HTTP answered", "new stream answered", "push reached every stream"],
+  );
+  assert.equal(order.at(-1), "push reached every stream", order.join(", "));
   server.close();
 });
