@@ -17,9 +17,8 @@
  */
 
 import type { Logger } from "../../log/mod.ts";
-import { TimeSlicer } from "../../process/slice.ts";
+import { SLICE_MS, TimeSlicer } from "../../process/slice.ts";
 import { Debouncer, type MergedPush } from "./debounce.ts";
-import { SLICE_MS } from "../../process/slice.ts";
 import { typeShortName } from "./metrics.ts";
 import {
   type Connection,
@@ -95,8 +94,13 @@ export class PushScheduler<P> {
   /** Streams waiting for a send loop slot, FIFO (from #queueHead on). */
   #queue: Connection<P>[] = [];
   #queueHead = 0;
-  /** Streams a client's request made dirty, waiting for a slot: started before {@link #queue}. */
+  /**
+   * Streams a client's request made dirty, waiting for a slot: started before {@link #queue}
+   * (FIFO from #urgentHead on; the set holds the same streams).
+   */
   #urgent: Connection<P>[] = [];
+  #urgentHead = 0;
+  readonly #urgentSet = new Set<Connection<P>>();
   /** Shared by the send loops: a long push pauses for a macrotask every slice. */
   readonly #slicer: TimeSlicer;
   /** Resolvers of the `drained` promises of queued streams. */
@@ -264,7 +268,7 @@ export class PushScheduler<P> {
 
   /** Streams waiting for a send loop slot. */
   get queued(): number {
-    return this.#queue.length - this.#queueHead + this.#urgent.length;
+    return this.#queue.length - this.#queueHead + this.#urgentSet.size;
   }
 
   /**
@@ -275,16 +279,17 @@ export class PushScheduler<P> {
    */
   drain(conn: Connection<P>, urgent = false): void {
     if (conn.draining || conn.closed) {
-      if (urgent && !conn.closed && this.#queuedDone.has(conn) && !this.#urgent.includes(conn)) {
+      if (urgent && !conn.closed && this.#queuedDone.has(conn)) {
         // waits behind a push: moves ahead (its place in the FIFO queue is skipped when reached)
-        this.#urgent.push(conn);
+        this.#pushUrgent(conn);
       }
       return;
     }
     conn.draining = true;
     if (this.#active >= this.#maxConcurrent) {
       conn.drained = new Promise<void>((r) => this.#queuedDone.set(conn, r));
-      (urgent ? this.#urgent : this.#queue).push(conn);
+      if (urgent) this.#pushUrgent(conn);
+      else this.#queue.push(conn);
       return;
     }
     this.#start(conn);
@@ -298,12 +303,25 @@ export class PushScheduler<P> {
     });
   }
 
+  /** Queues `conn` among the urgent streams (once). */
+  #pushUrgent(conn: Connection<P>): void {
+    if (this.#urgentSet.has(conn)) return;
+    this.#urgentSet.add(conn);
+    this.#urgent.push(conn);
+  }
+
   /** Starts queued send loops while slots are free (urgent ones first). */
   #next(): void {
     while (this.#active < this.#maxConcurrent) {
       let conn: Connection<P>;
-      if (this.#urgent.length) conn = this.#urgent.shift()!;
-      else if (this.#queueHead < this.#queue.length) {
+      if (this.#urgentHead < this.#urgent.length) {
+        conn = this.#urgent[this.#urgentHead++];
+        this.#urgentSet.delete(conn);
+        if (this.#urgentHead === this.#urgent.length) {
+          this.#urgent = [];
+          this.#urgentHead = 0;
+        }
+      } else if (this.#queueHead < this.#queue.length) {
         conn = this.#queue[this.#queueHead++];
         if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
           this.#queue = this.#queue.slice(this.#queueHead);

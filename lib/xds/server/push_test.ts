@@ -227,3 +227,32 @@ Deno.test("a push to many streams lets a timer, an HTTP request and a new stream
   assert.equal(order.at(-1), "push reached every stream", order.join(", "));
   server.close();
 });
+
+Deno.test("a stream waiting behind a push moves ahead when its client asks for something", async () => {
+  const cache = cacheWith([[CDS, "k1", "x"], [EDS, "c1", "e1"]]);
+  const server = newServer(cache, {
+    resourcesFor: (_p, t, n) => (work(1), cache.select(t, n)),
+    maxConcurrentPushes: 2,
+  });
+  const streams = Array.from({ length: 60 }, (_, i) => sotw(server, `memory:${i}`));
+  for (const [i, x] of streams.entries()) x.h.receive({ node: node(`p${i}`), type_url: CDS });
+  await server.flush();
+  for (const x of streams) await x.s.next();
+  cache.set(CDS, "k1", bytes("y"));
+  server.push({ kind: "config" });
+  const order: string[] = [];
+  const [first, last] = [streams[0], streams.at(-1)!];
+  void streams.at(-2)!.s.next(60_000).then(() => order.push("push reached the stream before it"));
+  setTimeout(() => {
+    // the last stream waits in the FIFO queue behind the push; its client subscribes to EDS
+    last.h.receive({ type_url: EDS, resource_names: ["c1"] });
+    order.push("request");
+  }, 0);
+  const responses = [await last.s.next(60_000), await last.s.next(60_000)];
+  order.push("last stream answered");
+  await server.flush();
+  assert.deepEqual(order, ["request", "last stream answered", "push reached the stream before it"]);
+  assert.deepEqual(responses.map((r) => r.type_url).sort(), [CDS, EDS].sort());
+  assert.ok(first.s.unread >= 1, "the push reached the first stream too");
+  server.close();
+});
