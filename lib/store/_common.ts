@@ -111,16 +111,48 @@ export class Watchers {
 
   /** Delivers one event (a deep copy per handler) to every handler, in registration order. */
   emit(type: StoreEvent["type"], object: ConfigObject): void {
-    for (const h of [...this.#handlers]) {
-      try {
-        h({ type, object: structuredClone(object) });
-      } catch (err) {
-        this.log.error(
-          `Config store watch handler failed on ${type} ${describe(object)}: ${
-            (err as Error).message
-          }`,
-        );
+    for (const h of [...this.#handlers]) this.#call(h, { type, object: structuredClone(object) });
+  }
+
+  /**
+   * Makes the copies of many events for the current handlers, pausing when `slicer` says so, and
+   * returns what delivers them all at once (as many {@link emit} calls in a row: handlers never
+   * see part of the batch). A handler added meanwhile gets copies made at delivery; one removed
+   * gets nothing.
+   */
+  async prepare(
+    events: readonly StoreEvent[],
+    slicer: { pause(): Promise<void> },
+  ): Promise<() => void> {
+    const copies = new Map<(e: StoreEvent) => void, StoreEvent[]>();
+    for (const h of this.#handlers) copies.set(h, []);
+    for (const ev of events) {
+      for (const list of copies.values()) {
+        list.push({ type: ev.type, object: structuredClone(ev.object) });
       }
+      await slicer.pause();
+    }
+    return () => {
+      for (const [i, ev] of events.entries()) {
+        for (const h of [...this.#handlers]) {
+          this.#call(
+            h,
+            copies.get(h)?.[i] ?? { type: ev.type, object: structuredClone(ev.object) },
+          );
+        }
+      }
+    };
+  }
+
+  #call(h: (event: StoreEvent) => void, ev: StoreEvent): void {
+    try {
+      h(ev);
+    } catch (err) {
+      this.log.error(
+        `Config store watch handler failed on ${ev.type} ${describe(ev.object)}: ${
+          (err as Error).message
+        }`,
+      );
     }
   }
 

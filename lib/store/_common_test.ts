@@ -165,6 +165,48 @@ Deno.test("Watchers deliver a copy to each handler in order, log a failing one a
   assert.equal(logged.length, 2);
 });
 
+Deno.test("Watchers.prepare() copies a batch in slices and delivers it at once; handlers added meanwhile get copies too", async () => {
+  const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
+  const obj = (name: string) =>
+    ({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "Gateway",
+      metadata: { name, namespace: "ns" },
+      spec: {},
+    }) as ConfigObject;
+  const seen: string[] = [];
+  const early: ConfigObject[] = [];
+  w.add((e) => {
+    seen.push(`a ${e.type} ${e.object.metadata.name}`);
+    early.push(e.object);
+  });
+  const gone = w.add((e) => seen.push(`gone ${e.object.metadata.name}`));
+  const events = [
+    { type: "ADDED" as const, object: obj("x") },
+    { type: "DELETED" as const, object: obj("y") },
+  ];
+  let pauses = 0;
+  const deliver = await w.prepare(events, {
+    pause: async () => {
+      pauses++;
+      await new Promise((r) => setTimeout(r, 0));
+    },
+  });
+  assert.equal(pauses, 2, "a pause after each event's copies");
+  gone.close();
+  w.add((e) => seen.push(`late ${e.type} ${e.object.metadata.name}`));
+  assert.deepEqual(seen, [], "nothing is delivered before deliver()");
+  events[0].object.metadata.name = "mutated after prepare";
+  deliver();
+  assert.deepEqual(seen, [
+    "a ADDED x",
+    "late ADDED mutated after prepare",
+    "a DELETED y",
+    "late DELETED y",
+  ]);
+  assert.notEqual(early[0], events[0].object, "each handler gets a copy");
+});
+
 Deno.test("store validation errors label input that is no object, or has no metadata", async () => {
   const store = createMemoryStore();
   const message = (raw: unknown) =>

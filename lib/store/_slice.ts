@@ -1,33 +1,3 @@
-/**
- * Time slicing for long synchronous work (parsing and validating a large configuration) that
- * runs beside servers: the work pauses for a macrotask once it has held the event loop for a
- * budget, so that requests, streams and timers are served meanwhile.
- * @module
- */
+/** The store's time slicing: the shared {@link TimeSlicer} of lib/process. @module */
 
-/** Work a slice may hold the event loop for, in ms, before it lets other tasks run. */
-export const SLICE_MS = 20;
-
-/** Counts the time since the last pause; {@link TimeSlicer.pause} yields once it exceeds the budget. */
-export class TimeSlicer {
-  readonly #budgetMs: number | null;
-  readonly #onPause?: () => void;
-  #since = performance.now();
-
-  /**
-   * `budgetMs` null: never pause (blocking work is fine: nothing else runs yet). `onPause` is
-   * told of every pause (progress, for a watchdog).
-   */
-  constructor(budgetMs: number | null = SLICE_MS, onPause?: () => void) {
-    this.#budgetMs = budgetMs;
-    this.#onPause = onPause;
-  }
-
-  /** Lets other tasks run when the budget is spent; resolves at once otherwise. */
-  async pause(): Promise<void> {
-    if (this.#budgetMs === null || performance.now() - this.#since < this.#budgetMs) return;
-    this.#onPause?.();
-    await new Promise((r) => setTimeout(r, 0));
-    this.#since = performance.now();
-  }
-}
+export { SLICE_MS, TimeSlicer } from "../process/slice.ts";

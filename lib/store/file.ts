@@ -278,6 +278,8 @@ class DirectoryStore implements FileStore {
    */
   async #merge(files: Map<string, FileState>, slicer: TimeSlicer): Promise<void> {
     const { view, duplicates, events } = await mergeView(files, this.#view, slicer);
+    // the watchers' copies are made in slices too; the view and its events then change at once
+    const deliver = await this.#watchers.prepare(events, slicer);
     this.#files = files;
     const nowReported = new Set<string>();
     for (const d of duplicates) {
@@ -287,7 +289,7 @@ class DirectoryStore implements FileStore {
     this.#reportedDups = nowReported;
     this.#dupErrors = duplicates;
     this.#view = view;
-    for (const ev of events) this.#watchers.emit(ev.type, ev.object);
+    deliver();
   }
 
   // ---- scan scheduling -------------------------------------------------------------------

@@ -96,26 +96,45 @@ export class ConfigSnapshot {
       seen.add(k);
       if (ev.type === "DELETED") this.#objects.delete(k);
       else this.#objects.set(k, ev.object);
+      this.#sortedCache = undefined;
       onChange(ev);
     });
     for (const schema of store.schemas) {
       for (const o of await store.list(schema.type)) {
         if (!seen.has(key(o))) this.#objects.set(key(o), o);
+        this.#sortedCache = undefined;
       }
     }
   }
 
   /** Every object, sorted by kind, namespace, name. */
   all(): ConfigObject[] {
-    return [...this.#objects.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map((
-      [, o],
-    ) => o);
+    return this.#sorted().all.slice();
   }
 
   /** Objects of one kind (`VirtualService`). */
   byKind(kind: string): ConfigObject[] {
-    return this.all().filter((o) => o.kind === kind);
+    return this.#sorted().byKind.get(kind)?.slice() ?? [];
   }
+
+  /**
+   * The objects sorted, and by kind, kept until the next change (a context rebuild asks for a
+   * dozen kinds: with thousands of objects, sorting each time held the event loop).
+   */
+  #sorted(): { all: ConfigObject[]; byKind: Map<string, ConfigObject[]> } {
+    if (this.#sortedCache) return this.#sortedCache;
+    const all = [...this.#objects.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map((
+      [, o],
+    ) => o);
+    const byKind = new Map<string, ConfigObject[]>();
+    for (const o of all) {
+      const l = byKind.get(o.kind);
+      if (l) l.push(o);
+      else byKind.set(o.kind, [o]);
+    }
+    return this.#sortedCache = { all, byKind };
+  }
+  #sortedCache?: { all: ConfigObject[]; byKind: Map<string, ConfigObject[]> };
 
   /** Stops watching. */
   close(): void {

@@ -49,12 +49,24 @@ export class PushRouter {
     this.#addressesByKey = addressesByKey(this.#registry.instances());
   }
 
-  /** Config (or Ingress) changed: everything is recomputed, every proxy may hear of it. */
+  /**
+   * Config (or Ingress) changed: everything is recomputed, every proxy may hear of it. The
+   * changes of one task (a file of 5000 documents delivers 5000 events in a row) make one push
+   * event, queued at the end of the task (the push is debounced anyway).
+   */
   configChanged(): void {
     this.#model.invalidate();
     this.#restCache?.clear();
-    this.#server.push({ kind: "config" });
+    if (this.#configPushQueued) return;
+    this.#configPushQueued = true;
+    queueMicrotask(() => {
+      this.#configPushQueued = false;
+      this.#server.push({ kind: "config" });
+    });
   }
+
+  /** A config push event is queued for the end of the task ({@link configChanged}). */
+  #configPushQueued = false;
 
   /**
    * The registries changed. A service change is a config change; an endpoints-only change

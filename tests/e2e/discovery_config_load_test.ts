@@ -1,7 +1,7 @@
 /**
  * End-to-end: a running mesh-discovery keeps serving while it loads a large configuration. A
  * file of 5000 documents dropped into `--configDir` is read, parsed and validated in slices
- * (lib/store/_slice.ts); `/ready`, REST xDS and ADS keep answering meanwhile. A single document of 4 MiB, which
+ * (lib/process/slice.ts); `/ready`, REST xDS and ADS keep answering meanwhile. A single document of 4 MiB, which
  * the YAML parser would take in one step, is refused without being parsed (`MAX_DOCUMENT_BYTES`),
  * naming it, while `/ready`, REST xDS (`/v3/discovery:clusters`) and ADS (a new stream asking for
  * CDS) keep answering.

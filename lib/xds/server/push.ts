@@ -7,10 +7,17 @@
  * wait in a FIFO queue, and while a stream waits or sends, later pushes only widen its dirty marks
  * (coalescing per stream), so a stream has at most one push pending however fast changes come.
  * Send timeouts are checked by one sweep timer over the streams with a send in flight.
+ *
+ * A push to many streams does not hold the event loop: the send loops share one
+ * {@link TimeSlicer}, and once they have run for its budget (20 ms) each pauses for a macrotask
+ * before its next build, so `/ready`, REST xDS and new streams are served between batches. The
+ * streams a client's own request made dirty (a new stream, a new subscription) are started before
+ * those a push queued.
  * @module
  */
 
 import type { Logger } from "../../log/mod.ts";
+import { SLICE_MS, TimeSlicer } from "../../process/slice.ts";
 import { Debouncer, type MergedPush } from "./debounce.ts";
 import { typeShortName } from "./metrics.ts";
 import {
@@ -58,6 +65,11 @@ export interface PushOptions<P> {
   index: SubscriberIndex<P>;
   /** Send loops running at once; further streams wait in a FIFO queue (default 256). */
   maxConcurrent?: number;
+  /**
+   * Work the send loops may do, together, before they let other tasks run, ms (default
+   * {@link SLICE_MS}; null: never pause).
+   */
+  sliceMs?: number | null;
 }
 
 /** Default number of send loops running at once (istiod's PILOT_PUSH_THROTTLE is 100). */
@@ -82,6 +94,15 @@ export class PushScheduler<P> {
   /** Streams waiting for a send loop slot, FIFO (from #queueHead on). */
   #queue: Connection<P>[] = [];
   #queueHead = 0;
+  /**
+   * Streams a client's request made dirty, waiting for a slot: started before {@link #queue}
+   * (FIFO from #urgentHead on; the set holds the same streams).
+   */
+  #urgent: Connection<P>[] = [];
+  #urgentHead = 0;
+  readonly #urgentSet = new Set<Connection<P>>();
+  /** Shared by the send loops: a long push pauses for a macrotask every slice. */
+  readonly #slicer: TimeSlicer;
   /** Resolvers of the `drained` promises of queued streams. */
   readonly #queuedDone = new Map<Connection<P>, () => void>();
   /** Streams with a send in flight (for the timeout sweep). */
@@ -99,6 +120,7 @@ export class PushScheduler<P> {
     this.build = opts.build;
     this.#index = opts.index;
     this.#maxConcurrent = opts.maxConcurrent ?? DEFAULT_MAX_CONCURRENT_PUSHES;
+    this.#slicer = new TimeSlicer(opts.sliceMs === undefined ? SLICE_MS : opts.sliceMs);
     if (!Number.isInteger(this.#maxConcurrent) || this.#maxConcurrent < 1) {
       throw new Error(`Invalid maxConcurrent ${this.#maxConcurrent}: must be a whole number >= 1`);
     }
@@ -246,20 +268,28 @@ export class PushScheduler<P> {
 
   /** Streams waiting for a send loop slot. */
   get queued(): number {
-    return this.#queue.length - this.#queueHead;
+    return this.#queue.length - this.#queueHead + this.#urgentSet.size;
   }
 
   /**
    * Starts the send loop of a stream unless it runs or waits for a slot (then its new dirty marks
    * are simply taken up by that loop: coalescing). Beyond `maxConcurrent` running loops the stream
-   * joins the FIFO queue.
+   * joins the FIFO queue; an `urgent` one (a client waits for the answer to its request) joins the
+   * queue of those started first.
    */
-  drain(conn: Connection<P>): void {
-    if (conn.draining || conn.closed) return;
+  drain(conn: Connection<P>, urgent = false): void {
+    if (conn.draining || conn.closed) {
+      if (urgent && !conn.closed && this.#queuedDone.has(conn)) {
+        // waits behind a push: moves ahead (its place in the FIFO queue is skipped when reached)
+        this.#pushUrgent(conn);
+      }
+      return;
+    }
     conn.draining = true;
     if (this.#active >= this.#maxConcurrent) {
       conn.drained = new Promise<void>((r) => this.#queuedDone.set(conn, r));
-      this.#queue.push(conn);
+      if (urgent) this.#pushUrgent(conn);
+      else this.#queue.push(conn);
       return;
     }
     this.#start(conn);
@@ -273,15 +303,33 @@ export class PushScheduler<P> {
     });
   }
 
-  /** Starts queued send loops while slots are free. */
+  /** Queues `conn` among the urgent streams (once). */
+  #pushUrgent(conn: Connection<P>): void {
+    if (this.#urgentSet.has(conn)) return;
+    this.#urgentSet.add(conn);
+    this.#urgent.push(conn);
+  }
+
+  /** Starts queued send loops while slots are free (urgent ones first). */
   #next(): void {
-    while (this.#active < this.#maxConcurrent && this.#queueHead < this.#queue.length) {
-      const conn = this.#queue[this.#queueHead++];
-      if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
-        this.#queue = this.#queue.slice(this.#queueHead);
-        this.#queueHead = 0;
-      }
-      const resolve = this.#queuedDone.get(conn)!;
+    while (this.#active < this.#maxConcurrent) {
+      let conn: Connection<P>;
+      if (this.#urgentHead < this.#urgent.length) {
+        conn = this.#urgent[this.#urgentHead++];
+        this.#urgentSet.delete(conn);
+        if (this.#urgentHead === this.#urgent.length) {
+          this.#urgent = [];
+          this.#urgentHead = 0;
+        }
+      } else if (this.#queueHead < this.#queue.length) {
+        conn = this.#queue[this.#queueHead++];
+        if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+          this.#queue = this.#queue.slice(this.#queueHead);
+          this.#queueHead = 0;
+        }
+      } else return;
+      const resolve = this.#queuedDone.get(conn);
+      if (!resolve) continue; // started already (moved ahead as urgent)
       this.#queuedDone.delete(conn);
       this.#start(conn);
       void conn.drained.then(resolve);
@@ -291,6 +339,9 @@ export class PushScheduler<P> {
   async #drainLoop(conn: Connection<P>): Promise<void> {
     try {
       for (;;) {
+        // a long push lets other tasks run between slices (before the marks are read: a push
+        // meanwhile widens them)
+        if (conn.dirty.size) await this.#slicer.pause();
         if (conn.closed) return;
         let next: string | undefined;
         for (const t of conn.dirty.keys()) {

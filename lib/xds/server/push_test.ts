@@ -174,3 +174,85 @@ Deno.test("a scoped EDS push to streams holding the same shared view sends them 
   }
   server.close();
 });
+
+/** Busy-waits `ms` (a generator that holds the event loop). */
+function work(ms: number) {
+  const until = performance.now() + ms;
+  while (performance.now() < until) { /* busy */ }
+}
+
+Deno.test("a push to many streams lets a timer, an HTTP request and a new stream's request run before it ends", async () => {
+  // a /ready-like endpoint in the same process
+  const http = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response("ready\n"),
+  );
+  const cache = cacheWith([[CDS, "k1", "x"]]);
+  // each build holds the event loop for 1 ms: 300 streams are ~300 ms of work, 15 slices
+  const server = newServer(cache, {
+    resourcesFor: (_p, t, n) => (work(1), cache.select(t, n)),
+    maxConcurrentPushes: 16,
+  });
+  const streams = Array.from({ length: 300 }, (_, i) => sotw(server, `memory:${i}`));
+  for (const [i, x] of streams.entries()) x.h.receive({ node: node(`p${i}`), type_url: CDS });
+  await server.flush();
+  for (const x of streams) await x.s.next();
+  cache.set(CDS, "k1", bytes("y"));
+  server.push({ kind: "config" });
+  const order: string[] = [];
+  const reached = Promise.all(streams.map((x) => x.s.next(60_000))).then((rs) => {
+    order.push("push reached every stream");
+    return rs;
+  });
+  let answered: Promise<unknown> = Promise.resolve();
+  setTimeout(() => {
+    order.push("timer");
+    // a stream opened during the push is answered before the push reaches every stream
+    const late = sotw(server, "memory:late");
+    late.h.receive({ node: node("late"), type_url: CDS });
+    void late.s.next(60_000).then(() => order.push("new stream answered"));
+    answered = fetch(`http://127.0.0.1:${http.addr.port}/ready`)
+      .then((res) => res.text())
+      .then(() => order.push("HTTP answered"));
+  }, 0);
+  for (const r of await reached) assert.deepEqual(names(r), ["k1"]);
+  await answered;
+  await server.flush();
+  await http.shutdown();
+  assert.equal(order[0], "timer");
+  assert.deepEqual(
+    order.slice(1).sort(),
+    ["HTTP answered", "new stream answered", "push reached every stream"],
+  );
+  assert.equal(order.at(-1), "push reached every stream", order.join(", "));
+  server.close();
+});
+
+Deno.test("a stream waiting behind a push moves ahead when its client asks for something", async () => {
+  const cache = cacheWith([[CDS, "k1", "x"], [EDS, "c1", "e1"]]);
+  const server = newServer(cache, {
+    resourcesFor: (_p, t, n) => (work(1), cache.select(t, n)),
+    maxConcurrentPushes: 2,
+  });
+  const streams = Array.from({ length: 60 }, (_, i) => sotw(server, `memory:${i}`));
+  for (const [i, x] of streams.entries()) x.h.receive({ node: node(`p${i}`), type_url: CDS });
+  await server.flush();
+  for (const x of streams) await x.s.next();
+  cache.set(CDS, "k1", bytes("y"));
+  server.push({ kind: "config" });
+  const order: string[] = [];
+  const [first, last] = [streams[0], streams.at(-1)!];
+  void streams.at(-2)!.s.next(60_000).then(() => order.push("push reached the stream before it"));
+  setTimeout(() => {
+    // the last stream waits in the FIFO queue behind the push; its client subscribes to EDS
+    last.h.receive({ type_url: EDS, resource_names: ["c1"] });
+    order.push("request");
+  }, 0);
+  const responses = [await last.s.next(60_000), await last.s.next(60_000)];
+  order.push("last stream answered");
+  await server.flush();
+  assert.deepEqual(order, ["request", "last stream answered", "push reached the stream before it"]);
+  assert.deepEqual(responses.map((r) => r.type_url).sort(), [CDS, EDS].sort());
+  assert.ok(first.s.unread >= 1, "the push reached the first stream too");
+  server.close();
+});

@@ -192,7 +192,7 @@ export class XdsServer<P = unknown> {
       stamp: (st, count, version) => this.#stamp(st, count, version),
       schedule: (conn, typeUrl, d) => {
         this.#pushes.markDirty(conn, typeUrl, d);
-        this.#pushes.drain(conn);
+        this.#pushes.drain(conn, true); // the client waits for this answer: before queued pushes
       },
     };
     this.#pushes = new PushScheduler({

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { TimeSlicer } from "./_slice.ts";
+import { TimeSlicer } from "./slice.ts";
 
 /** Busy-waits `ms` (work that holds the event loop). */
 function work(ms: number) {
@@ -28,4 +28,23 @@ Deno.test("TimeSlicer.pause() never yields with a null budget", async () => {
   await slicer.pause();
   assert.equal(fired, false);
   clearTimeout(t);
+});
+
+Deno.test("TimeSlicer.pause() shared by concurrent tasks: they pause together and share the next budget", async () => {
+  const slicer = new TimeSlicer(10);
+  let ticks = 0;
+  const iv = setInterval(() => ticks++, 0);
+  /** Work done between two timer ticks, ms (the longest stretch the event loop was held). */
+  const held = new Map<number, number>();
+  const task = async () => {
+    for (let i = 0; i < 20; i++) {
+      work(2);
+      held.set(ticks, (held.get(ticks) ?? 0) + 2);
+      await slicer.pause();
+    }
+  };
+  await Promise.all([task(), task(), task(), task()]);
+  clearInterval(iv);
+  // 160 ms of work in 10 ms budgets: never 4 tasks × a budget in one stretch
+  assert.ok(Math.max(...held.values()) <= 20, `held ${JSON.stringify([...held])}`);
 });
