@@ -11,6 +11,7 @@
  */
 
 import { Buffer } from "node:buffer";
+import process from "node:process";
 import type { Server, Socket } from "node:net";
 import { Connection, type H2Options } from "./h2/connection.ts";
 import { FailureThrottle } from "./throttle.ts";
@@ -64,9 +65,9 @@ export interface GrpcListenOptions extends H2Options {
    * How often the listener checks that it still accepts (a loopback connection to itself), in ms
    * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
    * fails (the connection cannot be made, or two checks in a row are not accepted within a
-   * second while nothing else was accepted; a check whose timer fired late, the event loop busy,
-   * counts neither way) the listener is reopened on the same port, and {@link GrpcListener.accepting} is
-   * false until a check passes again.
+   * second while nothing else was accepted; a check whose timer fired late, or during which the
+   * process was on the CPU most of the time, counts neither way) the listener is reopened on the
+   * same port, and {@link GrpcListener.accepting} is false until a check passes again.
    */
   acceptCheckMs?: number;
   /** Called when {@link GrpcListener.accepting} changes, with the reason when it is false. */
@@ -169,6 +170,34 @@ const STOPPED = "the accept loop stopped";
  */
 const LATE_MS = 250;
 const BUSY = "the event loop was busy";
+/**
+ * A check that went unanswered while the process spent at least this share of the wait on the CPU
+ * says nothing either: a saturated event loop runs its timers on time (work done in slices) while
+ * accepts wait behind thousands of other I/O completions (seen: a push to 3000 proxies under
+ * churn, an accept delayed past a second, `/ready` flipping to 503). An accept loop that really
+ * stopped (EMFILE) leaves the process idle.
+ */
+const BUSY_CPU_SHARE = 0.8;
+
+/**
+ * Why a check went unanswered after `wallMs` of waiting during which the process used `cpuMs` of
+ * CPU: {@link BUSY} (no conclusion) when the event loop was late or the process was saturated,
+ * else {@link STOPPED}.
+ */
+export function unansweredReason(wallMs: number, cpuMs: number): string {
+  if (wallMs >= 1000 + LATE_MS || cpuMs >= BUSY_CPU_SHARE * wallMs) return BUSY;
+  return STOPPED;
+}
+
+/** Starts timing a check: call the result when it went unanswered, for {@link unansweredReason}. */
+function checkClock(): () => string {
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  return () => {
+    const used = process.cpuUsage(cpu);
+    return unansweredReason(performance.now() - started, (used.user + used.system) / 1000);
+  };
+}
 
 /** `address` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
 const peerAddress = (socket: Socket) => (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
@@ -266,11 +295,8 @@ class AcceptCheck {
         sock.destroy();
         resolve({ ok, reason });
       };
-      const started = performance.now();
-      const timer = setTimeout(
-        () => finish(false, performance.now() - started >= 1000 + LATE_MS ? BUSY : STOPPED),
-        1000,
-      );
+      const unanswered = checkClock();
+      const timer = setTimeout(() => finish(false, unanswered()), 1000);
       let key = "";
       this.#probeSeen = () => {};
       const sock = this.net.connect({ port, host });
@@ -335,7 +361,8 @@ class AcceptCheck {
         sock.destroy();
         resolve(r);
       };
-      const timer = setTimeout(() => finish({ ok: false, reason: STOPPED }), 1000);
+      const unanswered = checkClock();
+      const timer = setTimeout(() => finish({ ok: false, reason: unanswered() }), 1000);
       this.#probes.add(key);
       this.#probeSeen = () => finish({ ok: true, reason: "" });
       const sock = this.net.connect({ port, host, localAddress, localPort });

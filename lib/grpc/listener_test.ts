@@ -549,3 +549,14 @@ Deno.test("maxConnectionsPerAddress closes an address's connections beyond its b
     await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
   }
 });
+
+Deno.test("unansweredReason(): an unanswered check says nothing when the loop was late or the process saturated, else the accept loop stopped", async () => {
+  const { unansweredReason } = await import("./listener.ts");
+  const stopped = "the accept loop stopped";
+  const busy = "the event loop was busy";
+  assert.equal(unansweredReason(1000, 5), stopped, "idle process, timer on time (EMFILE)");
+  assert.equal(unansweredReason(1240, 100), stopped);
+  assert.equal(unansweredReason(1250, 0), busy, "timer 250 ms late");
+  assert.equal(unansweredReason(1000, 800), busy, "on the CPU 80 % of the wait");
+  assert.equal(unansweredReason(1000, 790), stopped);
+});
