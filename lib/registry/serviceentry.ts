@@ -48,7 +48,6 @@ interface SESpec {
   workloadSelector?: { labels?: Record<string, string>; matchLabels?: Record<string, string> };
 }
 
-
 /** The WorkloadEntries of `namespace` that `selector` selects (every key/value in their labels). */
 function selectedEntries(
   entries: readonly ConfigObject[],
