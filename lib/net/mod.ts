@@ -54,12 +54,12 @@ const handedOut = new Set<number>();
  * xDS). A port from {@link freePort} is ephemeral: meanwhile any outgoing connection on the
  * machine may take it as its source port (seen on a loaded box: a grpc-js-xds server failing with
  * EADDRINUSE). Below the range only a server that binds it can. Never the same port twice in one
- * process.
+ * process. (`from`: the lowest port, for tests.)
  */
-export function freeServerPort(low: number = ephemeralLow()): number {
+export function freeServerPort(low: number = ephemeralLow(), from = 10_000): number {
   const top = Math.min(low, 65536);
   for (let i = 0; i < 200; i++) {
-    const port = 10_000 + Math.floor(Math.random() * Math.max(1, top - 10_000));
+    const port = from + Math.floor(Math.random() * Math.max(1, top - from));
     if (handedOut.has(port)) continue;
     try {
       Deno.listen({ hostname: "0.0.0.0", port }).close();
@@ -69,5 +69,5 @@ export function freeServerPort(low: number = ephemeralLow()): number {
       // taken (or not ours to bind): another one
     }
   }
-  throw new Error(`no free port found between 10000 and ${top}`);
+  throw new Error(`no free port found between ${from} and ${top}`);
 }

@@ -24,8 +24,30 @@ Deno.test("freeServerPort() fails naming the range when every port in it is take
   }
 });
 
+Deno.test("freeServerPort() never hands out a port twice, even in a range of two", () => {
+  // two adjacent free ports, found first
+  let from = 0;
+  for (let p = 20_000 + Math.floor(Math.random() * 9000); p < 29_990 && !from; p += 2) {
+    try {
+      Deno.listen({ hostname: "0.0.0.0", port: p }).close();
+      Deno.listen({ hostname: "0.0.0.0", port: p + 1 }).close();
+      from = p;
+    } catch { /* taken: the next pair */ }
+  }
+  assert.ok(from, "no two adjacent free ports");
+  const a = freeServerPort(from + 2, from);
+  const b = freeServerPort(from + 2, from);
+  assert.deepEqual([a, b].sort(), [from, from + 1]);
+  assert.throws(() => freeServerPort(from + 2, from), /no free port found between/);
+});
+
 Deno.test("ephemeralLow() reads the range's first port, else 32768", () => {
+  const [first] = Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").split(/\s+/);
+  assert.equal(ephemeralLow(), Number(first) > 10_000 ? Number(first) : 32768, "this machine's");
   assert.equal(ephemeralLow(() => "32768\t60999\n"), 32768);
+  assert.equal(ephemeralLow(() => "65535 65535"), 65535);
+  assert.equal(ephemeralLow(() => "10000 60999"), 32768, "not above 10000");
+  assert.equal(ephemeralLow(() => "70000 80000"), 32768, "not a port");
   assert.equal(ephemeralLow(() => "40000 60999"), 40000);
   assert.equal(ephemeralLow(() => "1024 60999"), 32768, "a range reaching low ports is ignored");
   assert.equal(ephemeralLow(() => "junk"), 32768);
@@ -47,6 +69,6 @@ Deno.test("freePort() gives the preferred port when free, another when it is tak
   } finally {
     held.close();
   }
-  const p = freePort("127.0.0.1");
+  const p = freePort();
   assert.equal(freePort("127.0.0.1", p), p, "a free preferred port is returned");
 });
