@@ -29,8 +29,12 @@ let ns = "default";
 let grpc: GrpcListener | undefined;
 let tracer: Tracer | undefined;
 let generation = -1;
-/** Calls forwarded to the control isolate so far (their ids: `<worker index>:<n>`). */
+/**
+ * Calls forwarded to the control isolate so far; their ids are `<worker index>:<start>:<n>`, the
+ * start telling a worker started again from its predecessor (whose calls may still run there).
+ */
 let forwarded = 0;
+const started = Date.now().toString(36) + Math.random().toString(36).slice(2, 6);
 const metrics = createPolicyMetrics();
 
 /** Builds the snapshot of a configuration (the previous one's handlers reused as in the control isolate). */
@@ -68,7 +72,7 @@ serveControl<PolicyWorkerInit>(async ({ arg, index, count }, link) => {
     forward: async (method, body, signal) => {
       signal.throwIfAborted();
       // the call's deadline or cancel reaches the control isolate's work too (adapters, quotas)
-      const id = `${index}:${++forwarded}`;
+      const id = `${index}:${started}:${++forwarded}`;
       const cancel = () => {
         const r = signal.reason;
         link.channel.notify("cancel", {

@@ -39,7 +39,7 @@ export interface PolicyWorkerInit {
   tracing: PolicyConfig["tracing"];
 }
 
-/** A call a worker forwards to the control isolate (`id`: `<worker index>:<n>`, for `cancel`). */
+/** A call a worker forwards to the control isolate (`id`, unique in the process, for `cancel`). */
 export interface ForwardedCall {
   id: string;
   method: "Check" | "Report";
@@ -97,7 +97,7 @@ export async function startPolicyWorkers(o: PolicyWorkersOptions): Promise<Polic
       if (e instanceof CallError) return { code: e.code, message: e.message };
       return { code: Code.INTERNAL, message: `internal error: ${(e as Error).message}` };
     } finally {
-      inflight.delete(id);
+      if (inflight.get(id) === abort) inflight.delete(id);
     }
   };
   const cancel = (arg: unknown) => {
