@@ -20,7 +20,8 @@
  *   `/listeners` start with a `# proxy-standin ...` line, `/server_info` and `/config_dump` have
  *   a `standin` field;
  * - fails on request: `STANDIN_FAIL_AFTER_MS` (every start exits 1 after that delay) or
- *   `STANDIN_FAIL_ONCE_FILE` (when that file exists it is removed and the process exits 1).
+ *   `STANDIN_FAIL_ONCE_FILE` (when that file exists, empty or naming this epoch, it is removed
+ *   and the process exits 1).
  * @module
  */
 
@@ -141,8 +142,13 @@ async function main(): Promise<number> {
   const failOnce = Deno.env.get("STANDIN_FAIL_ONCE_FILE");
   if (failOnce) {
     try {
-      Deno.removeSync(failOnce);
-      setTimeout(() => finish([1, "STANDIN_FAIL_ONCE_FILE"]), 100);
+      // empty: the next epoch to start fails; else only the epoch it names (so that an epoch
+      // already running when the file appears cannot take it)
+      const only = Deno.readTextFileSync(failOnce).trim();
+      if (only === "" || only === String(epoch)) {
+        Deno.removeSync(failOnce);
+        setTimeout(() => finish([1, "STANDIN_FAIL_ONCE_FILE"]), 100);
+      }
     } catch { /* absent: run normally */ }
   }
   if (parent !== undefined) {
