@@ -43,9 +43,9 @@ const clients = new Map<string, InstanceType<typeof Client>>();
 /**
  * One channel per target that `reset` never closes: it keeps grpc-js-xds's watches of the target's
  * resources, so that closing the calling channels does not end the ADS stream. (grpc-js-xds ends
- * its ADS stream with a half-close when the last watch goes and opens a new one for the next; in
- * Deno some of those half-closes never reach the server, so a client that reset its channels a
- * hundred times held 100 ADS streams open and its next stream was refused.)
+ * its ADS stream with a half-close when the last watch goes and opens a new one for the next; a
+ * client that reset its channels a few hundred times left 100 ADS streams open at the server, where
+ * the half-close was lost is not known, and its next stream was refused.)
  */
 const keepers = new Map<string, InstanceType<typeof Client>>();
 let seq = 0;
