@@ -378,7 +378,9 @@ Deno.test("a listener without onError survives refusals, held connections, TLS f
     await failTwice(plain.port, "127.0.0.2");
     const held = await connected(plain.port, { localAddress: "127.0.0.2" });
     clients.push(held);
-    assert.ok(await until(() => plain.throttled === 1));
+    // 1, or 2 when the second failing connection arrived after the first failure was counted
+    // (then it is held too); CI once failed waiting for exactly 1
+    assert.ok(await until(() => plain.throttled >= 1));
     // Served at its turn.
     assert.ok(await held.until(() => held.settings().size > 0), "the held connection was lost");
     // Over maxConnections (refusal log).
