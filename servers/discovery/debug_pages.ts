@@ -16,6 +16,7 @@ import {
   BodyTooLarge,
   type HttpDeps,
   json,
+  jsonArrayBody,
   jsonBody,
   MAX_REQUEST_BYTES,
   readBody,
@@ -217,7 +218,14 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
   // legacy kinds and fields not yet served say so (lib/model/kinds.ts)
   app.get(
     "/debug/configz",
-    (c) => jsonBody(c, [...(d.model.configs() as ConfigObject[]).map(withServingStatus), {}]),
+    (c) => {
+      const configs = d.model.configs() as ConfigObject[];
+      return jsonArrayBody(
+        c,
+        [...configs, {}],
+        (o, i) => i < configs.length ? withServingStatus(o as ConfigObject) : o,
+      );
+    },
   );
 }
 

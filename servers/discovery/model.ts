@@ -262,8 +262,22 @@ function shapeKey(own: readonly ServiceInstance[]): string {
   );
 }
 
-/** Keys of every `sourceLabels` object inside VirtualService specs, sorted. */
+/**
+ * Keys of every `sourceLabels` object inside VirtualService specs, sorted. Each spec is walked
+ * once while it lives (the store hands out the same objects until they change): a rebuild after
+ * one edit among 12,500 VirtualServices does not walk the other 12,499 again.
+ */
 function sourceLabelKeys(vss: readonly ConfigObject[]): string[] {
+  const keys = new Set<string>();
+  for (const vs of vss) for (const k of specSourceLabelKeys(vs.spec)) keys.add(k);
+  return [...keys].sort();
+}
+
+/** The `sourceLabels` keys of one spec (walked once per spec object). */
+function specSourceLabelKeys(spec: unknown): readonly string[] {
+  if (!spec || typeof spec !== "object") return [];
+  const hit = sourceLabelKeysBySpec.get(spec);
+  if (hit) return hit;
   const keys = new Set<string>();
   const walk = (o: unknown): void => {
     if (!o || typeof o !== "object") return;
@@ -275,9 +289,13 @@ function sourceLabelKeys(vss: readonly ConfigObject[]): string[] {
       walk(v);
     }
   };
-  for (const vs of vss) walk(vs.spec);
-  return [...keys].sort();
+  walk(spec);
+  const list = [...keys];
+  sourceLabelKeysBySpec.set(spec, list);
+  return list;
 }
+
+const sourceLabelKeysBySpec = new WeakMap<object, readonly string[]>();
 
 /** RDS names referenced by listeners. */
 function routeRefs(listeners: readonly XdsResource[]): string[] {
