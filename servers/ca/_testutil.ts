@@ -117,6 +117,19 @@ export async function opensslText(pem: string): Promise<string> {
   return new TextDecoder().decode((await p.output()).stdout);
 }
 
+/** The config of a self-signed mesh_ca on the orchestrator of `kubeconfigPath` (port 0), then `over`. */
+export function orchCaConfig(kubeconfigPath: string, over: Partial<CaFlags> = {}): CaConfig {
+  return toConfig(
+    caFlags({
+      selfSignedCa: true,
+      orchConfig: kubeconfigPath,
+      monitoringPort: 0,
+      grpcPort: 0,
+      ...over,
+    }),
+  );
+}
+
 /** What {@link withCa} gives its test besides the CA's handle. */
 export interface TestCaContext {
   /** The test's temp directory: the CA stores in `store/` and reads the issuer's `jwks.json`. */
