@@ -2,10 +2,11 @@
  * Test helpers shared by the store tests: one valid object per kind, event recording, polling.
  * @module
  */
+import assert from "node:assert/strict";
 import { parseAllDocuments } from "../deps/yaml.ts";
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
-import type { ConfigStore, StoreEvent } from "./types.ts";
+import { type ConfigStore, NotFoundError, type StoreEvent } from "./types.ts";
 
 const FIXTURES = new URL("./testdata/objects.yaml", import.meta.url);
 
@@ -68,6 +69,25 @@ export function withLabel(o: ConfigObject, key: string, value: string): ConfigOb
   const c = structuredClone(o);
   c.metadata.labels = { ...c.metadata.labels, [key]: value };
   return c;
+}
+
+/**
+ * What every store does with `current` (a stored version of the VirtualService fixture `vs`): an
+ * update without resourceVersion wins (last writer), and updating or deleting an object that is
+ * not there throws NotFoundError.
+ */
+export async function checkUnversionedAndMissing(
+  store: ConfigStore,
+  vs: ConfigObject,
+  current: ConfigObject,
+): Promise<void> {
+  const noRv = withLabel(current, "a", "d");
+  delete noRv.metadata.resourceVersion;
+  assert.equal((await store.update(noRv)).metadata.labels?.a, "d");
+  const missing = structuredClone(vs);
+  missing.metadata.name = "nope";
+  await assert.rejects(store.update(missing), NotFoundError);
+  await assert.rejects(store.delete("virtualservice", "nope", "default"), NotFoundError);
 }
 
 /** The fixture object of one kind (`VirtualService`), in namespace `ns`. */
