@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { parseAllDocuments } from "../deps/yaml.ts";
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
+import { createFileStore } from "./file.ts";
 import { type ConfigStore, NotFoundError, type StoreEvent } from "./types.ts";
 
 const FIXTURES = new URL("./testdata/objects.yaml", import.meta.url);
@@ -156,4 +157,25 @@ export async function withFilesDir(
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/**
+ * Runs `fn` with a file store (no watcher, no polling) over a temp directory whose `a.yaml` held
+ * the VirtualServices a and b and was rewritten in place a moment ago without b, and synced: b is
+ * held for the quiet period (2 s). Closes the store and removes the directory afterwards.
+ */
+export async function withJustRewritten(
+  prefix: string,
+  fn: (store: Awaited<ReturnType<typeof createFileStore>>, dir: string) => Promise<void>,
+): Promise<void> {
+  await withFilesDir(prefix, { "a.yaml": `${vsYaml("a")}---\n${vsYaml("b")}` }, async (dir) => {
+    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
+    try {
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
+      await store.sync();
+      await fn(store, dir);
+    } finally {
+      await store.close();
+    }
+  });
 }
