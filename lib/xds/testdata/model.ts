@@ -310,3 +310,16 @@ export function model(opts: {
     domain: "cluster.local",
   };
 }
+
+/** The fixture model with more instances: each of `variants` over its first instance. */
+export function modelWithInstances(...variants: Partial<ServiceInstance>[]): PushContext {
+  const base = model();
+  const first = base.instances[0];
+  return { ...base, instances: [...base.instances, ...variants.map((v) => ({ ...first, ...v }))] };
+}
+
+/** An instance variant on a UDP service port (5353), which has no inbound cluster or listener. */
+export const UDP_5353: Partial<ServiceInstance> = {
+  servicePort: { name: "udp", port: 5353, protocol: "UDP" },
+  port: 5353,
+};
