@@ -1,16 +1,12 @@
 import assert from "node:assert/strict";
-import { callUnary } from "../../lib/grpc/mod.ts";
 import {
   CertAuthority,
   createSelfSignedCa,
   loadCaMaterial,
   parseCertificates,
 } from "../../lib/pki/mod.ts";
-import {
-  decodeMeshCertificateResponse,
-  encodeMeshCertificateRequest,
-} from "../../lib/pki/ca_messages.ts";
-import { testIssuer } from "../../tests/harness/ca_client.ts";
+import { decodeMeshCertificateResponse } from "../../lib/pki/ca_messages.ts";
+import { createCertificateH2, testIssuer } from "../../tests/harness/ca_client.ts";
 import { waitUntil, withTempDir } from "../../tests/harness/procs.ts";
 import { caFlags, csrFor, recordingLogger, withCa } from "./_testutil.ts";
 import { start, toConfig } from "./mod.ts";
@@ -20,13 +16,11 @@ const HOUR = 3_600_000;
 
 /** One CreateCertificate on a connection of its own (node:http2, closed after the call). */
 async function sign(port: number, root: string, token: string, csr: string) {
-  const r = await callUnary({
+  const r = await createCertificateH2({
     address: `127.0.0.1:${port}`,
-    path: "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
-    message: encodeMeshCertificateRequest({ csr, validityDuration: 3600 }),
-    ca: root,
-    servername: "mesh-ca",
-    headers: { authorization: `Bearer ${token}` },
+    root,
+    token,
+    csr,
     timeoutMs: 30_000,
   });
   assert.equal(r.status, 0, r.message);
