@@ -66,19 +66,19 @@ Deno.test("file store: a file that cannot be stat'ed or opened keeps its objects
       message: "b.yaml: cannot read: stat denied",
     }]);
     assert.deepEqual(await names(store), ["a", "b"]);
-    await touch(`${dir}/b.yaml`);
-    await replaced("openSync", (openSync) => (path: string) => {
-      if (path.endsWith("/b.yaml")) throw new Deno.errors.PermissionDenied("open denied");
-      return openSync(path);
-    }, () => store.sync());
+    /** Touches b.yaml and syncs while opening it throws `error`. */
+    const syncFailingOpen = async (error: Error) => {
+      await touch(`${dir}/b.yaml`);
+      await replaced("openSync", (openSync) => (path: string) => {
+        if (path.endsWith("/b.yaml")) throw error;
+        return openSync(path);
+      }, () => store.sync());
+    };
+    await syncFailingOpen(new Deno.errors.PermissionDenied("open denied"));
     assert.deepEqual(store.errors(), [{ file: "b.yaml", message: "b.yaml: open denied" }]);
     assert.deepEqual(await names(store), ["a", "b"]);
     // gone between its stat and its open: gone
-    await touch(`${dir}/b.yaml`);
-    await replaced("openSync", (openSync) => (path: string) => {
-      if (path.endsWith("/b.yaml")) throw new Deno.errors.NotFound("gone");
-      return openSync(path);
-    }, () => store.sync());
+    await syncFailingOpen(new Deno.errors.NotFound("gone"));
     assert.deepEqual(store.errors(), []);
     assert.deepEqual(await names(store), ["a"]);
   });
