@@ -17,6 +17,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { wholeNumber } from "./_flags.ts";
 import { waitUntil } from "../tests/harness/procs.ts";
 import { probeUntil, virtualService } from "../tests/e2e/_config_load.ts";
 import { http, startDiscovery } from "../tests/e2e/discovery_harness.ts";
@@ -96,15 +97,8 @@ export async function main(args: string[] = []): Promise<void> {
     console.log(HELP);
     return;
   }
-  const sizes = String(values.documents).split(",").map((v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--documents: want integers ≥ 1, got ${v}`);
-    return n;
-  });
-  const runs = Number(values.runs);
-  if (!Number.isInteger(runs) || runs < 1) {
-    throw new Error(`--runs: want an integer ≥ 1, got ${values.runs}`);
-  }
+  const sizes = String(values.documents).split(",").map((v) => wholeNumber("documents", v));
+  const runs = wholeNumber("runs", values.runs);
   console.log(
     `load average: ${(await Deno.readTextFile("/proc/loadavg").catch(() => "?")).trim()}`,
   );

@@ -10,6 +10,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { wholeNumber } from "./_flags.ts";
 import {
   buildClusters,
   buildEndpoints,
@@ -52,13 +53,11 @@ export async function main(args: string[] = []): Promise<void> {
     console.log(HELP);
     return;
   }
-  const num = (name: string, v: unknown) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: want an integer ≥ 1, got ${v}`);
-    return n;
-  };
-  const runs = num("runs", values.runs);
-  const ctx = bigContext(num("services", values.services), num("endpoints", values.endpoints));
+  const runs = wholeNumber("runs", values.runs);
+  const ctx = bigContext(
+    wholeNumber("services", values.services),
+    wholeNumber("endpoints", values.endpoints),
+  );
   const proxy = parseNodeId("sidecar~172.16.0.1~a.ns0~ns0.svc.cluster.local");
   await loadXdsProtos();
   const gen: number[] = [], enc: number[] = [], base: number[] = [];

@@ -15,6 +15,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { wholeNumber } from "./_flags.ts";
 import {
   ADS_PATH,
   ATTACKS,
@@ -63,16 +64,9 @@ function parse(args: string[]): Options | undefined {
     strict: false,
   });
   if (values.help) return undefined;
-  const num = (name: string, v: unknown, min: number) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) {
-      throw new Error(`Flag --${name} must be a whole number >= ${min}, got "${v}"`);
-    }
-    return n;
-  };
   return {
-    durationMs: num("duration", values.duration, 100),
-    attackers: num("attackers", values.attackers, 1),
+    durationMs: wholeNumber("duration", values.duration, 100),
+    attackers: wholeNumber("attackers", values.attackers, 1),
     only: String(values.only ?? ""),
     discoveryFlags: (values["discovery-flag"] ?? []) as string[],
   };

@@ -22,6 +22,7 @@
 
 import { DEFAULT_MANIFEST } from "../lib/expr/mod.ts";
 import { compress, GLOBAL_DICTIONARY, mixerCodec } from "../lib/mixer/mod.ts";
+import { denyConfig, policyAddresses, policyServerArgs } from "../tests/harness/policy.ts";
 import { type ProgramProcess, spawnProgram } from "../tests/harness/procs.ts";
 import { V8_FLAGS, v8FlagsArgs } from "../compile.ts";
 
@@ -99,23 +100,10 @@ function parseArgs(args: string[]): Options | undefined {
   return o;
 }
 
-const CONFIG = `apiVersion: config.mesh.io/v1alpha2
-kind: denier
-metadata: {name: deny, namespace: mesh-system}
-spec: {status: {code: 7}}
----
-apiVersion: config.mesh.io/v1alpha2
-kind: checknothing
-metadata: {name: nothing, namespace: mesh-system}
-spec: {}
----
-apiVersion: config.mesh.io/v1alpha2
-kind: rule
-metadata: {name: deny-old, namespace: mesh-system}
-spec:
-  match: destination.labels["version"] == "v0" && source.name.startsWith("legacy")
-  actions: [{handler: deny.denier, instances: [nothing.checknothing]}]
----
+// A deny rule that matches none of the bench's calls (evaluated on each), and a list check.
+const CONFIG = `${
+  denyConfig('destination.labels["version"] == "v0" && source.name.startsWith("legacy")')
+}---
 apiVersion: config.mesh.io/v1alpha2
 kind: listchecker
 metadata: {name: allowed, namespace: mesh-system}
@@ -417,22 +405,12 @@ async function workersPhase(dir: string, o: Options): Promise<void> {
   const servers: { w: number; proc: ProgramProcess; address: string; monitoring: string }[] = [];
   try {
     for (const w of [1, 2]) {
-      const proc = spawnProgram("mesh-policy", [
-        "server",
-        "--address",
-        "tcp://127.0.0.1:0",
-        "--monitoringPort",
-        "0",
-        "--configStoreURL",
-        `fs://${dir}`,
-        "--workers",
-        String(w),
-      ], { denoArgs: ["-A", ...v8FlagsArgs("mesh-policy")] });
+      const proc = spawnProgram("mesh-policy", policyServerArgs(dir, "--workers", String(w)), {
+        denoArgs: ["-A", ...v8FlagsArgs("mesh-policy")],
+      });
       servers.push({ w, proc, address: "", monitoring: "" });
       const s = servers.at(-1)!;
-      s.address = (await proc.waitFor(/Policy API listening on (\S+)/, 60_000)).split(" ").at(-1)!;
-      s.monitoring = (await proc.waitFor(/Monitoring listening on (\S+)/, 60_000)).split(" ")
-        .at(-1)!;
+      Object.assign(s, await policyAddresses(proc, 60_000));
       if (await nghttpStatus(s.address, body) !== "0") {
         throw new Error(`mesh-policy --workers ${w}: the Check is not answered OK`);
       }
@@ -507,27 +485,14 @@ export async function main(args: string[] = []): Promise<void> {
   let c: Client | undefined, b: Client | undefined;
   try {
     if (o.workersOnly) return await workersPhase(dir, o);
-    const policyArgs = [
-      "server",
-      "--workers",
-      "1",
-      "--address",
-      "tcp://127.0.0.1:0",
-      "--monitoringPort",
-      "0",
-      "--configStoreURL",
-      `fs://${dir}`,
-    ];
+    const policyArgs = policyServerArgs(dir, "--workers", "1");
     // As built by compile.ts (its V8 flags), and with V8's defaults for comparison.
     server = spawnProgram("mesh-policy", policyArgs, {
       denoArgs: ["-A", ...v8FlagsArgs("mesh-policy")],
     });
     plain = spawnProgram("mesh-policy", policyArgs);
     noop = spawnProgram(new URL("./_noop_mixer.ts", import.meta.url).pathname);
-    const m = await server.waitFor(/Policy API listening on (\S+)/, 30_000);
-    const address = m.split(" ").at(-1)!;
-    const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 30_000)).split(" ")
-      .at(-1)!;
+    const { address, monitoring } = await policyAddresses(server, 30_000);
     const port = (await noop.waitFor(/listening (\d+)/, 30_000)).split(" ")[1];
     const plainAddress = (await plain.waitFor(/Policy API listening on (\S+)/, 30_000)).split(" ")
       .at(-1)!;

@@ -14,6 +14,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { wholeNumber } from "./_flags.ts";
 import { isDeepStrictEqual } from "node:util";
 import * as path from "node:path";
 import { decodeAny, encodeAny, loadXdsProtos, TYPE_URLS } from "../lib/xds/mod.ts";
@@ -110,13 +111,8 @@ export async function main(args: string[] = []): Promise<void> {
     console.log(HELP);
     return;
   }
-  const num = (name: string, v: unknown) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: want an integer ≥ 1, got ${v}`);
-    return n;
-  };
-  const runs = num("runs", values.runs);
-  const rounds = num("rounds", values.rounds);
+  const runs = wholeNumber("runs", values.runs);
+  const rounds = wholeNumber("rounds", values.rounds);
   const pj = new ProtoJson(await loadXdsProtos());
   const resources = await goldenResources();
   for (const r of resources) r.decoded = decodeAny({ type_url: r.type, value: r.bytes });

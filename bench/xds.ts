@@ -36,6 +36,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { wholeNumber } from "./_flags.ts";
 import { startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
 import type http2 from "node:http2";
@@ -118,13 +119,6 @@ function parse(args: string[]): Options {
     // Unknown flags are left to the other benches run by bench/main.ts.
     strict: false,
   });
-  const num = (name: string, v: string | boolean | undefined, min: number) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) {
-      throw new Error(`Flag --${name} must be a whole number >= ${min}, got "${v}"`);
-    }
-    return n;
-  };
   const protocol = values.protocol;
   if (protocol !== "sotw" && protocol !== "delta") {
     throw new Error(`Flag --protocol must be "sotw" or "delta", got "${protocol}"`);
@@ -136,21 +130,21 @@ function parse(args: string[]): Options {
   const o = {
     protocol: protocol as Protocol,
     client: client as ClientKind,
-    proxies: num("proxies", values.proxies, 1),
-    baseline: num("baseline", values.baseline, 1),
-    services: num("services", values.services, 1),
-    endpoints: num("endpoints", values.endpoints, 1),
-    delta: num("delta", values.delta, 0),
-    changes: num("changes", values.changes, 1),
-    fullPushes: num("full-pushes", values["full-pushes"], 1),
-    perSession: num("per-session", values["per-session"], 1),
+    proxies: wholeNumber("proxies", values.proxies, 1),
+    baseline: wholeNumber("baseline", values.baseline, 1),
+    services: wholeNumber("services", values.services, 1),
+    endpoints: wholeNumber("endpoints", values.endpoints, 1),
+    delta: wholeNumber("delta", values.delta, 0),
+    changes: wholeNumber("changes", values.changes, 1),
+    fullPushes: wholeNumber("full-pushes", values["full-pushes"], 1),
+    perSession: wholeNumber("per-session", values["per-session"], 1),
     serverCpuProf: String(values["server-cpu-prof"] ?? ""),
     profileFullPush: String(values["profile-full-push"] ?? ""),
     proxyless: 0,
     profileChanges: String(values["profile-changes"] ?? ""),
-    churnRate: num("churn-rate", values["churn-rate"], 0),
-    churnSeconds: num("churn-seconds", values["churn-seconds"], 1),
-    stormSeconds: num("storm-seconds", values["storm-seconds"], 0),
+    churnRate: wholeNumber("churn-rate", values["churn-rate"], 0),
+    churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
+    stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
     serverV8Flags: String(values["server-v8-flags"] ?? ""),
   };
   o.proxyless = Math.round(o.proxies * mix.parseShare(values["proxyless-share"]));

@@ -36,6 +36,15 @@ function u32(n: number): Buffer {
   return b;
 }
 
+/** The client stops reading, then calls BULK on stream 1 (whose answer is far over LIMIT). */
+async function callBulkUnread(c: RawClient): Promise<void> {
+  c.socket.pause();
+  await c.write(
+    c.headersFrame(1, grpcRequest(BULK)),
+    frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
+  );
+}
+
 async function start(sendTimeoutMs: number, errors?: string[]) {
   const listener = await listenGrpc({
     host: "127.0.0.1",
@@ -56,11 +65,7 @@ Deno.test("a client that stops reading holds the server at maxOutboundBytes, the
   const errors: string[] = [];
   const { listener, c, conn } = await start(60_000, errors);
   try {
-    c.socket.pause();
-    await c.write(
-      c.headersFrame(1, grpcRequest(BULK)),
-      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
-    );
+    await callBulkUnread(c);
     // The backlog reaches the limit and stays within it while the client does not read.
     assert.ok(await eventually(() => conn().outstanding > 0), "nothing written");
     let most = 0;
@@ -94,11 +99,7 @@ Deno.test("a client that never reads again is disconnected after sendTimeoutMs",
   const errors: string[] = [];
   const { listener, c } = await start(300, errors);
   try {
-    c.socket.pause();
-    await c.write(
-      c.headersFrame(1, grpcRequest(BULK)),
-      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
-    );
+    await callBulkUnread(c);
     assert.ok(await eventually(() => listener.connections.size === 0), "connection still open");
     assert.equal(errors.length, 1, errors.join("\n"));
     assert.match(
@@ -132,11 +133,7 @@ Deno.test("a client that sends SETTINGS without reading the acks meets maxOutbou
     await c.write(frame(WINDOW_UPDATE, 0, 0, u32(0x7fffffff - 65535)));
     assert.ok(await c.roundTrip());
     // 32 MiB of response not read: the socket's buffers fill, so nothing more is taken.
-    c.socket.pause();
-    await c.write(
-      c.headersFrame(1, grpcRequest(BULK)),
-      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
-    );
+    await callBulkUnread(c);
     const conn = [...listener.connections][0];
     let last = -1;
     const settled = () => {
@@ -168,11 +165,7 @@ Deno.test("a client that sends SETTINGS without reading the acks meets maxOutbou
 Deno.test("the send timeout closes the connection without an onError callback too", async () => {
   const { listener, c } = await start(300);
   try {
-    c.socket.pause();
-    await c.write(
-      c.headersFrame(1, grpcRequest(BULK)),
-      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
-    );
+    await callBulkUnread(c);
     assert.ok(await eventually(() => listener.connections.size === 0), "connection still open");
   } finally {
     await c.close();
@@ -183,11 +176,7 @@ Deno.test("the send timeout closes the connection without an onError callback to
 Deno.test("a client that reads in steps: the backlog stays within maxOutboundBytes after every drain", async () => {
   const { listener, c, conn } = await start(60_000, []);
   try {
-    c.socket.pause();
-    await c.write(
-      c.headersFrame(1, grpcRequest(BULK)),
-      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
-    );
+    await callBulkUnread(c);
     const settled = async () => {
       let last = -1;
       for (let still = 0; still < 3;) {
@@ -221,11 +210,7 @@ Deno.test("a client that reads in steps: the backlog stays within maxOutboundByt
 Deno.test("close() ends a connection whose peer does not read at the grace period", async () => {
   const { listener, c, conn } = await start(60_000);
   try {
-    c.socket.pause();
-    await c.write(
-      c.headersFrame(1, grpcRequest(BULK)),
-      frame(DATA, 0, 1, grpcFrame(Buffer.from("go"))),
-    );
+    await callBulkUnread(c);
     assert.ok(await eventually(() => conn().outstanding > 0), "nothing written");
     // The GOAWAY cannot be written while the peer does not read: the socket is destroyed at 200 ms.
     await listener.close(GrpcStatus.UNAVAILABLE, "going down", 200);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { makeTestPki } from "../../tests/harness/certs.ts";
+import { listenerTls, makeTestPki } from "../../tests/harness/certs.ts";
 import { callUnary } from "./client.ts";
 import { type GrpcCall, GrpcStatus, listenGrpc, peerUris } from "./mod.ts";
 
@@ -19,11 +19,7 @@ Deno.test("callUnary() makes a TLS call with a client certificate; setTls() swap
     const listener = await listenGrpc({
       host: "127.0.0.1",
       port: 0,
-      tls: {
-        cert: te.encode(read(serverA.cert)),
-        key: te.encode(read(serverA.key)),
-        ca: te.encode(read(a.caCert)),
-      },
+      tls: listenerTls(a, serverA),
       handlers: new Map([["/t.S/Echo", (c: GrpcCall) => {
         seen.push(peerUris(c.socket));
         let body = Buffer.alloc(0);
@@ -51,11 +47,7 @@ Deno.test("callUnary() makes a TLS call with a client certificate; setTls() swap
       ]);
       assert.deepEqual(seen, [["spiffe://cluster.local/ns/n/sa/s"]]);
 
-      listener.setTls({
-        cert: te.encode(read(serverB.cert)),
-        key: te.encode(read(serverB.key)),
-        ca: te.encode(read(b.caCert)),
-      });
+      listener.setTls(listenerTls(b, serverB));
       const viaB = await callUnary({
         address,
         path: "/t.S/Echo",
@@ -178,11 +170,7 @@ Deno.test("callUnary(): an IPv6 [addr]:port address, verified against the IP SAN
     const listener = await listenGrpc({
       host: "[::1]",
       port: 0,
-      tls: {
-        cert: te.encode(read(server.cert)),
-        key: te.encode(read(server.key)),
-        ca: te.encode(read(pki.caCert)),
-      },
+      tls: listenerTls(pki, server),
       handlers: new Map([["/t.S/Empty", (c: GrpcCall) => {
         c.onEnd = () => c.send([new Uint8Array(0)]).then(() => c.end(GrpcStatus.OK, ""));
       }]]),

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import net from "node:net";
 import tls from "node:tls";
-import { makeTestPki, type TestPki } from "../../tests/harness/certs.ts";
+import { listenerTls, makeTestPki, type TestPki } from "../../tests/harness/certs.ts";
 import { FrameType } from "./h2/frames.ts";
 import {
   type CallHandler,
@@ -274,8 +274,7 @@ Deno.test("when the accept loop stops (an accept failed with EMFILE), two unansw
 /** A TLS listener's options with a server certificate of `pki`. */
 async function tlsOf(pki: TestPki) {
   const server = await pki.issue("server", { ips: ["127.0.0.1", "::1"] });
-  const read = (p: string) => te.encode(Deno.readTextFileSync(p));
-  return { cert: read(server.cert), key: read(server.key), ca: read(pki.caCert) };
+  return listenerTls(pki, server);
 }
 
 Deno.test("accept checks pass quietly on 127.0.0.1, 0.0.0.0, :: and [::1]; a failed TLS handshake is logged once", async () => {

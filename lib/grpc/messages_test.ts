@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { concat } from "./testing.ts";
 import { GrpcMessageReader, type MessageReaderOptions } from "./messages.ts";
 
 /** A length-prefixed message with compressed flag `flag`. */
@@ -8,16 +9,6 @@ function prefixed(body: Uint8Array, flag = 0): Uint8Array {
   new DataView(b.buffer).setUint32(1, body.length);
   b.set(body, 5);
   return b;
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 const body = (n: number, seed: number) =>

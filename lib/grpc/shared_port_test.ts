@@ -2,9 +2,7 @@ import assert from "node:assert/strict";
 import { type GrpcListener, listenGrpc } from "./mod.ts";
 import { reserveSharedPort } from "../workers/mod.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
-import { makeTestPki } from "../../tests/harness/certs.ts";
-
-const te = new TextEncoder();
+import { listenerTls, makeTestPki } from "../../tests/harness/certs.ts";
 
 for (const transport of ["plaintext", "TLS"] as const) {
   Deno.test(`listenGrpc() with reusePort (${transport}): listeners on one port pass their accept checks quietly though the kernel hands some checks to the other`, async () => {
@@ -12,8 +10,7 @@ for (const transport of ["plaintext", "TLS"] as const) {
     let tls: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array } | undefined;
     if (pki) {
       const server = await pki.issue("server", { ips: ["127.0.0.1"] });
-      const read = (p: string) => te.encode(Deno.readTextFileSync(p));
-      tls = { cert: read(server.cert), key: read(server.key), ca: read(pki.caCert) };
+      tls = listenerTls(pki, server);
     }
     const port = await reserveSharedPort("127.0.0.1", 0);
     const changes: string[] = [];

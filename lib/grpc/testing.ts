@@ -16,6 +16,17 @@ const { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY } = FrameTyp
 const { WINDOW_UPDATE, CONTINUATION } = FrameType;
 const { END_STREAM, END_HEADERS } = Flag;
 
+/** The bytes of `parts` one after another, in a new array. */
+export function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 /** HTTP/2 error code names (RFC 9113 §7), for answers. */
 export const ERROR_NAMES: Record<number, string> = {
   0: "NO_ERROR",

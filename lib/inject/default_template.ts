@@ -62,6 +62,39 @@ export const INJECTED_NAMES = {
   volumes: ["mesh-envoy", "mesh-certs"],
 } as const;
 
+/**
+ * Template text both built-in templates share: the name of the container they add and its image
+ * (the proxy image, or the pod's `sidecar.mesh.io/proxyImage` annotation).
+ */
+export const PROXY_NAME_IMAGE = `      "name": "mesh-proxy",
+      "image": [[ annotation .ObjectMeta "sidecar.mesh.io/proxyImage" {{ proxyImage }} | toJson ]],
+`;
+
+/**
+ * Template text both built-in templates share: the pod's identity in the environment of the
+ * container they add (three entries of `env`, each line ending with a comma).
+ */
+export const POD_ENV =
+  `        { "name": "POD_NAME", "valueFrom": { "fieldRef": { "fieldPath": "metadata.name" } } },
+        { "name": "POD_NAMESPACE", "valueFrom": { "fieldRef": { "fieldPath": "metadata.namespace" } } },
+        { "name": "INSTANCE_IP", "valueFrom": { "fieldRef": { "fieldPath": "status.podIP" } } },
+`;
+
+/**
+ * Template text both built-in templates share: the pod's `volumes`, the proxy's configuration
+ * (in memory) and the workload certificates (the service account's Secret, optional).
+ */
+export const MESH_VOLUMES = `  "volumes": [
+    { "name": "mesh-envoy", "emptyDir": { "medium": "Memory" } },
+    {
+      "name": "mesh-certs",
+      "secret": {
+        "secretName": [[ printf "mesh.%s" (valueOrDefault .Spec.ServiceAccountName "default") | toJson ]],
+        "optional": true
+      }
+    }
+  ]`;
+
 // `{{ name }}` is a parameter (baked in once); `[[ ... ]]` is evaluated per pod. The output is
 // JSON (which is YAML too): the injector parses JSON output much faster than YAML.
 const SOURCE = `{
@@ -87,9 +120,7 @@ const SOURCE = `{
   ],
   "containers": [
     {
-      "name": "mesh-proxy",
-      "image": [[ annotation .ObjectMeta "sidecar.mesh.io/proxyImage" {{ proxyImage }} | toJson ]],
-      "args": [
+${PROXY_NAME_IMAGE}      "args": [
         "proxy",
         "sidecar",
         "--configPath", [[ .ProxyConfig.ConfigPath | toJson ]],
@@ -107,10 +138,7 @@ const SOURCE = `{
         "--controlPlaneAuthPolicy", [[ .ProxyConfig.ControlPlaneAuthPolicy | toJson ]]
       ],
       "env": [
-        { "name": "POD_NAME", "valueFrom": { "fieldRef": { "fieldPath": "metadata.name" } } },
-        { "name": "POD_NAMESPACE", "valueFrom": { "fieldRef": { "fieldPath": "metadata.namespace" } } },
-        { "name": "INSTANCE_IP", "valueFrom": { "fieldRef": { "fieldPath": "status.podIP" } } },
-        {
+${POD_ENV}        {
           "name": "MESH_META_INTERCEPTION_MODE",
           "value": [[ annotation .ObjectMeta "sidecar.mesh.io/interceptionMode" .ProxyConfig.InterceptionMode | toJson ]]
         }
@@ -133,16 +161,7 @@ const SOURCE = `{
       ]
     }
   ],
-  "volumes": [
-    { "name": "mesh-envoy", "emptyDir": { "medium": "Memory" } },
-    {
-      "name": "mesh-certs",
-      "secret": {
-        "secretName": [[ printf "mesh.%s" (valueOrDefault .Spec.ServiceAccountName "default") | toJson ]],
-        "optional": true
-      }
-    }
-  ]
+${MESH_VOLUMES}
 }
 `;
 

@@ -9,7 +9,12 @@
  * @module
  */
 
-import type { TemplateParams } from "./default_template.ts";
+import {
+  MESH_VOLUMES,
+  POD_ENV,
+  PROXY_NAME_IMAGE,
+  type TemplateParams,
+} from "./default_template.ts";
 
 /** Name of the built-in proxyless template. */
 export const GRPC_AGENT_TEMPLATE = "grpc-agent";
@@ -20,9 +25,7 @@ export const SIDECAR_TEMPLATE = "sidecar";
 const SOURCE = `{
   "containers": [
     {
-      "name": "mesh-proxy",
-      "image": [[ annotation .ObjectMeta "sidecar.mesh.io/proxyImage" {{ proxyImage }} | toJson ]],
-      "args": [
+${PROXY_NAME_IMAGE}      "args": [
         "proxy",
         "sidecar",
         "--proxyless",
@@ -32,10 +35,7 @@ const SOURCE = `{
         "--controlPlaneAuthPolicy", [[ .ProxyConfig.ControlPlaneAuthPolicy | toJson ]]
       ],
       "env": [
-        { "name": "POD_NAME", "valueFrom": { "fieldRef": { "fieldPath": "metadata.name" } } },
-        { "name": "POD_NAMESPACE", "valueFrom": { "fieldRef": { "fieldPath": "metadata.namespace" } } },
-        { "name": "INSTANCE_IP", "valueFrom": { "fieldRef": { "fieldPath": "status.podIP" } } },
-        { "name": "MESH_META_NAMESPACE", "valueFrom": { "fieldRef": { "fieldPath": "metadata.namespace" } } }
+${POD_ENV}        { "name": "MESH_META_NAMESPACE", "valueFrom": { "fieldRef": { "fieldPath": "metadata.namespace" } } }
       ],
       "imagePullPolicy": {{ imagePullPolicy }},
       "resources": { "requests": { "cpu": "10m", "memory": "32Mi" } },
@@ -50,16 +50,7 @@ const SOURCE = `{
       ]
     }
   ],
-  "volumes": [
-    { "name": "mesh-envoy", "emptyDir": { "medium": "Memory" } },
-    {
-      "name": "mesh-certs",
-      "secret": {
-        "secretName": [[ printf "mesh.%s" (valueOrDefault .Spec.ServiceAccountName "default") | toJson ]],
-        "optional": true
-      }
-    }
-  ],
+${MESH_VOLUMES},
   "appContainers": {
     "env": [
       { "name": "GRPC_XDS_BOOTSTRAP", "value": [[ printf "%s/grpc-bootstrap.json" .ProxyConfig.ConfigPath | toJson ]] }

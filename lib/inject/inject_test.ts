@@ -3,30 +3,15 @@ import { parse } from "../deps/yaml.ts";
 import { defaultMeshConfig } from "../model/meshconfig.ts";
 import { jsonPatch } from "../../tests/harness/_patch.ts";
 import {
-  builtinGrpcAgentTemplate,
-  builtinTemplate,
-  defaultTemplateParams,
-  GRPC_AGENT_TEMPLATE,
   injectionRequired,
   Injector,
   injectStream,
   STATUS_ANNOTATION,
   validateAnnotations,
 } from "./mod.ts";
+import { testInjector } from "./testing.ts";
 
 const TESTDATA = new URL("./testdata/", import.meta.url);
-
-/** The injector of the golden files: built-in template, fixed tag (no version in the output). */
-export function testInjector(policy = "enabled"): Injector {
-  return new Injector({
-    policy,
-    template: builtinTemplate({ ...defaultTemplateParams(), tag: "test" }),
-    meshConfig: defaultMeshConfig(),
-    templates: {
-      [GRPC_AGENT_TEMPLATE]: builtinGrpcAgentTemplate({ ...defaultTemplateParams(), tag: "test" }),
-    },
-  });
-}
 
 async function golden(name: string, actual: string) {
   const url = new URL(name, TESTDATA);

@@ -1,18 +1,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { configureLogging, defaultLogOptions, getLogger, type LogOptions } from "./mod.ts";
+import { withTempDir } from "../../tests/harness/procs.ts";
 
 const SCOPES = ["default"];
 const DAY_MS = 24 * 60 * 60 * 1000;
-
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** Logs records "record 000".."record <n-1>" to a rotating file configured by `opts`. */
 async function logRecords(path: string, n: number, opts: Partial<LogOptions>): Promise<void> {
@@ -46,7 +38,7 @@ async function recordsIn(file: string): Promise<number[]> {
 const SIZE = 200;
 
 Deno.test("log rotation creates backups no larger than the maximum size", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "mesh.log");
     await logRecords(path, 12, { rotateMaxSizeBytes: SIZE, rotateMaxBackups: 10 });
     const files = await names(dir);
@@ -59,7 +51,7 @@ Deno.test("log rotation creates backups no larger than the maximum size", async 
 });
 
 Deno.test("log rotation removes the oldest backups beyond the maximum count", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "mesh.log");
     await logRecords(path, 20, { rotateMaxSizeBytes: SIZE, rotateMaxBackups: 2 });
     assert.deepEqual(await names(dir), ["mesh.log", "mesh.log.1", "mesh.log.2"]);
@@ -70,7 +62,7 @@ Deno.test("log rotation removes the oldest backups beyond the maximum count", as
 });
 
 Deno.test("log rotation keeps every backup when the maximum count is 0", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "mesh.log");
     await logRecords(path, 24, { rotateMaxSizeBytes: SIZE, rotateMaxBackups: 0 });
     const files = await names(dir);
@@ -83,7 +75,7 @@ Deno.test("log rotation keeps every backup when the maximum count is 0", async (
 });
 
 Deno.test("log rotation appends to an existing file and counts its size", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "mesh.log");
     await Deno.writeTextFile(path, "x".repeat(SIZE - 10) + "\n");
     await logRecords(path, 1, { rotateMaxSizeBytes: SIZE, rotateMaxBackups: 3 });
@@ -93,7 +85,7 @@ Deno.test("log rotation appends to an existing file and counts its size", async 
 });
 
 Deno.test("log rotation removes backups older than the maximum age", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "mesh.log");
     const old = new Date(Date.now() - 3 * DAY_MS);
     for (const i of [1, 2, 3]) await Deno.writeTextFile(`${path}.${i}`, `backup ${i}\n`);
@@ -112,7 +104,7 @@ Deno.test("log rotation removes backups older than the maximum age", async () =>
 });
 
 Deno.test("log rotation keeps old backups when the maximum age is 0", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "mesh.log");
     const old = new Date(Date.now() - 400 * DAY_MS);
     await Deno.writeTextFile(`${path}.1`, "ancient\n");
@@ -123,7 +115,7 @@ Deno.test("log rotation keeps old backups when the maximum age is 0", async () =
 });
 
 Deno.test("log rotation removes leftover backups numbered beyond the maximum at open", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "mesh.log");
     for (const i of [1, 2, 5]) await Deno.writeTextFile(`${path}.${i}`, "b\n");
     await logRecords(path, 1, { rotateMaxSizeBytes: SIZE, rotateMaxBackups: 2 });
@@ -132,7 +124,7 @@ Deno.test("log rotation removes leftover backups numbered beyond the maximum at 
 });
 
 Deno.test("log rotation writes the rotating file besides the other targets", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = join(dir, "rot.log");
     const plain = join(dir, "plain.log");
     await logRecords(path, 2, { targets: [plain], rotateMaxSizeMB: 1 });

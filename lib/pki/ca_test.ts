@@ -59,12 +59,16 @@ async function opensslVerify(chain: string[]): Promise<string> {
   }
 }
 
-async function opensslCsr(kind: "rsa" | "ec", san: string): Promise<string> {
+/** `openssl req` key options: RSA 2048 and EC P-256 keys. */
+const NEW_KEY = {
+  rsa: ["-newkey", "rsa:2048"],
+  ec: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+};
+
+/** A CSR made by `openssl req` for a new key (`keyArgs`), subject O=test, with the SAN if given. */
+async function opensslCsr(keyArgs: string[], san?: string): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "mesh-pki-test-" });
   try {
-    const keyArgs = kind === "rsa"
-      ? ["-newkey", "rsa:2048"]
-      : ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
     const r = await openssl([
       "req",
       "-new",
@@ -74,8 +78,7 @@ async function opensslCsr(kind: "rsa" | "ec", san: string): Promise<string> {
       `${dir}/k.pem`,
       "-subj",
       "/O=test",
-      "-addext",
-      `subjectAltName=${san}`,
+      ...(san ? ["-addext", `subjectAltName=${san}`] : []),
       "-out",
       `${dir}/csr.pem`,
     ]);
@@ -100,7 +103,7 @@ for (const kind of ["rsa", "ec"] as const) {
       assert.equal(ca.backend.name, backend.name);
       for (const csrKind of ["rsa", "ec"] as const) {
         const id = spiffeId("ns1", "sa1");
-        const csr = await ca.parseCsr(await opensslCsr(csrKind, `URI:${id}`));
+        const csr = await ca.parseCsr(await opensslCsr(NEW_KEY[csrKind], `URI:${id}`));
         assert.deepEqual(csr.uris, [id]);
         assert.equal(csr.keyType, csrKind === "rsa" ? "RSA-2048" : "ECDSA-P-256");
         const issued = await ca.issue({
@@ -123,13 +126,16 @@ for (const kind of ["rsa", "ec"] as const) {
   }
 }
 
-Deno.test("CertAuthority.issue() refuses a TTL above the maximum, naming both", async () => {
-  const ca = new CertAuthority(
-    await loadCaMaterial(
-      await createSelfSignedCa({ org: "o", ttlMs: 24 * HOUR, key: { kind: "ec" } }),
-    ),
-    { maxTtlMs: 2 * HOUR },
+/** A CA over a self-signed EC root of `org` valid `ttlMs`, issuing for at most `maxTtlMs`. */
+async function selfSignedEcCa(org: string, ttlMs: number, maxTtlMs: number) {
+  const material = await loadCaMaterial(
+    await createSelfSignedCa({ org, ttlMs, key: { kind: "ec" } }),
   );
+  return new CertAuthority(material, { maxTtlMs });
+}
+
+Deno.test("CertAuthority.issue() refuses a TTL above the maximum, naming both", async () => {
+  const ca = await selfSignedEcCa("o", 24 * HOUR, 2 * HOUR);
   const keys = await generateKeyPair({ kind: "ec" });
   await assert.rejects(
     ca.issue({ publicKey: keys.publicKey, uris: [spiffeId("a", "b")], ttlMs: 3 * HOUR }),
@@ -140,10 +146,7 @@ Deno.test("CertAuthority.issue() refuses a TTL above the maximum, naming both", 
 });
 
 Deno.test("CertAuthority.issue() ends no later than the signing certificate", async () => {
-  const ca = new CertAuthority(
-    await loadCaMaterial(await createSelfSignedCa({ org: "o", ttlMs: HOUR, key: { kind: "ec" } })),
-    { maxTtlMs: 10 * HOUR },
-  );
+  const ca = await selfSignedEcCa("o", HOUR, 10 * HOUR);
   const keys = await generateKeyPair({ kind: "ec" });
   const issued = await ca.issue({
     publicKey: keys.publicKey,
@@ -154,12 +157,7 @@ Deno.test("CertAuthority.issue() ends no later than the signing certificate", as
 });
 
 Deno.test("an intermediate CA issued with isCa signs leaves that verify through the chain", async () => {
-  const rootCa = new CertAuthority(
-    await loadCaMaterial(
-      await createSelfSignedCa({ org: "root", ttlMs: 24 * HOUR, key: { kind: "ec" } }),
-    ),
-    { maxTtlMs: 24 * HOUR },
-  );
+  const rootCa = await selfSignedEcCa("root", 24 * HOUR, 24 * HOUR);
   const keys = await generateKeyPair({ kind: "ec" });
   const csr = await parseCsr(
     await createCsr({ keys, uris: [spiffeId("sys", "ca")], isCa: true, org: "mid" }),
@@ -268,29 +266,10 @@ Deno.test("parseCsr() refuses garbage, a bad signature and small RSA keys (defau
     parseCsr("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"),
     /malformed CSR/,
   );
-  const dir = await Deno.makeTempDir({ prefix: "mesh-pki-test-" });
-  try {
-    const r = await openssl([
-      "req",
-      "-new",
-      "-newkey",
-      "rsa:1024",
-      "-nodes",
-      "-keyout",
-      `${dir}/k`,
-      "-subj",
-      "/O=x",
-      "-out",
-      `${dir}/c`,
-    ]);
-    assert.ok(r.ok, r.out);
-    await assert.rejects(
-      parseCsr(await Deno.readTextFile(`${dir}/c`)),
-      /RSA 1024 bits, want at least 2048/,
-    );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await assert.rejects(
+    parseCsr(await opensslCsr(["-newkey", "rsa:1024"])),
+    /RSA 1024 bits, want at least 2048/,
+  );
   // Flip a byte of the signature (the end of the DER).
   const keys = await generateKeyPair({ kind: "ec" });
   const good = await createCsr({ keys, uris: [spiffeId("a", "b")] });
@@ -362,7 +341,7 @@ Deno.test("writeFileAtomic() writes key files with mode 0600 and leaves no tempo
 Deno.test("parseCsr() reads openssl CSRs by hand as the generic parser does; P-384 keys are refused naming the curve", async () => {
   const id = spiffeId("ns", "sa");
   for (const kind of ["rsa", "ec"] as const) {
-    const pem = await opensslCsr(kind, `URI:${id},DNS:a.example.com`);
+    const pem = await opensslCsr(NEW_KEY[kind], `URI:${id},DNS:a.example.com`);
     const info = await parseCsr(pem);
     assert.deepEqual([info.uris, info.dns, info.isCa], [[id], ["a.example.com"], false]);
     // The public key is the CSR's SubjectPublicKeyInfo, byte for byte.
@@ -370,29 +349,8 @@ Deno.test("parseCsr() reads openssl CSRs by hand as the generic parser does; P-3
     const generic = new x509.Pkcs10CertificateRequest(pem);
     assert.deepEqual(info.publicKey, new Uint8Array(generic.publicKey.rawData));
   }
-  const dir = await Deno.makeTempDir({ prefix: "mesh-pki-test-" });
-  try {
-    const r = await openssl([
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:secp384r1",
-      "-nodes",
-      "-keyout",
-      `${dir}/k`,
-      "-subj",
-      "/O=x",
-      "-out",
-      `${dir}/c`,
-    ]);
-    assert.ok(r.ok, r.out);
-    await assert.rejects(
-      parseCsr(await Deno.readTextFile(`${dir}/c`)),
-      /EC curve P-384, want P-256/,
-    );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await assert.rejects(
+    parseCsr(await opensslCsr(["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp384r1"])),
+    /EC curve P-384, want P-256/,
+  );
 });

@@ -2,15 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { waitUntil } from "../process/mod.ts";
 import { checkProbe, PROBE_MARGIN_MS, startProbeUpdater } from "./mod.ts";
-
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+import { withTempDir } from "../../tests/harness/procs.ts";
 
 async function exists(p: string): Promise<boolean> {
   try {
@@ -22,7 +14,7 @@ async function exists(p: string): Promise<boolean> {
 }
 
 Deno.test("checkProbe() passes when the file was modified within the interval", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const p = join(dir, "health");
     await Deno.writeTextFile(p, "");
     assert.deepEqual(await checkProbe(p, 60_000), { ok: true });
@@ -30,7 +22,7 @@ Deno.test("checkProbe() passes when the file was modified within the interval", 
 });
 
 Deno.test("checkProbe() fails naming a missing file", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const p = join(dir, "health");
     assert.deepEqual(await checkProbe(p, 1000), {
       ok: false,
@@ -40,7 +32,7 @@ Deno.test("checkProbe() fails naming a missing file", async () => {
 });
 
 Deno.test("checkProbe() fails naming a stale file and its age", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const p = join(dir, "health");
     await Deno.writeTextFile(p, "");
     const mtime = new Date(Date.now() - 5000);
@@ -58,7 +50,7 @@ Deno.test("checkProbe() fails naming a stale file and its age", async () => {
 });
 
 Deno.test("checkProbe() with interval 0 only requires the file to exist", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const p = join(dir, "health");
     assert.deepEqual(await checkProbe(p, 0), {
       ok: false,
@@ -78,7 +70,7 @@ Deno.test("checkProbe() rejects an empty path", async () => {
 });
 
 Deno.test("startProbeUpdater() keeps the file fresh while available and removes it when not", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const p = join(dir, "liveness");
     let available = true;
     const updater = startProbeUpdater({ path: p, intervalMs: 100, available: () => available });

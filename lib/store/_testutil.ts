@@ -2,10 +2,12 @@
  * Test helpers shared by the store tests: one valid object per kind, event recording, polling.
  * @module
  */
+import assert from "node:assert/strict";
 import { parseAllDocuments } from "../deps/yaml.ts";
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
-import type { ConfigStore, StoreEvent } from "./types.ts";
+import { createFileStore } from "./file.ts";
+import { type ConfigStore, NotFoundError, type StoreEvent } from "./types.ts";
 
 const FIXTURES = new URL("./testdata/objects.yaml", import.meta.url);
 
@@ -68,6 +70,25 @@ export function withLabel(o: ConfigObject, key: string, value: string): ConfigOb
   const c = structuredClone(o);
   c.metadata.labels = { ...c.metadata.labels, [key]: value };
   return c;
+}
+
+/**
+ * What every store does with `current` (a stored version of the VirtualService fixture `vs`): an
+ * update without resourceVersion wins (last writer), and updating or deleting an object that is
+ * not there throws NotFoundError.
+ */
+export async function checkUnversionedAndMissing(
+  store: ConfigStore,
+  vs: ConfigObject,
+  current: ConfigObject,
+): Promise<void> {
+  const noRv = withLabel(current, "a", "d");
+  delete noRv.metadata.resourceVersion;
+  assert.equal((await store.update(noRv)).metadata.labels?.a, "d");
+  const missing = structuredClone(vs);
+  missing.metadata.name = "nope";
+  await assert.rejects(store.update(missing), NotFoundError);
+  await assert.rejects(store.delete("virtualservice", "nope", "default"), NotFoundError);
 }
 
 /** The fixture object of one kind (`VirtualService`), in namespace `ns`. */
@@ -136,4 +157,25 @@ export async function withFilesDir(
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/**
+ * Runs `fn` with a file store (no watcher, no polling) over a temp directory whose `a.yaml` held
+ * the VirtualServices a and b and was rewritten in place a moment ago without b, and synced: b is
+ * held for the quiet period (2 s). Closes the store and removes the directory afterwards.
+ */
+export async function withJustRewritten(
+  prefix: string,
+  fn: (store: Awaited<ReturnType<typeof createFileStore>>, dir: string) => Promise<void>,
+): Promise<void> {
+  await withFilesDir(prefix, { "a.yaml": `${vsYaml("a")}---\n${vsYaml("b")}` }, async (dir) => {
+    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
+    try {
+      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
+      await store.sync();
+      await fn(store, dir);
+    } finally {
+      await store.close();
+    }
+  });
 }

@@ -3,7 +3,13 @@
 // takes long. Each is made by replacing one Deno function for the time of the test.
 import assert from "node:assert/strict";
 import { createFileStore, type FileStore } from "./file.ts";
-import { recordingLogger, vsYaml, withFilesDir, withLabel } from "./_testutil.ts";
+import {
+  recordingLogger,
+  vsYaml,
+  withFilesDir,
+  withJustRewritten,
+  withLabel,
+} from "./_testutil.ts";
 
 type Fns = Record<string, unknown>;
 
@@ -60,19 +66,19 @@ Deno.test("file store: a file that cannot be stat'ed or opened keeps its objects
       message: "b.yaml: cannot read: stat denied",
     }]);
     assert.deepEqual(await names(store), ["a", "b"]);
-    await touch(`${dir}/b.yaml`);
-    await replaced("openSync", (openSync) => (path: string) => {
-      if (path.endsWith("/b.yaml")) throw new Deno.errors.PermissionDenied("open denied");
-      return openSync(path);
-    }, () => store.sync());
+    /** Touches b.yaml and syncs while opening it throws `error`. */
+    const syncFailingOpen = async (error: Error) => {
+      await touch(`${dir}/b.yaml`);
+      await replaced("openSync", (openSync) => (path: string) => {
+        if (path.endsWith("/b.yaml")) throw error;
+        return openSync(path);
+      }, () => store.sync());
+    };
+    await syncFailingOpen(new Deno.errors.PermissionDenied("open denied"));
     assert.deepEqual(store.errors(), [{ file: "b.yaml", message: "b.yaml: open denied" }]);
     assert.deepEqual(await names(store), ["a", "b"]);
     // gone between its stat and its open: gone
-    await touch(`${dir}/b.yaml`);
-    await replaced("openSync", (openSync) => (path: string) => {
-      if (path.endsWith("/b.yaml")) throw new Deno.errors.NotFound("gone");
-      return openSync(path);
-    }, () => store.sync());
+    await syncFailingOpen(new Deno.errors.NotFound("gone"));
     assert.deepEqual(store.errors(), []);
     assert.deepEqual(await names(store), ["a"]);
   });
@@ -286,27 +292,16 @@ Deno.test("file store: a file or subdirectory gone while a scan reaches it is go
 });
 
 Deno.test("file store: a held removal applies once the quiet period is over, the file unchanged since", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-filefault-" });
-  try {
-    await Deno.writeTextFile(`${dir}/a.yaml`, `${vsYaml("a")}---\n${vsYaml("b")}`);
-    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
+  await withJustRewritten("mesh-filefault-", async (store) => {
+    assert.deepEqual(await names(store), ["a", "b"], "b held while the file may be rewritten");
+    // 3 s later by the clock (past the 2 s quiet period), the file not touched since
+    const realNow = Date.now;
+    Date.now = () => realNow() + 3000;
     try {
-      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
       await store.sync();
-      assert.deepEqual(await names(store), ["a", "b"], "b held while the file may be rewritten");
-      // 3 s later by the clock (past the 2 s quiet period), the file not touched since
-      const realNow = Date.now;
-      Date.now = () => realNow() + 3000;
-      try {
-        await store.sync();
-      } finally {
-        Date.now = realNow;
-      }
-      assert.deepEqual(await names(store), ["a"]);
     } finally {
-      await store.close();
+      Date.now = realNow;
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    assert.deepEqual(await names(store), ["a"]);
+  });
 });

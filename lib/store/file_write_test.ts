@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { createFileStore, type FileStore } from "./file.ts";
 import { ConflictError } from "./types.ts";
-import { vsYaml, withFilesDir, withLabel } from "./_testutil.ts";
+import { vsYaml, withFilesDir, withJustRewritten, withLabel } from "./_testutil.ts";
 
 /** A store (no watcher: sync() and writes rescan) over a directory of settled `files`. */
 function withFiles(
@@ -180,28 +180,16 @@ Deno.test("file store update: a .json.yaml file stays YAML, a .json file ends wi
 });
 
 Deno.test("file store: an object of a file being rewritten by another writer cannot be changed meanwhile", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-filewrite-" });
-  try {
-    await Deno.writeTextFile(`${dir}/a.yaml`, `${vsYaml("a")}---\n${vsYaml("b")}`);
-    const store = await createFileStore({ dir, log: false, watchFs: false, pollMs: 600_000 });
-    try {
-      // rewritten in place a moment ago without b: b is held for the quiet period (2 s)
-      await Deno.writeTextFile(`${dir}/a.yaml`, vsYaml("a"));
-      await store.sync();
-      assert.ok(await store.get("virtualservice", "b", "default"), "b is held");
-      await assert.rejects(
-        store.update(withLabel(await vs(store, "a"), "k", "v")),
-        (e: Error) =>
-          e instanceof ConflictError &&
-          e.message === "a.yaml is being rewritten by another writer; try again",
-      );
-      assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), vsYaml("a"), "left as it is");
-    } finally {
-      await store.close();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await withJustRewritten("mesh-filewrite-", async (store, dir) => {
+    assert.ok(await store.get("virtualservice", "b", "default"), "b is held");
+    await assert.rejects(
+      store.update(withLabel(await vs(store, "a"), "k", "v")),
+      (e: Error) =>
+        e instanceof ConflictError &&
+        e.message === "a.yaml is being rewritten by another writer; try again",
+    );
+    assert.equal(await Deno.readTextFile(`${dir}/a.yaml`), vsYaml("a"), "left as it is");
+  });
 });
 
 Deno.test("file store with watch: false arms no timer and no file watcher", async () => {

@@ -6,6 +6,7 @@ import { createKubeStore, type KubeStore, type KubeStoreOptions } from "./kube.t
 import { openStoreFromURL } from "./mod.ts";
 import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
 import {
+  checkUnversionedAndMissing,
   eventLines,
   fixture,
   fixtures,
@@ -84,13 +85,7 @@ Deno.test("createKubeStore() maps conflicts, missing objects and API validation 
       "b",
     );
     await assert.rejects(store.update(withLabel(v1, "a", "c")), ConflictError);
-    const noRv = withLabel(v2, "a", "d");
-    delete noRv.metadata.resourceVersion;
-    assert.equal((await store.update(noRv)).metadata.labels?.a, "d");
-    const missing = structuredClone(vs);
-    missing.metadata.name = "nope";
-    await assert.rejects(store.update(missing), NotFoundError);
-    await assert.rejects(store.delete("virtualservice", "nope", "default"), NotFoundError);
+    await checkUnversionedAndMissing(store, vs, v2);
     const bad = structuredClone(vs);
     bad.spec = { hosts: [] };
     await assert.rejects(store.create(bad), ValidationError);

@@ -1,8 +1,15 @@
 import assert from "node:assert/strict";
 import { allSchemas, meshctlSchemas } from "../model/mod.ts";
 import { createMemoryStore } from "./memory.ts";
-import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
-import { eventLines, fixture, fixtures, recordEvents, withLabel } from "./_testutil.ts";
+import { ConflictError, ValidationError } from "./types.ts";
+import {
+  checkUnversionedAndMissing,
+  eventLines,
+  fixture,
+  fixtures,
+  recordEvents,
+  withLabel,
+} from "./_testutil.ts";
 
 Deno.test("createMemoryStore() round-trips every kind", async () => {
   const store = createMemoryStore();
@@ -51,14 +58,7 @@ Deno.test("createMemoryStore() rejects duplicates, stale versions and missing ob
     assert.match(e.message, /resourceVersion "\d+" is stale/);
     return true;
   });
-  // no resourceVersion: last writer wins
-  const noRv = withLabel(v2, "a", "d");
-  delete noRv.metadata.resourceVersion;
-  assert.equal((await store.update(noRv)).metadata.labels?.a, "d");
-  const missing = structuredClone(vs);
-  missing.metadata.name = "nope";
-  await assert.rejects(store.update(missing), NotFoundError);
-  await assert.rejects(store.delete("virtualservice", "nope", "default"), NotFoundError);
+  await checkUnversionedAndMissing(store, vs, v2);
   await assert.rejects(store.list("nosuchtype"), /Unknown config type "nosuchtype"/);
   await store.close();
 });

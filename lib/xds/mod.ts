@@ -42,6 +42,7 @@ export {
 } from "./node.ts";
 export {
   DEFAULT_XDS_MESH_CONFIG,
+  emptyPushConfigs,
   type Proxy,
   type ProxyType,
   type PushConfigs,

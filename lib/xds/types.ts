@@ -48,6 +48,19 @@ export interface PushConfigs {
   sidecars?: ConfigObject[];
 }
 
+/** Push configs without any object: the base a context spreads its own objects over. */
+export function emptyPushConfigs(): PushConfigs {
+  return {
+    virtualServices: [],
+    destinationRules: [],
+    gateways: [],
+    policies: [],
+    serviceRoles: [],
+    serviceRoleBindings: [],
+    ingresses: [],
+  };
+}
+
 /** Everything a push is computed from. Treat as immutable: indexes are cached per object. */
 export interface PushContext {
   services: Service[];

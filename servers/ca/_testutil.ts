@@ -7,7 +7,10 @@
 import { createCsr, generateKeyPair, type KeySpec, spiffeId } from "../../lib/pki/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { loadOpenSsl } from "../../lib/pki/openssl_ffi.ts";
-import type { CaFlags } from "./config.ts";
+import { type TestIssuer, testIssuer } from "../../tests/harness/ca_client.ts";
+import { withTempDir } from "../../tests/harness/procs.ts";
+import type { CaConfig, CaFlags } from "./config.ts";
+import { type CaDeps, type CaHandle, start, toConfig } from "./mod.ts";
 
 // The CA's default signing backend loads libcrypto once per process and keeps it: load it here,
 // outside any test, so the tests' resource sanitizer does not count it.
@@ -112,4 +115,70 @@ export async function opensslText(pem: string): Promise<string> {
   await w.write(new TextEncoder().encode(pem));
   await w.close();
   return new TextDecoder().decode((await p.output()).stdout);
+}
+
+/** The config of a self-signed mesh_ca on the orchestrator of `kubeconfigPath` (port 0), then `over`. */
+export function orchCaConfig(kubeconfigPath: string, over: Partial<CaFlags> = {}): CaConfig {
+  return toConfig(
+    caFlags({
+      selfSignedCa: true,
+      orchConfig: kubeconfigPath,
+      monitoringPort: 0,
+      grpcPort: 0,
+      ...over,
+    }),
+  );
+}
+
+/** What {@link withCa} gives its test besides the CA's handle. */
+export interface TestCaContext {
+  /** The test's temp directory: the CA stores in `store/` and reads the issuer's `jwks.json`. */
+  dir: string;
+  /** `127.0.0.1:<port>` of the signing API. */
+  address: string;
+  /** The CA's root (PEM). */
+  root: string;
+  /** A JWT of the trusted issuer for subject `sub`. */
+  token: (sub: string) => Promise<string>;
+  issuer: TestIssuer;
+  config: CaConfig;
+  log: ReturnType<typeof recordingLogger>;
+}
+
+/**
+ * Runs `fn` with a self-signed mesh_ca (flags `over`, then `deps`) serving on 127.0.0.1, port 0,
+ * from a temp directory, that trusts a test JWT issuer; shuts it down and removes the directory
+ * afterwards, also when `fn` throws.
+ */
+export async function withCa(
+  over: Partial<CaFlags>,
+  fn: (ca: CaHandle, c: TestCaContext) => Promise<void>,
+  deps: CaDeps = {},
+): Promise<void> {
+  await withTempDir(async (dir) => {
+    const issuer = await testIssuer();
+    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
+    const config = toConfig(caFlags({
+      selfSignedCa: true,
+      localStorageDir: `${dir}/store`,
+      trustedJwks: `${dir}/jwks.json`,
+      monitoringPort: 0,
+      ...over,
+    }));
+    const log = recordingLogger();
+    const ca = await start(config, { host: "127.0.0.1", grpcPort: 0, log, ...deps });
+    try {
+      await fn(ca, {
+        dir,
+        address: `127.0.0.1:${ca.addresses.grpc!.split(":")[1]}`,
+        root: ca.ca().rootPem,
+        token: (sub) => issuer.token(sub),
+        issuer,
+        config,
+        log,
+      });
+    } finally {
+      await ca.shutdown();
+    }
+  });
 }

@@ -9,7 +9,13 @@
  */
 
 import type * as k8s from "../../lib/deps/kube.ts";
-import { createInformer, describeApiError, type Informer } from "../../lib/kube/informer.ts";
+import {
+  createInformer,
+  describeApiError,
+  type Informer,
+  type InformerOptions,
+  type ListPage,
+} from "../../lib/kube/informer.ts";
 import { apiErrorStatus } from "../../lib/kube/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import {
@@ -281,61 +287,77 @@ class SecretController {
     this.kick();
   }
 
+  /**
+   * An informer of the core/v1 collection `resource` (`secrets`) in the listened namespace, or in
+   * every namespace when there is none; `list` lists one page of 500 in `ns` (or everywhere).
+   */
+  coreInformer(
+    resource: string,
+    list: (ns: string, page: { limit: number; _continue?: string }) => Promise<ListPage>,
+    handlers: Pick<InformerOptions, "onList" | "onEvent">,
+  ): Informer {
+    const ns = this.o.namespace;
+    return createInformer({
+      name: ns ? `${resource} in namespace ${ns}` : resource,
+      kubeConfig: this.o.apis.kubeConfig,
+      watchPath: ns ? `/api/v1/namespaces/${ns}/${resource}` : `/api/v1/${resource}`,
+      list: (cont) => list(ns, { limit: 500, _continue: cont }),
+      resyncMs: this.resyncMs,
+      ...handlers,
+    });
+  }
+
   /** The ServiceAccount informer: its list replaces the cache, each event queues the account. */
   serviceAccountInformer(): Informer {
-    const ns = this.o.namespace;
     const core = this.o.apis.core;
-    return createInformer({
-      name: ns ? `serviceaccounts in namespace ${ns}` : "serviceaccounts",
-      kubeConfig: this.o.apis.kubeConfig,
-      watchPath: ns ? `/api/v1/namespaces/${ns}/serviceaccounts` : "/api/v1/serviceaccounts",
-      list: (cont) =>
+    return this.coreInformer(
+      "serviceaccounts",
+      (ns, page) =>
         ns
-          ? core.listNamespacedServiceAccount({ namespace: ns, limit: 500, _continue: cont })
-          : core.listServiceAccountForAllNamespaces({ limit: 500, _continue: cont }),
-      resyncMs: this.resyncMs,
-      onList: (items) => {
-        this.sas.clear();
-        for (const i of items as Obj[]) {
-          this.sas.set(key(i.metadata!.namespace!, i.metadata!.name!), i);
-        }
-        if (this.secretsListed) this.enqueueAll();
+          ? core.listNamespacedServiceAccount({ namespace: ns, ...page })
+          : core.listServiceAccountForAllNamespaces(page),
+      {
+        onList: (items) => {
+          this.sas.clear();
+          for (const i of items as Obj[]) {
+            this.sas.set(key(i.metadata!.namespace!, i.metadata!.name!), i);
+          }
+          if (this.secretsListed) this.enqueueAll();
+        },
+        onEvent: (type, obj) => {
+          const i = obj as Obj;
+          const k = key(i.metadata!.namespace!, i.metadata!.name!);
+          if (type === "DELETED") this.sas.delete(k);
+          else this.sas.set(k, i);
+          this.enqueue(k);
+        },
       },
-      onEvent: (type, obj) => {
-        const i = obj as Obj;
-        const k = key(i.metadata!.namespace!, i.metadata!.name!);
-        if (type === "DELETED") this.sas.delete(k);
-        else this.sas.set(k, i);
-        this.enqueue(k);
-      },
-    });
+    );
   }
 
   /** The workload Secret informer: keeps the newest version of each, queues its account. */
   secretInformer(): Informer {
-    const ns = this.o.namespace;
     const core = this.o.apis.core;
-    return createInformer({
-      name: ns ? `secrets in namespace ${ns}` : "secrets",
-      kubeConfig: this.o.apis.kubeConfig,
-      watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : "/api/v1/secrets",
-      list: (cont) =>
+    return this.coreInformer(
+      "secrets",
+      (ns, page) =>
         ns
-          ? core.listNamespacedSecret({ namespace: ns, limit: 500, _continue: cont })
-          : core.listSecretForAllNamespaces({ limit: 500, _continue: cont }),
-      resyncMs: this.resyncMs,
-      onList: (items) => {
-        this.secrets.clear();
-        for (const s of items as k8s.V1Secret[]) {
-          if (s.type === WORKLOAD_SECRET.type) {
-            this.secrets.set(key(s.metadata!.namespace!, s.metadata!.name!), s);
+          ? core.listNamespacedSecret({ namespace: ns, ...page })
+          : core.listSecretForAllNamespaces(page),
+      {
+        onList: (items) => {
+          this.secrets.clear();
+          for (const s of items as k8s.V1Secret[]) {
+            if (s.type === WORKLOAD_SECRET.type) {
+              this.secrets.set(key(s.metadata!.namespace!, s.metadata!.name!), s);
+            }
           }
-        }
-        this.secretsListed = true;
-        this.enqueueAll();
+          this.secretsListed = true;
+          this.enqueueAll();
+        },
+        onEvent: (type, obj) => this.onSecretEvent(type, obj as k8s.V1Secret),
       },
-      onEvent: (type, obj) => this.onSecretEvent(type, obj as k8s.V1Secret),
-    });
+    );
   }
 
   onSecretEvent(type: string, s: k8s.V1Secret) {

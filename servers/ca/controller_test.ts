@@ -3,8 +3,8 @@ import { type FakeKube, startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { createCertificate } from "../../tests/harness/ca_client.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { parseCertificates, spiffeId, subjectAltNames } from "../../lib/pki/mod.ts";
-import { caFlags, csrFor, opensslVerify, recordingLogger } from "./_testutil.ts";
-import { CA_SECRET, type CaHandle, start, toConfig, WORKLOAD_SECRET } from "./mod.ts";
+import { caFlags, csrFor, opensslVerify, orchCaConfig, recordingLogger } from "./_testutil.ts";
+import { CA_SECRET, type CaHandle, start, WORKLOAD_SECRET } from "./mod.ts";
 
 const HOUR = 3_600_000;
 
@@ -23,9 +23,7 @@ async function withOrchCa(
   });
   const log = recordingLogger();
   try {
-    const config = toConfig(
-      caFlags({ selfSignedCa: true, orchConfig: kube.kubeconfigPath, monitoringPort: 0, ...over }),
-    );
+    const config = orchCaConfig(kube.kubeconfigPath, over);
     const ca = await start(config, { host: "127.0.0.1", grpcPort: 0, log, resyncMs: 200 });
     try {
       await ca.ready;
@@ -132,14 +130,7 @@ Deno.test("--listened-namespace limits the controller to one namespace", async (
 Deno.test("with an orchestrator the self-signed root is kept in Secret mesh-ca-secret and reused at restart", async () => {
   const kube = await startFakeKube();
   try {
-    const config = toConfig(
-      caFlags({
-        selfSignedCa: true,
-        orchConfig: kube.kubeconfigPath,
-        monitoringPort: 0,
-        grpcPort: 0,
-      }),
-    );
+    const config = orchCaConfig(kube.kubeconfigPath);
     const a = await start(config, { host: "127.0.0.1", log: recordingLogger() });
     await a.ready;
     const root = a.ca().rootPem;

@@ -5,51 +5,18 @@ import { makeTestPki } from "../../tests/harness/certs.ts";
 import { parseCertificates, spiffeId, subjectAltNames } from "../../lib/pki/mod.ts";
 import { callUnary } from "../../lib/grpc/mod.ts";
 import { encodeMeshCertificateRequest } from "../../lib/pki/ca_messages.ts";
-import { caFlags, csrFor, opensslText, opensslVerify, recordingLogger } from "./_testutil.ts";
-import { type CaConfig, type CaHandle, start, toConfig } from "./mod.ts";
+import {
+  caFlags,
+  csrFor,
+  opensslText,
+  opensslVerify,
+  recordingLogger,
+  withCa,
+} from "./_testutil.ts";
+import { start, toConfig } from "./mod.ts";
 
 const HOUR = 3_600_000;
 const UNAUTHENTICATED = 16, PERMISSION_DENIED = 7, INVALID_ARGUMENT = 3;
-
-async function withCa(
-  over: Parameters<typeof caFlags>[0],
-  fn: (
-    ca: CaHandle,
-    ctx: {
-      address: string;
-      root: string;
-      token: (sub: string) => Promise<string>;
-      config: CaConfig;
-      log: ReturnType<typeof recordingLogger>;
-    },
-  ) => Promise<void>,
-) {
-  await withTempDir(async (dir) => {
-    const issuer = await testIssuer();
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
-    const config = toConfig(caFlags({
-      selfSignedCa: true,
-      localStorageDir: `${dir}/store`,
-      trustedJwks: `${dir}/jwks.json`,
-      monitoringPort: 0,
-      ...over,
-    }));
-    const log = recordingLogger();
-    const ca = await start(config, { host: "127.0.0.1", grpcPort: 0, log });
-    try {
-      const port = ca.addresses.grpc!.split(":")[1];
-      await fn(ca, {
-        address: `127.0.0.1:${port}`,
-        root: ca.ca().rootPem,
-        token: (sub) => issuer.token(sub),
-        config,
-        log,
-      });
-    } finally {
-      await ca.shutdown();
-    }
-  });
-}
 
 Deno.test("CreateCertificate with a trusted JWT signs RSA and ECDSA CSRs for the caller's identity; openssl verify accepts the chain", async () => {
   await withCa({ workloadCertTtl: 2 * HOUR, maxWorkloadCertTtl: 4 * HOUR }, async (_ca, c) => {

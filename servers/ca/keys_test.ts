@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { makeTestPki } from "../../tests/harness/certs.ts";
-import { createCertificate, testIssuer } from "../../tests/harness/ca_client.ts";
+import { createCertificate, type TestIssuer, testIssuer } from "../../tests/harness/ca_client.ts";
 import { waitUntil, withTempDir } from "../../tests/harness/procs.ts";
 import { parseCertificates, spiffeId, subjectAltNames } from "../../lib/pki/mod.ts";
-import { caFlags, csrFor, opensslVerify, recordingLogger } from "./_testutil.ts";
-import { start, toConfig } from "./mod.ts";
+import { caFlags, csrFor, opensslVerify, recordingLogger, withCa } from "./_testutil.ts";
+import type { CaConfig, CaFlags } from "./config.ts";
+import { type CaHandle, start, toConfig } from "./mod.ts";
 
 const HOUR = 3_600_000;
 
@@ -132,42 +133,69 @@ Deno.test("plugged key material that is inconsistent stops the start with a mess
   });
 });
 
-Deno.test("--upstream-ca-address gets this CA's signing certificate from an upstream mesh_ca; leaves verify through it", async () => {
-  await withTempDir(async (dir) => {
-    const issuer = await testIssuer();
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
-    const upstream = await start(
-      toConfig(caFlags({
-        selfSignedCa: true,
-        signCaCerts: true,
-        localStorageDir: `${dir}/up`,
-        trustedJwks: `${dir}/jwks.json`,
-        maxWorkloadCertTtl: 48 * HOUR,
-        workloadCertTtl: HOUR,
-        monitoringPort: 0,
-      })),
-      { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() },
+/** An upstream mesh_ca for a test: the handle, the JWT issuer it trusts and its gRPC address. */
+interface Upstream {
+  ca: CaHandle;
+  issuer: TestIssuer;
+  address: string;
+}
+
+/**
+ * Runs `fn` with a self-signed upstream mesh_ca (flags `over`, see {@link withCa}) whose root is
+ * in `dir/root.pem`, with a mesh-ca token in `dir/token` for the downstream CA.
+ */
+async function withUpstream(
+  over: Partial<CaFlags>,
+  fn: (up: Upstream, dir: string) => Promise<void>,
+): Promise<void> {
+  await withCa(over, async (ca, c) => {
+    await Deno.writeTextFile(`${c.dir}/root.pem`, c.root);
+    await Deno.writeTextFile(
+      `${c.dir}/token`,
+      await c.issuer.token("system:serviceaccount:mesh-system:mesh-ca"),
     );
-    try {
-      await Deno.writeTextFile(`${dir}/root.pem`, upstream.ca().rootPem);
-      await Deno.writeTextFile(
-        `${dir}/token`,
-        await issuer.token("system:serviceaccount:mesh-system:mesh-ca"),
-      );
-      const up = `127.0.0.1:${upstream.addresses.grpc!.split(":")[1]}`;
+    await fn({ ca, issuer: c.issuer, address: c.address }, c.dir);
+  });
+}
+
+/** Asks the CA at `address` (rooted at `up`'s root) for an x/y workload certificate. */
+async function workloadCert(up: Upstream, address: string, validitySeconds = 0) {
+  return createCertificate(
+    {
+      address,
+      root: up.ca.ca().rootPem,
+      token: await up.issuer.token("system:serviceaccount:x:y"),
+    },
+    (await csrFor("x", "y")).csr,
+    validitySeconds,
+  );
+}
+
+/** The config of a CA (storage `dir/down`) whose signing certificate comes from `up`. */
+function downstreamConfig(dir: string, up: Upstream, over: Partial<CaFlags>): CaConfig {
+  return toConfig(
+    caFlags({
+      upstreamCaAddress: up.address,
+      rootCert: `${dir}/root.pem`,
+      localStorageDir: `${dir}/down`,
+      monitoringPort: 0,
+      ...over,
+    }),
+    { MESH_CA_UPSTREAM_TOKEN_FILE: `${dir}/token` },
+  );
+}
+
+Deno.test("--upstream-ca-address gets this CA's signing certificate from an upstream mesh_ca; leaves verify through it", async () => {
+  await withUpstream(
+    { signCaCerts: true, maxWorkloadCertTtl: 48 * HOUR, workloadCertTtl: HOUR },
+    async (up, dir) => {
+      const upstream = up.ca;
       const down = await start(
-        toConfig(
-          caFlags({
-            upstreamCaAddress: up,
-            rootCert: `${dir}/root.pem`,
-            requestedCaCertTtl: 24 * HOUR,
-            org: "downstream",
-            localStorageDir: `${dir}/down`,
-            trustedJwks: `${dir}/jwks.json`,
-            monitoringPort: 0,
-          }),
-          { MESH_CA_UPSTREAM_TOKEN_FILE: `${dir}/token` },
-        ),
+        downstreamConfig(dir, up, {
+          requestedCaCertTtl: 24 * HOUR,
+          org: "downstream",
+          trustedJwks: `${dir}/jwks.json`,
+        }),
         { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() },
       );
       try {
@@ -175,14 +203,7 @@ Deno.test("--upstream-ca-address gets this CA's signing certificate from an upst
         assert.deepEqual(subjectAltNames(signing).uris, [spiffeId("mesh-system", "mesh-ca")]);
         assert.equal(down.ca().rootPem.trim(), upstream.ca().rootPem.trim());
         const address = `127.0.0.1:${down.addresses.grpc!.split(":")[1]}`;
-        const r = await createCertificate(
-          {
-            address,
-            root: upstream.ca().rootPem,
-            token: await issuer.token("system:serviceaccount:x:y"),
-          },
-          (await csrFor("x", "y")).csr,
-        );
+        const r = await workloadCert(up, address);
         assert.ok(r.ok, JSON.stringify(r));
         assert.equal(r.chain.length, 3);
         assert.equal(parseCertificates(r.chain[1])[0].serialNumber, signing.serialNumber);
@@ -190,140 +211,70 @@ Deno.test("--upstream-ca-address gets this CA's signing certificate from an upst
       } finally {
         await down.shutdown();
       }
-    } finally {
-      await upstream.shutdown();
-    }
-  });
+    },
+  );
 });
 
 Deno.test("an upstream that refuses CA certificates stops the start with its reason", async () => {
-  await withTempDir(async (dir) => {
-    const issuer = await testIssuer();
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
-    const upstream = await start(
-      toConfig(
-        caFlags({
-          selfSignedCa: true,
-          localStorageDir: `${dir}/up`,
-          trustedJwks: `${dir}/jwks.json`,
-          monitoringPort: 0,
-        }),
-      ),
-      { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() },
+  await withUpstream({}, async (up, dir) => {
+    const config = downstreamConfig(dir, up, { requestedCaCertTtl: HOUR });
+    await assert.rejects(
+      start(config, { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() }),
+      /Cannot get a CA certificate from the upstream CA: upstream CA .* refused the CSR \(status 7\): signing CA certificates is not allowed/,
     );
-    try {
-      await Deno.writeTextFile(`${dir}/root.pem`, upstream.ca().rootPem);
-      await Deno.writeTextFile(
-        `${dir}/token`,
-        await issuer.token("system:serviceaccount:mesh-system:mesh-ca"),
-      );
-      const config = toConfig(
-        caFlags({
-          upstreamCaAddress: `127.0.0.1:${upstream.addresses.grpc!.split(":")[1]}`,
-          rootCert: `${dir}/root.pem`,
-          requestedCaCertTtl: HOUR,
-          localStorageDir: `${dir}/down`,
-          monitoringPort: 0,
-        }),
-        { MESH_CA_UPSTREAM_TOKEN_FILE: `${dir}/token` },
-      );
-      await assert.rejects(
-        start(config, { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() }),
-        /Cannot get a CA certificate from the upstream CA: upstream CA .* refused the CSR \(status 7\): signing CA certificates is not allowed/,
-      );
-    } finally {
-      await upstream.shutdown();
-    }
   });
 });
 
 Deno.test("an upstream-issued signing certificate is renewed before it expires and the API keeps serving", async () => {
-  await withTempDir(async (dir) => {
-    const issuer = await testIssuer();
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
-    const upstream = await start(
-      toConfig(
-        caFlags({
-          selfSignedCa: true,
-          signCaCerts: true,
-          localStorageDir: `${dir}/up`,
-          trustedJwks: `${dir}/jwks.json`,
-          monitoringPort: 0,
-        }),
-      ),
+  await withUpstream({ signCaCerts: true }, async (up, dir) => {
+    const { ca: upstream, issuer } = up;
+    const down = await start(
+      downstreamConfig(dir, up, {
+        requestedCaCertTtl: 4000,
+        workloadCertMinGracePeriod: 0,
+        trustedJwks: `${dir}/jwks.json`,
+      }),
       { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() },
     );
     try {
-      await Deno.writeTextFile(`${dir}/root.pem`, upstream.ca().rootPem);
-      await Deno.writeTextFile(
-        `${dir}/token`,
-        await issuer.token("system:serviceaccount:mesh-system:mesh-ca"),
-      );
-      const down = await start(
-        toConfig(
-          caFlags({
-            upstreamCaAddress: `127.0.0.1:${upstream.addresses.grpc!.split(":")[1]}`,
-            rootCert: `${dir}/root.pem`,
-            requestedCaCertTtl: 4000,
-            workloadCertMinGracePeriod: 0,
-            localStorageDir: `${dir}/down`,
-            trustedJwks: `${dir}/jwks.json`,
-            monitoringPort: 0,
-          }),
-          { MESH_CA_UPSTREAM_TOKEN_FILE: `${dir}/token` },
-        ),
-        { host: "127.0.0.1", grpcPort: 0, log: recordingLogger() },
-      );
-      try {
-        assert.equal(down.ca().backend.name, "openssl");
-        const first = down.ca().material.signingCert.serialNumber;
-        const address = `127.0.0.1:${down.addresses.grpc!.split(":")[1]}`;
-        // Calls keep arriving while the signing key is replaced: none may fail (the old key must
-        // outlive the signatures in flight with it).
-        const csr = (await csrFor("x", "y")).csr;
-        const token = await issuer.token("system:serviceaccount:x:y");
-        let renewed = false;
-        const results: boolean[] = [];
-        const load = Promise.all(Array.from({ length: 4 }, async () => {
-          while (!renewed) {
-            const r = await createCertificate(
-              { address, root: upstream.ca().rootPem, token },
-              csr,
-              1,
-            );
-            results.push(r.ok);
-          }
-        }));
-        try {
-          await waitUntil(
-            () => down.ca().material.signingCert.serialNumber !== first,
-            30_000,
-            "renewal",
+      assert.equal(down.ca().backend.name, "openssl");
+      const first = down.ca().material.signingCert.serialNumber;
+      const address = `127.0.0.1:${down.addresses.grpc!.split(":")[1]}`;
+      // Calls keep arriving while the signing key is replaced: none may fail (the old key must
+      // outlive the signatures in flight with it).
+      const csr = (await csrFor("x", "y")).csr;
+      const token = await issuer.token("system:serviceaccount:x:y");
+      let renewed = false;
+      const results: boolean[] = [];
+      const load = Promise.all(Array.from({ length: 4 }, async () => {
+        while (!renewed) {
+          const r = await createCertificate(
+            { address, root: upstream.ca().rootPem, token },
+            csr,
+            1,
           );
-        } finally {
-          renewed = true; // the load loops stop also when renewal never came (no hang)
-          await load;
+          results.push(r.ok);
         }
-        assert.ok(results.length > 0 && results.every((ok) => ok), JSON.stringify(results));
-        const r = await createCertificate(
-          {
-            address,
-            root: upstream.ca().rootPem,
-            token: await issuer.token("system:serviceaccount:x:y"),
-          },
-          (await csrFor("x", "y")).csr,
-          1,
-        );
-        assert.ok(r.ok, JSON.stringify(r));
-        assert.equal(
-          parseCertificates(r.chain[1])[0].serialNumber,
-          down.ca().material.signingCert.serialNumber,
+      }));
+      try {
+        await waitUntil(
+          () => down.ca().material.signingCert.serialNumber !== first,
+          30_000,
+          "renewal",
         );
       } finally {
-        await down.shutdown();
+        renewed = true; // the load loops stop also when renewal never came (no hang)
+        await load;
       }
+      assert.ok(results.length > 0 && results.every((ok) => ok), JSON.stringify(results));
+      const r = await workloadCert(up, address, 1);
+      assert.ok(r.ok, JSON.stringify(r));
+      assert.equal(
+        parseCertificates(r.chain[1])[0].serialNumber,
+        down.ca().material.signingCert.serialNumber,
+      );
     } finally {
-      await upstream.shutdown();
+      await down.shutdown();
     }
   });
 });

@@ -1,19 +1,12 @@
 import assert from "node:assert/strict";
 import { startFakeKube } from "../../tests/harness/fake_kube.ts";
-import { caFlags, recordingLogger } from "./_testutil.ts";
+import { orchCaConfig, recordingLogger } from "./_testutil.ts";
 import { RootExistsError, type RootStore, startKeySource } from "./keys.ts";
-import { CA_SECRET, start, toConfig } from "./mod.ts";
+import { CA_SECRET, start } from "./mod.ts";
 
 Deno.test("two mesh_ca replicas starting at once against one orchestrator end with one root, both serving it", async () => {
   await using kube = await startFakeKube();
-  const config = toConfig(
-    caFlags({
-      selfSignedCa: true,
-      orchConfig: kube.kubeconfigPath,
-      monitoringPort: 0,
-      grpcPort: 0,
-    }),
-  );
+  const config = orchCaConfig(kube.kubeconfigPath);
   const logs = [recordingLogger(), recordingLogger()];
   const [a, b] = await Promise.all(logs.map((log) => start(config, { host: "127.0.0.1", log })));
   try {

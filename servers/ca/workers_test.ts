@@ -1,18 +1,14 @@
 import assert from "node:assert/strict";
-import { callUnary } from "../../lib/grpc/mod.ts";
 import {
   CertAuthority,
   createSelfSignedCa,
   loadCaMaterial,
   parseCertificates,
 } from "../../lib/pki/mod.ts";
-import {
-  decodeMeshCertificateResponse,
-  encodeMeshCertificateRequest,
-} from "../../lib/pki/ca_messages.ts";
-import { testIssuer } from "../../tests/harness/ca_client.ts";
+import { decodeMeshCertificateResponse } from "../../lib/pki/ca_messages.ts";
+import { createCertificateH2, testIssuer } from "../../tests/harness/ca_client.ts";
 import { waitUntil, withTempDir } from "../../tests/harness/procs.ts";
-import { caFlags, csrFor, recordingLogger } from "./_testutil.ts";
+import { caFlags, csrFor, recordingLogger, withCa } from "./_testutil.ts";
 import { start, toConfig } from "./mod.ts";
 import { startSigningWorkers } from "./workers.ts";
 
@@ -20,13 +16,11 @@ const HOUR = 3_600_000;
 
 /** One CreateCertificate on a connection of its own (node:http2, closed after the call). */
 async function sign(port: number, root: string, token: string, csr: string) {
-  const r = await callUnary({
+  const r = await createCertificateH2({
     address: `127.0.0.1:${port}`,
-    path: "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
-    message: encodeMeshCertificateRequest({ csr, validityDuration: 3600 }),
-    ca: root,
-    servername: "mesh-ca",
-    headers: { authorization: `Bearer ${token}` },
+    root,
+    token,
+    csr,
     timeoutMs: 30_000,
   });
   assert.equal(r.status, 0, r.message);
@@ -46,48 +40,33 @@ async function selfSigned(org: string): Promise<CertAuthority> {
 }
 
 Deno.test("start() with workers 2 on port 0 serves every call on the port it picked, and /metrics sums the workers' counts", async () => {
-  await withTempDir(async (dir) => {
-    const issuer = await testIssuer();
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
-    const config = toConfig(caFlags({
-      selfSignedCa: true,
-      localStorageDir: `${dir}/store`,
-      trustedJwks: `${dir}/jwks.json`,
-      monitoringPort: 1, // on (its port comes from deps)
-      workers: 2,
-      workloadCertTtl: HOUR,
-    }));
-    const log = recordingLogger();
-    const ca = await start(config, { host: "127.0.0.1", grpcPort: 0, monitoringPort: 0, log });
-    try {
-      assert.ok(
-        log.lines.some((l) => /listening on .* in 2 worker isolates/.test(l)),
-        log.lines.join("\n"),
-      );
-      const port = Number(ca.addresses.grpc!.split(":")[1]);
-      assert.ok(port > 0);
-      const token = await issuer.token("system:serviceaccount:ns1:web");
-      const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
-      const n = 12;
-      const chains = await Promise.all(
-        Array.from({ length: n }, () => sign(port, ca.ca().rootPem, token, csr)),
-      );
-      for (const chain of chains) assert.equal(chain.at(-1), ca.ca().rootPem);
-      const text = await (await fetch(`http://${ca.addresses.monitoring}/metrics`)).text();
-      assert.match(
-        text,
-        new RegExp(`mesh_ca_certs_issued_total\\{method="CreateCertificate"\\} ${n}\\n`),
-      );
-      assert.match(
-        text,
-        new RegExp(`mesh_ca_csr_requests_total\\{method="CreateCertificate"\\} ${n}\\n`),
-      );
-      // The process metrics are the control isolate's alone (not summed per worker).
-      assert.equal(text.match(/^process_start_time_seconds /gm)?.length, 1);
-    } finally {
-      await ca.shutdown();
-    }
-  });
+  // monitoringPort 1: on (its port comes from deps)
+  await withCa({ monitoringPort: 1, workers: 2, workloadCertTtl: HOUR }, async (ca, c) => {
+    assert.ok(
+      c.log.lines.some((l) => /listening on .* in 2 worker isolates/.test(l)),
+      c.log.lines.join("\n"),
+    );
+    const port = Number(ca.addresses.grpc!.split(":")[1]);
+    assert.ok(port > 0);
+    const token = await c.token("system:serviceaccount:ns1:web");
+    const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
+    const n = 12;
+    const chains = await Promise.all(
+      Array.from({ length: n }, () => sign(port, ca.ca().rootPem, token, csr)),
+    );
+    for (const chain of chains) assert.equal(chain.at(-1), ca.ca().rootPem);
+    const text = await (await fetch(`http://${ca.addresses.monitoring}/metrics`)).text();
+    assert.match(
+      text,
+      new RegExp(`mesh_ca_certs_issued_total\\{method="CreateCertificate"\\} ${n}\\n`),
+    );
+    assert.match(
+      text,
+      new RegExp(`mesh_ca_csr_requests_total\\{method="CreateCertificate"\\} ${n}\\n`),
+    );
+    // The process metrics are the control isolate's alone (not summed per worker).
+    assert.equal(text.match(/^process_start_time_seconds /gm)?.length, 1);
+  }, { monitoringPort: 0 });
 });
 
 Deno.test("startSigningWorkers() serves from every worker, and a new CA key reaches every worker", async () => {

@@ -6,42 +6,9 @@ import {
   parseWebhook,
   toConfig,
 } from "./config.ts";
+import { discoveryFlags } from "./_test_util.ts";
 
-const FLAGS: DiscoveryFlags = {
-  appNamespace: "",
-  platformcConfig: "",
-  clusterRegistriesConfigMap: "",
-  clusterRegistriesNamespace: "mesh-system",
-  configDir: "",
-  regaserverInterval: 2000,
-  regaserverURL: "",
-  regbserverInterval: 2000,
-  regbserverURL: "",
-  discovery_cache: false,
-  domain: "cluster.local",
-  grpcAddr: ":15010",
-  secureGrpcAddr: ":15012",
-  grpcMaxConcurrentStreams: 100,
-  grpcMaxConnections: 0,
-  grpcMaxConnectionsPerAddress: 4096,
-  grpcMaxFailedConnectionRate: 20,
-  keepaliveInterval: 30_000,
-  keepaliveTimeout: 10_000,
-  keepaliveMinTime: 15_000,
-  keepaliveMaxServerConnectionAge: 0,
-  orchconfig: "",
-  meshConfig: "/etc/mesh/config/mesh",
-  monitoringPort: 9093,
-  namespace: "",
-  port: 8080,
-  profile: false,
-  ingressStatus: false,
-  registries: ["Orchestrator"],
-  resync: 60_000,
-  webhookEndpoint: "",
-  ctrlz_address: "127.0.0.1",
-  ctrlz_port: 9876,
-};
+const FLAGS: DiscoveryFlags = discoveryFlags();
 
 /** In a cluster: in-cluster orchestrator configuration is available. */
 const IN_CLUSTER = { KUBERNETES_SERVICE_HOST: "10.96.0.1" };

@@ -12,17 +12,7 @@ import { withServingStatus } from "../../lib/model/kinds.ts";
 import { buildEndpoints, decodeAny, type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type ConnectionStatus, typeShortName } from "../../lib/xds/server/mod.ts";
 import { DebugInputError, parseDebugInstance, parseDebugService } from "./debug_registry.ts";
-import {
-  BodyTooLarge,
-  type HttpDeps,
-  json,
-  jsonArrayBody,
-  jsonBody,
-  MAX_REQUEST_BYTES,
-  readBody,
-  text,
-  tooLarge,
-} from "./http_util.ts";
+import { type HttpDeps, json, jsonArrayBody, jsonBody, requestText, text } from "./http_util.ts";
 
 /** Adds every `/debug/*` page to `app`. */
 export function debugPages(app: Hono, d: HttpDeps): void {
@@ -131,13 +121,8 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
     if (svc === undefined) {
       return text(c, 400, "Query parameter svc: required (the service hostname)\n");
     }
-    let raw: string;
-    try {
-      raw = await readBody(c.req.raw, MAX_REQUEST_BYTES);
-    } catch (e) {
-      if (e instanceof BodyTooLarge) return tooLarge(c);
-      throw e;
-    }
+    const raw = await requestText(c);
+    if (raw instanceof Response) return raw;
     if (raw.trim() === "") return text(c, 400, "Request body: want a JSON object, got nothing\n");
     try {
       return { svc, body: JSON.parse(raw) };

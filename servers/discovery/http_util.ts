@@ -131,6 +131,19 @@ export async function readBody(req: Request, max: number): Promise<string> {
 }
 
 /**
+ * The body of the request as text, at most {@link MAX_REQUEST_BYTES}, or the 413 answer when it
+ * is larger; other read failures throw.
+ */
+export async function requestText(c: Context): Promise<string | Response> {
+  try {
+    return await readBody(c.req.raw, MAX_REQUEST_BYTES);
+  } catch (e) {
+    if (e instanceof BodyTooLarge) return tooLarge(c);
+    throw e;
+  }
+}
+
+/**
  * True when `host` is a loopback address: IPv4 127.0.0.0/8, IPv6 `::1` (any spelling), or an
  * IPv4-mapped `::ffff:127.x.y.z`.
  */

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import type { Logger } from "../../lib/log/mod.ts";
 import { defaultMeshConfig } from "../../lib/model/mod.ts";
+import { withTempDir } from "../../tests/harness/procs.ts";
 import { changedMeshFields, describeMeshChange, watchMeshConfig } from "./mesh_config_watch.ts";
 
 function recorder(): Logger & { lines: string[] } {
@@ -14,12 +15,19 @@ function recorder(): Logger & { lines: string[] } {
   return { lines, debug: add("debug"), info: add("info"), warn: add("warn"), error: add("error") };
 }
 
+/** Runs `fn` with the path of a mesh configuration file holding `text` (in a temp dir) and a log. */
+async function withMeshFile(
+  text: string,
+  fn: (path: string, log: ReturnType<typeof recorder>) => Promise<void>,
+): Promise<void> {
+  await withTempDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/mesh`, text);
+    await fn(`${dir}/mesh`, recorder());
+  });
+}
+
 Deno.test("watchMeshConfig() applies a valid edit once and logs the field that changed", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = `${dir}/mesh`;
-    await Deno.writeTextFile(path, "authPolicy: NONE\n");
-    const log = recorder();
+  await withMeshFile("authPolicy: NONE\n", async (path, log) => {
     const seen: string[][] = [];
     const w = watchMeshConfig({
       path,
@@ -41,17 +49,11 @@ Deno.test("watchMeshConfig() applies a valid edit once and logs the field that c
     } finally {
       w.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("watchMeshConfig() keeps the last good configuration on a bad edit and a removed file", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = `${dir}/mesh`;
-    await Deno.writeTextFile(path, "authPolicy: MUTUAL_TLS\n");
-    const log = recorder();
+  await withMeshFile("authPolicy: MUTUAL_TLS\n", async (path, log) => {
     let applied = 0;
     const initial = { ...defaultMeshConfig(), authPolicy: "MUTUAL_TLS" as const };
     const w = watchMeshConfig({
@@ -75,9 +77,7 @@ Deno.test("watchMeshConfig() keeps the last good configuration on a bad edit and
     } finally {
       w.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("describeMeshChange() names fields that need a restart apart from live ones", () => {

@@ -18,6 +18,12 @@ function sample(text: string, name: string): number {
   return Number(m[1]);
 }
 
+/** A sidecar's first request on a stream: the clusters. */
+const FIRST_CDS = {
+  node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
+  type_url: CDS,
+};
+
 /** Metrics wired to an xDS server over a cache holding one cluster `c1`. */
 async function serverWithMetrics() {
   const metrics = await createMetrics(
@@ -40,10 +46,7 @@ Deno.test("/metrics push and convergence histograms are in seconds with a sum ab
   const { metrics, cache, server } = await serverWithMetrics();
   const s = new MemoryStream<DiscoveryResponse>();
   const h = server.openSotw(s);
-  h.receive({
-    node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
-    type_url: CDS,
-  });
+  h.receive(FIRST_CDS);
   let r = await s.next();
   for (let i = 0; i < 2; i++) {
     h.receive({ type_url: CDS, version_info: r.version_info, response_nonce: r.nonce });
@@ -66,10 +69,7 @@ Deno.test("/metrics counts a delta NACK in mesh_xds_rejects and ignores a stale 
   const { metrics, server } = await serverWithMetrics();
   const s = new MemoryStream<DeltaDiscoveryResponse>();
   const h = server.openDelta(s);
-  h.receive({
-    node: { id: "sidecar~10.0.0.1~a.default~default.svc.cluster.local" },
-    type_url: CDS,
-  });
+  h.receive(FIRST_CDS);
   const d1 = await s.next();
   h.receive({ type_url: CDS, response_nonce: d1.nonce, error_detail: { message: "bad" } });
   h.receive({ type_url: CDS, response_nonce: "stale", error_detail: { message: "bad" } });

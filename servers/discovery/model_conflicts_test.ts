@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { type ConfigObject, defaultMeshConfig } from "../../lib/model/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
-import { ResourceCache } from "../../lib/xds/server/mod.ts";
+import { type ConfigObject } from "../../lib/model/mod.ts";
 import { model } from "../../lib/xds/testdata/model.ts";
-import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
+import { testModel, warningsLogger } from "./_test_util.ts";
 
 const LEGACY: ConfigObject = {
   apiVersion: "networking.mesh.io/v1alpha3",
@@ -19,21 +17,10 @@ const LEGACY: ConfigObject = {
 
 Deno.test("DiscoveryModel.conflicts() logs a TCP-over-HTTP listener conflict once and counts it", async () => {
   let ctx = model({ serviceEntries: [LEGACY] });
-  const store = {
-    schemas: [{ type: "all" }],
-    watch: () => ({ close() {} }),
-    list: () => Promise.resolve([]),
-  } as unknown as ConfigStore;
-  const configs = new ConfigSnapshot();
-  await configs.open(store, () => {});
   const warnings: string[] = [];
-  const m = new DiscoveryModel({
+  const m = await testModel({
     registry: { services: () => ctx.services, instances: () => ctx.instances },
-    configs,
-    meshConfig: defaultMeshConfig(),
-    domain: "cluster.local",
-    cache: new ResourceCache(),
-    logger: { debug() {}, info() {}, warn: (s: string) => warnings.push(s), error() {} },
+    logger: warningsLogger(warnings),
   });
   assert.equal(m.counts().conflictsTcpOverHttp, 1);
   assert.deepEqual(m.conflicts().map((c) => c.listener), ["0.0.0.0_80"]);

@@ -1,39 +1,21 @@
 import assert from "node:assert/strict";
-import {
-  type ConfigObject,
-  defaultMeshConfig,
-  INGRESS_GATEWAY_SELECTOR,
-} from "../../lib/model/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
+import { type ConfigObject, INGRESS_GATEWAY_SELECTOR } from "../../lib/model/mod.ts";
 import { loadXdsProtos, parseNodeId, TYPE_URLS } from "../../lib/xds/mod.ts";
-import { ResourceCache } from "../../lib/xds/server/mod.ts";
 import { ECHO_INGRESS, model } from "../../lib/xds/testdata/model.ts";
-import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
+import { testModel, warningsLogger } from "./_test_util.ts";
 
 await loadXdsProtos();
 
 async function ingressModel(ingresses: ConfigObject[]) {
   const ctx = model();
-  const store = {
-    schemas: [{ type: "all" }],
-    watch: () => ({ close() {} }),
-    list: () => Promise.resolve([]),
-  } as unknown as ConfigStore;
-  const configs = new ConfigSnapshot();
-  await configs.open(store, () => {});
   const warnings: string[] = [];
-  const logger = { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} };
-  const m = new DiscoveryModel({
+  const m = await testModel({
     registry: {
       services: () => ctx.services,
       instances: () => ctx.instances,
       ingresses: () => ingresses,
     },
-    configs,
-    meshConfig: defaultMeshConfig(),
-    domain: "cluster.local",
-    cache: new ResourceCache(),
-    logger,
+    logger: warningsLogger(warnings),
   });
   return { m, warnings };
 }

@@ -5,7 +5,6 @@
 
 import assert from "node:assert/strict";
 import { defaultMeshConfig } from "../../lib/model/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
 import {
   decodeAny,
   GRPC_SERVER_LISTENER_PREFIX,
@@ -14,9 +13,9 @@ import {
   type Proxy,
   TYPE_URLS,
 } from "../../lib/xds/mod.ts";
-import { ResourceCache } from "../../lib/xds/server/mod.ts";
 import { model } from "../../lib/xds/testdata/model.ts";
-import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
+import { DiscoveryModel } from "./model.ts";
+import { testModel } from "./_test_util.ts";
 
 await loadXdsProtos();
 
@@ -25,20 +24,8 @@ type Any = any;
 
 async function newModel() {
   const ctx = model();
-  const store = {
-    schemas: [],
-    watch: () => ({ close() {} }),
-    list: () => Promise.resolve([]),
-  } as unknown as ConfigStore;
-  const configs = new ConfigSnapshot();
-  await configs.open(store, () => {});
-  return new DiscoveryModel({
+  return await testModel({
     registry: { services: () => ctx.services, instances: () => ctx.instances },
-    configs,
-    meshConfig: defaultMeshConfig(),
-    domain: "cluster.local",
-    cache: new ResourceCache(),
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
   });
 }
 

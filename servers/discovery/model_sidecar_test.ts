@@ -1,12 +1,9 @@
 import assert from "node:assert/strict";
-import { type ConfigObject, defaultMeshConfig, type Service } from "../../lib/model/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
+import { type ConfigObject, type Service } from "../../lib/model/mod.ts";
 import { decodeAny, loadXdsProtos, parseNodeId, TYPE_URLS } from "../../lib/xds/mod.ts";
-import { ResourceCache } from "../../lib/xds/server/mod.ts";
-import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
+import { testModel } from "./_test_util.ts";
 
 await loadXdsProtos();
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 function svc(name: string, ns: string): Service {
   return {
@@ -31,21 +28,7 @@ const sidecar = (name: string, ns: string, spec: Record<string, unknown>): Confi
 });
 
 async function discoveryModel(objects: ConfigObject[]) {
-  const store = {
-    schemas: [{ type: "all" }],
-    watch: () => ({ close() {} }),
-    list: () => Promise.resolve(objects),
-  } as unknown as ConfigStore;
-  const configs = new ConfigSnapshot();
-  await configs.open(store, () => {});
-  return new DiscoveryModel({
-    registry: { services: () => SERVICES, instances: () => [] },
-    configs,
-    meshConfig: defaultMeshConfig(),
-    domain: "cluster.local",
-    cache: new ResourceCache(),
-    logger: quiet,
-  });
+  return await testModel({ registry: { services: () => SERVICES, instances: () => [] }, objects });
 }
 
 const node = (ns: string, ip: string) =>
@@ -105,32 +88,20 @@ Deno.test("DiscoveryModel.resourcesFor() keeps only the inbound ports a Sidecar'
     locality: "",
     serviceAccount: "",
   });
-  const store = {
-    schemas: [{ type: "all" }],
-    watch: () => ({ close() {} }),
-    list: () =>
-      Promise.resolve([
-        sidecar("web", "a", {
-          workloadSelector: { labels: { app: "web" } },
-          ingress: [{
-            port: { number: 8080, protocol: "HTTP" },
-            defaultEndpoint: "127.0.0.1:9999",
-          }],
-        }),
-      ]),
-  } as unknown as ConfigStore;
-  const configs = new ConfigSnapshot();
-  await configs.open(store, () => {});
-  const m = new DiscoveryModel({
+  const m = await testModel({
     registry: {
       services: () => [web],
       instances: () => [inst(web.ports[0], 8080), inst(web.ports[1], 8081)],
     },
-    configs,
-    meshConfig: defaultMeshConfig(),
-    domain: "cluster.local",
-    cache: new ResourceCache(),
-    logger: quiet,
+    objects: [
+      sidecar("web", "a", {
+        workloadSelector: { labels: { app: "web" } },
+        ingress: [{
+          port: { number: 8080, protocol: "HTTP" },
+          defaultEndpoint: "127.0.0.1:9999",
+        }],
+      }),
+    ],
   });
   const proxy = parseNodeId("sidecar~10.0.0.5~web-1.a~a.svc.cluster.local", {
     labels: { app: "web" },

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { type ConfigObject, defaultMeshConfig } from "../../lib/model/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
 import {
   buildApiListener,
   buildClusters,
@@ -34,10 +33,10 @@ import {
   WORLD_TCP_PLAINTEXT,
   WORLD_VS,
 } from "../../lib/xds/testdata/model.ts";
-import { changedKeys, ConfigSnapshot, DiscoveryModel, instanceFingerprints } from "./model.ts";
+import { changedKeys, instanceFingerprints } from "./model.ts";
+import { quiet, testModel } from "./_test_util.ts";
 
 await loadXdsProtos();
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** A VirtualService routing by the caller's `version` label (routes then depend on it). */
 const SOURCE_VS: ConfigObject = {
@@ -65,23 +64,14 @@ async function discoveryModel(ctx: PushContext, mtls = false) {
     ...ctx.configs.serviceRoles,
     ...ctx.configs.serviceRoleBindings,
   ];
-  const store = {
-    schemas: [{ type: "all" }],
-    watch: () => ({ close() {} }),
-    list: () => Promise.resolve(objects),
-  } as unknown as ConfigStore;
-  const configs = new ConfigSnapshot();
-  await configs.open(store, () => {});
   const cache = new ResourceCache();
   const mesh = defaultMeshConfig();
   if (mtls) mesh.authPolicy = "MUTUAL_TLS";
-  const m = new DiscoveryModel({
+  const m = await testModel({
     registry: { services: () => ctx.services, instances: () => ctx.instances },
-    configs,
+    objects,
     meshConfig: mesh,
-    domain: "cluster.local",
     cache,
-    logger: quiet,
   });
   return { m, cache, ctx: m.context() };
 }

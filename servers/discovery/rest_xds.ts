@@ -8,16 +8,7 @@
 import { createHash } from "node:crypto";
 import type { Context, Hono } from "../../lib/deps/hono.ts";
 import { type Proxy, proxyFromNode, TYPE_URLS } from "../../lib/xds/mod.ts";
-import {
-  BodyTooLarge,
-  type HttpDeps,
-  json,
-  jsonBody,
-  MAX_REQUEST_BYTES,
-  readBody,
-  text,
-  tooLarge,
-} from "./http_util.ts";
+import { type HttpDeps, json, jsonBody, requestText, text } from "./http_util.ts";
 
 /** REST xDS paths → type URL and short name. */
 const REST_TYPES: Record<string, RestType> = {
@@ -156,11 +147,13 @@ async function discoveryResponse(
 
 /** The request of a REST discovery call, or the 400/413 answer to a bad one. */
 async function parseDiscoveryRequest(c: Context, t: RestType): Promise<RestRequest | Response> {
+  // A body that cannot be read is answered as one that is not JSON.
+  const raw = await requestText(c).catch(() => "");
+  if (raw instanceof Response) return raw;
   let req: Record<string, unknown>;
   try {
-    req = JSON.parse(await readBody(c.req.raw, MAX_REQUEST_BYTES));
-  } catch (e) {
-    if (e instanceof BodyTooLarge) return tooLarge(c);
+    req = JSON.parse(raw);
+  } catch {
     return text(c, 400, "DiscoveryRequest: body is not valid JSON\n");
   }
   if (!req || typeof req !== "object" || Array.isArray(req)) {

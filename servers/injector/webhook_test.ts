@@ -1,30 +1,12 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { stringify } from "../../lib/deps/yaml.ts";
-import {
-  builtinGrpcAgentTemplate,
-  builtinTemplate,
-  defaultTemplateParams,
-  GRPC_AGENT_TEMPLATE,
-  Injector,
-  injectStream,
-} from "../../lib/inject/mod.ts";
-import { defaultMeshConfig } from "../../lib/model/meshconfig.ts";
+import { injectStream } from "../../lib/inject/mod.ts";
 import { jsonPatch } from "../../tests/harness/_patch.ts";
+import { testInjector as injector } from "../../lib/inject/testing.ts";
 import { answerReview } from "./webhook.ts";
 
 const TESTDATA = new URL("./testdata/", import.meta.url);
-
-function injector(policy = "enabled"): Injector {
-  return new Injector({
-    policy,
-    template: builtinTemplate({ ...defaultTemplateParams(), tag: "test" }),
-    meshConfig: defaultMeshConfig(),
-    templates: {
-      [GRPC_AGENT_TEMPLATE]: builtinGrpcAgentTemplate({ ...defaultTemplateParams(), tag: "test" }),
-    },
-  });
-}
 
 // deno-lint-ignore no-explicit-any
 type Any = any;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DEFAULT_MANIFEST, type Value } from "../../lib/expr/mod.ts";
-import { type CheckResponse, compress, mixerCodec } from "../../lib/mixer/mod.ts";
+import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
+import { freshCheck } from "../../tests/harness/policy.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { obj, startTestServer, type TestServer } from "./_testutil.ts";
 
@@ -11,30 +12,6 @@ const denyRule = (source: string) =>
     match: `source.name == "${source}"`,
     actions: [{ handler: "deny.denier", instances: ["nothing.checknothing"] }],
   });
-
-/** One Check on a connection of its own (grpc-js with a private subchannel pool). */
-async function freshCheck(
-  address: string,
-  attrs: Record<string, Value>,
-  extra: Record<string, unknown> = {},
-): Promise<CheckResponse> {
-  const grpc = await import("../../lib/deps/grpc.ts");
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
-  const c = new pkg.mesh.mixer.v1.Mixer(address, grpc.credentials.createInsecure(), {
-    "grpc.use_local_subchannel_pool": 1,
-  });
-  try {
-    return await new Promise((resolve, reject) =>
-      c.Check(
-        { attributes: compress(attrs, DEFAULT_MANIFEST), ...extra },
-        (e: Error | null, r: CheckResponse) => e ? reject(e) : resolve(r),
-      )
-    );
-  } finally {
-    c.close();
-  }
-}
 
 /** `mesh_policy_check_total` (every code) of each worker. */
 async function checksPerWorker(s: TestServer): Promise<number[]> {

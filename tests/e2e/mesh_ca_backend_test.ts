@@ -5,14 +5,10 @@
  * `openssl` without a loadable libcrypto stops the start with one line.
  */
 import assert from "node:assert/strict";
-import { callUnary } from "../../lib/grpc/mod.ts";
 import { decodePem, encodePem } from "../../lib/pki/mod.ts";
 import { csrFor, opensslVerify } from "../../servers/ca/_testutil.ts";
-import {
-  decodeMeshCertificateResponse,
-  encodeMeshCertificateRequest,
-} from "../../lib/pki/ca_messages.ts";
-import { testIssuer } from "../harness/ca_client.ts";
+import { decodeMeshCertificateResponse } from "../../lib/pki/ca_messages.ts";
+import { createCertificateH2, testIssuer } from "../harness/ca_client.ts";
 import {
   freePort,
   runProgram,
@@ -117,14 +113,7 @@ for (const c of CASES) {
           ? await Deno.readTextFile(`${dir}/rsa/ca-cert.pem`)
           : await Deno.readTextFile(ec.cert);
         const call = (csr: string) =>
-          callUnary({
-            address: `127.0.0.1:${port}`,
-            path: "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
-            message: encodeMeshCertificateRequest({ csr, validityDuration: 3600 }),
-            ca: root,
-            servername: "mesh-ca",
-            headers: { authorization: `Bearer ${token}` },
-          });
+          createCertificateH2({ address: `127.0.0.1:${port}`, root, token, csr });
         for (const key of [{ kind: "rsa", bits: 2048 } as const, { kind: "ec" } as const]) {
           const what = `${mode.ca} CA, ${key.kind} CSR`;
           const { csr } = await csrFor("ns1", "web", { key });

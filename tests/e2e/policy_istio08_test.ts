@@ -7,62 +7,40 @@
 
 import assert from "node:assert/strict";
 import { DEFAULT_MANIFEST, type Value } from "../../lib/expr/mod.ts";
-import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
+import { compress } from "../../lib/mixer/mod.ts";
+import { mixerClient, policyAddresses, policyServerArgs } from "../harness/policy.ts";
 import { spawnProgram, waitUntil } from "../harness/procs.ts";
 
 const CONFIG = new URL("./testdata/istio08/policy.yaml", import.meta.url);
 
 type Bag = Record<string, Value>;
 
+/** {@link mixerClient} with `quota`: one unit of `requestcount`, deduplicated per call. */
 async function client(address: string) {
-  const grpc = await import("../../lib/deps/grpc.ts");
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
-  const c = new pkg.mesh.mixer.v1.Mixer(address, grpc.credentials.createInsecure());
-  const call = (method: string, req: unknown) =>
-    new Promise<Record<string, unknown>>((resolve, reject) =>
-      c[method](req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r)))
-    );
+  const c = await mixerClient(address);
   let calls = 0;
-  const attrs = (b: Bag) => compress(b, DEFAULT_MANIFEST);
   return {
-    check: async (bag: Bag) => {
-      const r = await call("Check", { attributes: attrs(bag) });
-      return ((r.precondition as { status: { code?: number } }).status.code ?? 0) as number;
-    },
+    ...c,
     quota: async (bag: Bag) => {
       const name = "requestcount.quota.mesh-system";
-      const r = await call("Check", {
-        attributes: attrs(bag),
+      const r = await c.call("Check", {
+        attributes: compress(bag, DEFAULT_MANIFEST),
         deduplication_id: `call-${++calls}`, // as proxies do: one id per call
         quotas: { [name]: { amount: 1, best_effort: false } },
       });
       const q = (r.quotas ?? {}) as Record<string, { granted_amount?: string | number }>;
       return Number(q[name]?.granted_amount ?? 0);
     },
-    report: (bags: Bag[]) => call("Report", { attributes: bags.map(attrs) }),
-    close: () => c.close(),
   };
 }
 
 Deno.test("mesh-policy server takes Istio 0.8's policy configuration as Istio wrote it", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-policy-istio08-" });
   await Deno.copyFile(CONFIG, `${dir}/policy.yaml`);
-  const server = spawnProgram("mesh-policy", [
-    "server",
-    "--address",
-    "tcp://127.0.0.1:0",
-    "--monitoringPort",
-    "0",
-    "--configStoreURL",
-    `fs://${dir}`,
-  ]);
+  const server = spawnProgram("mesh-policy", policyServerArgs(dir));
   let c: Awaited<ReturnType<typeof client>> | undefined;
   try {
-    const grpcAddr = (await server.waitFor(/Policy API listening on (\S+)/, 20_000)).split(" ")
-      .at(-1)!;
-    const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 20_000)).split(" ")
-      .at(-1)!;
+    const { address: grpcAddr, monitoring } = await policyAddresses(server, 20_000);
     await server.waitFor(
       /Configuration loaded: \d+ rules, \d+ handlers, 2 objects rejected/,
       20_000,

@@ -7,75 +7,21 @@
 
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "../../lib/deps/yaml.ts";
-import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
-import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
+import { denyConfig, mixerClient, policyAddresses, policyServerArgs } from "../harness/policy.ts";
 import { freePort, runProgram, spawnProgram, waitUntil } from "../harness/procs.ts";
 
 const PROMETHEUS = Deno.env.get("PROMETHEUS_BIN") ?? "/usr/bin/prometheus";
 
-const DENY_RULE = (match: string) =>
-  `apiVersion: config.mesh.io/v1alpha2
-kind: denier
-metadata: {name: deny, namespace: mesh-system}
-spec:
-  status: {code: 7, message: "blocked by policy"}
----
-apiVersion: config.mesh.io/v1alpha2
-kind: checknothing
-metadata: {name: nothing, namespace: mesh-system}
-spec: {}
----
-apiVersion: config.mesh.io/v1alpha2
-kind: rule
-metadata: {name: deny-bad, namespace: mesh-system}
-spec:
-  match: ${JSON.stringify(match)}
-  actions: [{handler: deny.denier, instances: [nothing.checknothing]}]
-`;
-
-async function client(address: string) {
-  const grpc = await import("../../lib/deps/grpc.ts");
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
-  const c = new pkg.mesh.mixer.v1.Mixer(address, grpc.credentials.createInsecure());
-  const call = (method: string, req: unknown) =>
-    new Promise<Record<string, unknown>>((resolve, reject) =>
-      c[method](req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r)))
-    );
-  return {
-    check: async (attrs: Record<string, string>) => {
-      const r = await call("Check", { attributes: compress(attrs, DEFAULT_MANIFEST) });
-      return ((r.precondition as { status: { code?: number } }).status.code ?? 0) as number;
-    },
-    report: (bags: Record<string, unknown>[]) =>
-      // deno-lint-ignore no-explicit-any
-      call("Report", { attributes: bags.map((b) => compress(b as any, DEFAULT_MANIFEST)) }),
-    close: () => c.close(),
-  };
-}
-
 Deno.test("mesh-policy server: fs:// config, reload keeping the last good config, Prometheus and meshctl metrics", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-policy-e2e-" });
   await Deno.mkdir(`${dir}/config`);
-  await Deno.writeTextFile(`${dir}/config/deny.yaml`, DENY_RULE('source.name == "bad"'));
-  const server = spawnProgram("mesh-policy", [
-    "server",
-    "--address",
-    "tcp://127.0.0.1:0",
-    "--monitoringPort",
-    "0",
-    "--configStoreURL",
-    `fs://${dir}/config`,
-  ]);
+  await Deno.writeTextFile(`${dir}/config/deny.yaml`, denyConfig('source.name == "bad"'));
+  const server = spawnProgram("mesh-policy", policyServerArgs(`${dir}/config`));
   let prom: Deno.ChildProcess | undefined;
-  let c: Awaited<ReturnType<typeof client>> | undefined;
+  let c: Awaited<ReturnType<typeof mixerClient>> | undefined;
   try {
-    const grpcAddr = (await server.waitFor(/Policy API listening on (\S+)/, 20_000)).split(" ").at(
-      -1,
-    )!;
-    const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 20_000)).split(" ")
-      .at(-1)!;
-    c = await client(grpcAddr);
+    const { address: grpcAddr, monitoring } = await policyAddresses(server, 20_000);
+    c = await mixerClient(grpcAddr);
     const cl = c;
     await waitUntil(
       async () => (await cl.check({ "source.name": "bad" })) === 7,
@@ -85,13 +31,13 @@ Deno.test("mesh-policy server: fs:// config, reload keeping the last good config
     assert.equal(await c.check({ "source.name": "good" }), 0);
 
     // An invalid rule is rejected with its object and field; the previous rule stays.
-    await Deno.writeTextFile(`${dir}/config/deny.yaml`, DENY_RULE("source.name == 3"));
+    await Deno.writeTextFile(`${dir}/config/deny.yaml`, denyConfig("source.name == 3"));
     await server.waitFor(
       /rule\/mesh-system\/deny-bad: spec\.match: "==" between different types/,
       10_000,
     );
     assert.equal(await c.check({ "source.name": "bad" }), 7);
-    await Deno.writeTextFile(`${dir}/config/deny.yaml`, DENY_RULE('source.name == "worse"'));
+    await Deno.writeTextFile(`${dir}/config/deny.yaml`, denyConfig('source.name == "worse"'));
     await waitUntil(
       async () => (await cl.check({ "source.name": "bad" })) === 0,
       10_000,

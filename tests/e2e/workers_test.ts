@@ -5,55 +5,15 @@
  * worker.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
-import { compress, mixerCodec } from "../../lib/mixer/mod.ts";
-import { callUnary } from "../../lib/grpc/mod.ts";
-import {
-  decodeMeshCertificateResponse,
-  encodeMeshCertificateRequest,
-} from "../../lib/pki/ca_messages.ts";
+import { decodeMeshCertificateResponse } from "../../lib/pki/ca_messages.ts";
 import { csrFor } from "../../servers/ca/_testutil.ts";
-import { testIssuer } from "../harness/ca_client.ts";
+import { createCertificateH2, testIssuer } from "../harness/ca_client.ts";
+import { denyConfig, freshCheck, policyAddresses, policyServerArgs } from "../harness/policy.ts";
 import { freePort, spawnProgram, waitUntil, withTempDir } from "../harness/procs.ts";
 
-const DENY = (source: string) =>
-  `apiVersion: config.mesh.io/v1alpha2
-kind: denier
-metadata: {name: deny, namespace: mesh-system}
-spec: {status: {code: 7, message: "blocked"}}
----
-apiVersion: config.mesh.io/v1alpha2
-kind: checknothing
-metadata: {name: nothing, namespace: mesh-system}
-spec: {}
----
-apiVersion: config.mesh.io/v1alpha2
-kind: rule
-metadata: {name: deny-one, namespace: mesh-system}
-spec:
-  match: source.name == "${source}"
-  actions: [{handler: deny.denier, instances: [nothing.checknothing]}]
-`;
-
-/** One Check on a new connection (grpc-js with a private subchannel pool); its status code. */
+/** One Check on a new connection (see {@link freshCheck}); its status code. */
 async function check(address: string, source: string): Promise<number> {
-  const grpc = await import("../../lib/deps/grpc.ts");
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition((await mixerCodec()).definition) as any;
-  const c = new pkg.mesh.mixer.v1.Mixer(address, grpc.credentials.createInsecure(), {
-    "grpc.use_local_subchannel_pool": 1,
-  });
-  try {
-    return await new Promise((resolve, reject) =>
-      c.Check(
-        { attributes: compress({ "source.name": source }, DEFAULT_MANIFEST) },
-        (e: Error | null, r: { precondition: { status: { code?: number } } }) =>
-          e ? reject(e) : resolve(r.precondition.status.code ?? 0),
-      )
-    );
-  } finally {
-    c.close();
-  }
+  return (await freshCheck(address, { "source.name": source })).precondition.status.code ?? 0;
 }
 
 const sum = (text: string, re: RegExp) =>
@@ -62,22 +22,13 @@ const sum = (text: string, re: RegExp) =>
 Deno.test("mesh-policy --workers 2 on port 0: every Check answered, counted once in /metrics, and a config change reaches every new connection", async () => {
   await withTempDir(async (dir) => {
     await Deno.mkdir(`${dir}/config`);
-    await Deno.writeTextFile(`${dir}/config/deny.yaml`, DENY("bad"));
-    await using server = spawnProgram("mesh-policy", [
-      "server",
-      "--address",
-      "tcp://127.0.0.1:0",
-      "--monitoringPort",
-      "0",
-      "--configStoreURL",
-      `fs://${dir}/config`,
-      "--workers",
-      "2",
-    ]);
-    const line = await server.waitFor(/Policy API listening on \S+ in 2 worker isolates/, 120_000);
-    const address = /on (\S+) in/.exec(line)![1];
-    const monitoring = (await server.waitFor(/Monitoring listening on (\S+)/, 30_000)).split(" ")
-      .at(-1)!;
+    await Deno.writeTextFile(`${dir}/config/deny.yaml`, denyConfig('source.name == "bad"'));
+    await using server = spawnProgram(
+      "mesh-policy",
+      policyServerArgs(`${dir}/config`, "--workers", "2"),
+    );
+    await server.waitFor(/Policy API listening on \S+ in 2 worker isolates/, 120_000);
+    const { address, monitoring } = await policyAddresses(server, 30_000);
     const n = 16;
     for (let i = 0; i < n; i++) {
       assert.equal(await check(address, "bad"), 7);
@@ -88,7 +39,7 @@ Deno.test("mesh-policy --workers 2 on port 0: every Check answered, counted once
     assert.equal(sum(text, /^mesh_policy_check_total\{code="7"\} (\d+)$/gm), n, text);
     assert.equal(sum(text, /^mesh_policy_check_total\{code="0"\} (\d+)$/gm), n, text);
 
-    await Deno.writeTextFile(`${dir}/config/deny.yaml`, DENY("worse"));
+    await Deno.writeTextFile(`${dir}/config/deny.yaml`, denyConfig('source.name == "worse"'));
     await waitUntil(async () => (await check(address, "bad")) === 0, 30_000, "the reload");
     const denied = sum(await metrics(), /^mesh_policy_check_total\{code="7"\} (\d+)$/gm);
     // Every new connection (16, over both workers) sees the new rule.
@@ -126,13 +77,11 @@ Deno.test("mesh_ca --workers 2: every CSR on a connection of its own is signed, 
     const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
     const n = 16;
     for (let i = 0; i < n; i++) {
-      const r = await callUnary({
+      const r = await createCertificateH2({
         address: `127.0.0.1:${grpcPort}`,
-        path: "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
-        message: encodeMeshCertificateRequest({ csr, validityDuration: 3600 }),
-        ca: root,
-        servername: "mesh-ca",
-        headers: { authorization: `Bearer ${token}` },
+        root,
+        token,
+        csr,
         timeoutMs: 30_000,
       });
       assert.equal(r.status, 0, r.message);

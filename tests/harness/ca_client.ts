@@ -5,6 +5,8 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { callUnary, type UnaryResult } from "../../lib/grpc/mod.ts";
+import { encodeMeshCertificateRequest } from "../../lib/pki/ca_messages.ts";
 
 /** Outcome of a call: the chain on success, else the gRPC status code and message. */
 export type CaCallResult =
@@ -124,4 +126,23 @@ export async function testIssuer(kid = "test"): Promise<TestIssuer> {
         .setExpirationTime(opts.expiresIn ?? "1h")
         .sign(privateKey),
   };
+}
+
+/**
+ * One `CreateCertificate` (validity 1 h) through lib/grpc's `callUnary`: node:http2 on a
+ * connection of its own, closed after the call. The raw result: status, message, response bytes
+ * (decode the chain with `decodeMeshCertificateResponse`).
+ */
+export async function createCertificateH2(
+  o: { address: string; root: string; token: string; csr: string; timeoutMs?: number },
+): Promise<UnaryResult> {
+  return await callUnary({
+    address: o.address,
+    path: "/mesh.v1.auth.MeshCertificateService/CreateCertificate",
+    message: encodeMeshCertificateRequest({ csr: o.csr, validityDuration: 3600 }),
+    ca: o.root,
+    servername: "mesh-ca",
+    headers: { authorization: `Bearer ${o.token}` },
+    timeoutMs: o.timeoutMs,
+  });
 }

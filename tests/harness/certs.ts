@@ -26,6 +26,15 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   }
 }
 
+/** A TLS listener's options (`listenGrpc`): `leaf`'s certificate and key and `pki`'s root, as bytes. */
+export function listenerTls(
+  pki: TestPki,
+  leaf: { cert: string; key: string },
+): { cert: Uint8Array; key: Uint8Array; ca: Uint8Array } {
+  const read = (p: string) => new TextEncoder().encode(Deno.readTextFileSync(p));
+  return { cert: read(leaf.cert), key: read(leaf.key), ca: read(pki.caCert) };
+}
+
 /** Creates a root CA (EC P-256) in a new temp dir. */
 export async function makeTestPki(): Promise<TestPki> {
   const dir = await Deno.makeTempDir({ prefix: "mesh-pki-" });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { concat } from "../testing.ts";
 import {
   encodeHeaders,
   encodeHeadersInto,
@@ -22,16 +23,6 @@ function hex(s: string): Uint8Array {
 
 function toHex(b: Uint8Array): string {
   return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let pos = 0;
-  for (const p of parts) {
-    out.set(p, pos);
-    pos += p.length;
-  }
-  return out;
 }
 
 const ascii = (s: string) => new TextEncoder().encode(s);

@@ -3,7 +3,7 @@ import { formatIssues, normalizeObject } from "../../model/mod.ts";
 import { pgvProblems } from "../pgv.ts";
 import { parseNodeId } from "../node.ts";
 import { ENVOY_1_27, GRPC_CORE_1_51, helloV1, withClient } from "../testdata/scenarios.ts";
-import { model } from "../testdata/model.ts";
+import { model, modelWithInstances, UDP_5353 } from "../testdata/model.ts";
 import { buildClusters, MAX_RING_SIZE } from "./clusters.ts";
 
 const ringDr = (minimumRingSize: number) => ({
@@ -389,16 +389,7 @@ Deno.test("buildClusters(): DNS subsets take the endpoints with their labels; mi
 });
 
 Deno.test("buildClusters(): one inbound cluster per service port of the proxy, none for UDP", () => {
-  const base = model();
-  const inst = base.instances[0];
-  const ctx = {
-    ...base,
-    instances: [
-      ...base.instances,
-      { ...inst, port: 18080 },
-      { ...inst, servicePort: { name: "udp", port: 5353, protocol: "UDP" as const }, port: 5353 },
-    ],
-  };
+  const ctx = modelWithInstances({ port: 18080 }, UDP_5353);
   assert.deepEqual(
     buildClusters(ctx, helloV1()).filter((c) => c.name.startsWith("inbound|")).map((c) => c.name),
     [

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import type { ConfigObject } from "../../model/types.ts";
-import { model } from "../testdata/model.ts";
+import { cfg, model } from "../testdata/model.ts";
 import { gatewayRouter, helloV1 } from "../testdata/scenarios.ts";
 import { buildClusters } from "./clusters.ts";
 import { credentialFiles, withClientCredential, withServerCredential } from "./credentials.ts";
@@ -8,15 +7,6 @@ import { gatewayListeners } from "./gateway.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
-
-function cfg(kind: string, name: string, spec: Record<string, unknown>): ConfigObject {
-  return {
-    apiVersion: "networking.mesh.io/v1alpha3",
-    kind,
-    metadata: { name, namespace: "default" },
-    spec,
-  };
-}
 
 Deno.test("withServerCredential() fills the mounted Secret's files in where no path is given", () => {
   assert.deepEqual(withServerCredential({ mode: "SIMPLE", credentialName: "bookinfo" }), {

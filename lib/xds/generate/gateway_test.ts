@@ -7,21 +7,12 @@
 import assert from "node:assert/strict";
 import type { ConfigObject } from "../../model/types.ts";
 import { parseNodeId } from "../node.ts";
-import { model } from "../testdata/model.ts";
+import { cfg, model } from "../testdata/model.ts";
 import { gatewayRouter } from "../testdata/scenarios.ts";
 import { gatewayListeners, gatewayRouteConfig, selectedGateways } from "./gateway.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
-
-function cfg(kind: string, name: string, spec: unknown, namespace = "default"): ConfigObject {
-  return {
-    apiVersion: "networking.mesh.io/v1alpha3",
-    kind,
-    metadata: { name, namespace },
-    spec: spec as Record<string, unknown>,
-  };
-}
 
 const gw = (name: string, servers: unknown[], selector: unknown = { mesh: "ingressgateway" }) =>
   cfg("Gateway", name, { selector, servers });

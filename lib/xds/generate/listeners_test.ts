@@ -4,8 +4,10 @@ import type { ConfigObject } from "../../model/types.ts";
 import {
   DB_ENTRIES,
   model,
+  modelWithInstances,
   RBAC_BINDING,
   RBAC_ROLE,
+  UDP_5353,
   WORLD_GRPC_PERMISSIVE,
 } from "../testdata/model.ts";
 import { buildApiListener, buildListeners, cidrRange, virtualListener } from "./listeners.ts";
@@ -386,16 +388,10 @@ Deno.test("buildListeners(): a TCP listener keeps its name against an HTTP port 
 });
 
 Deno.test("buildListeners(): no inbound listener for UDP instances or instances of unknown services", () => {
-  const base = model();
-  const inst = base.instances[0];
-  const ctx = {
-    ...base,
-    instances: [
-      ...base.instances,
-      { ...inst, servicePort: { name: "udp", port: 5353, protocol: "UDP" as const }, port: 5353 },
-      { ...inst, hostname: "ghost.default.svc.cluster.local", port: 6000 },
-    ],
-  };
+  const ctx = modelWithInstances(UDP_5353, {
+    hostname: "ghost.default.svc.cluster.local",
+    port: 6000,
+  });
   const names = buildListeners(ctx, HELLO_V1).map((l) => l.name).filter((n) =>
     n.startsWith("10.0.1.1_")
   );

@@ -68,33 +68,19 @@ Deno.test("mtlsModeOf() lets a deciding PeerAuthentication win over a 0.8 Policy
     spec: { peers: [{ mtls: {} }] },
   };
   const disable = pa("n", { mtls: { mode: "DISABLE" } });
+  const worldMode = (opts: Parameters<typeof model>[0]) => mtlsModeOf(model(opts), world, http);
   assert.equal(
-    mtlsModeOf(
-      model({ configs: { policies: [policy], peerAuthentications: [disable] } }),
-      world,
-      http,
-    ),
+    worldMode({ configs: { policies: [policy], peerAuthentications: [disable] } }),
     "NONE",
   );
   assert.equal(
-    mtlsModeOf(
-      model({
-        configs: {
-          policies: [policy],
-          peerAuthentications: [pa("u", { mtls: { mode: "UNSET" } })],
-        },
-      }),
-      world,
-      http,
-    ),
+    worldMode({
+      configs: { policies: [policy], peerAuthentications: [pa("u", { mtls: { mode: "UNSET" } })] },
+    }),
     "STRICT",
   );
   assert.equal(
-    mtlsModeOf(
-      model({ configs: { peerAuthentications: [disable] }, mesh: { authPolicy: "MUTUAL_TLS" } }),
-      world,
-      http,
-    ),
+    worldMode({ configs: { peerAuthentications: [disable] }, mesh: { authPolicy: "MUTUAL_TLS" } }),
     "NONE",
   );
   // mesh-external services are never mTLS

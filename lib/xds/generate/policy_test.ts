@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import type { ConfigObject } from "../../model/types.ts";
-import { ECHO_INGRESS, model, RBAC_ROLE, SERVICES } from "../testdata/model.ts";
+import {
+  authnPolicy as policy,
+  ECHO_INGRESS,
+  model,
+  RBAC_ROLE,
+  SERVICES,
+} from "../testdata/model.ts";
 import { ingressesToConfigs } from "./ingress.ts";
 import { principalName, rbacConfig, serviceNameMatches } from "./rbac.ts";
 import { mtlsModeOf } from "./security.ts";
@@ -8,15 +14,6 @@ import { mtlsModeOf } from "./security.ts";
 const HELLO = SERVICES[0];
 const HTTP = HELLO.ports[0];
 const TCP = HELLO.ports[2];
-
-function policy(name: string, spec: unknown, namespace = "default"): ConfigObject {
-  return {
-    apiVersion: "authentication.mesh.io/v1alpha1",
-    kind: "Policy",
-    metadata: { name, namespace },
-    spec: spec as Record<string, unknown>,
-  };
-}
 
 Deno.test("mtlsModeOf() prefers a targeted Policy over a namespace-wide one and the mesh default", () => {
   const nsWide = policy("all", { peers: [{ mtls: {} }] });

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import type { ConfigObject } from "../../model/types.ts";
-import { model, SERVICES } from "../testdata/model.ts";
+import { configObject, model, SERVICES } from "../testdata/model.ts";
 import { principalName, rbacConfig, serviceNameMatches } from "./rbac.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -14,14 +14,8 @@ type Any = any;
 
 const HELLO = SERVICES[0];
 
-function obj(kind: string, name: string, spec: unknown, namespace = "default"): ConfigObject {
-  return {
-    apiVersion: "rbac.mesh.io/v1alpha1",
-    kind,
-    metadata: { name, namespace },
-    spec: spec as Record<string, unknown>,
-  };
-}
+const obj = (kind: string, name: string, spec: unknown, namespace = "default") =>
+  configObject("rbac.mesh.io/v1alpha1", kind, name, spec, namespace);
 
 const role = (name: string, rules: unknown[], namespace = "default") =>
   obj("ServiceRole", name, { rules }, namespace);

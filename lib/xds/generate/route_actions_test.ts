@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { ConfigObject } from "../../model/types.ts";
 import { parseNodeId } from "../node.ts";
-import { model } from "../testdata/model.ts";
+import { cfg, model } from "../testdata/model.ts";
 import { EXT_TYPE_URLS } from "../protos.ts";
 import { indexOf } from "./context.ts";
 import { apiRouteConfig, buildRoutes, defaultRoute } from "./routes.ts";
@@ -36,15 +36,6 @@ const SCOPE: RouteScope = {
   sidecar: true,
   headerMatcher: "string_match",
 };
-
-function cfg(kind: string, name: string, spec: unknown): ConfigObject {
-  return {
-    apiVersion: "networking.mesh.io/v1alpha3",
-    kind,
-    metadata: { name, namespace: "default" },
-    spec: spec as Record<string, unknown>,
-  };
-}
 
 /** The Envoy routes of world's VirtualService made of `http`, on port 80 (or `port`). */
 function routes(http: unknown[], port = 80, drs: ConfigObject[] = [], grpc = false): Any[] {

@@ -5,8 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import type { ConfigObject } from "../../model/types.ts";
-import { model, SERVICES } from "../testdata/model.ts";
+import { authnPolicy as policy, model, SERVICES } from "../testdata/model.ts";
 import {
   downstreamTlsSocket,
   meshMtlsDownstream,
@@ -19,15 +18,6 @@ const HELLO = SERVICES[0];
 const [HTTP, GRPC, TCP] = HELLO.ports;
 const UP = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
 const DOWN = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
-
-function policy(name: string, spec: unknown, namespace = "default"): ConfigObject {
-  return {
-    apiVersion: "authentication.mesh.io/v1alpha1",
-    kind: "Policy",
-    metadata: { name, namespace },
-    spec: spec as Record<string, unknown>,
-  };
-}
 
 const modeWith = (spec: unknown, port = HTTP, svc = HELLO) =>
   mtlsModeOf(model({ configs: { policies: [policy("p", spec)] } }), svc, port);

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import type { ConfigObject, Service } from "../../model/types.ts";
-import { DEFAULT_XDS_MESH_CONFIG, type Proxy, type PushContext } from "../types.ts";
+import {
+  DEFAULT_XDS_MESH_CONFIG,
+  emptyPushConfigs,
+  type Proxy,
+  type PushContext,
+} from "../types.ts";
 import { buildClusters } from "./clusters.ts";
 import { buildListeners } from "./listeners.ts";
 import {
@@ -59,13 +64,7 @@ function ctx(sidecars: ConfigObject[], extra: Partial<PushContext["configs"]> = 
     ],
     instances: [],
     configs: {
-      virtualServices: [],
-      destinationRules: [],
-      gateways: [],
-      policies: [],
-      serviceRoles: [],
-      serviceRoleBindings: [],
-      ingresses: [],
+      ...emptyPushConfigs(),
       sidecars,
       ...extra,
     },

@@ -1,5 +1,7 @@
 /** Test helpers for the xDS server tests (not exported from mod.ts). @module */
 
+import * as path from "node:path";
+import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
 import { ResourceCache } from "./cache.ts";
 import type { Clock, XdsNode } from "./types.ts";
 
@@ -104,4 +106,22 @@ export async function tlsServed(
       conn.close();
     } catch { /* already closed */ }
   }
+}
+
+/**
+ * ads.proto and cluster.proto loaded by @grpc/proto-loader with `options` (and the xDS include
+ * directories): the package a test client uses, independent of the server's descriptors.
+ */
+export async function loadAdsProtos(
+  options: Record<string, unknown>,
+  // deno-lint-ignore no-explicit-any
+): Promise<any> {
+  const loader = await import("../../deps/proto_loader.ts");
+  const root = xdsProtoRoot();
+  return loader.loadSync(
+    ["envoy/service/discovery/v3/ads.proto", "envoy/config/cluster/v3/cluster.proto"].map((f) =>
+      path.join(root, "envoy-api", f)
+    ),
+    { ...options, includeDirs: xdsIncludeDirs() },
+  );
 }

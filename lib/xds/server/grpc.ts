@@ -106,8 +106,8 @@ export interface AdsServerHandle {
   ): void;
 }
 
-/** Options for @grpc/proto-loader used for the ADS requests. */
-const LOADER_OPTIONS = {
+/** Options for @grpc/proto-loader used for the ADS requests (arrays present, Any kept as bytes). */
+export const ADS_LOADER_OPTIONS = {
   keepCase: true,
   longs: String,
   enums: String,
@@ -135,7 +135,7 @@ function adsDecoders(): Promise<AdsDecoders> {
   decodersCache ??= (async () => {
     const loader = await import("../../deps/proto_loader.ts");
     // deno-lint-ignore no-explicit-any
-    const pkg = loader.fromJSON(await xdsDescriptors() as any, LOADER_OPTIONS) as AnyObj;
+    const pkg = loader.fromJSON(await xdsDescriptors() as any, ADS_LOADER_OPTIONS) as AnyObj;
     const svc = pkg[ADS_SERVICE];
     if (!svc) throw new Error(`${ADS_SERVICE} not found in ads.proto`);
     const sotwFull = svc.StreamAggregatedResources.requestDeserialize;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import * as path from "node:path";
-import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
+import { LOADER_OPTIONS } from "../protos.ts";
 import { ResourceCache } from "./cache.ts";
 import { ADS_SERVICE, SDS_SERVICE, startAdsServer, structToJson } from "./grpc.ts";
 import { Flag, frame, FrameType } from "../../grpc/h2/frames.ts";
@@ -10,32 +10,15 @@ import { grpcFrame, grpcRequest, RawClient } from "../../grpc/testing.ts";
 const { END_STREAM } = Flag;
 import { XdsServer } from "./stream.ts";
 import { XDS_TYPES } from "./types.ts";
-import { node, parseTestNode, type TestProxy, tlsServed } from "./_test_util.ts";
+import { loadAdsProtos, node, parseTestNode, type TestProxy, tlsServed } from "./_test_util.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
 
 const grpc = await import("../../deps/grpc.ts");
-const loader = await import("../../deps/proto_loader.ts");
 
 /** The client side: ads.proto + cluster.proto, with Any values decoded (`json: true`). */
-const pkg = (() => {
-  const root = xdsProtoRoot();
-  return loader.loadSync(
-    ["envoy/service/discovery/v3/ads.proto", "envoy/config/cluster/v3/cluster.proto"].map((f) =>
-      path.join(root, "envoy-api", f)
-    ),
-    {
-      keepCase: true,
-      longs: String,
-      enums: String,
-      defaults: false,
-      oneofs: true,
-      json: true,
-      includeDirs: xdsIncludeDirs(),
-    },
-  ) as AnyObj;
-})();
+const pkg = await loadAdsProtos(LOADER_OPTIONS) as AnyObj;
 const AdsClient = (grpc.loadPackageDefinition(pkg) as AnyObj).envoy.service.discovery.v3
   .AggregatedDiscoveryService;
 

@@ -40,27 +40,7 @@ export {
   type XdsServerOptions,
   type XdsStreamHandle,
 } from "./stream.ts";
-export {
-  type Clock,
-  DEFAULT_WILDCARD_TYPES,
-  type DeltaDiscoveryRequest,
-  type DeltaDiscoveryResponse,
-  type DiscoveryRequest,
-  type DiscoveryResponse,
-  type NamedResource,
-  type PushEvent,
-  type ResourceEntry,
-  type ResourceMap,
-  type ResourcesFor,
-  type RpcStatus,
-  Status,
-  type StreamEnd,
-  systemClock,
-  XDS_TYPES,
-  type XdsMetrics,
-  type XdsNode,
-  type XdsTransport,
-} from "./types.ts";
+export * from "./types.ts";
 export {
   decodeDeltaDiscoveryRequest,
   decodeDiscoveryRequest,

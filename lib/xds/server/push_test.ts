@@ -181,6 +181,24 @@ function work(ms: number) {
   while (performance.now() < until) { /* busy */ }
 }
 
+/**
+ * `count` SotW streams of a server whose builds each hold the event loop for 1 ms, at most
+ * `maxConcurrentPushes` at once, all answered for CDS; then CDS changes and a push starts.
+ */
+async function pushingTo(cache: ResourceCache, count: number, maxConcurrentPushes: number) {
+  const server = newServer(cache, {
+    resourcesFor: (_p, t, n) => (work(1), cache.select(t, n)),
+    maxConcurrentPushes,
+  });
+  const streams = Array.from({ length: count }, (_, i) => sotw(server, `memory:${i}`));
+  for (const [i, x] of streams.entries()) x.h.receive({ node: node(`p${i}`), type_url: CDS });
+  await server.flush();
+  for (const x of streams) await x.s.next();
+  cache.set(CDS, "k1", bytes("y"));
+  server.push({ kind: "config" });
+  return { server, streams };
+}
+
 Deno.test("a push to many streams lets a timer, an HTTP request and a new stream's request run before it ends", async () => {
   // a /ready-like endpoint in the same process
   const http = Deno.serve(
@@ -189,16 +207,7 @@ Deno.test("a push to many streams lets a timer, an HTTP request and a new stream
   );
   const cache = cacheWith([[CDS, "k1", "x"]]);
   // each build holds the event loop for 1 ms: 300 streams are ~300 ms of work, 15 slices
-  const server = newServer(cache, {
-    resourcesFor: (_p, t, n) => (work(1), cache.select(t, n)),
-    maxConcurrentPushes: 16,
-  });
-  const streams = Array.from({ length: 300 }, (_, i) => sotw(server, `memory:${i}`));
-  for (const [i, x] of streams.entries()) x.h.receive({ node: node(`p${i}`), type_url: CDS });
-  await server.flush();
-  for (const x of streams) await x.s.next();
-  cache.set(CDS, "k1", bytes("y"));
-  server.push({ kind: "config" });
+  const { server, streams } = await pushingTo(cache, 300, 16);
   const order: string[] = [];
   const reached = Promise.all(streams.map((x) => x.s.next(60_000))).then((rs) => {
     order.push("push reached every stream");
@@ -230,16 +239,7 @@ Deno.test("a push to many streams lets a timer, an HTTP request and a new stream
 
 Deno.test("a stream waiting behind a push moves ahead when its client asks for something", async () => {
   const cache = cacheWith([[CDS, "k1", "x"], [EDS, "c1", "e1"]]);
-  const server = newServer(cache, {
-    resourcesFor: (_p, t, n) => (work(1), cache.select(t, n)),
-    maxConcurrentPushes: 2,
-  });
-  const streams = Array.from({ length: 60 }, (_, i) => sotw(server, `memory:${i}`));
-  for (const [i, x] of streams.entries()) x.h.receive({ node: node(`p${i}`), type_url: CDS });
-  await server.flush();
-  for (const x of streams) await x.s.next();
-  cache.set(CDS, "k1", bytes("y"));
-  server.push({ kind: "config" });
+  const { server, streams } = await pushingTo(cache, 60, 2);
   const order: string[] = [];
   const [first, last] = [streams[0], streams.at(-1)!];
   void streams.at(-2)!.s.next(60_000).then(() => order.push("push reached the stream before it"));

@@ -39,6 +39,16 @@ function sotw(server: XdsServer<TestProxy>, peer = "memory:1") {
   return { s, h: server.openSotw(s) };
 }
 
+/** A server (see {@link newServer}) over a cache of `entries`, and one SotW stream open to it. */
+function sotwWith(
+  entries: [string, string, string][],
+  extra: Partial<XdsServerOptions<TestProxy>> = {},
+) {
+  const cache = cacheWith(entries);
+  const { server, metrics } = newServer(cache, extra);
+  return { cache, server, metrics, ...sotw(server) };
+}
+
 Deno.test("openSotw() ends the stream with INVALID_ARGUMENT when the node id is bad", async () => {
   const { server, metrics } = newServer(new ResourceCache());
   const { s, h } = sotw(server);
@@ -62,9 +72,7 @@ Deno.test("openDelta() ends the stream with INVALID_ARGUMENT when the first requ
 });
 
 Deno.test("SotW wildcard CDS request gets every cluster and an ACK gets no response", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
-  const { server, metrics } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, metrics, s, h } = sotwWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
   assert.deepEqual(names(r1), ["c1", "c2"]);
@@ -87,9 +95,7 @@ Deno.test("SotW wildcard CDS request gets every cluster and an ACK gets no respo
 });
 
 Deno.test("SotW NACK keeps the last good version, is recorded and counted, and is not re-sent", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"]]);
-  const { server, metrics } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, metrics, s, h } = sotwWith([[CDS, "c1", "a"]]);
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
   h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
@@ -128,9 +134,7 @@ Deno.test("SotW NACK keeps the last good version, is recorded and counted, and i
 });
 
 Deno.test("SotW stale nonce with a changed subscription is answered; with the same names it is ignored", async () => {
-  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
   h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
   const r1 = await s.next();
   assert.deepEqual(names(r1), ["c1"]);
@@ -161,9 +165,12 @@ Deno.test("SotW stale nonce with a changed subscription is answered; with the sa
 });
 
 Deno.test("SotW Listener responses list every resource each time; RDS lists requested names", async () => {
-  const cache = cacheWith([[LDS, "l1", "a"], [LDS, "l2", "b"], [RDS, "r1", "x"], [RDS, "r2", "y"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, s, h } = sotwWith([
+    [LDS, "l1", "a"],
+    [LDS, "l2", "b"],
+    [RDS, "r1", "x"],
+    [RDS, "r2", "y"],
+  ]);
   h.receive({ node: node("a"), type_url: LDS });
   const l1 = await s.next();
   assert.deepEqual(names(l1), ["l1", "l2"]);
@@ -234,9 +241,11 @@ Deno.test("push({kind: config}) sends nothing to clients whose view did not chan
 
 Deno.test("XdsServer debounces push events into one push", async () => {
   const clock = new FakeClock();
-  const cache = cacheWith([[CDS, "c1", "v0"]]);
-  const { server, metrics } = newServer(cache, { clock, debounceAfter: 100, debounceMax: 1000 });
-  const { s, h } = sotw(server);
+  const { cache, server, metrics, s, h } = sotwWith([[CDS, "c1", "v0"]], {
+    clock,
+    debounceAfter: 100,
+    debounceMax: 1000,
+  });
   h.receive({ node: node("a"), type_url: CDS });
   await s.next();
   for (let i = 1; i <= 3; i++) {
@@ -285,9 +294,7 @@ Deno.test("XdsServer keeps only the latest pending push per type for a slow clie
 });
 
 Deno.test("XdsServer ends a stream whose send times out", async () => {
-  const cache = cacheWith([[CDS, "c1", "v0"]]);
-  const { server, metrics } = newServer(cache, { sendTimeout: 30 });
-  const { s, h } = sotw(server);
+  const { server, metrics, s, h } = sotwWith([[CDS, "c1", "v0"]], { sendTimeout: 30 });
   s.hold();
   h.receive({ node: node("a"), type_url: CDS });
   const end = await s.waitEnded();
@@ -497,9 +504,7 @@ Deno.test("push({kind: config}) after EDS pushes sends each client only the assi
 });
 
 Deno.test("push and convergence times keep sub-millisecond precision with the real clock", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"]]);
-  const { server, metrics } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, metrics, s, h } = sotwWith([[CDS, "c1", "a"]]);
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
   h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
@@ -675,9 +680,7 @@ function acks(server: XdsServer<TestProxy>, typeUrl: string) {
 }
 
 Deno.test("SotW NACK leaves the last acked version and nonce unchanged", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, s, h } = sotwWith([[CDS, "c1", "a"]]);
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
   h.receive({ type_url: CDS, version_info: r1.version_info, response_nonce: r1.nonce });
@@ -704,9 +707,7 @@ Deno.test("SotW NACK leaves the last acked version and nonce unchanged", async (
 });
 
 Deno.test("SotW stale nonces change neither the acked nor the NACKed state nor the NACK count", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"]]);
-  const { server, metrics } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, metrics, s, h } = sotwWith([[CDS, "c1", "a"]]);
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
   cache.set(CDS, "c1", bytes("b"));
@@ -787,9 +788,7 @@ Deno.test("delta NACK is recorded and counted as a NACK, leaves the last ACK, an
 // ---- what the server believes the client holds (found by mutation testing) ---------------------
 
 Deno.test("SotW request with an empty nonce on an open stream re-initializes it: everything is sent again", async () => {
-  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
   h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
   const r1 = await s.next();
   h.receive({
@@ -808,9 +807,7 @@ Deno.test("SotW request with an empty nonce on an open stream re-initializes it:
 });
 
 Deno.test("SotW names dropped from a subscription are forgotten: subscribing again sends them again", async () => {
-  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
   const ack = (r: DiscoveryResponse, resource_names: string[]) =>
     h.receive({
       type_url: EDS,
@@ -867,9 +864,7 @@ Deno.test("a NACK without a message is recorded with its code, and a server with
 });
 
 Deno.test("an EDS request without names subscribes to nothing (only CDS and LDS have wildcards), SotW and delta", async () => {
-  const cache = cacheWith([[EDS, "c1", "e1"], [CDS, "c1", "a"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { server, s, h } = sotwWith([[EDS, "c1", "e1"], [CDS, "c1", "a"]]);
   h.receive({ node: node("a"), type_url: EDS });
   const d = new MemoryStream<DeltaDiscoveryResponse>();
   server.openDelta(d).receive({ node: node("b"), type_url: EDS });
@@ -1192,9 +1187,7 @@ Deno.test("connections() lists streams sorted by conId with the node, peer ident
 });
 
 Deno.test("SotW: '*' among names is a wildcard, not a subscribed name; dropping it narrows to the names", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { server, s, h } = sotwWith([[CDS, "c1", "a"], [CDS, "c2", "b"]]);
   h.receive({ node: node("a"), type_url: CDS, resource_names: ["*", "c1"] });
   const r1 = await s.next();
   assert.deepEqual(names(r1), ["c1", "c2"]);
@@ -1235,9 +1228,7 @@ Deno.test("new XdsServer() requires parseNode and resourcesFor and a positive fi
 });
 
 Deno.test("a closed XdsServer ends new streams with UNAVAILABLE and ignores pushes", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"]]);
-  const { server, metrics } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { server, metrics, s, h } = sotwWith([[CDS, "c1", "a"]]);
   h.receive({ node: node("a"), type_url: CDS });
   await s.next();
   server.close();
@@ -1258,9 +1249,7 @@ Deno.test("a closed XdsServer ends new streams with UNAVAILABLE and ignores push
 });
 
 Deno.test("an ended stream ignores later requests; a request that throws ends its stream with INVALID_ARGUMENT", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"]]);
-  const { server, metrics } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { server, metrics, s, h } = sotwWith([[CDS, "c1", "a"]]);
   h.receive({ node: node("a"), type_url: CDS });
   await s.next();
   h.receive({
@@ -1316,9 +1305,12 @@ Deno.test("a first CDS/LDS request is answered even when there is nothing to sen
 });
 
 Deno.test("responses go out in Envoy's order: clusters, endpoints, listeners, routes", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"], [EDS, "c1", "e"], [LDS, "l1", "l"], [RDS, "r1", "r"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, s, h } = sotwWith([
+    [CDS, "c1", "a"],
+    [EDS, "c1", "e"],
+    [LDS, "l1", "l"],
+    [RDS, "r1", "r"],
+  ]);
   s.hold();
   h.receive({ node: node("a"), type_url: CDS });
   await s.next(); // CDS in flight: the next requests wait
@@ -1346,9 +1338,7 @@ Deno.test("responses go out in Envoy's order: clusters, endpoints, listeners, ro
 });
 
 Deno.test("a SotW subscription changed to other names of the same number is answered", async () => {
-  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
   h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
   const r1 = await s.next();
   h.receive({ type_url: EDS, response_nonce: r1.nonce, resource_names: ["c2"] });
@@ -1571,9 +1561,7 @@ Deno.test("connections() sorts held names; forEachHeld() reports versions only; 
 });
 
 Deno.test("SotW: a removed cluster is a new CDS response; an ACK repeating the same EDS names gets none", async () => {
-  const cache = cacheWith([[CDS, "c1", "a"], [CDS, "c2", "b"], [EDS, "c1", "e"]]);
-  const { server } = newServer(cache);
-  const { s, h } = sotw(server);
+  const { cache, server, s, h } = sotwWith([[CDS, "c1", "a"], [CDS, "c2", "b"], [EDS, "c1", "e"]]);
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
   h.receive({ type_url: CDS, response_nonce: r1.nonce });

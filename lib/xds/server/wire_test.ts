@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import * as path from "node:path";
-import { xdsIncludeDirs, xdsProtoRoot } from "../protos.ts";
 import { ResourceCache } from "./cache.ts";
+import { ADS_LOADER_OPTIONS } from "./grpc.ts";
+import { loadAdsProtos } from "./_test_util.ts";
 import {
   decodeDeltaDiscoveryRequest,
   decodeDiscoveryRequest,
@@ -16,22 +16,7 @@ import {
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
 
-const loader = await import("../../deps/proto_loader.ts");
-const root = xdsProtoRoot();
-const pkg = loader.loadSync(
-  ["envoy/service/discovery/v3/ads.proto", "envoy/config/cluster/v3/cluster.proto"].map((f) =>
-    path.join(root, "envoy-api", f)
-  ),
-  {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: false,
-    arrays: true,
-    oneofs: true,
-    includeDirs: xdsIncludeDirs(),
-  },
-) as AnyObj;
+const pkg = await loadAdsProtos(ADS_LOADER_OPTIONS) as AnyObj;
 const svc = pkg["envoy.service.discovery.v3.AggregatedDiscoveryService"];
 const T = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 const cache = new ResourceCache();

@@ -4,7 +4,7 @@
  */
 
 import type { Service, ServiceInstance, ServicePort } from "../../model/types.ts";
-import { DEFAULT_XDS_MESH_CONFIG, type PushContext } from "../types.ts";
+import { DEFAULT_XDS_MESH_CONFIG, emptyPushConfigs, type PushContext } from "../types.ts";
 
 /** `services` services (http 80, grpc 7070, tcp 9000) × `endpoints` endpoints each. */
 export function bigContext(count = 1000, endpoints = 5): PushContext {
@@ -44,15 +44,7 @@ export function bigContext(count = 1000, endpoints = 5): PushContext {
   return {
     services,
     instances,
-    configs: {
-      virtualServices: [],
-      destinationRules: [],
-      gateways: [],
-      policies: [],
-      serviceRoles: [],
-      serviceRoleBindings: [],
-      ingresses: [],
-    },
+    configs: emptyPushConfigs(),
     meshConfig: DEFAULT_XDS_MESH_CONFIG,
     domain: "cluster.local",
   };

@@ -5,7 +5,12 @@
 
 import type { ConfigObject, Service, ServiceInstance, ServicePort } from "../../model/types.ts";
 import { convertServiceEntries } from "../../registry/serviceentry.ts";
-import { DEFAULT_XDS_MESH_CONFIG, type PushContext, type XdsMeshConfig } from "../types.ts";
+import {
+  DEFAULT_XDS_MESH_CONFIG,
+  emptyPushConfigs,
+  type PushContext,
+  type XdsMeshConfig,
+} from "../types.ts";
 
 const PORTS: ServicePort[] = [
   { name: "http", port: 80, protocol: "HTTP" },
@@ -71,7 +76,9 @@ function instances(): ServiceInstance[] {
   return out;
 }
 
-function cfg(
+/** A config object of `apiVersion` (metadata: name, namespace and `extra`), for tests. */
+export function configObject(
+  apiVersion: string,
   kind: string,
   name: string,
   spec: unknown,
@@ -79,11 +86,24 @@ function cfg(
   extra = {},
 ): ConfigObject {
   return {
-    apiVersion: "networking.mesh.io/v1alpha3",
+    apiVersion,
     kind,
     metadata: { name, namespace, ...extra },
     spec: spec as Record<string, unknown>,
   };
+}
+
+/** The arguments of {@link configObject} after its `apiVersion`. */
+type ObjectArgs = Parameters<typeof configObject> extends [string, ...infer R] ? R : never;
+
+/** A networking.mesh.io/v1alpha3 object (see {@link configObject}). */
+export function cfg(...args: ObjectArgs): ConfigObject {
+  return configObject("networking.mesh.io/v1alpha3", ...args);
+}
+
+/** An authentication `Policy` (authentication.mesh.io/v1alpha1). */
+export function authnPolicy(name: string, spec: unknown, namespace = "default"): ConfigObject {
+  return configObject("authentication.mesh.io/v1alpha1", "Policy", name, spec, namespace);
 }
 
 /** VirtualService for world: header match → v2, else 80/20 v1/v2 with fault, retries, timeout. */
@@ -283,16 +303,23 @@ export function model(opts: {
     services: [...SERVICES, ...se.services],
     instances: [...instances(), ...se.instances],
     configs: {
-      virtualServices: [],
-      destinationRules: [],
-      gateways: [],
-      policies: [],
-      serviceRoles: [],
-      serviceRoleBindings: [],
-      ingresses: [],
+      ...emptyPushConfigs(),
       ...opts.configs,
     },
     meshConfig: { ...DEFAULT_XDS_MESH_CONFIG, ...opts.mesh },
     domain: "cluster.local",
   };
 }
+
+/** The fixture model with more instances: each of `variants` over its first instance. */
+export function modelWithInstances(...variants: Partial<ServiceInstance>[]): PushContext {
+  const base = model();
+  const first = base.instances[0];
+  return { ...base, instances: [...base.instances, ...variants.map((v) => ({ ...first, ...v }))] };
+}
+
+/** An instance variant on a UDP service port (5353), which has no inbound cluster or listener. */
+export const UDP_5353: Partial<ServiceInstance> = {
+  servicePort: { name: "udp", port: 5353, protocol: "UDP" },
+  port: 5353,
+};

@@ -18,6 +18,7 @@ import {
   type XdsResource,
 } from "../mod.ts";
 import {
+  cfg,
   DB_ENTRIES,
   ECHO_INGRESS,
   model,
@@ -71,15 +72,6 @@ export function snapshot(ctx: PushContext, proxy: Proxy, apiNames: string[] = []
     routes: buildRoutes(ctx, proxy, ref.routes),
     clusters,
     endpoints: buildEndpoints(ctx, ref.eds),
-  };
-}
-
-function cfg(kind: string, name: string, spec: unknown, namespace = "default"): ConfigObject {
-  return {
-    apiVersion: "networking.mesh.io/v1alpha3",
-    kind,
-    metadata: { name, namespace },
-    spec: spec as Record<string, unknown>,
   };
 }
 

@@ -6,15 +6,10 @@
  */
 
 import type { ConfigObject } from "../../model/types.ts";
+import { configObject } from "./model.ts";
 
-function sec(kind: string, name: string, spec: unknown, namespace = "default"): ConfigObject {
-  return {
-    apiVersion: "security.mesh.io/v1beta1",
-    kind,
-    metadata: { name, namespace },
-    spec: spec as Record<string, unknown>,
-  };
-}
+const sec = (kind: string, name: string, spec: unknown, namespace = "default"): ConfigObject =>
+  configObject("security.mesh.io/v1beta1", kind, name, spec, namespace);
 
 /** Mesh-wide STRICT (root namespace, no selector). */
 export const PA_MESH_STRICT = sec("PeerAuthentication", "default", {
