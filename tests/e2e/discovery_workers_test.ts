@@ -40,7 +40,7 @@ const ack = (s: AdsStream, r: Response, names?: string[]) =>
   });
 
 /** Connects a sidecar (`ip`), reads CDS, EDS, LDS and RDS and ACKs each. */
-async function sidecar(grpc: string, ip: string): Promise<Sidecar> {
+async function sidecar(grpc: string, ip: string, service = "web"): Promise<Sidecar> {
   // a client of its own (no shared subchannel): a connection of its own
   const client = adsClient(grpc, undefined, { "grpc.use_local_subchannel_pool": 1 });
   const stream = client.open();
@@ -54,7 +54,9 @@ async function sidecar(grpc: string, ip: string): Promise<Sidecar> {
       type_url: CDS,
     });
     const cds = await stream.next(CDS, 30_000);
-    const cluster = cds.resources.map((c) => c.name as string).find((n) => n.includes("web"));
+    const cluster = cds.resources.map((c) => c.name as string).find((n) =>
+      n.startsWith("outbound|") && n.includes(service)
+    );
     assert.ok(cluster, cds.resources.map((c) => c.name).join(","));
     ack(stream, cds);
     stream.send({ type_url: EDS, resource_names: [cluster] });
@@ -65,7 +67,7 @@ async function sidecar(grpc: string, ip: string): Promise<Sidecar> {
     const lds = await stream.next(LDS, 30_000);
     assert.ok(lds.resources.length > 0);
     ack(stream, lds);
-    const routes = ["9080"];
+    const routes = [service === "web" ? "9080" : "80"];
     stream.send({ type_url: RDS, resource_names: routes });
     const rds = await stream.next(RDS, 30_000);
     assert.deepEqual(rds.resources.map((r) => r.name), routes);
@@ -164,3 +166,104 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
     await consul.shutdown();
   }
 });
+
+Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and its clients reconnect and are served", async () => {
+  const { start, toConfig } = await import("../../servers/discovery/mod.ts");
+  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
+  await withTempDir(async (dir) => {
+    const config = toConfig({
+      ...FLAGS,
+      configDir: dir,
+      meshConfig: `${dir}/none`,
+      workers: 2,
+    }, {});
+    let workers: AdsWorkers | undefined;
+    const d = await start(config, {
+      onAdsWorkers: (w) => workers = w,
+      workerRestartDelayMs: 50,
+      debounceAfterMs: 10,
+    });
+    const sidecars: Sidecar[] = [];
+    try {
+      await d.ready;
+      const byWorker = () => {
+        const m = new Map<string, number>();
+        for (const c of workers!.control.connections()) m.set(c.peer, (m.get(c.peer) ?? 0) + 1);
+        return m;
+      };
+      for (let i = 1; i <= 6 || byWorker().size < 2; i++) {
+        assert.ok(i <= 40, "40 connections, all to one worker");
+        sidecars.push(await sidecar(d.addresses.grpc, `10.3.0.${i}`, "hello"));
+      }
+      await waitUntil(() => byWorker().size === 2, 30_000, "streams on both workers");
+      const before = byWorker().get("worker 0")!;
+      assert.ok(before > 0);
+      assert.deepEqual(await workers!.pool!.broadcast("die", 0), [true, false]);
+      // worker 0's clients see their stream end; they reconnect (to either worker) and are served
+      const ended: Sidecar[] = [];
+      for (const s of sidecars) void s.stream.status.then(() => ended.push(s));
+      await waitUntil(() => ended.length >= before, 30_000, "worker 0's streams ending");
+      await new Promise((r) => setTimeout(r, 200)); // no other stream ends
+      assert.equal(ended.length, before);
+      await waitUntil(
+        () => byWorker().get("worker 0") === undefined,
+        30_000,
+        "worker 0's streams forgotten",
+      );
+      for (const [i, s] of ended.entries()) {
+        await s.close();
+        sidecars.splice(
+          sidecars.indexOf(s),
+          1,
+          await sidecar(d.addresses.grpc, `10.3.1.${i}`, "hello"),
+        );
+      }
+      // the restarted worker serves new connections too
+      for (let i = 1; byWorker().get("worker 0") === undefined; i++) {
+        assert.ok(i <= 40, "40 new connections, none to the restarted worker");
+        sidecars.push(await sidecar(d.addresses.grpc, `10.3.2.${i}`, "hello"));
+      }
+      assert.equal(workers!.control.connectionCount, sidecars.length);
+    } finally {
+      for (const s of sidecars) await s.close();
+      await d.shutdown();
+    }
+  });
+});
+
+const FLAGS = {
+  appNamespace: "",
+  platformcConfig: "",
+  clusterRegistriesConfigMap: "",
+  clusterRegistriesNamespace: "",
+  configDir: "",
+  regaserverInterval: 2000,
+  regaserverURL: "",
+  regbserverInterval: 2000,
+  regbserverURL: "",
+  discovery_cache: true,
+  domain: "cluster.local",
+  grpcAddr: "127.0.0.1:0",
+  secureGrpcAddr: "",
+  grpcMaxConcurrentStreams: 100,
+  grpcMaxConnections: 0,
+  grpcMaxConnectionsPerAddress: 0,
+  grpcMaxFailedConnectionRate: 0,
+  keepaliveInterval: 30_000,
+  keepaliveTimeout: 10_000,
+  keepaliveMinTime: 5_000,
+  keepaliveMaxServerConnectionAge: 0,
+  orchconfig: "",
+  meshConfig: "",
+  monitoringPort: 0,
+  httpAddress: "127.0.0.1",
+  namespace: "",
+  port: 0,
+  profile: false,
+  ingressStatus: false,
+  registries: ["Mock"],
+  resync: 60_000,
+  webhookEndpoint: "",
+  ctrlz_address: "127.0.0.1",
+  ctrlz_port: 0,
+};

@@ -15,8 +15,10 @@ import type { DiscoveryWorkerInit } from "./mod.ts";
 
 let ads: WorkerAds | undefined;
 let listener: AdsServerHandle | undefined;
+let me = -1;
 
 serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
+  me = index;
   const log = link.logger("ads");
   ads = new WorkerAds({
     channel: link.channel,
@@ -40,6 +42,14 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
 }, {
   push: (a) => ads?.push(a as WorkerPush),
   flush: () => ads?.server.flush(),
+  /** Worker `arg` dies of an uncaught error (tests: the pool starts it again). */
+  die: (arg) => {
+    if (arg !== me) return false;
+    setTimeout(() => {
+      throw new Error("asked to die");
+    });
+    return true;
+  },
   async close() {
     ads?.close();
     await listener?.shutdown();
