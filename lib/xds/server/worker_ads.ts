@@ -23,6 +23,11 @@ import { XdsServer } from "./stream.ts";
 import type { PushEvent, ResourceMap, XdsMetrics, XdsNode } from "./types.ts";
 import { MirrorDecoder, type MirrorDelta, type MirrorDrop } from "./worker_mirror.ts";
 
+/** A `state` note waits for this long without a change (ms)... */
+export const STATE_QUIET_MS = 50;
+/** ...but not longer than this after the first change (ms). */
+export const STATE_MAX_MS = 500;
+
 /** A stream's proxy in a worker: its id, unique in the worker, and its proxy key. */
 export interface WorkerProxy {
   readonly sid: number;
@@ -176,13 +181,24 @@ export class WorkerAds {
     this.#soon();
   }
 
-  /** A `state` note soon (changes come in bursts). */
+  /**
+   * A `state` note once things are quiet: {@link STATE_QUIET_MS} after the last change (a push's
+   * answers come in bursts; the note is computed once after them, not during them), at most
+   * {@link STATE_MAX_MS} after the first.
+   */
   #soon(): void {
-    this.#stateTimer ??= setTimeout(() => {
+    const now = performance.now();
+    this.#firstChangeAt ??= now;
+    if (this.#stateTimer !== undefined) clearTimeout(this.#stateTimer);
+    const wait = Math.min(STATE_QUIET_MS, Math.max(0, this.#firstChangeAt + STATE_MAX_MS - now));
+    this.#stateTimer = setTimeout(() => {
       this.#stateTimer = undefined;
+      this.#firstChangeAt = undefined;
       this.#sendState();
-    }, 20);
+    }, wait);
   }
+
+  #firstChangeAt: number | undefined;
 
   /** Sends the `state` note when it differs from the last one. */
   #sendState(): void {

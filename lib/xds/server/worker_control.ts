@@ -145,6 +145,8 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   /** Answers a batch of generator questions (synchronously: see worker_ads.ts). */
   #query(w: WorkerRecord<P>, queries: WorkerQuery[]): WorkerAnswer {
     const ids: (number | string)[] = [];
+    // a names list shared by streams is one array in the message (structured clone keeps identity)
+    const interned = new Map<readonly string[], readonly string[]>();
     for (const [sid, typeUrl, names] of queries) {
       const s = w.streams.get(sid);
       if (!s) {
@@ -152,7 +154,12 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
         continue;
       }
       try {
-        const got = this.#o.resourcesFor(s.proxy, typeUrl, this.#intern(names));
+        let list = names;
+        if (names !== null) {
+          list = interned.get(names) ?? this.#intern(names);
+          interned.set(names, list);
+        }
+        const got = this.#o.resourcesFor(s.proxy, typeUrl, list);
         if (got instanceof Promise) throw new Error("the generator must answer synchronously");
         ids.push(w.encoder.add(got));
       } catch (e) {
@@ -162,8 +169,7 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
     return { drop: w.encoder.takeDrop(), delta: w.encoder.take(), ids };
   }
 
-  #intern(names: readonly string[] | null): readonly string[] | null {
-    if (names === null) return null;
+  #intern(names: readonly string[]): readonly string[] {
     const key = names.join("\n");
     let got = this.#names.get(key);
     if (!got) {
