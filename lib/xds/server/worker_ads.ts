@@ -8,7 +8,7 @@
  * - `query` request, batched per task: the generator's questions (stream id, type, names) of the
  *   send loops; the answer is one map id per question plus, in a {@link MirrorDelta}, the maps
  *   and entries this worker does not hold yet (and the ids it may forget);
- * - `state` note, a short while after a change and every second: the live stream ids, the names
+ * - `state` note, once quiet after a change (a stream, an answer, a push): the live stream ids, the names
  *   each type watches, what the streams hold (for the control isolate's cache cleanup), metric
  *   events since the last note, and the listener's state.
  *
@@ -83,8 +83,6 @@ export interface WorkerAdsOptions {
   knownTypes: readonly string[];
   /** The listener's state, for the `state` note. */
   transport(): WorkerState["transport"];
-  /** Time between two `state` notes when nothing changed, ms (default 1000). */
-  stateEveryMs?: number;
 }
 
 /** The worker's XdsServer and its link to the control isolate's generator. */
@@ -98,7 +96,6 @@ export class WorkerAds {
   #queries: WorkerQuery[] = [];
   #waiting: PromiseWithResolvers<ResourceMap>[] = [];
   #stateTimer: number | undefined;
-  #everyTimer: number;
   #lastState = "";
 
   constructor(o: WorkerAdsOptions) {
@@ -108,7 +105,10 @@ export class WorkerAds {
       this.#events[k] = (this.#events[k] ?? 0) + 1;
     };
     const metrics: XdsMetrics = {
-      pushed: count("pushed"),
+      pushed: (t) => {
+        count("pushed")(t);
+        this.#soon(); // what the stream holds changed
+      },
       nack: count("nack"),
       buildError: count("buildError"),
       sendError: (t, reason) => count(`sendError:${reason}`)(t),
@@ -124,7 +124,6 @@ export class WorkerAds {
       // the control isolate debounces; a push arrives merged and is sent at once
       debounceAfter: 0,
     });
-    this.#everyTimer = setInterval(() => this.#sendState(), o.stateEveryMs ?? 1000);
   }
 
   #connect(node: XdsNode): WorkerProxy {
@@ -188,16 +187,25 @@ export class WorkerAds {
    */
   #soon(): void {
     const now = performance.now();
-    this.#firstChangeAt ??= now;
-    if (this.#stateTimer !== undefined) clearTimeout(this.#stateTimer);
-    const wait = Math.min(STATE_QUIET_MS, Math.max(0, this.#firstChangeAt + STATE_MAX_MS - now));
-    this.#stateTimer = setTimeout(() => {
-      this.#stateTimer = undefined;
-      this.#firstChangeAt = undefined;
-      this.#sendState();
-    }, wait);
+    this.#lastChangeAt = now;
+    if (this.#stateTimer !== undefined) return; // cheap: called for every response sent
+    this.#firstChangeAt = now;
+    this.#armState(STATE_QUIET_MS);
   }
 
+  #armState(ms: number): void {
+    this.#stateTimer = setTimeout(() => {
+      this.#stateTimer = undefined;
+      const now = performance.now();
+      const quietIn = this.#lastChangeAt + STATE_QUIET_MS - now;
+      const maxIn = this.#firstChangeAt! + STATE_MAX_MS - now;
+      if (quietIn > 0 && maxIn > 0) return this.#armState(Math.min(quietIn, maxIn));
+      this.#firstChangeAt = undefined;
+      this.#sendState();
+    }, ms);
+  }
+
+  #lastChangeAt = 0;
   #firstChangeAt: number | undefined;
 
   /** Sends the `state` note when it differs from the last one. */
@@ -234,7 +242,6 @@ export class WorkerAds {
 
   /** Stops the timers and ends every stream. */
   close(): void {
-    clearInterval(this.#everyTimer);
     if (this.#stateTimer !== undefined) clearTimeout(this.#stateTimer);
     this.server.close();
   }
