@@ -234,6 +234,31 @@ function cpuOf(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, seconds (USER_HZ 100)
 }
 
+/** CPU seconds of each thread of `pid` (`/proc/<pid>/task`), by thread id, with its name. */
+function threadCpu(pid: number): Map<string, { name: string; cpu: number }> {
+  const out = new Map<string, { name: string; cpu: number }>();
+  for (const t of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/stat`);
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      out.set(t.name, { name, cpu: (Number(f[11]) + Number(f[12])) / 100 });
+    } catch { /* the thread ended */ }
+  }
+  return out;
+}
+
+/** The threads that used the most CPU between two {@link threadCpu} readings: "name 1.2 s, ...". */
+function busiestThreads(
+  a: Map<string, { name: string; cpu: number }>,
+  b: Map<string, { name: string; cpu: number }>,
+  per: number,
+): string {
+  return [...b].map(([tid, t]) => ({ name: t.name, cpu: t.cpu - (a.get(tid)?.cpu ?? 0) }))
+    .sort((x, y) => y.cpu - x.cpu).slice(0, 4)
+    .map((t) => `${t.name} ${((t.cpu / per) * 1000).toFixed(0)} ms`).join(", ");
+}
+
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MB`;
 const ms = (s: number) => (Number.isFinite(s) ? `${s.toFixed(0)} ms` : "timed out");
 /** Milliseconds as "640 ms" or, from 1 s, "2.1 s". */
@@ -326,6 +351,8 @@ interface RunSummary {
   changeMs: number[];
   /** Server CPU for the endpoint changes, s. */
   changeCpu: number;
+  /** The server's busiest threads during the endpoint changes, CPU per push. */
+  changeThreads: string;
   fullMs: number[];
   fullCpu: number;
   fullPushes: number;
@@ -378,6 +405,9 @@ async function compareWorkers(args: string[], n: number): Promise<void> {
     `| server CPU per endpoint push (all isolates) | ${
       cell((r) => `${((r.changeCpu / r.changes) * 1000).toFixed(0)} ms`)
     } |`,
+  );
+  console.log(
+    `| busiest server threads, CPU per endpoint push | ${cell((r) => r.changeThreads)} |`,
   );
   console.log(
     `| full push → last proxy's update, p50 / max (${r0.fullPushes} pushes) | ${
@@ -990,11 +1020,13 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         `responses carried resources already decoded for another proxy`,
     );
 
+    const threads0 = threadCpu(pid);
     const big = await withCpu(() =>
       o.profileChanges
         ? profiled(o.profileChanges, httpPort, () => measureChanges(`${n} proxies`, o.changes))
         : measureChanges(`${n} proxies`, o.changes)
     );
+    const bigThreads = busiestThreads(threads0, threadCpu(pid), big.r.perChange.length);
     const bigPerPush = perProxyPush(big.server, big.r.perChange.length, proxies.length);
     out(
       `  (${o.changes} endpoint changes: ${cpuText(big)}; server CPU per proxy per endpoint push ` +
@@ -1269,6 +1301,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       changes: big.r.perChange.length,
       changeMs: big.r.perChange,
       changeCpu: big.server,
+      changeThreads: bigThreads,
       fullMs: full.r.perChange,
       fullCpu: full.server,
       fullPushes: full.r.perChange.length,
