@@ -255,7 +255,7 @@ function busiestThreads(
   per: number,
 ): string {
   return [...b].map(([tid, t]) => ({ name: t.name, cpu: t.cpu - (a.get(tid)?.cpu ?? 0) }))
-    .sort((x, y) => y.cpu - x.cpu).slice(0, 4)
+    .sort((x, y) => y.cpu - x.cpu).slice(0, 5)
     .map((t) => `${t.name} ${((t.cpu / per) * 1000).toFixed(0)} ms`).join(", ");
 }
 

@@ -34,8 +34,19 @@ export interface WorkerProxy {
   readonly key: string;
 }
 
-/** A generator question: stream id, type, names (null = wildcard). */
-export type WorkerQuery = [sid: number, typeUrl: string, names: readonly string[] | null];
+/** A generator question: stream id, type, id of its names list (null = wildcard). */
+export type WorkerQuery = [sid: number, typeUrl: string, names: number | null];
+
+/**
+ * A batch of questions. A names list (a subscription: one array for every stream with the same
+ * names) crosses once: `names` carries the lists the control isolate has not seen, by id;
+ * `forget` the ids of lists this worker no longer has (collected), which never come back.
+ */
+export interface WorkerQueries {
+  queries: WorkerQuery[];
+  names: [id: number, names: readonly string[]][];
+  forget: number[];
+}
 
 /** The answer to a batch of {@link WorkerQuery}. */
 export interface WorkerAnswer {
@@ -83,6 +94,8 @@ export interface WorkerAdsOptions {
   knownTypes: readonly string[];
   /** The listener's state, for the `state` note. */
   transport(): WorkerState["transport"];
+  /** Send loops running at once (default 4096; see `XdsServerOptions.maxConcurrentPushes`). */
+  maxConcurrentPushes?: number;
 }
 
 /** The worker's XdsServer and its link to the control isolate's generator. */
@@ -94,6 +107,12 @@ export class WorkerAds {
   #sid = 0;
   #connects: WorkerConnect[] = [];
   #queries: WorkerQuery[] = [];
+  /** Ids of names lists (see {@link WorkerQueries}), and those not sent yet. */
+  readonly #namesIds = new WeakMap<readonly string[], number>();
+  #namesSeq = 0;
+  #newNames: [number, readonly string[]][] = [];
+  #forget: number[] = [];
+  readonly #collected = new FinalizationRegistry<number>((id) => this.#forget.push(id));
   #waiting: PromiseWithResolvers<ResourceMap>[] = [];
   #stateTimer: number | undefined;
   #lastState = "";
@@ -117,12 +136,15 @@ export class WorkerAds {
     this.server = new XdsServer<WorkerProxy>({
       parseNode: (node) => this.#connect(node),
       proxyKey: (p) => p.key,
-      resourcesFor: (p, t, names) => this.#ask([p.sid, t, names]),
+      resourcesFor: (p, t, names) => this.#ask([p.sid, t, names && this.#namesId(names)]),
       knownTypes: o.knownTypes,
       metrics,
       logger: o.log,
       // the control isolate debounces; a push arrives merged and is sent at once
       debounceAfter: 0,
+      // every send loop of a push asks its question in the same batch: one round trip per type
+      // for the whole push, not one per 256 streams
+      maxConcurrentPushes: o.maxConcurrentPushes ?? 4096,
     });
   }
 
@@ -140,6 +162,17 @@ export class WorkerAds {
     this.#o.channel.notify("connect", c);
   }
 
+  /** The id of a names list; a new one is sent with the next batch. */
+  #namesId(names: readonly string[]): number {
+    let id = this.#namesIds.get(names);
+    if (id === undefined) {
+      this.#namesIds.set(names, id = ++this.#namesSeq);
+      this.#newNames.push([id, names]);
+      this.#collected.register(names, id);
+    }
+    return id;
+  }
+
   /** Queues a question; the questions of one task go in one request. */
   #ask(q: WorkerQuery): Promise<ResourceMap> {
     // a stream's first question may come in the task of its connect: that note goes first
@@ -153,11 +186,14 @@ export class WorkerAds {
 
   #sendQueries(): void {
     const queries = this.#queries, waiting = this.#waiting;
+    const batch: WorkerQueries = { queries, names: this.#newNames, forget: this.#forget };
+    this.#newNames = [];
+    this.#forget = [];
     this.#queries = [];
     this.#waiting = [];
     // The answer is applied in the reaction to the reply, before any later message is handled:
     // the mirror sees the control isolate's deltas and drops in the order they were made.
-    this.#o.channel.request<WorkerAnswer>("query", queries).then((a) => {
+    this.#o.channel.request<WorkerAnswer>("query", batch).then((a) => {
       if (a.drop) this.#mirror.drop(a.drop);
       this.#mirror.apply(a.delta);
       a.ids.forEach((id, i) => {

@@ -17,7 +17,7 @@ import type {
   WorkerAnswer,
   WorkerConnect,
   WorkerPush,
-  WorkerQuery,
+  WorkerQueries,
   WorkerState,
 } from "./worker_ads.ts";
 import { MirrorEncoder, MirrorIds } from "./worker_mirror.ts";
@@ -65,6 +65,8 @@ interface RemoteStream<P> {
 /** What the control isolate knows of one worker. */
 class WorkerRecord<P> {
   readonly streams = new Map<number, RemoteStream<P>>();
+  /** The worker's names lists by id (see `WorkerQueries`). */
+  readonly names = new Map<number, readonly string[]>();
   state: WorkerState | undefined;
   readonly encoder: MirrorEncoder;
   constructor(ids: MirrorIds) {
@@ -111,7 +113,7 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   /** The requests and notes of the workers, by method (for `WorkerPool`'s `handlers`). */
   readonly handlers: Record<string, (arg: unknown, index: number) => unknown> = {
     connect: (a, i) => this.#connect(this.#worker(i), a as WorkerConnect[]),
-    query: (a, i) => this.#query(this.#worker(i), a as WorkerQuery[]),
+    query: (a, i) => this.#query(this.#worker(i), a as WorkerQueries),
     state: (a, i) => this.#state(this.#worker(i), a as WorkerState),
   };
 
@@ -143,22 +145,19 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   }
 
   /** Answers a batch of generator questions (synchronously: see worker_ads.ts). */
-  #query(w: WorkerRecord<P>, queries: WorkerQuery[]): WorkerAnswer {
+  #query(w: WorkerRecord<P>, batch: WorkerQueries): WorkerAnswer {
     const ids: (number | string)[] = [];
-    // a names list shared by streams is one array in the message (structured clone keeps identity)
-    const interned = new Map<readonly string[], readonly string[]>();
-    for (const [sid, typeUrl, names] of queries) {
+    for (const id of batch.forget) w.names.delete(id);
+    for (const [id, names] of batch.names) w.names.set(id, this.#intern(names));
+    for (const [sid, typeUrl, namesId] of batch.queries) {
       const s = w.streams.get(sid);
       if (!s) {
         ids.push(`stream ${sid} is not known to the control isolate`);
         continue;
       }
       try {
-        let list = names;
-        if (names !== null) {
-          list = interned.get(names) ?? this.#intern(names);
-          interned.set(names, list);
-        }
+        const list = namesId === null ? null : w.names.get(namesId);
+        if (list === undefined) throw new Error(`names list ${namesId} is not known`);
         const got = this.#o.resourcesFor(s.proxy, typeUrl, list);
         if (got instanceof Promise) throw new Error("the generator must answer synchronously");
         ids.push(w.encoder.add(got));
