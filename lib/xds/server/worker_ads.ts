@@ -100,6 +100,7 @@ export interface WorkerAdsOptions {
 
 /** The worker's XdsServer and its link to the control isolate's generator. */
 export class WorkerAds {
+  /** The worker's state machine (give it to `startAdsServer`). */
   readonly server: XdsServer<WorkerProxy>;
   readonly #o: WorkerAdsOptions;
   readonly #mirror = new MirrorDecoder();

@@ -52,6 +52,7 @@ export interface AdsWorkersOptions {
  * keeps serving the TLS port); {@link listen} starts the workers.
  */
 export class AdsWorkers {
+  /** Every isolate's streams as one server (it is `core.server` now). */
   readonly control: WorkerXdsControl<Proxy>;
   #pool: WorkerPool | undefined;
 
