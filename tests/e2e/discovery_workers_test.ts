@@ -114,7 +114,7 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
           const conns = JSON.parse((await http(`http://${d.http}/debug/adsz`)).body) as {
             addr: string;
           }[];
-          return new Set(conns.map((c) => c.addr));
+          return new Set(conns.map((c) => /worker \d+/.exec(c.addr)?.[0]));
         };
         for (let i = 1; i <= 6 || (await workersOf()).size < 2; i++) {
           assert.ok(i <= 40, "40 connections, all to one worker");
@@ -126,6 +126,17 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
           "both workers' streams in /debug/adsz",
         );
         for (const s of sidecars) assert.deepEqual(addresses(s.eds.resources[0]), ["10.0.0.1"]);
+        // /debug/adsz shows each worker stream's clusters (its per-type state, asked of the workers)
+        const adsz = JSON.parse((await http(`http://${d.http}/debug/adsz`)).body) as {
+          node: string;
+          addr: string;
+          clusters: unknown[];
+        }[];
+        assert.equal(adsz.length, sidecars.length);
+        for (const c of adsz) {
+          assert.match(c.addr, /\(worker [01]\)$/);
+          assert.ok(c.clusters.length > 0, JSON.stringify(c));
+        }
 
         // ACKs are taken: without a change nothing is sent again.
         for (const t of [CDS, LDS]) {
@@ -188,7 +199,10 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
       await d.ready;
       const byWorker = () => {
         const m = new Map<string, number>();
-        for (const c of workers!.control.connections()) m.set(c.peer, (m.get(c.peer) ?? 0) + 1);
+        for (const c of workers!.control.connections()) {
+          const w = /worker \d+/.exec(c.peer)![0];
+          m.set(w, (m.get(w) ?? 0) + 1);
+        }
         return m;
       };
       for (let i = 1; i <= 6 || byWorker().size < 2; i++) {

@@ -19,7 +19,7 @@
 
 import type { Logger } from "../../log/mod.ts";
 import type { Channel } from "../../workers/mod.ts";
-import { XdsServer } from "./stream.ts";
+import { type ConnectionStatus, XdsServer } from "./stream.ts";
 import type { PushEvent, ResourceMap, XdsMetrics, XdsNode } from "./types.ts";
 import { MirrorDecoder, type MirrorDelta, type MirrorDrop } from "./worker_mirror.ts";
 
@@ -77,6 +77,11 @@ export interface WorkerState {
   events: Record<string, number>;
   transport: { accepting: boolean; refused: number; throttled: number };
 }
+
+/** A worker stream's introspection (for `/debug/adsz`), by stream id. */
+export type WorkerConnection =
+  & { sid: number }
+  & Pick<ConnectionStatus<unknown>, "conId" | "mode" | "peer" | "peerIdentities" | "types">;
 
 /** A merged push as sent to the workers. */
 export interface WorkerPush {
@@ -270,6 +275,18 @@ export class WorkerAds {
       events: { ...this.#events },
       transport: this.#o.transport(),
     };
+  }
+
+  /** Every stream's introspection (the control isolate adds node and proxy). */
+  connections(): WorkerConnection[] {
+    return this.server.connections().map((c) => ({
+      sid: c.proxy.sid,
+      conId: c.conId,
+      mode: c.mode,
+      peer: c.peer,
+      peerIdentities: c.peerIdentities,
+      types: c.types,
+    }));
   }
 
   /** Maps mirrored now (tests). */

@@ -14,27 +14,35 @@ import type { ConnectionStatus, XdsServer } from "./stream.ts";
 import type { Clock, PushEvent, ResourcesFor, XdsMetrics, XdsNode } from "./types.ts";
 import { systemClock } from "./types.ts";
 import type {
+  WorkerAds,
   WorkerAnswer,
   WorkerConnect,
+  WorkerConnection,
   WorkerPush,
   WorkerQueries,
   WorkerState,
 } from "./worker_ads.ts";
 import { MirrorEncoder, MirrorIds } from "./worker_mirror.ts";
 
-/** What the control isolate reads of an ADS server (one {@link XdsServer}, or several isolates). */
-export type XdsServerView<P> = Pick<
-  XdsServer<P>,
-  | "push"
-  | "flush"
-  | "watchedNames"
-  | "forEachHeld"
-  | "hasProxy"
-  | "proxies"
-  | "connectionCount"
-  | "connections"
-  | "close"
->;
+/**
+ * What the control isolate reads of an ADS server (one {@link XdsServer}, or several isolates).
+ * `refreshConnections`, when present, brings {@link XdsServer.connections} up to date (the workers'
+ * per-type state) and is awaited first.
+ */
+export type XdsServerView<P> =
+  & { refreshConnections?(): Promise<void> }
+  & Pick<
+    XdsServer<P>,
+    | "push"
+    | "flush"
+    | "watchedNames"
+    | "forEachHeld"
+    | "hasProxy"
+    | "proxies"
+    | "connectionCount"
+    | "connections"
+    | "close"
+  >;
 
 /** Options of {@link WorkerXdsControl}. */
 export interface WorkerXdsControlOptions<P> {
@@ -47,6 +55,8 @@ export interface WorkerXdsControlOptions<P> {
   broadcastPush(p: WorkerPush): Promise<unknown>;
   /** Asks every worker to send what is pending (see {@link XdsServer.flush}). */
   broadcastFlush(): Promise<unknown>;
+  /** Every worker's `WorkerAds.connections()` (undefined for one that did not answer). */
+  broadcastConnections?(): Promise<(WorkerConnection[] | undefined)[]>;
   metrics?: XdsMetrics;
   log: Logger;
   debounceAfter?: number;
@@ -68,6 +78,8 @@ class WorkerRecord<P> {
   /** The worker's names lists by id (see `WorkerQueries`). */
   readonly names = new Map<number, readonly string[]>();
   state: WorkerState | undefined;
+  /** Per-type state of its streams, as of the last {@link WorkerXdsControl.refreshConnections}. */
+  statuses = new Map<number, WorkerConnection>();
   readonly encoder: MirrorEncoder;
   constructor(ids: MirrorIds) {
     this.encoder = new MirrorEncoder(ids);
@@ -284,24 +296,35 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
     return n;
   }
 
+  /** Asks every worker for its streams' per-type state (for {@link connections}). */
+  async refreshConnections(): Promise<void> {
+    const all = await this.#o.broadcastConnections?.();
+    all?.forEach((list, index) => {
+      const w = this.#workers[index];
+      if (w && list) w.statuses = new Map(list.map((c) => [c.sid, c]));
+    });
+  }
+
   /**
-   * The control isolate's streams in full, and the workers' streams with their node and proxy
-   * (their per-type state stays in the worker: `types` is empty, `peer` names the worker).
+   * The control isolate's streams, and the workers' with their node and proxy; their per-type
+   * state, mode and peer as of the last {@link refreshConnections} (before it: no types, mode
+   * "sotw", peer `worker <i>`).
    */
   connections(): ConnectionStatus<P>[] {
     const out = this.#o.local.connections();
     this.#workers.forEach((w, index) => {
       for (const [sid, s] of w?.streams ?? []) {
+        const st = w!.statuses.get(sid);
         out.push({
-          conId: `${s.node.id}-w${index}.${sid}`,
+          conId: st?.conId ?? `${s.node.id}-w${index}.${sid}`,
           nodeId: s.node.id,
           proxy: s.proxy,
           node: s.node,
-          mode: "sotw",
-          peer: `worker ${index}`,
-          peerIdentities: [],
+          mode: st?.mode ?? "sotw",
+          peer: st ? `${st.peer} (worker ${index})` : `worker ${index}`,
+          peerIdentities: st?.peerIdentities ?? [],
           connectedAt: s.at,
-          types: {},
+          types: st?.types ?? {},
         });
       }
     });

@@ -13,7 +13,7 @@ import type { Logger } from "../../../lib/log/mod.ts";
 import type { Cleanups } from "../../../lib/process/mod.ts";
 import { reserveSharedPort, WorkerPool } from "../../../lib/workers/mod.ts";
 import { type Proxy, proxyFromNode, TYPE_URLS } from "../../../lib/xds/mod.ts";
-import type { WorkerPush } from "../../../lib/xds/server/worker_ads.ts";
+import type { WorkerConnection, WorkerPush } from "../../../lib/xds/server/worker_ads.ts";
 import { WorkerXdsControl } from "../../../lib/xds/server/worker_control.ts";
 import type { XdsCore } from "../ads.ts";
 import type { DiscoveryConfig } from "../config.ts";
@@ -68,6 +68,8 @@ export class AdsWorkers {
       resourcesFor: (p, t, names) => core.model.resourcesFor(p, t, names),
       broadcastPush: (p: WorkerPush) => this.#pool?.broadcast("push", p) ?? Promise.resolve(),
       broadcastFlush: () => this.#pool?.broadcast("flush") ?? Promise.resolve(),
+      broadcastConnections: () =>
+        this.#pool?.broadcast<WorkerConnection[]>("connections") ?? Promise.resolve([]),
       metrics: core.metrics.xds,
       log: o.log,
       ...(o.debounceAfterMs !== undefined ? { debounceAfter: o.debounceAfterMs } : {}),

@@ -42,6 +42,7 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
 }, {
   push: (a) => ads?.push(a as WorkerPush),
   flush: () => ads?.server.flush(),
+  connections: () => ads?.connections() ?? [],
   /** Worker `arg` dies of an uncaught error (tests: the pool starts it again). */
   die: (arg) => {
     if (arg !== me) return false;
