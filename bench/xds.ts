@@ -31,6 +31,12 @@
  * streams on one HTTP/2 connection (needed past ~9,900 proxies on a box whose file descriptor
  * limit is 20,000: every proxy connects from 127.0.0.1).
  *
+ * `--workers N` (N > 1) runs everything twice, the server with `--workers 1` and then `--workers N`
+ * (its ADS connections owned by N worker isolates), and ends with a table of both: connect time,
+ * endpoint change and full push → the last proxy's update, and the server's CPU per push (every
+ * isolate: the process's CPU time). The simulated proxies run in this process, the server in its
+ * own; on a small box they share the cores.
+ *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
  */
@@ -89,6 +95,13 @@ interface Options {
   churnSeconds: number;
   /** Reconnect storm: every proxy reconnects within this many seconds (0: no storm). */
   stormSeconds: number;
+  /**
+   * `--workers N` (N > 1): the whole run twice, the server with `--workers 1` then `--workers N`,
+   * and a table of both side by side (0: one run).
+   */
+  workers: number;
+  /** The server's `--workers` in this run (set by `--workers`; default 1). */
+  serverWorkers: number;
   /** V8 flags of the server (`deno run --v8-flags=...`), or "". */
   serverV8Flags: string;
 }
@@ -115,6 +128,8 @@ function parse(args: string[]): Options {
       "server-v8-flags": { type: "string", default: "" },
       client: { type: "string", default: "lean" },
       "proxyless-share": { type: "string", default: "0" },
+      workers: { type: "string", default: "0" },
+      "server-workers": { type: "string", default: "1" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
     strict: false,
@@ -146,6 +161,8 @@ function parse(args: string[]): Options {
     churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
     serverV8Flags: String(values["server-v8-flags"] ?? ""),
+    workers: num("workers", values.workers, 0),
+    serverWorkers: num("server-workers", values["server-workers"], 0),
   };
   o.proxyless = Math.round(o.proxies * mix.parseShare(values["proxyless-share"]));
   if (o.proxyless >= o.proxies) {
@@ -209,6 +226,31 @@ function rssOf(pid: number): number {
 function cpuOf(pid: number): number {
   const f = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, seconds (USER_HZ 100)
+}
+
+/** CPU seconds of each thread of `pid` (`/proc/<pid>/task`), by thread id, with its name. */
+function threadCpu(pid: number): Map<string, { name: string; cpu: number }> {
+  const out = new Map<string, { name: string; cpu: number }>();
+  for (const t of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/stat`);
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      out.set(t.name, { name, cpu: (Number(f[11]) + Number(f[12])) / 100 });
+    } catch { /* the thread ended */ }
+  }
+  return out;
+}
+
+/** The threads that used the most CPU between two {@link threadCpu} readings: "name 1.2 s, ...". */
+function busiestThreads(
+  a: Map<string, { name: string; cpu: number }>,
+  b: Map<string, { name: string; cpu: number }>,
+  per: number,
+): string {
+  return [...b].map(([tid, t]) => ({ name: t.name, cpu: t.cpu - (a.get(tid)?.cpu ?? 0) }))
+    .sort((x, y) => y.cpu - x.cpu).slice(0, 5)
+    .map((t) => `${t.name} ${((t.cpu / per) * 1000).toFixed(0)} ms`).join(", ");
 }
 
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MB`;
@@ -294,9 +336,88 @@ const QUIET_MS = 300;
 /** ...or, if the server never gets that quiet, after this long (reported). */
 const QUIET_DEADLINE_MS = 30_000;
 
-/** Runs the benchmark; prints a report to stdout. */
+/** The figures of one run that `--workers` puts side by side. */
+interface RunSummary {
+  workers: number;
+  proxies: number;
+  changes: number;
+  /** Endpoint change → last proxy's update, ms, per change. */
+  changeMs: number[];
+  /** Server CPU for the endpoint changes, s. */
+  changeCpu: number;
+  /** The server's busiest threads during the endpoint changes, CPU per push. */
+  changeThreads: string;
+  fullMs: number[];
+  fullCpu: number;
+  fullPushes: number;
+  connectSeconds: number;
+  connectCpu: number;
+  rss: number;
+}
+
+/**
+ * Runs the benchmark; prints a report to stdout. With `--workers N` (N > 1) runs it with the
+ * server's `--workers 1` and then `--workers N`, and prints both side by side.
+ */
 export async function main(args: string[] = Deno.args): Promise<void> {
   const o = parse(args);
+  if (o.workers > 1) await compareWorkers(args, o.workers);
+  else await runOnce(o);
+}
+
+/** `--workers N`: one run per server `--workers` value (1, N), then a table of both. */
+async function compareWorkers(args: string[], n: number): Promise<void> {
+  const rest = args.filter((a, i) =>
+    !/^--workers(=|$)/.test(a) && !(args[i - 1] === "--workers" && !a.startsWith("--"))
+  );
+  const load = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+  const runs: RunSummary[] = [];
+  for (const w of [1, n]) {
+    console.log(`\n### server --workers ${w} (load average before: ${load()})`);
+    runs.push((await runOnce(parse([...rest, "--server-workers", String(w)])))!);
+  }
+  const pair = (xs: number[], p1: number, p2: number) =>
+    `${ms(pct([...xs].sort((a, b) => a - b), p1))} / ${ms(pct([...xs].sort((a, b) => a - b), p2))}`;
+  const cell = (f: (r: RunSummary) => string) => runs.map(f).join(" | ");
+  const r0 = runs[0];
+  console.log(
+    `\n| same run, ${r0.proxies} proxies (load average after: ${load()}) | ` +
+      runs.map((r) => `--workers ${r.workers}`).join(" | ") + " |",
+  );
+  console.log("| --- | --- | --- |");
+  console.log(
+    `| connect + initial sync (server CPU) | ${
+      cell((r) => `${r.connectSeconds.toFixed(1)} s (${r.connectCpu.toFixed(1)} s)`)
+    } |`,
+  );
+  console.log(
+    `| endpoint change → last proxy's update, p50 / max (${r0.changes} changes) | ${
+      cell((r) => pair(r.changeMs, 50, 100))
+    } |`,
+  );
+  console.log(
+    `| server CPU per endpoint push (all isolates) | ${
+      cell((r) => `${((r.changeCpu / r.changes) * 1000).toFixed(0)} ms`)
+    } |`,
+  );
+  console.log(
+    `| busiest server threads, CPU per endpoint push | ${cell((r) => r.changeThreads)} |`,
+  );
+  console.log(
+    `| full push → last proxy's update, p50 / max (${r0.fullPushes} pushes) | ${
+      cell((r) => pair(r.fullMs, 50, 100))
+    } |`,
+  );
+  console.log(
+    `| server CPU per full push (all isolates) | ${
+      cell((r) => `${((r.fullCpu / r.fullPushes) * 1000).toFixed(0)} ms`)
+    } |`,
+  );
+  console.log(`| server RSS at ${r0.proxies} proxies | ${cell((r) => mb(r.rss))} |`);
+}
+
+/** One run of the benchmark against one server. */
+async function runOnce(o: Options): Promise<RunSummary | undefined> {
   const out = (s = "") => console.log(s);
   const mainDelta = o.protocol === "delta";
   const proto = mainDelta ? "delta" : "SotW";
@@ -359,6 +480,8 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         "0",
         "--grpcMaxFailedConnectionRate",
         "0",
+        "--workers",
+        String(o.serverWorkers),
         ...(o.profileFullPush || o.profileChanges ? ["--profile"] : []),
       ],
       stdout: "piped",
@@ -891,11 +1014,13 @@ export async function main(args: string[] = Deno.args): Promise<void> {
         `responses carried resources already decoded for another proxy`,
     );
 
+    const threads0 = threadCpu(pid);
     const big = await withCpu(() =>
       o.profileChanges
         ? profiled(o.profileChanges, httpPort, () => measureChanges(`${n} proxies`, o.changes))
         : measureChanges(`${n} proxies`, o.changes)
     );
+    const bigThreads = busiestThreads(threads0, threadCpu(pid), big.r.perChange.length);
     const bigPerPush = perProxyPush(big.server, big.r.perChange.length, proxies.length);
     out(
       `  (${o.changes} endpoint changes: ${cpuText(big)}; server CPU per proxy per endpoint push ` +
@@ -1164,6 +1289,20 @@ export async function main(args: string[] = Deno.args): Promise<void> {
     for (const line of pxTable) out(line);
     if (churnRow) out(churnRow);
     if (stormRow) out(stormRow);
+    return {
+      workers: o.serverWorkers,
+      proxies: n,
+      changes: big.r.perChange.length,
+      changeMs: big.r.perChange,
+      changeCpu: big.server,
+      changeThreads: bigThreads,
+      fullMs: full.r.perChange,
+      fullCpu: full.server,
+      fullPushes: full.r.perChange.length,
+      connectSeconds: w1.seconds + w2.seconds,
+      connectCpu: w1.cpu + w2.cpu,
+      rss: rssN,
+    };
   } finally {
     for (const p of proxies) p.close();
     for (const s of sessions) s.destroy();

@@ -238,6 +238,13 @@ export const discoveryFlags = [
     default: "",
     help: "Webhook API endpoint; forms http://<sockethost> and unix:///<absolute_socket_path>.",
   }),
+  flag({
+    name: "workers",
+    type: int,
+    default: 1,
+    help: "Isolates owning the ADS connections of --grpcAddr on its one port (SO_REUSEPORT, " +
+      "Linux): 0 = one per core, 1 = the main isolate alone (the TLS port always is).",
+  }),
 ] as const;
 
 /** Options of `mesh-discovery debug` (and the root): groups L and I. */

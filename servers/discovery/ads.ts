@@ -15,6 +15,7 @@ import {
   startAdsServer,
   XdsServer,
 } from "../../lib/xds/server/mod.ts";
+import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
 import type { DiscoveryConfig, ListenAddress } from "./config.ts";
 import { hostOf, hostPort, listenError } from "./listen.ts";
@@ -44,7 +45,10 @@ export class AdsListeners {
 export interface XdsCore {
   cache: ResourceCache;
   model: DiscoveryModel;
-  server: XdsServer<Proxy>;
+  /** What the rest of the server reads: `local`, or with `--workers` every isolate's streams. */
+  server: XdsServerView<Proxy>;
+  /** This isolate's own ADS server (its listeners feed it). */
+  local: XdsServer<Proxy>;
   metrics: DiscoveryMetrics;
   listeners: AdsListeners;
 }
@@ -71,14 +75,15 @@ export async function createXdsCore(opts: {
     cache,
     logger: opts.logger,
   });
-  const holder: { server?: XdsServer<Proxy> } = {};
+  // read through `core`: `--workers` replaces `core.server` (servers/discovery/workers/)
+  let core: XdsCore | undefined;
   const listeners = new AdsListeners();
   const metrics = await createMetrics(
     () => model.counts(),
-    () => holder.server?.connectionCount ?? 0,
+    () => core?.server.connectionCount ?? 0,
     () => listeners.transport(),
   );
-  const server = holder.server = new XdsServer<Proxy>({
+  const server = new XdsServer<Proxy>({
     parseNode: (n) => proxyFromNode(n),
     proxyKey: (p) => p.ip,
     resourcesFor: (proxy, typeUrl, names) => model.resourcesFor(proxy, typeUrl, names),
@@ -87,13 +92,14 @@ export async function createXdsCore(opts: {
     logger: getLogger("ads"),
     ...(opts.debounceAfterMs !== undefined ? { debounceAfter: opts.debounceAfterMs } : {}),
   });
-  opts.cleanups.push(() => server.close());
+  const c: XdsCore = core = { cache, model, server, local: server, metrics, listeners };
+  opts.cleanups.push(() => c.server.close());
   model.referencedKeys = () => {
     const keys: string[] = [];
-    server.forEachHeld((t, n, v) => keys.push(`${t} ${n}|${v}`));
+    c.server.forEachHeld((t, n, v) => keys.push(`${t} ${n}|${v}`));
     return keys;
   };
-  return { cache, model, server, metrics, listeners };
+  return c;
 }
 
 /** Opens the plaintext ADS listener (`--grpcAddr`) and returns its `host:port`. */
@@ -105,7 +111,7 @@ export async function listenAds(
   const host = hostOf(config.grpcAddr);
   const ads = await startAdsServer({
     address: hostPort(host, config.grpcAddr.port),
-    server: core.server,
+    server: core.local,
     logger: getLogger("ads"),
     transport: config.grpc,
   }).catch((e) => {
@@ -145,7 +151,7 @@ export async function listenSecureAds(
     const host = hostOf(address);
     const listener = await startAdsServer({
       address: hostPort(host, address.port),
-      server: core.server,
+      server: core.local,
       logger: getLogger("ads"),
       // Client certificates are verified when presented (proxies without one stay anonymous).
       tls: { ...certs, requireClientCert: false },

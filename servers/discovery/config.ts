@@ -84,6 +84,8 @@ export interface DiscoveryConfig {
   readonly mockPortOffset: number;
   /** In-cluster orchestrator configuration (used without --orchconfig). */
   readonly inCluster: InClusterEnv;
+  /** `--workers`: isolates serving `--grpcAddr` (0 = one per core; 1 = this isolate alone). */
+  readonly workers: number;
 }
 
 /** The flag values `toConfig` reads (the options object of `discovery`). */
@@ -128,6 +130,8 @@ export interface DiscoveryFlags {
   readonly webhookEndpoint: string;
   readonly ctrlz_address: string;
   readonly ctrlz_port: number;
+  /** Absent: 1. */
+  readonly workers?: number;
 }
 
 /** Environment variables `toConfig` reads (read once by the CLI). */
@@ -347,6 +351,10 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
   if (flags.ctrlz_address === "") {
     problems.push("Invalid value for --ctrlz_address: must not be empty");
   }
+  const workers = flags.workers ?? 1;
+  if (!Number.isInteger(workers) || workers < 0 || workers > 256) {
+    problems.push(`Invalid value for --workers: must be 0 (one per core) to 256, got ${workers}`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze({
     appNamespace: flags.appNamespace,
@@ -399,5 +407,6 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST,
       KUBERNETES_SERVICE_PORT: env.KUBERNETES_SERVICE_PORT,
     }),
+    workers,
   });
 }

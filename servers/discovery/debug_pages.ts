@@ -32,19 +32,20 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
       return [d.protojson.message(short, decodeAny({ type_url: typeUrl, value: e.bytes }))];
     });
   };
-  const byProxyId = (id: string | undefined) => {
+  const byProxyId = async (id: string | undefined) => {
+    await d.server.refreshConnections?.(); // --workers: the workers' streams' per-type state
     const all = d.server.connections();
     return id ? all.filter((c) => c.proxy.id === id) : all;
   };
 
-  app.get("/debug/adsz", (c) => {
+  app.get("/debug/adsz", async (c) => {
     if (c.req.query("push")) {
       const n = d.server.connectionCount;
       d.server.push({ kind: "full" });
       return text(c, 200, `Pushed to ${n} servers\n`);
     }
     const id = c.req.query("proxyID");
-    const conns = byProxyId(id);
+    const conns = await byProxyId(id);
     if (id) {
       if (!conns.length) return text(c, 404, `Proxy ${id} is not connected\n`);
       const parts = conns.flatMap((conn) => [
@@ -65,10 +66,10 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
     );
   });
 
-  app.get("/debug/cdsz", (c) =>
+  app.get("/debug/cdsz", async (c) =>
     jsonBody(
       c,
-      byProxyId(c.req.query("proxyID")).map((conn) => ({
+      (await byProxyId(c.req.query("proxyID"))).map((conn) => ({
         node: conn.conId,
         addr: conn.peer,
         connect: conn.connectedAt,
@@ -82,7 +83,7 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
       await d.server.flush();
     }
     const id = c.req.query("proxyID");
-    const conns = byProxyId(id);
+    const conns = await byProxyId(id);
     if (id && !conns.length) return text(c, 404, `Proxy ${id} is not connected\n`);
     const names = new Set<string>();
     for (const conn of conns) {
@@ -103,9 +104,9 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
 
   app.get("/debug/conflictz", (c) => jsonBody(c, d.model.conflicts()));
 
-  app.get("/debug/syncz", (c) => {
+  app.get("/debug/syncz", async (c) => {
     const id = c.req.query("proxyID");
-    const conns = byProxyId(id);
+    const conns = await byProxyId(id);
     if (id && !conns.length) return text(c, 404, `Proxy ${id} is not connected\n`);
     return jsonBody(c, conns.map(syncStatus));
   });

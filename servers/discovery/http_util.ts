@@ -8,7 +8,8 @@ import type { Context } from "../../lib/deps/hono.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { SLICE_MS } from "../../lib/process/mod.ts";
 import { isIp, type Proxy } from "../../lib/xds/mod.ts";
-import type { ResourceCache, XdsServer } from "../../lib/xds/server/mod.ts";
+import type { ResourceCache } from "../../lib/xds/server/mod.ts";
+import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import type { DebugRegistry } from "./debug_registry.ts";
 import type { DiscoveryMetrics } from "./metrics.ts";
 import type { DiscoveryModel, DiscoveryRegistry } from "./model.ts";
@@ -19,7 +20,7 @@ import type { WebhookClient } from "./webhook.ts";
 /** What the mux reads. */
 export interface HttpDeps {
   model: DiscoveryModel;
-  server: XdsServer<Proxy>;
+  server: XdsServerView<Proxy>;
   cache: ResourceCache;
   registry: DiscoveryRegistry;
   metrics: DiscoveryMetrics;

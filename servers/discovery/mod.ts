@@ -27,6 +27,7 @@ import { ProtoJson } from "../../lib/xds/json.ts";
 import { PushRouter } from "./pushes.ts";
 import { loadMeshConfig, openConfigStore, openSources, type Sources } from "./sources.ts";
 import { createWebhookClient } from "./webhook.ts";
+import { workerCount } from "../../lib/workers/mod.ts";
 import { watchMeshConfig } from "./mesh_config_watch.ts";
 import type { MeshCerts } from "./certs.ts";
 
@@ -61,6 +62,10 @@ export interface DiscoveryDeps {
   certPollMs?: number;
   /** How often `--meshConfig` is re-read for live changes (ms, default 500). */
   meshConfigPollMs?: number;
+  /** With `--workers`: delay before a worker that died is started again (ms, default 1000). */
+  workerRestartDelayMs?: number;
+  /** With `--workers`: called with the workers before they start (tests). */
+  onAdsWorkers?: (workers: import("./workers/mod.ts").AdsWorkers) => void;
 }
 
 /** Addresses actually bound (`host:port`). */
@@ -131,6 +136,8 @@ async function startSteps(
     debounceAfterMs: deps.debounceAfterMs,
     cleanups,
   });
+  // with --workers the streams of --grpcAddr live in worker isolates: core.server sees them all
+  const listenPlain = await planPlainAds(config, core, deps, log, cleanups);
   const restCache = config.discoveryCache ? new RestCache() : null;
   const pushes = new PushRouter({ ...core, registry: sources.registry, restCache });
   cleanups.push(() => pushes.close());
@@ -156,7 +163,7 @@ async function startSteps(
   // Listeners: ADS (plaintext, TLS), HTTP and monitoring, ControlZ.
   // Filled once every listener is up (the TLS port may start later and adds itself).
   const addresses = {} as DiscoveryAddresses;
-  const grpc = await listenAds(config, core, cleanups);
+  const grpc = await listenPlain();
   const secureGrpc = config.secureGrpcAddr
     ? await listenSecureAds(config, config.secureGrpcAddr, core, {
       certs: deps.certs,
@@ -213,6 +220,37 @@ async function startSteps(
   ready.catch((e) => log.error(`Registries failed to start: ${(e as Error).message}`));
 
   return { addresses, ready, shutdown: () => cleanups.run() };
+}
+
+/**
+ * `--grpcAddr`: in this isolate, or with `--workers` on worker isolates
+ * (servers/discovery/workers/, loaded only then; `core.server` is replaced at once, the workers
+ * start when the returned function is called).
+ */
+async function planPlainAds(
+  config: DiscoveryConfig,
+  core: XdsCore,
+  deps: DiscoveryDeps,
+  log: Logger,
+  cleanups: Cleanups,
+): Promise<() => Promise<string>> {
+  const { count, reason } = workerCount(config.workers);
+  if (reason) log.warn(`${reason}; serving ADS on one isolate`);
+  if (count <= 1) return () => listenAds(config, core, cleanups);
+  const { AdsWorkers } = await import("./workers/mod.ts");
+  const workers = new AdsWorkers(config, core, {
+    count,
+    debounceAfterMs: deps.debounceAfterMs,
+    restartDelayMs: deps.workerRestartDelayMs,
+    log,
+    cleanups,
+  });
+  deps.onAdsWorkers?.(workers);
+  return async () => {
+    const address = await workers.listen();
+    log.info(`ADS: --grpcAddr ${address} served by ${count} worker isolates`);
+    return address;
+  };
 }
 
 /** Serves the discovery mux on `--port` and `--monitoringPort`; returns the bound ports. */

@@ -7,7 +7,7 @@
 import type { ServiceInstance } from "../../lib/model/mod.ts";
 import type { Proxy } from "../../lib/xds/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
-import type { XdsServer } from "../../lib/xds/server/mod.ts";
+import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import type { RestCache } from "./rest_xds.ts";
 import {
   affectedClusters,
@@ -25,7 +25,7 @@ import {
 export class PushRouter {
   readonly #registry: DiscoveryRegistry;
   readonly #model: DiscoveryModel;
-  readonly #server: XdsServer<Proxy>;
+  readonly #server: XdsServerView<Proxy>;
   readonly #restCache: RestCache | null;
   #fingerprints: ReturnType<typeof instanceFingerprints>;
   /** Addresses of the instances of each `host|port` key, as of the last registry event. */
@@ -38,7 +38,7 @@ export class PushRouter {
   constructor(opts: {
     registry: DiscoveryRegistry;
     model: DiscoveryModel;
-    server: XdsServer<Proxy>;
+    server: XdsServerView<Proxy>;
     restCache: RestCache | null;
   }) {
     this.#registry = opts.registry;

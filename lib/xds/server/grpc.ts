@@ -82,6 +82,8 @@ export interface AdsServerOptions {
     maxConnectionsPerAddress?: number;
     maxFailedConnectionsPerSecond?: number;
   };
+  /** Share the port with other isolates (SO_REUSEPORT): this listener's index and their count. */
+  reusePort?: { index: number; of: number };
 }
 
 /** A running ADS listener. */
@@ -349,6 +351,7 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     maxConnections: opts.transport?.maxConnections,
     maxConnectionsPerAddress: opts.transport?.maxConnectionsPerAddress,
     maxFailedConnectionsPerSecond: opts.transport?.maxFailedConnectionsPerSecond,
+    reusePort: opts.reusePort,
   }).catch((e) => {
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });

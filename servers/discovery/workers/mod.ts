@@ -1,0 +1,125 @@
+/**
+ * mesh-discovery's ADS on W worker isolates (`--workers`). The control isolate keeps what is one
+ * per process: registries, config store, model and resource cache, push routing and debouncing,
+ * HTTP/debug/REST, the TLS ADS port. Each worker owns the ADS connections it accepts on the
+ * shared `--grpcAddr` port (SO_REUSEPORT): the gRPC transport and the stream state machines
+ * (`lib/xds/server/worker_ads.ts`); its generator questions are answered by the control
+ * isolate's model with shared maps mirrored once per worker (`lib/xds/server/worker_control.ts`,
+ * `worker_mirror.ts`). See docs/ARCHITECTURE.md, "Every core".
+ * @module
+ */
+
+import type { Logger } from "../../../lib/log/mod.ts";
+import type { Cleanups } from "../../../lib/process/mod.ts";
+import { reserveSharedPort, WorkerPool } from "../../../lib/workers/mod.ts";
+import { type Proxy, proxyFromNode, TYPE_URLS } from "../../../lib/xds/mod.ts";
+import type { WorkerConnection, WorkerPush } from "../../../lib/xds/server/worker_ads.ts";
+import { WorkerXdsControl } from "../../../lib/xds/server/worker_control.ts";
+import type { XdsCore } from "../ads.ts";
+import type { DiscoveryConfig } from "../config.ts";
+import { hostOf, hostPort, listenError } from "../listen.ts";
+
+/** What a worker starts from. */
+export interface DiscoveryWorkerInit {
+  host: string;
+  port: number;
+  knownTypes: string[];
+  transport: DiscoveryConfig["grpc"];
+}
+
+/** The ADS types mesh-discovery serves. */
+export const KNOWN_TYPES = [
+  TYPE_URLS.cluster,
+  TYPE_URLS.endpoint,
+  TYPE_URLS.listener,
+  TYPE_URLS.route,
+];
+
+/** Options of {@link startAdsWorkers}. */
+export interface AdsWorkersOptions {
+  /** Worker isolates (> 1). */
+  count: number;
+  debounceAfterMs?: number;
+  /** A worker that died is started again after this long (ms, default 1000). */
+  restartDelayMs?: number;
+  log: Logger;
+  cleanups: Cleanups;
+}
+
+/**
+ * `--grpcAddr` served by `count` worker isolates. Made before the push routing (it replaces
+ * `core.server` with the view of every isolate's streams; the control isolate's own `core.local`
+ * keeps serving the TLS port); {@link listen} starts the workers.
+ */
+export class AdsWorkers {
+  /** Every isolate's streams as one server (it is `core.server` now). */
+  readonly control: WorkerXdsControl<Proxy>;
+  #pool: WorkerPool | undefined;
+
+  constructor(
+    readonly config: DiscoveryConfig,
+    readonly core: XdsCore,
+    readonly o: AdsWorkersOptions,
+  ) {
+    const control = this.control = new WorkerXdsControl<Proxy>({
+      local: core.local,
+      parseNode: (n) => proxyFromNode(n),
+      proxyKey: (p) => p.ip,
+      resourcesFor: (p, t, names) => core.model.resourcesFor(p, t, names),
+      broadcastPush: (p: WorkerPush) => this.#pool?.broadcast("push", p) ?? Promise.resolve(),
+      broadcastFlush: () => this.#pool?.broadcast("flush") ?? Promise.resolve(),
+      broadcastConnections: () =>
+        this.#pool?.broadcast<WorkerConnection[]>("connections") ?? Promise.resolve([]),
+      metrics: core.metrics.xds,
+      log: o.log,
+      ...(o.debounceAfterMs !== undefined ? { debounceAfter: o.debounceAfterMs } : {}),
+    });
+    core.server = control;
+    core.listeners.add({
+      get accepting() {
+        return control.transport().accepting;
+      },
+      get refused() {
+        return control.transport().refused;
+      },
+      get throttled() {
+        return control.transport().throttled;
+      },
+    });
+  }
+
+  /**
+   * Binds the port (0: a free one) and starts the workers; resolves to the bound `host:port`.
+   * @throws Error "Cannot listen on --grpcAddr ..." when the port cannot be bound or a worker
+   * fails to start.
+   */
+  async listen(): Promise<string> {
+    const { config, control, o } = this;
+    const host = hostOf(config.grpcAddr);
+    const where = `--grpcAddr ${hostPort(host, config.grpcAddr.port)}`;
+    const port = await reserveSharedPort(host, config.grpcAddr.port).catch((e) => {
+      throw listenError(where, e);
+    });
+    const pool = this.#pool = await WorkerPool.start({
+      url: new URL("./worker_main.ts", import.meta.url),
+      count: o.count,
+      name: "ADS worker",
+      log: o.log,
+      restartDelayMs: o.restartDelayMs,
+      init: (index): DiscoveryWorkerInit => {
+        control.startWorker(index);
+        return { host, port, knownTypes: KNOWN_TYPES, transport: config.grpc };
+      },
+      handlers: control.handlers,
+    }).catch((e) => {
+      throw listenError(where, e);
+    });
+    o.cleanups.push(() => pool.close());
+    return hostPort(host, port);
+  }
+
+  /** The worker pool (once {@link listen} resolved). */
+  get pool(): WorkerPool | undefined {
+    return this.#pool;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * One ADS worker isolate of mesh-discovery (`--workers` > 1): it serves ADS on the `--grpcAddr`
+ * port shared with the other workers (SO_REUSEPORT) and owns the streams it accepts; the
+ * resources come from the control isolate (`lib/xds/server/worker_ads.ts`). See `mod.ts`.
+ * @module
+ */
+/// <reference lib="deno.worker" />
+
+import { serveControl } from "../../../lib/workers/mod.ts";
+import { type NodeIdentity, proxyFromNode } from "../../../lib/xds/mod.ts";
+import { type AdsServerHandle, startAdsServer } from "../../../lib/xds/server/mod.ts";
+import { WorkerAds, type WorkerPush } from "../../../lib/xds/server/worker_ads.ts";
+import { hostPort } from "../listen.ts";
+import type { DiscoveryWorkerInit } from "./mod.ts";
+
+let ads: WorkerAds | undefined;
+let listener: AdsServerHandle | undefined;
+let me = -1;
+
+serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
+  me = index;
+  const log = link.logger("ads");
+  ads = new WorkerAds({
+    channel: link.channel,
+    log,
+    proxyKey: (node) => proxyFromNode(node as NodeIdentity).ip,
+    knownTypes: arg.knownTypes,
+    transport: () => ({
+      accepting: listener?.accepting ?? true,
+      refused: listener?.refused ?? 0,
+      throttled: listener?.throttled ?? 0,
+    }),
+  });
+  listener = await startAdsServer({
+    address: hostPort(arg.host, arg.port),
+    server: ads.server,
+    logger: log,
+    transport: arg.transport,
+    reusePort: { index, of: count },
+  });
+  return { port: listener.port };
+}, {
+  push: (a) => ads?.push(a as WorkerPush),
+  flush: () => ads?.server.flush(),
+  connections: () => ads?.connections() ?? [],
+  /** Worker `arg` dies of an uncaught error (tests: the pool starts it again). */
+  die: (arg) => {
+    if (arg !== me) return false;
+    setTimeout(() => {
+      throw new Error("asked to die");
+    });
+    return true;
+  },
+  async close() {
+    ads?.close();
+    await listener?.shutdown();
+  },
+});

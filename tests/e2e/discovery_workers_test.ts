@@ -1,0 +1,283 @@
+/**
+ * mesh-discovery with `--workers 2`, as users run it: ADS clients, each on a connection of its
+ * own (the kernel spreads connections over the worker isolates), get CDS, EDS, LDS and RDS; their
+ * ACKs are taken; an endpoints-only change of a polled registry (a fake Consul catalog) reaches
+ * the clients of both workers; /debug/adsz lists the streams of both.
+ */
+import assert from "node:assert/strict";
+import { TYPE_URLS } from "../../lib/xds/mod.ts";
+import { waitUntil, withTempDir } from "../harness/procs.ts";
+import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
+import { http, startDiscovery } from "./discovery_harness.ts";
+
+const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
+
+// deno-lint-ignore no-explicit-any
+type AnyObj = any;
+
+/** Addresses of the endpoints of a ClusterLoadAssignment. */
+function addresses(cla: AnyObj): string[] {
+  return (cla.endpoints ?? []).flatMap((l: AnyObj) =>
+    (l.lb_endpoints ?? []).map((e: AnyObj) => e.endpoint.address.socket_address.address)
+  ).sort();
+}
+
+/** An ADS client that subscribed to every type and ACKed what it got. */
+interface Sidecar {
+  stream: AdsStream;
+  close(): Promise<void>;
+  /** The web cluster's EDS name. */
+  cluster: string;
+  eds: Response;
+}
+
+const ack = (s: AdsStream, r: Response, names?: string[]) =>
+  s.send({
+    type_url: r.type_url,
+    version_info: r.version_info,
+    response_nonce: r.nonce,
+    ...(names ? { resource_names: names } : {}),
+  });
+
+/** Connects a sidecar (`ip`), reads CDS, EDS, LDS and RDS and ACKs each. */
+async function sidecar(grpc: string, ip: string, service = "web"): Promise<Sidecar> {
+  // a client of its own (no shared subchannel): a connection of its own
+  const client = adsClient(grpc, undefined, { "grpc.use_local_subchannel_pool": 1 });
+  const stream = client.open();
+  const close = async () => {
+    await stream.close();
+    client.close();
+  };
+  try {
+    stream.send({
+      node: { id: `sidecar~${ip}~app-${ip}.default~default.svc.cluster.local` },
+      type_url: CDS,
+    });
+    const cds = await stream.next(CDS, 30_000);
+    const cluster = cds.resources.map((c) => c.name as string).find((n) =>
+      n.startsWith("outbound|") && n.includes(service)
+    );
+    assert.ok(cluster, cds.resources.map((c) => c.name).join(","));
+    ack(stream, cds);
+    stream.send({ type_url: EDS, resource_names: [cluster] });
+    const eds = await stream.next(EDS, 30_000);
+    assert.deepEqual(eds.resources.map((r) => r.cluster_name), [cluster]);
+    ack(stream, eds, [cluster]);
+    stream.send({ type_url: LDS });
+    const lds = await stream.next(LDS, 30_000);
+    assert.ok(lds.resources.length > 0);
+    ack(stream, lds);
+    const routes = [service === "web" ? "9080" : "80"];
+    stream.send({ type_url: RDS, resource_names: routes });
+    const rds = await stream.next(RDS, 30_000);
+    assert.deepEqual(rds.resources.map((r) => r.name), routes);
+    ack(stream, rds, routes);
+    return { stream, close, cluster, eds };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS, RDS, their ACKs are taken, and an endpoint change reaches every one", async () => {
+  const instances: Record<string, unknown>[] = [
+    { Node: "n1", Address: "10.0.0.1", ServicePort: 9080, NodeMeta: { protocol: "http" } },
+  ];
+  const consul = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/v1/catalog/services") return Response.json({ web: [] });
+    if (path === "/v1/catalog/service/web") return Response.json(instances);
+    return new Response("not found", { status: 404 });
+  });
+  const sidecars: Sidecar[] = [];
+  try {
+    await withTempDir(async (dir) => {
+      const d = await startDiscovery([
+        "--configDir",
+        dir,
+        "--registries",
+        "RegistryA",
+        "--regaserverURL",
+        `http://127.0.0.1:${consul.addr.port}`,
+        "--regaserverInterval",
+        "100ms",
+        "--workers",
+        "2",
+        "--log_output_level",
+        Deno.env.get("DEBUG_WORKERS") ? "ads:debug,default:debug" : "default:info",
+      ]);
+      try {
+        await d.proc.waitFor(/served by 2 worker isolates/, 60_000);
+        await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 30_000);
+        // Connect until both workers hold streams (each connection goes to one of them).
+        const workersOf = async () => {
+          const conns = JSON.parse((await http(`http://${d.http}/debug/adsz`)).body) as {
+            addr: string;
+          }[];
+          return new Set(conns.map((c) => /worker \d+/.exec(c.addr)?.[0]));
+        };
+        for (let i = 1; i <= 6 || (await workersOf()).size < 2; i++) {
+          assert.ok(i <= 40, "40 connections, all to one worker");
+          sidecars.push(await sidecar(d.grpc, `10.2.0.${i}`));
+        }
+        await waitUntil(
+          async () => (await workersOf()).size === 2,
+          30_000,
+          "both workers' streams in /debug/adsz",
+        );
+        for (const s of sidecars) assert.deepEqual(addresses(s.eds.resources[0]), ["10.0.0.1"]);
+        // /debug/adsz shows each worker stream's clusters (its per-type state, asked of the workers)
+        const adsz = JSON.parse((await http(`http://${d.http}/debug/adsz`)).body) as {
+          node: string;
+          addr: string;
+          clusters: unknown[];
+        }[];
+        assert.equal(adsz.length, sidecars.length);
+        for (const c of adsz) {
+          assert.match(c.addr, /\(worker [01]\)$/);
+          assert.ok(c.clusters.length > 0, JSON.stringify(c));
+        }
+
+        // ACKs are taken: without a change nothing is sent again.
+        for (const t of [CDS, LDS]) {
+          await assert.rejects(sidecars[0].stream.next(t, 500), /No .* response within/);
+        }
+        // An endpoints-only change: each sidecar gets the new assignment.
+        instances.push({
+          Node: "n2",
+          Address: "10.0.0.2",
+          ServicePort: 9080,
+          NodeMeta: { protocol: "http" },
+        });
+        for (const s of sidecars) {
+          for (;;) {
+            const eds = await s.stream.next(EDS, 30_000);
+            assert.equal(eds.resources[0].cluster_name, s.cluster);
+            if (addresses(eds.resources[0]).length === 2) {
+              assert.deepEqual(addresses(eds.resources[0]), ["10.0.0.1", "10.0.0.2"]);
+              ack(s.stream, eds, [s.cluster]);
+              break;
+            }
+          }
+        }
+        const metrics = (await http(`http://${d.monitoring}/metrics`)).body;
+        const xds = /^mesh_xds (\d+)$/m.exec(metrics);
+        assert.equal(Number(xds?.[1]), sidecars.length, metrics.slice(0, 2000));
+        for (const s of sidecars.splice(0)) await s.close();
+        assert.equal((await d.proc.stop()).code, 0);
+      } catch (e) {
+        console.error(d.proc.output().slice(-6000));
+        throw e;
+      } finally {
+        await d.proc.stop();
+      }
+    });
+  } finally {
+    for (const s of sidecars) await s.close();
+    await consul.shutdown();
+  }
+});
+
+Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and its clients reconnect and are served", async () => {
+  const { start, toConfig } = await import("../../servers/discovery/mod.ts");
+  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
+  await withTempDir(async (dir) => {
+    const config = toConfig({
+      ...FLAGS,
+      configDir: dir,
+      meshConfig: `${dir}/none`,
+      workers: 2,
+    }, {});
+    let workers: AdsWorkers | undefined;
+    const d = await start(config, {
+      onAdsWorkers: (w) => workers = w,
+      workerRestartDelayMs: 50,
+      debounceAfterMs: 10,
+    });
+    const sidecars: Sidecar[] = [];
+    try {
+      await d.ready;
+      const byWorker = () => {
+        const m = new Map<string, number>();
+        for (const c of workers!.control.connections()) {
+          const w = /worker \d+/.exec(c.peer)![0];
+          m.set(w, (m.get(w) ?? 0) + 1);
+        }
+        return m;
+      };
+      for (let i = 1; i <= 6 || byWorker().size < 2; i++) {
+        assert.ok(i <= 40, "40 connections, all to one worker");
+        sidecars.push(await sidecar(d.addresses.grpc, `10.3.0.${i}`, "hello"));
+      }
+      await waitUntil(() => byWorker().size === 2, 30_000, "streams on both workers");
+      const before = byWorker().get("worker 0")!;
+      assert.ok(before > 0);
+      assert.deepEqual(await workers!.pool!.broadcast("die", 0), [true, false]);
+      // worker 0's clients see their stream end; they reconnect (to either worker) and are served
+      const ended: Sidecar[] = [];
+      for (const s of sidecars) void s.stream.status.then(() => ended.push(s));
+      await waitUntil(() => ended.length >= before, 30_000, "worker 0's streams ending");
+      await new Promise((r) => setTimeout(r, 200)); // no other stream ends
+      assert.equal(ended.length, before);
+      await waitUntil(
+        () => byWorker().get("worker 0") === undefined,
+        30_000,
+        "worker 0's streams forgotten",
+      );
+      for (const [i, s] of ended.entries()) {
+        await s.close();
+        sidecars.splice(
+          sidecars.indexOf(s),
+          1,
+          await sidecar(d.addresses.grpc, `10.3.1.${i}`, "hello"),
+        );
+      }
+      // the restarted worker serves new connections too
+      for (let i = 1; byWorker().get("worker 0") === undefined; i++) {
+        assert.ok(i <= 40, "40 new connections, none to the restarted worker");
+        sidecars.push(await sidecar(d.addresses.grpc, `10.3.2.${i}`, "hello"));
+      }
+      assert.equal(workers!.control.connectionCount, sidecars.length);
+    } finally {
+      for (const s of sidecars) await s.close();
+      await d.shutdown();
+    }
+  });
+});
+
+const FLAGS = {
+  appNamespace: "",
+  platformcConfig: "",
+  clusterRegistriesConfigMap: "",
+  clusterRegistriesNamespace: "",
+  configDir: "",
+  regaserverInterval: 2000,
+  regaserverURL: "",
+  regbserverInterval: 2000,
+  regbserverURL: "",
+  discovery_cache: true,
+  domain: "cluster.local",
+  grpcAddr: "127.0.0.1:0",
+  secureGrpcAddr: "",
+  grpcMaxConcurrentStreams: 100,
+  grpcMaxConnections: 0,
+  grpcMaxConnectionsPerAddress: 0,
+  grpcMaxFailedConnectionRate: 0,
+  keepaliveInterval: 30_000,
+  keepaliveTimeout: 10_000,
+  keepaliveMinTime: 5_000,
+  keepaliveMaxServerConnectionAge: 0,
+  orchconfig: "",
+  meshConfig: "",
+  monitoringPort: 0,
+  httpAddress: "127.0.0.1",
+  namespace: "",
+  port: 0,
+  profile: false,
+  ingressStatus: false,
+  registries: ["Mock"],
+  resync: 60_000,
+  webhookEndpoint: "",
+  ctrlz_address: "127.0.0.1",
+  ctrlz_port: 0,
+};
