@@ -161,8 +161,8 @@ function parse(args: string[]): Options {
     churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
     serverV8Flags: String(values["server-v8-flags"] ?? ""),
-    workers: num("workers", values.workers, 0),
-    serverWorkers: num("server-workers", values["server-workers"], 0),
+    workers: wholeNumber("workers", values.workers, 0),
+    serverWorkers: wholeNumber("server-workers", values["server-workers"], 0),
   };
   o.proxyless = Math.round(o.proxies * mix.parseShare(values["proxyless-share"]));
   if (o.proxyless >= o.proxies) {
