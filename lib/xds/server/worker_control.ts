@@ -14,7 +14,6 @@ import type { ConnectionStatus, XdsServer } from "./stream.ts";
 import type { Clock, PushEvent, ResourcesFor, XdsMetrics, XdsNode } from "./types.ts";
 import { systemClock } from "./types.ts";
 import type {
-  WorkerAds,
   WorkerAnswer,
   WorkerConnect,
   WorkerConnection,
