@@ -32,6 +32,16 @@ import { DirectoryWatch } from "./_file_watch.ts";
 import { atomicWrite, documentText, exists, hasDocuments, segments } from "./_file_write.ts";
 import { type ConfigStore, ConflictError, type StoreEvent } from "./types.ts";
 
+/**
+ * Work a rescan does between two pauses, ms. Shorter than the push's 20 ms: a request to a
+ * server takes several turns of the event loop (accept, read, answer), each waiting for the
+ * slice in progress; a pause costs ~1-2 ms of idle time (a timer is the only pause that lets I/O
+ * in), so 5 ms slices loaded 15-25 % slower. Measured (`deno task bench config_load`, 12,500
+ * documents, 3.8 MB): the slowest probe 204-294 ms with 20 ms slices, 113-140 ms with 10 ms, at
+ * the same load time (docs/benchmarks.md).
+ */
+const SCAN_SLICE_MS = 10;
+
 /** Options of {@link createFileStore}. */
 export interface FileStoreOptions {
   /** The directory holding the config files (walked recursively). */
@@ -239,7 +249,10 @@ class DirectoryStore implements FileStore {
     }
     this.#dirError = undefined;
     // blocking scans (the first, one-shot readers) run alone; later ones share the event loop
-    const slicer = new TimeSlicer(sync ? null : undefined, () => this.#scanProgressAt = Date.now());
+    const slicer = new TimeSlicer(
+      sync ? null : SCAN_SLICE_MS,
+      () => this.#scanProgressAt = Date.now(),
+    );
     const { files: next, unsettled } = await scanFiles(
       this.#settings,
       this.#hooks,
