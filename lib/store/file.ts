@@ -35,10 +35,10 @@ import { type ConfigStore, ConflictError, type StoreEvent } from "./types.ts";
 /**
  * Work a rescan does between two pauses, ms. Shorter than the push's 20 ms: a request to a
  * server takes several turns of the event loop (accept, read, answer), each waiting for the
- * slice in progress; a pause costs ~1-2 ms of idle time (a timer is the only pause that lets I/O
- * in), so 5 ms slices loaded 15-25 % slower. Measured (`deno task bench config_load`, 12,500
- * documents, 3.8 MB): the slowest probe 204-294 ms with 20 ms slices, 113-140 ms with 10 ms, at
- * the same load time (docs/benchmarks.md).
+ * slice in progress. A pause is a timer (the only one that lets sockets in), which is not free:
+ * with 5 ms slices 12,500 documents loaded in 8.1-9.2 s against 5.0-7.8 s with 20 ms. Measured
+ * (`deno task bench config_load`, 12,500 documents, 3.8 MB): the slowest probe 204-294 ms with
+ * 20 ms slices, 44-220 ms with 10 ms, at the same load time (docs/benchmarks.md).
  */
 const SCAN_SLICE_MS = 10;
 
