@@ -36,7 +36,7 @@ import { type ConfigStore, ConflictError, type StoreEvent } from "./types.ts";
  * Work a rescan does between two pauses, ms. Shorter than the push's 20 ms: a request to a
  * server takes several turns of the event loop (accept, read, answer), each waiting for the
  * slice in progress. A pause is a timer (the only one that lets sockets in), which is not free:
- * with 5 ms slices 12,500 documents loaded in 8.1-9.2 s against 5.0-7.8 s with 20 ms. Measured
+ * with 5 ms slices 12,500 documents loaded in 8.1-9.2 s against 5.0-8.7 s with 20 ms. Measured
  * (`deno task bench config_load`, 12,500 documents, 3.8 MB): the slowest probe 204-294 ms with
  * 20 ms slices, 44-220 ms with 10 ms, at the same load time (docs/benchmarks.md).
  */
