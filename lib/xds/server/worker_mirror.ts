@@ -66,13 +66,8 @@ export class MirrorEncoder {
 
   /** The id of `map` for this worker; its contents (and new entries) join the next delta. */
   add(map: ResourceMap): number {
-    const known = this.#maps.get(map);
-    if (known) {
-      known.epoch = this.#epoch;
-      return known.id;
-    }
-    const id = this.ids.of(map);
-    this.#maps.set(map, { id, epoch: this.#epoch });
+    const { id, known } = this.#use(this.#maps, map);
+    if (known) return id;
     const names: string[] = [];
     const entries: number[] = [];
     for (const [name, entry] of map) {
@@ -84,16 +79,23 @@ export class MirrorEncoder {
   }
 
   #entry(entry: ResourceEntry): number {
-    const known = this.#entries.get(entry);
-    if (known) {
-      known.epoch = this.#epoch;
-      return known.id;
-    }
-    const id = this.ids.of(entry);
-    this.#entries.set(entry, { id, epoch: this.#epoch });
+    const { id, known } = this.#use(this.#entries, entry);
+    if (known) return id;
     this.#newEntries.push(entry);
     this.#newEntryIds.push(id);
     return id;
+  }
+
+  /** Marks `o` used in this epoch; `known`: the worker already holds it (else it is recorded now). */
+  #use<K extends object>(table: Map<K, Known>, o: K): { id: number; known: boolean } {
+    const known = table.get(o);
+    if (known) {
+      known.epoch = this.#epoch;
+      return { id: known.id, known: true };
+    }
+    const id = this.ids.of(o);
+    table.set(o, { id, epoch: this.#epoch });
+    return { id, known: false };
   }
 
   /** The maps and entries added since the last call (its `bytes` is meant to be transferred). */
