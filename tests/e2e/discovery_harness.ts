@@ -87,3 +87,28 @@ export function post(url: string, body: unknown): ReturnType<typeof http> {
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
+
+/**
+ * A fake Consul catalog (the real HTTP API's shape) with one service, `web`, whose instances are
+ * what `instances()` returns at each poll; `args` are the flags that make discovery poll it
+ * (RegistryA, every 100 ms). Shut `server` down when done.
+ */
+export function fakeConsul(
+  instances: () => readonly Record<string, unknown>[],
+): { server: Deno.HttpServer<Deno.NetAddr>; args: string[] } {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/v1/catalog/services") return Response.json({ web: [] });
+    if (path === "/v1/catalog/service/web") return Response.json(instances());
+    return new Response("not found", { status: 404 });
+  });
+  const args = [
+    "--registries",
+    "RegistryA",
+    "--regaserverURL",
+    `http://127.0.0.1:${server.addr.port}`,
+    "--regaserverInterval",
+    "100ms",
+  ];
+  return { server, args };
+}

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { waitUntil } from "../harness/procs.ts";
 import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
-import { http, startDiscovery } from "./discovery_harness.ts";
+import { fakeConsul, http, startDiscovery } from "./discovery_harness.ts";
 
 const { cluster: CDS, listener: LDS } = TYPE_URLS;
 const PROXY_IP = "10.0.0.7";
@@ -40,22 +40,12 @@ Deno.test("mesh-discovery sends a proxy CDS and LDS when its own endpoint joins 
     NodeMeta: { protocol: "http" },
   });
   let instances = [web("10.0.0.1")];
-  const consul = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/v1/catalog/services") return Response.json({ web: [] });
-    if (path === "/v1/catalog/service/web") return Response.json(instances);
-    return new Response("not found", { status: 404 });
-  });
+  const { server: consul, args: consulArgs } = fakeConsul(() => instances);
   const dir = await Deno.makeTempDir({ prefix: "mesh-proxypush-" });
   const d = await startDiscovery([
     "--configDir",
     dir,
-    "--registries",
-    "RegistryA",
-    "--regaserverURL",
-    `http://127.0.0.1:${consul.addr.port}`,
-    "--regaserverInterval",
-    "100ms",
+    ...consulArgs,
   ]);
   const client = adsClient(d.grpc);
   const stream = client.open();

@@ -11,7 +11,7 @@ import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type JsonObject, startFakeKube } from "../harness/fake_kube.ts";
 import { waitUntil } from "../harness/procs.ts";
 import { adsClient, type AdsStream } from "./_ads_client.ts";
-import { http, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
+import { fakeConsul, http, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
 
 const LDS = TYPE_URLS.listener;
 
@@ -105,26 +105,15 @@ Deno.test("mesh-discovery pushes a sidecar its inbound listener when the Orchest
 });
 
 Deno.test("mesh-discovery pushes a sidecar its inbound listener when a polled registry (RegistryA) reports its endpoint", async () => {
-  // A fake Consul catalog (the real HTTP API's shape): one service, its instances mutable.
   const instances: Record<string, unknown>[] = [
     { Node: "n1", Address: "10.0.0.1", ServicePort: 9080, NodeMeta: { protocol: "http" } },
   ];
-  const consul = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/v1/catalog/services") return Response.json({ web: [] });
-    if (path === "/v1/catalog/service/web") return Response.json(instances);
-    return new Response("not found", { status: 404 });
-  });
+  const { server: consul, args: consulArgs } = fakeConsul(() => instances);
   const dir = await Deno.makeTempDir({ prefix: "mesh-regpush-" });
   const d = await startDiscovery([
     "--configDir",
     dir,
-    "--registries",
-    "RegistryA",
-    "--regaserverURL",
-    `http://127.0.0.1:${consul.addr.port}`,
-    "--regaserverInterval",
-    "100ms",
+    ...consulArgs,
   ]);
   try {
     const names = await inboundAfter(d, "10.0.0.7", 9080, () => {

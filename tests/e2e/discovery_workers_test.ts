@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { waitUntil, withTempDir } from "../harness/procs.ts";
 import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
-import { http, startDiscovery } from "./discovery_harness.ts";
+import { fakeConsul, http, startDiscovery } from "./discovery_harness.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
 
@@ -83,24 +83,14 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
   const instances: Record<string, unknown>[] = [
     { Node: "n1", Address: "10.0.0.1", ServicePort: 9080, NodeMeta: { protocol: "http" } },
   ];
-  const consul = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/v1/catalog/services") return Response.json({ web: [] });
-    if (path === "/v1/catalog/service/web") return Response.json(instances);
-    return new Response("not found", { status: 404 });
-  });
+  const { server: consul, args: consulArgs } = fakeConsul(() => instances);
   const sidecars: Sidecar[] = [];
   try {
     await withTempDir(async (dir) => {
       const d = await startDiscovery([
         "--configDir",
         dir,
-        "--registries",
-        "RegistryA",
-        "--regaserverURL",
-        `http://127.0.0.1:${consul.addr.port}`,
-        "--regaserverInterval",
-        "100ms",
+        ...consulArgs,
         "--workers",
         "2",
         "--log_output_level",
