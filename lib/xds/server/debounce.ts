@@ -10,6 +10,24 @@ import { type Clock, type PushEvent, systemClock } from "./types.ts";
 export const DEFAULT_DEBOUNCE_AFTER_MS = 100;
 /** Default longest delay of a push after its first event, in ms. */
 export const DEFAULT_DEBOUNCE_MAX_MS = 1000;
+/** Default longest delay of an endpoints-only push after its first event, in ms. */
+export const DEFAULT_DEBOUNCE_MAX_EDS_MS = 250;
+
+/**
+ * An ADS server's debounce settings with the defaults filled in: an endpoints-only push waits at
+ * most {@link DEFAULT_DEBOUNCE_MAX_EDS_MS}, within [`after`, `max`], unless `maxEds` is given.
+ */
+export function adsDebounce(
+  o: { debounceAfter?: number; debounceMax?: number; debounceMaxEds?: number },
+): { after: number; max: number; maxEds: number } {
+  const after = o.debounceAfter ?? DEFAULT_DEBOUNCE_AFTER_MS;
+  const max = o.debounceMax ?? DEFAULT_DEBOUNCE_MAX_MS;
+  return {
+    after,
+    max,
+    maxEds: o.debounceMaxEds ?? Math.max(after, Math.min(DEFAULT_DEBOUNCE_MAX_EDS_MS, max)),
+  };
+}
 
 /** Several push events merged into one. */
 export interface MergedPush {

@@ -9,7 +9,7 @@
  */
 
 import { getLogger, type Logger } from "../../log/mod.ts";
-import { DEFAULT_DEBOUNCE_AFTER_MS, DEFAULT_DEBOUNCE_MAX_MS } from "./debounce.ts";
+import { adsDebounce } from "./debounce.ts";
 import { Held } from "./held.ts";
 import { typeShortName } from "./metrics.ts";
 import { buildDelta, onDeltaRequest } from "./delta.ts";
@@ -41,9 +41,6 @@ import {
   type XdsNode,
   type XdsTransport,
 } from "./types.ts";
-
-/** Default longest delay of an endpoints-only push after its first event, in ms. */
-export const DEFAULT_DEBOUNCE_MAX_EDS_MS = 250;
 
 /** Default time a single send may take before the stream is closed, in ms (Istio: 5 s). */
 export const DEFAULT_SEND_TIMEOUT_MS = 5000;
@@ -195,6 +192,7 @@ export class XdsServer<P = unknown> {
         this.#pushes.drain(conn, true); // the client waits for this answer: before queued pushes
       },
     };
+    const debounce = adsDebounce(opts);
     this.#pushes = new PushScheduler({
       conns: this.#conns,
       build: (conn, st, d) =>
@@ -205,12 +203,9 @@ export class XdsServer<P = unknown> {
       log: this.#log,
       metrics: this.#metrics,
       sendTimeout,
-      debounceAfter: opts.debounceAfter,
-      debounceMax: opts.debounceMax,
-      debounceMaxEds: opts.debounceMaxEds ?? Math.max(
-        opts.debounceAfter ?? DEFAULT_DEBOUNCE_AFTER_MS,
-        Math.min(DEFAULT_DEBOUNCE_MAX_EDS_MS, opts.debounceMax ?? DEFAULT_DEBOUNCE_MAX_MS),
-      ),
+      debounceAfter: debounce.after,
+      debounceMax: debounce.max,
+      debounceMaxEds: debounce.maxEds,
       index: this.#index,
       maxConcurrent: opts.maxConcurrentPushes,
     });

@@ -9,7 +9,7 @@
  */
 
 import type { Logger } from "../../log/mod.ts";
-import { Debouncer, type MergedPush } from "./debounce.ts";
+import { adsDebounce, Debouncer, type MergedPush } from "./debounce.ts";
 import type { ConnectionStatus, XdsServer } from "./stream.ts";
 import type { Clock, PushEvent, ResourcesFor, XdsMetrics, XdsNode } from "./types.ts";
 import { systemClock } from "./types.ts";
@@ -101,14 +101,7 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   constructor(o: WorkerXdsControlOptions<P>) {
     this.#o = o;
     const clock = o.clock ?? systemClock;
-    const after = o.debounceAfter ?? 100;
-    const max = o.debounceMax ?? 1000;
-    this.#debouncer = new Debouncer((p) => this.#send(p, clock), {
-      after,
-      max,
-      maxEds: o.debounceMaxEds ?? Math.max(after, Math.min(250, max)),
-      clock,
-    });
+    this.#debouncer = new Debouncer((p) => this.#send(p, clock), { ...adsDebounce(o), clock });
   }
 
   /**
