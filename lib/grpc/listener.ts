@@ -62,6 +62,11 @@ export interface GrpcListenOptions extends H2Options {
    */
   maxFailedConnectionsPerSecond?: number;
   /**
+   * The clock of the failed-connection budget, in ms (default `performance.now`; tests pass their
+   * own so that a loaded machine's pauses do not drain the budget under them).
+   */
+  throttleClock?: () => number;
+  /**
    * How often the listener checks that it still accepts (a loopback connection to itself), in ms
    * (default 2000; 0 = never). Deno's accept loop stops for good after EMFILE: when the check
    * fails (the connection cannot be made, or two checks in a row are not accepted within a
@@ -442,7 +447,9 @@ class Listener implements GrpcListener {
     this.#fds = new DescriptorBudget({ reserve: opts.descriptorReserve });
     this.#maxPerAddress = opts.maxConnectionsPerAddress ?? 0;
     this.#shed = new Tally(opts.onError);
-    this.#throttle = perSecond > 0 ? new FailureThrottle(perSecond) : undefined;
+    this.#throttle = perSecond > 0
+      ? new FailureThrottle(perSecond, undefined, opts.throttleClock)
+      : undefined;
     this.#check = new AcceptCheck(mod.net, opts.reusePort);
     this.#checkMs = opts.path ? 0 : opts.acceptCheckMs ?? 2000;
   }
