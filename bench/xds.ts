@@ -35,7 +35,12 @@
  * (its ADS connections owned by N worker isolates), and ends with a table of both: connect time,
  * endpoint change and full push → the last proxy's update, and the server's CPU per push (every
  * isolate: the process's CPU time). The simulated proxies run in this process, the server in its
- * own; on a small box they share the cores.
+ * own; on a small box they share the cores. So the run also measures the server's own side of an
+ * endpoint push with the cores to itself: `--paused-changes N` (default 5 with `--workers`, else
+ * 0) more endpoint changes, after each of which this process sleeps `--pause-ms` (default 3000)
+ * without using CPU while the server pushes into the sockets' buffers; the figure is the server's
+ * `mesh_xds_push_time` for each push (flush → every affected proxy handed its update), and the
+ * speed-up W = N against W = 1 is the ratio of their p50s.
  *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
@@ -104,6 +109,13 @@ interface Options {
   serverWorkers: number;
   /** V8 flags of the server (`deno run --v8-flags=...`), or "". */
   serverV8Flags: string;
+  /**
+   * Endpoint changes whose push the server makes while this process (every simulated proxy) is
+   * paused, so that the server has the cores to itself (0: none).
+   */
+  pausedChanges: number;
+  /** How long this process pauses after each of those changes, ms. */
+  pauseMs: number;
 }
 
 function parse(args: string[]): Options {
@@ -130,6 +142,8 @@ function parse(args: string[]): Options {
       "proxyless-share": { type: "string", default: "0" },
       workers: { type: "string", default: "0" },
       "server-workers": { type: "string", default: "1" },
+      "paused-changes": { type: "string" },
+      "pause-ms": { type: "string", default: "3000" },
     },
     // Unknown flags are left to the other benches run by bench/main.ts.
     strict: false,
@@ -163,7 +177,13 @@ function parse(args: string[]): Options {
     serverV8Flags: String(values["server-v8-flags"] ?? ""),
     workers: wholeNumber("workers", values.workers, 0),
     serverWorkers: wholeNumber("server-workers", values["server-workers"], 0),
+    pausedChanges: 0,
+    pauseMs: wholeNumber("pause-ms", values["pause-ms"], 100),
   };
+  // With --workers N the speed-up on the server's own side is the point: 5 by default.
+  o.pausedChanges = values["paused-changes"] === undefined
+    ? (o.workers > 1 ? 5 : 0)
+    : wholeNumber("paused-changes", values["paused-changes"], 0);
   o.proxyless = Math.round(o.proxies * mix.parseShare(values["proxyless-share"]));
   if (o.proxyless >= o.proxies) {
     throw new Error(`Flag --proxyless-share leaves no sidecar of --proxies ${o.proxies}`);
@@ -353,6 +373,8 @@ interface RunSummary {
   connectSeconds: number;
   connectCpu: number;
   rss: number;
+  /** The server's side of endpoint pushes made while every simulated proxy was paused. */
+  paused?: { pushMs: number[]; threads: string; cpu: number };
 }
 
 /**
@@ -414,6 +436,30 @@ async function compareWorkers(args: string[], n: number): Promise<void> {
     } |`,
   );
   console.log(`| server RSS at ${r0.proxies} proxies | ${cell((r) => mb(r.rss))} |`);
+  const [a, b] = runs.map((r) => r.paused);
+  if (!a || !b) return;
+  console.log(
+    `| simulated proxies paused: server push time (change flushed → every proxy handed its ` +
+      `update), p50 / max (${a.pushMs.length} changes) | ${
+        cell((r) => pair(r.paused!.pushMs, 50, 100))
+      } |`,
+  );
+  console.log(
+    `| simulated proxies paused: server CPU per change (push, ACKs, /metrics; all isolates) | ${
+      cell((r) => `${(r.paused!.cpu * 1000).toFixed(0)} ms`)
+    } |`,
+  );
+  console.log(
+    `| simulated proxies paused: busiest server threads, CPU per change | ${
+      cell((r) => r.paused!.threads)
+    } |`,
+  );
+  const p50 = (xs: number[]) => pct(xs, 50);
+  console.log(
+    `\nserver's side of an endpoint push, --workers ${runs[1].workers} against ` +
+      `--workers 1 (p50 push time, simulated proxies paused): ` +
+      `${(p50(a.pushMs) / p50(b.pushMs)).toFixed(2)}× (issue 26: ≥ 1.4×)`,
+  );
 }
 
 /** One run of the benchmark against one server. */
@@ -503,6 +549,18 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       });
     const grpcPort = Number(log.match(/grpc=\S+:(\d+)/)![1]);
     const httpPort = Number(log.match(/http=\S+:(\d+)/)![1]);
+    const monitoringPort = Number(log.match(/monitoring=\S+:(\d+)/)![1]);
+    /** The server's `mesh_xds_push_time` histogram: sum (s) and count. */
+    const pushTimes = async () => {
+      const res = await fetch(`http://127.0.0.1:${monitoringPort}/metrics`);
+      const text = await res.text();
+      const num = (name: string) => {
+        const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+        if (!m) throw new Error(`/metrics has no ${name}`);
+        return Number(m[1]);
+      };
+      return { sum: num("mesh_xds_push_time_sum"), count: num("mesh_xds_push_time_count") };
+    };
     await until("mesh-discovery to be ready", () => log.includes("discovery is ready"), 120_000);
 
     const watches = new Set<Watch>();
@@ -772,35 +830,94 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
      * just before the POST until every proxy received an EDS response carrying the new address.
      */
     let regSeq = 0;
+    const endpointChange = (c: number) => {
+      const i = mix.endpointChangeService(c, o.services);
+      const n = ++regSeq;
+      const address = `10.250.${n >> 8}.${n & 255}`;
+      return {
+        // The address as a protobuf string field payload (length + bytes): exact match.
+        targets: [{
+          type: "eds" as const,
+          needle: lengthPrefixed(address),
+          resource: clusterName(i),
+        }],
+        apply: async () => {
+          const res = await fetch(
+            `http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(i)}`,
+            {
+              method: "POST",
+              body: JSON.stringify({ address, servicePort: 8080, labels: { version: "v1" } }),
+            },
+          );
+          const body = await res.text();
+          if (!res.ok) {
+            throw new Error(`POST /debug/endpointz: ${res.status} ${body.slice(0, 200)}`);
+          }
+        },
+      };
+    };
     const measureChanges = async (label: string, count: number) => {
-      const r = await measure("endpoint change", count, 180_000, (c) => {
-        const i = mix.endpointChangeService(c, o.services);
-        const n = ++regSeq;
-        const address = `10.250.${n >> 8}.${n & 255}`;
-        return {
-          // The address as a protobuf string field payload (length + bytes): exact match.
-          targets: [{ type: "eds", needle: lengthPrefixed(address), resource: clusterName(i) }],
-          apply: async () => {
-            const res = await fetch(
-              `http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(i)}`,
-              {
-                method: "POST",
-                body: JSON.stringify({ address, servicePort: 8080, labels: { version: "v1" } }),
-              },
-            );
-            const body = await res.text();
-            if (!res.ok) {
-              throw new Error(`POST /debug/endpointz: ${res.status} ${body.slice(0, 200)}`);
-            }
-          },
-        };
-      });
+      const r = await measure("endpoint change", count, 180_000, endpointChange);
       out(
         `${label}: endpoint change (registry) → every proxy (${r.perChange.length} changes): p50 ` +
           `${ms(pct(r.perChange, 50))}, p99 ${ms(pct(r.perChange, 99))}; per proxy p50 ` +
           `${ms(pct(r.perProxy, 50))}, p99 ${ms(pct(r.perProxy, 99))}`,
       );
       return r;
+    };
+
+    /**
+     * The server's own side of an endpoint push (issue 26's W = 2 ≥ 1.4× W = 1): after each
+     * change this process, and with it every simulated proxy, sleeps `--pause-ms` in
+     * `Atomics.wait` (no CPU), so the server has every core while it pushes; the pushes land in
+     * the sockets' buffers (an EDS update is a few hundred bytes a proxy, far below the HTTP/2
+     * windows). The figure is the server's `mesh_xds_push_time` for that push: from the flush of
+     * the debounced change until every affected proxy was handed its update, in every isolate.
+     */
+    const measurePausedChanges = async (count: number) => {
+      const sleeper = new Int32Array(new SharedArrayBuffer(4));
+      const pushMs: number[] = [];
+      let overran = 0;
+      let before = await pushTimes();
+      const t0 = threadCpu(pid);
+      const cpu0 = cpuOf(pid);
+      const samples: { sum: number; count: number }[] = [];
+      await measure("endpoint change, client paused", count, 180_000, (c) => {
+        const ch = endpointChange(o.changes + c);
+        return {
+          targets: ch.targets,
+          apply: async () => {
+            const at = await pushTimes();
+            if (c > 0) samples.push({ sum: at.sum - before.sum, count: at.count - before.count });
+            before = at;
+            await ch.apply();
+            Atomics.wait(sleeper, 0, 0, o.pauseMs);
+          },
+        };
+      });
+      const end = await pushTimes();
+      samples.push({ sum: end.sum - before.sum, count: end.count - before.count });
+      const threads = busiestThreads(t0, threadCpu(pid), samples.length);
+      const cpu = (cpuOf(pid) - cpu0) / samples.length;
+      for (const x of samples) {
+        // One change makes one push; more than one (a split debounce) counts as their sum.
+        const v = x.sum * 1000;
+        if (v >= o.pauseMs * 0.8) overran++;
+        pushMs.push(v);
+      }
+      const inOrder = pushMs.map((x) => x.toFixed(0)).join(", ");
+      pushMs.sort((a, b) => a - b);
+      out(
+        `${proxies.length} proxies, endpoint change with this process paused ${o.pauseMs} ms ` +
+          `(${samples.length} changes): server push time (mesh_xds_push_time) p50 ` +
+          `${ms(pct(pushMs, 50))}, max ${
+            ms(pct(pushMs, 100))
+          } (in order: ${inOrder} ms); server CPU per change (its push, ` +
+          `every proxy's ACK once resumed, a /metrics scrape) ${(cpu * 1000).toFixed(0)} ms; ` +
+          `busiest threads per change: ${threads}` +
+          (overran ? `; ${overran} pushes took 80 % of the pause or more: raise --pause-ms` : ""),
+      );
+      return { pushMs, threads, cpu };
     };
 
     let added = 0;
@@ -1026,6 +1143,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       `  (${o.changes} endpoint changes: ${cpuText(big)}; server CPU per proxy per endpoint push ` +
         `${bigPerPush.toFixed(0)} µs, ${(bigPerPush / basePerPush).toFixed(2)}× the baseline's)`,
     );
+    const paused = o.pausedChanges ? await measurePausedChanges(o.pausedChanges) : undefined;
     const se = await withCpu(() => measureSeChanges(`${n} proxies`, Math.min(o.changes, 5)));
     out(`  (ServiceEntry edits: ${cpuText(se)})`);
     const full = await withCpu(() =>
@@ -1302,6 +1420,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       connectSeconds: w1.seconds + w2.seconds,
       connectCpu: w1.cpu + w2.cpu,
       rss: rssN,
+      paused,
     };
   } finally {
     for (const p of proxies) p.close();
