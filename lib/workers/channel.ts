@@ -72,6 +72,8 @@ export class Channel {
       else p.reject(new RemoteError(m.error));
       return true;
     }
+    // A closed channel's peer is gone (a worker that died): what it sent last is not acted on.
+    if (this.#closed !== undefined) return true;
     const fn = this.#handlers.get(m.method);
     if (m.ch === "note") {
       try {
@@ -93,7 +95,10 @@ export class Channel {
     return true;
   }
 
-  /** Rejects every request in flight with `reason`; later requests reject at once. */
+  /**
+   * Rejects every request in flight with `reason`; later requests reject at once, and requests and
+   * notes received later are dropped unanswered.
+   */
   close(reason: string): void {
     this.#closed ??= reason;
     for (const p of this.#pending.values()) p.reject(new Error(reason));

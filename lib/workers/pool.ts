@@ -23,6 +23,11 @@ export interface WorkerPoolOptions {
   count: number;
   /** For log lines: `signing API worker`. */
   name: string;
+  /**
+   * Called when worker `index` died, before its restart is scheduled: what the control isolate
+   * holds for it can go at once (its channel is closed: nothing it sent later is handled).
+   */
+  onDied?: (index: number) => void;
   /** The `init` request's argument for worker `index` (called again when it is restarted). */
   init: (index: number) => unknown;
   /** Requests and notes the workers send to the control isolate, by method. */
@@ -145,11 +150,22 @@ export class WorkerPool {
     }
   }
 
+  /**
+   * Ends worker `index` as if it had died (logged, {@link WorkerPoolOptions.onDied}, started again
+   * after the delay): for tests, and for the process itself. No message of a worker or of a peer
+   * can ask for it.
+   */
+  kill(index: number, why = "killed"): void {
+    const slot = this.#slots[index];
+    if (slot) this.#died(index, slot, `${this.opts.name} ${index} ${why}`);
+  }
+
   /** A worker died: logged, and started again (from the current state) after a delay. */
   #died(index: number, slot: Slot, why: string): void {
     slot.channel.close(why);
     slot.worker.terminate();
     if (this.#closing || this.#slots[index] !== slot) return;
+    this.opts.onDied?.(index);
     this.#log.error(`${why}; starting it again`);
     const t = setTimeout(() => {
       this.#timers.delete(t);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Logger } from "../log/mod.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
-import { RemoteError, WorkerPool } from "./mod.ts";
+import { Channel, RemoteError, WorkerPool } from "./mod.ts";
 
 const URL_ = new URL("./testdata/echo_worker.ts", import.meta.url);
 
@@ -109,5 +109,64 @@ Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the w
   } finally {
     setScopeLevel("default", before);
     await pool.close(100);
+  }
+});
+
+Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it is started again", async () => {
+  const log = recorder();
+  const died: number[] = [];
+  const pool = await WorkerPool.start({
+    url: URL_,
+    count: 2,
+    name: "echo worker",
+    init: () => ({ tag: "t" }),
+    restartDelayMs: 10,
+    onDied: (i) => died.push(i),
+    log,
+  });
+  try {
+    const before = await pool.broadcast<{ started: number }>("echo", 1);
+    pool.kill(1, "killed by the test");
+    assert.deepEqual(died, [1]);
+    await waitUntil(
+      async () => {
+        const now = await pool.broadcast<{ started: number }>("echo", 1);
+        return now[1] !== undefined && now[1].started !== before[1]!.started;
+      },
+      30_000,
+      "worker 1 to be started again",
+    );
+    const [w0] = await pool.broadcast<{ started: number }>("echo", 1);
+    assert.equal(w0!.started, before[0]!.started, "worker 0 was restarted too");
+    assert.match(log.lines.join("\n"), /error echo worker 1 killed by the test; starting it again/);
+  } finally {
+    await pool.close(100);
+  }
+});
+
+Deno.test("Channel: once closed, requests and notes that still arrive from the peer are not handled", async () => {
+  const { port1, port2 } = new MessageChannel();
+  const a = new Channel(port1), b = new Channel(port2);
+  port1.onmessage = (e) => void a.receive(e.data);
+  port2.onmessage = (e) => void b.receive(e.data);
+  const seen: unknown[] = [];
+  a.on("note", (x) => void seen.push(x));
+  a.on("ask", (x) => (seen.push(x), "answered"));
+  try {
+    b.notify("note", 1);
+    assert.equal(await b.request("ask", 2), "answered");
+    a.close("the peer died");
+    b.notify("note", 3);
+    const late = b.request("ask", 4);
+    const unanswered = await Promise.race([
+      late.then(() => false, () => false),
+      new Promise((r) => setTimeout(() => r(true), 100)),
+    ]);
+    assert.ok(unanswered, "a closed channel answered a request");
+    assert.deepEqual(seen, [1, 2]);
+  } finally {
+    b.close("test over");
+    port1.close();
+    port2.close();
   }
 });

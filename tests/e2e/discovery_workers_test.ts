@@ -202,7 +202,10 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
       await waitUntil(() => byWorker().size === 2, 30_000, "streams on both workers");
       const before = byWorker().get("worker 0")!;
       assert.ok(before > 0);
-      assert.deepEqual(await workers!.pool!.broadcast("die", 0), [true, false]);
+      workers!.pool!.kill(0, "killed by the test");
+      // forgotten at once, before its clients notice and before its restart
+      assert.equal(byWorker().get("worker 0"), undefined);
+      assert.equal(workers!.control.connectionCount, sidecars.length - before);
       // worker 0's clients see their stream end; they reconnect (to either worker) and are served
       const ended: Sidecar[] = [];
       for (const s of sidecars) void s.stream.status.then(() => ended.push(s));

@@ -47,8 +47,11 @@ export const DEFAULT_SEND_TIMEOUT_MS = 5000;
 
 /** Options of {@link XdsServer}. */
 export interface XdsServerOptions<P> {
-  /** Parses the node of a stream's first request; throws (message = reason) when invalid. */
-  parseNode(node: XdsNode): P;
+  /**
+   * Parses the node of a stream's first request; throws (message = reason) when invalid.
+   * `stream` says which ADS flavour the stream speaks and who its peer is.
+   */
+  parseNode(node: XdsNode, stream: { mode: "sotw" | "delta"; peer: string }): P;
   /** The generator: what `proxy` sees of a type. */
   resourcesFor: ResourcesFor<P>;
   /** Quiet period before a push, ms (default 100, like PILOT_DEBOUNCE_AFTER). */
@@ -267,7 +270,7 @@ export class XdsServer<P = unknown> {
           }
           let proxy: P;
           try {
-            proxy = this.#opts.parseNode(node);
+            proxy = this.#opts.parseNode(node, { mode, peer: transport.peer });
           } catch (e) {
             return end({
               code: Status.INVALID_ARGUMENT,

@@ -62,6 +62,9 @@ export interface WorkerConnect {
   sid: number;
   node: XdsNode;
   at: string;
+  /** The stream's ADS flavour and peer, known from its first request. */
+  mode: "sotw" | "delta";
+  peer: string;
 }
 
 /** The `state` note. */
@@ -140,7 +143,7 @@ export class WorkerAds {
       connections: () => this.#soon(),
     };
     this.server = new XdsServer<WorkerProxy>({
-      parseNode: (node) => this.#connect(node),
+      parseNode: (node, stream) => this.#connect(node, stream),
       proxyKey: (p) => p.key,
       resourcesFor: (p, t, names) => this.#ask([p.sid, t, names && this.#namesId(names)]),
       knownTypes: o.knownTypes,
@@ -154,11 +157,17 @@ export class WorkerAds {
     });
   }
 
-  #connect(node: XdsNode): WorkerProxy {
+  #connect(node: XdsNode, stream: { mode: "sotw" | "delta"; peer: string }): WorkerProxy {
     const key = this.#o.proxyKey(node);
     const sid = ++this.#sid;
     if (!this.#connects.length) queueMicrotask(() => this.#sendConnects());
-    this.#connects.push({ sid, node, at: new Date().toISOString() });
+    this.#connects.push({
+      sid,
+      node,
+      at: new Date().toISOString(),
+      mode: stream.mode,
+      peer: stream.peer,
+    });
     return { sid, key };
   }
 

@@ -69,6 +69,8 @@ interface RemoteStream<P> {
   proxy: P;
   node: XdsNode;
   at: string;
+  mode: "sotw" | "delta";
+  peer: string;
 }
 
 /** What the control isolate knows of one worker. */
@@ -109,9 +111,20 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
    * mirrored maps) is forgotten. Call it before the worker's first message (the pool's `init`).
    */
   startWorker(index: number): void {
-    const old = this.#workers[index];
-    if (old) { for (const s of old.streams.values()) this.#unkey(s.proxy); }
+    this.forgetWorker(index);
     this.#workers[index] = new WorkerRecord<P>(this.#ids);
+  }
+
+  /**
+   * Worker `index` died: its streams, what they watch and hold, and its mirror are forgotten at
+   * once (push scoping, `/debug` pages and metrics stop counting them before its restart).
+   */
+  forgetWorker(index: number): void {
+    const old = this.#workers[index];
+    if (!old) return;
+    for (const s of old.streams.values()) this.#unkey(s.proxy);
+    this.#workers[index] = undefined;
+    this.#o.metrics?.connections?.(this.connectionCount);
   }
 
   /** The requests and notes of the workers, by method (for `WorkerPool`'s `handlers`). */
@@ -135,7 +148,7 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
         this.#o.log.warn(`ADS worker: node ${c.node?.id}: ${(e as Error).message}`);
         continue;
       }
-      w.streams.set(c.sid, { proxy, node: c.node, at: c.at });
+      w.streams.set(c.sid, { proxy, node: c.node, at: c.at, mode: c.mode, peer: c.peer });
       const k = this.#o.proxyKey(proxy);
       this.#keys.set(k, (this.#keys.get(k) ?? 0) + 1);
     }
@@ -298,9 +311,9 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   }
 
   /**
-   * The control isolate's streams, and the workers' with their node and proxy; their per-type
-   * state, mode and peer as of the last {@link refreshConnections} (before it: no types, mode
-   * "sotw", peer `worker <i>`).
+   * The control isolate's streams, and the workers' with their node, proxy, mode and peer (from
+   * their connect note); their per-type state as of the last {@link refreshConnections} (before
+   * it: no types).
    */
   connections(): ConnectionStatus<P>[] {
     const out = this.#o.local.connections();
@@ -312,8 +325,8 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
           nodeId: s.node.id,
           proxy: s.proxy,
           node: s.node,
-          mode: st?.mode ?? "sotw",
-          peer: st ? `${st.peer} (worker ${index})` : `worker ${index}`,
+          mode: s.mode,
+          peer: `${s.peer} (worker ${index})`,
           peerIdentities: st?.peerIdentities ?? [],
           connectedAt: s.at,
           types: st?.types ?? {},

@@ -3,6 +3,7 @@ import { Channel } from "../../workers/mod.ts";
 import { MemoryStream } from "./memory.ts";
 import { XdsServer } from "./stream.ts";
 import {
+  type DeltaDiscoveryResponse,
   type DiscoveryResponse,
   type ResourceEntry,
   type ResourceMap,
@@ -134,3 +135,53 @@ async function waitFor(ok: () => boolean, ms = 5000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+Deno.test("WorkerXdsControl knows a worker stream's ADS flavour and peer from its first request, before any debug refresh", async () => {
+  const { control, ads, close } = pair();
+  try {
+    const sotw = new MemoryStream<DiscoveryResponse>();
+    ads.server.openSotw(sotw).receive({
+      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
+      type_url: CDS,
+    });
+    const delta = new MemoryStream<DeltaDiscoveryResponse>("10.9.9.9:4242");
+    ads.server.openDelta(delta).receive({
+      node: { id: "sidecar~10.0.0.2~b.ns~ns.svc.cluster.local" },
+      type_url: CDS,
+    });
+    await waitFor(() => control.connectionCount === 2);
+    const byNode = new Map(control.connections().map((c) => [c.nodeId.split("~")[1], c]));
+    assert.equal(byNode.get("10.0.0.1")!.mode, "sotw");
+    assert.equal(byNode.get("10.0.0.2")!.mode, "delta");
+    assert.equal(byNode.get("10.0.0.2")!.peer, `${delta.peer} (worker 0)`);
+  } finally {
+    close();
+  }
+});
+
+Deno.test("WorkerXdsControl.forgetWorker() drops a dead worker's streams, watched names and held resources at once", async () => {
+  const { control, ads, close } = pair();
+  try {
+    const t = new MemoryStream<DiscoveryResponse>();
+    const h = ads.server.openSotw(t);
+    h.receive({
+      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
+      type_url: CDS,
+    });
+    await t.next();
+    await waitFor(() => control.watchedNames(CDS).size > 0);
+    assert.ok(control.hasProxy("10.0.0.1"));
+    control.forgetWorker(0);
+    assert.equal(control.connectionCount, 0);
+    assert.ok(!control.hasProxy("10.0.0.1"));
+    assert.equal(control.watchedNames(CDS).size, 0);
+    let held = 0;
+    control.forEachHeld(() => held++);
+    assert.equal(held, 0);
+    assert.deepEqual(control.connections(), []);
+    h.close();
+    await ads.server.flush();
+  } finally {
+    close();
+  }
+});

@@ -111,6 +111,7 @@ export class AdsWorkers {
         return { host, port, knownTypes: KNOWN_TYPES, transport: config.grpc };
       },
       handlers: control.handlers,
+      onDied: (index) => control.forgetWorker(index),
     }).catch((e) => {
       throw listenError(where, e);
     });

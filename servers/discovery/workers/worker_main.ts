@@ -15,10 +15,8 @@ import type { DiscoveryWorkerInit } from "./mod.ts";
 
 let ads: WorkerAds | undefined;
 let listener: AdsServerHandle | undefined;
-let me = -1;
 
 serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
-  me = index;
   const log = link.logger("ads");
   ads = new WorkerAds({
     channel: link.channel,
@@ -43,14 +41,6 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
   push: (a) => ads?.push(a as WorkerPush),
   flush: () => ads?.server.flush(),
   connections: () => ads?.connections() ?? [],
-  /** Worker `arg` dies of an uncaught error (tests: the pool starts it again). */
-  die: (arg) => {
-    if (arg !== me) return false;
-    setTimeout(() => {
-      throw new Error("asked to die");
-    });
-    return true;
-  },
   async close() {
     ads?.close();
     await listener?.shutdown();
