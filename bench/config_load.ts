@@ -12,7 +12,7 @@
  * event loop for 100-300 ms and the probes it was timing with it. The load time is known to ±0.2 s
  * (the gauge is read every 200 ms: a scrape costs the server ~10 ms).
  *
- * `deno task bench config_load [--documents N,N,...] [--runs N]`
+ * `deno task bench config_load [--documents N,N,...] [--runs N] [--server-cpu-prof DIR]`
  * @module
  */
 
@@ -28,7 +28,8 @@ Starts mesh-discovery on a temporary config directory, writes one file of N Virt
 probes /ready, REST CDS and ADS CDS until the configuration is in force; prints the load time,
 the cost per 1000 documents and per MB, and the slowest probe of each kind.
   --documents N,...  file sizes in documents (default 1000,5000,12500; 12500 is ~4 MiB)
-  --runs N           runs per size, the median printed (default 3)`;
+  --runs N           runs per size, the median printed (default 3)
+  --server-cpu-prof DIR  write a V8 CPU profile of each server into DIR (deno --cpu-prof-dir)`;
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -45,9 +46,13 @@ interface Run {
 }
 
 /** One load of `documents` documents into a fresh discovery, probed throughout. */
-async function loadOnce(documents: number): Promise<Run> {
+async function loadOnce(documents: number, cpuProf: string): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-cfgload-" });
-  const d = await startDiscovery(["--configDir", dir, "--registries", "Mock"]);
+  const d = await startDiscovery(
+    ["--configDir", dir, "--registries", "Mock"],
+    {},
+    cpuProf ? ["-A", `--cpu-prof-dir=${cpuProf}`] : undefined,
+  );
   try {
     await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 20_000);
     const text = Array.from({ length: documents }, (_, i) => virtualService(i)).join("---\n");
@@ -90,6 +95,7 @@ export async function main(args: string[] = []): Promise<void> {
       help: { type: "boolean", default: false },
       documents: { type: "string", default: "1000,5000,12500" },
       runs: { type: "string", default: "3" },
+      "server-cpu-prof": { type: "string", default: "" },
     },
     strict: false,
   });
@@ -107,7 +113,9 @@ export async function main(args: string[] = []): Promise<void> {
   );
   for (const n of sizes) {
     const rs: Run[] = [];
-    for (let i = 0; i < runs; i++) rs.push(await loadOnce(n));
+    for (let i = 0; i < runs; i++) {
+      rs.push(await loadOnce(n, String(values["server-cpu-prof"] ?? "")));
+    }
     const mb = rs[0].bytes / (1024 * 1024);
     const load = median(rs.map((r) => r.loadMs)) / 1000;
     const worst = (k: "ready" | "rest" | "ads") => Math.round(Math.max(...rs.map((r) => r[k])));
