@@ -95,10 +95,10 @@ async function changingModel(onChange: () => void) {
 }
 
 Deno.test("PushRouter with prepareSliceMs serves the old context whole while the new one is built in slices, then pushes it", async () => {
-  let router: PushRouter | undefined;
-  const { model, emit } = await changingModel(() => router!.configChanged());
+  const late: { router?: PushRouter } = {};
+  const { model, emit } = await changingModel(() => late.router!.configChanged());
   const pushes: { event: PushEvent; virtualServices: number }[] = [];
-  router = new PushRouter({
+  const router = late.router = new PushRouter({
     registry: { services: () => [], instances: () => [] },
     model,
     server: {
