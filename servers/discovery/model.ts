@@ -1,7 +1,8 @@
 /**
  * What discovery knows, kept current: the config snapshot (from the store's watch), the
  * aggregate registry, the mesh configuration; the {@link PushContext} built from them (rebuilt
- * lazily after a change); and the generator the ADS server calls (`resourcesFor`), which builds and
+ * on the next read after a change, or built ahead in slices while the previous one serves:
+ * {@link DiscoveryModel.prepare}); and the generator the ADS server calls (`resourcesFor`), which builds and
  * encodes each distinct resource once per context into a shared {@link ResourceCache} and gives
  * proxies with the same inputs the same view object.
  * @module
