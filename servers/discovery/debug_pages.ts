@@ -147,7 +147,8 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
     return debugAdd(
       c,
       () => d.debugRegistry.addService(parseDebugService(r.svc, r.body)),
-      () => jsonBody(c, [...d.model.context().services, {}]),
+      // read-your-write: the service is listed at once, not when the next context is prepared
+      () => jsonBody(c, [...d.model.freshContext().services, {}]),
     );
   });
 
@@ -158,7 +159,7 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
     return debugAdd(
       c,
       () => {
-        const svc = d.model.context().services.find((s) => s.hostname === r.svc);
+        const svc = d.model.freshContext().services.find((s) => s.hostname === r.svc);
         added = parseDebugInstance(r.svc, r.body, svc);
         d.debugRegistry.addInstance(added);
       },

@@ -24,7 +24,7 @@ import { discoveryApp, RestCache } from "./http.ts";
 import { startIngressStatus } from "./ingress_status.ts";
 import { hostPort, serveHttp } from "./listen.ts";
 import { ProtoJson } from "../../lib/xds/json.ts";
-import { PushRouter } from "./pushes.ts";
+import { PREPARE_SLICE_MS, PushRouter } from "./pushes.ts";
 import { loadMeshConfig, openConfigStore, openSources, type Sources } from "./sources.ts";
 import { createWebhookClient } from "./webhook.ts";
 import { workerCount } from "../../lib/workers/mod.ts";
@@ -139,7 +139,12 @@ async function startSteps(
   // with --workers the streams of --grpcAddr live in worker isolates: core.server sees them all
   const listenPlain = await planPlainAds(config, core, deps, log, cleanups);
   const restCache = config.discoveryCache ? new RestCache() : null;
-  const pushes = new PushRouter({ ...core, registry: sources.registry, restCache });
+  const pushes = new PushRouter({
+    ...core,
+    registry: sources.registry,
+    restCache,
+    prepareSliceMs: PREPARE_SLICE_MS,
+  });
   cleanups.push(() => pushes.close());
   sources.aggregate.onChange((kind) => pushes.registryChanged(kind));
   sources.ingressWatcher?.onChange(() => pushes.configChanged());

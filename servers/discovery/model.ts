@@ -1,7 +1,8 @@
 /**
  * What discovery knows, kept current: the config snapshot (from the store's watch), the
  * aggregate registry, the mesh configuration; the {@link PushContext} built from them (rebuilt
- * lazily after a change); and the generator the ADS server calls (`resourcesFor`), which builds and
+ * on the next read after a change, or built ahead in slices while the previous one serves:
+ * {@link DiscoveryModel.prepare}); and the generator the ADS server calls (`resourcesFor`), which builds and
  * encodes each distinct resource once per context into a shared {@link ResourceCache} and gives
  * proxies with the same inputs the same view object.
  * @module
@@ -35,6 +36,7 @@ import {
   type OutboundListenerConflict,
   outboundListenerConflicts,
   parseClusterName,
+  prepareIndex,
   type Proxy,
   proxyContexts,
   proxyLabels,
@@ -392,7 +394,30 @@ export class DiscoveryModel {
   /** Marks the context stale (rebuilt on next use). */
   invalidate(): void {
     this.#ctx = undefined;
+    this.#changes++;
   }
+
+  /**
+   * Marks the context stale but keeps serving it until {@link prepare} has built the next one
+   * (in slices) and put it in force: every read meanwhile sees the previous configuration whole,
+   * none pays for the rebuild. Without a current context it is {@link invalidate}.
+   */
+  invalidateLater(): void {
+    if (!this.#ctx) return this.invalidate();
+    this.#changes++;
+  }
+
+  /** Whether a change is waiting for {@link prepare} (the context in force predates it). */
+  get stale(): boolean {
+    return this.#ctx !== undefined && this.#builtAt !== this.#changes;
+  }
+
+  /** Changes so far ({@link invalidate}, {@link invalidateLater}); the context's is {@link #builtAt}. */
+  #changes = 0;
+  /** The value of {@link #changes} when the context in force was built. */
+  #builtAt = 0;
+  /** Endpoint updates applied so far ({@link updateEndpoints}). */
+  #endpointUpdates = 0;
 
   /**
    * Applies an endpoints-only registry change: the instances of the `host|port` keys in `changed`
@@ -446,6 +471,7 @@ export class DiscoveryModel {
       domain: m.ctx.domain,
     };
     this.#ctx = ctx;
+    this.#endpointUpdates++;
     this.#prev = m;
     // proxyless server listeners read the instances at their address: rebuilt on demand
     const apiListeners = new Map([...m.apiListeners].filter(([k]) => !k.startsWith("server ")));
@@ -487,8 +513,23 @@ export class DiscoveryModel {
   /** The current push context (rebuilt when stale). */
   context(): PushContext {
     if (this.#ctx) return this.#ctx;
+    return this.#install(this.#build(), this.#changes);
+  }
+
+  /**
+   * The push context with every change made so far: when one waits for {@link prepare}, the
+   * context is rebuilt now, in one step (for a caller that must read its own write, such as the
+   * debug registry's POST pages; requests and pushes read {@link context}).
+   */
+  freshContext(): PushContext {
+    if (this.stale) this.invalidate();
+    return this.context();
+  }
+
+  /** A new push context from the configuration and registry in force. */
+  #build(): PushContext {
     const byKind = (k: string) => this.#configs.byKind(k);
-    this.#ctx = {
+    return {
       services: this.#registry.services(),
       instances: this.#registry.instances(),
       configs: {
@@ -508,11 +549,53 @@ export class DiscoveryModel {
       meshConfig: this.#mesh,
       domain: this.#domain,
     };
+  }
+
+  /** Puts `ctx` (built when {@link #changes} was `builtAt`) in force. */
+  #install(ctx: PushContext, builtAt: number): PushContext {
+    this.#ctx = ctx;
+    this.#builtAt = builtAt;
     this.#stats.generation++;
     if (this.#memo) this.#prev = this.#memo;
     this.#memo = undefined;
     this.#gc();
-    return this.#ctx;
+    return ctx;
+  }
+
+  /**
+   * Builds the next push context after {@link invalidateLater} and puts it in force in one step,
+   * with what the first read of a new context would otherwise build at once: its indexes
+   * ({@link prepareIndex}), the VirtualServices' `sourceLabels` keys and the conflicts. Between
+   * batches it calls `pause` (a {@link TimeSlicer}'s), and the previous context serves every read
+   * meanwhile: a read sees one configuration or the other, whole, and never waits for the rebuild.
+   * The context is built from the configuration in force when it starts; changes made meanwhile
+   * leave {@link stale} true (prepare again). Returns whether it put a context in force (false:
+   * nothing was stale, or a read rebuilt a newer one meanwhile after {@link invalidate}).
+   */
+  async prepare(pause: () => Promise<void>): Promise<boolean> {
+    if (!this.stale) return false;
+    const builtAt = this.#changes;
+    const endpoints = this.#endpointUpdates;
+    let ctx = this.#build();
+    const wanted = () => this.#ctx !== undefined && this.#builtAt < builtAt;
+    await pause();
+    await prepareIndex(ctx, pause, wanted);
+    const vss = ctx.configs.virtualServices;
+    for (let i = 0; i < vss.length && wanted(); i++) {
+      specSourceLabelKeys(vss[i].spec);
+      if (i % 256 === 255) await pause();
+    }
+    // invalidate() came meanwhile (the next read rebuilds), or a read after it built a context
+    // as new as this one or newer: keep that
+    if (!wanted()) return false;
+    // endpoints changed meanwhile: the context in force has them, this one must too (correct,
+    // if no longer indexed ahead)
+    if (endpoints !== this.#endpointUpdates) {
+      ctx = { ...ctx, instances: this.#registry.instances() };
+    }
+    this.#install(ctx, builtAt);
+    this.#currentMemo();
+    return true;
   }
 
   /** Drops cache entries no client holds (the new context's are added as they are built). */

@@ -9,6 +9,7 @@ import type { Proxy } from "../../lib/xds/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import type { RestCache } from "./rest_xds.ts";
+import { TimeSlicer } from "../../lib/process/slice.ts";
 import {
   affectedClusters,
   changedKeys,
@@ -40,7 +41,13 @@ export class PushRouter {
     model: DiscoveryModel;
     server: XdsServerView<Proxy>;
     restCache: RestCache | null;
+    /**
+     * After a config change, build the new push context ahead of the first request in slices
+     * of this many ms ({@link DiscoveryModel.prepare}); null or absent: the first read builds it.
+     */
+    prepareSliceMs?: number | null;
   }) {
+    this.#prepareSliceMs = opts.prepareSliceMs ?? null;
     this.#registry = opts.registry;
     this.#model = opts.model;
     this.#server = opts.server;
@@ -55,15 +62,55 @@ export class PushRouter {
    * event, queued at the end of the task (the push is debounced anyway).
    */
   configChanged(): void {
-    this.#model.invalidate();
+    if (this.#prepareSliceMs === null) this.#model.invalidate();
+    else this.#model.invalidateLater();
     this.#restCache?.clear();
     if (this.#configPushQueued) return;
     this.#configPushQueued = true;
     queueMicrotask(() => {
       this.#configPushQueued = false;
-      this.#server.push({ kind: "config" });
+      if (this.#model.stale) this.#prepare();
+      else this.#server.push({ kind: "config" });
     });
   }
+
+  /** Slice length of {@link DiscoveryModel.prepare} runs (null: none). */
+  readonly #prepareSliceMs: number | null;
+  /** Whether a preparation is scheduled or running. */
+  #preparing = false;
+  #closed = false;
+
+  /**
+   * With `prepareSliceMs`: the model keeps serving the context in force while the next one is
+   * built in slices ({@link DiscoveryModel.prepare}), starting in the next macrotask (the task
+   * that delivered the change may have been long: requests go first); each context put in force
+   * is pushed. One preparation runs at a time and goes on while changes keep coming.
+   */
+  #prepare(): void {
+    if (this.#preparing || this.#closed) return;
+    this.#preparing = true;
+    const slicer = new TimeSlicer(this.#prepareSliceMs);
+    const pause = () => this.#closed ? Promise.reject(new Error("closed")) : slicer.pause();
+    this.#prepareTimer = setTimeout(async () => {
+      this.#prepareTimer = undefined;
+      try {
+        do {
+          try {
+            await this.#model.prepare(pause);
+          } catch {
+            if (this.#closed) return;
+            this.#model.invalidate(); // the next read rebuilds it in one step, as without slices
+          }
+          if (this.#closed) return;
+          this.#restCache?.clear();
+          this.#server.push({ kind: "config" });
+        } while (this.#model.stale);
+      } finally {
+        this.#preparing = false;
+      }
+    }, 0);
+  }
+  #prepareTimer: number | undefined;
 
   /** A config push event is queued for the end of the task ({@link configChanged}). */
   #configPushQueued = false;
@@ -93,6 +140,9 @@ export class PushRouter {
 
   /** Stops holding back endpoint events (shutdown). */
   close(): void {
+    this.#closed = true;
+    if (this.#prepareTimer !== undefined) clearTimeout(this.#prepareTimer);
+    this.#prepareTimer = undefined;
     if (this.#endpointsTimer !== undefined) clearTimeout(this.#endpointsTimer);
     this.#endpointsTimer = undefined;
   }
@@ -141,6 +191,12 @@ export class PushRouter {
     this.#server.push({ kind: "full" });
   }
 }
+
+/**
+ * Slice length of the context preparation after a config change, ms: as short as the file
+ * store's rescan slices (lib/store/file.ts), for the same reason (a request takes several turns).
+ */
+export const PREPARE_SLICE_MS = 10;
 
 /** Endpoint events within this long of the last handled one are handled together, ms. */
 export const ENDPOINT_BATCH_MS = 50;

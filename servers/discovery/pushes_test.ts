@@ -3,7 +3,10 @@ import type { ConfigObject } from "../../lib/model/mod.ts";
 import type { StoreEvent } from "../../lib/store/mod.ts";
 import type { Proxy } from "../../lib/xds/mod.ts";
 import type { PushEvent, XdsServer } from "../../lib/xds/server/mod.ts";
-import { ConfigSnapshot, type DiscoveryModel } from "./model.ts";
+import { defaultMeshConfig } from "../../lib/model/mod.ts";
+import { ResourceCache } from "../../lib/xds/server/mod.ts";
+import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
+import { quiet } from "./_test_util.ts";
 import { PushRouter } from "./pushes.ts";
 
 const vs = (name: string): ConfigObject => ({
@@ -66,4 +69,87 @@ Deno.test("ConfigSnapshot.all() and byKind() follow every change and hand out co
   configs.all().pop();
   assert.deepEqual(names(configs.all()), ["VirtualService/a"], "callers get copies");
   configs.close();
+});
+
+/** A DiscoveryModel over a snapshot whose store events the test sends with `emit`. */
+async function changingModel(onChange: () => void) {
+  let handler: (ev: StoreEvent) => void = () => {};
+  const configs = new ConfigSnapshot();
+  await configs.open(
+    {
+      schemas: [{ type: "virtual-service" }],
+      watch: (h: (ev: StoreEvent) => void) => (handler = h, { close() {} }),
+      list: () => Promise.resolve([vs("first")]),
+    } as unknown as Parameters<ConfigSnapshot["open"]>[0],
+    onChange,
+  );
+  const model = new DiscoveryModel({
+    registry: { services: () => [], instances: () => [] },
+    configs,
+    meshConfig: defaultMeshConfig(),
+    domain: "cluster.local",
+    cache: new ResourceCache(),
+    logger: quiet,
+  });
+  return { model, emit: (ev: StoreEvent) => handler(ev) };
+}
+
+Deno.test("PushRouter with prepareSliceMs serves the old context whole while the new one is built in slices, then pushes it", async () => {
+  const late: { router?: PushRouter } = {};
+  const { model, emit } = await changingModel(() => late.router!.configChanged());
+  const pushes: { event: PushEvent; virtualServices: number }[] = [];
+  const router = late.router = new PushRouter({
+    registry: { services: () => [], instances: () => [] },
+    model,
+    server: {
+      push: (event: PushEvent) =>
+        pushes.push({ event, virtualServices: model.context().configs.virtualServices.length }),
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+    prepareSliceMs: 0, // pause at every step
+  });
+  const before = model.context();
+  const generation = model.generation;
+  for (let i = 0; i < 600; i++) emit({ type: "ADDED", object: vs(`vs-${i}`) });
+  assert.equal(model.stale, true);
+  // timers in a chain: each sees what a request arriving then would read
+  const readDuringPreparation: boolean[] = [];
+  const tick = () => {
+    if (pushes.length) return;
+    readDuringPreparation.push(model.context() === before);
+    setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+  const deadline = Date.now() + 10_000;
+  while (!pushes.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(pushes, [{ event: { kind: "config" }, virtualServices: 601 }]);
+  assert.ok(
+    readDuringPreparation.length >= 3,
+    `the preparation let ${readDuringPreparation.length} timer(s) run before the push`,
+  );
+  assert.ok(readDuringPreparation.every(Boolean), "every read before the push saw the old context");
+  assert.equal(before.configs.virtualServices.length, 1, "the old context is left whole");
+  assert.equal(model.generation, generation + 1, "one rebuild for the 600 changes");
+  assert.equal(model.stale, false);
+  router.close();
+});
+
+Deno.test("DiscoveryModel.prepare() keeps a newer context a read built after invalidate() meanwhile", async () => {
+  const { model, emit } = await changingModel(() => {});
+  model.context();
+  emit({ type: "ADDED", object: vs("second") });
+  model.invalidateLater();
+  let newer: ReturnType<DiscoveryModel["context"]> | undefined;
+  const done = await model.prepare(() => {
+    if (!newer) {
+      emit({ type: "ADDED", object: vs("third") });
+      model.invalidate();
+      newer = model.context();
+    }
+    return Promise.resolve();
+  });
+  assert.equal(done, false);
+  assert.equal(model.context(), newer, "the read's context (with the later change) stays");
+  assert.equal(model.context().configs.virtualServices.length, 3);
+  assert.equal(model.stale, false);
 });

@@ -34,6 +34,7 @@ const LISTENING =
 export async function startDiscovery(
   extra: string[],
   env: Record<string, string> = {},
+  denoArgs?: string[],
 ): Promise<RunningDiscovery> {
   const args = [
     "discovery",
@@ -50,7 +51,7 @@ export async function startDiscovery(
     ...(extra.includes("--meshConfig") ? [] : ["--meshConfig", "/nonexistent/mesh-config"]),
     ...extra,
   ];
-  const proc = spawnProgram(DISCOVERY_SCRIPT, args, { env });
+  const proc = spawnProgram(DISCOVERY_SCRIPT, args, { env, denoArgs });
   let line: string;
   try {
     line = await proc.waitFor(LISTENING, 60_000); // generous: start-up on a loaded box

@@ -65,6 +65,37 @@ export function hostPortKey(host: string, port: number): string {
 export function indexOf(ctx: PushContext): PushIndex {
   const hit = cache.get(ctx);
   if (hit) return hit;
+  const steps = buildIndex(ctx);
+  for (let r = steps.next(); !r.done; r = steps.next()) { /* no pause: one synchronous build */ }
+  return cache.get(ctx)!;
+}
+
+/**
+ * Builds the indexes of a push context ahead of its first use, pausing (`pause`) every few
+ * hundred objects, so that a context of thousands of configs is indexed without holding the
+ * event loop; {@link indexOf} then finds them built. Stops early, leaving nothing cached, when
+ * `wanted()` turns false (the context was replaced meanwhile). The same steps as
+ * {@link indexOf}, which runs them without pauses.
+ */
+export async function prepareIndex(
+  ctx: PushContext,
+  pause: () => Promise<void>,
+  wanted: () => boolean = () => true,
+): Promise<void> {
+  if (cache.has(ctx)) return;
+  const steps = buildIndex(ctx);
+  for (let r = steps.next(); !r.done; r = steps.next()) {
+    await pause();
+    if (!wanted()) return;
+    if (cache.has(ctx)) return; // indexed meanwhile by a request that could not wait
+  }
+}
+
+/** Objects handled between two points where {@link prepareIndex} may pause. */
+const INDEX_STEP = 256;
+
+/** The steps of an index build: yields between batches, caches the index at the end. */
+function* buildIndex(ctx: PushContext): Generator<void, void> {
   const services = [...ctx.services].sort((a, b) => cmp(a.hostname, b.hostname));
   const serviceByHost = new Map<string, Service>();
   for (const s of services) if (!serviceByHost.has(s.hostname)) serviceByHost.set(s.hostname, s);
@@ -78,7 +109,9 @@ export function indexOf(ctx: PushContext): PushIndex {
   }
   const instancesByHostPort = new Map<string, ServiceInstance[]>();
   const instancesByIp = new Map<string, ServiceInstance[]>();
-  for (const inst of ctx.instances) {
+  yield;
+  for (const [n, inst] of ctx.instances.entries()) {
+    if (n % INDEX_STEP === INDEX_STEP - 1) yield;
     const k = hostPortKey(inst.hostname, inst.servicePort.port);
     const l = instancesByHostPort.get(k);
     if (l) l.push(inst);
@@ -87,18 +120,24 @@ export function indexOf(ctx: PushContext): PushIndex {
     if (li) li.push(inst);
     else instancesByIp.set(inst.address, [inst]);
   }
+  yield;
   const destinationRuleByHost = new Map<string, ConfigObject>();
-  for (const dr of [...(ctx.configs.destinationRules ?? [])].sort(configOrder)) {
+  for (const [n, dr] of [...(ctx.configs.destinationRules ?? [])].sort(configOrder).entries()) {
+    if (n % INDEX_STEP === INDEX_STEP - 1) yield;
     const spec = dr.spec as { host?: unknown };
     if (typeof spec.host !== "string") continue;
     const host = resolveShortName(spec.host, dr.metadata.namespace ?? "", ctx.domain);
     if (!destinationRuleByHost.has(host)) destinationRuleByHost.set(host, dr);
   }
+  yield;
   const derived = ingressesToConfigs(ctx);
   const vsConfigs = [...(ctx.configs.virtualServices ?? []), ...derived.virtualServices].sort(
     configOrder,
   );
-  const virtualServices: VsEntry[] = vsConfigs.map((config) => {
+  yield;
+  const virtualServices: VsEntry[] = [];
+  for (const config of vsConfigs) {
+    if (virtualServices.length % INDEX_STEP === INDEX_STEP - 1) yield;
     // deno-lint-ignore no-explicit-any
     const spec = config.spec as any;
     const ns = config.metadata.namespace ?? "";
@@ -109,8 +148,9 @@ export function indexOf(ctx: PushContext): PushIndex {
       ? spec.gateways.filter((g: unknown) => typeof g === "string")
       : ["mesh"];
     const gateways = gws.map((g: string) => resolveGatewayRef(g, ns, ctx.domain));
-    return { config, spec, namespace: ns, hosts, gateways };
-  });
+    virtualServices.push({ config, spec, namespace: ns, hosts, gateways });
+  }
+  yield;
   const meshVsByHost = new Map<string, VsEntry[]>();
   for (const vs of virtualServices) {
     if (!vs.gateways.includes("mesh")) continue;
@@ -146,5 +186,4 @@ export function indexOf(ctx: PushContext): PushIndex {
     gateways,
   };
   cache.set(ctx, index);
-  return index;
 }
