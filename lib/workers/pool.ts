@@ -59,6 +59,8 @@ export interface WorkerInit<T = unknown> {
 interface Slot {
   worker: Worker;
   channel: Channel;
+  /** It died (or was killed): its successor is scheduled once. */
+  dead?: boolean;
 }
 
 /** W workers running one module; see the module doc. */
@@ -164,7 +166,8 @@ export class WorkerPool {
   #died(index: number, slot: Slot, why: string): void {
     slot.channel.close(why);
     slot.worker.terminate();
-    if (this.#closing || this.#slots[index] !== slot) return;
+    if (slot.dead || this.#closing || this.#slots[index] !== slot) return;
+    slot.dead = true;
     this.opts.onDied?.(index);
     this.#log.error(`${why}; starting it again`);
     const t = setTimeout(() => {

@@ -127,6 +127,7 @@ Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it 
   try {
     const before = await pool.broadcast<{ started: number }>("echo", 1);
     pool.kill(1, "killed by the test");
+    pool.kill(1, "killed twice"); // before its restart: nothing more happens
     assert.deepEqual(died, [1]);
     await waitUntil(
       async () => {
@@ -139,6 +140,7 @@ Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it 
     const [w0] = await pool.broadcast<{ started: number }>("echo", 1);
     assert.equal(w0!.started, before[0]!.started, "worker 0 was restarted too");
     assert.match(log.lines.join("\n"), /error echo worker 1 killed by the test; starting it again/);
+    assert.doesNotMatch(log.lines.join("\n"), /killed twice/);
   } finally {
     await pool.close(100);
   }
