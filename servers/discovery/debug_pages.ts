@@ -104,6 +104,9 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
 
   app.get("/debug/conflictz", (c) => jsonBody(c, d.model.conflicts()));
 
+  // --workers: per worker, the maps and entries of the mirror it holds (none without workers)
+  app.get("/debug/mirrorz", (c) => jsonBody(c, d.server.mirrorStats?.() ?? []));
+
   app.get("/debug/syncz", async (c) => {
     const id = c.req.query("proxyID");
     const conns = await byProxyId(id);

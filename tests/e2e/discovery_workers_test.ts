@@ -124,8 +124,19 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
         }[];
         assert.equal(adsz.length, sidecars.length);
         for (const c of adsz) {
-          assert.match(c.addr, /\(worker [01]\)$/);
+          assert.match(c.addr, /^ipv4:127\.0\.0\.1:\d+ \(worker [01]\)$/);
           assert.ok(c.clusters.length > 0, JSON.stringify(c));
+        }
+        // /debug/mirrorz: both workers hold maps, entries and their bytes
+        const mirrorz = JSON.parse((await http(`http://${d.http}/debug/mirrorz`)).body) as {
+          worker: number;
+          maps: number;
+          entries: number;
+          bytes: number;
+        }[];
+        assert.deepEqual(mirrorz.map((m) => m.worker), [0, 1]);
+        for (const m of mirrorz) {
+          assert.ok(m.maps > 0 && m.entries > 0 && m.bytes > 0, JSON.stringify(m));
         }
 
         // ACKs are taken: without a change nothing is sent again.

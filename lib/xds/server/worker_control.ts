@@ -21,7 +21,12 @@ import type {
   WorkerQueries,
   WorkerState,
 } from "./worker_ads.ts";
-import { MirrorEncoder, MirrorIds } from "./worker_mirror.ts";
+import { MirrorEncoder, MirrorIds, type MirrorStats } from "./worker_mirror.ts";
+
+/** What one live worker holds of the mirror (see {@link WorkerXdsControl.mirrorStats}). */
+export interface WorkerMirrorStats extends MirrorStats {
+  worker: number;
+}
 
 /**
  * What the control isolate reads of an ADS server (one {@link XdsServer}, or several isolates).
@@ -29,7 +34,7 @@ import { MirrorEncoder, MirrorIds } from "./worker_mirror.ts";
  * per-type state) and is awaited first.
  */
 export type XdsServerView<P> =
-  & { refreshConnections?(): Promise<void> }
+  & { refreshConnections?(): Promise<void>; mirrorStats?(): WorkerMirrorStats[] }
   & Pick<
     XdsServer<P>,
     | "push"
@@ -332,6 +337,15 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
           types: st?.types ?? {},
         });
       }
+    });
+    return out;
+  }
+
+  /** Per live worker: the maps and entries it holds (as the control isolate records them). */
+  mirrorStats(): WorkerMirrorStats[] {
+    const out: WorkerMirrorStats[] = [];
+    this.#workers.forEach((w, worker) => {
+      if (w) out.push({ worker, ...w.encoder.stats() });
     });
     return out;
   }

@@ -120,6 +120,11 @@ Deno.test("WorkerXdsControl answers a worker's streams from the control isolate'
       return held.includes("eds c2|e2b");
     });
     assert.ok(!held.includes("eds c2|e2"), held.join(","));
+    // the mirror view: worker 0 holds the maps it was sent, their entries and bytes
+    const [m] = control.mirrorStats();
+    assert.equal(m.worker, 0);
+    assert.ok(m.maps >= 2 && m.entries >= 4, JSON.stringify(m));
+    assert.ok(m.bytes >= "bytes-c1".length * 4, JSON.stringify(m));
     for (const h of handles) h.close();
     await waitFor(() => control.connectionCount === 0);
     assert.ok(!control.hasProxy("10.0.0.2"));
@@ -171,7 +176,9 @@ Deno.test("WorkerXdsControl.forgetWorker() drops a dead worker's streams, watche
     await t.next();
     await waitFor(() => control.watchedNames(CDS).size > 0);
     assert.ok(control.hasProxy("10.0.0.1"));
+    assert.deepEqual(control.mirrorStats().map((m) => m.worker), [0]);
     control.forgetWorker(0);
+    assert.deepEqual(control.mirrorStats(), []);
     assert.equal(control.connectionCount, 0);
     assert.ok(!control.hasProxy("10.0.0.1"));
     assert.equal(control.watchedNames(CDS).size, 0);

@@ -52,6 +52,13 @@ export class MirrorIds {
   }
 }
 
+/** How much of the mirror one worker holds: maps, entries, and the entries' encoded bytes. */
+export interface MirrorStats {
+  maps: number;
+  entries: number;
+  bytes: number;
+}
+
 /** The control isolate's record of what one worker holds. */
 export class MirrorEncoder {
   readonly #maps = new Map<ResourceMap, Known>();
@@ -96,6 +103,13 @@ export class MirrorEncoder {
     const id = this.ids.of(o);
     table.set(o, { id, epoch: this.#epoch });
     return { id, known: false };
+  }
+
+  /** What this worker holds, as the control isolate records it (for `/debug/mirrorz`). */
+  stats(): MirrorStats {
+    let bytes = 0;
+    for (const e of this.#entries.keys()) bytes += e.bytes.length;
+    return { maps: this.#maps.size, entries: this.#entries.size, bytes };
   }
 
   /** The maps and entries added since the last call (its `bytes` is meant to be transferred). */
