@@ -35,6 +35,7 @@ export { MemoryStream } from "./memory.ts";
 export {
   type ConnectionStatus,
   DEFAULT_SEND_TIMEOUT_MS,
+  type StreamInfo,
   type TypeStatus,
   XdsServer,
   type XdsServerOptions,

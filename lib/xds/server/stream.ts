@@ -45,13 +45,19 @@ import {
 /** Default time a single send may take before the stream is closed, in ms (Istio: 5 s). */
 export const DEFAULT_SEND_TIMEOUT_MS = 5000;
 
+/** What a stream's first request tells besides its node: its ADS flavour and its peer. */
+export interface StreamInfo {
+  mode: "sotw" | "delta";
+  peer: string;
+}
+
 /** Options of {@link XdsServer}. */
 export interface XdsServerOptions<P> {
   /**
    * Parses the node of a stream's first request; throws (message = reason) when invalid.
    * `stream` says which ADS flavour the stream speaks and who its peer is.
    */
-  parseNode(node: XdsNode, stream: { mode: "sotw" | "delta"; peer: string }): P;
+  parseNode(node: XdsNode, stream: StreamInfo): P;
   /** The generator: what `proxy` sees of a type. */
   resourcesFor: ResourcesFor<P>;
   /** Quiet period before a push, ms (default 100, like PILOT_DEBOUNCE_AFTER). */

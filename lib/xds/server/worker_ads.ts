@@ -19,7 +19,7 @@
 
 import type { Logger } from "../../log/mod.ts";
 import type { Channel } from "../../workers/mod.ts";
-import { type ConnectionStatus, XdsServer } from "./stream.ts";
+import { type ConnectionStatus, type StreamInfo, XdsServer } from "./stream.ts";
 import type { PushEvent, ResourceMap, XdsMetrics, XdsNode } from "./types.ts";
 import { MirrorDecoder, type MirrorDelta, type MirrorDrop } from "./worker_mirror.ts";
 
@@ -58,13 +58,10 @@ export interface WorkerAnswer {
 }
 
 /** One stream's connect note. */
-export interface WorkerConnect {
+export interface WorkerConnect extends StreamInfo {
   sid: number;
   node: XdsNode;
   at: string;
-  /** The stream's ADS flavour and peer, known from its first request. */
-  mode: "sotw" | "delta";
-  peer: string;
 }
 
 /** The `state` note. */
@@ -81,10 +78,13 @@ export interface WorkerState {
   transport: { accepting: boolean; refused: number; throttled: number };
 }
 
-/** A worker stream's introspection (for `/debug/adsz`), by stream id. */
+/**
+ * A worker stream's per-type state (for `/debug/adsz`), by stream id (its mode and peer came with
+ * its {@link WorkerConnect} note).
+ */
 export type WorkerConnection =
   & { sid: number }
-  & Pick<ConnectionStatus<unknown>, "conId" | "mode" | "peer" | "peerIdentities" | "types">;
+  & Pick<ConnectionStatus<unknown>, "conId" | "peerIdentities" | "types">;
 
 /** A merged push as sent to the workers. */
 export interface WorkerPush {
@@ -157,17 +157,11 @@ export class WorkerAds {
     });
   }
 
-  #connect(node: XdsNode, stream: { mode: "sotw" | "delta"; peer: string }): WorkerProxy {
+  #connect(node: XdsNode, stream: StreamInfo): WorkerProxy {
     const key = this.#o.proxyKey(node);
     const sid = ++this.#sid;
     if (!this.#connects.length) queueMicrotask(() => this.#sendConnects());
-    this.#connects.push({
-      sid,
-      node,
-      at: new Date().toISOString(),
-      mode: stream.mode,
-      peer: stream.peer,
-    });
+    this.#connects.push({ sid, node, at: new Date().toISOString(), ...stream });
     return { sid, key };
   }
 
@@ -291,8 +285,6 @@ export class WorkerAds {
     return this.server.connections().map((c) => ({
       sid: c.proxy.sid,
       conId: c.conId,
-      mode: c.mode,
-      peer: c.peer,
       peerIdentities: c.peerIdentities,
       types: c.types,
     }));

@@ -10,7 +10,7 @@
 
 import type { Logger } from "../../log/mod.ts";
 import { adsDebounce, Debouncer, type MergedPush } from "./debounce.ts";
-import type { ConnectionStatus, XdsServer } from "./stream.ts";
+import type { ConnectionStatus, StreamInfo, XdsServer } from "./stream.ts";
 import type { Clock, PushEvent, ResourcesFor, XdsMetrics, XdsNode } from "./types.ts";
 import { systemClock } from "./types.ts";
 import type {
@@ -70,12 +70,10 @@ export interface WorkerXdsControlOptions<P> {
 }
 
 /** A stream of a worker, as the control isolate knows it. */
-interface RemoteStream<P> {
+interface RemoteStream<P> extends StreamInfo {
   proxy: P;
   node: XdsNode;
   at: string;
-  mode: "sotw" | "delta";
-  peer: string;
 }
 
 /** What the control isolate knows of one worker. */
