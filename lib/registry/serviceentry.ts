@@ -172,9 +172,11 @@ export function createServiceEntryRegistry(
     instances: () => state.instances,
     onChange: (h) => void handlers.push(h),
     async start() {
+      // only these kinds: a file of 12,500 VirtualServices is not deep-copied for this handler
+      const kinds = ["ServiceEntry", "WorkloadEntry"];
       watch = store.watch((ev) => {
-        if (ev.object.kind === "ServiceEntry" || ev.object.kind === "WorkloadEntry") void reload();
-      });
+        if (kinds.includes(ev.object.kind)) void reload();
+      }, kinds);
       await reload();
     },
     stop() {

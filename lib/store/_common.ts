@@ -95,23 +95,39 @@ export function contentVersion(obj: ConfigObject): string {
   return n.toString(16).padStart(14, "0").slice(-12);
 }
 
-/** Fan-out of store events to watch handlers; a throwing handler is logged, never breaks others. */
+/**
+ * Fan-out of store events to watch handlers; a throwing handler is logged, never breaks others.
+ * Each handler gets its own deep copy of each event's object, and only of the kinds it watches.
+ */
 export class Watchers {
-  #handlers = new Set<(event: StoreEvent) => void>();
+  /** Each handler, and the kinds it watches (undefined: every kind). */
+  #handlers = new Map<(event: StoreEvent) => void, ReadonlySet<string> | undefined>();
 
   /** `log` receives the failures of handlers (default: the `default` scope). */
   constructor(readonly log: Logger = getLogger("default")) {}
 
-  /** Registers a handler; the returned handle removes it. */
-  add(handler: (event: StoreEvent) => void): { close(): void } {
+  /**
+   * Registers a handler for events of `kinds` (every kind when undefined); the returned handle
+   * removes it.
+   */
+  add(handler: (event: StoreEvent) => void, kinds?: readonly string[]): { close(): void } {
     const h = (e: StoreEvent) => handler(e);
-    this.#handlers.add(h);
+    this.#handlers.set(h, kinds && new Set(kinds));
     return { close: () => void this.#handlers.delete(h) };
+  }
+
+  /** The handlers watching `kind`, in registration order. */
+  #watching(kind: string): ((event: StoreEvent) => void)[] {
+    const out = [];
+    for (const [h, kinds] of this.#handlers) if (!kinds || kinds.has(kind)) out.push(h);
+    return out;
   }
 
   /** Delivers one event (a deep copy per handler) to every handler, in registration order. */
   emit(type: StoreEvent["type"], object: ConfigObject): void {
-    for (const h of [...this.#handlers]) this.#call(h, { type, object: structuredClone(object) });
+    for (const h of this.#watching(object.kind)) {
+      this.#call(h, { type, object: structuredClone(object) });
+    }
   }
 
   /**
@@ -124,17 +140,22 @@ export class Watchers {
     events: readonly StoreEvent[],
     slicer: { pause(): Promise<void> },
   ): Promise<() => void> {
-    const copies = new Map<(e: StoreEvent) => void, StoreEvent[]>();
-    for (const h of this.#handlers) copies.set(h, []);
+    const copies = new Map<(e: StoreEvent) => void, (StoreEvent | undefined)[]>();
+    for (const h of this.#handlers.keys()) copies.set(h, []);
     for (const ev of events) {
-      for (const list of copies.values()) {
-        list.push({ type: ev.type, object: structuredClone(ev.object) });
+      for (const [h, list] of copies) {
+        const kinds = this.#handlers.get(h);
+        list.push(
+          !kinds || kinds.has(ev.object.kind)
+            ? { type: ev.type, object: structuredClone(ev.object) }
+            : undefined,
+        );
       }
       await slicer.pause();
     }
     return () => {
       for (const [i, ev] of events.entries()) {
-        for (const h of [...this.#handlers]) {
+        for (const h of this.#watching(ev.object.kind)) {
           this.#call(
             h,
             copies.get(h)?.[i] ?? { type: ev.type, object: structuredClone(ev.object) },

@@ -207,6 +207,46 @@ Deno.test("Watchers.prepare() copies a batch in slices and delivers it at once; 
   assert.notEqual(early[0], events[0].object, "each handler gets a copy");
 });
 
+Deno.test("Watchers.add() with kinds delivers and copies only events of those kinds", async () => {
+  const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
+  const obj = (kind: string, name: string) =>
+    ({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind,
+      metadata: { name, namespace: "ns" },
+      spec: {},
+    }) as ConfigObject;
+  const all: string[] = [];
+  const entries: string[] = [];
+  w.add((e) => all.push(`${e.object.kind} ${e.object.metadata.name}`));
+  w.add((e) => entries.push(`${e.object.kind} ${e.object.metadata.name}`), ["ServiceEntry"]);
+  const real = globalThis.structuredClone;
+  let copies = 0;
+  globalThis.structuredClone = ((v: unknown) => (copies++, real(v))) as typeof structuredClone;
+  try {
+    w.emit("ADDED", obj("VirtualService", "vs"));
+    w.emit("ADDED", obj("ServiceEntry", "se"));
+    assert.equal(copies, 3, "one copy for the VirtualService, two for the ServiceEntry");
+    copies = 0;
+    const deliver = await w.prepare([
+      { type: "ADDED", object: obj("VirtualService", "vs2") },
+      { type: "MODIFIED", object: obj("ServiceEntry", "se") },
+    ], { pause: () => Promise.resolve() });
+    assert.equal(copies, 3, "prepare() copies for the watching handlers only");
+    deliver();
+    assert.equal(copies, 3, "and delivers without copying again");
+  } finally {
+    globalThis.structuredClone = real;
+  }
+  assert.deepEqual(all, [
+    "VirtualService vs",
+    "ServiceEntry se",
+    "VirtualService vs2",
+    "ServiceEntry se",
+  ]);
+  assert.deepEqual(entries, ["ServiceEntry se", "ServiceEntry se"]);
+});
+
 Deno.test("store validation errors label input that is no object, or has no metadata", async () => {
   const store = createMemoryStore();
   const message = (raw: unknown) =>

@@ -498,8 +498,8 @@ class DirectoryStore implements FileStore {
     });
   }
 
-  watch(handler: (event: StoreEvent) => void): { close(): void } {
-    return this.#watchers.add(handler);
+  watch(handler: (event: StoreEvent) => void, kinds?: readonly string[]): { close(): void } {
+    return this.#watchers.add(handler, kinds);
   }
 
   async close(): Promise<void> {

@@ -342,8 +342,8 @@ class OrchestratorStore implements KubeStore {
     await this.#waiters.waitFor(() => !tc.items.has(nsName(namespace, name)));
   }
 
-  watch(handler: (event: StoreEvent) => void): { close(): void } {
-    return this.#watchers.add(handler);
+  watch(handler: (event: StoreEvent) => void, kinds?: readonly string[]): { close(): void } {
+    return this.#watchers.add(handler, kinds);
   }
 
   async close(): Promise<void> {

@@ -122,8 +122,8 @@ export function createMemoryStore(
         watchers.emit("DELETED", old);
       });
     },
-    watch(handler: (event: StoreEvent) => void) {
-      return watchers.add(handler);
+    watch(handler: (event: StoreEvent) => void, kinds?: readonly string[]) {
+      return watchers.add(handler, kinds);
     },
     close() {
       closed = true;

@@ -46,8 +46,12 @@ export interface ConfigStore {
   update(obj: ConfigObject): Promise<ConfigObject>;
   /** Deletes; NotFoundError when missing. */
   delete(type: string, name: string, namespace: string): Promise<void>;
-  /** Delivers every later change, in order. Returns a handle to stop. */
-  watch(handler: (event: StoreEvent) => void): { close(): void };
+  /**
+   * Delivers every later change, in order; with `kinds` (e.g. `["ServiceEntry"]`), only the
+   * changes of those kinds (a store may deliver others too: a handler still checks the kind).
+   * Returns a handle to stop.
+   */
+  watch(handler: (event: StoreEvent) => void, kinds?: readonly string[]): { close(): void };
   /** Stops background work (file polling, orchestrator watches). */
   close(): Promise<void>;
   /**
