@@ -1,11 +1,11 @@
 /**
  * The machine's OpenSSL (libcrypto 3) through Deno FFI: signing with a CA private key and
  * verifying CSR signatures, 15-130x faster than Deno's WebCrypto for RSA and P-256. The library
- * is loaded on first use ({@link loadOpenSsl}), never at import. The expensive calls (RSA
- * `EVP_DigestSign`, P-256 `ECDSA_verify`) are `nonblocking` FFI symbols: they run on Deno's
- * blocking thread pool, off the JavaScript thread, so a second core signs while the main thread
- * serves TLS and gRPC; the cheap ones (P-256 signatures, RSA verifications: 12-14 us) run inline,
- * since handing a call to another thread costs ~25 us of CPU ({@link OpenSslOptions.offload}).
+ * is loaded on first use ({@link loadOpenSsl}), never at import. RSA signatures (`EVP_DigestSign`,
+ * ~200-400 us) are `nonblocking` FFI symbols: they run on Deno's blocking thread pool, off the
+ * JavaScript thread, so a second core signs while the main thread serves TLS and gRPC; the others
+ * (P-256 signatures and verifications, RSA verifications: 12-70 us) run inline, since handing a
+ * call to another thread and back costs more CPU than they do ({@link OpenSslOptions.offload}).
  *
  * Memory: every per-call OpenSSL object (digest context, CSR public key) is freed in a `finally`.
  * A CA key ({@link OpenSslKey}) is freed by `close()` once no signature is in flight, or, when the
@@ -106,8 +106,10 @@ export interface OpenSslOptions {
   /**
    * Which operations run on Deno's blocking thread pool rather than on the JavaScript thread:
    * `all`, `none`, or `auto` (the default): only those that cost more than handing them to
-   * another thread (~25 us of CPU a call) — RSA signatures; ECDSA P-256 signatures (~14 us) and
-   * RSA verifications (~12 us) run inline; P-256 verifications (~40 us) are handed over.
+   * another thread and back — RSA signatures. ECDSA P-256 signatures (~14-27 us), P-256
+   * verifications (~40-75 us) and RSA verifications (~12 us) run inline: handed over, a P-256
+   * verification cost mesh_ca ~90 us more CPU per CSR than inline (a wake-up of a pool thread
+   * and of the event loop per call, dearer in a VM than the call itself).
    */
   offload?: "auto" | "all" | "none";
 }
@@ -187,7 +189,7 @@ function create(library: string, s: Lib, offload: "auto" | "all" | "none"): Open
     offload === "all" || (offload === "auto" && auto) ? nonblocking : inline;
   const rsaSign = pick(s.EVP_DigestSign, s.EVP_DigestSign_sync, true);
   const ecSign = pick(s.EVP_DigestSign, s.EVP_DigestSign_sync, false);
-  const ecdsaVerify = pick(s.ECDSA_verify, s.ECDSA_verify_sync, true);
+  const ecdsaVerify = pick(s.ECDSA_verify, s.ECDSA_verify_sync, false);
   const rsaVerify = pick(s.RSA_verify, s.RSA_verify_sync, false);
   const te = new TextEncoder();
   const digests = new Map<string, Deno.PointerObject>();
