@@ -534,10 +534,14 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       stderr: "piped",
     }).spawn();
     const pid = child.pid;
+    const serverLog = Deno.env.get("MESH_BENCH_SERVER_LOG");
     const pump = async (s: ReadableStream<Uint8Array>) => {
       const d = new TextDecoder();
       for await (const c of s) {
-        log += d.decode(c, { stream: true });
+        const text = d.decode(c, { stream: true });
+        log += text;
+        // MESH_BENCH_SERVER_LOG=<file>: the server's whole output too (e.g. with --trace-gc)
+        if (serverLog) Deno.writeTextFileSync(serverLog, text, { append: true });
         if (log.length > 200_000) log = log.slice(-100_000);
       }
     };

@@ -21,6 +21,7 @@ import type {
   WorkerQueries,
   WorkerState,
 } from "./worker_ads.ts";
+import { trace, traceIsolate, tracing } from "./push_trace.ts";
 import { MirrorEncoder, MirrorIds, type MirrorStats } from "./worker_mirror.ts";
 
 /** What one live worker holds of the mirror (see {@link WorkerXdsControl.mirrorStats}). */
@@ -105,6 +106,7 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
 
   constructor(o: WorkerXdsControlOptions<P>) {
     this.#o = o;
+    traceIsolate("control");
     const clock = o.clock ?? systemClock;
     this.#debouncer = new Debouncer((p) => this.#send(p, clock), { ...adsDebounce(o), clock });
   }
@@ -133,8 +135,17 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   /** The requests and notes of the workers, by method (for `WorkerPool`'s `handlers`). */
   readonly handlers: Record<string, (arg: unknown, index: number) => unknown> = {
     connect: (a, i) => this.#connect(this.#worker(i), a as WorkerConnect[]),
-    query: (a, i) => this.#query(this.#worker(i), a as WorkerQueries),
-    state: (a, i) => this.#state(this.#worker(i), a as WorkerState),
+    query: (a, i) => {
+      const t0 = performance.now();
+      const r = this.#query(this.#worker(i), a as WorkerQueries);
+      if (tracing) trace(`query w${i} n=${r.ids.length} ${(performance.now() - t0).toFixed(1)}ms`);
+      return r;
+    },
+    state: (a, i) => {
+      const t0 = performance.now();
+      this.#state(this.#worker(i), a as WorkerState);
+      if (tracing) trace(`state w${i} ${(performance.now() - t0).toFixed(1)}ms`);
+    },
   };
 
   #worker(index: number): WorkerRecord<P> {
@@ -244,8 +255,10 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
       types: [...p.types],
       edsClusters: [...p.edsClusters],
     };
+    if (tracing) trace(`push send eds=${msg.edsClusters.length} full=${msg.full}`);
     const done = this.#o.broadcastPush(msg).then(() => {
       const now = clock.now();
+      if (tracing) trace(`push done ${(now - startedAt).toFixed(1)}ms`);
       this.#o.metrics?.pushDuration?.((now - startedAt) / 1000);
       this.#o.metrics?.convergence?.((now - p.firstEventAt) / 1000);
     }).finally(() => this.#inflight.delete(done));

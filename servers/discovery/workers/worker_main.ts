@@ -9,6 +9,7 @@
 import { serveControl } from "../../../lib/workers/mod.ts";
 import { type NodeIdentity, proxyFromNode } from "../../../lib/xds/mod.ts";
 import { type AdsServerHandle, startAdsServer } from "../../../lib/xds/server/mod.ts";
+import { traceIsolate } from "../../../lib/xds/server/push_trace.ts";
 import { WorkerAds, type WorkerPush } from "../../../lib/xds/server/worker_ads.ts";
 import { hostPort } from "../listen.ts";
 import type { DiscoveryWorkerInit } from "./mod.ts";
@@ -17,6 +18,7 @@ let ads: WorkerAds | undefined;
 let listener: AdsServerHandle | undefined;
 
 serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
+  traceIsolate(`w${index}`);
   const log = link.logger("ads");
   ads = new WorkerAds({
     channel: link.channel,

@@ -1,0 +1,59 @@
+/**
+ * A push timeline for diagnosing the ADS workers (off unless `MESH_XDS_TRACE` names a file):
+ * each isolate appends `<epoch ms> <isolate> <event>` lines to that file (a second after the
+ * last one, in one write), and records its event-loop stalls of 15 ms or more. Epoch times are
+ * comparable across isolates, so one push can be followed from the control isolate's flush to
+ * each worker's questions, answers and last send.
+ * @module
+ */
+
+let file: string | undefined;
+try {
+  file = Deno.env.get("MESH_XDS_TRACE") || undefined;
+} catch {
+  file = undefined; // no env permission: no trace
+}
+
+/** True when `MESH_XDS_TRACE` is set: callers skip building trace text otherwise. */
+export const tracing: boolean = file !== undefined;
+
+let who = "?";
+let lines: string[] = [];
+let timer: number | undefined;
+let sampler: number | undefined;
+
+/** Names this isolate in the trace ("control", "w0", ...) and starts its stall sampler. */
+export function traceIsolate(name: string): void {
+  who = name;
+  if (!tracing || sampler !== undefined) return;
+  // `--trace-gc` times count from the isolate's start, about its time origin
+  trace(`origin ${performance.timeOrigin.toFixed(1)}`);
+  let last = performance.now();
+  sampler = setInterval(() => {
+    const now = performance.now();
+    if (now - last >= 15) traceAt(last, `stall ${(now - last).toFixed(1)}ms`);
+    last = now;
+  }, 2);
+  Deno.unrefTimer(sampler);
+}
+
+/** Records `what` now (no-op unless {@link tracing}). */
+export function trace(what: string): void {
+  if (tracing) traceAt(performance.now(), what);
+}
+
+function traceAt(at: number, what: string): void {
+  lines.push(`${(performance.timeOrigin + at).toFixed(1)} ${who} ${what}`);
+  if (timer !== undefined) return;
+  timer = setTimeout(() => {
+    timer = undefined;
+    const text = lines.join("\n") + "\n";
+    lines = [];
+    try {
+      Deno.writeTextFileSync(file!, text, { append: true });
+    } catch {
+      // diagnostics only
+    }
+  }, 1000);
+  Deno.unrefTimer(timer);
+}
