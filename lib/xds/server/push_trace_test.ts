@@ -21,6 +21,7 @@ Deno.test("trace() appends epoch-timed lines of the named isolate when MESH_XDS_
     await run(
       `t.traceIsolate("w3"); t.trace("push recv"); t.trace("push done");
        if (!t.tracing) throw new Error("not tracing");
+       if (t.traced(() => 42, (v) => "query n=" + v) !== 42) throw new Error("traced() result");
        await new Promise((r) => setTimeout(r, 1300));`,
       { MESH_XDS_TRACE: file },
     );
@@ -31,6 +32,7 @@ Deno.test("trace() appends epoch-timed lines of the named isolate when MESH_XDS_
       "w3 push recv",
       "w3 push done",
     ]);
+    assert.match(events.find((e) => e.startsWith("w3 query")) ?? "", /^w3 query n=42 \d+\.\dms$/);
     for (const l of lines) {
       const at = Number(l.split(" ")[0]);
       assert.ok(at >= before - 5000 && at <= Date.now(), `epoch time in ${l}`);
@@ -43,7 +45,8 @@ Deno.test("trace() appends epoch-timed lines of the named isolate when MESH_XDS_
 Deno.test("tracing is off when MESH_XDS_TRACE is empty", async () => {
   await run(
     `t.traceIsolate("w0"); t.trace("push recv");
-     if (t.tracing) throw new Error("tracing with an empty MESH_XDS_TRACE");`,
+     if (t.tracing) throw new Error("tracing with an empty MESH_XDS_TRACE");
+     if (t.traced(() => 7, () => "x") !== 7) throw new Error("traced() result untraced");`,
     { MESH_XDS_TRACE: "" },
   );
 });

@@ -21,7 +21,7 @@ import type { Logger } from "../../log/mod.ts";
 import type { Channel } from "../../workers/mod.ts";
 import { type ConnectionStatus, type StreamInfo, XdsServer } from "./stream.ts";
 import type { PushEvent, ResourceMap, XdsMetrics, XdsNode } from "./types.ts";
-import { trace, tracing } from "./push_trace.ts";
+import { trace, traced, tracing } from "./push_trace.ts";
 import { MirrorDecoder, type MirrorDelta, type MirrorDrop } from "./worker_mirror.ts";
 
 /** A `state` note waits for this long without a change (ms)... */
@@ -261,9 +261,7 @@ export class WorkerAds {
 
   /** Sends the `state` note when it differs from the last one. */
   #sendState(): void {
-    const t0 = performance.now();
-    const s = this.state();
-    if (tracing) trace(`state computed ${(performance.now() - t0).toFixed(1)}ms`);
+    const s = traced(() => this.state(), () => "state computed");
     const key = JSON.stringify([s.sids, s.watched, s.held, s.transport]);
     if (key === this.#lastState && !Object.keys(s.events).length) return;
     this.#lastState = key;

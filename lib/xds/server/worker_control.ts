@@ -21,7 +21,7 @@ import type {
   WorkerQueries,
   WorkerState,
 } from "./worker_ads.ts";
-import { trace, traceIsolate, tracing } from "./push_trace.ts";
+import { trace, traced, traceIsolate, tracing } from "./push_trace.ts";
 import { MirrorEncoder, MirrorIds, type MirrorStats } from "./worker_mirror.ts";
 
 /** What one live worker holds of the mirror (see {@link WorkerXdsControl.mirrorStats}). */
@@ -135,17 +135,13 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   /** The requests and notes of the workers, by method (for `WorkerPool`'s `handlers`). */
   readonly handlers: Record<string, (arg: unknown, index: number) => unknown> = {
     connect: (a, i) => this.#connect(this.#worker(i), a as WorkerConnect[]),
-    query: (a, i) => {
-      const t0 = performance.now();
-      const r = this.#query(this.#worker(i), a as WorkerQueries);
-      if (tracing) trace(`query w${i} n=${r.ids.length} ${(performance.now() - t0).toFixed(1)}ms`);
-      return r;
-    },
-    state: (a, i) => {
-      const t0 = performance.now();
-      this.#state(this.#worker(i), a as WorkerState);
-      if (tracing) trace(`state w${i} ${(performance.now() - t0).toFixed(1)}ms`);
-    },
+    query: (a, i) =>
+      traced(
+        () => this.#query(this.#worker(i), a as WorkerQueries),
+        (r) => `query w${i} n=${r.ids.length}`,
+      ),
+    state: (a, i) =>
+      traced(() => this.#state(this.#worker(i), a as WorkerState), () => `state w${i}`),
   };
 
   #worker(index: number): WorkerRecord<P> {
