@@ -7,12 +7,14 @@ a process of its own, away from the bench that writes the configuration and read
 uses no JavaScript runtime, so a garbage collection or a busy event loop in the bench cannot be
 counted as the server's. Run with /usr/bin/python3 (the interpreter that has the grpc module):
 
-    /usr/bin/python3 _load_prober.py HTTP_ADDR GRPC_ADDR NODE_ID PAUSE_MS
+    /usr/bin/python3 _load_prober.py HTTP_ADDR GRPC_ADDR NODE_ID PAUSE_MS [LOG_FILE]
 
 After its first full round of probes (a fresh server's first answers pay for loading code) it
 prints "warm" and forgets what it measured; on a "stop" line on stdin it prints the slowest probe
 of each kind, and how many of each it made, as one JSON line and exits 0. A failed probe (no
-answer, an error status) is printed as an error line on stderr and counted as timed.
+answer, an error status) is printed as an error line on stderr and counted as timed. With
+LOG_FILE, every probe after "warm" is appended to it as "<epoch ms at its start> <kind> <ms>", to
+be placed beside the server's --trace-gc and MESH_XDS_TRACE lines.
 
 Not a test; run by bench/config_load.ts only.
 """
@@ -26,6 +28,8 @@ import time
 import grpc
 
 HTTP_ADDR, GRPC_ADDR, NODE_ID, PAUSE_MS = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+# optional: a file that gets one "<epoch ms at start> <kind> <ms>" line per probe after "warm"
+LOG = open(sys.argv[5], "a") if len(sys.argv) > 5 and sys.argv[5] else None
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 TIMEOUT_S = 60
@@ -55,9 +59,11 @@ REST_BODY = json.dumps({"node": {"id": NODE_ID}}).encode()
 stop = threading.Event()
 slowest = {"ready": 0.0, "rest": 0.0, "ads": 0.0}
 counts = {"ready": 0, "rest": 0, "ads": 0}
+warm = False
 
 
 def timed(kind, probe):
+    at = time.time() * 1000
     start = time.perf_counter()
     try:
         probe()
@@ -66,6 +72,8 @@ def timed(kind, probe):
     ms = (time.perf_counter() - start) * 1000
     slowest[kind] = max(slowest[kind], ms)
     counts[kind] += 1
+    if LOG is not None and warm:
+        LOG.write(f"{at:.1f} {kind} {ms:.1f}\n")
 
 
 def http_probe(method, path, body=None):
@@ -83,6 +91,7 @@ def http_probe(method, path, body=None):
 
 
 def main():
+    global warm
     channel = grpc.insecure_channel(GRPC_ADDR)
     ads = channel.stream_stream(ADS, request_serializer=None, response_deserializer=None)
 
@@ -111,6 +120,7 @@ def main():
     for k in slowest:
         slowest[k] = 0.0
         counts[k] = 0
+    warm = True
     sys.stdout.write("warm\n")
     sys.stdout.flush()
 
@@ -119,6 +129,8 @@ def main():
         round_of_probes()
         stop.wait(PAUSE_MS / 1000)
     channel.close()
+    if LOG is not None:
+        LOG.close()
     sys.stdout.write(json.dumps({"slowest": slowest, "counts": counts}) + "\n")
     sys.stdout.flush()
 

@@ -21,7 +21,7 @@
  * (the gauge is read every 200 ms: a scrape costs the server ~10 ms).
  *
  * `deno task bench config_load [--documents N,N,...] [--runs N] [--probers c-core,bench]
- * [--server-cpu-prof DIR]`
+ * [--server-cpu-prof DIR] [--server-v8-flags F]`
  * @module
  */
 
@@ -44,7 +44,12 @@ the cost per 1000 documents and per MB, and the slowest probe of each kind.
                              (/usr/bin/python3 with Debian's python3-grpcio)
                      bench   this process (Deno, grpc-js), which also writes the file and
                              reads /metrics: its own pauses count as the server's
-  --server-cpu-prof DIR  write a V8 CPU profile of each server into DIR (deno --cpu-prof-dir)`;
+  --server-cpu-prof DIR  write a V8 CPU profile of each server into DIR (deno --cpu-prof-dir)
+  --server-v8-flags F    run each server with deno --v8-flags=F (e.g. --trace-gc)
+
+MESH_BENCH_SERVER_LOG=<file> appends each server's whole output to <file> and, with the c-core
+prober, every probe to <file>.probes ("<epoch ms at its start> <kind> <ms>"); with the server's
+MESH_XDS_TRACE=<file> (its event-loop stalls) they place a slow probe on one clock.`;
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -71,7 +76,7 @@ const PAUSE_MS = 20;
  * The independent prober (`_load_prober.py`), started and warm: `stop()` ends it and returns the
  * slowest probe of each kind since it was warm.
  */
-export async function startCoreProber(d: RunningDiscovery) {
+export async function startCoreProber(d: RunningDiscovery, probeLog = "") {
   const child = new Deno.Command(SYSTEM_PYTHON, {
     args: [
       new URL("./_load_prober.py", import.meta.url).pathname,
@@ -79,6 +84,7 @@ export async function startCoreProber(d: RunningDiscovery) {
       d.grpc,
       NODE,
       String(PAUSE_MS),
+      probeLog,
     ],
     env: { PYTHONUNBUFFERED: "1" },
     stdin: "piped",
@@ -129,13 +135,27 @@ export async function startCoreProber(d: RunningDiscovery) {
   };
 }
 
+/** How the server is run and what is kept of it. */
+interface ServerOptions {
+  /** `--cpu-prof-dir` for the server, or "". */
+  cpuProf: string;
+  /** `--v8-flags` for the server, or "". */
+  v8Flags: string;
+  /** A file that gets the server's whole output and (c-core) every probe, or "". */
+  log: string;
+}
+
 /** One load of `documents` documents into a fresh discovery, probed throughout. */
-async function loadOnce(documents: number, prober: Prober, cpuProf: string): Promise<Run> {
+async function loadOnce(documents: number, prober: Prober, server: ServerOptions): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "mesh-bench-cfgload-" });
   const d = await startDiscovery(
     ["--configDir", dir, "--registries", "Mock"],
     {},
-    cpuProf ? ["-A", `--cpu-prof-dir=${cpuProf}`] : undefined,
+    [
+      "-A",
+      ...(server.cpuProf ? [`--cpu-prof-dir=${server.cpuProf}`] : []),
+      ...(server.v8Flags ? [`--v8-flags=${server.v8Flags}`] : []),
+    ],
   );
   try {
     await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 20_000);
@@ -162,8 +182,15 @@ async function loadOnce(documents: number, prober: Prober, cpuProf: string): Pro
     const what = "the configuration in force";
     let start: number;
     let slowest: Record<"ready" | "rest" | "ads", number>;
+    if (server.log) {
+      await Deno.writeTextFile(
+        server.log,
+        `# ${documents} documents, prober ${prober}, server pid ${d.proc.pid}\n`,
+        { append: true },
+      );
+    }
     if (prober === "c-core") {
-      const p = await startCoreProber(d);
+      const p = await startCoreProber(d, server.log ? `${server.log}.probes` : "");
       try {
         start = await write();
         await waitUntil(async () => await counted() === documents, options.deadlineMs, what, 200);
@@ -186,6 +213,7 @@ async function loadOnce(documents: number, prober: Prober, cpuProf: string): Pro
     };
   } finally {
     await d.proc.stop();
+    if (server.log) await Deno.writeTextFile(server.log, d.proc.output(), { append: true });
     await Deno.remove(dir, { recursive: true });
   }
 }
@@ -200,6 +228,7 @@ export async function main(args: string[] = []): Promise<void> {
       runs: { type: "string", default: "3" },
       probers: { type: "string", default: PROBERS.join(",") },
       "server-cpu-prof": { type: "string", default: "" },
+      "server-v8-flags": { type: "string", default: "" },
     },
     strict: false,
   });
@@ -215,6 +244,11 @@ export async function main(args: string[] = []): Promise<void> {
     }
     return p as Prober;
   });
+  const server: ServerOptions = {
+    cpuProf: String(values["server-cpu-prof"] ?? ""),
+    v8Flags: String(values["server-v8-flags"] ?? ""),
+    log: Deno.env.get("MESH_BENCH_SERVER_LOG") ?? "",
+  };
   console.log(
     `load average: ${(await Deno.readTextFile("/proc/loadavg").catch(() => "?")).trim()}`,
   );
@@ -226,7 +260,7 @@ export async function main(args: string[] = []): Promise<void> {
     const byProber = new Map<Prober, Run[]>(probers.map((p) => [p, []]));
     for (let i = 0; i < runs; i++) {
       for (const p of probers) {
-        byProber.get(p)!.push(await loadOnce(n, p, String(values["server-cpu-prof"] ?? "")));
+        byProber.get(p)!.push(await loadOnce(n, p, server));
       }
     }
     for (const [p, rs] of byProber) {

@@ -154,8 +154,12 @@ export class Watchers {
       await slicer.pause();
     }
     return () => {
+      const byKind = new Map<string, ((event: StoreEvent) => void)[]>();
       for (const [i, ev] of events.entries()) {
-        for (const h of this.#watching(ev.object.kind)) {
+        let watching = byKind.get(ev.object.kind);
+        if (!watching) byKind.set(ev.object.kind, watching = this.#watching(ev.object.kind));
+        for (const h of watching) {
+          if (!this.#handlers.has(h)) continue; // closed by a handler meanwhile
           this.#call(
             h,
             copies.get(h)?.[i] ?? { type: ev.type, object: structuredClone(ev.object) },

@@ -207,6 +207,35 @@ Deno.test("Watchers.prepare() copies a batch in slices and delivers it at once; 
   assert.notEqual(early[0], events[0].object, "each handler gets a copy");
 });
 
+Deno.test("Watchers.prepare()'s delivery skips a handler closed meanwhile and gives one added meanwhile none of the batch", async () => {
+  const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
+  const obj = (name: string) =>
+    ({
+      apiVersion: "networking.mesh.io/v1alpha3",
+      kind: "Gateway",
+      metadata: { name, namespace: "ns" },
+      spec: {},
+    }) as ConfigObject;
+  const seen: string[] = [];
+  let second: { close(): void } | undefined = undefined;
+  w.add((e) => {
+    seen.push(`first ${e.object.metadata.name}`);
+    if (e.object.metadata.name === "x") {
+      second!.close();
+      w.add((l) => seen.push(`added ${l.object.metadata.name}`));
+    }
+  });
+  second = w.add((e) => seen.push(`second ${e.object.metadata.name}`));
+  const deliver = await w.prepare(
+    [{ type: "ADDED", object: obj("x") }, { type: "ADDED", object: obj("y") }],
+    { pause: () => Promise.resolve() },
+  );
+  deliver();
+  assert.deepEqual(seen, ["first x", "first y"]);
+  w.emit("ADDED", obj("z"));
+  assert.deepEqual(seen.slice(2), ["first z", "added z"]);
+});
+
 Deno.test("Watchers.add() with kinds delivers and copies only events of those kinds", async () => {
   const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
   const obj = (kind: string, name: string) =>

@@ -29,6 +29,7 @@ import { loadMeshConfig, openConfigStore, openSources, type Sources } from "./so
 import { createWebhookClient } from "./webhook.ts";
 import { workerCount } from "../../lib/workers/mod.ts";
 import { watchMeshConfig } from "./mesh_config_watch.ts";
+import { traceIsolate } from "../../lib/xds/server/push_trace.ts";
 import type { MeshCerts } from "./certs.ts";
 
 export { CERT_FILES, checkMeshCerts, type MeshCerts, readMeshCerts } from "./certs.ts";
@@ -241,7 +242,10 @@ async function planPlainAds(
 ): Promise<() => Promise<string>> {
   const { count, reason } = workerCount(config.workers);
   if (reason) log.warn(`${reason}; serving ADS on one isolate`);
-  if (count <= 1) return () => listenAds(config, core, cleanups);
+  if (count <= 1) {
+    traceIsolate("main"); // MESH_XDS_TRACE: this isolate's stalls (no-op unless set)
+    return () => listenAds(config, core, cleanups);
+  }
   const { AdsWorkers } = await import("./workers/mod.ts");
   const workers = new AdsWorkers(config, core, {
     count,

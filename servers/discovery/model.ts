@@ -93,10 +93,11 @@ export class ConfigSnapshot {
 
   /** Starts watching `store`, lists every type, and calls `onChange` after each later change. */
   async open(store: ConfigStore, onChange: (ev: StoreEvent) => void): Promise<void> {
-    const seen = new Set<string>();
+    // what the watch delivered while the listing ran (newer than the listing); forgotten after
+    let seen: Set<string> | undefined = new Set<string>();
     this.#watch = store.watch((ev) => {
       const k = key(ev.object);
-      seen.add(k);
+      seen?.add(k);
       if (ev.type === "DELETED") this.#objects.delete(k);
       else this.#objects.set(k, ev.object);
       this.#sortedCache = undefined;
@@ -108,6 +109,7 @@ export class ConfigSnapshot {
         this.#sortedCache = undefined;
       }
     }
+    seen = undefined;
   }
 
   /** Every object, sorted by kind, namespace, name. */

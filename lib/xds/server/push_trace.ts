@@ -57,15 +57,22 @@ export function traced<T>(f: () => T, what: (result: T) => string): T {
 function traceAt(at: number, what: string): void {
   lines.push(`${(performance.timeOrigin + at).toFixed(1)} ${who} ${what}`);
   if (timer !== undefined) return;
-  timer = setTimeout(() => {
-    timer = undefined;
-    const text = lines.join("\n") + "\n";
-    lines = [];
-    try {
-      Deno.writeTextFileSync(file!, text, { append: true });
-    } catch {
-      // diagnostics only
-    }
-  }, 1000);
+  timer = setTimeout(flush, 1000);
   Deno.unrefTimer(timer);
 }
+
+function flush(): void {
+  if (timer !== undefined) clearTimeout(timer);
+  timer = undefined;
+  if (!lines.length) return;
+  const text = lines.join("\n") + "\n";
+  lines = [];
+  try {
+    Deno.writeTextFileSync(file!, text, { append: true });
+  } catch {
+    // diagnostics only
+  }
+}
+
+// the last second's lines, when the program exits (Deno.exit or the end of the event loop)
+if (tracing) globalThis.addEventListener("unload", flush);

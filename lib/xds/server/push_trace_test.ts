@@ -50,3 +50,19 @@ Deno.test("tracing is off when MESH_XDS_TRACE is empty", async () => {
     { MESH_XDS_TRACE: "" },
   );
 });
+
+Deno.test("the last lines are written when the program exits before the next flush", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "push-trace-" });
+  try {
+    const file = `${dir}/trace.txt`;
+    await run(`t.traceIsolate("main"); t.trace("last words"); Deno.exit(0);`, {
+      MESH_XDS_TRACE: file,
+    });
+    const events = (await Deno.readTextFile(file)).trim().split("\n").map((l) =>
+      l.split(" ").slice(1).join(" ")
+    );
+    assert.ok(events.includes("main last words"), events.join("\n"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
