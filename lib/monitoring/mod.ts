@@ -141,6 +141,8 @@ export interface PromRegistry extends MetricBuilders {
   readonly prom: Prom;
   /** The registry. */
   readonly register: Registry;
+  /** Stops the event-loop lag sampler of the process metrics (no-op without them). */
+  close(): void;
 }
 
 /**
@@ -151,6 +153,8 @@ export interface PromRegistry extends MetricBuilders {
 export async function promRegistry(processMetrics = true): Promise<PromRegistry> {
   const prom = await import("../deps/prom.ts");
   const register = new prom.Registry();
-  if (processMetrics) prom.collectDefaultMetrics({ register });
-  return { prom, register, ...metricBuilders(prom, register) };
+  const lag = processMetrics
+    ? (await import("./event_loop_lag.ts")).collectProcessMetrics(prom, register)
+    : undefined;
+  return { prom, register, ...metricBuilders(prom, register), close: () => lag?.stop() };
 }

@@ -99,7 +99,7 @@ Deno.test("startMonitoring listens on a free port and shuts down", async () => {
 });
 
 Deno.test("promRegistry builds counters and histograms on a private registry with process metrics", async () => {
-  const { register, counter, histogram, gauge } = await promRegistry();
+  const { register, counter, histogram, gauge, close } = await promRegistry();
   counter("t_requests_total", "Requests, by method.", ["method"]).inc({ method: "Get" });
   counter("t_plain_total", "Plain.").inc(2);
   histogram("t_seconds", "Latency.", [0.1, 1]).observe(0.5);
@@ -115,6 +115,8 @@ Deno.test("promRegistry builds counters and histograms on a private registry wit
   const other = await promRegistry();
   other.counter("t_plain_total", "Plain.");
   assert.doesNotMatch(await other.register.metrics(), /^t_plain_total 2$/m);
+  close();
+  other.close();
 });
 
 Deno.test("metricBuilders registers on the given registry only, without process metrics", async () => {

@@ -151,6 +151,7 @@ async function openKeys(
   cleanups: Cleanups,
 ): Promise<Parts> {
   const metrics = await createCaMetrics();
+  cleanups.push(() => metrics.close());
   let apis;
   if (config.orchestrator) {
     const { orchApis } = await import("./orch.ts");

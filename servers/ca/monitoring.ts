@@ -23,6 +23,8 @@ export interface CaMetrics extends SignMetrics {
   /** The registry as `getMetricsAsJSON()` (a worker's part of the aggregated metrics). */
   json(): Promise<unknown>;
   readonly contentType: string;
+  /** Stops the process metrics' event-loop lag sampler. */
+  close(): void;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface CaMetrics extends SignMetrics {
  * unless `processMetrics` is false (a worker isolate).
  */
 export async function createCaMetrics(processMetrics = true): Promise<CaMetrics> {
-  const { register, counter, histogram } = await promRegistry(processMetrics);
+  const { register, counter, histogram, close } = await promRegistry(processMetrics);
   const requests = counter(
     "mesh_ca_csr_requests_total",
     "Certificate signing requests received, by method.",
@@ -73,6 +75,7 @@ export async function createCaMetrics(processMetrics = true): Promise<CaMetrics>
     text: () => register.metrics(),
     json: () => register.getMetricsAsJSON(),
     contentType: register.contentType,
+    close,
   };
 }
 

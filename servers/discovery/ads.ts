@@ -83,6 +83,7 @@ export async function createXdsCore(opts: {
     () => core?.server.connectionCount ?? 0,
     () => listeners.transport(),
   );
+  opts.cleanups.push(() => metrics.close());
   const server = new XdsServer<Proxy>({
     parseNode: (n) => proxyFromNode(n),
     proxyKey: (p) => p.ip,

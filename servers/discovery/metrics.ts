@@ -23,6 +23,8 @@ export interface DiscoveryMetrics {
   text(): Promise<string>;
   /** The exposition content type. */
   readonly contentType: string;
+  /** Stops the process metrics' event-loop lag sampler. */
+  close(): void;
 }
 
 const PUSH_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
@@ -51,7 +53,10 @@ export async function createMetrics(
 ): Promise<DiscoveryMetrics> {
   const prom = await import("../../lib/deps/prom.ts");
   const register = new prom.Registry();
-  prom.collectDefaultMetrics({ register });
+  const lag = (await import("../../lib/monitoring/event_loop_lag.ts")).collectProcessMetrics(
+    prom,
+    register,
+  );
   const registers = [register];
   /** A gauge set from `read()` at every scrape. */
   const gauge = (name: string, help: string, read: () => number) =>
@@ -175,5 +180,6 @@ export async function createMetrics(
     },
     text: () => register.metrics(),
     contentType: register.contentType,
+    close: () => lag.stop(),
   };
 }

@@ -62,6 +62,7 @@ Deno.test("/metrics push and convergence histograms are in seconds with a sum ab
   assert.ok(sample(text, "mesh_xds_convergence_time_sum") > 0);
   assert.match(text, /^mesh_xds_push_time_bucket\{le="0\.0001"\} \d+$/m);
   server.close();
+  metrics.close();
   await s.waitEnded();
 });
 
@@ -76,5 +77,6 @@ Deno.test("/metrics counts a delta NACK in mesh_xds_rejects and ignores a stale 
   await server.flush();
   assert.equal(sample(await metrics.text(), 'mesh_xds_rejects\\{type="cds"\\}'), 1);
   server.close();
+  metrics.close();
   await s.waitEnded();
 });

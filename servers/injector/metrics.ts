@@ -15,6 +15,8 @@ export interface InjectorMetrics {
   text(): Promise<string>;
   /** The exposition content type. */
   readonly contentType: string;
+  /** Stops the process metrics' event-loop lag sampler. */
+  close(): void;
 }
 
 const BUCKETS = [
@@ -39,7 +41,7 @@ const BUCKETS = [
 
 /** Creates the metrics on a private registry (with the process metrics). */
 export async function createMetrics(): Promise<InjectorMetrics> {
-  const { register, counter, histogram } = await promRegistry();
+  const { register, counter, histogram, close } = await promRegistry();
   const requests = counter(
     "sidecar_injection_requests_total",
     "AdmissionReviews received on /inject.",
@@ -68,5 +70,6 @@ export async function createMetrics(): Promise<InjectorMetrics> {
     },
     text: () => register.metrics(),
     contentType: register.contentType,
+    close,
   };
 }

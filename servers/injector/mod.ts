@@ -247,7 +247,11 @@ export async function start(
   );
   const metrics = await createMetrics();
   let current = injector;
-  const server = await serve(config, pair, app(() => current, metrics, log).fetch, log);
+  const server = await serve(config, pair, app(() => current, metrics, log).fetch, log)
+    .catch((e) => {
+      metrics.close();
+      throw e;
+    });
   const port = (server.address() as { port: number }).port;
   log.info("sidecar-injector listening", {
     port,
@@ -279,6 +283,7 @@ export async function start(
         const closed = new Promise<void>((r) => server.close(() => r()));
         server.closeAllConnections();
         await closed;
+        metrics.close();
       })();
       return shutdownPromise;
     },
