@@ -28,7 +28,17 @@ Deno.test("LagHistogram gives exact count, min, max, mean and stddev, and percen
 Deno.test("collectProcessMetrics() shows a blocked event loop in nodejs_eventloop_lag_* and resets them at each scrape", async () => {
   const prom = await import("../deps/prom.ts");
   const register = new prom.Registry();
-  const { stop } = collectProcessMetrics(prom, register, 5);
+  const perf = (await import("node:perf_hooks")).default;
+  const real = perf.monitorEventLoopDelay;
+  let started = 0;
+  perf.monitorEventLoopDelay = (o) => (started++, real(o));
+  let stop: () => void;
+  try {
+    ({ stop } = collectProcessMetrics(prom, register, 5));
+  } finally {
+    perf.monitorEventLoopDelay = real;
+  }
+  assert.equal(started, 0, "prom-client's own histogram is not started");
   try {
     const value = (text: string, name: string) => {
       const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
