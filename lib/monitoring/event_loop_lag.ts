@@ -77,9 +77,8 @@ export class LagHistogram {
 
   /** The `p`th percentile (0-100), never above {@link max} (0 when none). */
   percentile(p: number): number {
-    if (!this.#n) return 0;
     const rank = Math.max(1, Math.ceil((p / 100) * this.#n));
-    let seen = 0;
+    let seen = 0; // none recorded: no bucket reaches the rank, and the max is 0
     for (let i = 0; i < BUCKETS; i++) {
       seen += this.#counts[i];
       if (seen >= rank) {
