@@ -352,6 +352,8 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     maxConnectionsPerAddress: opts.transport?.maxConnectionsPerAddress,
     maxFailedConnectionsPerSecond: opts.transport?.maxFailedConnectionsPerSecond,
     reusePort: opts.reusePort,
+    // node:net's reads allocate a new ArrayBuffer each: an ACK wave then starts a major GC
+    nativeReads: true,
   }).catch((e) => {
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });
