@@ -5,9 +5,10 @@
  * each endpoint push of the W = 2 server: its push time, and per worker the external memory
  * (ArrayBuffer backing stores outside the V8 heap) allocated during the push and between the push
  * and the next one (the proxies' ACK wave, a `/metrics` scrape), and the worker's Mark-Compacts
- * whose marking overlapped the push. Then per isolate: Mark-Compacts, and how many of them began
- * after the external memory had grown by V8's soft limit (64 MiB) since the isolate's previous
- * Mark-Compact (what starts an "external memory pressure" marking).
+ * whose marking overlapped the push. Then per worker: its Mark-Compacts and, when the server ran
+ * with `--trace-incremental-marking` too, what started each marking ("external memory pressure":
+ * external memory grew by V8's soft limit, 64 MiB, since the last one). External memory is sampled
+ * in steps of 4 MB (`EXTERNAL_STEP`): less than that reads as 0.
  *
  * `deno run -A bench/push_gc_trace.ts <trace file> <server log> [--pushes N]` (the last N endpoint
  * pushes: the paused ones; default 9).
@@ -15,9 +16,6 @@
  */
 
 import { parseArgs } from "node:util";
-
-/** V8's external allocation soft limit: growth since the last Mark-Compact that starts a marking. */
-const SOFT_LIMIT_MB = 67.1; // 64 MiB in MB
 
 interface Sample {
   at: number;
@@ -35,6 +33,8 @@ interface Worker {
   recv: number[];
   done: number[];
   gcs: Gc[];
+  /** `--trace-incremental-marking`'s start reasons, counted. */
+  starts: Map<string, number>;
 }
 
 function main(): void {
@@ -65,7 +65,12 @@ function main(): void {
       continue;
     }
     let w = workers.get(who);
-    if (!w) workers.set(who, w = { origin: 0, samples: [], recv: [], done: [], gcs: [] });
+    if (!w) {
+      workers.set(
+        who,
+        w = { origin: 0, samples: [], recv: [], done: [], gcs: [], starts: new Map() },
+      );
+    }
     if (ev.startsWith("origin ")) w.origin = Number(p[3]);
     const m = /ext[= ]([\d.]+)/.exec(ev);
     if (m) w.samples.push({ at, ext: Number(m[1]) });
@@ -101,16 +106,11 @@ function main(): void {
   }
   for (const n of names) {
     const w = workers.get(n)!;
-    let pressure = 0;
-    for (let i = 1; i < w.gcs.length; i++) {
-      const after = extAt(w.samples, w.gcs[i - 1].end + 2);
-      const atStart = extAt(w.samples, w.gcs[i].start);
-      if (atStart - after >= SOFT_LIMIT_MB) pressure++;
-    }
+    const why = [...w.starts].map(([k, v]) => `${v} ${k}`).join(", ");
     console.log(
-      `${n}: ${w.gcs.length} Mark-Compacts; ${pressure} of the ${
-        Math.max(0, w.gcs.length - 1)
-      } after the first began with external memory ≥ ${SOFT_LIMIT_MB} MiB above its level after the previous one`,
+      `${n}: ${w.gcs.length} Mark-Compacts; markings started by: ${
+        why || "(run the server with --trace-incremental-marking to see)"
+      }`,
     );
   }
 }
@@ -143,7 +143,14 @@ function extAt(samples: Sample[], at: number): number {
  */
 function assignGcs(log: string, ws: Worker[]): void {
   const byIsolate = new Map<string, { ms: number; marking: number; line: string }[]>();
+  const starts = new Map<string, Map<string, number>>();
   for (const l of log.split("\n")) {
+    const s = /^\[(\d+):(0x[0-9a-f]+):\d+\].*\[IncrementalMarking\] Start \(([^)]+)\)/.exec(l);
+    if (s) {
+      const k = `${s[1]}:${s[2]}`;
+      if (!starts.has(k)) starts.set(k, new Map());
+      starts.get(k)!.set(s[3], (starts.get(k)!.get(s[3]) ?? 0) + 1);
+    }
     const m = /^\[(\d+):(0x[0-9a-f]+)\]\s+(\d+) ms: (.*)$/.exec(l);
     if (!m || !m[4].includes("Mark-Compact")) continue;
     const k = `${m[1]}:${m[2]}`;
@@ -172,6 +179,7 @@ function assignGcs(log: string, ws: Worker[]): void {
     }
     if (!best) continue;
     isolates.splice(isolates.indexOf(best), 1);
+    w.starts = starts.get(best) ?? new Map();
     w.gcs = byIsolate.get(best)!.map((g) => ({
       end: w.origin + g.ms,
       start: w.origin + g.ms - g.marking,
