@@ -8,6 +8,9 @@
  *   allocation, counted by V8 as the `nread` bytes it holds), freed only when a GC sweeps it;
  * - `deno`: `Deno.listen` and `Deno.Conn.read()` into one buffer per connection, reused.
  *
+ * In `node` mode the child then writes one reused 2000-byte Buffer to every connection (the output
+ * side's pooled buffers) and reports the external memory that allocated.
+ *
  * Each mode runs in a child process with `--trace-gc --trace-incremental-marking`; the figures are
  * the external memory allocated per wave (the rises of V8's `external_memory`, sampled every
  * millisecond) and the Mark-Compacts with what started their marking.
@@ -39,9 +42,13 @@ async function child(mode: string, o: Options): Promise<void> {
   setInterval(sample, 1);
   let received = 0;
   let port: number;
+  const accepted: import("node:net").Socket[] = [];
   if (mode === "node") {
     const net = await import("node:net");
-    const server = net.createServer((s) => s.on("data", (c: Uint8Array) => received += c.length));
+    const server = net.createServer((s) => {
+      accepted.push(s);
+      s.on("data", (c: Uint8Array) => received += c.length);
+    });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     port = (server.address() as { port: number }).port;
   } else {
@@ -76,6 +83,15 @@ async function child(mode: string, o: Options): Promise<void> {
     sample();
     console.error(`wave ${w} ${((allocated - a0) / 1e6).toFixed(1)} ${(received - r0) / 1e6}`);
   }
+  if (mode === "node") {
+    // The other direction: one write of the same pooled buffer to every connection.
+    const out = (await import("node:buffer")).Buffer.allocUnsafeSlow(2000);
+    sample();
+    const a0 = allocated;
+    await Promise.all(accepted.map((s) => new Promise((r) => s.write(out, r))));
+    sample();
+    console.error(`writes ${((allocated - a0) / 1e6).toFixed(3)} ${accepted.length}`);
+  }
   Deno.exit(0);
 }
 
@@ -103,6 +119,7 @@ async function run(mode: string, o: Options): Promise<string> {
   const lines = new TextDecoder().decode(out.stdout).split("\n")
     .concat(new TextDecoder().decode(out.stderr).split("\n"));
   const waves: string[] = [];
+  let writes = "";
   const starts = new Map<string, number>();
   let compacts = 0;
   for (const l of lines) {
@@ -111,10 +128,12 @@ async function run(mode: string, o: Options): Promise<string> {
     if (s) starts.set(s[1], (starts.get(s[1]) ?? 0) + 1);
     const w = /^wave (\d+) (-?[\d.]+) ([\d.]+)$/.exec(l);
     if (w) waves.push(w[2]);
+    const x = /^writes ([\d.]+) (\d+)$/.exec(l);
+    if (x) writes = `; one write of a reused 2000-byte Buffer to each of ${x[2]}: +${x[1]} MB`;
   }
   const why = [...starts].map(([k, n]) => `${n} ${k}`).join(", ") || "none";
   return `${mode}: external MB per wave ${waves.join(" ")}; ${compacts} Mark-Compacts ` +
-    `(markings started by: ${why})`;
+    `(markings started by: ${why})${writes}`;
 }
 
 async function main(): Promise<void> {

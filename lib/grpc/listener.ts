@@ -102,6 +102,14 @@ export interface GrpcListenOptions extends H2Options {
   nativeReads?: boolean;
 }
 
+/**
+ * True when Deno's unstable network APIs are enabled (`--unstable-net`, or `"unstable": ["net"]`
+ * in the configuration): only then does the Deno namespace have `listenDatagram`.
+ */
+export function unstableNet(): boolean {
+  return typeof (Deno as unknown as Record<string, unknown>).listenDatagram === "function";
+}
+
 /** Source ports of accept checks on shared ports: 16 a listener, from this port up (256 listeners stay below the ephemeral range, 32768). */
 export const PROBE_PORT_BASE = 28_000;
 const PROBE_BLOCK = 16;
@@ -579,15 +587,16 @@ class Listener implements GrpcListener {
   async start(): Promise<void> {
     const o = this.opts;
     if (o.nativeReads && !o.tls && !o.path) {
-      try {
+      // Deno exits the process (it does not throw) on an unstable API used without its flag.
+      if (o.reusePort && !unstableNet()) {
+        o.onError?.(
+          "reading through node:net: Deno.listen({ reusePort }) needs --unstable-net",
+        );
+      } else {
         this.#native = this.#listenNative(o.port);
         this.port = (this.#native.addr as Deno.NetAddr).port;
         this.#schedule();
         return;
-      } catch (e) {
-        const m = (e as Error).message;
-        if (!/unstable/i.test(m)) throw e;
-        o.onError?.(`reading through node:net: ${m}`);
       }
     }
     this.#server = this.#create();

@@ -180,3 +180,28 @@ Deno.test("NativeSocket writes in order, reads after resume(), and closes once a
     l.close();
   }
 });
+
+Deno.test("listenGrpc() with nativeReads on a shared port reads through node:net, and says so, without --unstable-net", async () => {
+  const listener = new URL("./listener.ts", import.meta.url).href;
+  const script = `
+    const { listenGrpc, unstableNet } = await import(${JSON.stringify(listener)});
+    if (unstableNet()) throw new Error("unstable net enabled");
+    const errors = [];
+    const l = await listenGrpc({
+      host: "127.0.0.1", port: 0, handlers: new Map(), nativeReads: true, acceptCheckMs: 0,
+      reusePort: { index: 0, of: 1 }, onError: (m) => errors.push(m),
+    });
+    const c = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+    c.close();
+    await l.close(14, "over", 100);
+    console.log(JSON.stringify(errors));`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", script],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(out.stdout)), [
+    "reading through node:net: Deno.listen({ reusePort }) needs --unstable-net",
+  ]);
+});
