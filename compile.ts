@@ -111,6 +111,17 @@ export const V8_FLAGS: Readonly<Partial<Record<Program, readonly string[]>>> = {
   "mesh-policy": ["--max-semi-space-size=1"],
 };
 
+/**
+ * Unstable Deno APIs a program uses: mesh-discovery's ADS workers share a port with
+ * `Deno.listen({ reusePort })` (`lib/grpc` `nativeReads`; without it they read through node:net).
+ */
+const UNSTABLE: Partial<Record<Program, string[]>> = { "mesh-discovery": ["net"] };
+
+/** `--unstable-<feature>` for each unstable API `program` uses. */
+export function unstableArgs(program: Program): string[] {
+  return (UNSTABLE[program] ?? []).map((f) => `--unstable-${f}`);
+}
+
 /** `--v8-flags=...` for `program`, or nothing. */
 export function v8FlagsArgs(program: Program): string[] {
   const flags = V8_FLAGS[program];
@@ -211,6 +222,7 @@ export function planBuilds(options: PlanOptions = {}): Build[] {
           "--import-map",
           importMap,
           ...INCLUDES[program].flatMap((f) => ["--include", f]),
+          ...unstableArgs(program),
           ...v8FlagsArgs(program),
           entry,
         ],

@@ -168,10 +168,10 @@ Deno.test("compile.ts --dry-run prints the stamp values, then one exact deno com
     [
       `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh-discovery-x86_64-unknown-linux-gnu ${common} ${
         inc("mesh-discovery")
-      } cli/mesh-discovery.ts`,
+      } --unstable-net cli/mesh-discovery.ts`,
       `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh-discovery-x86_64-pc-windows-msvc.exe ${common} ${
         inc("mesh-discovery")
-      } cli/mesh-discovery.ts`,
+      } --unstable-net cli/mesh-discovery.ts`,
       `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh_ca-x86_64-unknown-linux-gnu ${common} ${
         inc("mesh_ca")
       } cli/mesh_ca.ts`,

@@ -16,6 +16,7 @@ import type { Server, Socket } from "node:net";
 import { Connection, type H2Options } from "./h2/connection.ts";
 import { FailureThrottle } from "./throttle.ts";
 import { DescriptorBudget } from "./descriptors.ts";
+import { NativeSocket } from "./native_socket.ts";
 
 /** Options of {@link listenGrpc}. */
 export interface GrpcListenOptions extends H2Options {
@@ -89,6 +90,24 @@ export interface GrpcListenOptions extends H2Options {
    * receiving another's check closes it at once and the owner tries again.
    */
   reusePort?: { index: number; of: number };
+  /**
+   * Plaintext TCP only: accept and read through Deno's own API (`Deno.listen`, a
+   * {@link NativeSocket} per connection reading into one reused buffer) instead of `node:net`,
+   * whose every read allocates a new ArrayBuffer that V8 counts as external memory until a GC
+   * (see docs/benchmarks.md). Costs one read buffer per open
+   * connection (16 kB). With {@link reusePort} Deno needs `--unstable-net` for this; without it the
+   * listener falls back to `node:net` and says so once through `onError`. Ignored with `tls` or
+   * `path`.
+   */
+  nativeReads?: boolean;
+}
+
+/**
+ * True when Deno's unstable network APIs are enabled (`--unstable-net`, or `"unstable": ["net"]`
+ * in the configuration): only then does the Deno namespace have `listenDatagram`.
+ */
+export function unstableNet(): boolean {
+  return typeof (Deno as unknown as Record<string, unknown>).listenDatagram === "function";
 }
 
 /** Source ports of accept checks on shared ports: 16 a listener, from this port up (256 listeners stay below the ephemeral range, 32768). */
@@ -402,6 +421,9 @@ class Listener implements GrpcListener {
   readonly connections = new Set<Connection>();
   accepting = true;
   #server!: Server;
+  /** The listening socket when reading through Deno's API (see {@link GrpcListenOptions.nativeReads}). */
+  #native: Deno.Listener | undefined;
+  #nativeFailed: Tally;
   /** Whether the listening socket is open (it is closed to be reopened after a failed check). */
   #open = true;
   #closing: Promise<void> | undefined;
@@ -447,6 +469,7 @@ class Listener implements GrpcListener {
     this.#fds = new DescriptorBudget({ reserve: opts.descriptorReserve });
     this.#maxPerAddress = opts.maxConnectionsPerAddress ?? 0;
     this.#shed = new Tally(opts.onError);
+    this.#nativeFailed = new Tally(opts.onError);
     this.#throttle = perSecond > 0
       ? new FailureThrottle(perSecond, undefined, opts.throttleClock)
       : undefined;
@@ -562,6 +585,20 @@ class Listener implements GrpcListener {
 
   /** Opens the listening socket and starts the accept checks. */
   async start(): Promise<void> {
+    const o = this.opts;
+    if (o.nativeReads && !o.tls && !o.path) {
+      // Deno exits the process (it does not throw) on an unstable API used without its flag.
+      if (o.reusePort && !unstableNet()) {
+        o.onError?.(
+          "reading through node:net: Deno.listen({ reusePort }) needs --unstable-net",
+        );
+      } else {
+        this.#native = this.#listenNative(o.port);
+        this.port = (this.#native.addr as Deno.NetAddr).port;
+        this.#schedule();
+        return;
+      }
+    }
     this.#server = this.#create();
     await this.#listen(this.#server, this.opts.port);
     const addr = this.#server.address();
@@ -613,6 +650,39 @@ class Listener implements GrpcListener {
     if (throttle) c.onFailed = () => throttle.failed(address);
     c.onGreeted = () => this.#silent.delete(peerKey(socket));
     socket.once("close", () => connections.delete(c));
+  }
+
+  /** A `Deno.listen` listener whose accepted connections go to {@link #accept}. */
+  #listenNative(port: number): Deno.Listener {
+    const l = Deno.listen({
+      hostname: this.#host || "0.0.0.0",
+      port,
+      ...(this.opts.reusePort ? { reusePort: true } : {}),
+    } as Deno.TcpListenOptions);
+    void this.#acceptNative(l);
+    return l;
+  }
+
+  /**
+   * Accepts until `l` is closed. An accept that fails otherwise (out of descriptors) is retried
+   * 100 ms later (one log line per 10 s); the accept check reopens the listener if it stays dead.
+   */
+  async #acceptNative(l: Deno.Listener): Promise<void> {
+    for (;;) {
+      let conn: Deno.Conn;
+      try {
+        conn = await l.accept();
+      } catch (e) {
+        if (this.#closing || l !== this.#native || e instanceof Deno.errors.BadResource) return;
+        this.#nativeFailed.add((n) => `${n} accept(s) failed (latest: ${(e as Error).message})`);
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      const socket = new NativeSocket(conn) as unknown as Socket;
+      socket.setNoDelay(true);
+      if (this.#check.isProbe(socket)) socket.destroy();
+      else if (this.#admit(socket)) this.#accept(socket);
+    }
   }
 
   /** A listening server (TLS or plaintext) whose accepted sockets go to {@link #accept}. */
@@ -723,6 +793,7 @@ class Listener implements GrpcListener {
    * callback waits for every connection, so it is not awaited; open connections stay.)
    */
   async #reopen(): Promise<void> {
+    if (this.#native) return await this.#reopenNative();
     if (this.#open) {
       this.#server.close();
       this.#open = false;
@@ -742,6 +813,25 @@ class Listener implements GrpcListener {
     }
   }
 
+  /** {@link #reopen} for a `Deno.listen` listener. */
+  async #reopenNative(): Promise<void> {
+    if (this.#open) {
+      this.#native!.close();
+      this.#open = false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    try {
+      const next = this.#listenNative(this.port);
+      this.#native = next;
+      this.#open = true;
+      if (this.#closing) next.close();
+    } catch (e) {
+      const m = (e as Error).message;
+      if (m !== this.#lastReopenError) this.opts.onError?.(`cannot reopen the listener: ${m}`);
+      this.#lastReopenError = m;
+    }
+  }
+
   #schedule(): void {
     if (this.#closing || this.#checkMs <= 0) return;
     this.#checkTimer = setTimeout(() => {
@@ -754,6 +844,12 @@ class Listener implements GrpcListener {
       clearTimeout(this.#checkTimer);
       for (const s of this.#held) s.destroy();
       await this.#inflight;
+      if (this.#native) {
+        if (this.#open) this.#native.close();
+        this.#open = false;
+        await Promise.all([...this.connections].map((c) => c.shutdown(status, message, graceMs)));
+        return;
+      }
       const server = this.#server;
       const stopped = this.#open
         ? new Promise<void>((resolve) => server.close(() => resolve()))

@@ -62,6 +62,10 @@ export class Connection implements StreamOwner {
   #lastStreamId = 0;
   #in: Buffer[] = [];
   #inlen = 0;
+  /** The socket reuses a chunk's memory for its next read: what is kept is copied first. */
+  #transient: boolean;
+  /** The pooled buffer holding the bytes kept from transient chunks (given back when replaced). */
+  #kept: Buffer | undefined;
   #prefaceSeen = false;
   #settingsSeen = false;
   #hpack = new HpackDecoder({ maxHeaderListSize: MAX_HEADER_LIST });
@@ -93,6 +97,7 @@ export class Connection implements StreamOwner {
   /** Serves HTTP/2 on `socket` (accepted, plaintext or TLS) with `opts`. */
   constructor(readonly socket: Socket, readonly opts: H2Options) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.#transient = (socket as { transientReads?: boolean }).transientReads === true;
     // deno-lint-ignore no-this-alias
     const conn = this;
     this.#out = new Outbound({
@@ -262,6 +267,27 @@ export class Connection implements StreamOwner {
         : H2Error.INTERNAL_ERROR;
       this.#fatal(code, (e as Error).message, e instanceof ConnectionError ? e.debug : undefined);
     }
+    if (this.#transient) this.#keep();
+  }
+
+  /**
+   * Copies the bytes left unparsed (part of a frame) out of transient chunks into one pooled
+   * buffer, and gives back the previous one: the socket's next read overwrites its chunk.
+   */
+  #keep(): void {
+    const old = this.#kept;
+    this.#kept = undefined;
+    if (this.#inlen > 0) {
+      const b = pool.take(this.#inlen);
+      let at = 0;
+      for (const c of this.#in) {
+        b.set(c, at);
+        at += c.length;
+      }
+      this.#in = [b.subarray(0, at)];
+      this.#kept = b;
+    } else this.#in = [];
+    if (old) pool.give(old);
   }
 
   /**

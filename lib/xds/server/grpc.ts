@@ -84,6 +84,12 @@ export interface AdsServerOptions {
   };
   /** Share the port with other isolates (SO_REUSEPORT): this listener's index and their count. */
   reusePort?: { index: number; of: number };
+  /**
+   * Plaintext: read through `Deno.Conn` into a reused buffer per connection instead of `node:net`
+   * (see `GrpcListenOptions.nativeReads`; mesh-discovery's ADS workers). With `reusePort` this
+   * needs `--unstable-net`, else the listener reads through `node:net` and logs why.
+   */
+  nativeReads?: boolean;
 }
 
 /** A running ADS listener. */
@@ -352,6 +358,7 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     maxConnectionsPerAddress: opts.transport?.maxConnectionsPerAddress,
     maxFailedConnectionsPerSecond: opts.transport?.maxFailedConnectionsPerSecond,
     reusePort: opts.reusePort,
+    nativeReads: opts.nativeReads,
   }).catch((e) => {
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });

@@ -1,9 +1,11 @@
 /**
  * A push timeline for diagnosing the ADS workers (off unless `MESH_XDS_TRACE` names a file):
  * each isolate appends `<epoch ms> <isolate> <event>` lines to that file (a second after the
- * last one, in one write), and records its event-loop stalls of 15 ms or more. Epoch times are
- * comparable across isolates, so one push can be followed from the control isolate's flush to
- * each worker's questions, answers and last send.
+ * last one, in one write), and records its event-loop stalls of 15 ms or more and every move of
+ * its external memory (ArrayBuffer backing stores outside the V8 heap, what V8's "external memory
+ * pressure" GCs count) by {@link EXTERNAL_STEP} or more. Epoch times are comparable across
+ * isolates, so one push can be followed from the control isolate's flush to each worker's
+ * questions, answers and last send.
  * @module
  */
 
@@ -21,6 +23,11 @@ let who = "?";
 let lines: string[] = [];
 let timer: number | undefined;
 let sampler: number | undefined;
+/** V8's external memory in bytes (`node:v8`, loaded only when tracing). */
+let externalBytes: (() => number) | undefined;
+
+/** External memory moves of this many bytes or more are traced (`ext <MB> (+/-<MB>)`). */
+export const EXTERNAL_STEP = 4 * 1024 * 1024;
 
 /** Names this isolate in the trace ("control", "w0", ...) and starts its stall sampler. */
 export function traceIsolate(name: string): void {
@@ -29,12 +36,35 @@ export function traceIsolate(name: string): void {
   // `--trace-gc` times count from the isolate's start, about its time origin
   trace(`origin ${performance.timeOrigin.toFixed(1)}`);
   let last = performance.now();
+  let ext = -1;
+  import("node:v8").then((v8) => {
+    externalBytes = () => v8.getHeapStatistics().external_memory;
+    ext = externalBytes();
+  }, () => {});
   sampler = setInterval(() => {
     const now = performance.now();
     if (now - last >= 15) traceAt(last, `stall ${(now - last).toFixed(1)}ms`);
     last = now;
+    if (externalBytes && ext >= 0) {
+      const e = externalBytes();
+      if (Math.abs(e - ext) >= EXTERNAL_STEP) {
+        traceAt(now, `ext ${mb(e)} (${e > ext ? "+" : ""}${mb(e - ext)})`);
+        ext = e;
+      }
+    }
   }, 2);
   Deno.unrefTimer(sampler);
+}
+
+/** Bytes as MB (10^6 bytes) with one decimal. */
+const mb = (n: number) => (n / 1e6).toFixed(1);
+
+/**
+ * ` ext=<MB>`: this isolate's external memory now, to append to a trace line (empty until the
+ * sampler started, and when not {@link tracing}).
+ */
+export function externalNote(): string {
+  return externalBytes ? ` ext=${mb(externalBytes())}` : "";
 }
 
 /** Records `what` now (no-op unless {@link tracing}). */

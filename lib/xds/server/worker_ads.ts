@@ -21,7 +21,7 @@ import type { Logger } from "../../log/mod.ts";
 import type { Channel } from "../../workers/mod.ts";
 import { type ConnectionStatus, type StreamInfo, XdsServer } from "./stream.ts";
 import type { PushEvent, ResourceMap, XdsMetrics, XdsNode } from "./types.ts";
-import { trace, traced, tracing } from "./push_trace.ts";
+import { externalNote, trace, traced, tracing } from "./push_trace.ts";
 import { MirrorDecoder, type MirrorDelta, type MirrorDrop } from "./worker_mirror.ts";
 
 /** A `state` note waits for this long without a change (ms)... */
@@ -203,7 +203,7 @@ export class WorkerAds {
     this.#waiting = [];
     // The answer is applied in the reaction to the reply, before any later message is handled:
     // the mirror sees the control isolate's deltas and drops in the order they were made.
-    if (tracing) trace(`query send ${queries.length}`);
+    if (tracing) trace(`query send ${queries.length}${externalNote()}`);
     this.#o.channel.request<WorkerAnswer>("query", batch).then((a) => {
       if (tracing) trace(`answer recv ${a.ids.length}`);
       if (a.drop) this.#mirror.drop(a.drop);
@@ -213,7 +213,7 @@ export class WorkerAds {
         else waiting[i].resolve(this.#mirror.map(id));
       });
       this.#soon();
-      if (tracing) trace(`answer applied`);
+      if (tracing) trace(`answer applied${externalNote()}`);
     }).catch((e) => {
       for (const w of waiting) w.reject(e);
     });
@@ -224,10 +224,10 @@ export class WorkerAds {
     const events: PushEvent[] = p.full ? [{ kind: "full" }] : [];
     if (!p.full && p.types.length) events.push({ kind: "config", types: p.types });
     if (!p.full && p.edsClusters.length) events.push({ kind: "eds", clusters: p.edsClusters });
-    if (tracing) trace(`push recv streams=${this.server.connectionCount}`);
+    if (tracing) trace(`push recv streams=${this.server.connectionCount}${externalNote()}`);
     for (const ev of events) this.server.push(ev);
     await this.server.flush();
-    if (tracing) trace(`push done`);
+    if (tracing) trace(`push done${externalNote()}`);
     this.#soon();
   }
 

@@ -37,6 +37,9 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
     logger: log,
     transport: arg.transport,
     reusePort: { index, of: count },
+    // node:net allocates a new ArrayBuffer per read: every ACK wave started a major GC (V8's
+    // external memory pressure) in each worker (docs/benchmarks.md)
+    nativeReads: true,
   });
   return { port: listener.port };
 }, {
