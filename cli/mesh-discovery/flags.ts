@@ -126,6 +126,14 @@ export const discoveryFlags = [
       "before its new connections are paced to this rate (0: off).",
   }),
   flag({
+    name: "grpcReusedReads",
+    type: bool,
+    default: false,
+    help: "Read each --grpcAddr connection of the main isolate into one reused buffer " +
+      "(Deno.Conn), as the --workers isolates always do: less CPU and GC per ACK with " +
+      "thousands of proxies, slower writes (a full push to hundreds of proxies takes longer).",
+  }),
+  flag({
     name: "keepaliveInterval",
     type: duration,
     default: 30_000,

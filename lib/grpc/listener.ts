@@ -145,6 +145,8 @@ export interface GrpcListener {
   readonly shed: number;
   /** TCP connections accepted since the listener started (the accept checks' own excluded). */
   readonly accepted: number;
+  /** Connections read through `Deno.Conn` into reused buffers ({@link GrpcListenOptions.nativeReads} in force). */
+  readonly reusedReads: boolean;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
    * connection once its output is written (at most `graceMs` later).
@@ -487,6 +489,10 @@ class Listener implements GrpcListener {
 
   get shed(): number {
     return this.#shed.count;
+  }
+
+  get reusedReads(): boolean {
+    return this.#native !== undefined;
   }
 
   get accepted(): number {

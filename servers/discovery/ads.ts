@@ -115,6 +115,7 @@ export async function listenAds(
     server: core.local,
     logger: getLogger("ads"),
     transport: config.grpc,
+    nativeReads: config.grpcReusedReads,
   }).catch((e) => {
     throw listenError(`--grpcAddr ${hostPort(host, config.grpcAddr.port)}`, e);
   });

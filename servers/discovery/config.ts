@@ -53,6 +53,11 @@ export interface DiscoveryConfig {
     readonly maxConnectionsPerAddress: number;
     readonly maxFailedConnectionsPerSecond: number;
   };
+  /**
+   * `--grpcReusedReads`: the main isolate's `--grpcAddr` connections read into a reused buffer
+   * each (`GrpcListenOptions.nativeReads`); the workers always do.
+   */
+  readonly grpcReusedReads: boolean;
   readonly orchconfig: string;
   readonly meshConfigPath: string;
   readonly monitoringPort: number;
@@ -107,6 +112,7 @@ export interface DiscoveryFlags {
   readonly grpcMaxConnections: number;
   readonly grpcMaxConnectionsPerAddress: number;
   readonly grpcMaxFailedConnectionRate: number;
+  readonly grpcReusedReads?: boolean;
   readonly keepaliveInterval: number;
   readonly keepaliveTimeout: number;
   readonly keepaliveMinTime: number;
@@ -382,6 +388,7 @@ export function toConfig(flags: DiscoveryFlags, env: DiscoveryEnv = {}): Discove
       maxConnectionsPerAddress: flags.grpcMaxConnectionsPerAddress,
       maxFailedConnectionsPerSecond: flags.grpcMaxFailedConnectionRate,
     }),
+    grpcReusedReads: flags.grpcReusedReads ?? false,
     orchconfig: flags.orchconfig,
     meshConfigPath: flags.meshConfig,
     monitoringPort: flags.monitoringPort,

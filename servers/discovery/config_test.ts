@@ -64,6 +64,11 @@ Deno.test("toConfig() maps the gRPC transport flags to the transport limits", ()
   });
 });
 
+Deno.test("toConfig() reads --grpcReusedReads (off unless given)", () => {
+  assert.equal(toConfig(FLAGS, IN_CLUSTER).grpcReusedReads, false);
+  assert.equal(toConfig({ ...FLAGS, grpcReusedReads: true }, IN_CLUSTER).grpcReusedReads, true);
+});
+
 Deno.test("toConfig() rejects gRPC transport flags out of range, naming each", () => {
   assert.throws(
     () =>

@@ -10,11 +10,14 @@ import {
   ATTACKS,
   discoveryRequest,
   grpcFrame,
+  grpcRequest,
   RawClient,
   rssOf,
   startProbe,
   sustain,
 } from "../../lib/grpc/testing.ts";
+import { frame, FrameType } from "../../lib/grpc/h2/frames.ts";
+import { MessageBuilder } from "../../lib/protowire/mod.ts";
 import { waitUntil, withTempDir } from "../harness/procs.ts";
 import {
   DISCOVERY_SCRIPT,
@@ -34,10 +37,13 @@ async function run(cmd: string, args: string[]): Promise<{ code: number; out: st
 
 const GRPC_HEADERS = ["-H", "content-type: application/grpc", "-H", "te: trailers"];
 
-/** Runs `fn` with `mesh-discovery discovery --registries Mock --configDir <tmp>`, ready. */
-async function withDiscovery(fn: (d: RunningDiscovery, dir: string) => Promise<void>) {
+/** Runs `fn` with `mesh-discovery discovery --registries Mock --configDir <tmp> ...extra`, ready. */
+async function withDiscovery(
+  fn: (d: RunningDiscovery, dir: string) => Promise<void>,
+  extra: string[] = [],
+) {
   await withTempDir(async (dir) => {
-    const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
+    const d = await startDiscovery(["--registries", "Mock", "--configDir", dir, ...extra]);
     try {
       await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 10_000);
       await fn(d, dir);
@@ -58,6 +64,7 @@ Deno.test("nghttp and h2load (nghttp2) get ADS responses with gRPC-framed reques
       // nghttp half-closes with its DATA: ADS ends the call OK (as grpc-js servers do), after
       // nghttp's PRIORITY tree, SETTINGS, HEADERS and DATA were all accepted.
       assert.match(n.out, /recv \(stream_id=13\) grpc-status: 0/);
+      assert.doesNotMatch(d.proc.output(), /reused read buffers/, "node:net reads by default");
       assert.match(
         n.out,
         /recv SETTINGS frame[^\n]*\n\s+\(niv=4\)[\s\S]*MAX_CONCURRENT_STREAMS\(0x03\):100/,
@@ -79,6 +86,44 @@ Deno.test("nghttp and h2load (nghttp2) get ADS responses with gRPC-framed reques
       assert.match(h.out, /requests: 200 total, 200 started, 200 done, 200 succeeded, 0 failed/);
     }
   });
+});
+
+Deno.test("with --grpcReusedReads ADS reads into reused buffers and answers requests that span many reads", async () => {
+  await withDiscovery(async (d) => {
+    assert.match(d.proc.output(), /ADS: listening on [^\n]*plaintext, reused read buffers\)/);
+    // CDS requests of ~120 kB (an unknown field the decoder skips) on open streams: 8 DATA frames
+    // of 16 kB each, sent in one write with the other streams', so frames and their headers
+    // straddle the server's 16 kB reads
+    const node = new MessageBuilder().string(1, NODE, true).finish();
+    const request = (i: number) =>
+      grpcFrame(
+        new MessageBuilder().message(2, node)
+          .string(4, "type.googleapis.com/envoy.config.cluster.v3.Cluster", true)
+          .string(99, String(i).repeat(120_000), true).finish(),
+      );
+    const c = await RawClient.connect(Number(d.grpc.split(":")[1]));
+    try {
+      await c.send(FrameType.SETTINGS, 0, 0);
+      await c.send(FrameType.WINDOW_UPDATE, 0, 0, new Uint8Array([0, 0x10, 0, 0])); // +1 MiB
+      const ids = [1, 3, 5];
+      const parts: Uint8Array[] = [];
+      for (const id of ids) {
+        const body = request(id);
+        assert.ok(body.length > 100_000, `${body.length} bytes`);
+        parts.push(c.headersFrame(id, grpcRequest(ADS_PATH)));
+        for (let at = 0; at < body.length; at += 16_384) {
+          parts.push(frame(FrameType.DATA, 0, id, body.subarray(at, at + 16_384)));
+        }
+      }
+      await c.write(...parts);
+      // each stream is answered (a DATA frame: its CDS response), none reset, no GOAWAY
+      assert.ok(await c.until(() => ids.every((id) => c.dataOn(id) > 0), 20_000), "answered");
+      assert.equal(c.resets().size, 0);
+      assert.equal(c.goaway, undefined);
+    } finally {
+      c.socket.destroy();
+    }
+  }, ["--grpcReusedReads"]);
 });
 
 Deno.test("mesh-discovery answers every attack class on ADS while a normal ADS client keeps getting responses", async (t) => {

@@ -363,7 +363,10 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });
   const port = listener.port;
-  log.info(`ADS: listening on ${opts.address} (port ${port}, ${tls ? "TLS" : "plaintext"})`);
+  log.info(
+    `ADS: listening on ${opts.address} (port ${port}, ${tls ? "TLS" : "plaintext"}` +
+      `${listener.reusedReads ? ", reused read buffers" : ""})`,
+  );
 
   let stopped: Promise<void> | undefined;
   return {
