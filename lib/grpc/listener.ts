@@ -799,39 +799,25 @@ class Listener implements GrpcListener {
    * callback waits for every connection, so it is not awaited; open connections stay.)
    */
   async #reopen(): Promise<void> {
-    if (this.#native) return await this.#reopenNative();
     if (this.#open) {
-      this.#server.close();
+      if (this.#native) this.#native.close();
+      else this.#server.close();
       this.#open = false;
       await new Promise((r) => setTimeout(r, 50));
     }
-    const next = this.#create();
     try {
-      await this.#listen(next, this.port);
-      this.#server = next;
+      if (this.#native) {
+        this.#native = this.#listenNative(this.port);
+      } else {
+        const next = this.#create();
+        await this.#listen(next, this.port);
+        this.#server = next;
+      }
       this.#open = true;
-      if (this.#closing) next.close();
+      if (this.#closing && this.#native) this.#native.close();
+      else if (this.#closing) this.#server.close();
     } catch (e) {
       // Still out of descriptors (or the port is not free yet): the next check tries again.
-      const m = (e as Error).message;
-      if (m !== this.#lastReopenError) this.opts.onError?.(`cannot reopen the listener: ${m}`);
-      this.#lastReopenError = m;
-    }
-  }
-
-  /** {@link #reopen} for a `Deno.listen` listener. */
-  async #reopenNative(): Promise<void> {
-    if (this.#open) {
-      this.#native!.close();
-      this.#open = false;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    try {
-      const next = this.#listenNative(this.port);
-      this.#native = next;
-      this.#open = true;
-      if (this.#closing) next.close();
-    } catch (e) {
       const m = (e as Error).message;
       if (m !== this.#lastReopenError) this.opts.onError?.(`cannot reopen the listener: ${m}`);
       this.#lastReopenError = m;

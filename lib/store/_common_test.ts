@@ -165,15 +165,18 @@ Deno.test("Watchers deliver a copy to each handler in order, log a failing one a
   assert.equal(logged.length, 2);
 });
 
+/** A Gateway named `name` in namespace `ns`. */
+const gateway = (name: string) =>
+  ({
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "Gateway",
+    metadata: { name, namespace: "ns" },
+    spec: {},
+  }) as ConfigObject;
+
 Deno.test("Watchers.prepare() copies a batch in slices and delivers it at once; handlers added meanwhile get copies too", async () => {
   const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
-  const obj = (name: string) =>
-    ({
-      apiVersion: "networking.mesh.io/v1alpha3",
-      kind: "Gateway",
-      metadata: { name, namespace: "ns" },
-      spec: {},
-    }) as ConfigObject;
+  const obj = gateway;
   const seen: string[] = [];
   const early: ConfigObject[] = [];
   w.add((e) => {
@@ -209,13 +212,7 @@ Deno.test("Watchers.prepare() copies a batch in slices and delivers it at once; 
 
 Deno.test("Watchers.prepare()'s delivery skips a handler closed meanwhile and gives one added meanwhile none of the batch", async () => {
   const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
-  const obj = (name: string) =>
-    ({
-      apiVersion: "networking.mesh.io/v1alpha3",
-      kind: "Gateway",
-      metadata: { name, namespace: "ns" },
-      spec: {},
-    }) as ConfigObject;
+  const obj = gateway;
   const seen: string[] = [];
   let second: { close(): void } | undefined = undefined;
   w.add((e) => {
