@@ -800,9 +800,7 @@ class Listener implements GrpcListener {
    */
   async #reopen(): Promise<void> {
     if (this.#open) {
-      if (this.#native) this.#native.close();
-      else this.#server.close();
-      this.#open = false;
+      void this.#closeListening();
       await new Promise((r) => setTimeout(r, 50));
     }
     try {
@@ -814,14 +812,27 @@ class Listener implements GrpcListener {
         this.#server = next;
       }
       this.#open = true;
-      if (this.#closing && this.#native) this.#native.close();
-      else if (this.#closing) this.#server.close();
+      if (this.#closing) void this.#closeListening();
     } catch (e) {
       // Still out of descriptors (or the port is not free yet): the next check tries again.
       const m = (e as Error).message;
       if (m !== this.#lastReopenError) this.opts.onError?.(`cannot reopen the listener: ${m}`);
       this.#lastReopenError = m;
     }
+  }
+
+  /**
+   * Closes the listening socket (`Deno.listen`'s or `node:net`'s); open connections stay. Resolves
+   * at once for the former, and for the latter once its connections have closed too.
+   */
+  #closeListening(): Promise<void> {
+    this.#open = false;
+    if (this.#native) {
+      this.#native.close();
+      return Promise.resolve();
+    }
+    const server = this.#server;
+    return new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
   #schedule(): void {
@@ -836,16 +847,7 @@ class Listener implements GrpcListener {
       clearTimeout(this.#checkTimer);
       for (const s of this.#held) s.destroy();
       await this.#inflight;
-      if (this.#native) {
-        if (this.#open) this.#native.close();
-        this.#open = false;
-        await Promise.all([...this.connections].map((c) => c.shutdown(status, message, graceMs)));
-        return;
-      }
-      const server = this.#server;
-      const stopped = this.#open
-        ? new Promise<void>((resolve) => server.close(() => resolve()))
-        : Promise.resolve();
+      const stopped = this.#open ? this.#closeListening() : Promise.resolve();
       await Promise.all([...this.connections].map((c) => c.shutdown(status, message, graceMs)));
       await stopped;
     })();
