@@ -8,6 +8,7 @@
 import type { XdsMetrics } from "../../lib/xds/server/mod.ts";
 import { typeShortName } from "../../lib/xds/server/mod.ts";
 import type { ContextCounts } from "./model.ts";
+import { promRegistry } from "../../lib/monitoring/mod.ts";
 
 /** Everything the discovery server records, plus the exposition. */
 export interface DiscoveryMetrics {
@@ -51,12 +52,7 @@ export async function createMetrics(
   connections: () => number,
   transport: () => TransportState = () => ({ accepting: true, refused: 0, throttled: 0 }),
 ): Promise<DiscoveryMetrics> {
-  const prom = await import("../../lib/deps/prom.ts");
-  const register = new prom.Registry();
-  const lag = (await import("../../lib/monitoring/event_loop_lag.ts")).collectProcessMetrics(
-    prom,
-    register,
-  );
+  const { prom, register, close } = await promRegistry();
   const registers = [register];
   /** A gauge set from `read()` at every scrape. */
   const gauge = (name: string, help: string, read: () => number) =>
@@ -180,6 +176,6 @@ export async function createMetrics(
     },
     text: () => register.metrics(),
     contentType: register.contentType,
-    close: () => lag.stop(),
+    close,
   };
 }
