@@ -225,6 +225,17 @@ function checkClock(): () => string {
   };
 }
 
+/**
+ * Calls `unanswered` a second from now, one turn of the event loop after the second's timer: a
+ * thread blocked or starved of CPU past that second finds the check's connection ready to accept
+ * and the timer due in the same turn, and Deno runs the timer first (in `node:net` and
+ * `Deno.listen` alike). Returns the cancel.
+ */
+function afterCheckSecond(unanswered: () => void): () => void {
+  let timer = setTimeout(() => timer = setTimeout(unanswered, 0), 1000);
+  return () => clearTimeout(timer);
+}
+
 /** `address` of a socket's peer (IPv4-mapped IPv6 addresses as IPv4). */
 const peerAddress = (socket: Socket) => (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
 /** `address:port` of a socket's peer. */
@@ -252,9 +263,10 @@ class Tally {
  * within a second. Its own connections are recognised among the accepted sockets by the address
  * and port of the check in flight (forgotten once seen or over, so a client reusing the port later
  * is not mistaken for one). While a check is in flight every accepted port is noted too: the
- * accept may come before the check's own connect callback tells its port.
+ * accept may come before the check's own connect callback tells its port. (Exported for its
+ * tests; a listener makes its own.)
  */
-class AcceptCheck {
+export class AcceptCheck {
   /** `address:port` of our own check in flight (its socket is not a gRPC connection). */
   #probes = new Set<string>();
   #probeSeen: (() => void) | undefined;
@@ -313,7 +325,7 @@ class AcceptCheck {
       const finish = (ok: boolean, reason: string) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        cancel();
         this.#probeSeen = undefined;
         this.#acceptedPorts.clear();
         // A check the listener never saw must not be taken for one later (its port is reused).
@@ -322,7 +334,7 @@ class AcceptCheck {
         resolve({ ok, reason });
       };
       const unanswered = checkClock();
-      const timer = setTimeout(() => finish(false, unanswered()), 1000);
+      const cancel = afterCheckSecond(() => finish(false, unanswered()));
       let key = "";
       this.#probeSeen = () => {};
       const sock = this.net.connect({ port, host });
@@ -381,14 +393,14 @@ class AcceptCheck {
       const finish = (r: { ok: boolean; reason: string } | "elsewhere") => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        cancel();
         this.#probeSeen = undefined;
         this.#probes.delete(key);
         sock.destroy();
         resolve(r);
       };
       const unanswered = checkClock();
-      const timer = setTimeout(() => finish({ ok: false, reason: unanswered() }), 1000);
+      const cancel = afterCheckSecond(() => finish({ ok: false, reason: unanswered() }));
       this.#probes.add(key);
       this.#probeSeen = () => finish({ ok: true, reason: "" });
       const sock = this.net.connect({ port, host, localAddress, localPort });

@@ -21,6 +21,7 @@ import {
   listenGrpc,
 } from "./mod.ts";
 import { eventually, RawClient } from "./testing.ts";
+import { AcceptCheck } from "./listener.ts";
 
 const { DATA, SETTINGS } = FrameType;
 const te = new TextEncoder();
@@ -579,3 +580,24 @@ Deno.test("unansweredReason(): an unanswered check says nothing when the loop wa
   assert.equal(unansweredReason(1000, 800), busy, "on the CPU 80 % of the wait");
   assert.equal(unansweredReason(1000, 790), stopped);
 });
+
+for (const shared of [false, true]) {
+  Deno.test(`an accept check whose thread was blocked past its second is answered, not taken for a stopped accept loop${shared ? " (shared port)" : ""}`, async () => {
+    // The check's connection waits in the backlog while the thread sleeps (no CPU, so not
+    // "busy"; 100 ms late, under the lateness that says nothing): when the thread wakes, its
+    // accept and the check's timer are due in the same turn, and the timer runs first.
+    const check = new AcceptCheck(net, shared ? { index: 0, of: 1 } : undefined);
+    const server = net.createServer((s) => {
+      if (check.isProbe(s)) s.destroy();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { port } = server.address() as net.AddressInfo;
+      const answer = check.run(port, "127.0.0.1");
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1100);
+      assert.deepEqual(await answer, { ok: true, reason: "" });
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+}
