@@ -22,6 +22,7 @@ import { injectorArgs, webhookConfiguration } from "../servers/injector/_testuti
 import { makeTestPki } from "../tests/harness/certs.ts";
 import { startFakeKube } from "../tests/harness/fake_kube.ts";
 import { freePort, spawnProgram, waitUntil } from "../tests/harness/procs.ts";
+import { bucketQuantile, readHistogram } from "./_histogram.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const HELP =
@@ -122,17 +123,9 @@ function percentile(sorted: number[], q: number): number {
 
 /** Upper bucket bound under which a fraction q of the server's observations fall. */
 function histogramQuantile(metrics: string, q: number): string {
-  const buckets = [
-    ...metrics.matchAll(/^sidecar_injection_duration_seconds_bucket\{le="([^"]+)"\} (\d+)/gm),
-  ]
-    .map((m) => [m[1], Number(m[2])] as const);
-  const total = buckets.at(-1)?.[1] ?? 0;
-  for (const [le, n] of buckets) {
-    if (n >= q * total) {
-      return le === "+Inf" ? "> 2.5 s" : `≤ ${+(Number(le) * 1000).toFixed(1)} ms`;
-    }
-  }
-  return "n/a";
+  const le = bucketQuantile(readHistogram(metrics, "sidecar_injection_duration_seconds"), q);
+  if (Number.isNaN(le)) return "n/a";
+  return le === Infinity ? "> 2.5 s" : `≤ ${+(le * 1000).toFixed(1)} ms`;
 }
 
 async function h2load(

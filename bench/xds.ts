@@ -25,7 +25,10 @@
  * within 1.2× at 10,000 of the 2,000 figure: `--baseline 2000 --proxies 10000`). `--churn-rate R
  * --churn-seconds S` adds a sustained-churn phase at full scale: R endpoint changes a second for S
  * seconds (registry path), with the time from each change to each proxy's update (p50/p99/max over
- * every (change, proxy) pair), the server's RSS every 5 s and `/ready` polled throughout.
+ * every (change, proxy) pair), the server's RSS every 5 s and `/ready` polled throughout; beside
+ * it the server's own side, from its `mesh_xds_convergence_time` (first change of a push → every
+ * affected proxy handed it; the simulated proxies' figure includes their own backlog on a box they
+ * share with the server).
  * `--storm-seconds T` then closes every proxy and reconnects them all within T seconds, and
  * reports when all were synced again, `/ready` polled throughout. `--per-session N` puts N ADS
  * streams on one HTTP/2 connection (needed past ~9,900 proxies on a box whose file descriptor
@@ -42,12 +45,16 @@
  * `mesh_xds_push_time` for each push (flush → every affected proxy handed its update), and the
  * speed-up W = N against W = 1 is the ratio of their p50s.
  *
+ * `--server-reused-reads` starts the server with `--grpcReusedReads` (its one serving isolate reads
+ * each connection into a reused buffer, as the workers do).
+ *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { wholeNumber } from "./_flags.ts";
+import { atMost, bucketQuantile, type Histogram, readHistogram, since } from "./_histogram.ts";
 import { startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
 import type http2 from "node:http2";
@@ -109,6 +116,8 @@ interface Options {
   serverWorkers: number;
   /** V8 flags of the server (`deno run --v8-flags=...`), or "". */
   serverV8Flags: string;
+  /** The server with `--grpcReusedReads` (its one serving isolate reads into reused buffers). */
+  serverReusedReads: boolean;
   /**
    * Endpoint changes whose push the server makes while this process (every simulated proxy) is
    * paused, so that the server has the cores to itself (0: none).
@@ -138,6 +147,7 @@ function parse(args: string[]): Options {
       "churn-seconds": { type: "string", default: "60" },
       "storm-seconds": { type: "string", default: "0" },
       "server-v8-flags": { type: "string", default: "" },
+      "server-reused-reads": { type: "boolean", default: false },
       client: { type: "string", default: "lean" },
       "proxyless-share": { type: "string", default: "0" },
       workers: { type: "string", default: "0" },
@@ -175,6 +185,7 @@ function parse(args: string[]): Options {
     churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
     serverV8Flags: String(values["server-v8-flags"] ?? ""),
+    serverReusedReads: values["server-reused-reads"] === true,
     workers: wholeNumber("workers", values.workers, 0),
     serverWorkers: wholeNumber("server-workers", values["server-workers"], 0),
     pausedChanges: 0,
@@ -383,12 +394,15 @@ interface RunSummary {
  */
 export async function main(args: string[] = Deno.args): Promise<void> {
   const o = parse(args);
-  if (o.workers > 1) await compareWorkers(args, o.workers);
+  if (o.workers > 1) await compareWorkers(args, o.workers, o.pausedChanges);
   else await runOnce(o);
 }
 
-/** `--workers N`: one run per server `--workers` value (1, N), then a table of both. */
-async function compareWorkers(args: string[], n: number): Promise<void> {
+/**
+ * `--workers N`: one run per server `--workers` value (1, N), then a table of both. Each run is
+ * parsed without `--workers`, so it is given `paused` (the `--paused-changes` of the whole run).
+ */
+async function compareWorkers(args: string[], n: number, paused: number): Promise<void> {
   const rest = args.filter((a, i) =>
     !/^--workers(=|$)/.test(a) && !(args[i - 1] === "--workers" && !a.startsWith("--"))
   );
@@ -396,7 +410,8 @@ async function compareWorkers(args: string[], n: number): Promise<void> {
   const runs: RunSummary[] = [];
   for (const w of [1, n]) {
     console.log(`\n### server --workers ${w} (load average before: ${load()})`);
-    runs.push((await runOnce(parse([...rest, "--server-workers", String(w)])))!);
+    const run = { ...parse([...rest, "--server-workers", String(w)]), pausedChanges: paused };
+    runs.push((await runOnce(run))!);
   }
   const pair = (xs: number[], p1: number, p2: number) =>
     `${ms(pct([...xs].sort((a, b) => a - b), p1))} / ${ms(pct([...xs].sort((a, b) => a - b), p2))}`;
@@ -460,6 +475,19 @@ async function compareWorkers(args: string[], n: number): Promise<void> {
       `--workers 1 (p50 push time, simulated proxies paused): ` +
       `${(p50(a.pushMs) / p50(b.pushMs)).toFixed(2)}× (issue 26: ≥ 1.4×)`,
   );
+}
+
+/**
+ * The server's own lag under churn, from its `mesh_xds_convergence_time` observations (one per
+ * push: from the first change merged into it until every affected proxy was handed it), to the
+ * resolution of the histogram's buckets: what the simulated proxies' figure cannot separate from
+ * their own backlog when they share the box with the server.
+ */
+function convergenceText(h: Histogram): string {
+  if (h.count <= 0) return "no push";
+  const bound = (le: number) => le === Infinity ? "> 30 s" : `≤ ${le} s`;
+  return `${h.count} pushes, mean ${ms((h.sum / h.count) * 1000)}, ${atMost(h, 1)} of ${h.count} ` +
+    `within 1 s, p50 ${bound(bucketQuantile(h, 0.5))}, p99 ${bound(bucketQuantile(h, 0.99))}`;
 }
 
 /** One run of the benchmark against one server. */
@@ -528,6 +556,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         "0",
         "--workers",
         String(o.serverWorkers),
+        ...(o.serverReusedReads ? ["--grpcReusedReads"] : []),
         ...(o.profileFullPush || o.profileChanges ? ["--profile"] : []),
       ],
       stdout: "piped",
@@ -555,9 +584,10 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     const httpPort = Number(log.match(/http=\S+:(\d+)/)![1]);
     const monitoringPort = Number(log.match(/monitoring=\S+:(\d+)/)![1]);
     /** The server's `mesh_xds_push_time` histogram: sum (s) and count. */
+    const metricsText = async () =>
+      await (await fetch(`http://127.0.0.1:${monitoringPort}/metrics`)).text();
     const pushTimes = async () => {
-      const res = await fetch(`http://127.0.0.1:${monitoringPort}/metrics`);
-      const text = await res.text();
+      const text = await metricsText();
       const num = (name: string) => {
         const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
         if (!m) throw new Error(`/metrics has no ${name}`);
@@ -1212,6 +1242,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       const rss: string[] = [];
       const stopReady = readyProbe();
       const s0 = cpuOf(pid), c0 = clientCpu();
+      const conv0 = readHistogram(await metricsText(), "mesh_xds_convergence_time");
       const start = performance.now();
       const rssTimer = setInterval(
         () => rss.push(`${((performance.now() - start) / 1000).toFixed(0)} s ${mb(rssOf(pid))}`),
@@ -1251,6 +1282,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       const rd = await stopReady();
       const sCpu = cpuOf(pid) - s0, cCpu = clientCpu() - c0;
       const wall = (performance.now() - start) / 1000;
+      const conv = since(conv0, readHistogram(await metricsText(), "mesh_xds_convergence_time"));
       churn = undefined;
       out(
         `sustained churn at ${sidecarsLive()} sidecars: ${total} endpoint changes (registry) posted in ` +
@@ -1263,6 +1295,8 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
           `client CPU ${cCpu.toFixed(1)} s; ${readyText(rd)}`,
       );
       out(`  server RSS every 5 s: ${rss.join(", ")}`);
+      const server = convergenceText(conv);
+      out(`  the server's side (mesh_xds_convergence_time): ${server}`);
       churnRow = `| sustained churn: ${total} endpoint changes at ${
         (total / postedIn).toFixed(1)
       }/s, ${sidecarsLive()} proxies: change → each proxy's update p50 / p99 / max | ${
@@ -1271,7 +1305,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         complete ? "all delivered" : "INCOMPLETE"
       }; server ${(sCpu / wall).toFixed(2)} cores; RSS ${rss[0].split(" s ")[1]} → ${
         rss[rss.length - 1].slice(4)
-      }; ${readyText(rd)}) | p99 ≤ 1000 ms, RSS flat |`;
+      }; ${readyText(rd)}; server's side: ${server}) | p99 ≤ 1000 ms, RSS flat |`;
     }
     if (o.stormSeconds > 0) {
       const n = live();
