@@ -31,7 +31,7 @@ import { wholeNumber } from "./_flags.ts";
 import { waitUntil } from "../tests/harness/procs.ts";
 import { NODE, probeUntil, virtualService } from "../tests/e2e/_config_load.ts";
 import { http, type RunningDiscovery, startDiscovery } from "../tests/e2e/discovery_harness.ts";
-import { SYSTEM_PYTHON } from "../tests/harness/xds_client.ts";
+import { startCoreProber } from "./_core_prober.ts";
 
 const HELP = `Usage: deno task bench config_load [--documents N,N,...] [--runs N] [--probers P,...]
 
@@ -75,69 +75,6 @@ const PROBERS: readonly Prober[] = ["c-core", "bench"];
 
 /** The pause between two rounds of probes, ms. */
 const PAUSE_MS = 20;
-
-/**
- * The independent prober (`_load_prober.py`), started and warm: `stop()` ends it and returns the
- * slowest probe of each kind since it was warm.
- */
-export async function startCoreProber(d: RunningDiscovery, probeLog = "") {
-  const child = new Deno.Command(SYSTEM_PYTHON, {
-    args: [
-      new URL("./_load_prober.py", import.meta.url).pathname,
-      d.http,
-      d.grpc,
-      NODE,
-      String(PAUSE_MS),
-      probeLog,
-    ],
-    env: { PYTHONUNBUFFERED: "1" },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let errors = "";
-  const readErr = (async () => {
-    for await (const t of child.stderr.pipeThrough(new TextDecoderStream())) errors += t;
-  })();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).values();
-  let buffered = "";
-  const nextLine = async (): Promise<string> => {
-    while (!buffered.includes("\n")) {
-      const { value, done } = await lines.next();
-      if (done) throw new Error(`the prober ended: ${JSON.stringify(await child.status)}`);
-      buffered += value;
-    }
-    const nl = buffered.indexOf("\n");
-    const line = buffered.slice(0, nl);
-    buffered = buffered.slice(nl + 1);
-    return line;
-  };
-  try {
-    const warm = await nextLine();
-    if (warm !== "warm") throw new Error(`the prober said ${JSON.stringify(warm)}`);
-  } catch (e) {
-    child.kill();
-    await child.status;
-    await readErr;
-    throw new Error(`${(e as Error).message}\n${errors}`);
-  }
-  return {
-    async stop(): Promise<Record<"ready" | "rest" | "ads", number>> {
-      const stdin = child.stdin.getWriter();
-      await stdin.write(new TextEncoder().encode("stop\n"));
-      await stdin.close();
-      const { slowest, counts } = JSON.parse(await nextLine());
-      await lines.return?.();
-      await child.status;
-      await readErr;
-      if (errors) throw new Error(`the prober's probes failed:\n${errors}`);
-      for (const [kind, n] of Object.entries(counts)) {
-        if (n === 0) throw new Error(`the prober made no ${kind} probe during the load`);
-      }
-      return slowest;
-    },
-  };
-}
 
 /** How the server is run and what is kept of it. */
 interface ServerOptions {
@@ -199,7 +136,11 @@ async function loadOnce(documents: number, prober: Prober, server: ServerOptions
       );
     }
     if (prober === "c-core") {
-      const p = await startCoreProber(d, server.log ? `${server.log}.probes` : "");
+      const p = await startCoreProber(d, {
+        node: NODE,
+        pauseMs: PAUSE_MS,
+        log: server.log ? `${server.log}.probes` : "",
+      });
       try {
         start = await write();
         await waitUntil(async () => await counted() === documents, options.deadlineMs, what, 200);

@@ -25,12 +25,13 @@
  * within 1.2× at 10,000 of the 2,000 figure: `--baseline 2000 --proxies 10000`). `--churn-rate R
  * --churn-seconds S` adds a sustained-churn phase at full scale: R endpoint changes a second for S
  * seconds (registry path), with the time from each change to each proxy's update (p50/p99/max over
- * every (change, proxy) pair), the server's RSS every 5 s and `/ready` polled throughout; beside
+ * every (change, proxy) pair), the server's RSS every 5 s, and `/ready`, REST CDS and a new ADS
+ * stream's CDS timed throughout by the independent C-core prober (`_core_prober.ts`); beside
  * it the server's own side, from its `mesh_xds_convergence_time` (first change of a push → every
  * affected proxy handed it; the simulated proxies' figure includes their own backlog on a box they
  * share with the server).
  * `--storm-seconds T` then closes every proxy and reconnects them all within T seconds, and
- * reports when all were synced again, `/ready` polled throughout. `--per-session N` puts N ADS
+ * reports when all were synced again, with the same probes throughout. `--per-session N` puts N ADS
  * streams on one HTTP/2 connection (needed past ~9,900 proxies on a box whose file descriptor
  * limit is 20,000: every proxy connects from 127.0.0.1).
  *
@@ -54,6 +55,7 @@
 
 import { parseArgs } from "node:util";
 import { wholeNumber } from "./_flags.ts";
+import { type ProbeSummary, startCoreProber } from "./_core_prober.ts";
 import { atMost, bucketQuantile, type Histogram, readHistogram, since } from "./_histogram.ts";
 import { startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
@@ -203,6 +205,9 @@ function parse(args: string[]): Options {
   if (o.baseline > o.proxies) o.baseline = o.proxies;
   return o;
 }
+
+/** The proxy ID of the C-core prober's REST and ADS requests (a sidecar of no bench service). */
+const PROBE_NODE = "sidecar~10.254.0.1~prober.default~default.svc.cluster.local";
 
 const svcName = (i: number) => `svc-${String(i).padStart(4, "0")}.bench.example`;
 const clusterName = (i: number) => `outbound|8080||${svcName(i)}`;
@@ -1199,39 +1204,30 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     // ---- sustained churn and reconnect storm ----
     const live = () => proxies.filter((p) => !p.ended).length;
     /** Polls `/ready` every 250 ms until stopped: answers that were not 200, slowest answer. */
-    const readyProbe = () => {
-      let stop = false, polls = 0, bad = 0, slowest = 0, why = "";
-      const run = (async () => {
-        while (!stop) {
-          const t = performance.now();
-          try {
-            const res = await fetch(`http://127.0.0.1:${httpPort}/ready`, {
-              signal: AbortSignal.timeout(10_000),
-            });
-            const body = await res.text();
-            if (res.status !== 200) {
-              bad++;
-              why ||= `${res.status} ${body.trim()}`;
-            }
-          } catch (e) {
-            bad++;
-            why ||= (e as Error).message;
-          }
-          polls++;
-          slowest = Math.max(slowest, performance.now() - t);
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      })();
-      return async () => {
-        stop = true;
-        await run;
-        return { polls, bad, slowest, why };
-      };
+    /**
+     * `/ready`, REST CDS and a new ADS stream's CDS timed by the independent C-core prober (a
+     * process of its own: this one, running the simulated proxies, is too busy to time anything
+     * of the server's); `stop()` tells what it saw.
+     */
+    const readyProbe = async () => {
+      const p = await startCoreProber(
+        { http: `127.0.0.1:${httpPort}`, grpc: `127.0.0.1:${grpcPort}` },
+        { node: PROBE_NODE, pauseMs: 250 },
+      );
+      return () => p.end();
     };
-    const readyText = (x: { polls: number; bad: number; slowest: number; why: string }) =>
-      `/ready ${x.polls - x.bad}/${x.polls} polls 200 (slowest answer ${ms(x.slowest)}${
-        x.why ? `; first other answer: ${x.why}` : ""
-      })`;
+    const readyText = (x: ProbeSummary) => {
+      const failed = (k: string) => x.errors.split("\n").filter((l) => l.startsWith(`${k}:`));
+      const bad = failed("ready");
+      const others = failed("rest").length + failed("ads").length;
+      return `/ready ${x.counts.ready - bad.length}/${x.counts.ready} probes 200 (slowest ${
+        ms(x.slowest.ready)
+      }${bad.length ? `; first failure: ${bad[0].slice(7)}` : ""}), slowest REST CDS ${
+        ms(x.slowest.rest)
+      } and new ADS stream's CDS ${ms(x.slowest.ads)}${
+        others ? ` (${others} of them failed)` : ""
+      }, C-core prober`;
+    };
     let churnRow = "", stormRow = "";
     /** Churn is followed on the sidecars (proxyless workloads see only the services they call). */
     const sidecarsLive = () => proxies.filter((p) => p instanceof SimProxy && !p.ended).length;
@@ -1240,7 +1236,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       const total = Math.round(o.churnRate * o.churnSeconds);
       const interval = 1000 / o.churnRate;
       const rss: string[] = [];
-      const stopReady = readyProbe();
+      const stopReady = await readyProbe();
       const s0 = cpuOf(pid), c0 = clientCpu();
       const conv0 = readHistogram(await metricsText(), "mesh_xds_convergence_time");
       const start = performance.now();
@@ -1316,7 +1312,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       proxies.length = 0;
       sessions.length = 0;
       await new Promise((r) => setTimeout(r, 1000));
-      const stopReady = readyProbe();
+      const stopReady = await readyProbe();
       const s0 = cpuOf(pid), c0 = clientCpu();
       const start = performance.now();
       // Every proxy reconnects within --storm-seconds: batches every 50 ms, without waiting for

@@ -1,14 +1,15 @@
 import assert from "node:assert/strict";
-import { startCoreProber } from "./config_load.ts";
+import { startCoreProber } from "./_core_prober.ts";
+import { NODE } from "../tests/e2e/_config_load.ts";
 import { startDiscovery } from "../tests/e2e/discovery_harness.ts";
 
-Deno.test("the C-core prober of bench config_load times /ready, REST CDS and ADS CDS of a running discovery until told to stop", async () => {
+Deno.test("the C-core prober of the benches times /ready, REST CDS and ADS CDS of a running discovery until told to stop", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-cfgload-prober-" });
   const d = await startDiscovery(["--configDir", dir, "--registries", "Mock"]);
   try {
     const log = `${dir}/probes.log`;
     const before = Date.now();
-    const prober = await startCoreProber(d, log);
+    const prober = await startCoreProber(d, { node: NODE, pauseMs: 20, log });
     await new Promise((r) => setTimeout(r, 300));
     const slowest = await prober.stop();
     assert.deepEqual(Object.keys(slowest).sort(), ["ads", "ready", "rest"]);
@@ -28,7 +29,7 @@ Deno.test("the C-core prober of bench config_load times /ready, REST CDS and ADS
   }
 });
 
-Deno.test("the C-core prober of bench config_load says why when its probes fail", async () => {
+Deno.test("the C-core prober of the benches says why when its probes fail: stop() throws, end() tells", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-cfgload-prober-" });
   const d = await startDiscovery(["--configDir", dir, "--registries", "Mock"]);
   try {
@@ -36,10 +37,18 @@ Deno.test("the C-core prober of bench config_load says why when its probes fail"
     const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     l.close();
     const wrong = { ...d, http: `127.0.0.1:${l.addr.port}` };
+    const o = { node: NODE, pauseMs: 20 };
     await assert.rejects(
-      async () => (await startCoreProber(wrong)).stop(),
+      async () => (await startCoreProber(wrong, o)).stop(),
       /probes failed:\nready: .*refused/i,
     );
+    const prober = await startCoreProber(wrong, o);
+    await new Promise((r) => setTimeout(r, 300));
+    const told = await prober.end();
+    assert.match(told.errors, /^ready: .*refused/i);
+    // the ADS probes go to the right port: only the HTTP ones (/ready, REST CDS) fail
+    assert.ok(!/^ads:/m.test(told.errors), told.errors);
+    assert.ok(told.counts.ready >= 1 && told.counts.ads >= 1, JSON.stringify(told.counts));
   } finally {
     await d.proc.stop();
     await Deno.remove(dir, { recursive: true });
