@@ -30,7 +30,7 @@ import { parseArgs } from "node:util";
 import { wholeNumber } from "./_flags.ts";
 import { waitUntil } from "../tests/harness/procs.ts";
 import { NODE, probeUntil, virtualService } from "../tests/e2e/_config_load.ts";
-import { http, type RunningDiscovery, startDiscovery } from "../tests/e2e/discovery_harness.ts";
+import { http, startDiscovery } from "../tests/e2e/discovery_harness.ts";
 import { startCoreProber } from "./_core_prober.ts";
 
 const HELP = `Usage: deno task bench config_load [--documents N,N,...] [--runs N] [--probers P,...]
