@@ -20,6 +20,8 @@ export interface ProbeSummary {
   counts: Record<ProbeKind, number>;
   /** One `<kind>: <error>` line per failed probe ("" when none failed). */
   errors: string;
+  /** Every probe's time of each kind, ms, in the order they were made. */
+  times: Record<ProbeKind, number[]>;
 }
 
 /** Where and how to probe. */
@@ -44,6 +46,8 @@ export async function startCoreProber(
   d: { http: string; grpc: string },
   o: ProberOptions,
 ): Promise<CoreProber> {
+  // every probe's time goes to a file: the caller's, or one of ours removed at the end
+  const log = o.log || await Deno.makeTempFile({ prefix: "mesh-probes-" });
   const child = new Deno.Command(SYSTEM_PYTHON, {
     args: [
       new URL("./_load_prober.py", import.meta.url).pathname,
@@ -51,7 +55,7 @@ export async function startCoreProber(
       d.grpc,
       o.node,
       String(o.pauseMs),
-      o.log ?? "",
+      log,
     ],
     env: { PYTHONUNBUFFERED: "1" },
     stdin: "piped",
@@ -82,6 +86,7 @@ export async function startCoreProber(
     child.kill();
     await child.status;
     await readErr;
+    if (!o.log) await Deno.remove(log).catch(() => {});
     throw new Error(`${(e as Error).message}\n${errors}`);
   }
   const end = async (): Promise<ProbeSummary> => {
@@ -92,7 +97,13 @@ export async function startCoreProber(
     await lines.return?.();
     await child.status;
     await readErr;
-    return { slowest, counts, errors };
+    const times: Record<ProbeKind, number[]> = { ready: [], rest: [], ads: [] };
+    for (const line of (await Deno.readTextFile(log)).split("\n")) {
+      const [, kind, ms] = line.split(" ");
+      if (kind in times) times[kind as ProbeKind].push(Number(ms));
+    }
+    if (!o.log) await Deno.remove(log).catch(() => {});
+    return { slowest, counts, errors, times };
   };
   return {
     end,

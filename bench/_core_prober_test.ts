@@ -49,6 +49,11 @@ Deno.test("the C-core prober of the benches says why when its probes fail: stop(
     // the ADS probes go to the right port: only the HTTP ones (/ready, REST CDS) fail
     assert.ok(!/^ads:/m.test(told.errors), told.errors);
     assert.ok(told.counts.ready >= 1 && told.counts.ads >= 1, JSON.stringify(told.counts));
+    // every probe's time, of each kind (the log file of its own is gone)
+    for (const kind of ["ready", "rest", "ads"] as const) {
+      assert.equal(told.times[kind].length, told.counts[kind], kind);
+      assert.ok(Math.max(...told.times[kind]) <= told.slowest[kind] + 0.1, kind);
+    }
   } finally {
     await d.proc.stop();
     await Deno.remove(dir, { recursive: true });

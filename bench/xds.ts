@@ -1220,11 +1220,12 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       const failed = (k: string) => x.errors.split("\n").filter((l) => l.startsWith(`${k}:`));
       const bad = failed("ready");
       const others = failed("rest").length + failed("ads").length;
-      return `/ready ${x.counts.ready - bad.length}/${x.counts.ready} probes 200 (slowest ${
-        ms(x.slowest.ready)
-      }${bad.length ? `; first failure: ${bad[0].slice(7)}` : ""}), slowest REST CDS ${
-        ms(x.slowest.rest)
-      } and new ADS stream's CDS ${ms(x.slowest.ads)}${
+      const sorted = [...x.times.ready].sort((a, b) => a - b);
+      return `/ready ${x.counts.ready - bad.length}/${x.counts.ready} probes 200 (p50 ${
+        ms(pct(sorted, 50))
+      }, p90 ${ms(pct(sorted, 90))}, slowest ${ms(x.slowest.ready)}${
+        bad.length ? `; first failure: ${bad[0].slice(7)}` : ""
+      }), slowest REST CDS ${ms(x.slowest.rest)} and new ADS stream's CDS ${ms(x.slowest.ads)}${
         others ? ` (${others} of them failed)` : ""
       }, C-core prober`;
     };
