@@ -588,9 +588,10 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     const grpcPort = Number(log.match(/grpc=\S+:(\d+)/)![1]);
     const httpPort = Number(log.match(/http=\S+:(\d+)/)![1]);
     const monitoringPort = Number(log.match(/monitoring=\S+:(\d+)/)![1]);
-    /** The server's `mesh_xds_push_time` histogram: sum (s) and count. */
+    /** The server's `/metrics` text. */
     const metricsText = async () =>
       await (await fetch(`http://127.0.0.1:${monitoringPort}/metrics`)).text();
+    /** The server's `mesh_xds_push_time` histogram: sum (s) and count. */
     const pushTimes = async () => {
       const text = await metricsText();
       const num = (name: string) => {
@@ -1203,11 +1204,10 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
 
     // ---- sustained churn and reconnect storm ----
     const live = () => proxies.filter((p) => !p.ended).length;
-    /** Polls `/ready` every 250 ms until stopped: answers that were not 200, slowest answer. */
     /**
      * `/ready`, REST CDS and a new ADS stream's CDS timed by the independent C-core prober (a
      * process of its own: this one, running the simulated proxies, is too busy to time anything
-     * of the server's); `stop()` tells what it saw.
+     * of the server's); the function it returns stops it and tells what it saw.
      */
     const readyProbe = async () => {
       const p = await startCoreProber(
