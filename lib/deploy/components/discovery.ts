@@ -72,6 +72,8 @@ export const DISCOVERY = `${
               port: 8080
             initialDelaySeconds: 5
             periodSeconds: 10
+            # saturated by pushes, /ready can take seconds: the 1 s default would drop a serving pod
+            timeoutSeconds: 5
 ${POD_ENV}
           volumeMounts:
             - name: config-volume
