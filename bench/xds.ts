@@ -47,7 +47,9 @@
  * speed-up W = N against W = 1 is the ratio of their p50s.
  *
  * `--server-reused-reads` starts the server with `--grpcReusedReads` (its one serving isolate reads
- * each connection into a reused buffer, as the workers do).
+ * each connection into a reused buffer, as the workers do). `MESH_BENCH_SERVER_LOG=<file>` appends
+ * the server's whole output to the file and every probe of the C-core prober to `<file>.probes`
+ * (`<epoch ms at its start> <kind> <ms>`), to lay beside the server's `MESH_XDS_TRACE`.
  *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
@@ -1212,7 +1214,8 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     const readyProbe = async () => {
       const p = await startCoreProber(
         { http: `127.0.0.1:${httpPort}`, grpc: `127.0.0.1:${grpcPort}` },
-        { node: PROBE_NODE, pauseMs: 250 },
+        // with MESH_BENCH_SERVER_LOG=<file>, every probe in <file>.probes (beside MESH_XDS_TRACE)
+        { node: PROBE_NODE, pauseMs: 250, log: serverLog ? `${serverLog}.probes` : "" },
       );
       return () => p.end();
     };
