@@ -1,4 +1,4 @@
-"""The independent prober of `deno task bench config_load` (gRPC C-core, Debian's python3-grpcio).
+"""The independent prober of `deno task bench config_load` and `xds` (gRPC C-core, python3-grpcio).
 
 Times, in turn and until told to stop, what a kubelet and a proxy would ask of a mesh-discovery
 that is loading a large configuration: GET /ready, a REST CDS request (POST
@@ -16,7 +16,7 @@ answer, an error status) is printed as an error line on stderr and counted as ti
 LOG_FILE, every probe after "warm" is appended to it as "<epoch ms at its start> <kind> <ms>", to
 be placed beside the server's --trace-gc and MESH_XDS_TRACE lines.
 
-Not a test; run by bench/config_load.ts only.
+Not a test; started by bench/_core_prober.ts (for bench/config_load.ts and bench/xds.ts).
 """
 
 import http.client
