@@ -595,13 +595,8 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       await (await fetch(`http://127.0.0.1:${monitoringPort}/metrics`)).text();
     /** The server's `mesh_xds_push_time` histogram: sum (s) and count. */
     const pushTimes = async () => {
-      const text = await metricsText();
-      const num = (name: string) => {
-        const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
-        if (!m) throw new Error(`/metrics has no ${name}`);
-        return Number(m[1]);
-      };
-      return { sum: num("mesh_xds_push_time_sum"), count: num("mesh_xds_push_time_count") };
+      const { sum, count } = readHistogram(await metricsText(), "mesh_xds_push_time");
+      return { sum, count };
     };
     await until("mesh-discovery to be ready", () => log.includes("discovery is ready"), 120_000);
 
