@@ -3,9 +3,13 @@
  * concerns (every stream for a config push; for an endpoints push only the subscribers of the
  * changed clusters, found through the reverse index in `subscribers.ts`), and each stream's send
  * loop builds and sends its dirty types one at a time in Envoy's order (CDS, EDS, LDS, RDS, SDS).
- * At most `maxConcurrent` send loops run at once (istiod's push queue and throttle): the others
- * wait in a FIFO queue, and while a stream waits or sends, later pushes only widen its dirty marks
- * (coalescing per stream), so a stream has at most one push pending however fast changes come.
+ * At most `maxConcurrent` send loops run at once for pushes (istiod's push queue and throttle): the
+ * others wait in a FIFO queue, and while a stream waits or sends, later pushes only widen its dirty
+ * marks (coalescing per stream), so a stream has at most one push pending however fast changes
+ * come. Streams whose client waits for an answer (a new stream, a new subscription) have as many
+ * slots again of their own, and take a free push slot too: a push held by slow proxies, whose
+ * sends wait for their sockets, never holds a new proxy's first response (istiod answers a
+ * request outside its push throttle as well).
  * Send timeouts are checked by one sweep timer over the streams with a send in flight.
  *
  * A push to many streams does not hold the event loop: the send loops share one
@@ -63,7 +67,10 @@ export interface PushOptions<P> {
   debounceMaxEds?: number;
   /** Streams by subscribed name (finds the streams of an endpoints push). */
   index: SubscriberIndex<P>;
-  /** Send loops running at once; further streams wait in a FIFO queue (default 256). */
+  /**
+   * Send loops running at once for pushes; further streams wait in a FIFO queue (default 256).
+   * Streams whose client waits for an answer have as many slots again.
+   */
   maxConcurrent?: number;
   /**
    * Work the send loops may do, together, before they let other tasks run, ms (default
@@ -89,8 +96,10 @@ export class PushScheduler<P> {
   readonly #inflight = new Set<Promise<void>>();
   readonly #index: SubscriberIndex<P>;
   readonly #maxConcurrent: number;
-  /** Send loops running. */
+  /** Send loops running in the push slots. */
   #active = 0;
+  /** Send loops running in the slots kept for clients' requests. */
+  #activeUrgent = 0;
   /** Streams waiting for a send loop slot, FIFO (from #queueHead on). */
   #queue: Connection<P>[] = [];
   #queueHead = 0;
@@ -274,31 +283,41 @@ export class PushScheduler<P> {
   /**
    * Starts the send loop of a stream unless it runs or waits for a slot (then its new dirty marks
    * are simply taken up by that loop: coalescing). Beyond `maxConcurrent` running loops the stream
-   * joins the FIFO queue; an `urgent` one (a client waits for the answer to its request) joins the
-   * queue of those started first.
+   * joins the FIFO queue; an `urgent` one (a client waits for the answer to its request) runs in
+   * its own slots, or a free push slot, and beyond those joins the queue of those started first.
    */
   drain(conn: Connection<P>, urgent = false): void {
     if (conn.draining || conn.closed) {
       if (urgent && !conn.closed && this.#queuedDone.has(conn)) {
         // waits behind a push: moves ahead (its place in the FIFO queue is skipped when reached)
         this.#pushUrgent(conn);
+        this.#next();
       }
       return;
     }
     conn.draining = true;
-    if (this.#active >= this.#maxConcurrent) {
+    const slot = urgent ? this.#urgentSlot() : this.#active < this.#maxConcurrent;
+    if (!slot) {
       conn.drained = new Promise<void>((r) => this.#queuedDone.set(conn, r));
       if (urgent) this.#pushUrgent(conn);
       else this.#queue.push(conn);
       return;
     }
-    this.#start(conn);
+    this.#start(conn, urgent && this.#activeUrgent < this.#maxConcurrent);
   }
 
-  #start(conn: Connection<P>): void {
-    this.#active++;
+  /** A slot is free for a client's request: one of its own, or a push slot. */
+  #urgentSlot(): boolean {
+    return this.#activeUrgent < this.#maxConcurrent || this.#active < this.#maxConcurrent;
+  }
+
+  /** Runs the send loop of `conn` in a slot kept for clients' requests or in a push slot. */
+  #start(conn: Connection<P>, urgentSlot: boolean): void {
+    if (urgentSlot) this.#activeUrgent++;
+    else this.#active++;
     conn.drained = this.#drainLoop(conn).finally(() => {
-      this.#active--;
+      if (urgentSlot) this.#activeUrgent--;
+      else this.#active--;
       this.#next();
     });
   }
@@ -312,16 +331,18 @@ export class PushScheduler<P> {
 
   /** Starts queued send loops while slots are free (urgent ones first). */
   #next(): void {
-    while (this.#active < this.#maxConcurrent) {
+    for (;;) {
       let conn: Connection<P>;
-      if (this.#urgentHead < this.#urgent.length) {
+      let urgent = false;
+      if (this.#urgentHead < this.#urgent.length && this.#urgentSlot()) {
+        urgent = true;
         conn = this.#urgent[this.#urgentHead++];
         this.#urgentSet.delete(conn);
         if (this.#urgentHead === this.#urgent.length) {
           this.#urgent = [];
           this.#urgentHead = 0;
         }
-      } else if (this.#queueHead < this.#queue.length) {
+      } else if (this.#queueHead < this.#queue.length && this.#active < this.#maxConcurrent) {
         conn = this.#queue[this.#queueHead++];
         if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
           this.#queue = this.#queue.slice(this.#queueHead);
@@ -331,7 +352,7 @@ export class PushScheduler<P> {
       const resolve = this.#queuedDone.get(conn);
       if (!resolve) continue; // started already (moved ahead as urgent)
       this.#queuedDone.delete(conn);
-      this.#start(conn);
+      this.#start(conn, urgent && this.#activeUrgent < this.#maxConcurrent);
       void conn.drained.then(resolve);
     }
   }

@@ -199,6 +199,119 @@ async function pushingTo(cache: ResourceCache, count: number, maxConcurrentPushe
   return { server, streams };
 }
 
+Deno.test("a push held by slow proxies does not hold a new stream's answer; clients' requests have slots of their own", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const server = newServer(cache, { maxConcurrentPushes: 1 });
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  for (const [x, id] of [[a, "a"], [b, "b"]] as const) {
+    x.h.receive({ node: node(id), type_url: EDS, resource_names: ["c1"] });
+    await x.s.next();
+  }
+  await server.flush();
+  a.s.hold(); // a slow proxy: its push send occupies the only push slot
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  const pushed = server.flush();
+  await a.s.next();
+  // a new proxy asks while the push slot is held: answered at once, not after the push
+  const c = sotw(server, "memory:c");
+  c.s.hold(); // and is slow too: its first send holds the one slot kept for requests
+  c.h.receive({ node: node("c"), type_url: EDS, resource_names: ["c1", "c2"] });
+  assert.deepEqual(names(await c.s.next()), ["c1", "c2"]);
+  assert.equal(b.s.unread, 0, "b still waits for the push slot");
+  // every slot is held now: a third new proxy waits (requests are bounded too)
+  const d = sotw(server, "memory:d");
+  d.h.receive({ node: node("d"), type_url: EDS, resource_names: ["c2"] });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(d.s.unread, 0, "no slot is free for d");
+  const order: string[] = [];
+  const answers = [d.s.next(), b.s.next()].map((p, i) =>
+    p.then((r) => (order.push(i ? "b" : "d"), names(r)))
+  );
+  a.s.release(); // the push slot frees: d, waiting for an answer, goes before b's push
+  assert.deepEqual(await Promise.all(answers), [["c2"], ["c1"]]);
+  assert.deepEqual(order, ["d", "b"]);
+  c.s.release();
+  await pushed;
+  await server.flush();
+  server.close();
+});
+
+Deno.test("a request takes its own slot or a free push slot, which pushes then wait for: at most twice maxConcurrentPushes loops", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"]]);
+  const server = newServer(cache, { maxConcurrentPushes: 1 });
+  const p = sotw(server, "memory:p");
+  p.h.receive({ node: node("p"), type_url: EDS, resource_names: ["c1"] });
+  await p.s.next();
+  await server.flush();
+  const settle = () => new Promise((r) => setTimeout(r, 30));
+  /** A new stream whose sends stay unanswered (a slow client) asking for c1. */
+  const slowRequest = (id: string) => {
+    const x = sotw(server, `memory:${id}`);
+    x.s.hold();
+    x.h.receive({ node: node(id), type_url: EDS, resource_names: ["c1"] });
+    return x;
+  };
+  let version = 0;
+  const pushC1 = () => {
+    cache.set(EDS, "c1", bytes(`e1-${++version}`));
+    server.push({ kind: "eds", clusters: ["c1"] });
+    void server.flush();
+  };
+  const r1 = slowRequest("r1"); // the slot kept for requests
+  const r2 = slowRequest("r2"); // the free push slot
+  await r1.s.next();
+  await r2.s.next();
+  pushC1();
+  await settle();
+  assert.equal(p.s.unread, 0, "the push waits: r2 holds the push slot");
+  const r3 = slowRequest("r3");
+  await settle();
+  assert.equal(r3.s.unread, 0, "every slot is held: r3 waits");
+  r1.s.release(); // r3 takes the request slot; the push still waits for r2's
+  await r3.s.next();
+  await settle();
+  assert.equal(p.s.unread, 0, "the request slot is not a push slot");
+  r2.s.release();
+  await p.s.next(); // the push slot is free again
+  await settle();
+  const r4 = slowRequest("r4"); // r3 holds the request slot: r4 takes the push slot
+  await r4.s.next();
+  const r5 = slowRequest("r5");
+  await settle();
+  assert.equal(r5.s.unread, 0);
+  r4.s.release(); // r5 starts from the queue in the push slot (r3 still holds the request slot)
+  await r5.s.next();
+  pushC1();
+  await settle();
+  assert.equal(p.s.unread, 0, "r5 holds the push slot");
+  r5.s.release();
+  await p.s.next();
+  r3.s.release();
+  await server.flush();
+  // a push's stream started from the queue takes a push slot, even when the request slot is free
+  const q = sotw(server, "memory:q");
+  q.h.receive({ node: node("q"), type_url: EDS, resource_names: ["c1"] });
+  await q.s.next();
+  await server.flush();
+  const r6 = slowRequest("r6");
+  const r7 = slowRequest("r7");
+  await r6.s.next();
+  await r7.s.next();
+  p.s.hold();
+  pushC1(); // p and q wait in the queue
+  r6.s.release();
+  r7.s.release(); // p starts, and holds the push slot
+  await p.s.next();
+  await settle();
+  assert.equal(q.s.unread, 0, "q waits for the push slot p holds");
+  p.s.release();
+  await q.s.next();
+  await server.flush();
+  server.close();
+});
+
 Deno.test("a push to many streams lets a timer, an HTTP request and a new stream's request run before it ends", async () => {
   // a /ready-like endpoint in the same process
   const http = Deno.serve(
