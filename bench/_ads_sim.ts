@@ -12,7 +12,7 @@
  */
 
 import http2 from "node:http2";
-import { LeanSession, type LeanStream, messageBuffers } from "./_h2_lean.ts";
+import { LeanSession, LeanStream, messageBuffers } from "./_h2_lean.ts";
 import { GrpcMessageReader } from "../lib/grpc/messages.ts";
 import { Buffer } from "node:buffer";
 import { fieldSize, MessageBuilder, Reader, Writer } from "../lib/protowire/mod.ts";
@@ -96,24 +96,41 @@ function namesField(no: number, names: readonly string[]): Buffer | undefined {
 /** A part of a request: a length-delimited field `[no, payload]`, or `[0, bytes]` already encoded. */
 type Part = readonly [no: number, bytes: Uint8Array];
 
-/** The gRPC frame (5-byte prefix + message) of a message made of `parts`, in one allocation. */
-function frame(parts: readonly (Part | undefined)[]): Buffer {
-  let size = 0;
+/** Pre-encoded parts at least this long are sent as they are, not copied into the message. */
+const SHARED_PART = 1024;
+
+/**
+ * The gRPC frame (5-byte prefix + message) of a message made of `parts`, as consecutive chunks:
+ * the small fields in one allocation, and each pre-encoded part of {@link SHARED_PART} bytes or
+ * more (a SotW ACK's ~1000 interned names, ~35 kB) as its own chunk, shared by every proxy that
+ * sends the same names instead of copied into each request.
+ */
+function frame(parts: readonly (Part | undefined)[]): Uint8Array[] {
+  let size = 0, shared = 0;
   for (const p of parts) {
     if (!p) continue;
     const len = p[1].length;
     size += p[0] ? fieldSize(len, p[0]) : len;
+    if (!p[0] && len >= SHARED_PART) shared += len;
   }
-  const w = new Writer(Buffer.allocUnsafe(5 + size));
+  const w = new Writer(Buffer.allocUnsafe(5 + size - shared));
   w.buf[0] = 0;
   w.buf.writeUInt32BE(size, 1);
   w.pos = 5;
+  const chunks: Uint8Array[] = [];
+  let start = 0;
   for (const p of parts) {
     if (!p) continue;
     if (p[0]) w.bytes(p[0], p[1]);
-    else w.raw(p[1]);
+    else if (p[1].length < SHARED_PART) w.raw(p[1]);
+    else {
+      if (w.pos > start) chunks.push(w.buf.subarray(start, w.pos));
+      chunks.push(p[1]);
+      start = w.pos;
+    }
   }
-  return w.buf;
+  if (w.pos > start) chunks.push(w.buf.subarray(start, w.pos));
+  return chunks;
 }
 
 // ---- protobuf decoding ------------------------------------------------------------------------
@@ -417,7 +434,8 @@ export class SimProxy {
         [4, typeUrl],
         nonce.length ? [5, nonce] : undefined,
       ]);
-    this.#stream.write(msg);
+    if (this.#stream instanceof LeanStream) this.#stream.write(msg);
+    else this.#stream.write(Buffer.concat(msg));
   }
 
   #onMessage(msg: Buffer) {

@@ -47,6 +47,12 @@ function u32(n: number): Uint8Array {
 
 /** Buffers for messages that span frames (each handled synchronously, then given back). */
 const pool = new BufferPool({ limit: 64 * 1024 * 1024, largest: 8 * 1024 * 1024 });
+/**
+ * Buffers that a session's frames are written into, one per write in flight (given back once the
+ * socket took it): a wave of 10,000 ACKs of ~35 kB reuses them instead of allocating and
+ * zero-filling each write.
+ */
+const writePool = new BufferPool({ limit: 128 * 1024 * 1024, largest: 8 * 1024 * 1024 });
 const take = (n: number) => pool.take(n);
 const give = (b: Buffer) => pool.give(b);
 /** `take` and `give` of that pool, for other message readers of the bench. */
@@ -56,20 +62,42 @@ export const messageBuffers = { take, give };
 export class LeanStream {
   sendWindow: number;
   recvConsumed = 0;
-  /** Queued outgoing bytes (gRPC-framed messages). */
+  /** Queued outgoing bytes (gRPC-framed messages, possibly in several chunks each). */
   out: Uint8Array[] = [];
   outOffset = 0;
+  /** Bytes in {@link out} not yet sent. */
+  queued = 0;
   ended = false;
   /** Splits the response into messages. */
   reader = new GrpcMessageReader<Buffer>({ maxLength: Infinity, take, give });
   constructor(readonly session: LeanSession, readonly id: number, readonly h: LeanHandlers) {
     this.sendWindow = session.peerInitialWindow;
   }
-  /** Queues one gRPC-framed message. */
-  write(bytes: Uint8Array): void {
+  /** Queues one gRPC-framed message, whole or as consecutive chunks (not copied: kept as is). */
+  write(bytes: Uint8Array | readonly Uint8Array[]): void {
     if (this.ended) return;
-    this.out.push(bytes);
+    for (const b of bytes instanceof Uint8Array ? [bytes] : bytes) {
+      this.out.push(b);
+      this.queued += b.length;
+    }
     this.session.schedule();
+  }
+  /** Copies the next `len` queued bytes into `dst` at `at`; returns the offset after them. */
+  copyOut(dst: Uint8Array, at: number, len: number): number {
+    this.queued -= len;
+    while (len > 0) {
+      const b = this.out[0];
+      const k = Math.min(len, b.length - this.outOffset);
+      dst.set(k === b.length ? b : b.subarray(this.outOffset, this.outOffset + k), at);
+      at += k;
+      len -= k;
+      this.outOffset += k;
+      if (this.outOffset === b.length) {
+        this.out.shift();
+        this.outOffset = 0;
+      }
+    }
+    return at;
   }
   /** Cancels the stream (RST_STREAM CANCEL). */
   close(): void {
@@ -180,46 +208,53 @@ export class LeanSession {
     });
   }
 
-  /** Writes control frames and what the windows allow of each stream's queue, in one write. */
+  /**
+   * Writes control frames and what the windows allow of each stream's queue, in one write: the
+   * DATA frames' headers and payloads are written straight into a pooled buffer.
+   */
   async #flush(): Promise<void> {
     if (this.#writing || this.#closed) return;
-    const parts = this.#control;
+    const control = this.#control;
     this.#control = [];
-    for (const s of this.#streams.values()) {
-      while (s.out.length) {
-        const b = s.out[0];
-        const left = b.length - s.outOffset;
-        const n = Math.min(left, this.#peerMaxFrame, s.sendWindow, this.#sendWindow);
-        if (n <= 0) break;
-        parts.push(head(n, DATA, 0, s.id), b.subarray(s.outOffset, s.outOffset + n));
-        s.outOffset += n;
-        s.sendWindow -= n;
-        this.#sendWindow -= n;
-        if (s.outOffset === b.length) {
-          s.out.shift();
-          s.outOffset = 0;
-        }
-      }
-    }
-    if (!parts.length) return;
     let size = 0;
-    for (const p of parts) size += p.length;
-    const all = new Uint8Array(size);
+    for (const c of control) size += c.length;
+    const sends: [LeanStream, number][] = [];
+    let window = this.#sendWindow;
+    for (const s of this.#streams.values()) {
+      const n = Math.min(s.queued, s.sendWindow, window);
+      if (n <= 0) continue;
+      window -= n;
+      sends.push([s, n]);
+      size += n + 9 * Math.ceil(n / this.#peerMaxFrame);
+    }
+    if (!size) return;
+    const all = writePool.take(size);
     let at = 0;
-    for (const p of parts) {
-      all.set(p, at);
-      at += p.length;
+    for (const c of control) {
+      all.set(c, at);
+      at += c.length;
+    }
+    for (const [s, n] of sends) {
+      s.sendWindow -= n;
+      this.#sendWindow -= n;
+      for (let left = n; left > 0;) {
+        const len = Math.min(left, this.#peerMaxFrame);
+        frameHeader(all, at, len, DATA, 0, s.id);
+        at = s.copyOut(all, at + 9, len);
+        left -= len;
+      }
     }
     this.#writing = true;
     try {
-      for (let off = 0; off < all.length;) off += await this.#conn.write(all.subarray(off));
+      for (let off = 0; off < at;) off += await this.#conn.write(all.subarray(off, at));
     } catch (e) {
       this.#fail(`write failed: ${(e as Error).message}`);
       return;
     } finally {
       this.#writing = false;
+      writePool.give(all);
     }
-    if (this.#control.length || [...this.#streams.values()].some((s) => s.out.length)) {
+    if (this.#control.length || [...this.#streams.values()].some((s) => s.queued)) {
       this.schedule();
     }
   }

@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { connectSession, type SimProxy, SimProxy as Sim } from "./_ads_sim.ts";
+import { ResourceCache } from "../lib/xds/server/cache.ts";
+import { startAdsServer } from "../lib/xds/server/grpc.ts";
+import { XdsServer } from "../lib/xds/server/stream.ts";
+import { XDS_TYPES } from "../lib/xds/server/types.ts";
+import { parseTestNode, type TestProxy } from "../lib/xds/server/_test_util.ts";
+import { MessageBuilder } from "../lib/protowire/mod.ts";
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A resource whose field 1 is its name (what the simulated proxies read), and `extra`. */
+function resource(name: string, extra = ""): Uint8Array {
+  const m = new MessageBuilder();
+  m.string(1, name);
+  if (extra) m.string(2, extra);
+  return m.finish();
+}
+
+async function until(ok: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+for (const kind of ["lean", "node-http2"] as const) {
+  Deno.test(`a simulated sidecar (${kind} client) syncs, and its ~30 kB EDS requests reach the real ADS server whole`, async () => {
+    // 600 clusters with long names: each SotW EDS request and ACK names all of them (~30 kB),
+    // sent as shared chunks and cut into several DATA frames
+    const names = Array.from(
+      { length: 600 },
+      (_, i) => `outbound|8080||service-${i}.namespace-${i % 7}.svc.cluster.local`,
+    );
+    const cache = new ResourceCache();
+    for (const n of names) {
+      cache.set(XDS_TYPES.cluster, n, resource(n));
+      cache.set(XDS_TYPES.endpoint, n, resource(n, "10.0.0.1"));
+    }
+    cache.set(XDS_TYPES.listener, "l1", resource("l1"));
+    cache.set(XDS_TYPES.route, "r1", resource("r1"));
+    const server = new XdsServer<TestProxy>({
+      parseNode: parseTestNode,
+      resourcesFor: (_p, t, n) => cache.select(t, n),
+      debounceAfter: 0,
+      logger: quiet,
+    });
+    const ads = await startAdsServer({ address: "127.0.0.1:0", server, logger: quiet });
+    const session = await connectSession(ads.port, kind);
+    const got: string[] = [];
+    let sim: SimProxy | undefined;
+    try {
+      sim = new Sim({
+        session,
+        nodeId: "sidecar~10.0.0.1~p.default~default.svc.cluster.local",
+        delta: false,
+        routeNames: ["r1"],
+        onResponse: (_p, r) => got.push(r.type),
+      });
+      await until(() => sim!.synced, "CDS, EDS, LDS and RDS");
+      assert.equal(sim.edsNames.length, 600);
+      // the last cluster of the request's names: reached only if the server read them all
+      for (const [i, n] of [[1, names[599]], [2, names[0]]] as const) {
+        cache.set(XDS_TYPES.endpoint, n, resource(n, `10.0.0.${i + 1}`));
+        server.push({ kind: "eds", clusters: [n] });
+        await server.flush();
+        await until(() => sim!.received.eds === 1 + i, `EDS push ${i}`);
+      }
+      assert.equal(sim.ended, undefined, "the server accepted every request and ACK");
+      assert.equal(got.filter((t) => t === "eds").length, 3);
+    } finally {
+      sim?.close();
+      session.destroy();
+      await ads.shutdown();
+      server.close();
+    }
+  });
+}
