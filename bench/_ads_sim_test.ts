@@ -49,28 +49,36 @@ for (const kind of ["lean", "node-http2"] as const) {
     const ads = await startAdsServer({ address: "127.0.0.1:0", server, logger: quiet });
     const session = await connectSession(ads.port, kind);
     const got: string[] = [];
-    let sim: SimProxy | undefined;
+    const sims: SimProxy[] = [];
     try {
-      sim = new Sim({
-        session,
-        nodeId: "sidecar~10.0.0.1~p.default~default.svc.cluster.local",
-        delta: false,
-        routeNames: ["r1"],
-        onResponse: (_p, r) => got.push(r.type),
-      });
-      await until(() => sim!.synced, "CDS, EDS, LDS and RDS");
-      assert.equal(sim.edsNames.length, 600);
+      // two sidecars on one connection (the bench's --per-session 2): their streams' requests
+      // and ACKs are written in the same flushes
+      for (const id of ["p", "q"]) {
+        sims.push(
+          new Sim({
+            session,
+            nodeId: `sidecar~10.0.0.1~${id}.default~default.svc.cluster.local`,
+            delta: false,
+            routeNames: ["r1"],
+            onResponse: (_p, r) => got.push(r.type),
+          }),
+        );
+      }
+      await until(() => sims.every((x) => x.synced), "CDS, EDS, LDS and RDS");
+      for (const x of sims) assert.equal(x.edsNames.length, 600);
       // the last cluster of the request's names: reached only if the server read them all
       for (const [i, n] of [[1, names[599]], [2, names[0]]] as const) {
         cache.set(XDS_TYPES.endpoint, n, resource(n, `10.0.0.${i + 1}`));
         server.push({ kind: "eds", clusters: [n] });
         await server.flush();
-        await until(() => sim!.received.eds === 1 + i, `EDS push ${i}`);
+        await until(() => sims.every((x) => x.received.eds === 1 + i), `EDS push ${i}`);
       }
-      assert.equal(sim.ended, undefined, "the server accepted every request and ACK");
-      assert.equal(got.filter((t) => t === "eds").length, 3);
+      for (const x of sims) {
+        assert.equal(x.ended, undefined, "the server accepted every request and ACK");
+      }
+      assert.equal(got.filter((t) => t === "eds").length, 6);
     } finally {
-      sim?.close();
+      for (const x of sims) x.close();
       session.destroy();
       await ads.shutdown();
       server.close();
