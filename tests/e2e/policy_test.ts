@@ -102,10 +102,12 @@ scrape_configs:
         assert.equal(r.code, 0, r.stderr);
         out = r.stdout;
         const row = out.split("\n").find((l) => l.trim().startsWith("ratings"));
-        // What the assertions below want: meshctl asks Prometheus for each rate in its own query,
-        // so one can already see the last scrape's increase while the other does not yet.
-        const [total, errors] = (row ?? "").trim().split(/\s+/).slice(1, 3).map(Number);
-        return errors > 0 && errors < total;
+        // What the assertions below want: meshctl asks Prometheus for each rate and each latency
+        // quantile in its own query, so one can already see the last scrape's increase while
+        // another does not yet (the latency then reads 0s).
+        const cols = (row ?? "").trim().split(/\s+/);
+        const [total, errors] = cols.slice(1, 3).map(Number);
+        return errors > 0 && errors < total && /ms$/.test(cols[3] ?? "");
       },
       30_000,
       "meshctl experimental metrics to show traffic",
