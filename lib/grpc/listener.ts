@@ -174,6 +174,15 @@ export function peerUris(socket: any): string[] {
 /** Default of {@link GrpcListenOptions.maxFailedConnectionsPerSecond}. */
 export const DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND = 20;
 
+/**
+ * The listen backlog asked of the kernel (which caps it at `net.core.somaxconn`, 4096 since Linux
+ * 5.4), as Go's `net.Listen` does for istiod; `node:net`'s default is 511. Connections beyond the
+ * backlog that the process has not accepted yet have their SYN dropped, and the client retries
+ * only after a second: a reconnect storm, or a flood of idle connections while a real client
+ * connects, would wait that second. (`Deno.listen`, used by `nativeReads`, offers no backlog: 511.)
+ */
+export const LISTEN_BACKLOG = 4096;
+
 /** Listens for gRPC over HTTP/2 (plaintext, or TLS with `opts.tls`). */
 export async function listenGrpc(opts: GrpcListenOptions): Promise<GrpcListener> {
   const perSecond = opts.maxFailedConnectionsPerSecond ?? DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND;
@@ -758,10 +767,14 @@ class Listener implements GrpcListener {
         server.on("error", (e: Error) => this.opts.onError?.(`gRPC listener error: ${e.message}`));
         resolve();
       };
-      if (this.opts.path) server.listen(this.opts.path, ready);
+      const backlog = LISTEN_BACKLOG;
+      if (this.opts.path) server.listen({ path: this.opts.path, backlog }, ready);
       else if (this.opts.reusePort) {
-        server.listen({ port, host: this.#host, reusePort: true } as { port: number }, ready);
-      } else server.listen(port, this.#host, ready);
+        server.listen(
+          { port, host: this.#host, backlog, reusePort: true } as { port: number },
+          ready,
+        );
+      } else server.listen({ port, host: this.#host, backlog }, ready);
     });
   }
 

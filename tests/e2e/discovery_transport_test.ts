@@ -241,3 +241,32 @@ async function outOfDescriptors(dir: string) {
     await drained;
   }
 }
+
+Deno.test("a burst of 1,000 connections while mesh-discovery cannot accept: the kernel queues every one (listen backlog), none waits for a SYN retry", async () => {
+  await withTempDir(async (dir) => {
+    const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
+    const port = Number(d.grpc.split(":")[1]);
+    // the kernel caps the backlog at net.core.somaxconn (4096 since Linux 5.4)
+    const somaxconn = Number(await Deno.readTextFile("/proc/sys/net/core/somaxconn"));
+    const burst = Math.min(1000, somaxconn);
+    const conns: Promise<Deno.TcpConn | undefined>[] = [];
+    // stopped, the program accepts nothing: only the kernel's accept queue holds the connections
+    d.proc.kill("SIGSTOP");
+    try {
+      for (let i = 0; i < burst; i++) {
+        conns.push(Deno.connect({ hostname: "127.0.0.1", port }).catch(() => undefined));
+      }
+      // A connection whose SYN the kernel dropped (its accept queue full) is retried after a
+      // second: within 700 ms only those the queue took are established.
+      let established = 0;
+      for (const c of conns) void c.then((x) => x && established++);
+      await new Promise((r) => setTimeout(r, 700));
+      assert.equal(established, burst, `${established} of ${burst} established while stopped`);
+    } finally {
+      d.proc.kill("SIGCONT");
+      for (const c of await Promise.all(conns)) c?.close();
+    }
+    assert.equal((await http(`http://${d.http}/ready`)).status, 200);
+    await d.proc.stop();
+  });
+});
