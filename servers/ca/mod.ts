@@ -350,26 +350,59 @@ async function serveOnThisIsolate(p: Parts, i: SigningApiInputs): Promise<Signin
 
 /** Re-issues the signing API's server certificate at half its life, and when the CA changes. */
 function renewServerTls(p: Parts, api: SigningApi, firstNotAfter: Date) {
+  renewTls({
+    issue: () => serverTls(p),
+    apply: (tls, caChanged) => api.setTls(tls, caChanged),
+    onCaChange: (cb) => p.keys.onChange(cb),
+    cleanups: p.cleanups,
+    log: p.log,
+    now: p.deps.now ?? Date.now,
+  }, firstNotAfter);
+}
+
+/**
+ * The renewal of {@link renewServerTls}: `issue` at half the certificate's life (at least a second
+ * apart) and when the CA changes, then `apply`. Stops with `cleanups`, also when a renewal is in
+ * flight then: it is not applied and schedules nothing (a timer left after shutdown would renew
+ * forever in a process that keeps running, e.g. a test suite).
+ */
+export function renewTls<T extends { notAfter: Date }>(o: {
+  issue: () => Promise<T>;
+  apply: (tls: T, caChanged: boolean) => Promise<void>;
+  onCaChange: (cb: () => void) => void;
+  cleanups: Cleanups;
+  log: Logger;
+  now: () => number;
+}, firstNotAfter: Date): void {
   let notAfter = firstNotAfter;
-  let tlsTimer: number | undefined;
+  let timer: number | undefined;
+  let stopped = false;
   const refresh = async (caChanged: boolean) => {
+    if (stopped) return;
     try {
-      const tls = await serverTls(p);
+      const tls = await o.issue();
+      if (stopped) return;
       notAfter = tls.notAfter;
-      await api.setTls(tls, caChanged);
+      await o.apply(tls, caChanged);
     } catch (e) {
-      p.log.error(`cannot renew the gRPC server certificate: ${(e as Error).message}`);
+      if (!stopped) {
+        o.log.error(`cannot renew the gRPC server certificate: ${(e as Error).message}`);
+      }
     }
-    scheduleTls();
+    schedule();
   };
-  const scheduleTls = () => {
-    clearTimeout(tlsTimer);
-    const left = notAfter.getTime() - (p.deps.now ?? Date.now)();
-    tlsTimer = setTimeout(() => refresh(false), Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
+  const schedule = () => {
+    clearTimeout(timer);
+    if (stopped) return;
+    const left = notAfter.getTime() - o.now();
+    timer = setTimeout(() => refresh(false), Math.min(Math.max(left / 2, 1000), 2 ** 31 - 1));
   };
-  scheduleTls();
-  p.keys.onChange(() => void refresh(true));
-  p.cleanups.push(() => clearTimeout(tlsTimer));
+  schedule();
+  o.onCaChange(() => void refresh(true));
+  o.cleanups.push(() => {
+    stopped = true;
+    clearTimeout(timer);
+  });
 }
 
 /** The service-account → Secret controller, with an orchestrator. */
