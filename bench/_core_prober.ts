@@ -46,8 +46,10 @@ export async function startCoreProber(
   d: { http: string; grpc: string },
   o: ProberOptions,
 ): Promise<CoreProber> {
-  // every probe's time goes to a file: the caller's, or one of ours removed at the end
+  // every probe's time goes to a file: the caller's (appended to: only what follows its present
+  // end is this prober's), or one of ours removed at the end
   const log = o.log || await Deno.makeTempFile({ prefix: "mesh-probes-" });
+  const logStart = o.log ? await Deno.stat(log).then((s) => s.size, () => 0) : 0;
   const child = new Deno.Command(SYSTEM_PYTHON, {
     args: [
       new URL("./_load_prober.py", import.meta.url).pathname,
@@ -98,7 +100,8 @@ export async function startCoreProber(
     await child.status;
     await readErr;
     const times: Record<ProbeKind, number[]> = { ready: [], rest: [], ads: [] };
-    for (const line of (await Deno.readTextFile(log)).split("\n")) {
+    const ours = new TextDecoder().decode((await Deno.readFile(log)).subarray(logStart));
+    for (const line of ours.split("\n")) {
       const [, kind, ms] = line.split(" ");
       if (kind in times) times[kind as ProbeKind].push(Number(ms));
     }

@@ -23,6 +23,13 @@ Deno.test("the C-core prober of the benches times /ready, REST CDS and ADS CDS o
       assert.ok(Number(at) >= before && Number(at) <= Date.now(), `start ${at}`);
       assert.ok(Number(ms) <= slowest.ready + slowest.rest + slowest.ads, `${ms} ms`);
     }
+    // a second prober appending to the same log tells only its own probes
+    const again = await startCoreProber(d, { node: NODE, pauseMs: 20, log });
+    await new Promise((r) => setTimeout(r, 300));
+    const told = await again.end();
+    for (const kind of ["ready", "rest", "ads"] as const) {
+      assert.equal(told.times[kind].length, told.counts[kind], kind);
+    }
   } finally {
     await d.proc.stop();
     await Deno.remove(dir, { recursive: true });
