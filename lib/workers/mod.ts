@@ -1,6 +1,8 @@
 /**
  * Several isolates serving one port: a control isolate and W worker isolates.
  *
+ * - {@link HttpFront}: a program's HTTP ports on an isolate of their own, answering `/ready`
+ *   however busy the serving isolate is;
  * - {@link WorkerPool} (control side) and {@link serveControl} (worker side), over a
  *   {@link Channel} of requests, replies and notes;
  * - {@link workerCount} turns a `--workers` value into a count (0: {@link coreCount}, which
@@ -13,6 +15,13 @@
  */
 
 export { Channel, type ChannelHandler, type MessageEnd, RemoteError } from "./channel.ts";
+export {
+  FrontListenError,
+  HttpFront,
+  type HttpFrontListener,
+  type HttpFrontOptions,
+  READY_STALE_MS,
+} from "./http_front.ts";
 export {
   type ControlLink,
   serveControl,

@@ -13,7 +13,10 @@ import {
   onOutputLevelChange,
   scopeLevels,
 } from "../log/mod.ts";
-import { Channel, type ChannelHandler } from "./channel.ts";
+import { Channel } from "./channel.ts";
+import type { WorkerInit } from "./serve_control.ts";
+
+export { type ControlLink, serveControl, type WorkerInit } from "./serve_control.ts";
 
 /** Options of {@link WorkerPool.start}. */
 export interface WorkerPoolOptions {
@@ -30,6 +33,8 @@ export interface WorkerPoolOptions {
   onDied?: (index: number) => void;
   /** The `init` request's argument for worker `index` (called again when it is restarted). */
   init: (index: number) => unknown;
+  /** Called with worker `index`'s answer to `init`, each time it starts. */
+  onStarted?: (index: number, reply: unknown) => void;
   /** Requests and notes the workers send to the control isolate, by method. */
   handlers?: Record<string, (arg: unknown, index: number) => unknown>;
   /**
@@ -41,18 +46,6 @@ export interface WorkerPoolOptions {
   restartDelayMs?: number;
   /** The pool's own lines, and the workers' lines of scope `default` (default: that scope). */
   log?: Logger;
-}
-
-/** The argument every worker's `init` gets besides the pool's own. */
-export interface WorkerInit<T = unknown> {
-  /** This worker's number, from 0. */
-  index: number;
-  /** How many workers the pool runs. */
-  count: number;
-  /** Output level of each log scope in the control isolate. */
-  levels: Record<string, Level>;
-  /** The pool's `init(index)`. */
-  arg: T;
 }
 
 /** One worker and its channel. */
@@ -144,7 +137,8 @@ export class WorkerPool {
       );
     });
     try {
-      await Promise.race([channel.request("init", init), died.promise, timeout]);
+      const reply = await Promise.race([channel.request("init", init), died.promise, timeout]);
+      opts.onStarted?.(index, reply);
     } catch (e) {
       throw new Error(`${opts.name} ${index}: ${(e as Error).message}`);
     } finally {
@@ -195,6 +189,11 @@ export class WorkerPool {
     );
   }
 
+  /** Sends one note to every worker (dropped by a worker that is dead or restarting). */
+  notify(method: string, arg?: unknown): void {
+    for (const s of this.#slots) s?.channel.notify(method, arg);
+  }
+
   /**
    * Asks every worker to `close` (it stops accepting and ends its calls within `graceMs`), then
    * terminates them.
@@ -217,57 +216,7 @@ export class WorkerPool {
   }
 }
 
-/** The worker's side: its channel to the control isolate, and loggers that log there. */
-export interface ControlLink {
-  /** Requests and notes to the control isolate. */
-  readonly channel: Channel;
-  /** A logger whose lines go to the control isolate's logging (below its level: dropped). */
-  logger(scope?: string): Logger;
-}
-
-const ORDER = { debug: 0, info: 1, warn: 2, error: 3, none: 4 } as const;
-
 /** The output level of every known scope now. */
 function currentLevels(): Record<string, Level> {
   return Object.fromEntries(scopeLevels().map((s) => [s.name, s.outputLevel]));
-}
-
-/**
- * Serves the control isolate from inside a worker: `start(init)` answers the `init` request
- * (what it returns, or throws, is the reply), and `handlers` answer later requests; `close` is
- * expected among them.
- */
-export function serveControl<T>(
-  start: (init: WorkerInit<T>, link: ControlLink) => unknown,
-  handlers: Record<string, ChannelHandler> = {},
-): void {
-  // deno-lint-ignore no-explicit-any
-  const scope = globalThis as any;
-  const channel = new Channel(scope);
-  let levels: Record<string, Level> = {};
-  const loggers = new Map<string, Logger>();
-  const link: ControlLink = {
-    channel,
-    logger(name = "default") {
-      let l = loggers.get(name);
-      if (l) return l;
-      const at =
-        (level: "debug" | "info" | "warn" | "error") =>
-        (msg: string, props?: Record<string, unknown>) => {
-          const min = levels[name] ?? levels.default ?? "info";
-          if (ORDER[level] >= ORDER[min]) channel.notify("log", { scope: name, level, msg, props });
-        };
-      l = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
-      loggers.set(name, l);
-      return l;
-    },
-  };
-  channel.on("init", (arg) => {
-    const init = arg as WorkerInit<T>;
-    levels = init.levels;
-    return start(init, link);
-  });
-  channel.on("levels", (arg) => void (levels = arg as Record<string, Level>));
-  for (const [method, fn] of Object.entries(handlers)) channel.on(method, fn);
-  scope.onmessage = (e: MessageEvent) => void channel.receive(e.data);
 }

@@ -1,10 +1,8 @@
 /**
- * Binding helpers of mesh-discovery's `start`: address forms, the one-line listen error, and the
- * plain HTTP listeners (`--port`, `--monitoringPort`).
+ * Binding helpers of mesh-discovery's `start`: address forms and the one-line listen error.
  * @module
  */
 
-import type { Cleanups } from "../../lib/process/mod.ts";
 import type { ListenAddress } from "./config.ts";
 
 /** The host to bind for a `--grpcAddr`-style address (empty = every IPv4 address). */
@@ -31,29 +29,4 @@ export function listenError(where: string, e: unknown): Error {
     ? "permission denied"
     : text;
   return new Error(`Cannot listen on ${where}: ${reason}`);
-}
-
-/**
- * Serves `handler` on `hostname` (default every IPv4 address) at `port` (0 = any) and returns the
- * bound port; the listener's graceful shutdown goes on `cleanups`. `what` names the flag in the
- * error.
- */
-export function serveHttp(
-  handler: Deno.ServeHandler<Deno.NetAddr>,
-  port: number,
-  what: string,
-  cleanups: Cleanups,
-  hostname = "0.0.0.0",
-): number {
-  let s: Deno.HttpServer<Deno.NetAddr>;
-  try {
-    s = Deno.serve({ hostname, port, onListen: () => {} }, handler);
-  } catch (e) {
-    throw listenError(`${what} ${port}`, e);
-  }
-  cleanups.push(async () => {
-    await s.shutdown();
-    await s.finished;
-  });
-  return s.addr.port;
 }

@@ -20,14 +20,14 @@ import { formatVersion, versionInfo } from "../../lib/version/mod.ts";
 import { loadXdsProtos } from "../../lib/xds/mod.ts";
 import { createXdsCore, listenAds, listenSecureAds, type XdsCore } from "./ads.ts";
 import type { DiscoveryConfig } from "./config.ts";
-import { discoveryApp, RestCache } from "./http.ts";
+import { discoveryApp, MAX_REQUEST_BYTES, RestCache } from "./http.ts";
 import { startIngressStatus } from "./ingress_status.ts";
-import { hostPort, serveHttp } from "./listen.ts";
+import { hostPort, listenError } from "./listen.ts";
 import { ProtoJson } from "../../lib/xds/json.ts";
 import { PREPARE_SLICE_MS, PushRouter } from "./pushes.ts";
 import { loadMeshConfig, openConfigStore, openSources, type Sources } from "./sources.ts";
 import { createWebhookClient } from "./webhook.ts";
-import { workerCount } from "../../lib/workers/mod.ts";
+import { FrontListenError, HttpFront, workerCount } from "../../lib/workers/mod.ts";
 import { watchMeshConfig } from "./mesh_config_watch.ts";
 import { traceIsolate } from "../../lib/xds/server/push_trace.ts";
 import type { MeshCerts } from "./certs.ts";
@@ -67,6 +67,8 @@ export interface DiscoveryDeps {
   workerRestartDelayMs?: number;
   /** With `--workers`: called with the workers before they start (tests). */
   onAdsWorkers?: (workers: import("./workers/mod.ts").AdsWorkers) => void;
+  /** Called with the HTTP front once it serves `--port` and `--monitoringPort` (tests). */
+  onHttpFront?: (front: HttpFront) => void;
 }
 
 /** Addresses actually bound (`host:port`). */
@@ -119,6 +121,8 @@ async function startSteps(
   cleanups: Cleanups,
 ): Promise<DiscoveryHandle> {
   for (const w of config.warnings) log.warn(w);
+  // The HTTP front's isolate loads while the rest starts; it serves the mux once there is one.
+  const front = startHttpFront(config, log, cleanups);
 
   // Inputs: the mesh configuration, the config store, the registries.
   const meshConfig = await loadMeshConfig(config.meshConfigPath, log);
@@ -181,7 +185,8 @@ async function startSteps(
     })
     : undefined;
   const readiness = { synced: false };
-  const http = serveHttpPorts({
+  const http = await serveHttpPorts({
+    front,
     config,
     core,
     sources,
@@ -191,6 +196,7 @@ async function startSteps(
     isReady: () => readiness.synced,
     log,
     cleanups,
+    onHttpFront: deps.onHttpFront,
   });
   const ctrlz = await startCtrlz({
     address: config.ctrlz.address,
@@ -215,9 +221,10 @@ async function startSteps(
 
   // Sync: ready once the registries and the config store have synced.
   const ready = Promise.all([sources.aggregate.start(), sources.ingressWatcher?.start()]).then(
-    () => {
+    async () => {
       readiness.synced = true;
       pushes.synced();
+      await http.front.refresh(); // `/ready` says so from now on, not at the next heartbeat
       log.info("Registries and config store synced; discovery is ready");
     },
   );
@@ -262,8 +269,53 @@ async function planPlainAds(
   };
 }
 
-/** Serves the discovery mux on `--port` and `--monitoringPort`; returns the bound ports. */
-function serveHttpPorts(o: {
+/** A handler of the HTTP ports. */
+type Mux = (
+  req: Request,
+  info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+) => Response | Promise<Response>;
+
+/** The HTTP front while it starts, and how to give it the mux. */
+interface StartingFront {
+  started: Promise<HttpFront>;
+  /** Requests reach `mux` from now on (before it: 503, not ready, starting). */
+  serve(mux: Mux): void;
+  /** From now on the front is closed where the caller says, not by a failed start's cleanup. */
+  takeOver(): void;
+}
+
+/**
+ * `--port` and `--monitoringPort`, owned by the HTTP front's isolate (lib/workers/http_front.ts):
+ * `/ready` is answered there from this isolate's heartbeat, so that a kubelet probe is not held
+ * up by ADS pushes; every other request is handed to the mux here. Started first so that its
+ * isolate loads while the rest of `start` runs; a start that fails before {@link serveHttpPorts}
+ * takes it over closes it.
+ */
+function startHttpFront(config: DiscoveryConfig, log: Logger, cleanups: Cleanups): StartingFront {
+  let mux: Mux | undefined;
+  let takenOver = false;
+  const ports = [["--port", config.port], ["--monitoringPort", config.monitoringPort]] as const;
+  const started = HttpFront.start({
+    listeners: ports.map(([, port]) => ({ hostname: config.httpAddress, port })),
+    handler: (req, info) =>
+      mux ? mux(req, info) : new Response("not ready: starting\n", { status: 503 }),
+    maxRequestBytes: MAX_REQUEST_BYTES,
+    log,
+  }).catch((e) => {
+    if (!(e instanceof FrontListenError)) throw e;
+    const [flag, port] = ports[e.index];
+    throw listenError(`${flag} ${port}`, e.cause);
+  });
+  started.catch(() => {}); // told where it is awaited (or nowhere, when an earlier step failed)
+  cleanups.push(async () => {
+    if (!takenOver) await (await started.catch(() => undefined))?.close();
+  });
+  return { started, serve: (m) => mux = m, takeOver: () => takenOver = true };
+}
+
+/** Serves the discovery mux on the HTTP front's ports; returns the bound ports. */
+async function serveHttpPorts(o: {
+  front: StartingFront;
   config: DiscoveryConfig;
   core: XdsCore;
   sources: Sources;
@@ -273,8 +325,11 @@ function serveHttpPorts(o: {
   isReady(): boolean;
   log: Logger;
   cleanups: Cleanups;
-}): { port: number; monitoringPort: number } {
+  onHttpFront?: (front: HttpFront) => void;
+}): Promise<{ port: number; monitoringPort: number; front: HttpFront }> {
   const { config, core, cleanups } = o;
+  const front = await o.front.started;
+  o.front.takeOver();
   const webhook = config.webhook ? createWebhookClient(config.webhook) : null;
   if (webhook) cleanups.push(() => webhook.close());
   const app = discoveryApp({
@@ -299,14 +354,9 @@ function serveHttpPorts(o: {
     versionText: formatVersion(versionInfo(), false),
     logger: o.log,
   });
-  return {
-    port: serveHttp(app.fetch, config.port, "--port", cleanups, config.httpAddress),
-    monitoringPort: serveHttp(
-      app.fetch,
-      config.monitoringPort,
-      "--monitoringPort",
-      cleanups,
-      config.httpAddress,
-    ),
-  };
+  o.front.serve(app.fetch);
+  await front.refresh();
+  cleanups.push(() => front.close());
+  o.onHttpFront?.(front);
+  return { port: front.ports[0], monitoringPort: front.ports[1], front };
 }

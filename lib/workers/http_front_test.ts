@@ -1,0 +1,251 @@
+import assert from "node:assert/strict";
+import { FIRST_BYTES, FrontListenError, HttpFront, type HttpFrontOptions } from "./http_front.ts";
+import type { Logger } from "../log/mod.ts";
+import { curlLater, hold } from "../../tests/harness/probe.ts";
+
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Starts a front on one port of 127.0.0.1 and closes it after `fn`. */
+async function withFront(
+  handler: HttpFrontOptions["handler"],
+  fn: (front: HttpFront, base: string) => Promise<void>,
+  o: Partial<HttpFrontOptions> = {},
+): Promise<void> {
+  const front = await HttpFront.start({
+    listeners: [{ hostname: "127.0.0.1", port: 0 }],
+    handler,
+    maxRequestBytes: 1024,
+    heartbeatMs: 50,
+    log: quiet,
+    ...o,
+  });
+  try {
+    await fn(front, `http://127.0.0.1:${front.ports[0]}`);
+  } finally {
+    await front.close();
+  }
+}
+
+let readyNow = true;
+const app: HttpFrontOptions["handler"] = async (req, info) => {
+  const url = new URL(req.url);
+  if (url.pathname === "/ready") {
+    return readyNow
+      ? new Response("ready\n", { headers: { "x-from": "handler" } })
+      : new Response("not ready: not synced\n", { status: 503 });
+  }
+  if (url.pathname === "/echo") {
+    const body = req.body ? await req.text() : "";
+    return Response.json({
+      method: req.method,
+      query: url.searchParams.get("q"),
+      header: req.headers.get("x-test"),
+      peer: info.remoteAddr.hostname,
+      body,
+    }, { status: 201, headers: { "x-answer": "yes" } });
+  }
+  if (url.pathname === "/size") {
+    // as the programs' bounded readers do: the declared length first, then what came
+    const declared = Number(req.headers.get("content-length") ?? "0");
+    const got = (await req.arrayBuffer()).byteLength;
+    return new Response(declared > 1024 || got > 1024 ? "too large\n" : `${got}\n`, {
+      status: declared > 1024 || got > 1024 ? 413 : 200,
+    });
+  }
+  return new Response("404\n", { status: 404 });
+};
+
+Deno.test("HttpFront hands a request over with its method, query, headers, body and peer", async () => {
+  await withFront(app, async (_, base) => {
+    const res = await fetch(`${base}/echo?q=1`, {
+      method: "POST",
+      headers: { "x-test": "t" },
+      body: "hello",
+    });
+    assert.equal(res.status, 201);
+    assert.equal(res.headers.get("x-answer"), "yes");
+    assert.deepEqual(await res.json(), {
+      method: "POST",
+      query: "1",
+      header: "t",
+      peer: "127.0.0.1",
+      body: "hello",
+    });
+    const missing = await fetch(`${base}/nothing`);
+    assert.equal(missing.status, 404);
+    assert.equal(await missing.text(), "404\n");
+    const head = await fetch(`${base}/echo`, { method: "HEAD" });
+    assert.equal(head.status, 201);
+    assert.equal(await head.text(), "");
+  });
+});
+
+Deno.test("HttpFront lets the handler refuse a body over its limit, declared or not", async () => {
+  await withFront(app, async (_, base) => {
+    const ok = await fetch(`${base}/size`, { method: "POST", body: "x".repeat(1024) });
+    assert.equal(await ok.text(), "1024\n");
+    const big = await fetch(`${base}/size`, { method: "POST", body: "x".repeat(5000) });
+    assert.equal(big.status, 413);
+    await big.body?.cancel();
+    // chunked, no length declared: the front reads 1025 bytes and stops
+    const chunked = await fetch(`${base}/size`, {
+      method: "POST",
+      body: ReadableStream.from(["x".repeat(600), "x".repeat(600), "x".repeat(600)]).pipeThrough(
+        new TextEncoderStream(),
+      ),
+    });
+    assert.equal(chunked.status, 413);
+    await chunked.body?.cancel();
+  });
+});
+
+Deno.test("HttpFront streams a long answer as the client reads it, and stops when it leaves", async () => {
+  let pulled = 0;
+  let cancelled = false;
+  const chunk = new Uint8Array(16 * 1024).fill(7);
+  const total = 4 * 1024 * 1024;
+  /** `total` bytes, or (`endless`) as many as are read. */
+  const body = (endless: boolean) =>
+    new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (!endless && pulled * chunk.length >= total) return c.close();
+        pulled++;
+        c.enqueue(chunk.slice());
+      },
+      cancel() {
+        cancelled = true;
+      },
+    }, { highWaterMark: 0 });
+  const handler: HttpFrontOptions["handler"] = (req, info) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/big") return new Response(body(false));
+    if (path === "/endless") return new Response(body(true));
+    return app(req, info);
+  };
+  await withFront(handler, async (front, base) => {
+    // the whole body, to the byte
+    const all = new Uint8Array(await (await fetch(`${base}/big`)).arrayBuffer());
+    assert.equal(all.length, total);
+    assert.ok(all.every((b) => b === 7));
+    assert.equal(front.openStreams, 0);
+    // a client that reads the first bytes and stops: what is made is what the sockets hold
+    pulled = 0;
+    const res = await fetch(`${base}/endless`);
+    const reader = res.body!.getReader();
+    let got = 0;
+    while (got < FIRST_BYTES) got += (await reader.read()).value!.length;
+    await new Promise((r) => setTimeout(r, 300));
+    const held = pulled;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(pulled, held, "the handler is read on while the client reads nothing");
+    assert.ok(pulled * chunk.length < 64 * 1024 * 1024, `${pulled} chunks made`);
+    assert.equal(front.openStreams, 1);
+    await reader.cancel();
+    for (let i = 0; i < 100 && front.openStreams > 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(front.openStreams, 0);
+    assert.ok(cancelled, "the handler's stream was cancelled");
+  });
+});
+
+Deno.test("HttpFront answers /ready in milliseconds while the serving isolate is busy", async () => {
+  readyNow = true;
+  await withFront(app, async (_, base) => {
+    const probe = curlLater(`${base}/ready`, 0.3);
+    const other = curlLater(`${base}/echo`, 0.3);
+    hold(1500);
+    const r = await probe;
+    assert.equal(r.status, 200);
+    assert.equal(r.body, "ready\n");
+    assert.ok(r.secs < 0.5, `/ready took ${r.secs} s`);
+    // everything else waits for the serving isolate, as before
+    const o = await other;
+    assert.equal(o.status, 201);
+    assert.ok(o.secs > 0.5, `/echo took ${o.secs} s`);
+  });
+});
+
+Deno.test("HttpFront's /ready follows the handler's answer, and a stuck isolate is not ready", async () => {
+  await withFront(app, async (_, base) => {
+    readyNow = false;
+    await new Promise((r) => setTimeout(r, 200));
+    const down = await fetch(`${base}/ready/`);
+    assert.equal(down.status, 503);
+    assert.equal(await down.text(), "not ready: not synced\n");
+    readyNow = true;
+    await new Promise((r) => setTimeout(r, 200));
+    const up = await fetch(`${base}/ready`);
+    assert.equal(up.status, 200);
+    assert.equal(up.headers.get("x-from"), "handler");
+    assert.equal(await up.text(), "ready\n");
+    // held past staleMs: the front says why
+    const probe = curlLater(`${base}/ready`, 0.8);
+    hold(1500);
+    const r = await probe;
+    assert.equal(r.status, 503);
+    assert.match(r.body, /^not ready: the serving isolate has not answered for \d+\.\d s\n$/);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await fetch(`${base}/ready`).then((r) => r.text()), "ready\n");
+  }, { staleMs: 400 });
+});
+
+Deno.test("HttpFront reports a port in use as Deno.serve's error, and leaves nothing running", async () => {
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const e = await HttpFront.start({
+      listeners: [
+        { hostname: "127.0.0.1", port: 0 },
+        { hostname: "127.0.0.1", port: taken.addr.port },
+      ],
+      handler: app,
+      maxRequestBytes: 1024,
+      log: quiet,
+    }).then(() => undefined, (e) => e);
+    assert.ok(e instanceof FrontListenError, String(e));
+    assert.equal(e.index, 1);
+    assert.ok(e.cause instanceof Deno.errors.AddrInUse, String(e.cause));
+  } finally {
+    taken.close();
+  }
+});
+
+Deno.test("HttpFront that died is started again on the same port", async () => {
+  readyNow = true;
+  const errors: string[] = [];
+  await withFront(app, async (front, base) => {
+    const port = front.ports[0];
+    front.pool!.kill(0);
+    let status = 0;
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = await fetch(`${base}/ready`).then(async (r) => {
+        await r.body?.cancel();
+        return r.status;
+      }, () => 0);
+    }
+    assert.equal(status, 200);
+    assert.equal(front.ports[0], port);
+    assert.match(errors.join("\n"), /HTTP front 0 killed; starting it again/);
+  }, {
+    restartDelayMs: 50,
+    log: { ...quiet, error: (m: string) => void errors.push(m) },
+  });
+});
+
+Deno.test("HttpFront.refresh() tells the front a change before the next heartbeat", async () => {
+  readyNow = true;
+  await withFront(app, async (front, base) => {
+    assert.equal(await fetch(`${base}/ready`).then((r) => r.text()), "ready\n");
+    readyNow = false;
+    await front.refresh();
+    const res = await fetch(`${base}/ready`);
+    assert.equal(res.status, 503);
+    assert.equal(await res.text(), "not ready: not synced\n");
+    // refreshes during a heartbeat: the last one reads the handler after the change
+    readyNow = true;
+    await Promise.all([front.refresh(), front.refresh(), front.refresh()]);
+    assert.equal(await fetch(`${base}/ready`).then((r) => r.text()), "ready\n");
+  }, { heartbeatMs: 60_000 });
+  readyNow = true;
+});

@@ -1,0 +1,142 @@
+/**
+ * The HTTP front's worker isolate (see `http_front.ts`): it owns the ports, answers the
+ * readiness path from the serving isolate's last heartbeat, and hands every other request over.
+ * @module
+ */
+/// <reference lib="deno.worker" />
+
+import type { Channel } from "./channel.ts";
+import type {
+  ForwardReply,
+  ForwardRequest,
+  FrontInit,
+  FrontStarted,
+  ReadReply,
+  ReadyState,
+} from "./http_front.ts";
+import { serveControl } from "./serve_control.ts";
+
+let servers: Deno.HttpServer<Deno.NetAddr>[] = [];
+let ready: ReadyState & { at: number } = {
+  status: 503,
+  headers: [["content-type", "text/plain; charset=utf-8"]],
+  body: "not ready: starting\n",
+  at: performance.now(),
+};
+
+serveControl<FrontInit>(({ arg }, link): FrontStarted => {
+  const handler = frontHandler(arg, link.channel);
+  const ports: number[] = [];
+  for (const [i, l] of arg.listeners.entries()) {
+    try {
+      const s = Deno.serve({ hostname: l.hostname, port: l.port, onListen: () => {} }, handler);
+      servers.push(s);
+      ports.push(s.addr.port);
+    } catch (e) {
+      for (const s of servers) void s.shutdown();
+      servers = [];
+      const { name, message } = e as Error;
+      return { failed: i, error: { name, message } };
+    }
+  }
+  return { ports };
+}, {
+  ready: (a) => void (ready = { ...(a as ReadyState), at: performance.now() }),
+  async close() {
+    await Promise.all(servers.map((s) => s.shutdown()));
+  },
+});
+
+/** The front's handler: readiness from the heartbeat, the rest handed over on `channel`. */
+function frontHandler(init: FrontInit, channel: Channel): Deno.ServeHandler<Deno.NetAddr> {
+  const readyPath = init.readyPath.replace(/\/+$/, "");
+  return async (req, info) => {
+    if (
+      (req.method === "GET" || req.method === "HEAD") &&
+      new URL(req.url).pathname.replace(/\/+$/, "") === readyPath
+    ) {
+      return readyAnswer(init.staleMs);
+    }
+    let reply: ForwardReply;
+    try {
+      const body = await boundedBody(req, init.maxRequestBytes);
+      const arg: ForwardRequest = {
+        method: req.method,
+        url: req.url,
+        headers: [...req.headers],
+        body,
+        remote: { hostname: info.remoteAddr.hostname, port: info.remoteAddr.port },
+      };
+      reply = await channel.request<ForwardReply>(
+        "fetch",
+        arg,
+        body ? [body.buffer as ArrayBuffer] : [],
+      );
+    } catch (e) {
+      return new Response(`Internal error: ${(e as Error).message}\n`, {
+        status: 500,
+        headers: { "content-type": "text/plain; charset=utf-8" },
+      });
+    }
+    const init_ = { status: reply.status, headers: reply.headers };
+    if (reply.stream === 0) return new Response(reply.body as BodyInit | null, init_);
+    const id = reply.stream;
+    const first = reply.body;
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        if (first?.length) c.enqueue(first);
+      },
+      async pull(c) {
+        const r = await channel.request<ReadReply>("read", id);
+        if (r.done) c.close();
+        else c.enqueue(r.value);
+      },
+      cancel() {
+        channel.notify("cancel", id);
+      },
+    }, { highWaterMark: 0 });
+    return new Response(body, init_);
+  };
+}
+
+/** The last heartbeat's answer, or a 503 when it is older than `staleMs`. */
+function readyAnswer(staleMs: number): Response {
+  const age = performance.now() - ready.at;
+  if (age > staleMs) {
+    return new Response(
+      `not ready: the serving isolate has not answered for ${(age / 1000).toFixed(1)} s\n`,
+      { status: 503, headers: { "content-type": "text/plain; charset=utf-8" } },
+    );
+  }
+  return new Response(ready.body, { status: ready.status, headers: ready.headers });
+}
+
+/**
+ * The request's body in one array (null when it has none), read up to `max` + 1 bytes: the
+ * handler sees that it is too large. A declared length over `max` is not read at all.
+ */
+async function boundedBody(req: Request, max: number): Promise<Uint8Array | null> {
+  if (!req.body) return null;
+  if (Number(req.headers.get("content-length") ?? "0") > max) {
+    await req.body.cancel();
+    return null;
+  }
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size <= max) {
+    const r = await reader.read();
+    if (r.done) break;
+    chunks.push(r.value);
+    size += r.value.length;
+  }
+  if (size > max) await reader.cancel();
+  const out = new Uint8Array(Math.min(size, max + 1));
+  let at = 0;
+  for (const c of chunks) {
+    const part = c.subarray(0, out.length - at);
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
