@@ -303,12 +303,17 @@ export class PushScheduler<P> {
       else this.#queue.push(conn);
       return;
     }
-    this.#start(conn, urgent && this.#activeUrgent < this.#maxConcurrent);
+    this.#start(conn, urgent && this.#ownUrgentSlotFree());
   }
 
   /** A slot is free for a client's request: one of its own, or a push slot. */
   #urgentSlot(): boolean {
-    return this.#activeUrgent < this.#maxConcurrent || this.#active < this.#maxConcurrent;
+    return this.#ownUrgentSlotFree() || this.#active < this.#maxConcurrent;
+  }
+
+  /** One of the slots kept for clients' requests is free. */
+  #ownUrgentSlotFree(): boolean {
+    return this.#activeUrgent < this.#maxConcurrent;
   }
 
   /** Runs the send loop of `conn` in a slot kept for clients' requests or in a push slot. */
@@ -352,7 +357,7 @@ export class PushScheduler<P> {
       const resolve = this.#queuedDone.get(conn);
       if (!resolve) continue; // started already (moved ahead as urgent)
       this.#queuedDone.delete(conn);
-      this.#start(conn, urgent && this.#activeUrgent < this.#maxConcurrent);
+      this.#start(conn, urgent && this.#ownUrgentSlotFree());
       void conn.drained.then(resolve);
     }
   }
