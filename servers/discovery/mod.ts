@@ -67,8 +67,6 @@ export interface DiscoveryDeps {
   workerRestartDelayMs?: number;
   /** With `--workers`: called with the workers before they start (tests). */
   onAdsWorkers?: (workers: import("./workers/mod.ts").AdsWorkers) => void;
-  /** Called with the HTTP front once it serves `--port` and `--monitoringPort` (tests). */
-  onHttpFront?: (front: HttpFront) => void;
 }
 
 /** Addresses actually bound (`host:port`). */
@@ -196,7 +194,6 @@ async function startSteps(
     isReady: () => readiness.synced,
     log,
     cleanups,
-    onHttpFront: deps.onHttpFront,
   });
   const ctrlz = await startCtrlz({
     address: config.ctrlz.address,
@@ -325,7 +322,6 @@ async function serveHttpPorts(o: {
   isReady(): boolean;
   log: Logger;
   cleanups: Cleanups;
-  onHttpFront?: (front: HttpFront) => void;
 }): Promise<{ port: number; monitoringPort: number; front: HttpFront }> {
   const { config, core, cleanups } = o;
   const front = await o.front.started;
@@ -357,6 +353,5 @@ async function serveHttpPorts(o: {
   o.front.serve(app.fetch);
   await front.refresh();
   cleanups.push(() => front.close());
-  o.onHttpFront?.(front);
   return { port: front.ports[0], monitoringPort: front.ports[1], front };
 }

@@ -1,26 +1,31 @@
 import assert from "node:assert/strict";
 import { discoveryFlags } from "../../servers/discovery/_test_util.ts";
 import { start, toConfig } from "../../servers/discovery/mod.ts";
-import { withTempDir } from "../harness/procs.ts";
+import { freePort, withTempDir } from "../harness/procs.ts";
 import { curlLater, hold } from "../harness/probe.ts";
+
+/** mesh-discovery's flags for an in-process start on 127.0.0.1 with the Mock registry. */
+function flags(dir: string, over: Parameters<typeof discoveryFlags>[0] = {}) {
+  return toConfig(
+    discoveryFlags({
+      configDir: dir,
+      meshConfig: `${dir}/none`,
+      registries: ["Mock"],
+      grpcAddr: "127.0.0.1:0",
+      secureGrpcAddr: "",
+      httpAddress: "127.0.0.1",
+      port: 0,
+      monitoringPort: 0,
+      ctrlz_port: 0,
+      ...over,
+    }),
+    {},
+  );
+}
 
 Deno.test("mesh-discovery answers /ready on both HTTP ports while its serving isolate is held, and the rest waits for it", async () => {
   await withTempDir(async (dir) => {
-    const config = toConfig(
-      discoveryFlags({
-        configDir: dir,
-        meshConfig: `${dir}/none`,
-        registries: ["Mock"],
-        grpcAddr: "127.0.0.1:0",
-        secureGrpcAddr: "",
-        httpAddress: "127.0.0.1",
-        port: 0,
-        monitoringPort: 0,
-        ctrlz_port: 0,
-      }),
-      {},
-    );
-    const d = await start(config);
+    const d = await start(flags(dir));
     try {
       await d.ready;
       // synced: /ready says so at once, not at the next heartbeat
@@ -48,5 +53,22 @@ Deno.test("mesh-discovery answers /ready on both HTTP ports while its serving is
     }
     // shut down: the ports are closed
     await assert.rejects(fetch(`http://${d.addresses.http}/ready`));
+  });
+});
+
+Deno.test("mesh-discovery that cannot start closes the HTTP front it had started", async () => {
+  await withTempDir(async (dir) => {
+    const held = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = freePort();
+    try {
+      // the front binds --port first; --grpcAddr, bound later, is taken
+      await assert.rejects(
+        start(flags(dir, { port, grpcAddr: `127.0.0.1:${held.addr.port}` })),
+        /Cannot listen on --grpcAddr .*: address already in use/,
+      );
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/ready`), /refused/i);
+    } finally {
+      held.close();
+    }
   });
 });
