@@ -18,7 +18,8 @@
  *   Deno.serve would give it; the answer comes back with its first 64 KiB, and a longer body
  *   is pulled a chunk at a time as the client takes it (a slow reader holds one chunk, not the
  *   answer). A request body is read up to the handler's limit plus one byte: the handler
- *   answers a larger one (413) as before.
+ *   answers a larger one (413) as before. At most {@link MAX_IN_FLIGHT} requests are read and
+ *   handed over at once; the rest wait unread.
  *
  * A front that dies is started again on the same ports (the pool's restart).
  * @module
@@ -55,6 +56,11 @@ export interface HttpFrontOptions {
   staleMs?: number;
   /** The largest request body the handler reads (bytes): the front reads one more at most. */
   maxRequestBytes: number;
+  /**
+   * Requests handed over at once (default {@link MAX_IN_FLIGHT}): more wait, unread, until one is
+   * answered, so a held serving isolate does not make the front buffer every client's body.
+   */
+  maxInFlight?: number;
   /** Delay before a front that died is started again (ms, default 1000). */
   restartDelayMs?: number;
   /** For the pool's lines (a front that died, a port it lost). */
@@ -71,6 +77,9 @@ export const HEARTBEAT_MS = 1000;
 /** How long the serving isolate may go without a heartbeat before the front says not ready. */
 export const READY_STALE_MS = 5000;
 
+/** Requests handed over to the serving isolate at once, by default. */
+export const MAX_IN_FLIGHT = 32;
+
 /** Body bytes sent with the answer's head; a longer body is pulled by chunks. */
 export const FIRST_BYTES = 64 * 1024;
 
@@ -80,6 +89,7 @@ export interface FrontInit {
   readyPath: string;
   staleMs: number;
   maxRequestBytes: number;
+  maxInFlight: number;
 }
 
 /** The front's answer to `init`: the bound ports, or the error of the listener that failed. */
@@ -167,6 +177,7 @@ export class HttpFront {
         readyPath: o.readyPath ?? "/ready",
         staleMs: o.staleMs ?? READY_STALE_MS,
         maxRequestBytes: o.maxRequestBytes,
+        maxInFlight: o.maxInFlight ?? MAX_IN_FLIGHT,
       }),
       onStarted: (_, reply) => {
         started = reply as FrontStarted;

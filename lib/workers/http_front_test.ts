@@ -249,3 +249,27 @@ Deno.test("HttpFront.refresh() tells the front a change before the next heartbea
   }, { heartbeatMs: 60_000 });
   readyNow = true;
 });
+
+Deno.test("HttpFront hands over at most maxInFlight requests at once; the rest wait unread", async () => {
+  let entered = 0;
+  const release = Promise.withResolvers<void>();
+  const handler: HttpFrontOptions["handler"] = async (req, info) => {
+    if (new URL(req.url).pathname !== "/hold") return app(req, info);
+    entered++;
+    await release.promise;
+    return new Response(`${(await req.text()).length}\n`);
+  };
+  await withFront(handler, async (_, base) => {
+    const answers = Array.from(
+      { length: 10 },
+      () => fetch(`${base}/hold`, { method: "POST", body: "x".repeat(100) }).then((r) => r.text()),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(entered, 3);
+    // the front still answers what it answers itself
+    assert.equal(await fetch(`${base}/ready`).then((r) => r.text()), "ready\n");
+    release.resolve();
+    assert.deepEqual(await Promise.all(answers), Array(10).fill("100\n"));
+    assert.equal(entered, 10);
+  }, { maxInFlight: 3 });
+});

@@ -50,6 +50,7 @@ serveControl<FrontInit>(({ arg }, link): FrontStarted => {
 /** The front's handler: readiness from the heartbeat, the rest handed over on `channel`. */
 function frontHandler(init: FrontInit, channel: Channel): Deno.ServeHandler<Deno.NetAddr> {
   const readyPath = init.readyPath.replace(/\/+$/, "");
+  const inFlight = new Slots(init.maxInFlight);
   return async (req, info) => {
     if (
       (req.method === "GET" || req.method === "HEAD") &&
@@ -57,8 +58,12 @@ function frontHandler(init: FrontInit, channel: Channel): Deno.ServeHandler<Deno
     ) {
       return readyAnswer(init.staleMs);
     }
+    // at most init.maxInFlight requests read and handed over at once: while the serving isolate
+    // is held, the others wait unread (their bodies stay in the sockets)
+    await inFlight.take();
     let reply: ForwardReply;
     try {
+      if (req.signal.aborted) return new Response(null, { status: 499 });
       const body = await boundedBody(req, init.maxRequestBytes);
       const arg: ForwardRequest = {
         method: req.method,
@@ -77,6 +82,8 @@ function frontHandler(init: FrontInit, channel: Channel): Deno.ServeHandler<Deno
         status: 500,
         headers: { "content-type": "text/plain; charset=utf-8" },
       });
+    } finally {
+      inFlight.give();
     }
     const init_ = { status: reply.status, headers: reply.headers };
     if (reply.stream === 0) return new Response(reply.body as BodyInit | null, init_);
@@ -139,4 +146,28 @@ async function boundedBody(req: Request, max: number): Promise<Uint8Array | null
     at += part.length;
   }
   return out;
+}
+
+/** A counting semaphore: {@link take} waits while every slot is taken, in arrival order. */
+class Slots {
+  #free: number;
+  #waiting: (() => void)[] = [];
+
+  constructor(count: number) {
+    this.#free = count;
+  }
+
+  take(): Promise<void> {
+    if (this.#free > 0) {
+      this.#free--;
+      return Promise.resolve();
+    }
+    return new Promise((r) => this.#waiting.push(r));
+  }
+
+  give(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#free++;
+  }
 }
