@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { FIRST_BYTES, FrontListenError, HttpFront, type HttpFrontOptions } from "./http_front.ts";
 import type { Logger } from "../log/mod.ts";
 import { curlLater, hold } from "../../tests/harness/probe.ts";
+import { freePort } from "../../tests/harness/procs.ts";
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -44,6 +45,7 @@ const app: HttpFrontOptions["handler"] = async (req, info) => {
       body,
     }, { status: 201, headers: { "x-answer": "yes" } });
   }
+  if (url.pathname === "/empty") return new Response(null, { status: 204 });
   if (url.pathname === "/size") {
     // as the programs' bounded readers do: the declared length first, then what came
     const declared = Number(req.headers.get("content-length") ?? "0");
@@ -71,6 +73,9 @@ Deno.test("HttpFront hands a request over with its method, query, headers, body 
       peer: "127.0.0.1",
       body: "hello",
     });
+    const empty = await fetch(`${base}/empty`);
+    assert.equal(empty.status, 204);
+    assert.equal(await empty.text(), "");
     const missing = await fetch(`${base}/nothing`);
     assert.equal(missing.status, 404);
     assert.equal(await missing.text(), "404\n");
@@ -122,6 +127,7 @@ Deno.test("HttpFront streams a long answer as the client reads it, and stops whe
     if (path === "/endless") return new Response(body(true));
     return app(req, info);
   };
+  let openReader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   await withFront(handler, async (front, base) => {
     // the whole body, to the byte
     const all = new Uint8Array(await (await fetch(`${base}/big`)).arrayBuffer());
@@ -146,7 +152,15 @@ Deno.test("HttpFront streams a long answer as the client reads it, and stops whe
     }
     assert.equal(front.openStreams, 0);
     assert.ok(cancelled, "the handler's stream was cancelled");
+    // an answer still being read when the front closes: its handler stream is cancelled too
+    cancelled = false;
+    const open = await fetch(`${base}/endless`);
+    openReader = open.body!.getReader();
+    await openReader.read();
+    assert.equal(front.openStreams, 1);
   });
+  assert.ok(cancelled, "close() cancelled the answer in progress");
+  await openReader?.cancel().catch(() => {});
 });
 
 Deno.test("HttpFront answers /ready in milliseconds while the serving isolate is busy", async () => {
@@ -210,25 +224,67 @@ Deno.test("HttpFront reports a port in use as Deno.serve's error, and leaves not
   }
 });
 
-Deno.test("HttpFront that died is started again on the same port", async () => {
+Deno.test("HttpFront that died is started again on its host and port, and says so when it cannot bind", async () => {
   readyNow = true;
   const errors: string[] = [];
-  await withFront(app, async (front, base) => {
-    const port = front.ports[0];
-    front.pool!.kill(0);
-    let status = 0;
-    for (let i = 0; i < 100 && status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      status = await fetch(`${base}/ready`).then(async (r) => {
+  const port = freePort();
+  let cancelled = false;
+  const handler: HttpFrontOptions["handler"] = (req, info) =>
+    new URL(req.url).pathname !== "/endless" ? app(req, info) : new Response(
+      new ReadableStream<Uint8Array>({
+        pull: (c) => c.enqueue(new Uint8Array(16 * 1024)),
+        cancel: () => void (cancelled = true),
+      }, { highWaterMark: 0 }),
+    );
+  const readyAt = async (base: string) => {
+    for (let i = 0; i < 200; i++) {
+      const status = await fetch(`${base}/ready`).then(async (r) => {
         await r.body?.cancel();
         return r.status;
       }, () => 0);
+      if (status === 200) return;
+      await new Promise((r) => setTimeout(r, 25));
     }
-    assert.equal(status, 200);
+    assert.fail(`${base}/ready never answered 200`);
+  };
+  await withFront(handler, async (front, base) => {
+    assert.equal(front.ports[0], port);
+    assert.equal(base, `http://127.0.0.1:${port}`);
+    // bound to the host it was given only
+    await assert.rejects(fetch(`http://127.0.0.2:${port}/ready`));
+    // an answer being streamed when the front dies: the handler's stream is cancelled at once
+    const res = await fetch(`${base}/endless`);
+    const reader = res.body!.getReader();
+    await reader.read();
+    front.pool!.kill(0);
+    assert.equal(front.openStreams, 0);
+    assert.ok(cancelled, "the streamed answer's handler stream was cancelled");
+    await reader.cancel().catch(() => {});
+    await readyAt(base);
     assert.equal(front.ports[0], port);
     assert.match(errors.join("\n"), /HTTP front 0 killed; starting it again/);
+    await assert.rejects(fetch(`http://127.0.0.2:${port}/ready`));
+    // its port taken while it restarts: said, and tried again until it is free
+    front.pool!.kill(0);
+    let taken: Deno.Listener | undefined;
+    for (let i = 0; i < 100 && !taken; i++) {
+      try {
+        taken = Deno.listen({ hostname: "127.0.0.1", port });
+      } catch {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    }
+    assert.ok(taken, "the dead front's port was not released");
+    for (let i = 0; i < 100 && !/could not bind/.test(errors.join("\n")); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.match(errors.join("\n"), /HTTP front: listener 0: .*in use/i);
+    assert.match(errors.join("\n"), /HTTP front 0 could not bind its port; starting it again/);
+    taken.close();
+    await readyAt(base);
   }, {
-    restartDelayMs: 50,
+    listeners: [{ hostname: "127.0.0.1", port }],
+    restartDelayMs: 200,
     log: { ...quiet, error: (m: string) => void errors.push(m) },
   });
 });
@@ -242,10 +298,14 @@ Deno.test("HttpFront.refresh() tells the front a change before the next heartbea
     const res = await fetch(`${base}/ready`);
     assert.equal(res.status, 503);
     assert.equal(await res.text(), "not ready: not synced\n");
-    // refreshes during a heartbeat: the last one reads the handler after the change
+    // a refresh while one is under way runs again after it: it reads the handler after the change
     readyNow = true;
-    await Promise.all([front.refresh(), front.refresh(), front.refresh()]);
-    assert.equal(await fetch(`${base}/ready`).then((r) => r.text()), "ready\n");
+    const first = front.refresh(); // has read "ready"
+    readyNow = false;
+    await Promise.all([first, front.refresh(), front.refresh()]);
+    const stale = await fetch(`${base}/ready`);
+    await stale.body?.cancel();
+    assert.equal(stale.status, 503);
   }, { heartbeatMs: 60_000 });
   readyNow = true;
 });
