@@ -206,6 +206,7 @@ Deno.test("HttpFront's /ready follows the handler's answer, and a stuck isolate 
 
 Deno.test("HttpFront reports a port in use as Deno.serve's error, and leaves nothing running", async () => {
   const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const errors: string[] = [];
   try {
     const e = await HttpFront.start({
       listeners: [
@@ -214,9 +215,11 @@ Deno.test("HttpFront reports a port in use as Deno.serve's error, and leaves not
       ],
       handler: app,
       maxRequestBytes: 1024,
-      log: quiet,
+      log: { ...quiet, error: (m: string) => void errors.push(m) },
     }).then(() => undefined, (e) => e);
     assert.ok(e instanceof FrontListenError, String(e));
+    // told to the caller once, not logged as a front that lost its port and restarted
+    assert.deepEqual(errors, []);
     assert.equal(e.index, 1);
     assert.ok(e.cause instanceof Deno.errors.AddrInUse, String(e.cause));
   } finally {
@@ -332,4 +335,16 @@ Deno.test("HttpFront hands over at most maxInFlight requests at once; the rest w
     assert.deepEqual(await Promise.all(answers), Array(10).fill("100\n"));
     assert.equal(entered, 10);
   }, { maxInFlight: 3 });
+});
+
+Deno.test("HttpFront answers 503 with the reason when the handler fails on the readiness path", async () => {
+  const handler: HttpFrontOptions["handler"] = (req, info) => {
+    if (new URL(req.url).pathname === "/ready") throw new Error("model not built");
+    return app(req, info);
+  };
+  await withFront(handler, async (_, base) => {
+    const res = await fetch(`${base}/ready`);
+    assert.equal(res.status, 503);
+    assert.equal(await res.text(), "not ready: model not built\n");
+  });
 });
