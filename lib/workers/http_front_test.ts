@@ -31,6 +31,7 @@ let readyNow = true;
 const app: HttpFrontOptions["handler"] = async (req, info) => {
   const url = new URL(req.url);
   if (url.pathname === "/ready") {
+    if (req.method !== "GET") return new Response("GET only\n", { status: 405 });
     return readyNow
       ? new Response("ready\n", { headers: { "x-from": "handler" } })
       : new Response("not ready: not synced\n", { status: 503 });
@@ -79,6 +80,13 @@ Deno.test("HttpFront hands a request over with its method, query, headers, body 
     const missing = await fetch(`${base}/nothing`);
     assert.equal(missing.status, 404);
     assert.equal(await missing.text(), "404\n");
+    // only GET and HEAD of the readiness path are the front's own
+    const post = await fetch(`${base}/ready`, { method: "POST", body: "" });
+    assert.equal(post.status, 405);
+    assert.equal(await post.text(), "GET only\n");
+    const headReady = await fetch(`${base}/ready`, { method: "HEAD" });
+    assert.equal(headReady.status, 200);
+    await headReady.body?.cancel();
     const head = await fetch(`${base}/echo`, { method: "HEAD" });
     assert.equal(head.status, 201);
     assert.equal(await head.text(), "");
