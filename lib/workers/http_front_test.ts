@@ -356,3 +356,42 @@ Deno.test("HttpFront answers 503 with the reason when the handler fails on the r
     assert.equal(await res.text(), "not ready: model not built\n");
   });
 });
+
+Deno.test("HttpFront answers 500 with the reason when the handler throws, and finishes answers in flight when closed", async () => {
+  const release = Promise.withResolvers<void>();
+  let entered = false;
+  const handler: HttpFrontOptions["handler"] = async (req, info) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/boom") throw new Error("no model");
+    if (path === "/hold") {
+      entered = true;
+      await release.promise;
+      return new Response("held\n");
+    }
+    return app(req, info);
+  };
+  const front = await HttpFront.start({
+    listeners: [{ hostname: "127.0.0.1", port: 0 }],
+    handler,
+    maxRequestBytes: 1024,
+    log: quiet,
+  });
+  const base = `http://127.0.0.1:${front.ports[0]}`;
+  try {
+    const boom = await fetch(`${base}/boom`);
+    assert.equal(boom.status, 500);
+    assert.match(await boom.text(), /^Internal error: .*no model\n$/);
+    // a shutdown while a request is being answered: that answer is finished, then the port closes
+    const held = fetch(`${base}/hold`).then(async (r) => [r.status, await r.text()]);
+    for (let i = 0; i < 100 && !entered; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(entered);
+    const closed = front.close();
+    setTimeout(() => release.resolve(), 200);
+    assert.deepEqual(await held, [200, "held\n"]);
+    await closed;
+    await assert.rejects(fetch(`${base}/ready`));
+  } finally {
+    release.resolve();
+    await front.close();
+  }
+});
