@@ -40,7 +40,7 @@ const initialWindow = (n: number) => {
  * A fake HTTP/2 server that keeps the default 65,535-byte connection window and gives each stream
  * `initial` bytes: it records every frame and sends what the test tells it.
  */
-async function fakeServer(initial: number) {
+function fakeServer(initial: number) {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const frames: Frame[] = [];
   const accepted = listener.accept();
@@ -106,7 +106,7 @@ async function settle(f: () => boolean): Promise<void> {
 }
 
 Deno.test("the bench's lean HTTP/2 client sends what the stream and connection windows allow, in frames the server accepts", async () => {
-  const server = await fakeServer(1000);
+  const server = fakeServer(1000);
   const session = await LeanSession.connect(server.port);
   try {
     const payload = new Uint8Array(100_000).map((_, i) => i * 7);
