@@ -206,7 +206,10 @@ Deno.test("HttpFront's /ready follows the handler's answer, and a stuck isolate 
     hold(1500);
     const r = await probe;
     assert.equal(r.status, 503);
-    assert.match(r.body, /^not ready: the serving isolate has not answered for \d+\.\d s\n$/);
+    const m = /^not ready: the serving isolate has not answered for (\d+\.\d) s\n$/.exec(r.body);
+    assert.ok(m, r.body);
+    // asked 0.8 s into the hold, the last heartbeat at most 50 ms before it
+    assert.ok(Number(m[1]) >= 0.5 && Number(m[1]) <= 1.5, `${m[1]} s`);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(await fetch(`${base}/ready`).then((r) => r.text()), "ready\n");
   }, { staleMs: 400 });
