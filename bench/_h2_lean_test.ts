@@ -137,6 +137,16 @@ Deno.test("the bench's lean HTTP/2 client sends what the stream and connection w
     await settle(() => server.data(3).length >= 3000);
     assert.equal(server.data(3).length, 3000);
     assert.deepEqual(server.data(3), payload.subarray(0, 3000));
+    // two streams in one write: together they take what is left of the connection window, no more
+    await server.send(initialWindow(1_000_000)); // stream 3 sends its last 2,000 bytes too
+    await settle(() => server.data(3).length >= 5000);
+    const left = 65_535 + 50_000 - 100_000 - 5000;
+    const s5 = session.request("/z", { message() {}, end() {} });
+    const s7 = session.request("/z", { message() {}, end() {} });
+    s5.write(payload.subarray(0, 20_000));
+    s7.write(payload.subarray(0, 20_000));
+    await settle(() => server.data(5).length + server.data(7).length >= left);
+    assert.equal(server.data(5).length + server.data(7).length, left);
   } finally {
     session.close();
     await server.close();
