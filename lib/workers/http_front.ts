@@ -26,6 +26,7 @@
  */
 
 import type { Logger } from "../log/mod.ts";
+import { concat, readUpTo } from "./bytes.ts";
 import { WorkerPool } from "./pool.ts";
 
 /** One port the front serves. */
@@ -268,17 +269,12 @@ export class HttpFront {
     const head = { status: res.status, headers: [...res.headers] };
     if (!res.body) return { ...head, body: null, stream: 0 };
     const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    while (size < FIRST_BYTES) {
-      const r = await reader.read();
-      if (r.done) return { ...head, body: concat(chunks, size), stream: 0 };
-      chunks.push(r.value);
-      size += r.value.length;
-    }
+    const first = await readUpTo(reader, FIRST_BYTES);
+    const body = concat(first.chunks, first.size);
+    if (first.done) return { ...head, body, stream: 0 };
     const stream = this.#nextStream++;
     this.#streams.set(stream, reader);
-    return { ...head, body: concat(chunks, size), stream };
+    return { ...head, body, stream };
   }
 
   /** The next chunk of stream `id` (the front pulls when its client took the last one). */
@@ -328,17 +324,4 @@ function localInfo(): Deno.ServeHandlerInfo<Deno.NetAddr> {
     remoteAddr: { transport: "tcp", hostname: "127.0.0.1", port: 0 },
     completed: Promise.resolve(),
   };
-}
-
-/** `chunks` (of `size` bytes in all) as one array, or null when there are none. */
-export function concat(chunks: Uint8Array[], size: number): Uint8Array | null {
-  if (chunks.length === 0) return null;
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }

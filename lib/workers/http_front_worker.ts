@@ -14,6 +14,7 @@ import type {
   ReadReply,
   ReadyState,
 } from "./http_front.ts";
+import { concat, readUpTo } from "./bytes.ts";
 import { serveControl } from "./serve_control.ts";
 
 let servers: Deno.HttpServer<Deno.NetAddr>[] = [];
@@ -129,23 +130,10 @@ async function boundedBody(req: Request, max: number): Promise<Uint8Array | null
     return null;
   }
   const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (size <= max) {
-    const r = await reader.read();
-    if (r.done) break;
-    chunks.push(r.value);
-    size += r.value.length;
-  }
-  if (size > max) await reader.cancel();
-  const out = new Uint8Array(Math.min(size, max + 1));
-  let at = 0;
-  for (const c of chunks) {
-    const part = c.subarray(0, out.length - at);
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  const { chunks, size, done } = await readUpTo(reader, max + 1);
+  if (!done) await reader.cancel();
+  // a copy of its own (the front transfers its buffer), at most max + 1 bytes
+  return (concat(chunks, size) ?? new Uint8Array(0)).slice(0, max + 1);
 }
 
 /** A counting semaphore: {@link take} waits while every slot is taken, in arrival order. */
