@@ -32,6 +32,7 @@ export {
   workloadSchemas,
 } from "./registry.ts";
 export {
+  deepEqual,
   formatIssue,
   formatIssues,
   normalizeObject,

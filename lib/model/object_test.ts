@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { parse, parseAllDocuments } from "../deps/yaml.ts";
 import {
+  deepEqual,
   formatIssue,
   formatIssues,
   meshctlSchemas,
@@ -556,4 +557,30 @@ Deno.test("normalizeObject() takes a VirtualService without hosts as a delegate:
     "VirtualService/team/child: spec.hosts: is required (a VirtualService without hosts is a delegate: http routes only, no gateways, no further delegate)",
   ]);
   assert.equal(vs({ http: [{ delegate: { name: "x" } }] }).issues.length, 1);
+});
+
+Deno.test("deepEqual() compares JSON values structurally, ignoring key order and undefined fields", () => {
+  assert.ok(deepEqual({ a: [1, { b: 2 }], c: null }, { c: null, a: [1, { b: 2 }] }));
+  assert.ok(deepEqual([], []));
+  assert.ok(!deepEqual([1, 2], [1, 2, 3]));
+  assert.ok(!deepEqual([1, 2], [2, 1]));
+  assert.ok(!deepEqual({ a: 1 }, { a: 1, b: 2 }));
+  assert.ok(!deepEqual({ a: 1, b: 2 }, { a: 1 }));
+  assert.ok(!deepEqual({ a: 1 }, { b: 1 }));
+  assert.ok(deepEqual({ a: undefined, b: 1 }, { b: 1 })); // as in JSON: undefined is absent
+  assert.ok(!deepEqual([], {}));
+  assert.ok(!deepEqual({}, []));
+  assert.ok(!deepEqual({ 0: "a" }, ["a"]));
+  assert.ok(!deepEqual(null, {}));
+  assert.ok(!deepEqual({}, null));
+  assert.ok(!deepEqual(1, "1"));
+  assert.ok(!deepEqual({ a: { b: 1 } }, { a: { b: 2 } }));
+});
+
+Deno.test("deepEqual() tells an object from a primitive or another primitive, and [undefined] from []", () => {
+  assert.ok(!deepEqual(1, 2));
+  assert.ok(!deepEqual({}, 1));
+  assert.ok(!deepEqual({}, ""));
+  assert.ok(!deepEqual("", {}));
+  assert.ok(!deepEqual([undefined], []));
 });

@@ -15,7 +15,11 @@ export {
   mockEndpointPort,
 } from "./mock.ts";
 export { annotatedServiceAccounts, SERVICE_ACCOUNT_ANNOTATION, spiffeId } from "./accounts.ts";
-export { convertServiceEntries, createServiceEntryRegistry } from "./serviceentry.ts";
+export {
+  convertServiceEntries,
+  createServiceEntryRegistry,
+  instancesOnlyChange,
+} from "./serviceentry.ts";
 export { workloadEntryInstances } from "./workload_entries.ts";
 export { convertConsulService, createConsulRegistry } from "./consul.ts";
 export { convertEurekaApps, createEurekaRegistry } from "./eureka.ts";

@@ -25,6 +25,7 @@ import type {
   ServicePort,
   ServiceRegistry,
 } from "../model/types.ts";
+import { deepEqual } from "../model/object.ts";
 import type { ConfigStore } from "../store/types.ts";
 import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
 import { parseProtocolName } from "./protocol.ts";
@@ -142,8 +143,39 @@ export function convertServiceEntries(
 }
 
 /**
+ * Whether a change of the config store reaches the proxies only through this registry's
+ * instances: every WorkloadEntry change, and a ServiceEntry edit that changes nothing but its
+ * `spec.endpoints` (its metadata's `resourceVersion` and `generation` aside). The registry then
+ * reports it (`"endpoints"`, or `"services"` when the endpoints changed a service's accounts),
+ * and nothing else needs to recompute the configuration (Istio's config handler likewise leaves
+ * both kinds to its ServiceEntry controller). `previous` is the object the store held before
+ * (undefined when it was added).
+ */
+export function instancesOnlyChange(
+  next: ConfigObject,
+  previous: ConfigObject | undefined,
+): boolean {
+  if (next.kind === "WorkloadEntry") {
+    return previous === undefined || previous.kind === "WorkloadEntry";
+  }
+  if (next.kind !== "ServiceEntry" || previous?.kind !== "ServiceEntry") return false;
+  const strip = (o: ConfigObject) => ({
+    ...o,
+    metadata: { ...o.metadata, resourceVersion: undefined, generation: undefined },
+    spec: { ...o.spec, endpoints: undefined },
+  });
+  return deepEqual(strip(next), strip(previous));
+}
+
+/**
  * A registry fed by the ServiceEntry configs of a store; it follows the store's watch. `domain`
  * as in {@link convertServiceEntries}.
+ *
+ * After each change it tells its handlers `"services"` when the services themselves changed
+ * (hosts, addresses, ports, resolution, location, service accounts: a config push) and
+ * `"endpoints"` when only instances may have (an endpoint or WorkloadEntry added, removed or
+ * edited: an endpoints push), as Istio's ServiceEntry controller does. Changes that arrive while
+ * a reload waits to start are taken up by that reload.
  */
 export function createServiceEntryRegistry(
   store: ConfigStore,
@@ -156,16 +188,26 @@ export function createServiceEntryRegistry(
   const handlers: ((kind: "services" | "endpoints") => void)[] = [];
   let watch: { close(): void } | undefined;
   let chain = Promise.resolve();
+  /** A reload is queued and has not started: a change now is seen by it. */
+  let queued = false;
+  let loaded = false;
   // Reloads run one after another so a slow list never overwrites a newer one.
-  const reload = () =>
-    chain = chain.then(async () => {
+  const reload = () => {
+    if (queued) return chain;
+    queued = true;
+    return chain = chain.then(async () => {
+      queued = false;
       // WorkloadEntries only where the store holds them
       const entries = store.schemas.some((s) => s.type === "workloadentry")
         ? await store.list("workloadentry")
         : [];
-      state = convertServiceEntries(await store.list("serviceentry"), domain, entries);
-      for (const h of handlers) h("services");
+      const next = convertServiceEntries(await store.list("serviceentry"), domain, entries);
+      const kind = loaded && deepEqual(next.services, state.services) ? "endpoints" : "services";
+      state = next;
+      loaded = true;
+      for (const h of handlers) h(kind);
     });
+  };
   return {
     name: "ServiceEntry",
     services: () => state.services,

@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import type { ConfigObject } from "../model/types.ts";
 import { waitUntil } from "../process/mod.ts";
 import { createMemoryStore } from "../store/mod.ts";
-import { convertServiceEntries, createServiceEntryRegistry } from "./serviceentry.ts";
+import {
+  convertServiceEntries,
+  createServiceEntryRegistry,
+  instancesOnlyChange,
+} from "./serviceentry.ts";
 
 function se(name: string, spec: Record<string, unknown>, namespace = "default"): ConfigObject {
   return {
@@ -230,4 +234,138 @@ Deno.test("createServiceEntryRegistry() follows the store's WorkloadEntries", as
   } finally {
     await reg.stop();
   }
+});
+
+const DB_PORTS = [{ number: 5432, name: "tcp", protocol: "TCP" }];
+const db = (spec: Record<string, unknown>) =>
+  se("db", { hosts: ["db.internal"], location: "MESH_INTERNAL", resolution: "STATIC", ...spec });
+
+Deno.test("createServiceEntryRegistry() reports an edit of endpoints only as an endpoints change, any other as a services change", async () => {
+  const store = createMemoryStore();
+  const reg = createServiceEntryRegistry(store);
+  const changes: string[] = [];
+  reg.onChange((k) => changes.push(k));
+  await reg.start();
+  /** The change reported for `edit` (the registry holds its result first). */
+  const after = async (edit: () => Promise<unknown>, done: () => boolean) => {
+    const n = changes.length;
+    await edit();
+    await waitUntil(() => changes.length > n && done());
+    return changes.slice(n);
+  };
+  const current = async () => (await store.list("serviceentry"))[0];
+  try {
+    assert.deepEqual(
+      await after(
+        () => store.create(db({ ports: DB_PORTS, endpoints: [{ address: "10.0.0.1" }] })),
+        () => reg.services().length === 1,
+      ),
+      ["services"],
+    );
+    // a new endpoint address: the services are the same
+    assert.deepEqual(
+      await after(async () => {
+        const o = await current();
+        await store.update({ ...o, spec: { ...o.spec, endpoints: [{ address: "10.0.0.2" }] } });
+      }, () => reg.instances()[0]?.address === "10.0.0.2"),
+      ["endpoints"],
+    );
+    // an endpoint with a service account adds it to the service's (the SANs proxies check)
+    assert.deepEqual(
+      await after(async () => {
+        const o = await current();
+        await store.update({
+          ...o,
+          spec: { ...o.spec, endpoints: [{ address: "10.0.0.2", serviceAccount: "db" }] },
+        });
+      }, () => reg.services()[0]?.serviceAccounts.length === 1),
+      ["services"],
+    );
+    // a port of the service
+    assert.deepEqual(
+      await after(async () => {
+        const o = await current();
+        await store.update({
+          ...o,
+          spec: {
+            ...o.spec,
+            ports: [...DB_PORTS, { number: 5433, name: "tcp-2", protocol: "TCP" }],
+          },
+        });
+      }, () => reg.services()[0]?.ports.length === 2),
+      ["services"],
+    );
+    // a WorkloadEntry no ServiceEntry selects changes no service
+    assert.deepEqual(
+      await after(
+        () => store.create(we("vm", { address: "2.2.2.2", labels: { app: "x" } })),
+        () => true,
+      ),
+      ["endpoints"],
+    );
+  } finally {
+    await reg.stop();
+    await store.close();
+  }
+});
+
+Deno.test("createServiceEntryRegistry() takes the changes that arrive while a reload waits up in that reload", async () => {
+  const store = createMemoryStore();
+  const reg = createServiceEntryRegistry(store);
+  let reloads = 0;
+  const list = store.list.bind(store);
+  store.list = (type: string) => {
+    if (type === "serviceentry") reloads++;
+    return list(type);
+  };
+  await reg.start();
+  try {
+    const before = reloads;
+    // one task: the first change starts a reload that waits for the task to end; the other 49 join it
+    await Promise.all(
+      Array.from(
+        { length: 50 },
+        (_, i) =>
+          store.create(
+            se(`s${i}`, { hosts: [`s${i}.internal`], ports: DB_PORTS, resolution: "DNS" }),
+          ),
+      ),
+    );
+    await waitUntil(() => reg.services().length === 50);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(reg.services().length, 50);
+    assert.ok(reloads - before <= 3, `${reloads - before} reloads for 50 changes`);
+  } finally {
+    await reg.stop();
+    await store.close();
+  }
+});
+
+Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntry edits of endpoints only", () => {
+  const a = db({ ports: DB_PORTS, endpoints: [{ address: "10.0.0.1" }] });
+  const withMeta = (o: ConfigObject, meta: Record<string, unknown>) => ({
+    ...o,
+    metadata: { ...o.metadata, ...meta },
+  });
+  const b = withMeta(
+    { ...a, spec: { ...a.spec, endpoints: [{ address: "10.0.0.2" }] } },
+    { resourceVersion: "7", generation: 3 },
+  );
+  assert.equal(instancesOnlyChange(b, a), true, "endpoints, resourceVersion and generation");
+  assert.equal(instancesOnlyChange(a, a), true, "no change at all");
+  assert.equal(instancesOnlyChange(a, undefined), false, "a new ServiceEntry");
+  assert.equal(instancesOnlyChange({ ...a, spec: { ...a.spec, exportTo: ["."] } }, a), false);
+  assert.equal(instancesOnlyChange({ ...a, spec: { ...a.spec, ports: [] } }, a), false);
+  assert.equal(
+    instancesOnlyChange(withMeta(a, { annotations: { "x": "y" } }), a),
+    false,
+    "annotations name service accounts",
+  );
+  assert.equal(instancesOnlyChange(withMeta(a, { labels: { app: "db" } }), a), false);
+  const vm = we("vm", { address: "2.2.2.2" });
+  assert.equal(instancesOnlyChange(vm, undefined), true, "a new WorkloadEntry");
+  assert.equal(instancesOnlyChange({ ...vm, spec: { address: "2.2.2.3" } }, vm), true);
+  const vs: ConfigObject = { ...a, kind: "VirtualService", spec: {} };
+  assert.equal(instancesOnlyChange(vs, vs), false, "other kinds");
+  assert.equal(instancesOnlyChange(vm, vs), false, "a kind replaced by another (a key reused)");
 });

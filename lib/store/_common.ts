@@ -3,7 +3,7 @@
  * @module
  */
 import { getLogger, type Logger } from "../log/mod.ts";
-import { escapeControl, MAX_DEPTH, normalizeObject, quote } from "../model/mod.ts";
+import { deepEqual, escapeControl, MAX_DEPTH, normalizeObject, quote } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema, ValidationIssue } from "../model/types.ts";
 import { ConflictError, NotFoundError, type StoreEvent, ValidationError } from "./types.ts";
 
@@ -15,22 +15,6 @@ export function describe(obj: ConfigObject): string {
 /** The map key of an object within one type. */
 export function nsName(namespace: string, name: string): string {
   return `${namespace}/${name}`;
-}
-
-/** Structural equality of JSON-like values (object key order is ignored). */
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bb = b as unknown[];
-    return a.length === bb.length && a.every((v, i) => deepEqual(v, bb[i]));
-  }
-  const ao = a as Record<string, unknown>;
-  const bo = b as Record<string, unknown>;
-  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
-  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
-  return ak.length === bk.length && ak.every((k) => deepEqual(ao[k], bo[k]));
 }
 
 /** Equality of two config objects ignoring `metadata.resourceVersion`. */

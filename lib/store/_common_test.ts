@@ -7,7 +7,6 @@ import {
   byNsName,
   canonicalJson,
   contentVersion,
-  deepEqual,
   notFound,
   staleVersion,
   Watchers,
@@ -49,32 +48,6 @@ Deno.test("store validation errors name the object, quoting odd names so they ca
   // the other store errors carry their own names
   assert.equal(new ConflictError("x").name, "ConflictError");
   assert.equal(new NotFoundError("x").name, "NotFoundError");
-});
-
-Deno.test("deepEqual() compares JSON values structurally, ignoring key order and undefined fields", () => {
-  assert.ok(deepEqual({ a: [1, { b: 2 }], c: null }, { c: null, a: [1, { b: 2 }] }));
-  assert.ok(deepEqual([], []));
-  assert.ok(!deepEqual([1, 2], [1, 2, 3]));
-  assert.ok(!deepEqual([1, 2], [2, 1]));
-  assert.ok(!deepEqual({ a: 1 }, { a: 1, b: 2 }));
-  assert.ok(!deepEqual({ a: 1, b: 2 }, { a: 1 }));
-  assert.ok(!deepEqual({ a: 1 }, { b: 1 }));
-  assert.ok(deepEqual({ a: undefined, b: 1 }, { b: 1 })); // as in JSON: undefined is absent
-  assert.ok(!deepEqual([], {}));
-  assert.ok(!deepEqual({}, []));
-  assert.ok(!deepEqual({ 0: "a" }, ["a"]));
-  assert.ok(!deepEqual(null, {}));
-  assert.ok(!deepEqual({}, null));
-  assert.ok(!deepEqual(1, "1"));
-  assert.ok(!deepEqual({ a: { b: 1 } }, { a: { b: 2 } }));
-});
-
-Deno.test("deepEqual() tells an object from a primitive or another primitive, and [undefined] from []", () => {
-  assert.ok(!deepEqual(1, 2));
-  assert.ok(!deepEqual({}, 1));
-  assert.ok(!deepEqual({}, ""));
-  assert.ok(!deepEqual("", {}));
-  assert.ok(!deepEqual([undefined], []));
 });
 
 Deno.test("canonicalJson() sorts keys, drops undefined members and refuses runaway nesting", () => {

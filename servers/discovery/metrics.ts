@@ -20,6 +20,8 @@ export interface DiscoveryMetrics {
   cache(type: string, hit: boolean): void;
   /** A webhook call, failed or not. */
   webhook(type: string, ok: boolean): void;
+  /** A change that may push: a registry's `endpoint` or `service` event, or a `config` change. */
+  trigger(type: PushTrigger): void;
   /** Prometheus text exposition. */
   text(): Promise<string>;
   /** The exposition content type. */
@@ -27,6 +29,9 @@ export interface DiscoveryMetrics {
   /** Stops the process metrics' event-loop lag sampler. */
   close(): void;
 }
+
+/** What set off a push (Istio's `pilot_push_triggers` types). */
+export type PushTrigger = "endpoint" | "service" | "config";
 
 const PUSH_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
 
@@ -153,6 +158,11 @@ export async function createMetrics(
     "mesh_discovery_webhook_errors",
     "Failed calls to the --webhookEndpoint, by type.",
   );
+  const triggers = byType(
+    "mesh_push_triggers",
+    "Changes that may push, by type: endpoint and service (registry events; a ServiceEntry edit " +
+      "of its endpoints only is an endpoint event), config (configuration, Ingress, mesh config).",
+  );
   return {
     xds: {
       pushed: (t) => pushes.inc({ type: typeShortName(t) }),
@@ -174,6 +184,7 @@ export async function createMetrics(
       webhookCalls.inc({ type });
       if (!ok) webhookErrors.inc({ type });
     },
+    trigger: (type) => triggers.inc({ type }),
     text: () => register.metrics(),
     contentType: register.contentType,
     close,

@@ -91,17 +91,24 @@ export class ConfigSnapshot {
   readonly #objects = new Map<string, ConfigObject>();
   #watch?: { close(): void };
 
-  /** Starts watching `store`, lists every type, and calls `onChange` after each later change. */
-  async open(store: ConfigStore, onChange: (ev: StoreEvent) => void): Promise<void> {
+  /**
+   * Starts watching `store`, lists every type, and calls `onChange` after each later change with
+   * the object held before it (undefined when it was added).
+   */
+  async open(
+    store: ConfigStore,
+    onChange: (ev: StoreEvent, previous: ConfigObject | undefined) => void,
+  ): Promise<void> {
     // what the watch delivered while the listing ran (newer than the listing); forgotten after
     let seen: Set<string> | undefined = new Set<string>();
     this.#watch = store.watch((ev) => {
       const k = key(ev.object);
       seen?.add(k);
+      const previous = this.#objects.get(k);
       if (ev.type === "DELETED") this.#objects.delete(k);
       else this.#objects.set(k, ev.object);
       this.#sortedCache = undefined;
-      onChange(ev);
+      onChange(ev, previous);
     });
     for (const schema of store.schemas) {
       for (const o of await store.list(schema.type)) {

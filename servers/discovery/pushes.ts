@@ -4,11 +4,13 @@
  * @module
  */
 
-import type { ServiceInstance } from "../../lib/model/mod.ts";
+import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
+import { instancesOnlyChange } from "../../lib/registry/mod.ts";
 import type { Proxy } from "../../lib/xds/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import type { RestCache } from "./rest_xds.ts";
+import type { DiscoveryMetrics, PushTrigger } from "./metrics.ts";
 import { TimeSlicer } from "../../lib/process/slice.ts";
 import {
   affectedClusters,
@@ -35,12 +37,15 @@ export class PushRouter {
   #lastEndpointsAt = -Infinity;
   /** The timer of endpoint events held back (see {@link registryChanged}). */
   #endpointsTimer: number | undefined;
+  readonly #trigger: (type: PushTrigger) => void;
 
   constructor(opts: {
     registry: DiscoveryRegistry;
     model: DiscoveryModel;
     server: XdsServerView<Proxy>;
     restCache: RestCache | null;
+    /** Counts what set off each push ({@link DiscoveryMetrics.trigger}). */
+    metrics?: Pick<DiscoveryMetrics, "trigger">;
     /**
      * After a config change, build the new push context ahead of the first request in slices
      * of this many ms ({@link DiscoveryModel.prepare}); null or absent: the first read builds it.
@@ -52,6 +57,7 @@ export class PushRouter {
     this.#model = opts.model;
     this.#server = opts.server;
     this.#restCache = opts.restCache;
+    this.#trigger = opts.metrics ? (t) => opts.metrics!.trigger(t) : () => {};
     this.#fingerprints = instanceFingerprints(this.#registry.instances());
     this.#addressesByKey = addressesByKey(this.#registry.instances());
   }
@@ -62,6 +68,22 @@ export class PushRouter {
    * event, queued at the end of the task (the push is debounced anyway).
    */
   configChanged(): void {
+    this.#trigger("config");
+    this.#recompute();
+  }
+
+  /**
+   * The config store changed `object` (held `previous` before). WorkloadEntries and ServiceEntry
+   * edits of endpoints only reach the proxies through the ServiceEntry registry's event (an
+   * endpoints push when its services are the same), as in Istio; any other change is a config
+   * change.
+   */
+  storeChanged(object: ConfigObject, previous: ConfigObject | undefined): void {
+    if (!instancesOnlyChange(object, previous)) this.configChanged();
+  }
+
+  /** Everything is recomputed and pushed to every proxy (a config change or a services event). */
+  #recompute(): void {
     if (this.#prepareSliceMs === null) this.#model.invalidate();
     else this.#model.invalidateLater();
     this.#restCache?.clear();
@@ -121,6 +143,7 @@ export class PushRouter {
    * pushes EDS for them, plus CDS and LDS when a DNS service or a proxy's own instances changed.
    */
   registryChanged(kind: "services" | "endpoints"): void {
+    this.#trigger(kind === "endpoints" ? "endpoint" : "service");
     if (kind === "endpoints") {
       // Each event compares every instance (fingerprints) and refreshes the model's endpoint
       // index: under continuous churn (tens of events a second) events that come within
@@ -160,7 +183,7 @@ export class PushRouter {
     this.#fingerprints = next;
     const before = this.#addressesByKey;
     this.#addressesByKey = addressesByKey(instances);
-    if (kind === "services") return this.configChanged();
+    if (kind === "services") return this.#recompute();
     this.#model.updateEndpoints(changed);
     this.#restCache?.clear();
     const server = this.#server;

@@ -1,8 +1,11 @@
 /**
  * End-to-end: mesh-discovery (the program) sends each change only to the proxies whose output it
  * changes, and only the changed types: an endpoint change reaches only the EDS watchers of the
- * affected cluster; a mesh VirtualService change reaches the sidecar's RDS, not the router.
- * Exact counts come from `/metrics` (`mesh_xds_pushes{type}`, `mesh_xds_push_time_count`).
+ * affected cluster; a mesh VirtualService change reaches the sidecar's RDS, not the router. A
+ * ServiceEntry edit of its endpoints only, or a WorkloadEntry edit, is an endpoint change (no
+ * configuration recomputed, as in Istio); a ServiceEntry edit of its ports is a config change.
+ * Exact counts come from `/metrics` (`mesh_xds_pushes{type}`, `mesh_xds_push_time_count`,
+ * `mesh_push_triggers{type}`).
  */
 
 import assert from "node:assert/strict";
@@ -15,17 +18,36 @@ const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
 const HELLO_80 = "outbound|80||hello.default.svc.cluster.local";
 const DB_CLUSTER = "outbound|5432||db.example.internal";
 
-const serviceEntry = (ip: string) =>
+const serviceEntry = (ip: string, extraPort = "") =>
   `apiVersion: networking.mesh.io/v1alpha3
 kind: ServiceEntry
 metadata: {name: db, namespace: default}
 spec:
   hosts: [db.example.internal]
-  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}${extraPort}]
   location: MESH_INTERNAL
   resolution: STATIC
   endpoints: [{address: ${ip}}]
 `;
+
+/** A ServiceEntry selecting the WorkloadEntry `vm` (address `ip`). */
+const vmEntries = (ip: string) =>
+  `apiVersion: networking.mesh.io/v1alpha3
+kind: ServiceEntry
+metadata: {name: legacy, namespace: default}
+spec:
+  hosts: [legacy.example.internal]
+  ports: [{number: 9000, name: tcp-legacy, protocol: TCP}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  workloadSelector: {labels: {app: legacy}}
+---
+apiVersion: networking.mesh.io/v1alpha3
+kind: WorkloadEntry
+metadata: {name: vm, namespace: default}
+spec: {address: ${ip}, labels: {app: legacy}}
+`;
+const LEGACY_CLUSTER = "outbound|9000||legacy.example.internal";
 
 const meshVs = (timeout: string) =>
   `apiVersion: networking.mesh.io/v1alpha3
@@ -68,6 +90,11 @@ async function counters(d: RunningDiscovery) {
     lds: num(/^mesh_xds_pushes\{type="lds"\} (\d+)/m),
     rds: num(/^mesh_xds_pushes\{type="rds"\} (\d+)/m),
     done: num(/^mesh_xds_push_time_count (\d+)/m),
+    triggers: {
+      endpoint: num(/^mesh_push_triggers\{type="endpoint"\} (\d+)/m),
+      service: num(/^mesh_push_triggers\{type="service"\} (\d+)/m),
+      config: num(/^mesh_push_triggers\{type="config"\} (\d+)/m),
+    },
   };
 }
 
@@ -135,6 +162,23 @@ Deno.test("mesh-discovery sends an endpoint change only as EDS of that cluster t
       "one EDS response in all, to the watcher of the cluster",
     );
     await assert.rejects(b.next(EDS, 200), /No .* response/, "b does not watch the cluster");
+    assert.ok(after.triggers.endpoint > before.triggers.endpoint, "an endpoint event");
+    assert.deepEqual(
+      [after.triggers.service, after.triggers.config],
+      [before.triggers.service, before.triggers.config],
+      "the edit of the ServiceEntry's endpoints recomputed no configuration",
+    );
+
+    // a new port is a change of the service: a config push (the new cluster reaches the CDS)
+    await writeAtomic(
+      `${dir}/db.yaml`,
+      serviceEntry("10.5.0.2", ", {number: 5433, name: tcp-db2, protocol: TCP}"),
+    );
+    const cds = await a.next(CDS, 10_000);
+    assert.ok(cds.resources.some((c) => c.name === "outbound|5433||db.example.internal"));
+    const edited = await settled(d);
+    assert.ok(edited.triggers.config > after.triggers.config, "a config change");
+    assert.ok(edited.triggers.service > after.triggers.service, "and a service event");
   } finally {
     await a.close();
     await b.close();
@@ -175,6 +219,44 @@ Deno.test("mesh-discovery sends a mesh VirtualService change to the sidecar's RD
   } finally {
     await sidecar.close();
     await router.close();
+    client.close();
+    await d.proc.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mesh-discovery sends a WorkloadEntry's new address as EDS of the clusters that select it, with no config push", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-push-scope-" });
+  await Deno.writeTextFile(`${dir}/legacy.yaml`, vmEntries("10.7.0.1"));
+  const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
+  const client = adsClient(d.grpc);
+  const a = client.open();
+  try {
+    await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 10_000);
+    await sync(a, "sidecar~10.9.0.1~a.default~default.svc.cluster.local", [LEGACY_CLUSTER], ["80"]);
+    const before = await settled(d);
+
+    await writeAtomic(`${dir}/legacy.yaml`, vmEntries("10.7.0.2"));
+    const eds = await a.next(EDS, 10_000);
+    assert.deepEqual(eds.resources.map((r) => r.cluster_name), [LEGACY_CLUSTER]);
+    assert.equal(
+      eds.resources[0].endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address,
+      "10.7.0.2",
+    );
+    const after = await settled(d);
+    assert.deepEqual(
+      { cds: after.cds, eds: after.eds, lds: after.lds, rds: after.rds },
+      { cds: before.cds, eds: before.eds + 1, lds: before.lds, rds: before.rds },
+      "one EDS response in all",
+    );
+    assert.ok(after.triggers.endpoint > before.triggers.endpoint, "an endpoint event");
+    assert.deepEqual(
+      [after.triggers.service, after.triggers.config],
+      [before.triggers.service, before.triggers.config],
+      "no configuration recomputed",
+    );
+  } finally {
+    await a.close();
     client.close();
     await d.proc.stop();
     await Deno.remove(dir, { recursive: true });
