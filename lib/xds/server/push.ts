@@ -23,6 +23,7 @@
 import type { Logger } from "../../log/mod.ts";
 import { SLICE_MS, TimeSlicer } from "../../process/slice.ts";
 import { Debouncer, type MergedPush } from "./debounce.ts";
+import { externalNote, trace, tracing } from "./push_trace.ts";
 import { typeShortName } from "./metrics.ts";
 import {
   type Connection,
@@ -176,6 +177,7 @@ export class PushScheduler<P> {
   #push(p: MergedPush): void {
     let done!: () => void;
     const promise = new Promise<void>((r) => done = r);
+    let streams = 0;
     const rec: PushRecord = {
       firstEventAt: p.firstEventAt,
       startedAt: this.#clock.now(),
@@ -186,6 +188,11 @@ export class PushScheduler<P> {
       const now = this.#clock.now();
       this.#metrics.pushDuration?.((now - rec.startedAt) / 1000);
       this.#metrics.convergence?.((now - rec.firstEventAt) / 1000);
+      if (tracing) {
+        trace(
+          `push done ${(now - rec.startedAt).toFixed(1)}ms streams=${streams}${externalNote()}`,
+        );
+      }
       this.#inflight.delete(promise);
       done();
     };
@@ -232,6 +239,8 @@ export class PushScheduler<P> {
       events: p.events,
       clients: rec.remaining,
     });
+    streams = rec.remaining;
+    if (tracing) trace(`push start streams=${streams} full=${p.full}${externalNote()}`);
     if (rec.remaining === 0) rec.done();
   }
 
