@@ -4,7 +4,9 @@
  * `--proxies` simulated sidecars (raw HTTP/2 ADS streams, `_ads_sim.ts`).
  *
  * Measures: server RSS idle and per connected proxy, initial sync time, endpoint-change
- * propagation (one endpoint edited → every proxy received the EDS update), full push (a new
+ * propagation (one endpoint edited → every proxy received the EDS update), ServiceEntry edits (one
+ * ServiceEntry's endpoint address and a label: a config push; and its endpoint address alone: an
+ * endpoint push, as in Istio → every proxy received the EDS update), full push (a new
  * service → every proxy received all of it: the CDS naming the new cluster, the RDS carrying its
  * virtual host and its EDS), and bytes on the wire for a one-endpoint change, SotW vs delta. Each
  * sample starts once the server is quiet (no proxy received a response for 300 ms), so a sample
@@ -105,6 +107,8 @@ interface Options {
   proxyless: number;
   /** Directory for CPU profiles recorded during the full-scale endpoint changes. */
   profileChanges: string;
+  /** Directory for CPU profiles recorded during the full-scale ServiceEntry edits. */
+  profileEdits: string;
   /** Sustained churn: endpoint changes per second (0: no churn phase). */
   churnRate: number;
   /** Sustained churn: how long, seconds. */
@@ -147,6 +151,7 @@ function parse(args: string[]): Options {
       "server-cpu-prof": { type: "string", default: "" },
       "profile-full-push": { type: "string", default: "" },
       "profile-changes": { type: "string", default: "" },
+      "profile-edits": { type: "string", default: "" },
       "churn-rate": { type: "string", default: "0" },
       "churn-seconds": { type: "string", default: "60" },
       "storm-seconds": { type: "string", default: "0" },
@@ -185,6 +190,7 @@ function parse(args: string[]): Options {
     profileFullPush: String(values["profile-full-push"] ?? ""),
     proxyless: 0,
     profileChanges: String(values["profile-changes"] ?? ""),
+    profileEdits: String(values["profile-edits"] ?? ""),
     churnRate: wholeNumber("churn-rate", values["churn-rate"], 0),
     churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
@@ -214,15 +220,16 @@ const PROBE_NODE = "sidecar~10.254.0.1~prober.default~default.svc.cluster.local"
 const svcName = (i: number) => `svc-${String(i).padStart(4, "0")}.bench.example`;
 const clusterName = (i: number) => `outbound|8080||${svcName(i)}`;
 
-function serviceEntry(i: number, endpoints: number, bump = 0): string {
+function serviceEntry(i: number, endpoints: number, bump = 0, rev = 0): string {
   const a = 1 + Math.floor(i / 250), b = i % 250;
   const eps = Array.from({ length: endpoints }, (_, e) => {
     const last = e === 0 && bump ? 100 + (bump % 150) : e + 1;
     return `    - address: 10.${a}.${b}.${last}\n      labels: {version: v${(e % 2) + 1}}`;
   }).join("\n");
+  const labels = rev ? `, labels: {rev: "${rev}"}` : "";
   return `apiVersion: networking.mesh.io/v1alpha3
 kind: ServiceEntry
-metadata: {name: svc-${i}, namespace: bench}
+metadata: {name: svc-${i}, namespace: bench${labels}}
 spec:
   hosts: [${svcName(i)}]
   ports:
@@ -241,11 +248,19 @@ ${eps}
 const PER_FILE = 100;
 const bundleName = (f: number) => `bench-${String(f).padStart(3, "0")}.yaml`;
 
-/** The multi-document file `f` (services f*PER_FILE...), with each service's endpoint bump. */
-function bundle(f: number, o: { services: number; endpoints: number }, bumps: Map<number, number>) {
+/**
+ * The multi-document file `f` (services f*PER_FILE...), with each service's endpoint bump and
+ * label revision.
+ */
+function bundle(
+  f: number,
+  o: { services: number; endpoints: number },
+  bumps: Map<number, number>,
+  revs: ReadonlyMap<number, number> = new Map(),
+) {
   const docs: string[] = [];
   for (let i = f * PER_FILE; i < Math.min(o.services, (f + 1) * PER_FILE); i++) {
-    docs.push(serviceEntry(i, o.endpoints, bumps.get(i) ?? 0));
+    docs.push(serviceEntry(i, o.endpoints, bumps.get(i) ?? 0, revs.get(i) ?? 0));
   }
   return docs.join("---\n");
 }
@@ -564,7 +579,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         "--workers",
         String(o.serverWorkers),
         ...(o.serverReusedReads ? ["--grpcReusedReads"] : []),
-        ...(o.profileFullPush || o.profileChanges ? ["--profile"] : []),
+        ...(o.profileFullPush || o.profileChanges || o.profileEdits ? ["--profile"] : []),
       ],
       stdout: "piped",
       stderr: "piped",
@@ -839,23 +854,31 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
 
     let changeSeq = 0;
     const bumps = new Map<number, number>();
-    /** Config change: one ServiceEntry file edited (full config recompute on the server). */
-    const measureSeChanges = async (label: string, count: number) => {
-      const r = await measure("ServiceEntry edit", count, 180_000, (c) => {
+    const revs = new Map<number, number>();
+    /**
+     * One ServiceEntry file edited: an endpoint's address and a label of the ServiceEntry (a
+     * config change: the whole configuration is recomputed and pushed), or with `endpointsOnly`
+     * the address alone (an endpoint change, as in Istio).
+     */
+    const measureSeChanges = async (label: string, count: number, endpointsOnly = false) => {
+      const what = endpointsOnly ? "ServiceEntry endpoint edit" : "ServiceEntry edit";
+      const r = await measure(what, count, 180_000, (c) => {
         const i = mix.seEditService(c, o.services);
         return {
           targets: [{ type: "eds", name: clusterName(i) }],
           apply: async () => {
             bumps.set(i, ++changeSeq);
+            if (!endpointsOnly) revs.set(i, changeSeq);
             const f = Math.floor(i / PER_FILE);
-            await writeAtomic(`${dir}/${bundleName(f)}`, bundle(f, o, bumps));
+            await writeAtomic(`${dir}/${bundleName(f)}`, bundle(f, o, bumps, revs));
           },
         };
       });
       out(
-        `${label}: ServiceEntry edit (config change) → every proxy (${r.perChange.length} ` +
-          `changes): p50 ${ms(pct(r.perChange, 50))}, p99 ${ms(pct(r.perChange, 99))}; per proxy ` +
-          `p50 ${ms(pct(r.perProxy, 50))}, p99 ${ms(pct(r.perProxy, 99))}`,
+        `${label}: ${what} (${endpointsOnly ? "endpoints only" : "config change"}) → every ` +
+          `proxy (${r.perChange.length} changes): p50 ${ms(pct(r.perChange, 50))}, p99 ${
+            ms(pct(r.perChange, 99))
+          }; per proxy p50 ${ms(pct(r.perProxy, 50))}, p99 ${ms(pct(r.perProxy, 99))}`,
       );
       return r;
     };
@@ -1142,6 +1165,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         `proxy per endpoint push ${basePerPush.toFixed(0)} µs)`,
     );
     const baseSe = await measureSeChanges(`baseline ${o.baseline}`, Math.min(o.changes, 5));
+    const baseSeEp = await measureSeChanges(`baseline ${o.baseline}`, Math.min(o.changes, 5), true);
     const baseFull = await measureFullPush(`baseline ${o.baseline}`, Math.min(o.fullPushes, 3));
 
     // ---- full scale ----
@@ -1181,8 +1205,15 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         `${bigPerPush.toFixed(0)} µs, ${(bigPerPush / basePerPush).toFixed(2)}× the baseline's)`,
     );
     const paused = o.pausedChanges ? await measurePausedChanges(o.pausedChanges) : undefined;
-    const se = await withCpu(() => measureSeChanges(`${n} proxies`, Math.min(o.changes, 5)));
+    const edits = Math.min(o.changes, 5);
+    const se = await withCpu(() =>
+      o.profileEdits
+        ? profiled(o.profileEdits, httpPort, () => measureSeChanges(`${n} proxies`, edits))
+        : measureSeChanges(`${n} proxies`, edits)
+    );
     out(`  (ServiceEntry edits: ${cpuText(se)})`);
+    const seEp = await withCpu(() => measureSeChanges(`${n} proxies`, edits, true));
+    out(`  (ServiceEntry endpoint edits: ${cpuText(seEp)})`);
     const full = await withCpu(() =>
       o.profileFullPush
         ? profiled(o.profileFullPush, httpPort, () => measureFullPush(`${n} proxies`, o.fullPushes))
@@ -1414,6 +1445,14 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     out(
       `| ServiceEntry edit (config push) → all, p50 / p99 (${n} proxies) | ` +
         `${pair(se.r.perChange, 50, 99)} (${cpuText(se)}) | |`,
+    );
+    out(
+      `| ServiceEntry endpoint edit (endpoints only: an EDS push) → all, p50 / p99 (${o.baseline} ` +
+        `proxies) | ${pair(baseSeEp.perChange, 50, 99)} | |`,
+    );
+    out(
+      `| ServiceEntry endpoint edit (endpoints only: an EDS push) → all, p50 / p99 (${n} proxies) | ` +
+        `${pair(seEp.r.perChange, 50, 99)} (${cpuText(seEp)}) | |`,
     );
     out(
       `| full push → all (CDS, RDS and EDS at every proxy), p50 / p90 (${o.baseline} proxies) | ` +
