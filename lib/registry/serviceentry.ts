@@ -190,7 +190,6 @@ export function createServiceEntryRegistry(
   let chain = Promise.resolve();
   /** A reload is queued and has not started: a change now is seen by it. */
   let queued = false;
-  let loaded = false;
   // Reloads run one after another so a slow list never overwrites a newer one.
   const reload = () => {
     if (queued) return chain;
@@ -202,9 +201,8 @@ export function createServiceEntryRegistry(
         ? await store.list("workloadentry")
         : [];
       const next = convertServiceEntries(await store.list("serviceentry"), domain, entries);
-      const kind = loaded && deepEqual(next.services, state.services) ? "endpoints" : "services";
+      const kind = deepEqual(next.services, state.services) ? "endpoints" : "services";
       state = next;
-      loaded = true;
       for (const h of handlers) h(kind);
     });
   };

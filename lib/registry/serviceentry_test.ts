@@ -368,4 +368,5 @@ Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntr
   const vs: ConfigObject = { ...a, kind: "VirtualService", spec: {} };
   assert.equal(instancesOnlyChange(vs, vs), false, "other kinds");
   assert.equal(instancesOnlyChange(vm, vs), false, "a kind replaced by another (a key reused)");
+  assert.equal(instancesOnlyChange(vs, a), false);
 });

@@ -153,3 +153,49 @@ Deno.test("DiscoveryModel.prepare() keeps a newer context a read built after inv
   assert.equal(model.context().configs.virtualServices.length, 3);
   assert.equal(model.stale, false);
 });
+
+Deno.test("PushRouter.storeChanged() leaves WorkloadEntries and endpoint edits of ServiceEntries to the registry, and counts each trigger once", async () => {
+  const pushes: PushEvent[] = [];
+  const triggers: string[] = [];
+  let invalidated = 0;
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => [] },
+    model: {
+      invalidate: () => invalidated++,
+      updateEndpoints: () => true,
+      context: () => ({ services: [] }),
+    } as unknown as DiscoveryModel,
+    server: {
+      push: (ev: PushEvent) => pushes.push(ev),
+      watchedNames: () => new Set<string>(),
+      hasProxy: () => false,
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+    metrics: { trigger: (t) => triggers.push(t) },
+  });
+  const se = (address: string, exportTo?: string[]): ConfigObject => ({
+    apiVersion: "networking.mesh.io/v1alpha3",
+    kind: "ServiceEntry",
+    metadata: { name: "db", namespace: "default" },
+    spec: { hosts: ["db.internal"], endpoints: [{ address }], ...(exportTo ? { exportTo } : {}) },
+  });
+  const we: ConfigObject = { ...se("x"), kind: "WorkloadEntry", spec: { address: "10.0.0.9" } };
+  router.storeChanged(se("10.0.0.2"), se("10.0.0.1"));
+  router.storeChanged(we, undefined);
+  await Promise.resolve();
+  assert.deepEqual([invalidated, pushes, triggers], [0, [], []], "the registry reports those");
+  router.storeChanged(se("10.0.0.2", ["."]), se("10.0.0.2"));
+  router.storeChanged(vs("a"), undefined);
+  await Promise.resolve();
+  assert.equal(invalidated, 2);
+  assert.deepEqual(pushes, [{ kind: "config" }]);
+  assert.deepEqual(triggers, ["config", "config"]);
+  router.registryChanged("services");
+  await Promise.resolve();
+  assert.deepEqual(triggers.slice(2), ["service"], "a services event is not also a config trigger");
+  assert.equal(invalidated, 3);
+  router.registryChanged("endpoints");
+  assert.deepEqual(triggers.slice(3), ["endpoint"]);
+  assert.equal(invalidated, 3, "an endpoints event rebuilds no configuration");
+  router.close();
+});
