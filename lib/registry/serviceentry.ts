@@ -26,7 +26,7 @@ import type {
   ServiceRegistry,
 } from "../model/types.ts";
 import { deepEqual } from "../model/object.ts";
-import type { ConfigStore } from "../store/types.ts";
+import type { ConfigStore, StoreEvent } from "../store/types.ts";
 import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
 import { parseProtocolName } from "./protocol.ts";
 import type { WESpec } from "./workload_entries.ts";
@@ -145,20 +145,22 @@ export function convertServiceEntries(
 /**
  * Whether a change of the config store reaches the proxies only through this registry's
  * instances: every WorkloadEntry change, and a ServiceEntry edit that changes nothing but its
- * `spec.endpoints` (its metadata's `resourceVersion` and `generation` aside). The registry then
- * reports it (`"endpoints"`, or `"services"` when the endpoints changed a service's accounts),
- * and nothing else needs to recompute the configuration (Istio's config handler likewise leaves
- * both kinds to its ServiceEntry controller). `previous` is the object the store held before
- * (undefined when it was added).
+ * `spec.endpoints` (its metadata's `resourceVersion` and `generation` aside; a ServiceEntry added
+ * or deleted is not one). The registry then reports it (`"endpoints"`, or `"services"` when the
+ * endpoints changed a service's accounts), and nothing else needs to recompute the configuration
+ * (Istio's config handler likewise leaves both kinds to its ServiceEntry controller). `previous`
+ * is the object the store held before the event (undefined when it was added).
  */
 export function instancesOnlyChange(
-  next: ConfigObject,
+  ev: Pick<StoreEvent, "type" | "object">,
   previous: ConfigObject | undefined,
 ): boolean {
+  const next = ev.object;
   if (next.kind === "WorkloadEntry") {
     return previous === undefined || previous.kind === "WorkloadEntry";
   }
-  if (next.kind !== "ServiceEntry" || previous?.kind !== "ServiceEntry") return false;
+  if (ev.type !== "MODIFIED" || next.kind !== "ServiceEntry") return false;
+  if (previous?.kind !== "ServiceEntry") return false;
   const strip = (o: ConfigObject) => ({
     ...o,
     metadata: { ...o.metadata, resourceVersion: undefined, generation: undefined },

@@ -351,22 +351,27 @@ Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntr
     { ...a, spec: { ...a.spec, endpoints: [{ address: "10.0.0.2" }] } },
     { resourceVersion: "7", generation: 3 },
   );
-  assert.equal(instancesOnlyChange(b, a), true, "endpoints, resourceVersion and generation");
-  assert.equal(instancesOnlyChange(a, a), true, "no change at all");
-  assert.equal(instancesOnlyChange(a, undefined), false, "a new ServiceEntry");
-  assert.equal(instancesOnlyChange({ ...a, spec: { ...a.spec, exportTo: ["."] } }, a), false);
-  assert.equal(instancesOnlyChange({ ...a, spec: { ...a.spec, ports: [] } }, a), false);
+  const edit = (object: ConfigObject, previous: ConfigObject | undefined) =>
+    instancesOnlyChange({ type: "MODIFIED", object }, previous);
+  assert.equal(edit(b, a), true, "endpoints, resourceVersion and generation");
+  assert.equal(edit(a, a), true, "no change at all");
+  assert.equal(instancesOnlyChange({ type: "ADDED", object: a }, undefined), false, "added");
+  assert.equal(instancesOnlyChange({ type: "DELETED", object: a }, a), false, "deleted");
+  assert.equal(edit(a, undefined), false, "not held before");
+  assert.equal(edit({ ...a, spec: { ...a.spec, exportTo: ["."] } }, a), false);
+  assert.equal(edit({ ...a, spec: { ...a.spec, ports: [] } }, a), false);
   assert.equal(
-    instancesOnlyChange(withMeta(a, { annotations: { "x": "y" } }), a),
+    edit(withMeta(a, { annotations: { "x": "y" } }), a),
     false,
     "annotations name service accounts",
   );
-  assert.equal(instancesOnlyChange(withMeta(a, { labels: { app: "db" } }), a), false);
+  assert.equal(edit(withMeta(a, { labels: { app: "db" } }), a), false);
   const vm = we("vm", { address: "2.2.2.2" });
-  assert.equal(instancesOnlyChange(vm, undefined), true, "a new WorkloadEntry");
-  assert.equal(instancesOnlyChange({ ...vm, spec: { address: "2.2.2.3" } }, vm), true);
+  assert.equal(instancesOnlyChange({ type: "ADDED", object: vm }, undefined), true, "a new one");
+  assert.equal(edit({ ...vm, spec: { address: "2.2.2.3" } }, vm), true);
+  assert.equal(instancesOnlyChange({ type: "DELETED", object: vm }, vm), true, "a deleted one");
   const vs: ConfigObject = { ...a, kind: "VirtualService", spec: {} };
-  assert.equal(instancesOnlyChange(vs, vs), false, "other kinds");
-  assert.equal(instancesOnlyChange(vm, vs), false, "a kind replaced by another (a key reused)");
-  assert.equal(instancesOnlyChange(vs, a), false);
+  assert.equal(edit(vs, vs), false, "other kinds");
+  assert.equal(edit(vm, vs), false, "a kind replaced by another (a key reused)");
+  assert.equal(edit(vs, a), false);
 });

@@ -154,7 +154,7 @@ async function startSteps(
   if (config.ingressStatus) {
     await startIngressStatus(sources.ingressWatcher, meshConfig, config, log, cleanups);
   }
-  await sources.configs.open(store, (ev, previous) => pushes.storeChanged(ev.object, previous));
+  await sources.configs.open(store, (ev, previous) => pushes.storeChanged(ev, previous));
   // Live mesh configuration (servers/discovery/mesh_config_watch.ts).
   const meshWatch = watchMeshConfig({
     path: config.meshConfigPath,

@@ -6,6 +6,7 @@
 
 import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
 import { instancesOnlyChange } from "../../lib/registry/mod.ts";
+import type { StoreEvent } from "../../lib/store/mod.ts";
 import type { Proxy } from "../../lib/xds/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
@@ -73,13 +74,13 @@ export class PushRouter {
   }
 
   /**
-   * The config store changed `object` (held `previous` before). WorkloadEntries and ServiceEntry
+   * The config store changed an object (`previous` before the event). WorkloadEntries and ServiceEntry
    * edits of endpoints only reach the proxies through the ServiceEntry registry's event (an
    * endpoints push when its services are the same), as in Istio; any other change is a config
    * change.
    */
-  storeChanged(object: ConfigObject, previous: ConfigObject | undefined): void {
-    if (!instancesOnlyChange(object, previous)) this.configChanged();
+  storeChanged(ev: StoreEvent, previous: ConfigObject | undefined): void {
+    if (!instancesOnlyChange(ev, previous)) this.configChanged();
   }
 
   /** Everything is recomputed and pushed to every proxy (a config change or a services event). */
