@@ -145,8 +145,8 @@ export function convertServiceEntries(
 /**
  * Whether a change of the config store reaches the proxies only through this registry's
  * instances: every WorkloadEntry change, and a ServiceEntry edit that changes nothing but its
- * `spec.endpoints` (its metadata's `resourceVersion` and `generation` aside; a ServiceEntry added
- * or deleted is not one). The registry then reports it (`"endpoints"`, or `"services"` when the
+ * `spec.endpoints` (its metadata's `resourceVersion`, `generation` and `kubectl apply`'s
+ * last-applied-configuration annotation aside; a ServiceEntry added or deleted is not one). The registry then reports it (`"endpoints"`, or `"services"` when the
  * endpoints changed a service's accounts), and nothing else needs to recompute the configuration
  * (Istio's config handler likewise leaves both kinds to its ServiceEntry controller). `previous`
  * is the object the store held before the event (undefined when it was added).
@@ -163,11 +163,20 @@ export function instancesOnlyChange(
   if (previous?.kind !== "ServiceEntry") return false;
   const strip = (o: ConfigObject) => ({
     ...o,
-    metadata: { ...o.metadata, resourceVersion: undefined, generation: undefined },
+    metadata: {
+      ...o.metadata,
+      resourceVersion: undefined,
+      generation: undefined,
+      annotations: o.metadata.annotations &&
+        { ...o.metadata.annotations, [LAST_APPLIED]: undefined },
+    },
     spec: { ...o.spec, endpoints: undefined },
   });
   return deepEqual(strip(next), strip(previous));
 }
+
+/** The annotation `kubectl apply` rewrites with the whole object (endpoints included) each time. */
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
 /**
  * A registry fed by the ServiceEntry configs of a store; it follows the store's watch. `domain`

@@ -366,6 +366,16 @@ Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntr
     "annotations name service accounts",
   );
   assert.equal(edit(withMeta(a, { labels: { app: "db" } }), a), false);
+  const applied = (o: ConfigObject) =>
+    withMeta(o, {
+      annotations: {
+        "kubectl.kubernetes.io/last-applied-configuration": JSON.stringify(o.spec),
+        "x": "y",
+      },
+    });
+  assert.equal(edit(applied(b), applied(a)), true, "kubectl apply's copy of the object aside");
+  assert.equal(edit(applied(b), withMeta(a, { annotations: { "x": "y" } })), true);
+  assert.equal(edit(applied(b), a), false, "another annotation was added");
   const vm = we("vm", { address: "2.2.2.2" });
   assert.equal(instancesOnlyChange({ type: "ADDED", object: vm }, undefined), true, "a new one");
   assert.equal(edit({ ...vm, spec: { address: "2.2.2.3" } }, vm), true);

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { crdManifests } from "../../lib/model/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type JsonObject, startFakeKube } from "../harness/fake_kube.ts";
+import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
 import { waitUntil } from "../harness/procs.ts";
 import { adsClient, type Response } from "./_ads_client.ts";
 import { http, startDiscovery } from "./discovery_harness.ts";
@@ -120,5 +121,75 @@ Deno.test("mesh-discovery makes a WorkloadEntry an endpoint of the orchestrator 
     client.close();
     const status = await d.proc.stop();
     assert.equal(status.code, 0, d.proc.output().slice(-3000));
+  }
+});
+
+/** `mesh_push_triggers{type}` of a running discovery. */
+async function triggers(monitoring: string) {
+  const text = (await http(`http://${monitoring}/metrics`)).body;
+  const num = (t: string) =>
+    Number(new RegExp(`^mesh_push_triggers\\{type="${t}"\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+  return { endpoint: num("endpoint"), service: num("service"), config: num("config") };
+}
+
+Deno.test("mesh-discovery takes a ServiceEntry kubectl-applied again with new endpoints as an endpoint change", async () => {
+  if (!(await kubectlAvailable())) throw new Error("kubectl is required (Debian package kubectl)");
+  await using kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
+  const d = await startDiscovery([
+    "--registries",
+    "Orchestrator",
+    "--orchconfig",
+    kube.kubeconfigPath,
+  ]);
+  const cluster = "outbound|5432||db.example.internal";
+  const entry = (ip: string) =>
+    `apiVersion: networking.mesh.io/v1alpha3
+kind: ServiceEntry
+metadata: {name: db, namespace: default}
+spec:
+  hosts: [db.example.internal]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  endpoints: [{address: ${ip}}]
+`;
+  const apply = async (text: string) => {
+    const r = await runKubectl(kube.kubeconfigPath, ["apply", "-f", "-"], { stdin: text });
+    assert.equal(r.code, 0, r.stderr);
+  };
+  const client = adsClient(d.grpc);
+  const sidecar = client.open();
+  try {
+    await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 20_000);
+    await apply(entry("10.6.0.1"));
+    const node = { id: "sidecar~10.1.0.9~client.default~default.svc.cluster.local" };
+    let eds: Response | undefined;
+    await waitUntil(async () => {
+      sidecar.send({ node, type_url: TYPE_URLS.endpoint, resource_names: [cluster] });
+      eds = await sidecar.next(TYPE_URLS.endpoint, 5_000);
+      return addresses(eds).length === 1;
+    }, 20_000);
+    sidecar.send({
+      type_url: TYPE_URLS.endpoint,
+      resource_names: [cluster],
+      version_info: eds!.version_info,
+      response_nonce: eds!.nonce,
+    });
+    const before = await triggers(d.monitoring);
+
+    await apply(entry("10.6.0.2")); // kubectl rewrites its last-applied-configuration annotation too
+    eds = await sidecar.next(TYPE_URLS.endpoint, 10_000);
+    assert.deepEqual(addresses(eds), ["10.6.0.2:5432"]);
+    const after = await triggers(d.monitoring);
+    assert.ok(after.endpoint > before.endpoint, "an endpoint event");
+    assert.deepEqual(
+      [after.service, after.config],
+      [before.service, before.config],
+      "no configuration recomputed",
+    );
+  } finally {
+    await sidecar.close().catch(() => {});
+    client.close();
+    await d.proc.stop();
   }
 });
