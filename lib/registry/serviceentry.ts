@@ -196,22 +196,28 @@ export function createServiceEntryRegistry(
     services: [],
     instances: [],
   };
+  // The store's ServiceEntries and WorkloadEntries by namespace/name, kept from its watch (a
+  // change is not a listing of every object, each copied).
+  const held = new Map<string, Map<string, ConfigObject>>([
+    ["ServiceEntry", new Map()],
+    ["WorkloadEntry", new Map()],
+  ]);
   const handlers: ((kind: "services" | "endpoints") => void)[] = [];
   let watch: { close(): void } | undefined;
   let chain = Promise.resolve();
   /** A reload is queued and has not started: a change now is seen by it. */
   let queued = false;
-  // Reloads run one after another so a slow list never overwrites a newer one.
+  // The changes of one task make one reload, in order.
   const reload = () => {
     if (queued) return chain;
     queued = true;
-    return chain = chain.then(async () => {
+    return chain = chain.then(() => {
       queued = false;
-      // WorkloadEntries only where the store holds them
-      const entries = store.schemas.some((s) => s.type === "workloadentry")
-        ? await store.list("workloadentry")
-        : [];
-      const next = convertServiceEntries(await store.list("serviceentry"), domain, entries);
+      const next = convertServiceEntries(
+        sortedValues(held.get("ServiceEntry")!),
+        domain,
+        sortedValues(held.get("WorkloadEntry")!),
+      );
       const kind = deepEqual(next.services, state.services) ? "endpoints" : "services";
       state = next;
       for (const h of handlers) h(kind);
@@ -224,10 +230,29 @@ export function createServiceEntryRegistry(
     onChange: (h) => void handlers.push(h),
     async start() {
       // only these kinds: a file of 12,500 VirtualServices is not deep-copied for this handler
-      const kinds = ["ServiceEntry", "WorkloadEntry"];
+      const kinds = [...held.keys()];
+      /** What the watch delivered while the listing ran (newer than the listing). */
+      let seen: Set<string> | undefined = new Set();
       watch = store.watch((ev) => {
-        if (kinds.includes(ev.object.kind)) void reload();
+        const objects = held.get(ev.object.kind);
+        if (!objects) return;
+        const k = nsNameOf(ev.object);
+        seen?.add(`${ev.object.kind}/${k}`);
+        if (ev.type === "DELETED") objects.delete(k);
+        else objects.set(k, ev.object);
+        void reload();
       }, kinds);
+      for (
+        const [kind, type] of [["ServiceEntry", "serviceentry"], ["WorkloadEntry", "workloadentry"]]
+      ) {
+        // WorkloadEntries only where the store holds them
+        if (!store.schemas.some((s) => s.type === type)) continue;
+        for (const o of await store.list(type)) {
+          const k = nsNameOf(o);
+          if (!seen.has(`${kind}/${k}`)) held.get(kind)!.set(k, o);
+        }
+      }
+      seen = undefined;
       await reload();
     },
     stop() {
@@ -235,4 +260,15 @@ export function createServiceEntryRegistry(
       return Promise.resolve();
     },
   };
+}
+
+const nsNameOf = (o: ConfigObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+
+/** The objects in the order the stores list them (namespace, then name). */
+function sortedValues(objects: ReadonlyMap<string, ConfigObject>): ConfigObject[] {
+  const cmp = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0;
+  return [...objects.values()].sort((a, b) =>
+    cmp(a.metadata.namespace ?? "", b.metadata.namespace ?? "") ||
+    cmp(a.metadata.name, b.metadata.name)
+  );
 }

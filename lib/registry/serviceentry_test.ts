@@ -309,19 +309,27 @@ Deno.test("createServiceEntryRegistry() reports an edit of endpoints only as an 
   }
 });
 
-Deno.test("createServiceEntryRegistry() takes the changes that arrive while a reload waits up in that reload", async () => {
+Deno.test("createServiceEntryRegistry() makes one reload of the changes of one task, and lists the store only when it starts", async () => {
   const store = createMemoryStore();
+  await store.create(
+    se("early", { hosts: ["early.internal"], ports: DB_PORTS, resolution: "DNS" }),
+  );
+  await store.create(we("vm", { address: "2.2.2.2", labels: { app: "x" } }));
   const reg = createServiceEntryRegistry(store);
-  let reloads = 0;
+  const listed: string[] = [];
   const list = store.list.bind(store);
   store.list = (type: string) => {
-    if (type === "serviceentry") reloads++;
+    listed.push(type);
     return list(type);
   };
+  const changes: string[] = [];
+  reg.onChange((k) => changes.push(k));
   await reg.start();
   try {
-    const before = reloads;
-    // one task: the first change starts a reload that waits for the task to end; the other 49 join it
+    assert.deepEqual(reg.services().map((s) => s.hostname), ["early.internal"]);
+    assert.deepEqual(listed.sort(), ["serviceentry", "workloadentry"]);
+    const n = changes.length;
+    // one task: the first change queues a reload that runs once the task is over; the others join it
     await Promise.all(
       Array.from(
         { length: 50 },
@@ -331,16 +339,46 @@ Deno.test("createServiceEntryRegistry() takes the changes that arrive while a re
           ),
       ),
     );
-    await waitUntil(() => reg.services().length === 50);
+    await waitUntil(() => reg.services().length === 51);
     await new Promise((r) => setTimeout(r, 50));
-    assert.equal(reg.services().length, 50);
-    assert.ok(reloads - before <= 3, `${reloads - before} reloads for 50 changes`);
+    assert.ok(changes.length - n <= 3, `${changes.length - n} reloads for 50 changes`);
+    await store.delete("serviceentry", "early", "default");
+    await waitUntil(() => reg.services().length === 50);
+    assert.deepEqual(
+      listed.sort(),
+      ["serviceentry", "workloadentry"],
+      "no listing after the start",
+    );
   } finally {
     await reg.stop();
     await store.close();
   }
 });
 
+Deno.test("createServiceEntryRegistry() orders the ServiceEntries as the stores list them, by namespace then name", async () => {
+  const store = createMemoryStore();
+  const reg = createServiceEntryRegistry(store);
+  await reg.start();
+  try {
+    const port = { ports: DB_PORTS, resolution: "DNS" };
+    await store.create(se("y", { hosts: ["in-a-b.internal"], ...port }, "a-b"));
+    await store.create(se("x", { hosts: ["in-a.internal"], ...port }, "a"));
+    await store.create(se("b", { hosts: ["in-a-2.internal"], ...port }, "a"));
+    await waitUntil(() => reg.services().length === 3);
+    assert.deepEqual(reg.services().map((s) => s.hostname), [
+      "in-a-2.internal",
+      "in-a.internal",
+      "in-a-b.internal",
+    ]);
+    assert.deepEqual(
+      reg.services().map((s) => s.hostname),
+      convertServiceEntries(await store.list("serviceentry")).services.map((s) => s.hostname),
+    );
+  } finally {
+    await reg.stop();
+    await store.close();
+  }
+});
 Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntry edits of endpoints only", () => {
   const a = db({ ports: DB_PORTS, endpoints: [{ address: "10.0.0.1" }] });
   const withMeta = (o: ConfigObject, meta: Record<string, unknown>) => ({
@@ -384,4 +422,35 @@ Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntr
   assert.equal(edit(vs, vs), false, "other kinds");
   assert.equal(edit(vm, vs), false, "a kind replaced by another (a key reused)");
   assert.equal(edit(vs, a), false);
+});
+
+Deno.test("createServiceEntryRegistry() keeps what its watch delivered while it listed the store", async () => {
+  const store = createMemoryStore();
+  const port = { ports: DB_PORTS, resolution: "DNS" };
+  await store.create(se("gone", { hosts: ["gone.internal"], ...port }));
+  await store.create(se("kept", { hosts: ["kept.internal"], ...port }));
+  const reg = createServiceEntryRegistry(store);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const list = store.list.bind(store);
+  store.list = async (type: string) => {
+    const listed = await list(type); // taken now, handed over after the changes below
+    await gate;
+    return listed;
+  };
+  const started = reg.start();
+  try {
+    await new Promise((r) => setTimeout(r, 10));
+    await store.delete("serviceentry", "gone", "default");
+    const kept = (await list("serviceentry")).find((o) => o.metadata.name === "kept")!;
+    await store.update({ ...kept, spec: { ...kept.spec, hosts: ["kept2.internal"] } });
+    release();
+    await started;
+    await waitUntil(() => reg.services().length === 1);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(reg.services().map((s) => s.hostname), ["kept2.internal"]);
+  } finally {
+    await reg.stop();
+    await store.close();
+  }
 });
