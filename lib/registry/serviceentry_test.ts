@@ -361,17 +361,18 @@ Deno.test("createServiceEntryRegistry() orders the ServiceEntries as the stores 
   await reg.start();
   try {
     const port = { ports: DB_PORTS, resolution: "DNS" };
-    await store.create(se("y", { hosts: ["in-a-b.internal"], ...port }, "a-b"));
-    await store.create(se("x", { hosts: ["in-a.internal"], ...port }, "a"));
-    await store.create(se("b", { hosts: ["in-a-2.internal"], ...port }, "a"));
-    await waitUntil(() => reg.services().length === 3);
-    assert.deepEqual(reg.services().map((s) => s.hostname), [
-      "in-a-2.internal",
-      "in-a.internal",
-      "in-a-b.internal",
-    ]);
+    // created out of order; "a-b" sorts after "a" by namespace, though "a-b/..." < "a/..."
+    const made = [["b", "e"], ["a-b", "x"], ["a", "e"], ["a", "x"], ["a", "d"], ["a-b", "a"]];
+    made.push(["a", "c"], ["b", "a"], ["a", "b"], ["a", "a"]);
+    for (const [ns, name] of made) {
+      await store.create(se(name, { hosts: [`${name}.${ns}.internal`], ...port }, ns));
+    }
+    await waitUntil(() => reg.services().length === made.length);
+    const want = [...made].sort(([n1, a], [n2, b]) => n1 < n2 ? -1 : n1 > n2 ? 1 : a < b ? -1 : 1)
+      .map(([ns, name]) => `${name}.${ns}.internal`);
+    assert.deepEqual(reg.services().map((s) => s.hostname), want);
     assert.deepEqual(
-      reg.services().map((s) => s.hostname),
+      want,
       convertServiceEntries(await store.list("serviceentry")).services.map((s) => s.hostname),
     );
   } finally {
