@@ -113,3 +113,20 @@ export function fakeConsul(
   ];
   return { server, args };
 }
+
+/**
+ * A ServiceEntry `db` (namespace default) for `db.example.internal:5432` with the one endpoint
+ * `ip`; `extraPorts` is appended to its ports list (`, {number: ...}`).
+ */
+export function dbServiceEntry(ip: string, extraPorts = ""): string {
+  return `apiVersion: networking.mesh.io/v1alpha3
+kind: ServiceEntry
+metadata: {name: db, namespace: default}
+spec:
+  hosts: [db.example.internal]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}${extraPorts}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  endpoints: [{address: ${ip}}]
+`;
+}

@@ -11,7 +11,7 @@ import { type JsonObject, startFakeKube } from "../harness/fake_kube.ts";
 import { kubectlAvailable, runKubectl } from "../harness/kubectl.ts";
 import { waitUntil } from "../harness/procs.ts";
 import { adsClient, type Response } from "./_ads_client.ts";
-import { http, startDiscovery } from "./discovery_harness.ts";
+import { dbServiceEntry, http, startDiscovery } from "./discovery_harness.ts";
 
 const CLUSTER = "outbound|80||inventory.default.svc.cluster.local";
 
@@ -142,17 +142,6 @@ Deno.test("mesh-discovery takes a ServiceEntry kubectl-applied again with new en
     kube.kubeconfigPath,
   ]);
   const cluster = "outbound|5432||db.example.internal";
-  const entry = (ip: string) =>
-    `apiVersion: networking.mesh.io/v1alpha3
-kind: ServiceEntry
-metadata: {name: db, namespace: default}
-spec:
-  hosts: [db.example.internal]
-  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  endpoints: [{address: ${ip}}]
-`;
   const apply = async (text: string) => {
     const r = await runKubectl(kube.kubeconfigPath, ["apply", "-f", "-"], { stdin: text });
     assert.equal(r.code, 0, r.stderr);
@@ -161,7 +150,7 @@ spec:
   const sidecar = client.open();
   try {
     await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 20_000);
-    await apply(entry("10.6.0.1"));
+    await apply(dbServiceEntry("10.6.0.1"));
     const node = { id: "sidecar~10.1.0.9~client.default~default.svc.cluster.local" };
     let eds: Response | undefined;
     await waitUntil(async () => {
@@ -177,7 +166,7 @@ spec:
     });
     const before = await triggers(d.monitoring);
 
-    await apply(entry("10.6.0.2")); // kubectl rewrites its last-applied-configuration annotation too
+    await apply(dbServiceEntry("10.6.0.2")); // kubectl rewrites its last-applied-configuration annotation too
     eds = await sidecar.next(TYPE_URLS.endpoint, 10_000);
     assert.deepEqual(addresses(eds), ["10.6.0.2:5432"]);
     const after = await triggers(d.monitoring);

@@ -12,23 +12,16 @@ import assert from "node:assert/strict";
 import { waitUntil } from "../harness/procs.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
-import { http, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
+import {
+  dbServiceEntry,
+  http,
+  type RunningDiscovery,
+  startDiscovery,
+} from "./discovery_harness.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
 const HELLO_80 = "outbound|80||hello.default.svc.cluster.local";
 const DB_CLUSTER = "outbound|5432||db.example.internal";
-
-const serviceEntry = (ip: string, extraPort = "") =>
-  `apiVersion: networking.mesh.io/v1alpha3
-kind: ServiceEntry
-metadata: {name: db, namespace: default}
-spec:
-  hosts: [db.example.internal]
-  ports: [{number: 5432, name: tcp-db, protocol: TCP}${extraPort}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  endpoints: [{address: ${ip}}]
-`;
 
 /** A ServiceEntry selecting the WorkloadEntry `vm` (address `ip`). */
 const vmEntries = (ip: string) =>
@@ -138,7 +131,7 @@ async function settled(d: RunningDiscovery) {
 
 Deno.test("mesh-discovery sends an endpoint change only as EDS of that cluster to its watchers", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-push-scope-" });
-  await Deno.writeTextFile(`${dir}/db.yaml`, serviceEntry("10.5.0.1"));
+  await Deno.writeTextFile(`${dir}/db.yaml`, dbServiceEntry("10.5.0.1"));
   const d = await startDiscovery(["--registries", "Mock", "--configDir", dir]);
   const client = adsClient(d.grpc);
   const a = client.open();
@@ -151,7 +144,7 @@ Deno.test("mesh-discovery sends an endpoint change only as EDS of that cluster t
     await sync(b, "sidecar~10.9.0.2~b.default~default.svc.cluster.local", [HELLO_80], ["80"]);
     const before = await settled(d);
 
-    await writeAtomic(`${dir}/db.yaml`, serviceEntry("10.5.0.2"));
+    await writeAtomic(`${dir}/db.yaml`, dbServiceEntry("10.5.0.2"));
     const eds = await a.next(EDS, 10_000);
     assert.deepEqual(eds.resources.map((r) => r.cluster_name), [DB_CLUSTER]);
     const after = await settled(d);
@@ -172,7 +165,7 @@ Deno.test("mesh-discovery sends an endpoint change only as EDS of that cluster t
     // a new port is a change of the service: a config push (the new cluster reaches the CDS)
     await writeAtomic(
       `${dir}/db.yaml`,
-      serviceEntry("10.5.0.2", ", {number: 5433, name: tcp-db2, protocol: TCP}"),
+      dbServiceEntry("10.5.0.2", ", {number: 5433, name: tcp-db2, protocol: TCP}"),
     );
     const cds = await a.next(CDS, 10_000);
     assert.ok(cds.resources.some((c) => c.name === "outbound|5433||db.example.internal"));

@@ -8,7 +8,7 @@ import { makeTestPki } from "../harness/certs.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { tlsServed } from "../../lib/xds/server/_test_util.ts";
 import { adsClient, tlsCreds } from "./_ads_client.ts";
-import { type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
+import { dbServiceEntry, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
 
 /** Discovery with the Mock registry, `dir` as config folder and the TLS port on a free port. */
 function startWithTls(dir: string, certDir: string): Promise<RunningDiscovery> {
@@ -208,16 +208,7 @@ Deno.test("mesh-discovery serves rotated cert files to new TLS connections, keep
     // The stream opened before the rotation still receives pushes.
     await Deno.writeTextFile(
       `${cfg}/db.yaml`,
-      `apiVersion: networking.mesh.io/v1alpha3
-kind: ServiceEntry
-metadata: {name: db, namespace: default}
-spec:
-  hosts: [db.example.internal]
-  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  endpoints: [{address: 10.5.0.1}]
-`,
+      dbServiceEntry("10.5.0.1"),
     );
     const pushed = await stream.next(TYPE_URLS.cluster, 10_000);
     assert.ok(
