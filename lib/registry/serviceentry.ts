@@ -146,10 +146,11 @@ export function convertServiceEntries(
  * Whether a change of the config store reaches the proxies only through this registry's
  * instances: every WorkloadEntry change, and a ServiceEntry edit that changes nothing but its
  * `spec.endpoints` (its metadata's `resourceVersion`, `generation` and `kubectl apply`'s
- * last-applied-configuration annotation aside; a ServiceEntry added or deleted is not one). The registry then reports it (`"endpoints"`, or `"services"` when the
- * endpoints changed a service's accounts), and nothing else needs to recompute the configuration
- * (Istio's config handler likewise leaves both kinds to its ServiceEntry controller). `previous`
- * is the object the store held before the event (undefined when it was added).
+ * last-applied-configuration annotation aside; a ServiceEntry added or deleted is not one). The
+ * registry then reports it (`"endpoints"`, or `"services"` when the endpoints changed a service's
+ * accounts), and nothing else needs to recompute the configuration (Istio's config handler
+ * likewise leaves both kinds to its ServiceEntry controller). `previous` is the object the store
+ * held before the event (undefined when it was added).
  */
 export function instancesOnlyChange(
   ev: Pick<StoreEvent, "type" | "object">,

@@ -74,10 +74,10 @@ export class PushRouter {
   }
 
   /**
-   * The config store changed an object (`previous` before the event). WorkloadEntries and ServiceEntry
-   * edits of endpoints only reach the proxies through the ServiceEntry registry's event (an
-   * endpoints push when its services are the same), as in Istio; any other change is a config
-   * change.
+   * The config store changed an object (`previous` before the event). WorkloadEntries and
+   * ServiceEntry edits of endpoints only reach the proxies through the ServiceEntry registry's
+   * event (an endpoints push when its services are the same), as in Istio; any other change is a
+   * config change.
    */
   storeChanged(ev: StoreEvent, previous: ConfigObject | undefined): void {
     if (!instancesOnlyChange(ev, previous)) this.configChanged();
