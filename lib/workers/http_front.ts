@@ -148,9 +148,12 @@ export class HttpFront {
   #pool: WorkerPool | undefined;
   /** The bound port of each listener. */
   ports: number[];
+  /** The path the front answers itself ({@link HttpFrontOptions.readyPath}). */
+  readonly #readyPath: string;
 
   private constructor(readonly o: HttpFrontOptions) {
     this.ports = o.listeners.map((l) => l.port);
+    this.#readyPath = o.readyPath ?? "/ready";
   }
 
   /**
@@ -175,7 +178,7 @@ export class HttpFront {
       init: (): FrontInit => ({
         // a restarted front binds the ports the first one was given
         listeners: o.listeners.map((l, i) => ({ hostname: l.hostname, port: this.ports[i] })),
-        readyPath: o.readyPath ?? "/ready",
+        readyPath: this.#readyPath,
         staleMs: o.staleMs ?? READY_STALE_MS,
         maxRequestBytes: o.maxRequestBytes,
         maxInFlight: o.maxInFlight ?? MAX_IN_FLIGHT,
@@ -241,7 +244,7 @@ export class HttpFront {
     let state: ReadyState;
     try {
       const res = await this.o.handler(
-        new Request(`http://localhost${this.o.readyPath ?? "/ready"}`),
+        new Request(`http://localhost${this.#readyPath}`),
         localInfo(),
       );
       state = { status: res.status, headers: [...res.headers], body: await res.text() };
