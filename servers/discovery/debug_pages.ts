@@ -117,7 +117,9 @@ function proxyDebugPages(app: Hono, d: HttpDeps): void {
 
 /** `/debug/registryz`, `endpointz` (GET and POST) and `configz`. */
 function registryDebugPages(app: Hono, d: HttpDeps): void {
-  app.get("/debug/registryz", (c) => jsonBody(c, [...d.model.context().services, {}]));
+  // the registry as it is now (as Istio's registryz), not the push context, which takes a
+  // change only at the next push: a POST here is listed at once
+  app.get("/debug/registryz", (c) => jsonBody(c, [...d.registry.services(), {}]));
 
   /** Reads a JSON body for the debug registry; undefined after answering 400. */
   const debugBody = async (c: Context): Promise<{ svc: string; body: unknown } | Response> => {
@@ -150,8 +152,7 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
     return debugAdd(
       c,
       () => d.debugRegistry.addService(parseDebugService(r.svc, r.body)),
-      // read-your-write: the service is listed at once, not when the next context is prepared
-      () => jsonBody(c, [...d.model.freshContext().services, {}]),
+      () => jsonBody(c, [...d.registry.services(), {}]),
     );
   });
 
@@ -162,7 +163,7 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
     return debugAdd(
       c,
       () => {
-        const svc = d.model.freshContext().services.find((s) => s.hostname === r.svc);
+        const svc = d.registry.services().find((s) => s.hostname === r.svc);
         added = parseDebugInstance(r.svc, r.body, svc);
         d.debugRegistry.addInstance(added);
       },
@@ -172,18 +173,17 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
     );
   });
 
-  /** `/debug/endpointz` text or JSON of `groups` (default: every service port, in context order). */
+  /** `/debug/endpointz` text or JSON of `groups` (default: every port of the registry's services). */
   const endpointz = (c: Context, groups?: { svc: string; eps: ServiceInstance[] }[]) => {
     if (!groups) {
-      const ctx = d.model.context();
       const byKey = new Map<string, ServiceInstance[]>();
-      for (const i of ctx.instances) {
+      for (const i of d.registry.instances()) {
         const k = `${i.hostname}|${i.servicePort.port}`;
         const l = byKey.get(k);
         if (l) l.push(i);
         else byKey.set(k, [i]);
       }
-      groups = ctx.services.flatMap((svc) =>
+      groups = d.registry.services().flatMap((svc) =>
         svc.ports.map((port) => ({
           svc: `${svc.hostname}:${port.name}`,
           eps: byKey.get(`${svc.hostname}|${port.port}`) ?? [],

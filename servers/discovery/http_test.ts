@@ -14,8 +14,8 @@ import {
   XDS_TYPES,
   XdsServer,
 } from "../../lib/xds/server/mod.ts";
-
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+import { DebugRegistry } from "./debug_registry.ts";
+import { quiet, testModel } from "./_test_util.ts";
 
 /** The mux over deps no test here reaches (the answers come before any of them is used). */
 function app() {
@@ -181,4 +181,33 @@ Deno.test("/debug/syncz shows a delta NACK beside the last acked version and non
   });
   server.close();
   await s.waitEnded();
+});
+
+Deno.test("GET /debug/registryz and /debug/endpointz list what was POSTed to the debug registry before it is pushed", async () => {
+  const debugRegistry = new DebugRegistry();
+  const model = await testModel({ registry: debugRegistry });
+  assert.deepEqual(model.context().services, []);
+  const a = discoveryApp(
+    { logger: quiet, registry: debugRegistry, debugRegistry } as unknown as HttpDeps,
+  );
+  const local = peer("127.0.0.1");
+  const host = "debug.default.svc.cluster.local";
+  const svc = await a.request(`/debug/registryz?svc=${host}`, {
+    method: "POST",
+    body: '{"ports":[{"name":"http","port":8080}]}',
+  }, local);
+  assert.equal(svc.status, 200, await svc.text());
+  const services = await (await a.request("/debug/registryz")).json();
+  assert.deepEqual(services.map((s: { hostname?: string }) => s.hostname), [host, undefined]);
+  // the router has not yet applied the endpoint batch: the context in force has no instance
+  const inst = await a.request(`/debug/endpointz?svc=${host}`, {
+    method: "POST",
+    body: '{"address":"10.9.0.1","port":18080,"servicePort":"http"}',
+  }, local);
+  assert.equal(inst.status, 200, await inst.text());
+  assert.deepEqual(model.context().instances, []);
+  const listing = await (await a.request("/debug/endpointz")).json();
+  const group = listing.find((g: { svc: string }) => g.svc === `${host}:http`);
+  assert.equal(group.ep[0].address, "10.9.0.1");
+  assert.match(await (await a.request("/debug/endpointz?brief=1")).text(), /10\.9\.0\.1:18080/);
 });

@@ -525,16 +525,6 @@ export class DiscoveryModel {
     return this.#install(this.#build(), this.#changes);
   }
 
-  /**
-   * The push context with every change made so far: when one waits for {@link prepare}, the
-   * context is rebuilt now, in one step (for a caller that must read its own write, such as the
-   * debug registry's POST pages; requests and pushes read {@link context}).
-   */
-  freshContext(): PushContext {
-    if (this.stale) this.invalidate();
-    return this.context();
-  }
-
   /** A new push context from the configuration and registry in force. */
   #build(): PushContext {
     const byKind = (k: string) => this.#configs.byKind(k);
