@@ -109,6 +109,8 @@ interface Options {
   profileChanges: string;
   /** Directory for CPU profiles recorded during the full-scale ServiceEntry edits. */
   profileEdits: string;
+  /** Directory for CPU profiles recorded during the sustained churn. */
+  profileChurn: string;
   /** Sustained churn: endpoint changes per second (0: no churn phase). */
   churnRate: number;
   /** Sustained churn: how long, seconds. */
@@ -152,6 +154,7 @@ function parse(args: string[]): Options {
       "profile-full-push": { type: "string", default: "" },
       "profile-changes": { type: "string", default: "" },
       "profile-edits": { type: "string", default: "" },
+      "profile-churn": { type: "string", default: "" },
       "churn-rate": { type: "string", default: "0" },
       "churn-seconds": { type: "string", default: "60" },
       "storm-seconds": { type: "string", default: "0" },
@@ -191,6 +194,7 @@ function parse(args: string[]): Options {
     proxyless: 0,
     profileChanges: String(values["profile-changes"] ?? ""),
     profileEdits: String(values["profile-edits"] ?? ""),
+    profileChurn: String(values["profile-churn"] ?? ""),
     churnRate: wholeNumber("churn-rate", values["churn-rate"], 0),
     churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
@@ -579,7 +583,9 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         "--workers",
         String(o.serverWorkers),
         ...(o.serverReusedReads ? ["--grpcReusedReads"] : []),
-        ...(o.profileFullPush || o.profileChanges || o.profileEdits ? ["--profile"] : []),
+        ...(o.profileFullPush || o.profileChanges || o.profileEdits || o.profileChurn
+          ? ["--profile"]
+          : []),
       ],
       stdout: "piped",
       stderr: "piped",
@@ -1276,33 +1282,39 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       );
       rss.push(`0 s ${mb(rssOf(pid))}`);
       const posts: Promise<void>[] = [];
-      for (let k = 0; k < total; k++) {
-        const wait = start + k * interval - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        const svc = (k * 37 + 5) % o.services;
-        const seq = tracker.post(svc, performance.now());
-        posts.push(
-          fetch(`http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(svc)}`, {
-            method: "POST",
-            body: JSON.stringify({
-              address: churnAddress(seq),
-              servicePort: 8080,
-              labels: { version: "v1" },
+      const posting = async () => {
+        for (let k = 0; k < total; k++) {
+          const wait = start + k * interval - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          const svc = (k * 37 + 5) % o.services;
+          const seq = tracker.post(svc, performance.now());
+          posts.push(
+            fetch(`http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(svc)}`, {
+              method: "POST",
+              body: JSON.stringify({
+                address: churnAddress(seq),
+                servicePort: 8080,
+                labels: { version: "v1" },
+              }),
+            }).then(async (res) => {
+              const body = await res.text();
+              if (!res.ok) throw new Error(`POST /debug/endpointz: ${res.status} ${body}`);
             }),
-          }).then(async (res) => {
-            const body = await res.text();
-            if (!res.ok) throw new Error(`POST /debug/endpointz: ${res.status} ${body}`);
-          }),
-        );
-      }
-      await Promise.all(posts);
-      const postedIn = (performance.now() - start) / 1000;
-      let complete = true;
-      await until(
-        "every proxy to receive every churn change",
-        () => tracker.delivered >= total * sidecarsLive(),
-        120_000,
-      ).catch(() => (complete = false));
+          );
+        }
+        await Promise.all(posts);
+        const postedIn = (performance.now() - start) / 1000;
+        let complete = true;
+        await until(
+          "every proxy to receive every churn change",
+          () => tracker.delivered >= total * sidecarsLive(),
+          120_000,
+        ).catch(() => (complete = false));
+        return { postedIn, complete };
+      };
+      const { postedIn, complete } = o.profileChurn
+        ? await profiled(o.profileChurn, httpPort, posting)
+        : await posting();
       clearInterval(rssTimer);
       rss.push(`end ${mb(rssOf(pid))}`);
       const rd = await stopReady();
