@@ -115,13 +115,23 @@ export interface ServiceInstance {
   weight?: number;
 }
 
+/**
+ * Told of a registry's change: `kind` says whether services changed or only instances. With
+ * `endpoints`, `hosts` (when given) names every service hostname whose instances changed, so that a
+ * listener need not compare the others; without it any instance may have changed.
+ */
+export type RegistryChangeHandler = (
+  kind: "services" | "endpoints",
+  hosts?: ReadonlySet<string>,
+) => void;
+
 /** A service registry as seen by discovery. */
 export interface ServiceRegistry {
   readonly name: string;
   services(): Service[];
   instances(): ServiceInstance[];
   /** Called after any change of services or instances (`kind` tells which). */
-  onChange(handler: (kind: "services" | "endpoints") => void): void;
+  onChange(handler: RegistryChangeHandler): void;
   /** Begins watching/polling; resolves when the first full view is loaded (or fails). */
   start(): Promise<void>;
   stop(): Promise<void>;

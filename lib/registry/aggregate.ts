@@ -4,7 +4,12 @@
  * first of them; its instances are merged from all of them.
  * @module
  */
-import type { Service, ServiceInstance, ServiceRegistry } from "../model/types.ts";
+import type {
+  RegistryChangeHandler,
+  Service,
+  ServiceInstance,
+  ServiceRegistry,
+} from "../model/types.ts";
 
 /**
  * Registry names accepted by `--registries`, exactly as spelled. `Mock` is the demo's fixed
@@ -52,8 +57,8 @@ export function parseRegistries(values: readonly string[]): {
 export function aggregateRegistries(registries: readonly ServiceRegistry[]): ServiceRegistry & {
   readonly members: readonly ServiceRegistry[];
 } {
-  const handlers: ((kind: "services" | "endpoints") => void)[] = [];
-  for (const r of registries) r.onChange((kind) => handlers.forEach((h) => h(kind)));
+  const handlers: RegistryChangeHandler[] = [];
+  for (const r of registries) r.onChange((kind, hosts) => handlers.forEach((h) => h(kind, hosts)));
   return {
     name: "Aggregate",
     members: registries,

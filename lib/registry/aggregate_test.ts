@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { aggregateRegistries, parseRegistries } from "./aggregate.ts";
 import { createMockRegistry } from "./mock.ts";
-import type { ServiceRegistry } from "../model/types.ts";
+import type { RegistryChangeHandler, ServiceRegistry } from "../model/types.ts";
 
 Deno.test("parseRegistries() rejects unknown names and skips duplicates with a warning", () => {
   assert.throws(
@@ -41,7 +41,7 @@ Deno.test("aggregateRegistries() takes a service from the first registry and mer
 
 Deno.test("aggregateRegistries() starts and stops every member and passes on each member's changes", async () => {
   const calls: string[] = [];
-  const handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  const handlers: RegistryChangeHandler[] = [];
   const member = (name: string): ServiceRegistry => ({
     name,
     services: () => [],
@@ -53,13 +53,13 @@ Deno.test("aggregateRegistries() starts and stops every member and passes on eac
   const agg = aggregateRegistries([member("a"), member("b")]);
   assert.equal(agg.name, "Aggregate");
   const seen: string[] = [];
-  agg.onChange((k) => seen.push(`1 ${k}`));
+  agg.onChange((k, hosts) => seen.push(`1 ${k}${hosts ? ` ${[...hosts]}` : ""}`));
   agg.onChange((k) => seen.push(`2 ${k}`));
   await agg.start();
   assert.deepEqual(calls, ["start a", "start b"]);
-  handlers[0]("endpoints"); // a
+  handlers[0]("endpoints", new Set(["x.ns"])); // a
   handlers[1]("services"); // b
-  assert.deepEqual(seen, ["1 endpoints", "2 endpoints", "1 services", "2 services"]);
+  assert.deepEqual(seen, ["1 endpoints x.ns", "2 endpoints", "1 services", "2 services"]);
   await agg.stop();
   assert.deepEqual(calls, ["start a", "start b", "stop a", "stop b"]);
 });

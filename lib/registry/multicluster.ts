@@ -15,7 +15,12 @@
  * cluster (the endpoints of a service present in several clusters are merged).
  * @module
  */
-import type { Service, ServiceInstance, ServiceRegistry } from "../model/types.ts";
+import type {
+  RegistryChangeHandler,
+  Service,
+  ServiceInstance,
+  ServiceRegistry,
+} from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
 import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
@@ -108,7 +113,7 @@ const byKey = <T>([a]: [string, T], [b]: [string, T]) => a < b ? -1 : a > b ? 1 
 class ClusterRegistrySet implements ClusterRegistries {
   readonly name = "Multicluster";
   readonly entries = new Map<string, Entry>();
-  readonly handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  readonly handlers: RegistryChangeHandler[] = [];
   readonly clusterHandlers: ((ids: string[]) => void)[] = [];
   desired = new Map<string, string>();
   chain: Promise<void> = Promise.resolve();
@@ -161,10 +166,10 @@ class ClusterRegistrySet implements ClusterRegistries {
     return [...this.entries.entries()].filter(([, e]) => e.registry).sort(byKey);
   }
 
-  notify(kind: "services" | "endpoints") {
+  notify(kind: "services" | "endpoints", hosts?: ReadonlySet<string>) {
     for (const h of [...this.handlers]) {
       try {
-        h(kind);
+        h(kind, hosts);
       } catch (err) {
         this.log.error(`Multicluster: change handler failed: ${(err as Error).message}`);
       }
@@ -208,8 +213,8 @@ class ClusterRegistrySet implements ClusterRegistries {
     // Only the registry in force speaks for its cluster: one replaced or removed (a change
     // racing its stop()) is not forwarded.
     const started = reg;
-    reg.onChange((kind) => {
-      if (this.entries.get(id)?.registry === started) this.notify(kind);
+    reg.onChange((kind, hosts) => {
+      if (this.entries.get(id)?.registry === started) this.notify(kind, hosts);
     });
     entry.registry = reg;
     return entry;
@@ -282,7 +287,7 @@ class ClusterRegistrySet implements ClusterRegistries {
     return this.registries().flatMap((r) => r.instances());
   }
 
-  onChange(h: (kind: "services" | "endpoints") => void): void {
+  onChange(h: RegistryChangeHandler): void {
     this.handlers.push(h);
   }
 

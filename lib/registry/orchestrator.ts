@@ -31,7 +31,13 @@
  * instances changed.
  * @module
  */
-import type { Service, ServiceInstance, ServicePort, ServiceRegistry } from "../model/types.ts";
+import type {
+  RegistryChangeHandler,
+  Service,
+  ServiceInstance,
+  ServicePort,
+  ServiceRegistry,
+} from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
 import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import {
@@ -130,7 +136,7 @@ class KubeRegistry implements OrchestratorRegistry {
   readonly #what: string;
   readonly #log = getLogger("default");
   readonly #cache: ClusterCache;
-  readonly #handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  readonly #handlers: RegistryChangeHandler[] = [];
   readonly #informers: Informer[] = [];
   #loaded = false;
   #started = false;
@@ -190,7 +196,7 @@ class KubeRegistry implements OrchestratorRegistry {
     return managementPorts(ks ? this.#cache.pods.get([...ks][0]) : undefined);
   }
 
-  onChange(h: (kind: "services" | "endpoints") => void): void {
+  onChange(h: RegistryChangeHandler): void {
     this.#handlers.push(h);
   }
 
@@ -233,25 +239,25 @@ class KubeRegistry implements OrchestratorRegistry {
     );
   }
 
-  /** Reconverts what changed; returns which kind of change happened. */
-  #recompute(): "services" | "endpoints" | undefined {
-    const kind = this.#cache.recompute();
-    if (kind) {
+  /** Reconverts what changed; returns which kind of change happened, and to which hostnames. */
+  #recompute(): { kind: "services" | "endpoints" | undefined; hosts: Set<string> } {
+    const changed = this.#cache.recompute();
+    if (changed.kind) {
       this.#services = undefined;
       this.#instances = undefined;
       this.#byAddress = undefined;
     }
-    return kind;
+    return changed;
   }
 
   /** After a list or event: reconverts and tells the handlers (once loaded). */
   #flush(): void {
     if (!this.#loaded) return;
-    const kind = this.#recompute();
+    const { kind, hosts } = this.#recompute();
     if (!kind) return;
     for (const h of [...this.#handlers]) {
       try {
-        h(kind);
+        h(kind, kind === "endpoints" ? hosts : undefined);
       } catch (err) {
         this.#log.error(`${this.#what}: change handler failed: ${(err as Error).message}`);
       }

@@ -113,10 +113,13 @@ export class ClusterCache implements ClusterObjects {
     for (const k of this.services.keys()) this.#dirty.add(k);
   }
 
-  /** Reconverts the marked services; returns which kind of change happened. */
-  recompute(): "services" | "endpoints" | undefined {
+  /**
+   * Reconverts the marked services; returns which kind of change happened (undefined: none) and
+   * the hostnames whose instances changed.
+   */
+  recompute(): { kind: "services" | "endpoints" | undefined; hosts: Set<string> } {
     let servicesChanged = false;
-    let endpointsChanged = false;
+    const hosts = new Set<string>();
     for (const k of this.#dirty) {
       const old = this.converted.get(k);
       const next = convertWithInstances(this, k, this.#convert);
@@ -126,10 +129,12 @@ export class ClusterCache implements ClusterObjects {
         this.converted.set(k, next);
       } else this.converted.delete(k);
       if ((old?.json ?? "") !== (next?.json ?? "")) servicesChanged = true;
-      if ((old?.instJson ?? "") !== (next?.instJson ?? "")) endpointsChanged = true;
+      if ((old?.instJson ?? "") !== (next?.instJson ?? "")) {
+        for (const c of [old, next]) if (c) hosts.add(c.service.hostname);
+      }
     }
     this.#dirty.clear();
-    return servicesChanged ? "services" : endpointsChanged ? "endpoints" : undefined;
+    return { kind: servicesChanged ? "services" : hosts.size ? "endpoints" : undefined, hosts };
   }
 
   #keyed<T extends { metadata?: Meta }>(map: Map<string, T>, type: string, o: T): void {

@@ -95,8 +95,13 @@ async function registryFor(kube: FakeKube, extra: Record<string, unknown> = {}) 
     ...extra,
   });
   const changes: string[] = [];
-  reg.onChange((k) => changes.push(k));
-  return { reg, changes };
+  /** The hostnames each endpoints event named (sorted, joined with spaces). */
+  const hosts: string[] = [];
+  reg.onChange((k, h) => {
+    changes.push(k);
+    if (k === "endpoints") hosts.push(h ? [...h].sort().join(" ") : "(not named)");
+  });
+  return { reg, changes, hosts };
 }
 
 /** Builds the bookinfo-like "reviews" service of most tests. */
@@ -221,7 +226,7 @@ Deno.test("createOrchestratorRegistry() maps services, endpoints, pods and nodes
 Deno.test("createOrchestratorRegistry() reports an endpoints change and shows the new view", async () => {
   await using kube = await startFakeKube();
   seedReviews(kube);
-  const { reg, changes } = await registryFor(kube);
+  const { reg, changes, hosts } = await registryFor(kube);
   try {
     await reg.start();
     assert.equal(reg.instances().length, 4);
@@ -258,6 +263,7 @@ Deno.test("createOrchestratorRegistry() reports an endpoints change and shows th
     ], [{ name: "http-web", port: 8080 }]));
     await waitUntil(() => reg.instances().some((i) => i.address === "10.1.0.4"), 5000, "10.1.0.4");
     assert.deepEqual(changes, ["endpoints"]);
+    assert.equal(hosts.at(-1), "reviews.default.svc.cluster.local");
 
     // A pod relabelled: its instances follow, as an endpoints change.
     changes.length = 0;
@@ -744,7 +750,7 @@ Deno.test("createOrchestratorRegistry() finds each endpoint's pod, node and acco
       },
     ],
   });
-  const { reg, changes } = await registryFor(kube);
+  const { reg, changes, hosts } = await registryFor(kube);
   try {
     await reg.start();
     assert.deepEqual(changes, [], "nothing is reported while starting");
@@ -817,6 +823,7 @@ Deno.test("createOrchestratorRegistry() finds each endpoint's pod, node and acco
       "the new locality",
     );
     assert.deepEqual(changes, ["endpoints"]);
+    assert.equal(hosts.at(-1), "api.shop.svc.cluster.local", "the service of the node's pods only");
     // The pod found by IP moves to another IP: its instances lose its labels.
     changes.length = 0;
     kube.upsert(pod("by-ip", "shop", "10.6.0.33", { labels: { app: "by-ip" } }));

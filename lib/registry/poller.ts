@@ -3,7 +3,12 @@
  * tells listeners when it changed. Shared by RegistryA, RegistryB and PlatformC.
  * @module
  */
-import type { Service, ServiceInstance, ServiceRegistry } from "../model/types.ts";
+import type {
+  RegistryChangeHandler,
+  Service,
+  ServiceInstance,
+  ServiceRegistry,
+} from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
 
 /** A snapshot of a registry. */
@@ -33,7 +38,7 @@ export function createPollingRegistry(opts: PollingOptions): ServiceRegistry & {
   let lastServices = "[]";
   let lastInstances = "[]";
   let lastError = "";
-  const handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  const handlers: RegistryChangeHandler[] = [];
   let timer: number | undefined;
   const abort = new AbortController();
   let running: Promise<void> | undefined;

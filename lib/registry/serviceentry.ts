@@ -19,6 +19,7 @@
  */
 import type {
   ConfigObject,
+  RegistryChangeHandler,
   Resolution,
   Service,
   ServiceInstance,
@@ -176,6 +177,27 @@ export function instancesOnlyChange(
   return deepEqual(strip(next), strip(previous));
 }
 
+/** The hostnames whose instances differ between `before` and `after` (in order). */
+function changedHosts(
+  before: readonly ServiceInstance[],
+  after: readonly ServiceInstance[],
+): Set<string> {
+  const byHost = (list: readonly ServiceInstance[]) => {
+    const out = new Map<string, ServiceInstance[]>();
+    for (const i of list) {
+      const l = out.get(i.hostname);
+      if (l) l.push(i);
+      else out.set(i.hostname, [i]);
+    }
+    return out;
+  };
+  const a = byHost(before), b = byHost(after);
+  const out = new Set<string>();
+  for (const [host, l] of a) if (!deepEqual(l, b.get(host))) out.add(host);
+  for (const host of b.keys()) if (!a.has(host)) out.add(host);
+  return out;
+}
+
 /** The annotation `kubectl apply` rewrites with the whole object (endpoints included) each time. */
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -203,25 +225,35 @@ export function createServiceEntryRegistry(
     ["ServiceEntry", new Map()],
     ["WorkloadEntry", new Map()],
   ]);
-  const handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  const handlers: RegistryChangeHandler[] = [];
   let watch: { close(): void } | undefined;
   let chain = Promise.resolve();
   /** A reload is queued and has not started: a change now is seen by it. */
   let queued = false;
+  /**
+   * A WorkloadEntry changed since the last reload began: it may also be an instance of an
+   * orchestrator service (outside this registry), so the hosts that changed are not known here.
+   */
+  let workloadEntries = false;
   // The changes of one task make one reload, in order.
   const reload = () => {
     if (queued) return chain;
     queued = true;
     return chain = chain.then(() => {
       queued = false;
+      const hostsKnown = !workloadEntries;
+      workloadEntries = false;
       const next = convertServiceEntries(
         sortedValues(held.get("ServiceEntry")!),
         domain,
         sortedValues(held.get("WorkloadEntry")!),
       );
       const kind = deepEqual(next.services, state.services) ? "endpoints" : "services";
+      const hosts = kind === "endpoints" && hostsKnown
+        ? changedHosts(state.instances, next.instances)
+        : undefined;
       state = next;
-      for (const h of handlers) h(kind);
+      for (const h of handlers) h(kind, hosts);
     });
   };
   return {
@@ -239,6 +271,7 @@ export function createServiceEntryRegistry(
         if (!objects) return;
         const k = nsNameOf(ev.object);
         seen?.add(`${ev.object.kind}/${k}`);
+        if (ev.object.kind === "WorkloadEntry") workloadEntries = true;
         if (ev.type === "DELETED") objects.delete(k);
         else objects.set(k, ev.object);
         void reload();

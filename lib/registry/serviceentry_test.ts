@@ -244,7 +244,8 @@ Deno.test("createServiceEntryRegistry() reports an edit of endpoints only as an 
   const store = createMemoryStore();
   const reg = createServiceEntryRegistry(store);
   const changes: string[] = [];
-  reg.onChange((k) => changes.push(k));
+  // an endpoints change names the hosts whose instances changed, when it knows them
+  reg.onChange((k, hosts) => changes.push(hosts ? `${k} ${[...hosts].join(" ")}` : k));
   await reg.start();
   /** The change reported for `edit` (the registry holds its result first). */
   const after = async (edit: () => Promise<unknown>, done: () => boolean) => {
@@ -268,7 +269,7 @@ Deno.test("createServiceEntryRegistry() reports an edit of endpoints only as an 
         const o = await current();
         await store.update({ ...o, spec: { ...o.spec, endpoints: [{ address: "10.0.0.2" }] } });
       }, () => reg.instances()[0]?.address === "10.0.0.2"),
-      ["endpoints"],
+      ["endpoints db.internal"],
     );
     // an endpoint with a service account adds it to the service's (the SANs proxies check)
     assert.deepEqual(
@@ -295,13 +296,25 @@ Deno.test("createServiceEntryRegistry() reports an edit of endpoints only as an 
       }, () => reg.services()[0]?.ports.length === 2),
       ["services"],
     );
-    // a WorkloadEntry no ServiceEntry selects changes no service
+    // a WorkloadEntry no ServiceEntry selects changes no service; an orchestrator service may
+    // select it, so its hosts are not named
     assert.deepEqual(
       await after(
         () => store.create(we("vm", { address: "2.2.2.2", labels: { app: "x" } })),
         () => true,
       ),
       ["endpoints"],
+    );
+    // an edit that changes the same host's endpoints back names it again
+    assert.deepEqual(
+      await after(async () => {
+        const o = await current();
+        await store.update({
+          ...o,
+          spec: { ...o.spec, endpoints: [{ address: "10.0.0.3", serviceAccount: "db" }] },
+        });
+      }, () => reg.instances()[0]?.address === "10.0.0.3"),
+      ["endpoints db.internal"],
     );
   } finally {
     await reg.stop();

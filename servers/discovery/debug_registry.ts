@@ -8,6 +8,7 @@
 
 import type {
   Protocol,
+  RegistryChangeHandler,
   Service,
   ServiceInstance,
   ServicePort,
@@ -262,7 +263,7 @@ export class DebugRegistry implements ServiceRegistry {
   readonly name = DEBUG_REGISTRY_NAME;
   readonly #services = new Map<string, Service>();
   readonly #instances: ServiceInstance[] = [];
-  readonly #handlers: ((kind: "services" | "endpoints") => void)[] = [];
+  readonly #handlers: RegistryChangeHandler[] = [];
 
   services(): Service[] {
     return [...this.#services.values()];
@@ -270,7 +271,7 @@ export class DebugRegistry implements ServiceRegistry {
   instances(): ServiceInstance[] {
     return [...this.#instances];
   }
-  onChange(handler: (kind: "services" | "endpoints") => void): void {
+  onChange(handler: RegistryChangeHandler): void {
     this.#handlers.push(handler);
   }
   start(): Promise<void> {
@@ -292,6 +293,7 @@ export class DebugRegistry implements ServiceRegistry {
     );
     if (i >= 0) this.#instances[i] = inst;
     else this.#instances.push(inst);
-    for (const h of this.#handlers) h("endpoints");
+    const hosts = new Set([inst.hostname]);
+    for (const h of this.#handlers) h("endpoints", hosts);
   }
 }

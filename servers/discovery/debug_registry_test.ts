@@ -100,14 +100,14 @@ Deno.test("parseDebugInstance() reports a missing servicePort as required", () =
 Deno.test("DebugRegistry reports services and endpoints changes and replaces a repeated instance", () => {
   const r = new DebugRegistry();
   const kinds: string[] = [];
-  r.onChange((k) => kinds.push(k));
+  r.onChange((k, hosts) => kinds.push(hosts ? `${k} ${[...hosts]}` : k));
   const svc = parseDebugService(HOST, { ports: [{ name: "http", port: 80 }] });
   r.addService(svc);
   r.addInstance(parseDebugInstance(HOST, { address: "10.0.0.1", servicePort: 80 }, svc));
   r.addInstance(
     parseDebugInstance(HOST, { address: "10.0.0.1", servicePort: 80, labels: { v: "2" } }, svc),
   );
-  assert.deepEqual(kinds, ["services", "endpoints", "endpoints"]);
+  assert.deepEqual(kinds, ["services", `endpoints ${HOST}`, `endpoints ${HOST}`]);
   assert.equal(r.instances().length, 1);
   assert.deepEqual(r.instances()[0].labels, { v: "2" });
 });

@@ -185,27 +185,31 @@ Deno.test("/debug/syncz shows a delta NACK beside the last acked version and non
 
 Deno.test("GET /debug/registryz and /debug/endpointz list what was POSTed to the debug registry before it is pushed", async () => {
   const debugRegistry = new DebugRegistry();
+  // no router: the context in force is never rebuilt nor given new instances here
   const model = await testModel({ registry: debugRegistry });
-  assert.deepEqual(model.context().services, []);
   const a = discoveryApp(
-    { logger: quiet, registry: debugRegistry, debugRegistry } as unknown as HttpDeps,
+    { logger: quiet, model, registry: debugRegistry, debugRegistry } as unknown as HttpDeps,
   );
   const local = peer("127.0.0.1");
-  const host = "debug.default.svc.cluster.local";
-  const svc = await a.request(`/debug/registryz?svc=${host}`, {
-    method: "POST",
-    body: '{"ports":[{"name":"http","port":8080}]}',
-  }, local);
-  assert.equal(svc.status, 200, await svc.text());
-  const services = await (await a.request("/debug/registryz")).json();
-  assert.deepEqual(services.map((s: { hostname?: string }) => s.hostname), [host, undefined]);
-  // the router has not yet applied the endpoint batch: the context in force has no instance
-  const inst = await a.request(`/debug/endpointz?svc=${host}`, {
-    method: "POST",
-    body: '{"address":"10.9.0.1","port":18080,"servicePort":"http"}',
-  }, local);
-  assert.equal(inst.status, 200, await inst.text());
+  const post = async (path: string, body: string) => {
+    const res = await a.request(path, { method: "POST", body }, local);
+    assert.equal(res.status, 200, await res.text());
+  };
+  const [host, other] = ["debug.default.svc.cluster.local", "other.default.svc.cluster.local"];
+  await post(`/debug/registryz?svc=${host}`, '{"ports":[{"name":"http","port":8080}]}');
+  await post(
+    `/debug/endpointz?svc=${host}`,
+    '{"address":"10.9.0.1","port":18080,"servicePort":"http"}',
+  );
+  await post(`/debug/registryz?svc=${other}`, '{"ports":[{"port":80}]}');
+  assert.deepEqual(model.context().services.map((s) => s.hostname), [host]);
   assert.deepEqual(model.context().instances, []);
+  const services = await (await a.request("/debug/registryz")).json();
+  assert.deepEqual(services.map((s: { hostname?: string }) => s.hostname), [
+    host,
+    other,
+    undefined,
+  ]);
   const listing = await (await a.request("/debug/endpointz")).json();
   const group = listing.find((g: { svc: string }) => g.svc === `${host}:http`);
   assert.equal(group.ep[0].address, "10.9.0.1");

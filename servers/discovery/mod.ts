@@ -149,7 +149,7 @@ async function startSteps(
     prepareSliceMs: PREPARE_SLICE_MS,
   });
   cleanups.push(() => pushes.close());
-  sources.aggregate.onChange((kind) => pushes.registryChanged(kind));
+  sources.aggregate.onChange((kind, hosts) => pushes.registryChanged(kind, hosts));
   sources.ingressWatcher?.onChange(() => pushes.configChanged());
   if (config.ingressStatus) {
     await startIngressStatus(sources.ingressWatcher, meshConfig, config, log, cleanups);

@@ -179,8 +179,8 @@ interface View {
  */
 interface Memo {
   readonly ctx: PushContext;
-  /** Instances by address (a sidecar's own instances). */
-  readonly ownByIp: Map<string, ServiceInstance[]>;
+  /** The instances at an address (a sidecar's own), indexed at the first call. */
+  readonly instancesAt: (ip: string) => readonly ServiceInstance[];
   /** Services by hostname, in context order (for the inbound-only contexts). */
   readonly servicesByHost: Map<string, Service[]>;
   /** Label keys any VirtualService matches with `sourceLabels` (the only labels routes read). */
@@ -197,6 +197,13 @@ interface Memo {
   readonly routes: Map<string, CachedResource | null>;
   /** ClusterLoadAssignments by cluster name. */
   readonly eds: Map<string, CachedResource | null>;
+  /**
+   * The outbound cluster names of `eds` by `host|port` (names of earlier memos of the same
+   * context too: shared by the memos {@link DiscoveryModel.updateEndpoints} derives, and only
+   * ever added to), so that an endpoint update finds its clusters' assignments without parsing
+   * every name.
+   */
+  readonly edsNames: Map<string, Set<string>>;
   /** EDS responses by query array (the server's interned subscription lists). */
   readonly edsViews: WeakMap<readonly string[], ResourceMap>;
   /**
@@ -435,9 +442,14 @@ export class DiscoveryModel {
    * affected clusters are dropped, rebuilt on demand from the new instances, and the next context
    * shares everything else. When the change can alter more (a DNS service's clusters carry its
    * endpoints) or there is no current context, it falls back to {@link invalidate}. Returns
-   * whether the incremental path was taken.
+   * whether the incremental path was taken. `instances` are the registry's (read when not given).
+   * Its work is in proportion to the change, the instances' count aside (one pass that checks
+   * each hostname; the index of instances by address is rebuilt only when read).
    */
-  updateEndpoints(changed: ReadonlySet<string>): boolean {
+  updateEndpoints(
+    changed: ReadonlySet<string>,
+    instances: ServiceInstance[] = this.#registry.instances(),
+  ): boolean {
     const m = this.#memo;
     if (!this.#ctx || !m || m.ctx !== this.#ctx) {
       this.invalidate();
@@ -450,27 +462,22 @@ export class DiscoveryModel {
         return false;
       }
     }
-    const instances = this.#registry.instances();
     const ctx: PushContext = { ...m.ctx, instances };
-    const ownByIp = new Map<string, ServiceInstance[]>();
-    for (const i of instances) {
-      const l = ownByIp.get(i.address);
-      if (l) l.push(i);
-      else ownByIp.set(i.address, [i]);
-    }
     const keys = new Set(changed);
-    const eds = new Map<string, CachedResource | null>();
-    for (const [name, e] of m.eds) {
-      const c = parseClusterName(name);
-      if (c && c.direction === "outbound" && keys.has(`${c.host}|${c.port}`)) {
+    const eds = new Map(m.eds);
+    for (const k of keys) {
+      for (const name of m.edsNames.get(k) ?? []) {
+        const e = eds.get(name);
         if (e) this.#replaced.add(`${name}|${e.version}`);
-        continue;
+        eds.delete(name);
       }
-      eds.set(name, e);
     }
+    const hosts = new Set([...keys].map((k) => k.slice(0, k.lastIndexOf("|"))));
     const edsCtx: PushContext = {
       services: [],
-      instances: instances.filter((i) => keys.has(`${i.hostname}|${i.servicePort.port}`)),
+      instances: instances.filter((i) =>
+        hosts.has(i.hostname) && keys.has(`${i.hostname}|${i.servicePort.port}`)
+      ),
       configs: {
         ...emptyPushConfigs(),
         destinationRules: m.ctx.configs.destinationRules,
@@ -487,7 +494,7 @@ export class DiscoveryModel {
     this.#memo = {
       ...m,
       ctx,
-      ownByIp,
+      instancesAt: lazyByAddress(instances),
       apiListeners,
       eds,
       edsViews: new WeakMap(),
@@ -610,12 +617,6 @@ export class DiscoveryModel {
     const ctx = this.context();
     if (this.#memo?.ctx === ctx) return this.#memo;
     this.conflicts(); // logs new conflicts once per context, scraped or not
-    const ownByIp = new Map<string, ServiceInstance[]>();
-    for (const i of ctx.instances) {
-      const l = ownByIp.get(i.address);
-      if (l) l.push(i);
-      else ownByIp.set(i.address, [i]);
-    }
     const servicesByHost = new Map<string, Service[]>();
     for (const s of ctx.services) {
       const l = servicesByHost.get(s.hostname);
@@ -626,7 +627,7 @@ export class DiscoveryModel {
     return this.#memo = {
       ctx,
       shape: ctx,
-      ownByIp,
+      instancesAt: lazyByAddress(ctx.instances),
       servicesByHost,
       sourceLabelKeys: sourceLabelKeys(vss),
       sharedListeners: new Map(),
@@ -635,6 +636,7 @@ export class DiscoveryModel {
       apiListeners: new Map(),
       routes: new Map(),
       eds: new Map(),
+      edsNames: new Map(),
       edsViews: new WeakMap(),
       routeViews: new Map(),
     };
@@ -705,7 +707,7 @@ export class DiscoveryModel {
   /** A sidecar's own instances that are not UDP (what inbound clusters and listeners use). */
   #own(m: Memo, proxy: Proxy): ServiceInstance[] {
     if (proxy.type !== "sidecar") return [];
-    return (m.ownByIp.get(proxy.ip) ?? []).filter((i) => i.servicePort.protocol !== "UDP");
+    return m.instancesAt(proxy.ip).filter((i) => i.servicePort.protocol !== "UDP");
   }
 
   /**
@@ -893,9 +895,14 @@ export class DiscoveryModel {
   #endpoints(m: Memo, name: string): CachedResource | null {
     let e = m.eds.get(name);
     if (e === undefined) {
-      const c = m.edsChanged && parseClusterName(name);
-      const changed = c && c.direction === "outbound" &&
-        m.edsChanged!.keys.has(`${c.host}|${c.port}`);
+      const c = parseClusterName(name);
+      const key = c && c.direction === "outbound" ? `${c.host}|${c.port}` : undefined;
+      if (key !== undefined) {
+        const names = m.edsNames.get(key);
+        if (names) names.add(name);
+        else m.edsNames.set(key, new Set([name]));
+      }
+      const changed = key !== undefined && m.edsChanged?.keys.has(key);
       // only real clusters get an assignment (checked against the context that holds the
       // services and DestinationRules; endpoint-only updates keep it)
       e = isKnownCluster(m.shape, name)
@@ -1028,6 +1035,24 @@ function pick<E>(
     if (e) out.set(n, e);
   }
   return out;
+}
+
+/** A lookup of `instances` by address whose index is built at the first call. */
+function lazyByAddress(
+  instances: readonly ServiceInstance[],
+): (ip: string) => readonly ServiceInstance[] {
+  let byAddress: Map<string, ServiceInstance[]> | undefined;
+  return (ip) => {
+    if (!byAddress) {
+      byAddress = new Map();
+      for (const i of instances) {
+        const l = byAddress.get(i.address);
+        if (l) l.push(i);
+        else byAddress.set(i.address, [i]);
+      }
+    }
+    return byAddress.get(ip) ?? [];
+  };
 }
 
 /** `host|port` keys of instances, each with a stable fingerprint of its instance list. */

@@ -38,6 +38,11 @@ export class PushRouter {
   #lastEndpointsAt = -Infinity;
   /** The timer of endpoint events held back (see {@link registryChanged}). */
   #endpointsTimer: number | undefined;
+  /**
+   * The hostnames whose instances the endpoint events held back changed (null: one of them did
+   * not say, so every instance is compared).
+   */
+  #pendingHosts: Set<string> | null = new Set();
   readonly #trigger: (type: PushTrigger) => void;
 
   constructor(opts: {
@@ -143,13 +148,16 @@ export class PushRouter {
    * rebuilds only the affected clusters' assignments (a DNS service's change rebuilds all) and
    * pushes EDS for them, plus CDS and LDS when a DNS service or a proxy's own instances changed.
    */
-  registryChanged(kind: "services" | "endpoints"): void {
+  registryChanged(kind: "services" | "endpoints", hosts?: ReadonlySet<string>): void {
     this.#trigger(kind === "endpoints" ? "endpoint" : "service");
     if (kind === "endpoints") {
-      // Each event compares every instance (fingerprints) and refreshes the model's endpoint
-      // index: under continuous churn (tens of events a second) events that come within
-      // ENDPOINT_BATCH_MS of the last handled one are handled together once that time is up.
-      // An isolated event is handled at once; the push itself is debounced by the server.
+      if (!hosts) this.#pendingHosts = null;
+      else if (this.#pendingHosts) { for (const h of hosts) this.#pendingHosts.add(h); }
+      // Each event compares the instances of its hosts (all of them when it does not name its
+      // hosts) and refreshes the model's endpoint index: under continuous churn (tens of events
+      // a second) events that come within ENDPOINT_BATCH_MS of the last handled one are handled
+      // together once that time is up. An isolated event is handled at once; the push itself is
+      // debounced by the server.
       const wait = this.#lastEndpointsAt + ENDPOINT_BATCH_MS - performance.now();
       if (wait > 0) {
         this.#endpointsTimer ??= setTimeout(() => {
@@ -178,14 +186,12 @@ export class PushRouter {
       this.#endpointsTimer = undefined;
     }
     if (kind === "endpoints") this.#lastEndpointsAt = performance.now();
+    const hosts = kind === "endpoints" ? this.#pendingHosts : null;
+    this.#pendingHosts = new Set();
     const instances = this.#registry.instances();
-    const next = instanceFingerprints(instances);
-    const changed = changedKeys(this.#fingerprints, next);
-    this.#fingerprints = next;
-    const before = this.#addressesByKey;
-    this.#addressesByKey = addressesByKey(instances);
+    const { changed, before } = this.#refresh(instances, hosts);
     if (kind === "services") return this.#recompute();
-    this.#model.updateEndpoints(changed);
+    this.#model.updateEndpoints(changed, instances);
     this.#restCache?.clear();
     const server = this.#server;
     // Watched names come from the server's reverse index of subscriptions (no scan of streams).
@@ -205,6 +211,44 @@ export class PushRouter {
     if (touchesProxy || [...changed].some((k) => dns.has(k.slice(0, k.lastIndexOf("|"))))) {
       server.push({ kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] });
     }
+  }
+
+  /**
+   * Brings the fingerprints and addresses up to date with `instances` for the keys of `hosts`
+   * (every key when null: the work is then in proportion to all instances, else to those of
+   * `hosts`); returns the keys whose instances changed and the addresses of each key before.
+   */
+  #refresh(
+    instances: readonly ServiceInstance[],
+    hosts: ReadonlySet<string> | null,
+  ): { changed: Set<string>; before: ReadonlyMap<string, Set<string>> } {
+    if (!hosts) {
+      const next = instanceFingerprints(instances);
+      const changed = changedKeys(this.#fingerprints, next);
+      const before = this.#addressesByKey;
+      this.#fingerprints = next;
+      this.#addressesByKey = addressesByKey(instances);
+      return { changed, before };
+    }
+    const theirs = instances.filter((i) => hosts.has(i.hostname));
+    const next = instanceFingerprints(theirs);
+    const old = new Map<string, string>();
+    for (const [k, v] of this.#fingerprints) {
+      if (hosts.has(k.slice(0, k.lastIndexOf("|")))) old.set(k, v);
+    }
+    const changed = changedKeys(old, next);
+    const before = new Map<string, Set<string>>();
+    for (const k of changed) {
+      const addrs = this.#addressesByKey.get(k);
+      if (addrs) before.set(k, addrs);
+    }
+    for (const k of old.keys()) {
+      this.#fingerprints.delete(k);
+      this.#addressesByKey.delete(k);
+    }
+    for (const [k, v] of next) this.#fingerprints.set(k, v);
+    for (const [k, v] of addressesByKey(theirs)) this.#addressesByKey.set(k, v);
+    return { changed, before };
   }
 
   /** Registries and config store synced: a full recomputation and push to every proxy. */

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import type { ConfigObject } from "../../lib/model/mod.ts";
+import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
 import type { StoreEvent } from "../../lib/store/mod.ts";
-import type { Proxy } from "../../lib/xds/mod.ts";
+import { type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
 import type { PushEvent, XdsServer } from "../../lib/xds/server/mod.ts";
 import { defaultMeshConfig } from "../../lib/model/mod.ts";
 import { ResourceCache } from "../../lib/xds/server/mod.ts";
 import { ConfigSnapshot, DiscoveryModel } from "./model.ts";
 import { quiet } from "./_test_util.ts";
-import { PushRouter } from "./pushes.ts";
+import { ENDPOINT_BATCH_MS, PushRouter } from "./pushes.ts";
 
 const vs = (name: string): ConfigObject => ({
   apiVersion: "networking.mesh.io/v1alpha3",
@@ -200,5 +200,58 @@ Deno.test("PushRouter.storeChanged() leaves WorkloadEntries and endpoint edits o
   router.registryChanged("endpoints");
   assert.deepEqual(triggers.slice(4), ["endpoint"]);
   assert.equal(invalidated, 4, "an endpoints event rebuilds no configuration");
+  router.close();
+});
+
+Deno.test("PushRouter compares only the instances of the hostnames an endpoints event names, and every instance when one names none", async () => {
+  const inst = (host: string, address: string): ServiceInstance => ({
+    hostname: host,
+    servicePort: { name: "http", port: 80, protocol: "HTTP" },
+    address,
+    port: 8080,
+    labels: {},
+    locality: "",
+    serviceAccount: "",
+  });
+  let instances = [inst("a", "10.0.0.1"), inst("b", "10.0.0.2")];
+  const updated: string[][] = [];
+  const pushes: PushEvent[] = [];
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => instances },
+    model: {
+      updateEndpoints: (changed: Set<string>) => (updated.push([...changed].sort()), true),
+      context: () => ({ services: [] }),
+    } as unknown as DiscoveryModel,
+    server: {
+      push: (ev: PushEvent) => pushes.push(ev),
+      watchedNames: () => new Set(["outbound|80||a", "outbound|80||b", "outbound|80||c"]),
+      hasProxy: (address: string) => address === "10.0.0.3", // a proxy runs a's new instance
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+  });
+  // a's and b's instances both move, but the event names a only: b is not compared
+  instances = [inst("a", "10.0.0.3"), inst("b", "10.0.0.4")];
+  router.registryChanged("endpoints", new Set(["a"]));
+  assert.deepEqual(updated, [["a|80"]]);
+  assert.deepEqual(pushes.shift(), { kind: "eds", clusters: ["outbound|80||a"] });
+  assert.deepEqual(pushes.shift()?.kind, "config", "a proxy's own instance came");
+  // a's last instance leaves (the proxy's: its listeners change) and c's first comes, in two
+  // events held back together: one update naming both keys
+  instances = [inst("b", "10.0.0.4"), inst("c", "10.0.0.5")];
+  router.registryChanged("endpoints", new Set(["a"]));
+  router.registryChanged("endpoints", new Set(["c"]));
+  assert.equal(updated.length, 1, "held back (under ENDPOINT_BATCH_MS since the last)");
+  await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 20));
+  assert.deepEqual(updated[1], ["a|80", "c|80"]);
+  assert.deepEqual(pushes, [
+    { kind: "eds", clusters: ["outbound|80||a", "outbound|80||c"] },
+    { kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] },
+  ]);
+  pushes.length = 0;
+  // an event that names no host compares every instance: b's earlier move is found now
+  await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 20));
+  router.registryChanged("endpoints");
+  assert.deepEqual(updated[2], ["b|80"]);
+  assert.deepEqual(pushes, [{ kind: "eds", clusters: ["outbound|80||b"] }]);
   router.close();
 });
