@@ -1060,7 +1060,9 @@ export function instanceFingerprints(instances: readonly ServiceInstance[]): Map
   const groups = new Map<string, string[]>();
   for (const i of instances) {
     const k = `${i.hostname}|${i.servicePort.port}`;
-    const s = JSON.stringify([i.address, i.port, i.labels, i.locality, i.serviceAccount]);
+    // every field but those of the key (a field added to instances is compared too)
+    const { hostname: _h, servicePort: _p, ...fields } = i;
+    const s = JSON.stringify(fields);
     const g = groups.get(k);
     if (g) g.push(s);
     else groups.set(k, [s]);

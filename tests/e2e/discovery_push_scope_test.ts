@@ -172,6 +172,18 @@ Deno.test("mesh-discovery sends an endpoint change only as EDS of that cluster t
     const edited = await settled(d);
     assert.ok(edited.triggers.config > after.triggers.config, "a config change");
     assert.ok(edited.triggers.service > after.triggers.service, "and a service event");
+
+    // an endpoint's weight alone: an endpoint push that carries it
+    await writeAtomic(
+      `${dir}/db.yaml`,
+      dbServiceEntry("10.5.0.2, weight: 7", ", {number: 5433, name: tcp-db2, protocol: TCP}"),
+    );
+    const weightOf = (r: { resources: Record<string, unknown>[] }) => {
+      // deno-lint-ignore no-explicit-any
+      const cla: any = r.resources.find((c) => c.cluster_name === DB_CLUSTER);
+      return cla?.endpoints?.[0]?.lb_endpoints?.[0]?.load_balancing_weight?.value;
+    };
+    await waitUntil(async () => weightOf(await a.next(EDS, 10_000)) === 7, 10_000);
   } finally {
     await a.close();
     await b.close();
