@@ -64,7 +64,7 @@ export {
 export { isProxyless } from "./generate/grpc_tls.ts";
 export { parseClusterName, serviceDomains } from "./generate/util.ts";
 export { ingressesToConfigs } from "./generate/ingress.ts";
-export { prepareIndex } from "./generate/context.ts";
+export { deriveIndex, indexOf, prepareIndex } from "./generate/context.ts";
 export {
   buildScoped,
   hasIngress,

@@ -22,11 +22,13 @@ import {
   buildServerListener,
   CERT_DIR_METADATA_KEY,
   certDirOf,
+  deriveIndex,
   describeConflict,
   emptyPushConfigs,
   encodeAny,
   hasIngress,
   headerMatcherForm,
+  indexOf,
   ingressesToConfigs,
   ingressInstances,
   isKnownCluster,
@@ -179,7 +181,7 @@ interface View {
  */
 interface Memo {
   readonly ctx: PushContext;
-  /** The instances at an address (a sidecar's own), indexed at the first call. */
+  /** The instances at an address (a sidecar's own; from the context's index). */
   readonly instancesAt: (ip: string) => readonly ServiceInstance[];
   /** Services by hostname, in context order (for the inbound-only contexts). */
   readonly servicesByHost: Map<string, Service[]>;
@@ -486,6 +488,8 @@ export class DiscoveryModel {
       meshConfig: m.ctx.meshConfig,
       domain: m.ctx.domain,
     };
+    // the new context's index is the old one's with the changed keys' instances
+    deriveIndex(m.ctx, ctx, keys, edsCtx.instances);
     this.#ctx = ctx;
     this.#endpointUpdates++;
     this.#prev = m;
@@ -494,7 +498,7 @@ export class DiscoveryModel {
     this.#memo = {
       ...m,
       ctx,
-      instancesAt: lazyByAddress(instances),
+      instancesAt: instancesAt(ctx),
       apiListeners,
       eds,
       edsViews: new WeakMap(),
@@ -627,7 +631,7 @@ export class DiscoveryModel {
     return this.#memo = {
       ctx,
       shape: ctx,
-      instancesAt: lazyByAddress(ctx.instances),
+      instancesAt: instancesAt(ctx),
       servicesByHost,
       sourceLabelKeys: sourceLabelKeys(vss),
       sharedListeners: new Map(),
@@ -1037,22 +1041,9 @@ function pick<E>(
   return out;
 }
 
-/** A lookup of `instances` by address whose index is built at the first call. */
-function lazyByAddress(
-  instances: readonly ServiceInstance[],
-): (ip: string) => readonly ServiceInstance[] {
-  let byAddress: Map<string, ServiceInstance[]> | undefined;
-  return (ip) => {
-    if (!byAddress) {
-      byAddress = new Map();
-      for (const i of instances) {
-        const l = byAddress.get(i.address);
-        if (l) l.push(i);
-        else byAddress.set(i.address, [i]);
-      }
-    }
-    return byAddress.get(ip) ?? [];
-  };
+/** The instances at an address in `ctx` (its index's, built or derived at the first call). */
+function instancesAt(ctx: PushContext): (ip: string) => readonly ServiceInstance[] {
+  return (ip) => indexOf(ctx).instancesByIp.get(ip) ?? [];
 }
 
 /**

@@ -36,7 +36,8 @@ export interface PushIndex {
   services: Service[];
   serviceByHost: Map<string, Service>;
   instancesByHostPort: Map<string, ServiceInstance[]>;
-  instancesByIp: Map<string, ServiceInstance[]>;
+  /** The instances at an address, in context order (a Map, or a derived index's lookup). */
+  instancesByIp: InstancesAt;
   /** Services sorted by hostname, per HTTP-or-not port number. */
   servicesByPort: Map<number, Service[]>;
   destinationRuleByHost: Map<string, ConfigObject>;
@@ -46,7 +47,38 @@ export interface PushIndex {
   gateways: GatewayEntry[];
 }
 
+/** The instances at each address. */
+export interface InstancesAt {
+  get(ip: string): ServiceInstance[] | undefined;
+}
+
 const cache = new WeakMap<PushContext, PushIndex>();
+
+/**
+ * How a derived index finds the instances at an address: `root` is the address index of an
+ * earlier context, right for every address but those in `touched` (the addresses of every
+ * instance that changed since), for which `full` (built at the first such read) answers.
+ */
+interface DerivedAt {
+  root: ReadonlyMap<string, ServiceInstance[]> | undefined;
+  touched: ReadonlySet<string>;
+  full?: Map<string, ServiceInstance[]>;
+}
+const derivedAt = new WeakMap<PushIndex, DerivedAt>();
+
+/** Addresses changed since the root past which a derived index builds its own at first read. */
+const MAX_TOUCHED = 4096;
+
+/** `instances` by address, in order. */
+function byAddress(instances: readonly ServiceInstance[]): Map<string, ServiceInstance[]> {
+  const out = new Map<string, ServiceInstance[]>();
+  for (const inst of instances) {
+    const l = out.get(inst.address);
+    if (l) l.push(inst);
+    else out.set(inst.address, [inst]);
+  }
+  return out;
+}
 
 /** Config ordering: oldest first, then namespace/name. */
 export function configOrder(a: ConfigObject, b: ConfigObject): number {
@@ -89,6 +121,60 @@ export async function prepareIndex(
     if (!wanted()) return;
     if (cache.has(ctx)) return; // indexed meanwhile by a request that could not wait
   }
+}
+
+/**
+ * Indexes `next`, a context that is `prev` with other instances for the `host|port` keys of
+ * `changed` and nothing else (the same services and configs; `changedInstances` are next's
+ * instances of those keys, in next's order), from `prev`'s index: in proportion to the change,
+ * not to every instance. The instances at an address come from an earlier index for every
+ * address no changed instance had or has since (a proxy's own instances, mostly), else from an
+ * address index of `next` built at the first such read. Does nothing when `prev` has no index
+ * (the first use of `next` builds one) or `next` has one.
+ */
+export function deriveIndex(
+  prev: PushContext,
+  next: PushContext,
+  changed: ReadonlySet<string>,
+  changedInstances: readonly ServiceInstance[],
+): void {
+  const base = cache.get(prev);
+  if (!base || cache.has(next)) return;
+  const instancesByHostPort = new Map(base.instancesByHostPort);
+  for (const k of changed) instancesByHostPort.delete(k);
+  for (const inst of changedInstances) {
+    const k = hostPortKey(inst.hostname, inst.servicePort.port);
+    const l = instancesByHostPort.get(k);
+    if (l) l.push(inst);
+    else instancesByHostPort.set(k, [inst]);
+  }
+  const from = derivedAt.get(base);
+  const root = from ? from.full ?? from.root : base.instancesByIp as Map<string, ServiceInstance[]>;
+  const touched = new Set(from && !from.full ? from.touched : []);
+  for (const k of changed) {
+    for (const inst of base.instancesByHostPort.get(k) ?? []) touched.add(inst.address);
+  }
+  for (const inst of changedInstances) touched.add(inst.address);
+  const at: DerivedAt = { root: touched.size > MAX_TOUCHED ? undefined : root, touched };
+  const index: PushIndex = {
+    services: base.services,
+    serviceByHost: base.serviceByHost,
+    instancesByHostPort,
+    instancesByIp: {
+      get(ip) {
+        if (at.root && !at.touched.has(ip)) return at.root.get(ip);
+        at.full ??= byAddress(next.instances);
+        return at.full.get(ip);
+      },
+    },
+    servicesByPort: base.servicesByPort,
+    destinationRuleByHost: base.destinationRuleByHost,
+    virtualServices: base.virtualServices,
+    meshVsByHost: base.meshVsByHost,
+    gateways: base.gateways,
+  };
+  derivedAt.set(index, at);
+  cache.set(next, index);
 }
 
 /** Objects handled between two points where {@link prepareIndex} may pause. */

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import type { ConfigObject, Service } from "../../model/types.ts";
+import type { ConfigObject, Service, ServiceInstance } from "../../model/types.ts";
 import { parseNodeId } from "../node.ts";
 import {
   ECHO_INGRESS,
@@ -15,7 +15,8 @@ import {
   SERVICES,
   WORLD_VS,
 } from "../testdata/model.ts";
-import { configOrder, indexOf, prepareIndex } from "./context.ts";
+import { configOrder, deriveIndex, indexOf, prepareIndex, type PushIndex } from "./context.ts";
+import type { PushContext } from "../types.ts";
 import { selectedGateways } from "./gateway.ts";
 import { buildRoutes } from "./routes.ts";
 
@@ -177,4 +178,60 @@ Deno.test("prepareIndex() stops and caches nothing when the context is no longer
   let rebuilt = 0;
   await prepareIndex(ctx, () => (rebuilt++, Promise.resolve()));
   assert.ok(rebuilt > 1, "nothing was cached: the next preparation builds it all");
+});
+
+Deno.test("deriveIndex() indexes a context with other instances for some keys as indexOf() would, from the old index", () => {
+  const prev = model();
+  const old = indexOf(prev);
+  const key = (i: ServiceInstance) => `${i.hostname}|${i.servicePort.port}`;
+  const w80 = prev.instances.find((i) => i.hostname === WORLD && i.servicePort.port === 80)!;
+  // world:80 gets a new endpoint and loses its others; a key that had none gets one
+  const instances = [
+    ...prev.instances.filter((i) => key(i) !== key(w80)),
+    { ...w80, address: "10.0.9.9" },
+    { ...w80, servicePort: { ...w80.servicePort, port: 8081 }, address: "10.0.9.8" },
+  ];
+  const next = { ...prev, instances };
+  const changed = new Set([key(w80), `${WORLD}|8081`]);
+  deriveIndex(prev, next, changed, instances.filter((i) => changed.has(key(i))));
+  const derived = indexOf(next);
+  const fresh = indexOf({ ...next });
+  const sorted = (m: Map<string, ServiceInstance[]>) => [...m].sort(([a], [b]) => a < b ? -1 : 1);
+  assert.deepEqual(sorted(derived.instancesByHostPort), sorted(fresh.instancesByHostPort));
+  const byIp = (idx: PushIndex, ctx: PushContext) =>
+    [...new Set([...prev.instances, ...ctx.instances].map((i) => i.address))].sort().map((ip) => [
+      ip,
+      idx.instancesByIp.get(ip) ?? [],
+    ]);
+  assert.deepEqual(byIp(derived, next), byIp(fresh, next));
+  assert.deepEqual(derived.instancesByIp.get("10.0.9.9"), [{ ...w80, address: "10.0.9.9" }]);
+  const untouched = prev.instances.find((i) => !changed.has(key(i)) && i.address !== w80.address)!;
+  assert.equal(
+    derived.instancesByIp.get(untouched.address),
+    old.instancesByIp.get(untouched.address),
+    "an address no change touched is answered from the old index",
+  );
+  // derived from a derived index: w80's old address gets an instance back (touched earlier)
+  const again = [...instances, { ...w80, servicePort: { ...w80.servicePort, port: 8082 } }];
+  const next2 = { ...prev, instances: again };
+  const changed2 = new Set([`${WORLD}|8082`]);
+  deriveIndex(next, next2, changed2, again.filter((i) => changed2.has(key(i))));
+  assert.deepEqual(byIp(indexOf(next2), next2), byIp(indexOf({ ...next2 }), next2));
+  // the same two changes with no read in between: the touched addresses add up
+  const p0 = { ...prev }, p1 = { ...next }, p2 = { ...next2 };
+  indexOf(p0);
+  deriveIndex(p0, p1, changed, instances.filter((i) => changed.has(key(i))));
+  deriveIndex(p1, p2, changed2, again.filter((i) => changed2.has(key(i))));
+  assert.deepEqual(byIp(indexOf(p2), p2), byIp(indexOf({ ...next2 }), p2));
+  assert.equal(derived.services, old.services, "what does not depend on instances is shared");
+  assert.equal(derived.virtualServices, old.virtualServices);
+  assert.deepEqual(
+    old.instancesByHostPort.get(key(w80))?.map((i) => i.address),
+    prev.instances.filter((i) => key(i) === key(w80)).map((i) => i.address),
+    "the old index is left as it was",
+  );
+  // nothing to derive from: the first use builds the index
+  const other = { ...prev, instances };
+  deriveIndex({ ...prev }, other, changed, []);
+  assert.deepEqual(sorted(indexOf(other).instancesByHostPort), sorted(fresh.instancesByHostPort));
 });
