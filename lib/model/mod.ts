@@ -88,6 +88,7 @@ export {
   QUOTE_MAX,
 } from "./values.ts";
 export { firstErrorLine } from "./errors.ts";
+export { instanceSignature, SIGNED_FIELDS } from "./instance.ts";
 export { documentsOf, type ParsedDocument, parseDocuments } from "./documents.ts";
 export {
   capIssues,

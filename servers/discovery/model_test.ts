@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ConfigObject, defaultMeshConfig, type ServiceInstance } from "../../lib/model/mod.ts";
+import { type ConfigObject, defaultMeshConfig } from "../../lib/model/mod.ts";
 import {
   buildApiListener,
   buildClusters,
@@ -33,7 +33,7 @@ import {
   WORLD_TCP_PLAINTEXT,
   WORLD_VS,
 } from "../../lib/xds/testdata/model.ts";
-import { changedKeys, FINGERPRINTED, instanceFingerprints } from "./model.ts";
+import { changedKeys, instanceFingerprints } from "./model.ts";
 import { quiet, testModel } from "./_test_util.ts";
 
 await loadXdsProtos();
@@ -343,31 +343,4 @@ Deno.test("DiscoveryModel over delta ADS reports EDS and RDS names of nothing re
   assert.deepEqual(rds.removed_resources, ["81", "9000", "x:1"]);
   server.close();
   await s.waitEnded();
-});
-
-Deno.test("instanceFingerprints() tells an instance from one that differs in any field but its key's", () => {
-  const base: ServiceInstance = {
-    hostname: "db.default.svc.cluster.local",
-    servicePort: { name: "tcp", port: 5432, protocol: "TCP" },
-    address: "10.0.0.1",
-    port: 5432,
-    labels: { app: "db" },
-    locality: "r/z",
-    serviceAccount: "spiffe://cluster.local/ns/default/sa/db",
-    weight: 2,
-  };
-  const other: { [K in keyof typeof FINGERPRINTED]: ServiceInstance[K] } = {
-    address: "10.0.0.2",
-    port: 5433,
-    labels: { app: "db", version: "v2" },
-    locality: "r/y",
-    serviceAccount: "",
-    weight: 3,
-  };
-  const key = "db.default.svc.cluster.local|5432";
-  const print = (i: ServiceInstance) => instanceFingerprints([i]).get(key);
-  for (const f of Object.keys(FINGERPRINTED) as (keyof typeof FINGERPRINTED)[]) {
-    assert.notEqual(print({ ...base, [f]: other[f] }), print(base), f);
-  }
-  assert.notEqual(print({ ...base, weight: undefined }), print(base), "a weight removed");
 });

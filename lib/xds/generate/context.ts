@@ -5,6 +5,7 @@
  */
 
 import type { ConfigObject, Service, ServiceInstance } from "../../model/types.ts";
+import { instanceSignature } from "../../model/instance.ts";
 import type { PushContext } from "../types.ts";
 import { cmp, resolveGatewayRef, resolveShortName } from "./util.ts";
 import { ingressesToConfigs } from "./ingress.ts";
@@ -125,8 +126,9 @@ export async function prepareIndex(
 
 /**
  * Indexes `next`, a context that is `prev` with other instances for the `host|port` keys of
- * `changed` and nothing else (the same services and configs; `changedInstances` are next's
- * instances of those keys, in next's order), from `prev`'s index: in proportion to the change,
+ * `changed` and nothing else (the same services and configs, the other instances in the same
+ * order, as registries keep them; `changedInstances` are next's instances of those keys, in
+ * next's order), from `prev`'s index: in proportion to the change,
  * not to every instance. The instances at an address come from an earlier index for every
  * address no changed instance had or has since (a proxy's own instances, mostly), else from an
  * address index of `next` built at the first such read. Does nothing when `prev` has no index
@@ -151,10 +153,9 @@ export function deriveIndex(
   const from = derivedAt.get(base);
   const root = from ? from.full ?? from.root : base.instancesByIp as Map<string, ServiceInstance[]>;
   const touched = new Set(from && !from.full ? from.touched : []);
-  for (const k of changed) {
-    for (const inst of base.instancesByHostPort.get(k) ?? []) touched.add(inst.address);
+  for (const address of changedAddresses(base.instancesByHostPort, instancesByHostPort, changed)) {
+    touched.add(address);
   }
-  for (const inst of changedInstances) touched.add(inst.address);
   const at: DerivedAt = { root: touched.size > MAX_TOUCHED ? undefined : root, touched };
   const index: PushIndex = {
     services: base.services,
@@ -175,6 +176,32 @@ export function deriveIndex(
   };
   derivedAt.set(index, at);
   cache.set(next, index);
+}
+
+/**
+ * The addresses of the instances of the `changed` keys that are in `before` or `after` but not in
+ * both (compared by {@link instanceSignature}, in proportion to those keys' instances).
+ */
+function* changedAddresses(
+  before: ReadonlyMap<string, ServiceInstance[]>,
+  after: ReadonlyMap<string, ServiceInstance[]>,
+  changed: ReadonlySet<string>,
+): Generator<string> {
+  for (const k of changed) {
+    const gone = new Map<string, ServiceInstance[]>();
+    for (const inst of before.get(k) ?? []) {
+      const sig = instanceSignature(inst);
+      const l = gone.get(sig);
+      if (l) l.push(inst);
+      else gone.set(sig, [inst]);
+    }
+    for (const inst of after.get(k) ?? []) {
+      const same = gone.get(instanceSignature(inst));
+      if (same?.length) same.pop();
+      else yield inst.address;
+    }
+    for (const l of gone.values()) for (const inst of l) yield inst.address;
+  }
 }
 
 /** Objects handled between two points where {@link prepareIndex} may pause. */

@@ -223,6 +223,16 @@ Deno.test("deriveIndex() indexes a context with other instances for some keys as
   deriveIndex(p0, p1, changed, instances.filter((i) => changed.has(key(i))));
   deriveIndex(p1, p2, changed2, again.filter((i) => changed2.has(key(i))));
   assert.deepEqual(byIp(indexOf(p2), p2), byIp(indexOf({ ...next2 }), p2));
+  // a changed key whose other instances are the same (new objects): their addresses stay
+  // answered from the old index
+  const grown = [
+    ...prev.instances.map((i) => key(i) === key(w80) ? { ...i, labels: { ...i.labels } } : i),
+    { ...w80, address: "10.0.9.7" },
+  ];
+  const p3 = { ...prev, instances: grown };
+  deriveIndex(prev, p3, new Set([key(w80)]), grown.filter((i) => key(i) === key(w80)));
+  assert.equal(indexOf(p3).instancesByIp.get(w80.address), old.instancesByIp.get(w80.address));
+  assert.deepEqual(byIp(indexOf(p3), p3), byIp(indexOf({ ...p3 }), p3));
   assert.equal(derived.services, old.services, "what does not depend on instances is shared");
   assert.equal(derived.virtualServices, old.virtualServices);
   assert.deepEqual(
