@@ -93,22 +93,23 @@ Deno.test("mesh-discovery adds services and instances to its debug registry thro
     assert.equal(brief.status, 200);
     assert.match(await brief.text(), /^debug\.example\S*:http .*10\.9\.0\.1:18080/m);
 
-    // Proxies see it: a cluster and its endpoint.
-    const cds = await post(`${base}/v3/discovery:clusters`, { node: { id: NODE } });
-    assert.ok(
-      JSON.parse(cds.body).resources.some((c: { name: string }) =>
+    // Proxies see it, once pushed (the context in force takes the change a few ms later): a
+    // cluster and its endpoint.
+    await waitUntil(async () => {
+      const cds = await post(`${base}/v3/discovery:clusters`, { node: { id: NODE } });
+      return JSON.parse(cds.body).resources.some((c: { name: string }) =>
         c.name === `outbound|8080||${DEBUG_HOST}`
-      ),
-    );
-    const eds = await post(`${base}/v3/discovery:endpoints`, {
-      node: { id: NODE },
-      resource_names: [`outbound|8080||${DEBUG_HOST}`],
-    });
-    const cla = JSON.parse(eds.body).resources[0];
-    assert.equal(
-      cla.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value,
-      18080,
-    );
+      );
+    }, 10_000);
+    await waitUntil(async () => {
+      const eds = await post(`${base}/v3/discovery:endpoints`, {
+        node: { id: NODE },
+        resource_names: [`outbound|8080||${DEBUG_HOST}`],
+      });
+      const cla = JSON.parse(eds.body).resources[0];
+      return cla?.endpoints?.[0]?.lb_endpoints?.[0]?.endpoint.address.socket_address
+        .port_value === 18080;
+    }, 10_000);
   } finally {
     const status = await d.proc.stop();
     await Deno.remove(dir, { recursive: true });
