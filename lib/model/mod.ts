@@ -35,6 +35,7 @@ export {
   deepEqual,
   formatIssue,
   formatIssues,
+  groupBy,
   normalizeObject,
   type NormalizeOptions,
   type NormalizeResult,

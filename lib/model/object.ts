@@ -283,3 +283,15 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
   return ak.length === bk.length && ak.every((k) => deepEqual(ao[k], bo[k]));
 }
+
+/** `items` grouped by `key`, each group in the items' order, the groups in first-seen order. */
+export function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const l = out.get(k);
+    if (l) l.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}

@@ -4,6 +4,7 @@ import {
   deepEqual,
   formatIssue,
   formatIssues,
+  groupBy,
   meshctlSchemas,
   normalizeObject,
   policySchemas,
@@ -583,4 +584,10 @@ Deno.test("deepEqual() tells an object from a primitive or another primitive, an
   assert.ok(!deepEqual({}, ""));
   assert.ok(!deepEqual("", {}));
   assert.ok(!deepEqual([undefined], []));
+});
+
+Deno.test("groupBy() keeps each group in the items' order and the groups in first-seen order", () => {
+  const groups = groupBy(["b1", "a1", "b2", "c1", "a2"], (s) => s[0]);
+  assert.deepEqual([...groups], [["b", ["b1", "b2"]], ["a", ["a1", "a2"]], ["c", ["c1"]]]);
+  assert.equal(groupBy([], String).size, 0);
 });

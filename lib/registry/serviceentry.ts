@@ -26,7 +26,7 @@ import type {
   ServicePort,
   ServiceRegistry,
 } from "../model/types.ts";
-import { deepEqual } from "../model/object.ts";
+import { deepEqual, groupBy } from "../model/object.ts";
 import type { ConfigStore, StoreEvent } from "../store/types.ts";
 import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
 import { parseProtocolName } from "./protocol.ts";
@@ -182,16 +182,7 @@ function changedHosts(
   before: readonly ServiceInstance[],
   after: readonly ServiceInstance[],
 ): Set<string> {
-  const byHost = (list: readonly ServiceInstance[]) => {
-    const out = new Map<string, ServiceInstance[]>();
-    for (const i of list) {
-      const l = out.get(i.hostname);
-      if (l) l.push(i);
-      else out.set(i.hostname, [i]);
-    }
-    return out;
-  };
-  const a = byHost(before), b = byHost(after);
+  const a = groupBy(before, (i) => i.hostname), b = groupBy(after, (i) => i.hostname);
   const out = new Set<string>();
   for (const [host, l] of a) if (!deepEqual(l, b.get(host))) out.add(host);
   for (const host of b.keys()) if (!a.has(host)) out.add(host);

@@ -6,6 +6,7 @@
 
 import type { ConfigObject, Service, ServiceInstance } from "../../model/types.ts";
 import { instanceSignature } from "../../model/instance.ts";
+import { groupBy } from "../../model/object.ts";
 import type { PushContext } from "../types.ts";
 import { cmp, resolveGatewayRef, resolveShortName } from "./util.ts";
 import { ingressesToConfigs } from "./ingress.ts";
@@ -69,17 +70,6 @@ const derivedAt = new WeakMap<PushIndex, DerivedAt>();
 
 /** Addresses changed since the root past which a derived index builds its own at first read. */
 const MAX_TOUCHED = 4096;
-
-/** `instances` by address, in order. */
-function byAddress(instances: readonly ServiceInstance[]): Map<string, ServiceInstance[]> {
-  const out = new Map<string, ServiceInstance[]>();
-  for (const inst of instances) {
-    const l = out.get(inst.address);
-    if (l) l.push(inst);
-    else out.set(inst.address, [inst]);
-  }
-  return out;
-}
 
 /** Config ordering: oldest first, then namespace/name. */
 export function configOrder(a: ConfigObject, b: ConfigObject): number {
@@ -164,7 +154,7 @@ export function deriveIndex(
     instancesByIp: {
       get(ip) {
         if (at.root && !at.touched.has(ip)) return at.root.get(ip);
-        at.full ??= byAddress(next.instances);
+        at.full ??= groupBy(next.instances, (i) => i.address);
         return at.full.get(ip);
       },
     },
@@ -188,13 +178,7 @@ function* changedAddresses(
   changed: ReadonlySet<string>,
 ): Generator<string> {
   for (const k of changed) {
-    const gone = new Map<string, ServiceInstance[]>();
-    for (const inst of before.get(k) ?? []) {
-      const sig = instanceSignature(inst);
-      const l = gone.get(sig);
-      if (l) l.push(inst);
-      else gone.set(sig, [inst]);
-    }
+    const gone = groupBy(before.get(k) ?? [], instanceSignature);
     for (const inst of after.get(k) ?? []) {
       const same = gone.get(instanceSignature(inst));
       if (same?.length) same.pop();

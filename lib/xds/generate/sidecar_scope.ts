@@ -24,6 +24,7 @@
  */
 
 import type { ConfigObject, Service, ServiceInstance } from "../../model/types.ts";
+import { groupBy } from "../../model/object.ts";
 import { proxyLabels } from "../node.ts";
 import type { Proxy, PushContext, XdsMeshConfig, XdsResource } from "../types.ts";
 import { configOrder } from "./context.ts";
@@ -363,13 +364,7 @@ export function scopedContext(
 }
 
 function groupByHost(instances: readonly ServiceInstance[]): Map<string, ServiceInstance[]> {
-  const out = new Map<string, ServiceInstance[]>();
-  for (const i of instances) {
-    const l = out.get(i.hostname);
-    if (l) l.push(i);
-    else out.set(i.hostname, [i]);
-  }
-  return out;
+  return groupBy(instances, (i) => i.hostname);
 }
 
 /** A Sidecar ingress listener: the workload port it receives on and where it forwards. */
