@@ -226,6 +226,8 @@ export interface ScanResult {
 export interface ScanHooks {
   /** Text of files this store just wrote (complete by construction: no settling needed). */
   ownWrites: Map<string, string>;
+  /** Files renamed into place since their last write (whole: no settling needed). */
+  renamed: ReadonlySet<string>;
   /** Asks for a rescan at `at` (ms since the epoch), when a held removal's quiet period ends. */
   holdUntil(at: number): void;
 }
@@ -307,7 +309,9 @@ async function nextFileState(
   }
   if (prev && prev.text === text && !prev.holding) return { ...prev, stamp, mtimeMs };
   const age = Date.now() - mtimeMs;
-  if (age >= 0 && age < SETTLE_MS && hooks.ownWrites.get(rel) !== text) return "unsettled";
+  if (
+    age >= 0 && age < SETTLE_MS && hooks.ownWrites.get(rel) !== text && !hooks.renamed.has(rel)
+  ) return "unsettled";
   const own = hooks.ownWrites.get(rel) === text;
   hooks.ownWrites.delete(rel);
   const { docs, errors } = await parseConfigFile(s, rel, text, slicer);

@@ -14,6 +14,12 @@ export interface DirectoryWatchOptions {
   rescanMs: number;
   /** Runs a scan (resolves when done). */
   rescan(): Promise<void>;
+  /**
+   * Filled with the files (paths relative to `dir`) renamed into place since they were last
+   * created, written or removed: an atomic write (a temporary file renamed over the target) is
+   * whole, so a scan need not wait for it to settle.
+   */
+  renamed: Set<string>;
 }
 
 /** Notifications and the rescan timer of one directory. */
@@ -39,8 +45,9 @@ export class DirectoryWatch {
       this.#notifying = true;
       this.#watchLoop = (async () => {
         try {
-          for await (const _ of w) {
+          for await (const ev of w) {
             if (this.#closed) break;
+            this.#note(ev);
             if (this.#debounce === undefined) {
               this.#debounce = setTimeout(() => {
                 this.#debounce = undefined;
@@ -57,6 +64,26 @@ export class DirectoryWatch {
       log.warn(`No file notifications for "${dir}" (polling only): ${(err as Error).message}`);
     }
   }
+
+  /** Keeps {@link DirectoryWatchOptions.renamed} up to date with a notification. */
+  #note(ev: Deno.FsEvent): void {
+    const renamed = this.#o.renamed;
+    this.#roots ??= rootsOf(this.#o.dir);
+    const rel = (p: string) => {
+      const root = this.#roots!.find((r) => p.startsWith(r));
+      return root === undefined ? undefined : p.slice(root.length);
+    };
+    // a rename names its target last (alone, or after the file it came from)
+    const target = ev.kind === "rename" ? ev.paths.at(-1) : undefined;
+    for (const p of ev.paths) {
+      const r = rel(p);
+      if (r === undefined) continue;
+      if (p === target) renamed.add(r);
+      else if (ev.kind !== "access" && ev.kind !== "other") renamed.delete(r);
+    }
+  }
+  /** Prefixes of the paths notifications name under the directory (as given, absolute, real). */
+  #roots: string[] | undefined;
 
   /** Starts the periodic rescan (every `rescanMs` while notifications work, else `pollMs`). */
   poll(): void {
@@ -98,4 +125,16 @@ export class DirectoryWatch {
       this.poll();
     }
   }
+}
+
+/** `dir/` as given, made absolute and with its links resolved (the forms notifications use). */
+function rootsOf(dir: string): string[] {
+  const roots = new Set([dir]);
+  try {
+    roots.add(dir.startsWith("/") ? dir : `${Deno.cwd()}/${dir}`);
+    roots.add(Deno.realPathSync(dir));
+  } catch {
+    // the directory went away: the paths as given only
+  }
+  return [...roots].map((r) => r.replace(/\/+$/, "") + "/");
 }

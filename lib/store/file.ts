@@ -214,7 +214,8 @@ class DirectoryStore implements FileStore {
       removalQuietMs: options.removalQuietMs ?? REMOVAL_QUIET_MS,
       watching,
     };
-    this.#hooks = { ownWrites: new Map(), holdUntil: (at) => this.#holdUntil(at) };
+    const renamed = new Set<string>();
+    this.#hooks = { ownWrites: new Map(), renamed, holdUntil: (at) => this.#holdUntil(at) };
     if (watching) {
       this.#watch = new DirectoryWatch({
         dir,
@@ -222,6 +223,7 @@ class DirectoryStore implements FileStore {
         pollMs,
         rescanMs,
         rescan: () => this.#requestScan(),
+        renamed,
       });
     }
   }
