@@ -4,7 +4,7 @@
  * the same clear error for a hostile document and the work per document stays bounded.
  * @module
  */
-import { Composer, type Document, parseAllDocuments, Parser } from "../deps/yaml.ts";
+import { Composer, type Document, parseAllDocuments, Parser, withPlainEnv } from "../deps/yaml.ts";
 import { firstErrorLine } from "./errors.ts";
 import { MAX_ALIASES, MAX_DEPTH } from "./limits.ts";
 import { escapeControl, QUOTE_MAX } from "./values.ts";
@@ -51,6 +51,9 @@ export function* documentsOf(text: string): Generator<ParsedDocument> {
   let docs: Iterator<Document.Parsed>;
   try {
     docs = composer.compose(new Parser().parse(text));
+    // each step parses: with a plain process.env (lib/deps/yaml.ts)
+    const steps = docs;
+    docs = { next: () => withPlainEnv(() => steps.next()) };
   } catch (err) {
     yield { index: 1, start: 0, error: `cannot parse YAML: ${parserMessage(err)}` };
     return;
