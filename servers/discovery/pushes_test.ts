@@ -221,6 +221,7 @@ Deno.test("PushRouter compares only the instances of the hostnames an endpoints 
     model: {
       updateEndpoints: (changed: Set<string>) => (updated.push([...changed].sort()), true),
       context: () => ({ services: [] }),
+      invalidate() {},
     } as unknown as DiscoveryModel,
     server: {
       push: (ev: PushEvent) => pushes.push(ev),
@@ -253,5 +254,17 @@ Deno.test("PushRouter compares only the instances of the hostnames an endpoints 
   router.registryChanged("endpoints");
   assert.deepEqual(updated[2], ["b|80"]);
   assert.deepEqual(pushes, [{ kind: "eds", clusters: ["outbound|80||b"] }]);
+  // held back together, an event that names no host and one that does: every instance compared
+  instances = [inst("b", "10.0.0.6"), inst("c", "10.0.0.7")];
+  router.registryChanged("endpoints");
+  router.registryChanged("endpoints", new Set(["c"]));
+  await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 20));
+  assert.deepEqual(updated[3], ["b|80", "c|80"]);
+  // a services event compares every instance too: b's move is not found again later
+  instances = [inst("b", "10.0.0.8"), inst("c", "10.0.0.7")];
+  router.registryChanged("services");
+  await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 20));
+  router.registryChanged("endpoints");
+  assert.deepEqual(updated[4], [], "nothing left to find");
   router.close();
 });
