@@ -4,12 +4,7 @@
  * first of them; its instances are merged from all of them.
  * @module
  */
-import type {
-  RegistryChangeHandler,
-  Service,
-  ServiceInstance,
-  ServiceRegistry,
-} from "../model/types.ts";
+import type { RegistryChangeHandler, Service, ServiceRegistry } from "../model/types.ts";
 
 /**
  * Registry names accepted by `--registries`, exactly as spelled. `Mock` is the demo's fixed
@@ -53,12 +48,34 @@ export function parseRegistries(values: readonly string[]): {
   return { names, warnings };
 }
 
+/**
+ * The concatenation of the lists `parts()` returns, made again only when one of them is another
+ * list than the last time (registries hand out a new list when theirs changes, and callers never
+ * change what they are given): a registry event at 100,000 instances no longer copies them all
+ * for every reader.
+ */
+export function concatenation<T>(parts: () => T[][]): () => T[] {
+  let last: T[][] = [];
+  let out: T[] = [];
+  return () => {
+    const p = parts();
+    if (p.length !== last.length || p.some((l, i) => l !== last[i])) {
+      last = p;
+      out = p.length === 1 ? p[0] : p.flat();
+    }
+    return out;
+  };
+}
+
 /** Combines registries: services first-wins per hostname, instances from all registries. */
 export function aggregateRegistries(registries: readonly ServiceRegistry[]): ServiceRegistry & {
   readonly members: readonly ServiceRegistry[];
 } {
   const handlers: RegistryChangeHandler[] = [];
   for (const r of registries) r.onChange((kind, hosts) => handlers.forEach((h) => h(kind, hosts)));
+  // Endpoints of one hostname are merged across registries (a service spread over several
+  // clusters has endpoints in each), as the reference system's aggregate registry does.
+  const instances = concatenation(() => registries.map((r) => r.instances()));
   return {
     name: "Aggregate",
     members: registries,
@@ -68,11 +85,7 @@ export function aggregateRegistries(registries: readonly ServiceRegistry[]): Ser
         r.services().filter((s) => !seen.has(s.hostname) && seen.add(s.hostname))
       );
     },
-    instances(): ServiceInstance[] {
-      // Endpoints of one hostname are merged across registries (a service spread over several
-      // clusters has endpoints in each), as the reference system's aggregate registry does.
-      return registries.flatMap((r) => r.instances());
-    },
+    instances,
     onChange: (h) => void handlers.push(h),
     async start() {
       await Promise.all(registries.map((r) => r.start()));

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { aggregateRegistries, parseRegistries } from "./aggregate.ts";
 import { createMockRegistry } from "./mock.ts";
-import type { RegistryChangeHandler, ServiceRegistry } from "../model/types.ts";
+import type { RegistryChangeHandler, ServiceInstance, ServiceRegistry } from "../model/types.ts";
 
 Deno.test("parseRegistries() rejects unknown names and skips duplicates with a warning", () => {
   assert.throws(
@@ -62,4 +62,25 @@ Deno.test("aggregateRegistries() starts and stops every member and passes on eac
   assert.deepEqual(seen, ["1 endpoints x.ns", "2 endpoints", "1 services", "2 services"]);
   await agg.stop();
   assert.deepEqual(calls, ["start a", "start b", "stop a", "stop b"]);
+});
+
+Deno.test("aggregateRegistries() hands out the same instance list until a member hands out another", () => {
+  const a = [{ hostname: "a" }] as unknown as ServiceInstance[];
+  let b = [{ hostname: "b" }] as unknown as ServiceInstance[];
+  const member = (list: () => ServiceInstance[]): ServiceRegistry => ({
+    name: "m",
+    services: () => [],
+    instances: list,
+    onChange() {},
+    start: () => Promise.resolve(),
+    stop: () => Promise.resolve(),
+  });
+  const agg = aggregateRegistries([member(() => a), member(() => b)]);
+  const first = agg.instances();
+  assert.deepEqual(first.map((i) => i.hostname), ["a", "b"]);
+  assert.equal(agg.instances(), first, "not copied again");
+  b = [...b, { hostname: "c" } as unknown as ServiceInstance];
+  assert.deepEqual(agg.instances().map((i) => i.hostname), ["a", "b", "c"]);
+  const one = aggregateRegistries([member(() => a)]);
+  assert.equal(one.instances(), a, "one member's list as it is");
 });

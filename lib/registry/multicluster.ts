@@ -22,6 +22,7 @@ import type {
   ServiceRegistry,
 } from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
+import { concatenation } from "./aggregate.ts";
 import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import {
@@ -284,8 +285,9 @@ class ClusterRegistrySet implements ClusterRegistries {
   }
 
   instances(): ServiceInstance[] {
-    return this.registries().flatMap((r) => r.instances());
+    return this.#instances();
   }
+  readonly #instances = concatenation(() => this.registries().map((r) => r.instances()));
 
   onChange(h: RegistryChangeHandler): void {
     this.handlers.push(h);

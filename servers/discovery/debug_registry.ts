@@ -269,8 +269,10 @@ export class DebugRegistry implements ServiceRegistry {
     return [...this.#services.values()];
   }
   instances(): ServiceInstance[] {
-    return [...this.#instances];
+    // a new list after each change, the same one until then (lib/registry/aggregate.ts)
+    return this.#handedOut ??= [...this.#instances];
   }
+  #handedOut: ServiceInstance[] | undefined;
   onChange(handler: RegistryChangeHandler): void {
     this.#handlers.push(handler);
   }
@@ -293,6 +295,7 @@ export class DebugRegistry implements ServiceRegistry {
     );
     if (i >= 0) this.#instances[i] = inst;
     else this.#instances.push(inst);
+    this.#handedOut = undefined;
     const hosts = new Set([inst.hostname]);
     for (const h of this.#handlers) h("endpoints", hosts);
   }

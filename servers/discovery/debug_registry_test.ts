@@ -110,4 +110,9 @@ Deno.test("DebugRegistry reports services and endpoints changes and replaces a r
   assert.deepEqual(kinds, ["services", `endpoints ${HOST}`, `endpoints ${HOST}`]);
   assert.equal(r.instances().length, 1);
   assert.deepEqual(r.instances()[0].labels, { v: "2" });
+  const list = r.instances();
+  assert.equal(r.instances(), list, "the same list until the next change");
+  r.addInstance(parseDebugInstance(HOST, { address: "10.0.0.2", servicePort: 80 }, svc));
+  assert.deepEqual(r.instances().map((i) => i.address), ["10.0.0.1", "10.0.0.2"]);
+  assert.equal(list.length, 1, "a list handed out is never changed");
 });
