@@ -140,13 +140,18 @@ export function deriveIndex(
     if (l) l.push(inst);
     else instancesByHostPort.set(k, [inst]);
   }
+  // the root and the addresses touched since: the base's full index, or what the base had
   const from = derivedAt.get(base);
-  const root = from ? from.full ?? from.root : base.instancesByIp as Map<string, ServiceInstance[]>;
-  const touched = new Set(from && !from.full ? from.touched : []);
-  for (const address of changedAddresses(base.instancesByHostPort, instancesByHostPort, changed)) {
-    touched.add(address);
+  let root = from ? from.full ?? from.root : base.instancesByIp as Map<string, ServiceInstance[]>;
+  const touched = new Set(from && !from.full && from.root ? from.touched : []);
+  if (root) {
+    for (const a of changedAddresses(base.instancesByHostPort, instancesByHostPort, changed)) {
+      touched.add(a);
+    }
+    // past the bound, the first read indexes `next` whole (and later derivations root there)
+    if (touched.size > MAX_TOUCHED) root = undefined;
   }
-  const at: DerivedAt = { root: touched.size > MAX_TOUCHED ? undefined : root, touched };
+  const at: DerivedAt = { root, touched: root ? touched : new Set() };
   const index: PushIndex = {
     services: base.services,
     serviceByHost: base.serviceByHost,

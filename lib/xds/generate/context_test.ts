@@ -245,3 +245,42 @@ Deno.test("deriveIndex() indexes a context with other instances for some keys as
   deriveIndex({ ...prev }, other, changed, []);
   assert.deepEqual(sorted(indexOf(other).instancesByHostPort), sorted(fresh.instancesByHostPort));
 });
+
+Deno.test("deriveIndex() past 4096 touched addresses indexes the new context whole at its first read, and later ones derive from that", () => {
+  const prev = model();
+  indexOf(prev);
+  const key = (i: ServiceInstance) => `${i.hostname}|${i.servicePort.port}`;
+  const w80 = prev.instances.find((i) => i.hostname === WORLD && i.servicePort.port === 80)!;
+  const many = Array.from({ length: 5000 }, (_, n) => ({
+    ...w80,
+    address: `10.${100 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`,
+  }));
+  const step = (from: PushContext, instances: ServiceInstance[], changed: Set<string>) => {
+    const next = { ...from, instances };
+    deriveIndex(from, next, changed, instances.filter((i) => changed.has(key(i))));
+    return next;
+  };
+  const sameAsFresh = (ctx: PushContext, ips: string[]) => {
+    const fresh = indexOf({ ...ctx });
+    for (const ip of ips) {
+      assert.deepEqual(indexOf(ctx).instancesByIp.get(ip), fresh.instancesByIp.get(ip), ip);
+    }
+  };
+  const i1 = [...prev.instances.filter((i) => key(i) !== key(w80)), ...many];
+  const c1 = step(prev, i1, new Set([key(w80)]));
+  // derived again before any read: nothing carried over, the answers still whole
+  const moved = { ...many[0], address: "10.99.0.1" };
+  const i2 = [...i1.filter((i) => i !== many[0]), moved];
+  const c2 = step(c1, i2, new Set([key(w80)]));
+  const ips = [w80.address, many[0].address, many[4999].address, "10.99.0.1", "10.1.0.1"];
+  sameAsFresh(c2, ips);
+  // after that read, a derivation roots at c2's whole index
+  const i3 = i2.filter((i) => i !== moved);
+  const c3 = step(c2, i3, new Set([key(w80)]));
+  sameAsFresh(c3, ips);
+  assert.equal(
+    indexOf(c3).instancesByIp.get(many[1].address),
+    indexOf(c2).instancesByIp.get(many[1].address),
+    "an address untouched since c2 answered from c2's index",
+  );
+});
