@@ -177,7 +177,7 @@ export function instancesOnlyChange(
   return deepEqual(strip(next), strip(previous));
 }
 
-/** The hostnames whose instances differ between `before` and `after` (in order). */
+/** The hostnames whose instances differ between `before` and `after` (each host's list in order). */
 function changedHosts(
   before: readonly ServiceInstance[],
   after: readonly ServiceInstance[],

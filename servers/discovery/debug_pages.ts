@@ -7,7 +7,7 @@
  */
 
 import type { Context, Hono } from "../../lib/deps/hono.ts";
-import type { ConfigObject, ServiceInstance } from "../../lib/model/mod.ts";
+import { type ConfigObject, groupBy, type ServiceInstance } from "../../lib/model/mod.ts";
 import { withServingStatus } from "../../lib/model/kinds.ts";
 import { buildEndpoints, decodeAny, type Proxy, TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type ConnectionStatus, typeShortName } from "../../lib/xds/server/mod.ts";
@@ -179,13 +179,7 @@ function registryDebugPages(app: Hono, d: HttpDeps): void {
   /** `/debug/endpointz` text or JSON of `groups` (default: every port of the registry's services). */
   const endpointz = (c: Context, groups?: { svc: string; eps: ServiceInstance[] }[]) => {
     if (!groups) {
-      const byKey = new Map<string, ServiceInstance[]>();
-      for (const i of d.registry.instances()) {
-        const k = `${i.hostname}|${i.servicePort.port}`;
-        const l = byKey.get(k);
-        if (l) l.push(i);
-        else byKey.set(k, [i]);
-      }
+      const byKey = groupBy(d.registry.instances(), (i) => `${i.hostname}|${i.servicePort.port}`);
       groups = d.registry.services().flatMap((svc) =>
         svc.ports.map((port) => ({
           svc: `${svc.hostname}:${port.name}`,
