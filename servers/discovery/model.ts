@@ -444,13 +444,15 @@ export class DiscoveryModel {
    * affected clusters are dropped, rebuilt on demand from the new instances, and the next context
    * shares everything else. When the change can alter more (a DNS service's clusters carry its
    * endpoints) or there is no current context, it falls back to {@link invalidate}. Returns
-   * whether the incremental path was taken. `instances` are the registry's (read when not given).
-   * Its work is in proportion to the change, the instances' count aside (one pass that checks
-   * each hostname; the index of instances by address is rebuilt only when read).
+   * whether the incremental path was taken. `instances` are the registry's (read when not given),
+   * `candidates` those among them that may be of the changed keys (default: all of them; the
+   * router passes the instances of the hosts it compared), so that the work is in proportion to
+   * the change.
    */
   updateEndpoints(
     changed: ReadonlySet<string>,
     instances: ServiceInstance[] = this.#registry.instances(),
+    candidates: readonly ServiceInstance[] = instances,
   ): boolean {
     const m = this.#memo;
     if (!this.#ctx || !m || m.ctx !== this.#ctx) {
@@ -477,7 +479,7 @@ export class DiscoveryModel {
     const hosts = new Set([...keys].map((k) => k.slice(0, k.lastIndexOf("|"))));
     const edsCtx: PushContext = {
       services: [],
-      instances: instances.filter((i) =>
+      instances: candidates.filter((i) =>
         hosts.has(i.hostname) && keys.has(`${i.hostname}|${i.servicePort.port}`)
       ),
       configs: {

@@ -189,9 +189,9 @@ export class PushRouter {
     const hosts = kind === "endpoints" ? this.#pendingHosts : null;
     this.#pendingHosts = new Set();
     const instances = this.#registry.instances();
-    const { changed, before } = this.#refresh(instances, hosts);
+    const { changed, before, compared } = this.#refresh(instances, hosts);
     if (kind === "services") return this.#recompute();
-    this.#model.updateEndpoints(changed, instances);
+    this.#model.updateEndpoints(changed, instances, compared);
     this.#restCache?.clear();
     const server = this.#server;
     // Watched names come from the server's reverse index of subscriptions (no scan of streams).
@@ -216,19 +216,24 @@ export class PushRouter {
   /**
    * Brings the fingerprints and addresses up to date with `instances` for the keys of `hosts`
    * (every key when null: the work is then in proportion to all instances, else to those of
-   * `hosts`); returns the keys whose instances changed and the addresses of each key before.
+   * `hosts`); returns the keys whose instances changed, the addresses of each key before, and
+   * the instances compared (every changed key's are among them).
    */
   #refresh(
     instances: readonly ServiceInstance[],
     hosts: ReadonlySet<string> | null,
-  ): { changed: Set<string>; before: ReadonlyMap<string, Set<string>> } {
+  ): {
+    changed: Set<string>;
+    before: ReadonlyMap<string, Set<string>>;
+    compared: readonly ServiceInstance[];
+  } {
     if (!hosts) {
       const next = instanceFingerprints(instances);
       const changed = changedKeys(this.#fingerprints, next);
       const before = this.#addressesByKey;
       this.#fingerprints = next;
       this.#addressesByKey = addressesByKey(instances);
-      return { changed, before };
+      return { changed, before, compared: instances };
     }
     const theirs = instances.filter((i) => hosts.has(i.hostname));
     const next = instanceFingerprints(theirs);
@@ -248,7 +253,7 @@ export class PushRouter {
     }
     for (const [k, v] of next) this.#fingerprints.set(k, v);
     for (const [k, v] of addressesByKey(theirs)) this.#addressesByKey.set(k, v);
-    return { changed, before };
+    return { changed, before, compared: theirs };
   }
 
   /** Registries and config store synced: a full recomputation and push to every proxy. */
