@@ -130,6 +130,11 @@ export interface ServiceRegistry {
   readonly name: string;
   services(): Service[];
   instances(): ServiceInstance[];
+  /**
+   * The instances of the services named `hosts` (each host's in the order of {@link instances}),
+   * found without a pass over every instance; absent: callers filter {@link instances}.
+   */
+  instancesOf?(hosts: ReadonlySet<string>): ServiceInstance[];
   /** Called after any change of services or instances (`kind` tells which). */
   onChange(handler: RegistryChangeHandler): void;
   /** Begins watching/polling; resolves when the first full view is loaded (or fails). */

@@ -4,7 +4,12 @@
  * first of them; its instances are merged from all of them.
  * @module
  */
-import type { RegistryChangeHandler, Service, ServiceRegistry } from "../model/types.ts";
+import type {
+  RegistryChangeHandler,
+  Service,
+  ServiceInstance,
+  ServiceRegistry,
+} from "../model/types.ts";
 
 /**
  * Registry names accepted by `--registries`, exactly as spelled. `Mock` is the demo's fixed
@@ -67,6 +72,14 @@ export function concatenation<T>(parts: () => T[][]): () => T[] {
   };
 }
 
+/** The instances of `hosts` in `r`: its own lookup, else a pass over its instances. */
+export function instancesOfHosts(
+  r: Pick<ServiceRegistry, "instances" | "instancesOf">,
+  hosts: ReadonlySet<string>,
+): ServiceInstance[] {
+  return r.instancesOf ? r.instancesOf(hosts) : r.instances().filter((i) => hosts.has(i.hostname));
+}
+
 /** Combines registries: services first-wins per hostname, instances from all registries. */
 export function aggregateRegistries(registries: readonly ServiceRegistry[]): ServiceRegistry & {
   readonly members: readonly ServiceRegistry[];
@@ -86,6 +99,7 @@ export function aggregateRegistries(registries: readonly ServiceRegistry[]): Ser
       );
     },
     instances,
+    instancesOf: (hosts) => registries.flatMap((r) => instancesOfHosts(r, hosts)),
     onChange: (h) => void handlers.push(h),
     async start() {
       await Promise.all(registries.map((r) => r.start()));

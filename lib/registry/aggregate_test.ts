@@ -83,4 +83,13 @@ Deno.test("aggregateRegistries() hands out the same instance list until a member
   assert.deepEqual(agg.instances().map((i) => i.hostname), ["a", "b", "c"]);
   const one = aggregateRegistries([member(() => a)]);
   assert.equal(one.instances(), a, "one member's list as it is");
+  // the instances of some hosts: a member's own lookup, else its instances filtered
+  const looked: string[][] = [];
+  const withLookup: ServiceRegistry = {
+    ...member(() => assert.fail("not listed")),
+    instancesOf: (hosts) => (looked.push([...hosts]), b.filter((i) => hosts.has(i.hostname))),
+  };
+  const both = aggregateRegistries([member(() => a), withLookup]);
+  assert.deepEqual(both.instancesOf!(new Set(["a", "c"])).map((i) => i.hostname), ["a", "c"]);
+  assert.deepEqual(looked, [["a", "c"]]);
 });

@@ -22,7 +22,7 @@ import type {
   ServiceRegistry,
 } from "../model/types.ts";
 import { getLogger } from "../log/mod.ts";
-import { concatenation } from "./aggregate.ts";
+import { concatenation, instancesOfHosts } from "./aggregate.ts";
 import { type InClusterEnv, kubeClient, type KubeConfig, loadKubeConfig } from "../kube/mod.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import {
@@ -288,6 +288,10 @@ class ClusterRegistrySet implements ClusterRegistries {
     return this.#instances();
   }
   readonly #instances = concatenation(() => this.registries().map((r) => r.instances()));
+
+  instancesOf(hosts: ReadonlySet<string>): ServiceInstance[] {
+    return this.registries().flatMap((r) => instancesOfHosts(r, hosts));
+  }
 
   onChange(h: RegistryChangeHandler): void {
     this.handlers.push(h);

@@ -179,6 +179,17 @@ class KubeRegistry implements OrchestratorRegistry {
     return this.#instances;
   }
 
+  instancesOf(hosts: ReadonlySet<string>): ServiceInstance[] {
+    const out: ServiceInstance[] = [];
+    for (const host of [...hosts].sort()) {
+      // `<name>.<namespace>.svc.<domain>`: neither a name nor a namespace holds a dot
+      const [name, ns] = host.split(".", 2);
+      const c = this.#cache.converted.get(`${ns}/${name}`);
+      if (c?.service.hostname === host) { for (const i of c.instances) out.push(i); }
+    }
+    return out;
+  }
+
   instancesByAddress(ip: string): ServiceInstance[] {
     if (!this.#byAddress) {
       const byAddress = this.#byAddress = new Map();

@@ -264,6 +264,12 @@ Deno.test("createOrchestratorRegistry() reports an endpoints change and shows th
     await waitUntil(() => reg.instances().some((i) => i.address === "10.1.0.4"), 5000, "10.1.0.4");
     assert.deepEqual(changes, ["endpoints"]);
     assert.equal(hosts.at(-1), "reviews.default.svc.cluster.local");
+    const reviews = "reviews.default.svc.cluster.local";
+    assert.deepEqual(
+      reg.instancesOf!(new Set([reviews, "nope.default.svc.cluster.local", "x"])),
+      reg.instances().filter((i) => i.hostname === reviews),
+      "a host's instances found by its name",
+    );
 
     // A pod relabelled: its instances follow, as an endpoints change.
     changes.length = 0;

@@ -226,6 +226,8 @@ export function createServiceEntryRegistry(
    * orchestrator service (outside this registry), so the hosts that changed are not known here.
    */
   let workloadEntries = false;
+  /** The instances by hostname (for `instancesOf`), indexed at its first call after a reload. */
+  let byHost: Map<string, ServiceInstance[]> | undefined;
   // The changes of one task make one reload, in order.
   const reload = () => {
     if (queued) return chain;
@@ -244,6 +246,7 @@ export function createServiceEntryRegistry(
         ? changedHosts(state.instances, next.instances)
         : undefined;
       state = next;
+      byHost = undefined;
       for (const h of handlers) h(kind, hosts);
     });
   };
@@ -251,6 +254,10 @@ export function createServiceEntryRegistry(
     name: "ServiceEntry",
     services: () => state.services,
     instances: () => state.instances,
+    instancesOf(hosts) {
+      byHost ??= groupBy(state.instances, (i) => i.hostname);
+      return [...hosts].flatMap((h) => byHost!.get(h) ?? []);
+    },
     onChange: (h) => void handlers.push(h),
     async start() {
       // only these kinds: a file of 12,500 VirtualServices is not deep-copied for this handler

@@ -271,6 +271,10 @@ Deno.test("createServiceEntryRegistry() reports an edit of endpoints only as an 
       }, () => reg.instances()[0]?.address === "10.0.0.2"),
       ["endpoints db.internal"],
     );
+    assert.deepEqual(
+      reg.instancesOf!(new Set(["db.internal", "other"])).map((i) => i.address),
+      ["10.0.0.2"],
+    );
     // an endpoint with a service account adds it to the service's (the SANs proxies check)
     assert.deepEqual(
       await after(async () => {

@@ -273,6 +273,9 @@ export class DebugRegistry implements ServiceRegistry {
     return this.#handedOut ??= [...this.#instances];
   }
   #handedOut: ServiceInstance[] | undefined;
+  instancesOf(hosts: ReadonlySet<string>): ServiceInstance[] {
+    return this.#instances.filter((i) => hosts.has(i.hostname));
+  }
   onChange(handler: RegistryChangeHandler): void {
     this.#handlers.push(handler);
   }

@@ -115,4 +115,6 @@ Deno.test("DebugRegistry reports services and endpoints changes and replaces a r
   r.addInstance(parseDebugInstance(HOST, { address: "10.0.0.2", servicePort: 80 }, svc));
   assert.deepEqual(r.instances().map((i) => i.address), ["10.0.0.1", "10.0.0.2"]);
   assert.equal(list.length, 1, "a list handed out is never changed");
+  assert.equal(r.instancesOf(new Set([HOST])).length, 2);
+  assert.deepEqual(r.instancesOf(new Set(["other"])), []);
 });

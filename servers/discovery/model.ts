@@ -63,6 +63,8 @@ import {
 export interface DiscoveryRegistry {
   services(): Service[];
   instances(): ServiceInstance[];
+  /** The instances of the services named `hosts` (`ServiceRegistry.instancesOf`). */
+  instancesOf?(hosts: ReadonlySet<string>): ServiceInstance[];
   /** Ingress objects (orchestrator registry only). */
   ingresses?(): ConfigObject[];
 }

@@ -235,7 +235,8 @@ export class PushRouter {
       this.#addressesByKey = addressesByKey(instances);
       return { changed, before, compared: instances };
     }
-    const theirs = instances.filter((i) => hosts.has(i.hostname));
+    const theirs = this.#registry.instancesOf?.(hosts) ??
+      instances.filter((i) => hosts.has(i.hostname));
     const next = instanceFingerprints(theirs);
     const old = new Map<string, string>();
     for (const [k, v] of this.#fingerprints) {

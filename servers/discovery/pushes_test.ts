@@ -268,3 +268,40 @@ Deno.test("PushRouter compares only the instances of the hostnames an endpoints 
   assert.deepEqual(updated[4], [], "nothing left to find");
   router.close();
 });
+
+Deno.test("PushRouter looks up the instances of an event's hosts through the registry's instancesOf when it has one", () => {
+  const inst = (host: string, address: string): ServiceInstance => ({
+    hostname: host,
+    servicePort: { name: "http", port: 80, protocol: "HTTP" },
+    address,
+    port: 8080,
+    labels: {},
+    locality: "",
+    serviceAccount: "",
+  });
+  let all = [inst("a", "10.0.0.1"), inst("b", "10.0.0.2")];
+  const looked: string[][] = [];
+  const updated: string[][] = [];
+  const router = new PushRouter({
+    registry: {
+      services: () => [],
+      instances: () => all,
+      instancesOf: (hosts) => (looked.push([...hosts]), all.filter((i) => hosts.has(i.hostname))),
+    },
+    model: {
+      updateEndpoints: (changed: Set<string>) => (updated.push([...changed]), true),
+      context: () => ({ services: [] }),
+    } as unknown as DiscoveryModel,
+    server: {
+      push() {},
+      watchedNames: () => new Set<string>(),
+      hasProxy: () => false,
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+  });
+  all = [inst("a", "10.0.0.3"), inst("b", "10.0.0.2")];
+  router.registryChanged("endpoints", new Set(["a"]));
+  assert.deepEqual(looked, [["a"]]);
+  assert.deepEqual(updated, [["a|80"]]);
+  router.close();
+});

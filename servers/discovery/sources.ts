@@ -113,6 +113,13 @@ export async function openSources(
       if (!entries.length) return own;
       return [...own, ...workloadEntryInstances(aggregate.services(), entries, config.domain)];
     },
+    instancesOf: (hosts) => {
+      const own = aggregate.instancesOf!(hosts);
+      const entries = configs.byKind("WorkloadEntry");
+      if (!entries.length) return own;
+      const theirs = workloadEntryInstances(aggregate.services(), entries, config.domain);
+      return [...own, ...theirs.filter((i) => hosts.has(i.hostname))];
+    },
     ingresses: (): ConfigObject[] => [
       ...(ingressWatcher?.ingresses() ?? []),
       ...(fileIngresses?.() ?? []),

@@ -101,6 +101,31 @@ Deno.test("mesh-discovery makes a WorkloadEntry an endpoint of the orchestrator 
     );
     assert.deepEqual(addresses(eds), ["10.1.0.1:8080", "10.5.0.1:8080"]);
 
+    // a second pod behind the Service: an orchestrator endpoint event naming the Service, whose
+    // instances include the WorkloadEntry it selects
+    kube.upsert({
+      apiVersion: "v1",
+      kind: "Endpoints",
+      metadata: { name: "inventory", namespace: "default" },
+      subsets: [{
+        addresses: [
+          { ip: "10.1.0.1", targetRef: { kind: "Pod", name: "inventory-1" } },
+          { ip: "10.1.0.2" },
+        ],
+        ports: [{ name: "http", port: 8080 }],
+      }],
+    });
+    await waitUntil(
+      async () => {
+        eds = await sidecar.next(TYPE_URLS.endpoint, 10_000);
+        ack(eds);
+        return addresses(eds).includes("10.1.0.2:8080");
+      },
+      20_000,
+      "the second pod's endpoint",
+    );
+    assert.deepEqual(addresses(eds), ["10.1.0.1:8080", "10.1.0.2:8080", "10.5.0.1:8080"]);
+
     const del = await fetch(
       `${kube.url}/apis/networking.mesh.io/v1alpha3/namespaces/default/workloadentries/inventory-vm`,
       { method: "DELETE", headers: kube.authHeaders },
@@ -110,12 +135,12 @@ Deno.test("mesh-discovery makes a WorkloadEntry an endpoint of the orchestrator 
       async () => {
         eds = await sidecar.next(TYPE_URLS.endpoint, 10_000);
         ack(eds);
-        return addresses(eds).length === 1;
+        return addresses(eds).length === 2;
       },
       20_000,
       "the endpoint gone",
     );
-    assert.deepEqual(addresses(eds), ["10.1.0.1:8080"]);
+    assert.deepEqual(addresses(eds), ["10.1.0.1:8080", "10.1.0.2:8080"]);
   } finally {
     await sidecar.close().catch(() => {});
     client.close();
