@@ -16,6 +16,17 @@ const vs = (name: string): ConfigObject => ({
   spec: { hosts: [name] },
 });
 
+/** An instance of `host`:80 at `address` (port 8080). */
+const inst = (host: string, address: string): ServiceInstance => ({
+  hostname: host,
+  servicePort: { name: "http", port: 80, protocol: "HTTP" },
+  address,
+  port: 8080,
+  labels: {},
+  locality: "",
+  serviceAccount: "",
+});
+
 const gw = (name: string): ConfigObject => ({
   apiVersion: "networking.mesh.io/v1alpha3",
   kind: "Gateway",
@@ -204,15 +215,6 @@ Deno.test("PushRouter.storeChanged() leaves WorkloadEntries and endpoint edits o
 });
 
 Deno.test("PushRouter compares only the instances of the hostnames an endpoints event names, and every instance when one names none", async () => {
-  const inst = (host: string, address: string): ServiceInstance => ({
-    hostname: host,
-    servicePort: { name: "http", port: 80, protocol: "HTTP" },
-    address,
-    port: 8080,
-    labels: {},
-    locality: "",
-    serviceAccount: "",
-  });
   let instances = [inst("a", "10.0.0.1"), inst("b", "10.0.0.2")];
   const updated: string[][] = [];
   const pushes: PushEvent[] = [];
@@ -270,15 +272,6 @@ Deno.test("PushRouter compares only the instances of the hostnames an endpoints 
 });
 
 Deno.test("PushRouter looks up the instances of an event's hosts through the registry's instancesOf when it has one", () => {
-  const inst = (host: string, address: string): ServiceInstance => ({
-    hostname: host,
-    servicePort: { name: "http", port: 80, protocol: "HTTP" },
-    address,
-    port: 8080,
-    labels: {},
-    locality: "",
-    serviceAccount: "",
-  });
   let all = [inst("a", "10.0.0.1"), inst("b", "10.0.0.2")];
   const looked: string[][] = [];
   const updated: string[][] = [];
