@@ -27,8 +27,9 @@ import type {
   ServiceRegistry,
 } from "../model/types.ts";
 import { deepEqual, groupBy } from "../model/object.ts";
-import type { ConfigStore, StoreEvent } from "../store/types.ts";
+import { byNsName, type ConfigStore, type StoreEvent } from "../store/types.ts";
 import { annotatedServiceAccounts, spiffeId } from "./accounts.ts";
+import { keyOf } from "./orchestrator_objects.ts";
 import { parseProtocolName } from "./protocol.ts";
 import type { WESpec } from "./workload_entries.ts";
 
@@ -267,7 +268,7 @@ export function createServiceEntryRegistry(
       watch = store.watch((ev) => {
         const objects = held.get(ev.object.kind);
         if (!objects) return;
-        const k = nsNameOf(ev.object);
+        const k = keyOf(ev.object.metadata);
         seen?.add(`${ev.object.kind}/${k}`);
         if (ev.object.kind === "WorkloadEntry") workloadEntries = true;
         if (ev.type === "DELETED") objects.delete(k);
@@ -280,7 +281,7 @@ export function createServiceEntryRegistry(
         // WorkloadEntries only where the store holds them
         if (!store.schemas.some((s) => s.type === type)) continue;
         for (const o of await store.list(type)) {
-          const k = nsNameOf(o);
+          const k = keyOf(o.metadata);
           if (!seen.has(`${kind}/${k}`)) held.get(kind)!.set(k, o);
         }
       }
@@ -294,13 +295,7 @@ export function createServiceEntryRegistry(
   };
 }
 
-const nsNameOf = (o: ConfigObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
-
-/** The objects in the order the stores list them (namespace, then name). */
+/** The objects in the order the stores list them. */
 function sortedValues(objects: ReadonlyMap<string, ConfigObject>): ConfigObject[] {
-  const cmp = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0;
-  return [...objects.values()].sort((a, b) =>
-    cmp(a.metadata.namespace ?? "", b.metadata.namespace ?? "") ||
-    cmp(a.metadata.name, b.metadata.name)
-  );
+  return [...objects.values()].sort(byNsName);
 }

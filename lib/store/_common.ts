@@ -296,13 +296,7 @@ export function staleVersion(
   );
 }
 
-/** Orders objects by (namespace, name). */
-export function byNsName(a: ConfigObject, b: ConfigObject): number {
-  const an = a.metadata.namespace ?? "";
-  const bn = b.metadata.namespace ?? "";
-  if (an !== bn) return an < bn ? -1 : 1;
-  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
-}
+export { byNsName } from "./types.ts";
 
 /** Runs `fn` and returns its result as a promise (a throw becomes a rejection). */
 export function attempt<T>(fn: () => T | Promise<T>): Promise<T> {

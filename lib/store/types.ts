@@ -31,9 +31,18 @@ export class ValidationError extends Error {
   }
 }
 
+/** Orders objects by (namespace, name): the order of every store's list(). */
+export function byNsName(a: ConfigObject, b: ConfigObject): number {
+  const an = a.metadata.namespace ?? "";
+  const bn = b.metadata.namespace ?? "";
+  if (an !== bn) return an < bn ? -1 : 1;
+  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}
+
 /**
  * A configuration store. `type` arguments are schema type names (`virtualservice`).
- * `namespace` undefined in list() means all namespaces.
+ * `namespace` undefined in list() means all namespaces; list() returns objects in
+ * {@link byNsName} order.
  */
 export interface ConfigStore {
   /** The types this store holds. */
