@@ -30,11 +30,27 @@ export function churnSeqsIn(bytes: Uint8Array): number[] {
     if (k < PREFIX.length || i === 0) continue;
     const len = bytes[i - 1]; // the string field's length byte
     if (len < PREFIX.length + 3 || len > 15 || i + len > bytes.length) continue;
-    const text = String.fromCharCode(...bytes.subarray(i + PREFIX.length, i + len));
-    const m = /^(\d{1,3})\.(\d{1,3})$/.exec(text);
-    if (m) out.push(Number(m[1]) * 256 + Number(m[2]));
+    const seq = octets(bytes, i + PREFIX.length, i + len);
+    if (seq >= 0) out.push(seq);
   }
   return out;
+}
+
+/** `x * 256 + y` for the text `x.y` (1-3 digits each) in `bytes[from, to)`, else -1. */
+function octets(bytes: Uint8Array, from: number, to: number): number {
+  let x = -1, y = -1, digits = 0;
+  for (let j = from; j < to; j++) {
+    const c = bytes[j];
+    if (c === 0x2e && x < 0 && digits > 0) {
+      x = y;
+      y = -1;
+      digits = 0;
+    } else if (c >= 0x30 && c <= 0x39 && digits < 3) {
+      y = (y < 0 ? 0 : y * 10) + c - 0x30;
+      digits++;
+    } else return -1;
+  }
+  return x >= 0 && digits > 0 ? x * 256 + y : -1;
 }
 
 /** Per service, the churn changes posted for it, and what each proxy has received of them. */
