@@ -101,13 +101,19 @@ export const INCLUDES: Readonly<Record<Program, readonly string[]>> = (() => {
 
 /**
  * V8 flags a program is built with (`deno compile --v8-flags`, applied at every start of the
- * executable), and which its benchmark runs it with; run from source, pass them as
- * `deno run --v8-flags=<flags>`. mesh-policy: a young generation of 1 MiB, so that each
- * scavenge (the garbage collection of short-lived objects, which stops the Check in progress)
- * takes about 0.25 ms instead of 1 to 3 ms with V8's default of up to 16 MiB (measured with
- * `--trace-gc`: see docs/benchmarks.md).
+ * executable), and which its `deno task`, its benchmark and the tests' `spawnProgram` run it with;
+ * run from source otherwise, pass them as `deno run --v8-flags=<flags>`. Both set a small young
+ * generation (V8's default grows to 16 MiB; measured with `--trace-gc`, see docs/benchmarks.md):
+ * - mesh-policy, 1 MiB: each scavenge (the garbage collection of short-lived objects, which stops
+ *   the Check in progress) takes about 0.25 ms instead of 1 to 3 ms.
+ * - mesh-discovery, 1 MiB: the buffers `node:net` allocates for each read (every proxy's ACK) die
+ *   young and are freed by the next scavenge, before they add up to the 64 MB of external memory
+ *   at which V8 starts a full mark-compact of the heap. With the default, an endpoint push to
+ *   10,010 proxies and their ACKs cost 1.2-1.3 s of CPU, half of it on V8's marking threads; with
+ *   1 MiB 0.5 s.
  */
 export const V8_FLAGS: Readonly<Partial<Record<Program, readonly string[]>>> = {
+  "mesh-discovery": ["--max-semi-space-size=1"],
   "mesh-policy": ["--max-semi-space-size=1"],
 };
 

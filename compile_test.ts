@@ -14,6 +14,7 @@ import {
   ROOT,
   runtimeProblem,
   TARGETS,
+  v8FlagsArgs,
   writeStampFiles,
 } from "./compile.ts";
 
@@ -112,12 +113,27 @@ Deno.test("planBuilds() includes the modules mesh-policy imports through a compu
   assert.ok(Deno.statSync(new URL("./lib/deps/otel.ts", import.meta.url)).isFile);
 });
 
-Deno.test("planBuilds() builds mesh-policy with its V8 flags, and the other programs with none", () => {
+Deno.test("planBuilds() builds mesh-policy and mesh-discovery with their young generations, and the other programs with no V8 flags", () => {
   const [policy] = planBuilds({ programs: ["mesh-policy"], targets: ["x86_64-unknown-linux-gnu"] });
   assert.equal(policy.args.at(-2), "--v8-flags=--max-semi-space-size=1");
+  const [discovery] = planBuilds({
+    programs: ["mesh-discovery"],
+    targets: ["x86_64-unknown-linux-gnu"],
+  });
+  assert.equal(discovery.args.at(-2), "--v8-flags=--max-semi-space-size=1");
   for (const b of planBuilds({ targets: ["x86_64-unknown-linux-gnu"] })) {
-    if (b.program === "mesh-policy") continue;
+    if (b.program === "mesh-policy" || b.program === "mesh-discovery") continue;
     assert.ok(!b.args.some((a) => a.startsWith("--v8-flags")), b.program);
+  }
+});
+
+Deno.test("deno task <program> runs each program with the V8 flags it is built with", async () => {
+  const config = JSON.parse(await Deno.readTextFile(new URL("./deno.json", import.meta.url)));
+  for (const program of PROGRAMS) {
+    const task: string = config.tasks[program];
+    assert.ok(task, program);
+    const flags = v8FlagsArgs(program);
+    assert.equal(task, ["deno run -A", ...flags, `cli/${program}.ts`].join(" "), program);
   }
 });
 
@@ -168,10 +184,10 @@ Deno.test("compile.ts --dry-run prints the stamp values, then one exact deno com
     [
       `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh-discovery-x86_64-unknown-linux-gnu ${common} ${
         inc("mesh-discovery")
-      } --unstable-net cli/mesh-discovery.ts`,
+      } --unstable-net --v8-flags=--max-semi-space-size=1 cli/mesh-discovery.ts`,
       `deno compile -A --target x86_64-pc-windows-msvc --output out/mesh-discovery-x86_64-pc-windows-msvc.exe ${common} ${
         inc("mesh-discovery")
-      } --unstable-net cli/mesh-discovery.ts`,
+      } --unstable-net --v8-flags=--max-semi-space-size=1 cli/mesh-discovery.ts`,
       `deno compile -A --target x86_64-unknown-linux-gnu --output out/mesh_ca-x86_64-unknown-linux-gnu ${common} ${
         inc("mesh_ca")
       } cli/mesh_ca.ts`,

@@ -76,6 +76,7 @@ import {
   type TypeName,
 } from "./_ads_sim.ts";
 import { GrpcSim } from "./_grpc_sim.ts";
+import { V8_FLAGS } from "../compile.ts";
 import * as mix from "./_proxyless_mix.ts";
 
 /** A simulated sidecar or proxyless gRPC workload. */
@@ -517,6 +518,15 @@ function convergenceText(h: Histogram): string {
 }
 
 /** One run of the benchmark against one server. */
+/**
+ * The server's V8 flags: mesh-discovery's own (compile.ts `V8_FLAGS`, as its executable and
+ * `deno task mesh-discovery` run it), then `--server-v8-flags`, which V8 reads later and so win
+ * (`--max-semi-space-size=0`: V8's default young generation).
+ */
+function serverV8Flags(o: Options): string[] {
+  return [...(V8_FLAGS["mesh-discovery"] ?? []), ...o.serverV8Flags.split(",").filter(Boolean)];
+}
+
 async function runOnce(o: Options): Promise<RunSummary | undefined> {
   const out = (s = "") => console.log(s);
   const mainDelta = o.protocol === "delta";
@@ -525,7 +535,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     `## xDS benchmark (main proxies: ${proto} ADS): ${o.services} services × ${o.endpoints} ` +
       `endpoints, ${o.proxies} ${proto} proxies (+${o.delta} delta), ` +
       `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${o.client} HTTP/2 client` +
-      (o.serverV8Flags ? `, server V8 flags ${o.serverV8Flags}` : ""),
+      `, server V8 flags ${serverV8Flags(o).join(",") || "none"}`,
   );
   out(
     `Each sample starts once no proxy received an ADS response for ${QUIET_MS} ms and ends when ` +
@@ -553,7 +563,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         "run",
         "-A",
         ...(o.serverCpuProf ? [`--cpu-prof-dir=${o.serverCpuProf}`, "--cpu-prof-md"] : []),
-        ...(o.serverV8Flags ? [`--v8-flags=${o.serverV8Flags}`] : []),
+        ...(serverV8Flags(o).length ? [`--v8-flags=${serverV8Flags(o).join(",")}`] : []),
         new URL("cli/mesh-discovery.ts", REPO).pathname,
         "discovery",
         "--registries",

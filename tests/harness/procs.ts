@@ -16,6 +16,7 @@
  */
 
 import { freeServerPort } from "../../lib/net/mod.ts";
+import { PROGRAMS, v8FlagsArgs } from "../../compile.ts";
 
 const REPO_ROOT = new URL("../../", import.meta.url);
 
@@ -27,7 +28,10 @@ export interface SpawnOptions {
   clearEnv?: boolean;
   /** Working directory (default: the repository root). */
   cwd?: string;
-  /** Arguments for `deno run` before the script (default `["-A"]`). */
+  /**
+   * Arguments for `deno run` before the script (default `["-A"]`, and for a program of `cli/` the
+   * V8 flags it is built with: compile.ts `V8_FLAGS`).
+   */
   denoArgs?: string[];
   /** Text written to the program's standard input, which is then closed (default: no stdin). */
   stdin?: string;
@@ -96,6 +100,18 @@ export function programScript(program: string): string {
   return new URL(`cli/${program}.ts`, REPO_ROOT).pathname;
 }
 
+/**
+ * `deno run`'s arguments before `script` when the caller gives none: `-A`, and when the script is
+ * one of the programs (`<repo>/cli/<program>.ts`) the V8 flags its executable is built with, so
+ * that tests run it as users do.
+ */
+export function defaultDenoArgs(script: string): string[] {
+  const cli = new URL("cli/", REPO_ROOT).pathname;
+  const name = script.startsWith(cli) ? script.slice(cli.length, -".ts".length) : "";
+  const program = PROGRAMS.find((p) => p === name);
+  return ["-A", ...(program ? v8FlagsArgs(program) : [])];
+}
+
 function environment(opts: SpawnOptions): Record<string, string> | undefined {
   if (!opts.clearEnv) return opts.env;
   const keep: Record<string, string> = {};
@@ -120,7 +136,7 @@ export function spawnProgram(
 ): ProgramProcess {
   const script = programScript(program);
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...(opts.denoArgs ?? ["-A"]), script, ...args],
+    args: ["run", ...(opts.denoArgs ?? defaultDenoArgs(script)), script, ...args],
     cwd: opts.cwd ?? REPO_ROOT.pathname,
     env: environment(opts),
     clearEnv: opts.clearEnv ?? false,

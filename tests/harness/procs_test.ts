@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
+import { V8_FLAGS } from "../../compile.ts";
 import {
+  defaultDenoArgs,
   freePort,
   freeServerPort,
   programScript,
@@ -137,4 +139,20 @@ Deno.test("waitUntil() resolves once the predicate holds and times out naming wh
     ),
     /Timed out after 50 ms waiting for nothing: last error: not yet/,
   );
+});
+
+Deno.test("spawnProgram() runs a program of cli/ with the V8 flags it is built with, and other scripts with -A alone", () => {
+  const discovery = V8_FLAGS["mesh-discovery"];
+  assert.ok(discovery?.length);
+  assert.deepEqual(defaultDenoArgs(programScript("mesh-discovery")), [
+    "-A",
+    `--v8-flags=${discovery.join(",")}`,
+  ]);
+  assert.deepEqual(defaultDenoArgs(programScript("mesh-policy")), [
+    "-A",
+    `--v8-flags=${V8_FLAGS["mesh-policy"]!.join(",")}`,
+  ]);
+  assert.deepEqual(defaultDenoArgs(programScript("meshctl")), ["-A"]);
+  assert.deepEqual(defaultDenoArgs("/tmp/cli/mesh-discovery.ts"), ["-A"]);
+  assert.deepEqual(defaultDenoArgs(programScript("cli/demo.ts")), ["-A"]);
 });
