@@ -48,6 +48,10 @@
  * `mesh_xds_push_time` for each push (flush → every affected proxy handed its update), and the
  * speed-up W = N against W = 1 is the ratio of their p50s.
  *
+ * The server runs with mesh-discovery's V8 flags (compile.ts `V8_FLAGS`: a 1 MiB young
+ * generation), then those of `--server-v8-flags F` (e.g. `--trace-gc`; `--max-semi-space-size=0`
+ * for V8's default young generation).
+ *
  * `--server-reused-reads` starts the server with `--grpcReusedReads` (its one serving isolate reads
  * each connection into a reused buffer, as the workers do). `MESH_BENCH_SERVER_LOG=<file>` appends
  * the server's whole output to the file and every probe of the C-core prober to `<file>.probes`
@@ -517,7 +521,6 @@ function convergenceText(h: Histogram): string {
     `within 1 s, p50 ${bound(bucketQuantile(h, 0.5))}, p99 ${bound(bucketQuantile(h, 0.99))}`;
 }
 
-/** One run of the benchmark against one server. */
 /**
  * The server's V8 flags: mesh-discovery's own (compile.ts `V8_FLAGS`, as its executable and
  * `deno task mesh-discovery` run it), then `--server-v8-flags`, which V8 reads later and so win
@@ -527,6 +530,7 @@ function serverV8Flags(o: Options): string[] {
   return [...(V8_FLAGS["mesh-discovery"] ?? []), ...o.serverV8Flags.split(",").filter(Boolean)];
 }
 
+/** One run of the benchmark against one server. */
 async function runOnce(o: Options): Promise<RunSummary | undefined> {
   const out = (s = "") => console.log(s);
   const mainDelta = o.protocol === "delta";
