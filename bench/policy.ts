@@ -24,7 +24,7 @@ import { DEFAULT_MANIFEST } from "../lib/expr/mod.ts";
 import { compress, GLOBAL_DICTIONARY, mixerCodec } from "../lib/mixer/mod.ts";
 import { denyConfig, policyAddresses, policyServerArgs } from "../tests/harness/policy.ts";
 import { type ProgramProcess, spawnProgram } from "../tests/harness/procs.ts";
-import { V8_FLAGS, v8FlagsArgs } from "../compile.ts";
+import { V8_FLAGS } from "../compile.ts";
 
 const USAGE =
   `Usage: deno task bench policy [--seconds N] [--rate N] [--inflight N] [--latency-only]
@@ -405,9 +405,8 @@ async function workersPhase(dir: string, o: Options): Promise<void> {
   const servers: { w: number; proc: ProgramProcess; address: string; monitoring: string }[] = [];
   try {
     for (const w of [1, 2]) {
-      const proc = spawnProgram("mesh-policy", policyServerArgs(dir, "--workers", String(w)), {
-        denoArgs: ["-A", ...v8FlagsArgs("mesh-policy")],
-      });
+      // with its V8 flags (spawnProgram's default: compile.ts V8_FLAGS)
+      const proc = spawnProgram("mesh-policy", policyServerArgs(dir, "--workers", String(w)));
       servers.push({ w, proc, address: "", monitoring: "" });
       const s = servers.at(-1)!;
       Object.assign(s, await policyAddresses(proc, 60_000));
@@ -486,11 +485,10 @@ export async function main(args: string[] = []): Promise<void> {
   try {
     if (o.workersOnly) return await workersPhase(dir, o);
     const policyArgs = policyServerArgs(dir, "--workers", "1");
-    // As built by compile.ts (its V8 flags), and with V8's defaults for comparison.
-    server = spawnProgram("mesh-policy", policyArgs, {
-      denoArgs: ["-A", ...v8FlagsArgs("mesh-policy")],
-    });
-    plain = spawnProgram("mesh-policy", policyArgs);
+    // As built by compile.ts (its V8 flags: spawnProgram's default), and with V8's defaults for
+    // comparison (no --v8-flags).
+    server = spawnProgram("mesh-policy", policyArgs);
+    plain = spawnProgram("mesh-policy", policyArgs, { denoArgs: ["-A"] });
     noop = spawnProgram(new URL("./_noop_mixer.ts", import.meta.url).pathname);
     const { address, monitoring } = await policyAddresses(server, 30_000);
     const port = (await noop.waitFor(/listening (\d+)/, 30_000)).split(" ")[1];

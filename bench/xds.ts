@@ -526,8 +526,9 @@ function convergenceText(h: Histogram): string {
  * `deno task mesh-discovery` run it), then `--server-v8-flags`, which V8 reads later and so win
  * (`--max-semi-space-size=0`: V8's default young generation).
  */
-function serverV8Flags(o: Options): string[] {
-  return [...(V8_FLAGS["mesh-discovery"] ?? []), ...o.serverV8Flags.split(",").filter(Boolean)];
+function serverV8Flags(o: Options): string {
+  return [...(V8_FLAGS["mesh-discovery"] ?? []), ...o.serverV8Flags.split(",").filter(Boolean)]
+    .join(",");
 }
 
 /** One run of the benchmark against one server. */
@@ -539,7 +540,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     `## xDS benchmark (main proxies: ${proto} ADS): ${o.services} services × ${o.endpoints} ` +
       `endpoints, ${o.proxies} ${proto} proxies (+${o.delta} delta), ` +
       `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${o.client} HTTP/2 client` +
-      `, server V8 flags ${serverV8Flags(o).join(",") || "none"}`,
+      `, server V8 flags ${serverV8Flags(o) || "none"}`,
   );
   out(
     `Each sample starts once no proxy received an ADS response for ${QUIET_MS} ms and ends when ` +
@@ -567,7 +568,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         "run",
         "-A",
         ...(o.serverCpuProf ? [`--cpu-prof-dir=${o.serverCpuProf}`, "--cpu-prof-md"] : []),
-        ...(serverV8Flags(o).length ? [`--v8-flags=${serverV8Flags(o).join(",")}`] : []),
+        ...(serverV8Flags(o) ? [`--v8-flags=${serverV8Flags(o)}`] : []),
         new URL("cli/mesh-discovery.ts", REPO).pathname,
         "discovery",
         "--registries",
