@@ -57,6 +57,12 @@
  * the server's whole output to the file and every probe of the C-core prober to `<file>.probes`
  * (`<epoch ms at its start> <kind> <ms>`), to lay beside the server's `MESH_XDS_TRACE`.
  *
+ * `--profile-changes D`, `--profile-edits D`, `--profile-full-push D` and `--profile-churn D` record
+ * CPU profiles of the server (its `/debug/pprof/profile`, 2 s slices) and of this process during
+ * that phase into directory D; with `--profile-allocs`, allocation profiles instead (the server's
+ * `/debug/pprof/allocs`: where each byte was allocated, freed since or not). Summarize them with
+ * `deno run -A bench/cpuprofile_top.ts D/server-*`.
+ *
  * `deno task bench xds -- --proxies 2000` (or `deno run -A bench/xds.ts --proxies 2000`).
  * @module
  */
@@ -65,7 +71,7 @@ import { parseArgs } from "node:util";
 import { wholeNumber } from "./_flags.ts";
 import { type ProbeSummary, startCoreProber } from "./_core_prober.ts";
 import { atMost, bucketQuantile, type Histogram, readHistogram, since } from "./_histogram.ts";
-import { startCpuProfile } from "../lib/process/mod.ts";
+import { startAllocationProfile, startCpuProfile } from "../lib/process/mod.ts";
 import process from "node:process";
 import type http2 from "node:http2";
 import { LeanSession } from "./_h2_lean.ts";
@@ -116,6 +122,8 @@ interface Options {
   profileEdits: string;
   /** Directory for CPU profiles recorded during the sustained churn. */
   profileChurn: string;
+  /** The `--profile-*` directories get allocation profiles instead of CPU profiles. */
+  profileAllocs: boolean;
   /** Sustained churn: endpoint changes per second (0: no churn phase). */
   churnRate: number;
   /** Sustained churn: how long, seconds. */
@@ -160,6 +168,7 @@ function parse(args: string[]): Options {
       "profile-changes": { type: "string", default: "" },
       "profile-edits": { type: "string", default: "" },
       "profile-churn": { type: "string", default: "" },
+      "profile-allocs": { type: "boolean", default: false },
       "churn-rate": { type: "string", default: "0" },
       "churn-seconds": { type: "string", default: "60" },
       "storm-seconds": { type: "string", default: "0" },
@@ -200,6 +209,7 @@ function parse(args: string[]): Options {
     profileChanges: String(values["profile-changes"] ?? ""),
     profileEdits: String(values["profile-edits"] ?? ""),
     profileChurn: String(values["profile-churn"] ?? ""),
+    profileAllocs: values["profile-allocs"] === true,
     churnRate: wholeNumber("churn-rate", values["churn-rate"], 0),
     churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
@@ -1216,7 +1226,12 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     const threads0 = threadCpu(pid);
     const big = await withCpu(() =>
       o.profileChanges
-        ? profiled(o.profileChanges, httpPort, () => measureChanges(`${n} proxies`, o.changes))
+        ? profiled(
+          o.profileChanges,
+          httpPort,
+          o.profileAllocs,
+          () => measureChanges(`${n} proxies`, o.changes),
+        )
         : measureChanges(`${n} proxies`, o.changes)
     );
     const bigThreads = busiestThreads(threads0, threadCpu(pid), big.r.perChange.length);
@@ -1229,7 +1244,12 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     const edits = Math.min(o.changes, 5);
     const se = await withCpu(() =>
       o.profileEdits
-        ? profiled(o.profileEdits, httpPort, () => measureSeChanges(`${n} proxies`, edits))
+        ? profiled(
+          o.profileEdits,
+          httpPort,
+          o.profileAllocs,
+          () => measureSeChanges(`${n} proxies`, edits),
+        )
         : measureSeChanges(`${n} proxies`, edits)
     );
     out(`  (ServiceEntry edits: ${cpuText(se)})`);
@@ -1237,7 +1257,12 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     out(`  (ServiceEntry endpoint edits: ${cpuText(seEp)})`);
     const full = await withCpu(() =>
       o.profileFullPush
-        ? profiled(o.profileFullPush, httpPort, () => measureFullPush(`${n} proxies`, o.fullPushes))
+        ? profiled(
+          o.profileFullPush,
+          httpPort,
+          o.profileAllocs,
+          () => measureFullPush(`${n} proxies`, o.fullPushes),
+        )
         : measureFullPush(`${n} proxies`, o.fullPushes)
     );
     out(`  (full pushes: ${cpuText(full)})`);
@@ -1328,7 +1353,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         return { postedIn, complete };
       };
       const { postedIn, complete } = o.profileChurn
-        ? await profiled(o.profileChurn, httpPort, posting)
+        ? await profiled(o.profileChurn, httpPort, o.profileAllocs, posting)
         : await posting();
       clearInterval(rssTimer);
       rss.push(`end ${mb(rssOf(pid))}`);
@@ -1543,16 +1568,24 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
 /**
  * Runs `fn` while recording CPU profiles of the server (its `/debug/pprof/profile`, started with
  * `--profile`) and of this process (node:inspector); writes `server-<i>.cpuprofile`
- * (consecutive 2 s slices until `fn` is done) and `client.cpuprofile` into `dir`. Read them
- * with `deno run -A bench/cpuprofile_top.ts <files>`.
+ * (consecutive 2 s slices until `fn` is done) and `client.cpuprofile` into `dir`. With
+ * `allocs`, allocation profiles instead (the server's `/debug/pprof/allocs`, V8's sampling heap
+ * profiler here): `server-<i>.heapprofile`, `client.heapprofile`. Read them with
+ * `deno run -A bench/cpuprofile_top.ts <files>`.
  */
-async function profiled<T>(dir: string, httpPort: number, fn: () => Promise<T>): Promise<T> {
-  const client = await startCpuProfile();
+async function profiled<T>(
+  dir: string,
+  httpPort: number,
+  allocs: boolean,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const [path, ext] = allocs ? ["allocs", "heapprofile"] : ["profile", "cpuprofile"];
+  const client = await (allocs ? startAllocationProfile() : startCpuProfile());
   let done = false;
   const slices: unknown[] = [];
   const server = (async () => {
     while (!done) {
-      const res = await fetch(`http://127.0.0.1:${httpPort}/debug/pprof/profile?seconds=2`);
+      const res = await fetch(`http://127.0.0.1:${httpPort}/debug/pprof/${path}?seconds=2`);
       if (!res.ok) throw new Error(`server profile: ${res.status} ${await res.text()}`);
       slices.push(await res.json());
     }
@@ -1564,9 +1597,9 @@ async function profiled<T>(dir: string, httpPort: number, fn: () => Promise<T>):
     const profile = await client.stop();
     await server;
     await Deno.mkdir(dir, { recursive: true });
-    await Deno.writeTextFile(`${dir}/client.cpuprofile`, JSON.stringify(profile));
+    await Deno.writeTextFile(`${dir}/client.${ext}`, JSON.stringify(profile));
     for (const [i, p] of slices.entries()) {
-      await Deno.writeTextFile(`${dir}/server-${i}.cpuprofile`, JSON.stringify(p));
+      await Deno.writeTextFile(`${dir}/server-${i}.${ext}`, JSON.stringify(p));
     }
   }
 }

@@ -1,13 +1,14 @@
 /**
  * The self-monitoring HTTP listener shared by the servers: `/metrics` (Prometheus text),
- * `/version`, and when profiling is on `/debug/pprof/profile?seconds=N` (a V8 CPU profile) and
- * `/debug/pprof/heap` (a heap snapshot). Other methods than GET/HEAD get 405, unknown paths 404.
+ * `/version`, and when profiling is on `/debug/pprof/profile?seconds=N` (a V8 CPU profile),
+ * `/debug/pprof/allocs?seconds=N` (where the process allocated in those N seconds: V8's sampling
+ * heap profile) and `/debug/pprof/heap` (a heap snapshot). Other methods than GET/HEAD get 405, unknown paths 404.
  *
  * Also {@link promRegistry}, the small builder every server's metrics start from.
  * @module
  */
 
-import { startCpuProfile } from "../process/mod.ts";
+import { type Profiling, startAllocationProfile, startCpuProfile } from "../process/mod.ts";
 
 export { aggregateMetrics } from "./aggregate.ts";
 
@@ -24,8 +25,8 @@ export interface MonitoringHandlerOptions {
   /** The flag that turns profiling on, named in the 404 while it is off (e.g. `--profile`). */
   profilingFlag: string;
   /**
-   * Base name of the downloaded profiles (`<name>.cpuprofile`, `<name>.heapsnapshot`, sent as
-   * `content-disposition: attachment`); none when absent.
+   * Base name of the downloaded profiles (`<name>.cpuprofile`, `<name>.heapprofile`,
+   * `<name>.heapsnapshot`, sent as `content-disposition: attachment`); none when absent.
    */
   profileName?: string;
 }
@@ -37,6 +38,12 @@ const download = (type: string, name: string | undefined, ext: string): HeadersI
   name === undefined
     ? { "content-type": type }
     : { "content-type": type, "content-disposition": `attachment; filename="${name}.${ext}"` };
+
+/** The profiles recorded for `?seconds=N`, by path: how to start one, and its file extension. */
+const RECORDED = new Map<string, { start: () => Promise<Profiling>; ext: string }>([
+  ["/debug/pprof/profile", { start: startCpuProfile, ext: "cpuprofile" }],
+  ["/debug/pprof/allocs", { start: () => startAllocationProfile(), ext: "heapprofile" }],
+]);
 
 /** The monitoring HTTP handler. */
 export function monitoringHandler(
@@ -55,7 +62,8 @@ export function monitoringHandler(
       return text(404, `404 page not found: ${url.pathname}\n`);
     }
     if (!o.profiling) return text(404, `Profiling is off (start with ${o.profilingFlag})\n`);
-    if (url.pathname === "/debug/pprof/profile") {
+    const recorded = RECORDED.get(url.pathname);
+    if (recorded) {
       const raw = url.searchParams.get("seconds") ?? "30";
       const seconds = Number(raw);
       if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
@@ -63,13 +71,13 @@ export function monitoringHandler(
       }
       let p;
       try {
-        p = await startCpuProfile();
+        p = await recorded.start();
       } catch (e) {
         return text(409, `${(e as Error).message}\n`);
       }
       await new Promise((r) => setTimeout(r, seconds * 1000));
       return new Response(JSON.stringify(await p.stop()), {
-        headers: download("application/json", o.profileName, "cpuprofile"),
+        headers: download("application/json", o.profileName, recorded.ext),
       });
     }
     if (url.pathname === "/debug/pprof/heap") {
@@ -82,7 +90,10 @@ export function monitoringHandler(
         headers: download("application/octet-stream", o.profileName, "heapsnapshot"),
       });
     }
-    return text(404, "Available: /debug/pprof/heap, /debug/pprof/profile?seconds=N\n");
+    return text(
+      404,
+      "Available: /debug/pprof/allocs?seconds=N, /debug/pprof/heap, /debug/pprof/profile?seconds=N\n",
+    );
   };
 }
 

@@ -45,11 +45,16 @@ Deno.test("monitoringHandler keeps /debug/pprof off unless profiling, naming the
   const on = { ...base, profiling: true };
   const other = await get(on, "/debug/pprof/goroutine");
   assert.equal(other.status, 404);
-  assert.match(await other.text(), /^Available: \/debug\/pprof\/heap/);
-  for (const s of ["0", "-1", "601", "abc"]) {
-    const bad = await get(on, `/debug/pprof/profile?seconds=${s}`);
-    assert.equal(bad.status, 400, s);
-    assert.match(await bad.text(), /want a number in \(0, 600\]/);
+  assert.match(
+    await other.text(),
+    /^Available: \/debug\/pprof\/allocs\?seconds=N, \/debug\/pprof\/heap/,
+  );
+  for (const path of ["profile", "allocs"]) {
+    for (const s of ["0", "-1", "601", "abc"]) {
+      const bad = await get(on, `/debug/pprof/${path}?seconds=${s}`);
+      assert.equal(bad.status, 400, `${path} ${s}`);
+      assert.match(await bad.text(), /want a number in \(0, 600\]/);
+    }
   }
 });
 
@@ -76,6 +81,37 @@ Deno.test("monitoringHandler answers 409 while another CPU profile is being reco
   } finally {
     await p.stop();
   }
+});
+
+Deno.test("monitoringHandler records where the process allocates for N seconds", async () => {
+  const handler = monitoringHandler({ ...base, profiling: true, profileName: "prog" });
+  const pending = handler(new Request("http://m/debug/pprof/allocs?seconds=0.5"));
+  // Allocated (and dropped) while the profile records: 1 MB of ~1 kB arrays every 10 ms for
+  // 0.3 s (the profile starts after a few turns of the event loop).
+  let n = 0;
+  function allocatesWhileRecorded() {
+    for (let i = 0; i < 1_000; i++) n += new Array(125).fill(i).length;
+  }
+  for (let i = 0; i < 30; i++) {
+    allocatesWhileRecorded();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const busy = await get({ ...base, profiling: true }, "/debug/pprof/allocs?seconds=1");
+  assert.equal(busy.status, 409);
+  assert.equal(await busy.text(), "An allocation profile is already being recorded\n");
+  const r = await pending;
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("content-type"), "application/json");
+  assert.equal(r.headers.get("content-disposition"), 'attachment; filename="prog.heapprofile"');
+  const profile = await r.json();
+  let bytes = 0;
+  const walk = (x: { callFrame: { functionName: string }; selfSize: number; children: [] }) => {
+    if (x.callFrame.functionName === "allocatesWhileRecorded") bytes += x.selfSize;
+    for (const c of x.children) walk(c);
+  };
+  walk(profile.head);
+  assert.equal(n, 3_750_000);
+  assert.ok(bytes > 10e6, `the function allocating is in the profile, with ${bytes} bytes`);
 });
 
 Deno.test("monitoringHandler serves a heap snapshot", async () => {

@@ -147,6 +147,11 @@ export async function waitUntil<T>(
   }
 }
 
-export { type CpuProfiling, startCpuProfile } from "./profile.ts";
+export {
+  type CpuProfiling,
+  type Profiling,
+  startAllocationProfile,
+  startCpuProfile,
+} from "./profile.ts";
 export { SLICE_MS, TimeSlicer } from "./slice.ts";
 export { type Cleanup, Cleanups, type CleanupsOptions } from "./cleanups.ts";

@@ -2,7 +2,8 @@
  * mesh_ca's monitoring listener (`--monitoring-port`): `/metrics` (Prometheus: requests, errors
  * by reason, certificates issued, signing latency, Secrets written by the controller, process
  * metrics), `/version`, and with `--enable-profiling` `/debug/pprof/profile?seconds=N` (a V8 CPU
- * profile) and `/debug/pprof/heap` (a heap snapshot).
+ * profile), `/debug/pprof/allocs?seconds=N` (an allocation profile) and `/debug/pprof/heap` (a
+ * heap snapshot).
  * @module
  */
 

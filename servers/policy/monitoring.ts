@@ -1,7 +1,7 @@
 /**
  * The self-monitoring HTTP listener (`--monitoringPort`): `/metrics` (the server's own metrics
- * and those of its prometheus handlers), `/version`, and with `--profile` `/debug/pprof/heap`
- * and `/debug/pprof/profile?seconds=N`.
+ * and those of its prometheus handlers), `/version`, and with `--profile` `/debug/pprof/heap`,
+ * `/debug/pprof/profile?seconds=N` and `/debug/pprof/allocs?seconds=N`.
  * @module
  */
 

@@ -152,6 +152,14 @@ Deno.test("mesh-discovery serves profiles with --profile, caches REST responses 
     assert.equal(prof.status, 200);
     assert.ok(Date.now() - t0 >= 900, "the profile covers about a second");
     assert.ok(Array.isArray(JSON.parse(prof.body).nodes));
+    // Where it allocated for half a second (a sampling heap profile, `.heapprofile`).
+    const allocs = await http(`${base}/debug/pprof/allocs?seconds=0.5`);
+    assert.equal(allocs.status, 200);
+    const sampled = JSON.parse(allocs.body);
+    assert.ok(
+      sampled.head?.callFrame && Array.isArray(sampled.samples),
+      "a V8 sampling heap profile",
+    );
     for (const bad of ["abc", "0", "601", "-1"]) {
       const r = await http(`${base}/debug/pprof/profile?seconds=${bad}`);
       assert.equal(r.status, 400, bad);
