@@ -55,21 +55,21 @@ export class GrpcMessageReader<B extends Uint8Array> {
     let i = 0;
     while (i < p.length && go()) {
       if (this.#msg === undefined) {
-        let head: Uint8Array;
+        // The prefix is read where it is (no view of it allocated), or gathered in #head when a
+        // payload cuts it.
+        let head: Uint8Array = p, at = i;
         if (this.#headHave === 0 && p.length - i >= 5) {
-          head = p.subarray(i, i + 5);
           i += 5;
         } else {
-          const n = Math.min(5 - this.#headHave, p.length - i);
-          this.#head.set(p.subarray(i, i + n), this.#headHave);
-          this.#headHave += n;
-          i += n;
+          while (this.#headHave < 5 && i < p.length) this.#head[this.#headHave++] = p[i++];
           if (this.#headHave < 5) return undefined;
           this.#headHave = 0;
           head = this.#head;
+          at = 0;
         }
-        const flag = head[0];
-        const len = ((head[1] << 24) >>> 0) + (head[2] << 16) + (head[3] << 8) + head[4];
+        const flag = head[at];
+        const len = ((head[at + 1] << 24) >>> 0) + (head[at + 2] << 16) + (head[at + 3] << 8) +
+          head[at + 4];
         if (flag > 1) return { tooLarge: false, message: `Bad message flag ${flag}` };
         if (flag && !this.opts.compressed) {
           return { tooLarge: false, message: "Compressed message without a grpc-encoding" };
@@ -91,7 +91,7 @@ export class GrpcMessageReader<B extends Uint8Array> {
         this.#have = 0;
       }
       const n = Math.min(this.#len - this.#have, p.length - i);
-      this.#msg.set(p.subarray(i, i + n), this.#have);
+      this.#msg.set(i === 0 && n === p.length ? p : p.subarray(i, i + n), this.#have);
       this.#have += n;
       i += n;
       if (this.#have === this.#len) {

@@ -20,6 +20,20 @@ Deno.test("TimeSlicer.pause() lets a timer run once the budget is spent, not bef
   assert.equal(pauses.length, 1);
 });
 
+Deno.test("TimeSlicer.due says whether pause() would wait: budget spent or a pause pending", async () => {
+  const slicer = new TimeSlicer(10);
+  assert.equal(slicer.due, false);
+  work(15);
+  assert.equal(slicer.due, true);
+  const pausing = slicer.pause();
+  assert.equal(slicer.due, true, "pending: a caller must wait for it too");
+  await pausing;
+  assert.equal(slicer.due, false, "the budget starts again");
+  const never = new TimeSlicer(null);
+  work(15);
+  assert.equal(never.due, false);
+});
+
 Deno.test("TimeSlicer.pause() never yields with a null budget", async () => {
   const slicer = new TimeSlicer(null, () => assert.fail("no pause expected"));
   let fired = false;

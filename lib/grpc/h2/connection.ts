@@ -61,6 +61,9 @@ export class Connection implements StreamOwner {
   #streams = new Map<number, Stream>();
   #lastStreamId = 0;
   #in: Buffer[] = [];
+  /** Bytes of `#in[0]` already parsed (an offset instead of a new view per frame). */
+  #inOff = 0;
+  /** Bytes buffered and not parsed yet: those of `#in` from `#inOff` on. */
   #inlen = 0;
   /** The socket reuses a chunk's memory for its next read: what is kept is copied first. */
   #transient: boolean;
@@ -280,13 +283,15 @@ export class Connection implements StreamOwner {
     if (this.#inlen > 0) {
       const b = pool.take(this.#inlen);
       let at = 0;
-      for (const c of this.#in) {
-        b.set(c, at);
-        at += c.length;
+      for (let i = 0; i < this.#in.length; i++) {
+        const c = this.#in[i];
+        b.set(i === 0 && this.#inOff ? c.subarray(this.#inOff) : c, at);
+        at += c.length - (i === 0 ? this.#inOff : 0);
       }
       this.#in = [b.subarray(0, at)];
       this.#kept = b;
     } else this.#in = [];
+    this.#inOff = 0;
     if (old) pool.give(old);
   }
 
@@ -303,6 +308,7 @@ export class Connection implements StreamOwner {
     this.#dead = true;
     this.#markFailed();
     this.#in = [];
+    this.#inOff = 0;
     this.#inlen = 0;
     this.socket.resume(); // #receive drops what arrives now
     this.#cancelAll("connection failed");
@@ -320,17 +326,21 @@ export class Connection implements StreamOwner {
   }
 
   /**
-   * The first `n` buffered bytes (n ≤ #inlen, at most one frame) as one buffer: the first chunk
-   * when they are all in it, else a copy in a scratch buffer shared by all connections (valid
-   * until the next call; frames are handled synchronously).
+   * The first `n` buffered bytes (n ≤ #inlen, at most one frame) as one buffer from its start:
+   * the first chunk (or a view of it from `#inOff`) when they are all in it, else a copy in a
+   * scratch buffer shared by all connections (valid until the next call; frames are handled
+   * synchronously).
    */
   #head(n: number): Buffer {
     const first = this.#in[0];
-    if (first.length >= n) return first;
+    const off = this.#inOff;
+    if (first.length - off >= n) return off === 0 ? first : first.subarray(off);
     let at = 0;
-    for (const c of this.#in) {
-      const k = Math.min(c.length, n - at);
-      scratch.set(k === c.length ? c : c.subarray(0, k), at);
+    for (let i = 0; i < this.#in.length; i++) {
+      const c = this.#in[i];
+      const from = i === 0 ? off : 0;
+      const k = Math.min(c.length - from, n - at);
+      scratch.set(from === 0 && k === c.length ? c : c.subarray(from, from + k), at);
       at += k;
       if (at === n) break;
     }
@@ -340,12 +350,13 @@ export class Connection implements StreamOwner {
   #consume(n: number): void {
     this.#inlen -= n;
     while (n > 0) {
-      const b = this.#in[0];
-      if (b.length <= n) {
+      const left = this.#in[0].length - this.#inOff;
+      if (left <= n) {
         this.#in.shift();
-        n -= b.length;
+        this.#inOff = 0;
+        n -= left;
       } else {
-        this.#in[0] = b.subarray(n);
+        this.#inOff += n;
         n = 0;
       }
     }
@@ -367,10 +378,14 @@ export class Connection implements StreamOwner {
       this.#prefaceSeen = true;
     }
     while (this.#inlen >= 9 && !this.#dead && !this.#readPaused) {
-      const h = this.#head(9);
-      const len = (h[0] << 16) | (h[1] << 8) | h[2];
-      const type = h[3], flags = h[4];
-      const id = h.readUInt32BE(5) & MAX_WINDOW;
+      // Most frames are whole in the first chunk: read there, at #inOff, without a view or copy.
+      const first = this.#in[0], off = this.#inOff;
+      const inFirst = first.length - off;
+      const h = inFirst >= 9 ? first : this.#head(9);
+      const at = inFirst >= 9 ? off : 0;
+      const len = (h[at] << 16) | (h[at + 1] << 8) | h[at + 2];
+      const type = h[at + 3], flags = h[at + 4];
+      const id = h.readUInt32BE(at + 5) & MAX_WINDOW;
       if (len > OUR_MAX_FRAME) {
         throw new ConnectionError(
           H2Error.FRAME_SIZE_ERROR,
@@ -378,8 +393,9 @@ export class Connection implements StreamOwner {
         );
       }
       if (this.#inlen < 9 + len) return;
-      const b = this.#head(9 + len);
-      const payload = b.subarray(9, 9 + len);
+      const payload = inFirst >= 9 + len
+        ? first.subarray(off + 9, off + 9 + len)
+        : this.#head(9 + len).subarray(9, 9 + len);
       this.#consume(9 + len);
       if (!this.#settingsSeen && type !== SETTINGS) {
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, "first frame is not SETTINGS");
@@ -783,6 +799,7 @@ export class Connection implements StreamOwner {
     this.#cancelAll(why);
     this.#out.clear();
     this.#in = [];
+    this.#inOff = 0;
     this.#inlen = 0;
     this.#block = undefined;
   }

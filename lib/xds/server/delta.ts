@@ -8,6 +8,7 @@
 import { heldVersion } from "./content_version.ts";
 import { type Connection, type Dirty, sameSet, type TypeState, type XdsContext } from "./state.ts";
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, NamedResource } from "./types.ts";
+import type { Query } from "./views.ts";
 
 /** Handles one delta request of a stream. */
 export function onDeltaRequest<P>(
@@ -79,14 +80,29 @@ export function onDeltaRequest<P>(
   ctx.schedule(conn, typeUrl, { all: true, names: new Set(), force: first && !claims });
 }
 
-/** The delta response of a dirty type of a stream, or null when there is nothing to send. */
-export async function buildDelta<P>(
+/**
+ * The delta response of a dirty type of a stream, or null when there is nothing to send; at once
+ * when the generator answers at once, else a promise of it.
+ */
+export function buildDelta<P>(
   ctx: XdsContext<P>,
   conn: Connection<P>,
   st: TypeState,
   d: Dirty,
-): Promise<DeltaDiscoveryResponse | null> {
-  const q = await ctx.views.query(conn, st, d, true);
+): DeltaDiscoveryResponse | null | Promise<DeltaDiscoveryResponse | null> {
+  const q = ctx.views.query(conn, st, d, true);
+  return q instanceof Promise
+    ? q.then((q) => deltaResponse(ctx, st, d, q))
+    : deltaResponse(ctx, st, d, q);
+}
+
+/** The response of {@link buildDelta} for what the generator answered. */
+function deltaResponse<P>(
+  ctx: XdsContext<P>,
+  st: TypeState,
+  d: Dirty,
+  q: Query | null,
+): DeltaDiscoveryResponse | null {
   if (!q) return null;
   const held = st.held;
   // The response covers everything the client subscribes to (not a scoped EDS push).

@@ -54,7 +54,11 @@ export interface PushOptions<P> {
     conn: Connection<P>,
     st: TypeState,
     d: Dirty,
-  ): Promise<DiscoveryResponse | DeltaDiscoveryResponse | null>;
+  ):
+    | DiscoveryResponse
+    | DeltaDiscoveryResponse
+    | null
+    | Promise<DiscoveryResponse | DeltaDiscoveryResponse | null>;
   clock: Clock;
   log: Logger;
   metrics: XdsMetrics;
@@ -376,7 +380,7 @@ export class PushScheduler<P> {
       for (;;) {
         // a long push lets other tasks run between slices (before the marks are read: a push
         // meanwhile widens them)
-        if (conn.dirty.size) await this.#slicer.pause();
+        if (conn.dirty.size && this.#slicer.due) await this.#slicer.pause();
         if (conn.closed) return;
         let next: string | undefined;
         for (const t of conn.dirty.keys()) {
@@ -388,7 +392,9 @@ export class PushScheduler<P> {
         const st = conn.types.get(next)!;
         let res: DiscoveryResponse | DeltaDiscoveryResponse | null;
         try {
-          res = await this.build(conn, st, d);
+          // Most builds answer at once (the generator's shared views): no promise to wait for.
+          const built = this.build(conn, st, d);
+          res = built instanceof Promise ? await built : built;
         } catch (e) {
           this.#metrics.buildError?.(next);
           this.#log.error(

@@ -10,6 +10,7 @@ import { typeShortName } from "./metrics.ts";
 import { heldVersion, viewVersion } from "./content_version.ts";
 import { type Connection, type Dirty, sameSet, type TypeState, type XdsContext } from "./state.ts";
 import type { DiscoveryRequest, DiscoveryResponse, NamedResource } from "./types.ts";
+import type { Query } from "./views.ts";
 
 /** Handles one SotW request of a stream. */
 export function onSotwRequest<P>(
@@ -69,16 +70,32 @@ export function onSotwRequest<P>(
   ctx.schedule(conn, typeUrl, { all: true, names: new Set(), force: true });
 }
 
-/** The SotW response of a dirty type of a stream, or null when there is nothing to send. */
-export async function buildSotw<P>(
+/**
+ * The SotW response of a dirty type of a stream, or null when there is nothing to send; at once
+ * when the generator answers at once, else a promise of it.
+ */
+export function buildSotw<P>(
   ctx: XdsContext<P>,
   conn: Connection<P>,
   st: TypeState,
   d: Dirty,
-): Promise<DiscoveryResponse | null> {
+): DiscoveryResponse | null | Promise<DiscoveryResponse | null> {
   const fullState = ctx.wildcardTypes.has(st.typeUrl);
   if (!st.wildcard && st.sub.set.size === 0 && !(fullState && d.force)) return null;
-  const q = await ctx.views.query(conn, st, d, !fullState);
+  const q = ctx.views.query(conn, st, d, !fullState);
+  return q instanceof Promise
+    ? q.then((q) => sotwResponse(ctx, st, d, fullState, q))
+    : sotwResponse(ctx, st, d, fullState, q);
+}
+
+/** The response of {@link buildSotw} for what the generator answered. */
+function sotwResponse<P>(
+  ctx: XdsContext<P>,
+  st: TypeState,
+  d: Dirty,
+  fullState: boolean,
+  q: Query | null,
+): DiscoveryResponse | null {
   if (!q) return null;
   const held = st.held;
   const claimed = st.claimed;

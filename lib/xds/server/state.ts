@@ -7,6 +7,7 @@
  */
 
 import type { Logger } from "../../log/mod.ts";
+import { Buffer } from "node:buffer";
 import { Held } from "./held.ts";
 import { sameBytes } from "./wire.ts";
 import type { TypeStatus } from "./stream.ts";
@@ -197,8 +198,9 @@ export class Subscriptions {
   /** Remembers that `raw` encodes exactly the names of the interned `sub`. */
   rememberRaw(sub: Subscription, raw: Uint8Array): void {
     // A copy (`raw` views the received message, whose buffer the transport reuses). Not
-    // `raw.slice()`: on a node Buffer that is a view, not a copy.
-    sub.raw = new Uint8Array(raw);
+    // `raw.slice()`: on a node Buffer that is a view, not a copy. A Buffer, so that comparing
+    // each ACK with it needs no Buffer view of it (sameBytes).
+    sub.raw = Buffer.from(raw);
     this.#recentRaw.unshift(sub);
     if (this.#recentRaw.length > RECENT_RAW) this.#recentRaw.pop();
   }

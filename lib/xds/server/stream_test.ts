@@ -1583,3 +1583,52 @@ Deno.test("SotW: a removed cluster is a new CDS response; an ACK repeating the s
   assert.deepEqual(names(await s.next()), ["c1"], "only a removal: still a response");
   server.close();
 });
+
+Deno.test("a generator answering with promises: SotW and delta streams get the same responses, a rejection is a build error, and a stream closed while it answers gets nothing", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [CDS, "k1", "a"]]);
+  let fail = false;
+  /** Resolves the answers held back (while `hold`), in order. */
+  const held: (() => void)[] = [];
+  let hold = false;
+  const { server, metrics } = newServer(cache, {
+    resourcesFor: (_p, t, n) =>
+      new Promise((resolve, reject) => {
+        const answer = () =>
+          fail && t === EDS ? reject(new Error("generator broke")) : resolve(cache.select(t, n));
+        if (hold) held.push(answer);
+        else setTimeout(answer, 1);
+      }),
+  });
+  const a = sotw(server, "memory:a");
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const dh = server.openDelta(d);
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  dh.receive({ node: node("d"), type_url: EDS, resource_names_subscribe: ["c2"] });
+  assert.deepEqual(names(await a.s.next()), ["c1", "c2"]);
+  assert.deepEqual(names(await d.next()), ["c2"]);
+  cache.set(EDS, "c2", bytes("e2b"));
+  server.push({ kind: "eds", clusters: ["c2"] });
+  await server.flush();
+  assert.deepEqual(names(await a.s.next()), ["c2"]);
+  assert.deepEqual(names(await d.next()), ["c2"]);
+  // A rejected answer: counted, logged, nothing sent.
+  fail = true;
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await server.flush();
+  assert.equal(a.s.unread, 0);
+  assert.deepEqual(metrics.buildErrors, { eds_builderr: 1 });
+  // The stream goes away while the generator answers: nothing is sent to it.
+  fail = false;
+  hold = true;
+  cache.set(EDS, "c1", bytes("e1c"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  const flushed = server.flush();
+  while (held.length === 0) await new Promise((r) => setTimeout(r, 1));
+  a.h.close();
+  for (const answer of held.splice(0)) answer();
+  await flushed;
+  assert.equal(a.s.unread, 0, "closed: no response");
+  assert.equal(d.unread, 0, "delta: c1 is not subscribed");
+  server.close();
+});

@@ -50,14 +50,15 @@ export class SharedViews<P> {
   /**
    * Asks the generator for what `st` subscribes to (only the dirty names of a scoped push when
    * `scoped`), and keeps of its answer only subscribed names; null when the stream closed
-   * meanwhile.
+   * meanwhile. Answers at once (no promise) when the generator does: a push to thousands of
+   * streams then allocates no promise per stream here.
    */
-  async query(
+  query(
     conn: Connection<P>,
     st: TypeState,
     d: Dirty,
     scoped: boolean,
-  ): Promise<Query | null> {
+  ): Query | null | Promise<Query | null> {
     const sub = st.sub;
     let query: readonly string[] | null = st.wildcard ? null : sub.list;
     // A scoped push (a few changed names) to a stream that holds exactly a shared view asks for
@@ -71,7 +72,21 @@ export class SharedViews<P> {
       query = [...d.names].filter((n) => st.wildcard || sub.set.has(n));
     }
     if (query !== null && query.length === 0) return { query, complete, visible: new Map() };
-    const got = await this.resourcesFor(conn.proxy, st.typeUrl, query);
+    const got = this.resourcesFor(conn.proxy, st.typeUrl, query);
+    return got instanceof Promise
+      ? got.then((g) => this.#visible(conn, st, sub, query, complete, g))
+      : this.#visible(conn, st, sub, query, complete, got);
+  }
+
+  /** What the generator answered to `query` (see {@link query}), as the stream may see it. */
+  #visible(
+    conn: Connection<P>,
+    st: TypeState,
+    sub: TypeState["sub"],
+    query: readonly string[] | null,
+    complete: boolean,
+    got: ResourceMap,
+  ): Query | null {
     if (conn.closed) return null;
     // Keep the generator's (shared) map unless it holds names outside the query; a shared map
     // already checked against the whole subscription (or wildcard) is not checked again.

@@ -7,13 +7,14 @@
  */
 
 import { Buffer } from "node:buffer";
-import type {
-  DeltaDiscoveryRequest,
-  DeltaDiscoveryResponse,
-  DiscoveryRequest,
-  DiscoveryResponse,
-  NamedResource,
-  ResourceEntry,
+import {
+  type DeltaDiscoveryRequest,
+  type DeltaDiscoveryResponse,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+  type NamedResource,
+  type ResourceEntry,
+  XDS_TYPES,
 } from "./types.ts";
 import { fieldSize, LEN, Reader, utf8, WireError, Writer } from "../../protowire/mod.ts";
 
@@ -257,6 +258,31 @@ class DecodedRequest implements DiscoveryRequest {
   }
 }
 
+/** The type URLs of `XDS_TYPES` as UTF-8, each with its string, by length. */
+const typeUrlsByLength = new Map<number, { bytes: Uint8Array; url: string }[]>();
+for (const url of Object.values(XDS_TYPES)) {
+  const bytes = te.encode(url);
+  const same = typeUrlsByLength.get(bytes.length) ?? [];
+  same.push({ bytes, url });
+  typeUrlsByLength.set(bytes.length, same);
+}
+
+/**
+ * The type URL of `XDS_TYPES` that `b[s, e)` holds, or undefined: every request names one of a
+ * few types, so the string it decodes to is the constant, not a new one per request (an ACK of
+ * each stream at every push).
+ */
+function knownTypeUrl(b: Uint8Array, s: number, e: number): string | undefined {
+  const same = typeUrlsByLength.get(e - s);
+  if (!same) return undefined;
+  outer: for (const { bytes, url } of same) {
+    // From the end: type URLs share their "type.googleapis.com/envoy." start.
+    for (let i = bytes.length - 1; i >= 0; i--) if (b[s + i] !== bytes[i]) continue outer;
+    return url;
+  }
+  return undefined;
+}
+
 /**
  * Decodes a state-of-the-world `DiscoveryRequest` by hand, or returns `null` when it carries
  * `node` or `error_detail` (first requests and NACKs: decode those with proto-loader) or is not
@@ -292,9 +318,13 @@ export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
       }
       lastWasName = false;
       if ((no === 1 || no === 4 || no === 5) && wire === 2) {
+        if (no === 4) {
+          const start = r.payload();
+          typeUrl = knownTypeUrl(b, start, r.pos) ?? utf8(b, start, r.pos);
+          continue;
+        }
         const v = r.string();
         if (no === 1) version = v;
-        else if (no === 4) typeUrl = v;
         else nonce = v;
       } else if (no === 2 || no === 6) {
         return null; // node, error_detail
@@ -375,7 +405,10 @@ export function decodeDeltaDiscoveryRequest(b: Uint8Array): DeltaDiscoveryReques
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
-  return Buffer.from(a.buffer, a.byteOffset, a.length).equals(
-    Buffer.from(b.buffer, b.byteOffset, b.length),
-  );
+  // Buffers (what the transport hands over, and what is kept of it) are compared as they are: a
+  // SotW ACK is compared on every read, and a Buffer view of each side would be garbage.
+  return asBuffer(a).equals(asBuffer(b));
 }
+
+const asBuffer = (a: Uint8Array): Buffer =>
+  Buffer.isBuffer(a) ? a : Buffer.from(a.buffer, a.byteOffset, a.length);

@@ -100,6 +100,10 @@ Deno.test("decodeDiscoveryRequest() agrees with proto-loader on ACKs and subscri
     },
     // unknown fields (resource_locators = 7) are skipped
     { type_url: EDS, resource_names: ["a"], resource_locators: [{ name: "xdstp://x/y" }] },
+    // type URLs as long as a known one, differing at its start, middle or end
+    { type_url: "x" + EDS.slice(1), response_nonce: "n" },
+    { type_url: EDS.slice(0, 30) + "x" + EDS.slice(31) },
+    { type_url: EDS.slice(0, -1) + "x" },
   ];
   for (const req of requests) {
     const bytes = svc.StreamAggregatedResources.requestSerialize(req);
