@@ -268,20 +268,32 @@ export function formatIssue(i: ValidationIssue): string {
   return i.path ? `${i.object}: ${i.path}: ${i.reason}` : `${i.object}: ${i.reason}`;
 }
 
-/** Structural equality of JSON-like values (object key order is ignored). */
+/**
+ * Structural equality of JSON-like values (object key order is ignored; an undefined field is an
+ * absent one). Allocates nothing: a registry compares every instance it holds on each change.
+ */
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
   if (Array.isArray(a)) {
     const bb = b as unknown[];
-    return a.length === bb.length && a.every((v, i) => deepEqual(v, bb[i]));
+    if (a.length !== bb.length) return false;
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], bb[i])) return false;
+    return true;
   }
   const ao = a as Record<string, unknown>;
   const bo = b as Record<string, unknown>;
-  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
-  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
-  return ak.length === bk.length && ak.every((k) => deepEqual(ao[k], bo[k]));
+  let fields = 0;
+  for (const k in ao) {
+    if (!Object.hasOwn(ao, k) || ao[k] === undefined) continue;
+    if (!deepEqual(ao[k], bo[k])) return false;
+    fields++;
+  }
+  for (const k in bo) {
+    if (Object.hasOwn(bo, k) && bo[k] !== undefined && --fields < 0) return false;
+  }
+  return fields === 0;
 }
 
 /** `items` grouped by `key`, each group in the items' order, the groups in first-seen order. */
