@@ -118,8 +118,9 @@ export const V8_FLAGS: Readonly<Partial<Record<Program, readonly string[]>>> = {
 };
 
 /**
- * Unstable Deno APIs a program uses: mesh-discovery's ADS workers share a port with
- * `Deno.listen({ reusePort })` (`lib/grpc` `nativeReads`; without it they read through node:net).
+ * Unstable Deno APIs a program uses: with `--grpcReusedReads`, mesh-discovery's ADS workers share a
+ * port with `Deno.listen({ reusePort })` (`lib/grpc` `nativeReads`; without it they read through
+ * node:net).
  */
 const UNSTABLE: Partial<Record<Program, string[]>> = { "mesh-discovery": ["net"] };
 

@@ -129,9 +129,9 @@ export const discoveryFlags = [
     name: "grpcReusedReads",
     type: bool,
     default: false,
-    help: "Read each --grpcAddr connection of the main isolate into one reused buffer " +
-      "(Deno.Conn), as the --workers isolates always do: less CPU and GC per ACK with " +
-      "thousands of proxies, slower writes (a full push to hundreds of proxies takes longer).",
+    help: "Read each --grpcAddr connection (in the main isolate or the --workers isolates) " +
+      "into one reused buffer through Deno.Conn instead of node:net: less garbage per ACK, " +
+      "slower writes (an async op each). Needs --unstable-net with --workers.",
   }),
   flag({
     name: "keepaliveInterval",

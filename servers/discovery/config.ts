@@ -54,8 +54,8 @@ export interface DiscoveryConfig {
     readonly maxFailedConnectionsPerSecond: number;
   };
   /**
-   * `--grpcReusedReads`: the main isolate's `--grpcAddr` connections read into a reused buffer
-   * each (`GrpcListenOptions.nativeReads`); the workers always do.
+   * `--grpcReusedReads`: the `--grpcAddr` connections (of the main isolate or of each worker) read
+   * into a reused buffer each (`GrpcListenOptions.nativeReads`) instead of through node:net.
    */
   readonly grpcReusedReads: boolean;
   readonly orchconfig: string;

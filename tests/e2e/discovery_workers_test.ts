@@ -98,6 +98,10 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
       ]);
       try {
         await d.proc.waitFor(/served by 2 worker isolates/, 60_000);
+        // Each worker listens on the shared port, reading through node:net by default.
+        const listening = d.proc.output().match(/ADS: listening on [^\n]*/g) ?? [];
+        assert.equal(listening.length, 2, d.proc.output());
+        for (const line of listening) assert.match(line, /\(port \d+, plaintext\)$/);
         await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 30_000);
         // Connect until both workers hold streams (each connection goes to one of them).
         const workersOf = async () => {
@@ -285,3 +289,30 @@ const FLAGS = {
   ctrlz_address: "127.0.0.1",
   ctrlz_port: 0,
 };
+
+Deno.test("mesh-discovery --workers 2 --grpcReusedReads: each worker reads into reused buffers and serves", async () => {
+  await withTempDir(async (dir) => {
+    const d = await startDiscovery([
+      "--registries",
+      "Mock",
+      "--configDir",
+      dir,
+      "--workers",
+      "2",
+      "--grpcReusedReads",
+    ]);
+    const sidecars: Sidecar[] = [];
+    try {
+      await d.proc.waitFor(/served by 2 worker isolates/, 60_000);
+      const listening = d.proc.output().match(/ADS: listening on [^\n]*/g) ?? [];
+      assert.equal(listening.length, 2, d.proc.output());
+      for (const line of listening) assert.match(line, /plaintext, reused read buffers\)$/);
+      await waitUntil(async () => (await http(`http://${d.http}/ready`)).status === 200, 30_000);
+      for (let i = 1; i <= 4; i++) sidecars.push(await sidecar(d.grpc, `10.4.0.${i}`, "hello"));
+      for (const s of sidecars) assert.equal(s.eds.resources[0].cluster_name, s.cluster);
+    } finally {
+      for (const s of sidecars) await s.close();
+      await d.proc.stop();
+    }
+  });
+});

@@ -25,6 +25,8 @@ export interface DiscoveryWorkerInit {
   port: number;
   knownTypes: string[];
   transport: DiscoveryConfig["grpc"];
+  /** `--grpcReusedReads`: read each connection into a reused buffer (`Deno.Conn`). */
+  reusedReads: boolean;
 }
 
 /** The ADS types mesh-discovery serves. */
@@ -108,7 +110,13 @@ export class AdsWorkers {
       restartDelayMs: o.restartDelayMs,
       init: (index): DiscoveryWorkerInit => {
         control.startWorker(index);
-        return { host, port, knownTypes: KNOWN_TYPES, transport: config.grpc };
+        return {
+          host,
+          port,
+          knownTypes: KNOWN_TYPES,
+          transport: config.grpc,
+          reusedReads: config.grpcReusedReads,
+        };
       },
       handlers: control.handlers,
       onDied: (index) => control.forgetWorker(index),

@@ -37,9 +37,10 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
     logger: log,
     transport: arg.transport,
     reusePort: { index, of: count },
-    // node:net allocates a new ArrayBuffer per read: every ACK wave started a major GC (V8's
-    // external memory pressure) in each worker (docs/benchmarks.md)
-    nativeReads: true,
+    // node:net by default, as the main isolate: its synchronous writes cost half of Deno.Conn's
+    // async op, and with mesh-discovery's 1 MiB young generation the buffers of its reads no
+    // longer pile up into major GCs (docs/benchmarks.md, "ADS workers on node:net").
+    nativeReads: arg.reusedReads,
   });
   return { port: listener.port };
 }, {
