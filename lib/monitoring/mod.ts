@@ -2,7 +2,8 @@
  * The self-monitoring HTTP listener shared by the servers: `/metrics` (Prometheus text),
  * `/version`, and when profiling is on `/debug/pprof/profile?seconds=N` (a V8 CPU profile),
  * `/debug/pprof/allocs?seconds=N` (where the process allocated in those N seconds: V8's sampling
- * heap profile) and `/debug/pprof/heap` (a heap snapshot). Other methods than GET/HEAD get 405, unknown paths 404.
+ * heap profile) and `/debug/pprof/heap` (a heap snapshot). Other methods than GET/HEAD get 405,
+ * unknown paths 404.
  *
  * Also {@link promRegistry}, the small builder every server's metrics start from.
  * @module

@@ -185,7 +185,9 @@ export class PushScheduler<P> {
     const rec: PushRecord = {
       firstEventAt: p.firstEventAt,
       startedAt: this.#clock.now(),
-      remaining: 0,
+      // Held by this method while it enlists streams: a stream's send loop can end at once (a
+      // build with nothing to send answers synchronously), and must not end the push early.
+      remaining: 1,
       done: () => {},
     };
     rec.done = () => {
@@ -204,6 +206,7 @@ export class PushScheduler<P> {
     const eds = XDS_TYPES.endpoint;
     const enlist = (conn: Connection<P>) => {
       rec.remaining++;
+      streams++;
       conn.waiters.push(rec);
       this.drain(conn);
     };
@@ -241,11 +244,10 @@ export class PushScheduler<P> {
       types: [...p.types],
       edsClusters: p.edsClusters.size,
       events: p.events,
-      clients: rec.remaining,
+      clients: streams,
     });
-    streams = rec.remaining;
     if (tracing) trace(`push start streams=${streams} full=${p.full}${externalNote()}`);
-    if (rec.remaining === 0) rec.done();
+    if (--rec.remaining === 0) rec.done();
   }
 
   /** The Dirty mark of an endpoints push for the streams of `sub` (null: wildcard streams). */

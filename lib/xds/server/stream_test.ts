@@ -1632,3 +1632,33 @@ Deno.test("a generator answering with promises: SotW and delta streams get the s
   assert.equal(d.unread, 0, "delta: c1 is not subscribed");
   server.close();
 });
+
+Deno.test("a push ends once, when its last stream is done, even when its first streams have nothing to send", async () => {
+  // Proxy a's view of c1 does not change; b's does. a's send loop ends at once (nothing to send):
+  // the push must still wait for b's response, and be observed once.
+  const cache = new ResourceCache();
+  cache.set(CDS, "c1", bytes("x"), "a|c1");
+  cache.set(CDS, "c1", bytes("y"), "b|c1");
+  const { server, metrics } = newServer(cache, {
+    resourcesFor: (p, t, n) => {
+      const prefix = p.id.startsWith("a.") ? "a|" : "b|";
+      return cache.select(t, (n ?? ["c1"]).map((x) => prefix + x));
+    },
+  });
+  const a = sotw(server, "memory:a");
+  const b = sotw(server, "memory:b");
+  a.h.receive({ node: node("a"), type_url: CDS });
+  b.h.receive({ node: node("b"), type_url: CDS });
+  await a.s.next();
+  await b.s.next();
+  await server.flush();
+  const before = metrics.pushDurations.count;
+  cache.set(CDS, "c1", bytes("y2"), "b|c1");
+  server.push({ kind: "config", types: [CDS] });
+  await server.flush();
+  assert.deepEqual(names(await b.s.next()), ["c1"]);
+  assert.equal(a.s.unread, 0);
+  assert.equal(metrics.pushDurations.count, before + 1, "one push, one observation");
+  assert.equal(metrics.convergenceTimes.count, before + 1);
+  server.close();
+});
