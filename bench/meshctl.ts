@@ -12,6 +12,7 @@
  */
 import { crdManifests } from "../lib/model/mod.ts";
 import { type JsonObject, startFakeKube } from "../tests/harness/fake_kube.ts";
+import { helpIfAsked } from "./main.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OBJECTS = 1000;
@@ -297,4 +298,7 @@ export async function main(args: string[] = []): Promise<void> {
   }
 }
 
-if (import.meta.main) await main(Deno.args);
+if (import.meta.main) {
+  await helpIfAsked(import.meta.url);
+  await main(Deno.args);
+}

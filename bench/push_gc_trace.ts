@@ -16,6 +16,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { helpIfAsked } from "./main.ts";
 
 interface Sample {
   at: number;
@@ -188,4 +189,7 @@ function assignGcs(log: string, ws: Worker[]): void {
   }
 }
 
-if (import.meta.main) main();
+if (import.meta.main) {
+  await helpIfAsked(import.meta.url);
+  await main();
+}

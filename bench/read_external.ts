@@ -20,6 +20,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { helpIfAsked } from "./main.ts";
 
 interface Options {
   connections: number;
@@ -166,4 +167,7 @@ async function main(): Promise<void> {
   for (const mode of ["node", "deno"]) console.log(await run(mode, o));
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  await helpIfAsked(import.meta.url);
+  await main();
+}

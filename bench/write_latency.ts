@@ -13,6 +13,7 @@ import process from "node:process";
 import { parseArgs } from "node:util";
 import { Buffer } from "node:buffer";
 import { NativeSocket } from "../lib/grpc/native_socket.ts";
+import { helpIfAsked } from "./main.ts";
 
 /** A server side socket's write. */
 type Writer = { write(b: Uint8Array, cb: () => void): unknown };
@@ -97,4 +98,7 @@ async function main(): Promise<void> {
   Deno.exit(0);
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  await helpIfAsked(import.meta.url);
+  await main();
+}

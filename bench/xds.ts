@@ -88,6 +88,7 @@ import {
 import { GrpcSim } from "./_grpc_sim.ts";
 import { V8_FLAGS } from "../compile.ts";
 import * as mix from "./_proxyless_mix.ts";
+import { helpIfAsked } from "./main.ts";
 
 /** A simulated sidecar or proxyless gRPC workload. */
 type AnyProxy = SimProxy | GrpcSim;
@@ -1609,4 +1610,7 @@ function isDelta(p: AnyProxy): boolean {
   return deltaSet.has(p);
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  await helpIfAsked(import.meta.url);
+  await main();
+}

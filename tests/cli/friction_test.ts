@@ -38,6 +38,27 @@ Deno.test("bench --help lists the benches and runs none; <name> --help describes
   assert.match(bad.stderr, /^Error: unknown bench "nope" \(benches: .*xds/);
 });
 
+Deno.test("every bench file run directly answers --help without starting", async () => {
+  const files: string[] = [];
+  for await (const e of Deno.readDir(new URL("bench/", ROOT))) {
+    if (/^[a-z][a-z0-9_]*\.ts$/.test(e.name) && !e.name.endsWith("_test.ts")) files.push(e.name);
+  }
+  assert.ok(files.includes("xds.ts") && files.includes("push_gc_trace.ts"), files.join(" "));
+  const results = await Promise.all(
+    files.map(async (f) => ({ f, r: await run(`bench/${f}`, ["--help"]) })),
+  );
+  for (const { f, r } of results) {
+    assert.equal(r.code, 0, `${f}: ${r.stderr}`);
+    // a description or a usage line, and nothing a run prints (its figures, its tables)
+    assert.match(r.stdout, /^\S[^\n]{20,}/, `${f}: ${r.stdout.slice(0, 200)}`);
+    assert.doesNotMatch(
+      r.stdout,
+      /^##? |\| --- \||# bench /m,
+      `${f} started: ${r.stdout.slice(0, 300)}`,
+    );
+  }
+});
+
 Deno.test("mesh-discovery debug --help lists the configuration types and the address it reads", async () => {
   const r = await runInProcess("mesh-discovery", ["debug", "--help"]);
   assert.equal(r.code, 0);
