@@ -93,6 +93,12 @@ export class Connection implements StreamOwner {
   /** Bytes of pooled buffers holding partly received request messages. */
   #buffered = 0;
   #readPaused = false;
+  /** Holds of {@link holdReads} not yet released. */
+  #holds = 0;
+  /** Reading stopped for the holds (not while a send waits for the peer's window). */
+  #held = false;
+  /** The socket is paused (for the backlog or the holds). */
+  #socketPaused = false;
   #backlogTimer: ReturnType<typeof setTimeout> | undefined;
   #prefaceTimer: ReturnType<typeof setTimeout> | undefined;
   #closeTimer: ReturnType<typeof setTimeout> | undefined;
@@ -116,6 +122,7 @@ export class Connection implements StreamOwner {
       },
       backlogged: () => this.#backlogged(),
       drained: () => this.#drained(),
+      awaitingWindow: () => this.#awaitingWindow(),
     });
     const fam = socket.remoteFamily === "IPv6" ? "ipv6" : "ipv4";
     const addr = fam === "ipv6" ? `[${socket.remoteAddress}]` : socket.remoteAddress;
@@ -260,6 +267,12 @@ export class Connection implements StreamOwner {
     this.#keepalive.heard();
     this.#in.push(chunk);
     this.#inlen += chunk.length;
+    if (this.#held) {
+      // a read already under way when the hold paused the socket (reused-buffer reads): kept
+      // unparsed until the holds are released (see holdReads)
+      if (this.#transient) this.#keep();
+      return;
+    }
     try {
       this.#parse();
     } catch (e) {
@@ -310,6 +323,7 @@ export class Connection implements StreamOwner {
     this.#in = [];
     this.#inOff = 0;
     this.#inlen = 0;
+    this.#socketPaused = false;
     this.socket.resume(); // #receive drops what arrives now
     this.#cancelAll("connection failed");
     this.#out.ready.clear();
@@ -830,13 +844,55 @@ export class Connection implements StreamOwner {
   }
 
   /**
+   * Stops reading until {@link releaseReads} (see `GrpcCall.holdReads`): what the peer sends
+   * waits in its socket. Not while a stream's data waits for the peer's window: only reading
+   * brings its WINDOW_UPDATE.
+   */
+  holdReads(): void {
+    if (this.#holds++ > 0 || this.#dead) return;
+    for (const s of this.#streams.values()) {
+      if (s.queue.length && (s.sendWindow <= 0 || this.#out.sendWindow <= 0)) return;
+    }
+    this.#held = true;
+    this.#reading();
+  }
+
+  /** Undoes one {@link holdReads}; reading resumes once none is left. */
+  releaseReads(): void {
+    if (this.#holds === 0) return;
+    if (--this.#holds === 0 && this.#held) {
+      this.#held = false;
+      this.#reading();
+    }
+  }
+
+  /** A send waits for the peer's window: read, holds or not. */
+  #awaitingWindow(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    this.#reading();
+  }
+
+  /** Pauses or resumes the socket for the backlog and the holds. */
+  #reading(): void {
+    const pause = (this.#readPaused || this.#held) && !this.#dead;
+    if (pause === this.#socketPaused) return;
+    this.#socketPaused = pause;
+    if (pause) this.socket.pause();
+    else {
+      this.socket.resume();
+      if (this.#inlen && !this.#dead) this.#receive(Buffer.alloc(0));
+    }
+  }
+
+  /**
    * Outbound backlog over the limit: stop reading (the peer's requests wait in its socket) and
    * close the connection if it does not drain within the send timeout.
    */
   #backlogged(): void {
     if (!this.#readPaused) {
       this.#readPaused = true;
-      this.socket.pause();
+      this.#reading();
     }
     this.#backlogTimer ??= setTimeout(() => {
       this.opts.onError?.(
@@ -853,8 +909,7 @@ export class Connection implements StreamOwner {
     this.#backlogTimer = undefined;
     if (this.#readPaused) {
       this.#readPaused = false;
-      this.socket.resume();
-      if (this.#inlen && !this.#dead) this.#receive(Buffer.alloc(0));
+      this.#reading();
     }
   }
 }

@@ -75,6 +75,8 @@ export interface OutboundHost {
   backlogged(): void;
   /** The outbound backlog drained below `maxOutboundBytes`. */
   drained(): void;
+  /** A stream's data waits for the peer's WINDOW_UPDATE (which only reading brings). */
+  awaitingWindow(): void;
 }
 
 /** The write plan of one stream in a flush. */
@@ -187,6 +189,7 @@ export class Outbound {
     /** Stream data we may still hand to the socket in this flush. */
     let room = host.limits.maxOutboundBytes - this.outstanding - size;
     let sent = false;
+    let awaitingWindow = false;
     for (const s of this.ready) {
       if (room <= 0) break; // the rest stays ready until the backlog drains
       this.ready.delete(s);
@@ -226,8 +229,9 @@ export class Outbound {
         this.sendWindow -= len;
         s.sendWindow -= len;
       }
-      if (pendingLeft > 0 && room <= 0 && this.sendWindow > 0 && s.sendWindow > 0) {
-        this.ready.add(s); // cut by the backlog limit, not by flow control
+      if (pendingLeft > 0) {
+        if (this.sendWindow <= 0 || s.sendWindow <= 0) awaitingWindow = true;
+        else if (room <= 0) this.ready.add(s); // cut by the backlog limit, not by flow control
       }
       if (pendingLeft === 0 && s.trailers) {
         plan.trailers = frame(
@@ -248,6 +252,7 @@ export class Outbound {
       if (plan.frames.length || plan.trailers) dataPlan.push(plan);
     }
     if (sent) host.sent();
+    if (awaitingWindow) host.awaitingWindow();
     if (size === 0) return;
     const out = pool.take(size);
     let at = 0;

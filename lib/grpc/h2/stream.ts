@@ -37,6 +37,14 @@ export interface GrpcCall {
   send(parts: readonly Uint8Array[]): Promise<void>;
   /** Ends the call with trailers (`grpc-status`, `grpc-message`). Idempotent. */
   end(status: number, message?: string): void;
+  /**
+   * Asks the connection to stop reading for now (what the peer sends waits in its socket), so
+   * that sending comes first; counted per connection, each hold undone by one
+   * {@link releaseReads}. Reading goes on regardless while a send waits for the peer's window.
+   */
+  holdReads(): void;
+  /** Undoes one {@link holdReads}. */
+  releaseReads(): void;
 }
 
 /** A call handler: sets the call's callbacks (synchronously) and answers through it. */
@@ -76,6 +84,10 @@ export interface StreamOwner {
   giveRequestBuffer(b: Buffer): void;
   /** The stream has output to send. */
   schedule(s: Stream): void;
+  /** See {@link GrpcCall.holdReads}. */
+  holdReads(): void;
+  /** See {@link GrpcCall.releaseReads}. */
+  releaseReads(): void;
 }
 
 /** The server side of one HTTP/2 stream, which is one gRPC call. */
@@ -130,6 +142,14 @@ export class Stream implements GrpcCall {
   /** See {@link GrpcCall.socket}. */
   get socket(): Socket {
     return this.conn.socket;
+  }
+  /** See {@link GrpcCall.holdReads}. */
+  holdReads(): void {
+    this.conn.holdReads();
+  }
+  /** See {@link GrpcCall.releaseReads}. */
+  releaseReads(): void {
+    this.conn.releaseReads();
   }
   /** See {@link GrpcCall.send}. */
   send(parts: readonly Uint8Array[]): Promise<void> {

@@ -247,6 +247,8 @@ function serveStream<Req, Res>(
       calls.delete(entry);
       call.end(e?.code ?? GrpcStatus.OK, e?.code ? e.message : "");
     },
+    holdReads: () => call.holdReads(),
+    releaseReads: () => call.releaseReads(),
   };
   const entry = {
     end: (e: StreamEnd) => {

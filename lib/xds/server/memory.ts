@@ -42,6 +42,20 @@ export class MemoryStream<R> implements XdsTransport<R> {
     return Promise.resolve();
   }
 
+  /** Holds of the reads (see {@link XdsTransport.holdReads}) not yet released. */
+  readHolds = 0;
+
+  /** Counts a hold of the reads. */
+  holdReads(): void {
+    this.readHolds++;
+  }
+
+  /** Counts a release of the reads; more releases than holds throw. */
+  releaseReads(): void {
+    if (this.readHolds === 0) throw new Error("releaseReads() without a hold");
+    this.readHolds--;
+  }
+
   /** Records the end status. */
   end(e?: StreamEnd): void {
     this.ended ??= e ?? { code: 0, message: "OK" };

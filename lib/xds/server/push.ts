@@ -84,6 +84,17 @@ export interface PushOptions<P> {
   sliceMs?: number | null;
 }
 
+/**
+ * Longest time an endpoints push holds the reading of the connections it sends to, ms (see
+ * `PushScheduler.#push`): the client's keepalive PINGs and new requests wait at most this long.
+ */
+export const READ_HOLD_MAX_MS = 1000;
+/**
+ * An endpoints push holds reads only after this long without a push, ms: one that follows another
+ * closely is part of sustained churn, where the server is behind and reading must keep pace.
+ */
+export const READ_HOLD_QUIET_MS = 250;
+
 /** Default number of send loops running at once (istiod's PILOT_PUSH_THROTTLE is 100). */
 export const DEFAULT_MAX_CONCURRENT_PUSHES = 256;
 
@@ -99,6 +110,8 @@ export class PushScheduler<P> {
   readonly #sendTimeout: number;
   readonly #debouncer: Debouncer;
   readonly #inflight = new Set<Promise<void>>();
+  /** When the last push ended (clock ms). */
+  #lastPushEnd = -Infinity;
   readonly #index: SubscriberIndex<P>;
   readonly #maxConcurrent: number;
   /** Send loops running in the push slots. */
@@ -190,8 +203,26 @@ export class PushScheduler<P> {
       remaining: 1,
       done: () => {},
     };
+    // An endpoints push reads nothing from the connections it sends to until it was sent to all
+    // (or for READ_HOLD_MAX_MS): their ACKs, which only confirm what was sent, wait in their
+    // sockets instead of taking turns with the sends to the streams not served yet. Only for
+    // endpoints: a response of another type can make the client ask for new resources at once
+    // (CDS → EDS of a new cluster, LDS → RDS), and that request must not wait. And only after a
+    // quiet spell: under sustained churn holding only moves the reading to the next push.
+    const endpointsOnly = !p.full && p.types.size === 0 && p.edsClusters.size > 0;
+    const quiet = this.#inflight.size === 0 &&
+      rec.startedAt - this.#lastPushEnd >= READ_HOLD_QUIET_MS;
+    let held: XdsTransport<unknown>[] | undefined = endpointsOnly && quiet ? [] : undefined;
+    let holdTimer: ReturnType<typeof setTimeout> | undefined;
+    const releaseHeld = () => {
+      if (!held) return;
+      for (const t of held) t.releaseReads!();
+      held = undefined;
+      clearTimeout(holdTimer);
+    };
     rec.done = () => {
       const now = this.#clock.now();
+      this.#lastPushEnd = now;
       this.#metrics.pushDuration?.((now - rec.startedAt) / 1000);
       this.#metrics.convergence?.((now - rec.firstEventAt) / 1000);
       if (tracing) {
@@ -199,6 +230,7 @@ export class PushScheduler<P> {
           `push done ${(now - rec.startedAt).toFixed(1)}ms streams=${streams}${externalNote()}`,
         );
       }
+      releaseHeld();
       this.#inflight.delete(promise);
       done();
     };
@@ -207,6 +239,11 @@ export class PushScheduler<P> {
     const enlist = (conn: Connection<P>) => {
       rec.remaining++;
       streams++;
+      const t = conn.transport as XdsTransport<unknown>;
+      if (held && t.holdReads && t.releaseReads) {
+        t.holdReads();
+        held.push(t);
+      }
       conn.waiters.push(rec);
       this.drain(conn);
     };
@@ -247,6 +284,7 @@ export class PushScheduler<P> {
       clients: streams,
     });
     if (tracing) trace(`push start streams=${streams} full=${p.full}${externalNote()}`);
+    if (held?.length) holdTimer = setTimeout(releaseHeld, READ_HOLD_MAX_MS);
     if (--rec.remaining === 0) rec.done();
   }
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { ResourceCache } from "./cache.ts";
 import { MemoryStream } from "./memory.ts";
 import { XdsCounters } from "./metrics.ts";
+import { READ_HOLD_MAX_MS, READ_HOLD_QUIET_MS } from "./push.ts";
 import { XdsServer, type XdsServerOptions } from "./stream.ts";
 import {
   type DeltaDiscoveryResponse,
@@ -209,6 +210,72 @@ Deno.test("push({kind: eds}) reaches only the clients watching that cluster", as
   assert.equal(r.resources[0].entry.version, cache.get(EDS, "c1")!.version);
   assert.equal(b.s.unread, 0);
   assert.equal(metrics.convergenceTimes.count, 1);
+  server.close();
+});
+
+Deno.test("an endpoints push after a quiet spell holds the reads of every stream it sends to until it was sent to all; other pushes hold none", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [CDS, "c1", "x"]]);
+  const { server } = newServer(cache);
+  const a = sotw(server, "memory:a"), b = sotw(server, "memory:b"), c = sotw(server, "memory:c");
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c1"] });
+  c.h.receive({ node: node("c"), type_url: EDS, resource_names: ["c2"] });
+  a.h.receive({ type_url: CDS });
+  for (const x of [a, a, b, c]) await x.s.next();
+  b.s.hold(); // a slow client: the push is not done until b's send completes
+
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await a.s.next();
+  assert.equal(a.s.readHolds, 1, "a was sent the push, and waits for the slow b");
+  assert.equal(b.s.readHolds, 1);
+  assert.equal(c.s.readHolds, 0, "not in the push");
+  b.s.release();
+  await server.flush();
+  await b.s.next();
+  assert.deepEqual([a, b, c].map((x) => x.s.readHolds), [0, 0, 0], "released once sent to all");
+
+  // a push with config in it (its responses may make a client ask for more at once) holds
+  // nothing, endpoints merged into it or not
+  b.s.hold();
+  cache.set(CDS, "c1", bytes("y"));
+  cache.set(EDS, "c1", bytes("e1c"));
+  server.push({ kind: "config", types: [CDS] });
+  server.push({ kind: "eds", clusters: ["c1"] }); // merged into one push
+  await a.s.next();
+  assert.deepEqual([a, b, c].map((x) => x.s.readHolds), [0, 0, 0]);
+  b.s.release();
+  await server.flush();
+  while (a.s.unread) await a.s.next();
+  while (b.s.unread) await b.s.next();
+
+  // an endpoints push right after another (sustained churn) holds nothing either
+  b.s.hold();
+  cache.set(EDS, "c1", bytes("e1d"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await a.s.next();
+  assert.deepEqual([a, b].map((x) => x.s.readHolds), [0, 0], "no quiet spell before it");
+  b.s.release();
+  await server.flush();
+  await b.s.next();
+
+  // after a quiet spell it holds again, and a push that does not end holds for
+  // READ_HOLD_MAX_MS at most
+  await new Promise((r) => setTimeout(r, READ_HOLD_QUIET_MS + 50));
+  b.s.hold();
+  cache.set(EDS, "c1", bytes("e1e"));
+  server.push({ kind: "eds", clusters: ["c1"] });
+  await a.s.next();
+  assert.equal(a.s.readHolds, 1);
+  cache.set(EDS, "c2", bytes("e2b"));
+  server.push({ kind: "eds", clusters: ["c2"] }); // while the push to a and b is in flight
+  await c.s.next();
+  assert.equal(c.s.readHolds, 0, "another push in flight: no quiet spell");
+  await new Promise((r) => setTimeout(r, READ_HOLD_MAX_MS + 100));
+  assert.deepEqual([a, b].map((x) => x.s.readHolds), [0, 0], "released although b's send waits");
+  b.s.release();
+  await server.flush();
+  assert.equal(b.s.readHolds, 0);
   server.close();
 });
 

@@ -141,6 +141,14 @@ export interface XdsTransport<R> {
   send(response: R): Promise<void>;
   /** Ends the stream: with a status when `end` is given, else OK. Called at most once. */
   end(end?: StreamEnd): void;
+  /**
+   * Stops reading the stream's connection for now (see `GrpcCall.holdReads` in lib/grpc): an
+   * endpoints push holds the connections it sends to until it is sent to all. Each call is undone
+   * by one {@link releaseReads}.
+   */
+  holdReads?(): void;
+  /** Undoes one {@link holdReads}. */
+  releaseReads?(): void;
 }
 
 /** A push request, given to `XdsServer.push()`. */
