@@ -70,6 +70,22 @@ Deno.test("holdReads(): nothing the client sends is handled until the last hold 
       call.releaseReads();
       assert.ok(await c.until(() => got.length === 2), "the last release reads it");
       assert.deepEqual(got, ["one", "two"]);
+      // held, the socket is paused: what the client sends stays in the kernel, not in our memory
+      call.holdReads();
+      const before = call.socket.bytesRead;
+      const big = new Uint8Array(256 * 1024);
+      // 3 MiB, in DATA frames of 16 kB: within the server's 4 MiB stream window
+      const msg = grpcFrame(big), frames: Uint8Array[] = [];
+      for (let at = 0; at < msg.length; at += 16384) {
+        frames.push(frame(DATA, 0, 1, msg.subarray(at, at + 16384)));
+      }
+      for (let i = 0; i < 12; i++) void c.write(...frames);
+      await settle();
+      const read = call.socket.bytesRead - before;
+      assert.ok(read < 1024 * 1024, `read ${read} of 3 MiB sent while held`);
+      call.releaseReads();
+      assert.ok(await c.until(() => got.length === 14), `${got.length} messages`);
+      got.splice(2);
       call.releaseReads(); // one too many: ignored, and a later hold holds again
       call.holdReads();
       await c.write(message("three"));
@@ -107,6 +123,31 @@ Deno.test("holdReads(): a send that waits for the client's window reads on, so i
       call.holdReads();
       await c.write(frame(WINDOW_UPDATE, 0, 1, increment), message("three"));
       assert.ok(await c.until(() => got.length === 3), "read: a send waited for the window");
+      call.releaseReads();
+      await c.write(frame(DATA, Flag.END_STREAM, 1));
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+Deno.test("holdReads(): no hold while a send waits for the connection's window", async () => {
+  await withServer(async (port, calls, got) => {
+    // a 1 MiB stream window, the default 65535-byte connection window: a 100 kB response waits
+    // for the client's connection WINDOW_UPDATE
+    const c = await RawClient.connect(port, { settings: [[INITIAL_WINDOW_SIZE, 1 << 20]] });
+    try {
+      await c.write(c.headersFrame(1, grpcRequest("/t.S/Chat")), message("one"));
+      assert.ok(await c.until(() => got.length === 1));
+      const call = calls[0];
+      let sent = false;
+      call.send([new Uint8Array(100_000)]).then(() => sent = true);
+      assert.ok(await c.until(() => c.dataOn(1) >= 65535), "the connection window's worth");
+      call.holdReads();
+      const increment = new Uint8Array([0, 1, 0, 0]); // 65536
+      await c.write(frame(WINDOW_UPDATE, 0, 0, increment), message("two"));
+      assert.ok(await c.until(() => sent), `sent ${c.dataOn(1)} of 100005 bytes`);
+      assert.ok(await c.until(() => got.length === 2), "read: the send waited for the window");
       call.releaseReads();
       await c.write(frame(DATA, Flag.END_STREAM, 1));
     } finally {

@@ -236,7 +236,18 @@ Deno.test("an endpoints push after a quiet spell holds the reads of every stream
   assert.deepEqual([a, b, c].map((x) => x.s.readHolds), [0, 0, 0], "released once sent to all");
 
   // a push with config in it (its responses may make a client ask for more at once) holds
-  // nothing, endpoints merged into it or not
+  // nothing, endpoints merged into it or not, nor does a full push
+  const quietSpell = () => new Promise((r) => setTimeout(r, READ_HOLD_QUIET_MS + 50));
+  await quietSpell();
+  b.s.hold();
+  cache.set(EDS, "c1", bytes("e1f"));
+  server.push({ kind: "full" });
+  await a.s.next(); // sent to a, in flight to the slow b
+  assert.deepEqual([a, b, c].map((x) => x.s.readHolds), [0, 0, 0], "a full push");
+  b.s.release();
+  await server.flush();
+  for (const x of [a, b, c]) while (x.s.unread) await x.s.next();
+  await quietSpell();
   b.s.hold();
   cache.set(CDS, "c1", bytes("y"));
   cache.set(EDS, "c1", bytes("e1c"));
@@ -261,7 +272,7 @@ Deno.test("an endpoints push after a quiet spell holds the reads of every stream
 
   // after a quiet spell it holds again, and a push that does not end holds for
   // READ_HOLD_MAX_MS at most
-  await new Promise((r) => setTimeout(r, READ_HOLD_QUIET_MS + 50));
+  await quietSpell();
   b.s.hold();
   cache.set(EDS, "c1", bytes("e1e"));
   server.push({ kind: "eds", clusters: ["c1"] });
