@@ -1,7 +1,7 @@
 /**
  * `GrpcCall.holdReads()`: a connection whose reads are held handles nothing the client sends
  * until every hold is released, except when a send waits for the client's window (only reading
- * brings its WINDOW_UPDATE). An ADS endpoints push uses it so that sending comes before reading
+ * brings its WINDOW_UPDATE). An ADS push uses it so that sending comes before reading
  * the ACKs of the streams already sent.
  */
 

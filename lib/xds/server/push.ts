@@ -85,18 +85,25 @@ export interface PushOptions<P> {
 }
 
 /**
- * Longest time an endpoints push holds the reading of the connections it sends to, ms (see
+ * Longest time a push holds the reading of the connections it reaches, ms (see
  * `PushScheduler.#push`): the client's keepalive PINGs and new requests wait at most this long.
  */
 export const READ_HOLD_MAX_MS = 1000;
 /**
- * An endpoints push holds reads only after this long without a push, ms: one that follows another
+ * A push holds reads only after this long without a push, ms: one that follows another
  * closely is part of sustained churn, where the server is behind and reading must keep pace.
  */
 export const READ_HOLD_QUIET_MS = 250;
 
 /** Default number of send loops running at once (istiod's PILOT_PUSH_THROTTLE is 100). */
 export const DEFAULT_MAX_CONCURRENT_PUSHES = 256;
+
+/** Ends a push's hold of the reads of `conn`'s connection (see `PushScheduler.#push`). */
+function releaseRead<P>(conn: Connection<P>): void {
+  if (!conn.readHeld) return;
+  conn.readHeld = false;
+  (conn.transport as XdsTransport<unknown>).releaseReads!();
+}
 
 /** A Dirty mark shared by every stream of a push: every name, no forced response. */
 const ALL: Dirty = Object.freeze({ all: true, names: new Set<string>(), force: false });
@@ -203,20 +210,20 @@ export class PushScheduler<P> {
       remaining: 1,
       done: () => {},
     };
-    // An endpoints push reads nothing from the connections it sends to until it was sent to all
-    // (or for READ_HOLD_MAX_MS): their ACKs, which only confirm what was sent, wait in their
-    // sockets instead of taking turns with the sends to the streams not served yet. Only for
-    // endpoints: a response of another type can make the client ask for new resources at once
-    // (CDS → EDS of a new cluster, LDS → RDS), and that request must not wait. And only after a
-    // quiet spell: under sustained churn holding only moves the reading to the next push.
-    const endpointsOnly = !p.full && p.types.size === 0 && p.edsClusters.size > 0;
+    // A push reads nothing from the connections it reaches until it was sent to all (or for
+    // READ_HOLD_MAX_MS): their ACKs, which only confirm what was sent, wait in their sockets
+    // instead of taking turns with the sends to the streams not served yet. A stream about to be
+    // sent anything but endpoints is let go first (#send): that response can make the client ask
+    // for new resources at once (CDS → EDS of a new cluster, LDS → RDS, proxyless RDS → CDS), and
+    // that request must not wait. Only after a quiet spell: under sustained churn holding only
+    // moves the reading into the next push.
     const quiet = this.#inflight.size === 0 &&
       rec.startedAt - this.#lastPushEnd >= READ_HOLD_QUIET_MS;
-    let held: XdsTransport<unknown>[] | undefined = endpointsOnly && quiet ? [] : undefined;
+    let held: Connection<P>[] | undefined = quiet ? [] : undefined;
     let holdTimer: ReturnType<typeof setTimeout> | undefined;
     const releaseHeld = () => {
       if (!held) return;
-      for (const t of held) t.releaseReads!();
+      for (const c of held) releaseRead(c);
       held = undefined;
       clearTimeout(holdTimer);
     };
@@ -240,9 +247,10 @@ export class PushScheduler<P> {
       rec.remaining++;
       streams++;
       const t = conn.transport as XdsTransport<unknown>;
-      if (held && t.holdReads && t.releaseReads) {
+      if (held && !conn.readHeld && t.holdReads && t.releaseReads) {
         t.holdReads();
-        held.push(t);
+        conn.readHeld = true;
+        held.push(conn);
       }
       conn.waiters.push(rec);
       this.drain(conn);
@@ -464,6 +472,9 @@ export class PushScheduler<P> {
     typeUrl: string,
     res: DiscoveryResponse | DeltaDiscoveryResponse,
   ): Promise<boolean> {
+    // A response that can make the client ask for more at once (any type but endpoints) ends
+    // the push's hold of this stream's reads, so that the request is read as it comes.
+    if (conn.readHeld && typeUrl !== XDS_TYPES.endpoint) releaseRead(conn);
     // One sweep timer checks every send in flight (a timer per send cost ~8% of a full push).
     conn.sendDeadline = this.#clock.now() + this.#sendTimeout;
     conn.sendType = typeUrl;

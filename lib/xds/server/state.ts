@@ -101,6 +101,8 @@ export class Connection<P> {
   sendType = "";
   /** The send in flight timed out (the stream was ended by the sweep). */
   sendTimedOut = false;
+  /** A push holds the reading of this stream's connection (see `PushScheduler.#push`). */
+  readHeld = false;
   /** Ends the stream with a status and forgets the connection. */
   endStream: (e: StreamEnd) => void = () => {};
   constructor(

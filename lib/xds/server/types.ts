@@ -142,8 +142,8 @@ export interface XdsTransport<R> {
   /** Ends the stream: with a status when `end` is given, else OK. Called at most once. */
   end(end?: StreamEnd): void;
   /**
-   * Stops reading the stream's connection for now (see `GrpcCall.holdReads` in lib/grpc): an
-   * endpoints push holds the connections it sends to until it is sent to all. Each call is undone
+   * Stops reading the stream's connection for now (see `GrpcCall.holdReads` in lib/grpc): a push
+   * holds the connections it reaches until it is sent to all. Each call is undone
    * by one {@link releaseReads}.
    */
   holdReads?(): void;
