@@ -320,9 +320,7 @@ export class Connection implements StreamOwner {
     this.#goaway(code, debug);
     this.#dead = true;
     this.#markFailed();
-    this.#in = [];
-    this.#inOff = 0;
-    this.#inlen = 0;
+    this.#dropInput();
     this.#socketPaused = false;
     this.socket.resume(); // #receive drops what arrives now
     this.#cancelAll("connection failed");
@@ -337,6 +335,13 @@ export class Connection implements StreamOwner {
     this.#dead = true;
     this.socket.destroy();
     this.#gone("connection closed");
+  }
+
+  /** Forgets every byte received and not parsed yet. */
+  #dropInput(): void {
+    this.#in = [];
+    this.#inOff = 0;
+    this.#inlen = 0;
   }
 
   /**
@@ -812,9 +817,7 @@ export class Connection implements StreamOwner {
     this.#dead = true;
     this.#cancelAll(why);
     this.#out.clear();
-    this.#in = [];
-    this.#inOff = 0;
-    this.#inlen = 0;
+    this.#dropInput();
     this.#block = undefined;
   }
 
