@@ -10,10 +10,16 @@
  * fixed chain and no crypto (`bench/_noop_ca.ts`), the in-process sign+verify rate of each
  * backend, the load average, and the p99 latency of mesh_ca at half its maximum rate (open loop;
  * target <= 20 ms). Each mesh_ca row is measured for every `--workers` value (default 1 and 2)
- * in the same run, with the cores that mesh_ca and the clients (this process) used.
+ * in the same run, with the cores that mesh_ca and the clients used.
+ *
+ * Two clients, each driving mesh_ca and cfssl alike (`--client`): `h2load` (nghttp2, C, one
+ * thread in its own process: the independent client, every request on its own connection's one
+ * stream at a time, one CSR; the server's issued-certificate counter must grow by every request
+ * it completed) and `node` (`node:http2` in this process for mesh_ca, `fetch` for cfssl, cycling
+ * through the distinct CSRs).
  *
  * `deno task bench ca [--seconds N] [--clients N] [--csrs N] [--keys rsa,ec] [--profile DIR]
- * [--workers 1,2] [--backends openssl,webcrypto] [--quick]`;
+ * [--workers 1,2] [--backends openssl,webcrypto] [--client h2load,node] [--quick]`;
  * `--help` prints this.
  * @module
  */
@@ -33,9 +39,10 @@ import {
 import { CREATE_CERTIFICATE, encodeMeshCertificateRequest } from "../lib/pki/ca_messages.ts";
 import { testIssuer } from "../tests/harness/ca_client.ts";
 import { freePort, spawnProgram } from "../tests/harness/procs.ts";
+import { h2loadClosedLoop, hasH2load } from "./_h2load.ts";
 
 const USAGE = `Usage: deno task bench ca [--seconds N] [--clients N] [--csrs N] [--keys rsa,ec]
-          [--workers 1,2] [--backends openssl,webcrypto] [--quick]
+          [--workers 1,2] [--backends openssl,webcrypto] [--client h2load,node] [--quick]
 
 CSRs signed per second by mesh_ca end to end over TLS (gRPC, bearer JWT, N concurrent clients,
 default 64) for an RSA-2048 and an ECDSA P-256 CA key, with the openssl and the webcrypto signing
@@ -49,6 +56,9 @@ answering without crypto; the p99 latency at half the maximum rate (default back
   --keys LIST   CA keys to measure: rsa, ec or rsa,ec (default rsa,ec)
   --workers LIST  mesh_ca --workers values, each measured in the same run (default 1,2)
   --backends LIST signing backends (default: openssl where libcrypto loads, and webcrypto)
+  --client LIST   clients, each driving mesh_ca and cfssl: h2load (nghttp2, its own process,
+                one CSR) and node (node:http2 / fetch in this process, every CSR); default
+                h2load,node where h2load is installed, else node
   --quick       skip the in-process sign+verify rates and the no-op transport
   --profile DIR record mesh_ca's CPU profile during each maximum-rate phase
                 (DIR/ca-<key>-<backend>.cpuprofile; summarize with
@@ -67,7 +77,12 @@ interface Options {
   backends: ("openssl" | "webcrypto")[] | undefined;
   /** Skip the in-process and no-op transport measurements. */
   quick: boolean;
+  /** Clients measured (default: h2load where it is installed, and node). */
+  client: Client[] | undefined;
 }
+
+/** `h2load`: nghttp2's load generator in its own process; `node`: node:http2 / fetch here. */
+type Client = "h2load" | "node";
 
 function parseArgs(args: string[]): Options | undefined {
   const o: Options = {
@@ -79,6 +94,7 @@ function parseArgs(args: string[]): Options | undefined {
     workers: [1, 2],
     backends: undefined,
     quick: false,
+    client: undefined,
   };
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -93,6 +109,14 @@ function parseArgs(args: string[]): Options | undefined {
         throw new Error(`Flag ${a}: want a comma-separated list of positive integers`);
       }
       o.workers = ws;
+      continue;
+    }
+    if (a === "--client") {
+      const cs = (args[++i] ?? "").split(",");
+      if (cs.some((c) => c !== "h2load" && c !== "node")) {
+        throw new Error(`Flag ${a}: want h2load, node or h2load,node`);
+      }
+      o.client = cs as Client[];
       continue;
     }
     if (a === "--backends") {
@@ -380,10 +404,16 @@ export async function main(args: string[] = []): Promise<void> {
       .filter((b) => b === "webcrypto" || openssl.name === "openssl");
     if (openssl.name !== "openssl") console.log(`no OpenSSL backend: ${openssl.description}`);
     const p256 = await opensslSpeed("ecdsap256", o.seconds);
+    const clients: Client[] = o.client ?? (await hasH2load() ? ["h2load", "node"] : ["node"]);
+    // h2load sends one body: the first CSR.
+    const body = { grpc: `${dir}/csr.grpc`, json: `${dir}/csr.json` };
+    await Deno.writeFile(body.grpc, bodies[0]);
+    await Deno.writeTextFile(body.json, JSON.stringify({ certificate_request: csrs[0] }));
     const rows: string[][] = [[
       "CA key",
       "backend",
       "W",
+      "client",
       "mesh_ca CSRs/s",
       "of openssl sign (1 core)",
       "of crypto bound",
@@ -412,11 +442,15 @@ export async function main(args: string[] = []): Promise<void> {
           `(${(1e6 / raw + 1e6 / p256.verify).toFixed(0)} CPU µs/CSR)`,
       );
       if (kind === o.keys[0] && !o.quick) transport = await noopRate(dir, ca, bodies, o);
-      const cfssl = await cfsslRate(dir, ca, csrs, o);
-      notes.push(
-        `  cfssl (${kind}): server ${cfssl.serverCores.toFixed(2)} cores, client (this process) ` +
-          `${cfssl.clientCores.toFixed(2)} cores`,
-      );
+      const cfssl = new Map<Client, Awaited<ReturnType<typeof cfsslRate>>>();
+      for (const c of clients) {
+        const r = await cfsslRate(dir, ca, csrs, body, o, c);
+        cfssl.set(c, r);
+        notes.push(
+          `  cfssl (${kind}, ${c}): server ${r.serverCores.toFixed(2)} cores, client ` +
+            `${r.clientCores.toFixed(2)} cores`,
+        );
+      }
       if (openssl.name === "openssl" && !o.quick) {
         // Which OpenSSL calls run on the thread pool (default auto: RSA signatures, P-256
         // verifications), measured in this process without transport.
@@ -436,23 +470,27 @@ export async function main(args: string[] = []): Promise<void> {
           o.clients,
         )).rate;
         for (const w of o.workers) {
-          const latency = backend === backends[0] && !o.quick;
-          const r = await meshCaRate(dir, ca, backend, token, bodies, o, latency, w);
-          rows.push([
-            kind === "rsa" ? "RSA-2048" : "ECDSA P-256",
-            backend,
-            String(w),
-            r.rate.toFixed(0),
-            `${((100 * r.rate) / raw).toFixed(1)}%`,
-            `${((100 * r.rate) / bound).toFixed(0)}%`,
-            r.cpuUs.toFixed(0),
-            r.rssMiB.toFixed(0),
-            inProcess.toFixed(0),
-            `${cfssl.rate.toFixed(0)} (${cfssl.cpuUs.toFixed(0)})`,
-            (r.rate / cfssl.rate).toFixed(2),
-            `${r.serverCores.toFixed(2)}/${r.clientCores.toFixed(2)}`,
-            isNaN(r.p50) ? "-" : `${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms`,
-          ]);
+          for (const c of clients) {
+            const latency = backend === backends[0] && !o.quick && c === "node";
+            const r = await meshCaRate(dir, ca, backend, token, bodies, body, o, latency, w, c);
+            const base = cfssl.get(c)!;
+            rows.push([
+              kind === "rsa" ? "RSA-2048" : "ECDSA P-256",
+              backend,
+              String(w),
+              c,
+              r.rate.toFixed(0),
+              `${((100 * r.rate) / raw).toFixed(1)}%`,
+              `${((100 * r.rate) / bound).toFixed(0)}%`,
+              r.cpuUs.toFixed(0),
+              r.rssMiB.toFixed(0),
+              inProcess.toFixed(0),
+              `${base.rate.toFixed(0)} (${base.cpuUs.toFixed(0)})`,
+              (r.rate / base.rate).toFixed(2),
+              `${r.serverCores.toFixed(2)}/${r.clientCores.toFixed(2)}`,
+              isNaN(r.p50) ? "-" : `${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms`,
+            ]);
+          }
         }
       }
     }
@@ -467,9 +505,10 @@ export async function main(args: string[] = []): Promise<void> {
     console.log(`load average at end ${load()}`);
     console.log(
       "targets: >= 50% of openssl; p99 at half the maximum rate <= 20 ms; mesh_ca >= 1.5x " +
-        "cfssl's CSRs/s for each CA key (issue 26); W = mesh_ca --workers; cores server/client: " +
-        "CPU used by mesh_ca (all its isolates) and by this bench process (the 64 clients) " +
-        "during the measured phase",
+        "cfssl's CSRs/s for each CA key (issue 26), each with the same client; W = mesh_ca " +
+        "--workers; client: h2load (its own process, one CSR) or node (this process, every CSR); " +
+        "cores server/client: CPU used by the server (mesh_ca: all its isolates) and by the " +
+        "client during the measured phase",
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -483,9 +522,11 @@ async function meshCaRate(
   backend: "openssl" | "webcrypto",
   token: string,
   bodies: Buffer[],
+  body: { grpc: string },
   o: Options,
   latency: boolean,
   workers: number,
+  client: Client,
 ): Promise<
   {
     rate: number;
@@ -516,7 +557,7 @@ async function meshCaRate(
     "--grpc-port",
     String(grpcPort),
     "--monitoring-port",
-    String(o.profile ? monitoringPort : 0),
+    String(monitoringPort),
     "--log_output_level",
     "warn",
     "--workers",
@@ -525,37 +566,124 @@ async function meshCaRate(
   let rate = 0, cpuUs = NaN, rss = NaN, p50 = NaN, p99 = NaN, serverCores = NaN, clientCores = NaN;
   try {
     await waitListening(grpcPort);
-    if (o.profile) await waitListening(monitoringPort);
-    const root = await Deno.readTextFile(ca.cert);
-    const g = await grpcCallers(grpcPort, root, token, bodies, o.clients);
-    try {
-      await closedLoop(g.callers, Math.min(1, o.seconds)); // warm-up
-      const profile = o.profile
+    await waitListening(monitoringPort);
+    const profile = () =>
+      o.profile
         ? fetch(`http://127.0.0.1:${monitoringPort}/debug/pprof/profile?seconds=${o.seconds}`)
           .then((r) => r.text())
         : undefined;
-      ({ rate, cpuUs, serverCores, clientCores } = await measured(proc.pid, g.callers, o.seconds));
-      rss = rssMiB(proc.pid);
-      if (profile) {
-        await Deno.mkdir(o.profile, { recursive: true });
-        const kind = ca.cert.includes("/rsa-") ? "rsa" : "ec";
-        await Deno.writeTextFile(
-          `${o.profile}/ca-${kind}-${backend}-w${workers}.cpuprofile`,
-          await profile,
+    let recording: Promise<string> | undefined;
+    if (client === "h2load") {
+      let before = { issued: NaN, errors: NaN };
+      const h = await h2loadPhase({
+        pid: proc.pid,
+        url: `https://127.0.0.1:${grpcPort}${CREATE_CERTIFICATE}`,
+        body: body.grpc,
+        headers: [
+          "content-type: application/grpc",
+          "te: trailers",
+          `authorization: Bearer ${token}`,
+        ],
+        o,
+        started: async () => {
+          recording = profile();
+          before = await issuedCount(monitoringPort);
+        },
+      });
+      // Every request h2load counted done was a certificate issued (HTTP 200 alone says
+      // nothing of the gRPC status); those in flight at the end of the warm-up or the run
+      // (one per connection at most) may or may not have been.
+      const issued = await issuedCount(monitoringPort);
+      if (
+        !(issued.issued - before.issued >= h.run.done) ||
+        issued.issued + issued.errors - before.issued - before.errors > h.run.started + o.clients
+      ) {
+        throw new Error(
+          `mesh_ca issued ${issued.issued - before.issued} certificates and refused ${
+            issued.errors - before.errors
+          }; h2load: ${h.run.done} done of ${h.run.started} started`,
         );
       }
-      if (latency) {
-        const lat = await openLoop(g.callers, rate / 2, o.seconds);
-        p50 = pct(lat, 0.5);
-        p99 = pct(lat, 0.99);
+      ({ rate, cpuUs, serverCores, clientCores } = h);
+    } else {
+      const root = await Deno.readTextFile(ca.cert);
+      const g = await grpcCallers(grpcPort, root, token, bodies, o.clients);
+      try {
+        await closedLoop(g.callers, Math.min(1, o.seconds)); // warm-up
+        recording = profile();
+        ({ rate, cpuUs, serverCores, clientCores } = await measured(
+          proc.pid,
+          g.callers,
+          o.seconds,
+        ));
+        if (latency) {
+          const lat = await openLoop(g.callers, rate / 2, o.seconds);
+          p50 = pct(lat, 0.5);
+          p99 = pct(lat, 0.99);
+        }
+      } finally {
+        g.close();
       }
-    } finally {
-      g.close();
+    }
+    rss = rssMiB(proc.pid);
+    if (recording) {
+      await Deno.mkdir(o.profile, { recursive: true });
+      const kind = ca.cert.includes("/rsa-") ? "rsa" : "ec";
+      await Deno.writeTextFile(
+        `${o.profile}/ca-${kind}-${backend}-w${workers}-${client}.cpuprofile`,
+        await recording,
+      );
     }
   } finally {
     await proc.stop();
   }
   return { rate, cpuUs, rssMiB: rss, p50, p99, serverCores, clientCores };
+}
+
+/** mesh_ca's counts of certificates issued and requests refused, from its /metrics. */
+async function issuedCount(port: number): Promise<{ issued: number; errors: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (name: string) =>
+    [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "gm"))]
+      .reduce((n, m) => n + Number(m[1]), 0);
+  return { issued: sum("mesh_ca_certs_issued_total"), errors: sum("mesh_ca_csr_errors_total") };
+}
+
+/**
+ * A closed loop of h2load against the server `pid` (after a 1 s warm-up; `started` runs between
+ * the two): calls/s, the server's CPU µs per call and the cores the server and h2load used.
+ */
+async function h2loadPhase(a: {
+  pid: number;
+  url: string;
+  body: string;
+  headers: string[];
+  o: Options;
+  started?: () => Promise<void>;
+  h1?: boolean;
+}) {
+  const run = (seconds: number) =>
+    h2loadClosedLoop({
+      url: a.url,
+      body: a.body,
+      headers: a.headers,
+      connections: a.o.clients,
+      streams: 1,
+      seconds,
+      h1: a.h1,
+    });
+  await run(Math.min(1, a.o.seconds)); // warm-up
+  await a.started?.();
+  const cpu0 = cpuSeconds(a.pid);
+  const run1 = await run(a.o.seconds);
+  const server = cpuSeconds(a.pid) - cpu0;
+  return {
+    run: run1,
+    rate: run1.done / a.o.seconds,
+    cpuUs: (server * 1e6) / run1.done,
+    serverCores: server / a.o.seconds,
+    clientCores: run1.cpuSeconds / a.o.seconds,
+  };
 }
 
 /** The TLS gRPC transport alone (bench/_noop_ca.ts): closed-loop calls/s. */
@@ -659,7 +787,9 @@ async function cfsslRate(
   dir: string,
   ca: { cert: string; key: string },
   csrs: string[],
+  body: { json: string },
   o: Options,
+  client: Client,
 ): Promise<{ rate: number; cpuUs: number; serverCores: number; clientCores: number }> {
   // cfssl's TLS server certificate, for localhost, signed by the same CA.
   const { cert: tlsCert, key: tlsKey } = await serverCert(dir, ca, "localhost");
@@ -687,6 +817,16 @@ async function cfsslRate(
   }).spawn();
   try {
     await waitListening(port);
+    if (client === "h2load") {
+      // cfssl answers a failed sign with a 4xx/5xx status, which h2load counts as failed.
+      return await h2loadPhase({
+        pid: child.pid,
+        url: `https://127.0.0.1:${port}/api/v1/cfssl/sign`,
+        body: body.json,
+        headers: ["content-type: application/json"],
+        o,
+      });
+    }
     const h = httpsCallers(port, await Deno.readTextFile(ca.cert), csrs, o.clients);
     try {
       await closedLoop(h.callers, Math.min(1, o.seconds));

@@ -25,6 +25,7 @@ import { compress, GLOBAL_DICTIONARY, mixerCodec } from "../lib/mixer/mod.ts";
 import { denyConfig, policyAddresses, policyServerArgs } from "../tests/harness/policy.ts";
 import { type ProgramProcess, spawnProgram } from "../tests/harness/procs.ts";
 import { V8_FLAGS } from "../compile.ts";
+import { h2loadClosedLoop } from "./_h2load.ts";
 
 const USAGE =
   `Usage: deno task bench policy [--seconds N] [--rate N] [--inflight N] [--latency-only]
@@ -363,36 +364,18 @@ async function machineCpu(): Promise<{ busy: number; total: number }> {
 
 /**
  * h2load closed loop against `address` for `seconds`: 16 connections, 4 Checks in flight each,
- * one client thread. Returns completed requests and the seconds h2load reports.
+ * one client thread. Returns the requests completed and those started.
  */
 async function h2loadMax(address: string, body: string, seconds: number) {
-  const out = await new Deno.Command("h2load", {
-    args: [
-      "-t",
-      "1",
-      "-c",
-      "16",
-      "-m",
-      "4",
-      "-D",
-      String(seconds),
-      "-d",
-      body,
-      ...GRPC_HEADERS,
-      `http://${address}${CHECK_PATH}`,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout);
-  if (!out.success) {
-    throw new Error(`h2load failed: ${new TextDecoder().decode(out.stderr)}${text}`);
-  }
-  const m = /requests: \d+ total, (\d+) started, (\d+) done/.exec(text);
-  const [started, done] = [Number(m?.[1] ?? NaN), Number(m?.[2] ?? NaN)];
-  const succeeded = Number(/(\d+) succeeded/.exec(text)?.[1] ?? NaN);
-  if (succeeded !== done) throw new Error(`h2load: ${done - succeeded} requests failed:\n${text}`);
-  return { done, started };
+  const r = await h2loadClosedLoop({
+    url: `http://${address}${CHECK_PATH}`,
+    body,
+    headers: GRPC_HEADERS.filter((h) => h !== "-H"),
+    connections: 16,
+    streams: 4,
+    seconds,
+  });
+  return { done: r.done, started: r.started };
 }
 
 /**

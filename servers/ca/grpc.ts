@@ -130,9 +130,11 @@ function unary(
         );
         return;
       }
-      work(req, call).then(async (res) => {
+      work(req, call).then((res) => {
         if (gone) return;
-        await call.send([res]);
+        // The trailers follow the message without waiting for its write: both leave in one
+        // write to the socket (one TLS record), not one each.
+        call.send([res]).catch(() => {}); // rejects only when the call ended first (reset, closed)
         call.end(Code.OK);
       }).catch((e) => {
         if (!gone) fail(e);
@@ -157,8 +159,8 @@ async function signTimed(
   return issued;
 }
 
-/** Starts the signing API. */
-export async function startSigningServer(opts: SigningServerOptions): Promise<GrpcListener> {
+/** The signing API's handlers, by path. */
+export function signingHandlers(opts: SigningServerOptions): Map<string, CallHandler> {
   const create = unary("CreateCertificate", opts, async (bytes, call) => {
     const req = decodeMeshCertificateRequest(bytes);
     const caller = await opts.auth.authenticate({
@@ -193,6 +195,14 @@ export async function startSigningServer(opts: SigningServerOptions): Promise<Gr
       certChain: issued.chain.slice(1).join(""),
     });
   });
+  return new Map<string, CallHandler>([
+    [`/${CERTIFICATE_SERVICE}/CreateCertificate`, create],
+    [`/${CA_SERVICE}/HandleCSR`, handleCsr],
+  ]);
+}
+
+/** Starts the signing API. */
+export async function startSigningServer(opts: SigningServerOptions): Promise<GrpcListener> {
   return await listenGrpc({
     host: opts.host,
     port: opts.port,
@@ -201,10 +211,7 @@ export async function startSigningServer(opts: SigningServerOptions): Promise<Gr
       key: te.encode(opts.tls.key),
       ca: te.encode(opts.tls.ca),
     },
-    handlers: new Map<string, CallHandler>([
-      [`/${CERTIFICATE_SERVICE}/CreateCertificate`, create],
-      [`/${CA_SERVICE}/HandleCSR`, handleCsr],
-    ]),
+    handlers: signingHandlers(opts),
     onError: (m) => opts.log.warn(`gRPC: ${m}`),
     reusePort: opts.reusePort,
   });

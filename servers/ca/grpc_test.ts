@@ -2,8 +2,16 @@ import assert from "node:assert/strict";
 import { createCertificate, handleCsr, testIssuer } from "../../tests/harness/ca_client.ts";
 import { withTempDir } from "../../tests/harness/procs.ts";
 import { makeTestPki } from "../../tests/harness/certs.ts";
-import { parseCertificates, spiffeId, subjectAltNames } from "../../lib/pki/mod.ts";
-import { callUnary } from "../../lib/grpc/mod.ts";
+import { Buffer } from "node:buffer";
+import {
+  CertAuthority,
+  createSelfSignedCa,
+  loadCaMaterial,
+  parseCertificates,
+  spiffeId,
+  subjectAltNames,
+} from "../../lib/pki/mod.ts";
+import { callUnary, type GrpcCall } from "../../lib/grpc/mod.ts";
 import { encodeMeshCertificateRequest } from "../../lib/pki/ca_messages.ts";
 import {
   caFlags,
@@ -14,6 +22,8 @@ import {
   withCa,
 } from "./_testutil.ts";
 import { start, toConfig } from "./mod.ts";
+import { CERTIFICATE_SERVICE, signingHandlers } from "./grpc.ts";
+import { createAuthenticator } from "./signer.ts";
 
 const HOUR = 3_600_000;
 const UNAUTHENTICATED = 16, PERMISSION_DENIED = 7, INVALID_ARGUMENT = 3;
@@ -229,4 +239,63 @@ Deno.test("a restart with the same --local-storage-dir keeps the root; the key f
     assert.match(all, /--self-signed-ca is set: --signing-cert, --signing-key ignored/);
     assert.match(all, /using the self-signed root kept in directory/);
   });
+});
+
+Deno.test("a signed certificate's trailers are queued with its answer, before the answer is written (one write, not two)", async () => {
+  const ca = new CertAuthority(
+    await loadCaMaterial(await createSelfSignedCa({ org: "o", ttlMs: HOUR, key: { kind: "ec" } })),
+    { maxTtlMs: HOUR },
+  );
+  const handlers = signingHandlers({
+    host: "127.0.0.1",
+    port: 0,
+    tls: { cert: "", key: "", ca: "" },
+    ca: () => ca,
+    auth: createAuthenticator({
+      ca: () => ca,
+      tokenReview: () =>
+        Promise.resolve({ authenticated: true, username: "system:serviceaccount:ns:sa" }),
+      tokenCacheMs: 1000,
+    }),
+    policy: {
+      workloadTtlMs: HOUR,
+      maxTtlMs: HOUR,
+      signCaCerts: false,
+      dns: { custom: new Map(), appendWebhookNames: false, systemNamespace: "mesh-system" },
+    },
+    metrics: { request() {}, error() {}, issued() {} },
+    log: recordingLogger(),
+  });
+  const { csr } = await csrFor("ns", "sa");
+  const path = `/${CERTIFICATE_SERVICE}/CreateCertificate`;
+  const body = encodeMeshCertificateRequest({ csr, validityDuration: 600 });
+  const events: string[] = [];
+  let written = () => {};
+  let sent = () => {};
+  const sending = new Promise<void>((r) => sent = r);
+  const call = {
+    path,
+    headers: [["authorization", "Bearer t"]],
+    peer: "ipv4:127.0.0.1:1",
+    socket: {},
+    onMessage: (_m: Buffer) => {},
+    onEnd: () => {},
+    onCancel: (_why: string) => {},
+    send(parts: readonly Uint8Array[]) {
+      events.push(`send ${parts.length}`);
+      sent();
+      return new Promise<void>((resolve) => written = resolve);
+    },
+    end(status: number, message?: string) {
+      events.push(`end ${status}${message ? ` ${message}` : ""}`);
+    },
+  } as unknown as GrpcCall;
+  handlers.get(path)!(call);
+  call.onMessage(Buffer.from(body));
+  call.onEnd();
+  await sending; // signed
+  await new Promise((r) => setTimeout(r, 0));
+  // The write of the answer has not completed: the trailers were queued anyway.
+  assert.deepEqual(events, ["send 1", "end 0"]);
+  written();
 });
