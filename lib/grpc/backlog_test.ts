@@ -114,6 +114,31 @@ Deno.test("a client that never reads again is disconnected after sendTimeoutMs",
   }
 });
 
+Deno.test("a client that reads again before sendTimeoutMs keeps its connection: the timeout is cleared once the backlog drains", async () => {
+  const errors: string[] = [];
+  // A timeout long enough that a busy machine's scheduling never stalls the reads that long.
+  const { listener, c, conn } = await start(1000, errors);
+  try {
+    await callBulkUnread(c);
+    assert.ok(await eventually(() => conn().outstanding > LIMIT / 2), "never backlogged");
+    await new Promise((r) => setTimeout(r, 100));
+    c.socket.resume();
+    assert.ok(await c.until(() => (c.headers.get(1)?.length ?? 0) >= 2, 30_000), "no trailers");
+    assert.equal(c.dataOn(1), COUNT * (MESSAGE + 5));
+    // Well past the send timeout of the first backlog: still connected, and serving.
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.equal(listener.connections.size, 1);
+    noted = 0;
+    await c.write(c.headersFrame(3, grpcRequest(NOTE)));
+    assert.ok(await eventually(() => noted === 1), "the connection no longer serves");
+    assert.equal(c.goaway, undefined);
+    assert.deepEqual(errors, []);
+  } finally {
+    await c.close();
+    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+  }
+});
+
 Deno.test("a client that sends SETTINGS without reading the acks meets maxOutboundControlFrames", async () => {
   const errors: string[] = [];
   const listener = await listenGrpc({
