@@ -908,11 +908,8 @@ export class Connection implements StreamOwner {
 
   /** The backlog drained below the limit: read and send again. */
   #drained(): void {
-    // Guarded: this runs after every write, and Deno's clearTimeout(undefined) costs ~1 µs.
-    if (this.#backlogTimer !== undefined) {
-      clearTimeout(this.#backlogTimer);
-      this.#backlogTimer = undefined;
-    }
+    clearTimeout(this.#backlogTimer);
+    this.#backlogTimer = undefined;
     if (this.#readPaused) {
       this.#readPaused = false;
       this.#reading();
