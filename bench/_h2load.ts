@@ -46,11 +46,8 @@ export async function h2loadClosedLoop(o: {
   connections: number;
   streams: number;
   seconds: number;
-  /** HTTP/1.1 instead of HTTP/2. */
-  h1?: boolean;
 }): Promise<H2loadRun> {
   const args = [
-    ...(o.h1 ? ["--h1"] : []),
     "-t",
     "1",
     "-c",

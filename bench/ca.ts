@@ -660,7 +660,6 @@ async function h2loadPhase(a: {
   headers: string[];
   o: Options;
   started?: () => Promise<void>;
-  h1?: boolean;
 }) {
   const run = (seconds: number) =>
     h2loadClosedLoop({
@@ -670,7 +669,6 @@ async function h2loadPhase(a: {
       connections: a.o.clients,
       streams: 1,
       seconds,
-      h1: a.h1,
     });
   await run(Math.min(1, a.o.seconds)); // warm-up
   await a.started?.();
