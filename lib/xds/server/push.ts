@@ -220,12 +220,12 @@ export class PushScheduler<P> {
     const quiet = this.#inflight.size === 0 &&
       rec.startedAt - this.#lastPushEnd >= READ_HOLD_QUIET_MS;
     let held: Connection<P>[] | undefined = quiet ? [] : undefined;
-    let holdTimer: ReturnType<typeof setTimeout> | undefined;
+    let holdTimer: unknown;
     const releaseHeld = () => {
       if (!held) return;
       for (const c of held) releaseRead(c);
       held = undefined;
-      clearTimeout(holdTimer);
+      if (holdTimer !== undefined) this.#clock.clearTimeout(holdTimer);
     };
     rec.done = () => {
       const now = this.#clock.now();
@@ -292,7 +292,7 @@ export class PushScheduler<P> {
       clients: streams,
     });
     if (tracing) trace(`push start streams=${streams} full=${p.full}${externalNote()}`);
-    if (held?.length) holdTimer = setTimeout(releaseHeld, READ_HOLD_MAX_MS);
+    if (held?.length) holdTimer = this.#clock.setTimeout(releaseHeld, READ_HOLD_MAX_MS);
     if (--rec.remaining === 0) rec.done();
   }
 
