@@ -10,11 +10,47 @@ import { Buffer } from "node:buffer";
 import net from "node:net";
 import { Flag, frame, FrameType, PREFACE } from "./h2/frames.ts";
 import { encodeHeaders, type HeaderList, HpackDecoder } from "./h2/hpack.ts";
+import type { GrpcCall } from "./h2/stream.ts";
 import { MessageBuilder } from "../protowire/mod.ts";
 
 const { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY } = FrameType;
 const { WINDOW_UPDATE, CONTINUATION } = FrameType;
 const { END_STREAM, END_HEADERS } = Flag;
+
+/**
+ * A call as its handler sees it, without a connection, recording what the handler does (`send N`
+ * with N parts, `end S` or `end S message`): `send` stays pending until `written()`, and `sent`
+ * resolves at the first send.
+ */
+export function recordingCall(path: string, headers: HeaderList = []): {
+  call: GrpcCall;
+  events: string[];
+  sent: Promise<void>;
+  written: () => void;
+} {
+  const events: string[] = [];
+  let written = () => {};
+  let onSent = () => {};
+  const sent = new Promise<void>((r) => onSent = r);
+  const call = {
+    path,
+    headers,
+    peer: "ipv4:127.0.0.1:1",
+    socket: {},
+    onMessage: (_m: Buffer) => {},
+    onEnd: () => {},
+    onCancel: (_why: string) => {},
+    send(parts: readonly Uint8Array[]) {
+      events.push(`send ${parts.length}`);
+      onSent();
+      return new Promise<void>((resolve) => written = resolve);
+    },
+    end(status: number, message?: string) {
+      events.push(`end ${status}${message ? ` ${message}` : ""}`);
+    },
+  } as unknown as GrpcCall;
+  return { call, events, sent, written: () => written() };
+}
 
 /** The bytes of `parts` one after another, in a new array. */
 export function concat(...parts: Uint8Array[]): Uint8Array {

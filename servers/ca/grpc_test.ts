@@ -11,7 +11,8 @@ import {
   spiffeId,
   subjectAltNames,
 } from "../../lib/pki/mod.ts";
-import { callUnary, type GrpcCall } from "../../lib/grpc/mod.ts";
+import { callUnary } from "../../lib/grpc/mod.ts";
+import { recordingCall } from "../../lib/grpc/testing.ts";
 import { encodeMeshCertificateRequest } from "../../lib/pki/ca_messages.ts";
 import {
   caFlags,
@@ -269,31 +270,11 @@ Deno.test("a signed certificate's trailers are queued with its answer, before th
   const { csr } = await csrFor("ns", "sa");
   const path = `/${CERTIFICATE_SERVICE}/CreateCertificate`;
   const body = encodeMeshCertificateRequest({ csr, validityDuration: 600 });
-  const events: string[] = [];
-  let written = () => {};
-  let sent = () => {};
-  const sending = new Promise<void>((r) => sent = r);
-  const call = {
-    path,
-    headers: [["authorization", "Bearer t"]],
-    peer: "ipv4:127.0.0.1:1",
-    socket: {},
-    onMessage: (_m: Buffer) => {},
-    onEnd: () => {},
-    onCancel: (_why: string) => {},
-    send(parts: readonly Uint8Array[]) {
-      events.push(`send ${parts.length}`);
-      sent();
-      return new Promise<void>((resolve) => written = resolve);
-    },
-    end(status: number, message?: string) {
-      events.push(`end ${status}${message ? ` ${message}` : ""}`);
-    },
-  } as unknown as GrpcCall;
+  const { call, events, sent, written } = recordingCall(path, [["authorization", "Bearer t"]]);
   handlers.get(path)!(call);
   call.onMessage(Buffer.from(body));
   call.onEnd();
-  await sending; // signed
+  await sent; // signed
   await new Promise((r) => setTimeout(r, 0));
   // The write of the answer has not completed: the trailers were queued anyway.
   assert.deepEqual(events, ["send 1", "end 0"]);

@@ -4,8 +4,7 @@
  */
 
 import assert from "node:assert/strict";
-import type { Buffer } from "node:buffer";
-import type { GrpcCall } from "../../lib/grpc/mod.ts";
+import { recordingCall } from "../../lib/grpc/testing.ts";
 import { DEFAULT_MANIFEST } from "../../lib/expr/mod.ts";
 import { compress, MIXER_SERVICE, mixerCodec } from "../../lib/mixer/mod.ts";
 import { mixerHandlers } from "./grpc.ts";
@@ -13,28 +12,6 @@ import { Pool } from "./pool.ts";
 import type { Snapshot } from "./runtime.ts";
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-
-/** A call that records what the handler does; `send` stays pending until `written()`. */
-function fakeCall() {
-  const events: string[] = [];
-  let written = () => {};
-  const call = {
-    path: `/${MIXER_SERVICE}/Check`,
-    headers: [],
-    peer: "ipv4:127.0.0.1:1",
-    onMessage: (_m: Buffer) => {},
-    onEnd: () => {},
-    onCancel: (_why: string) => {},
-    send(parts: readonly Uint8Array[]) {
-      events.push(`send ${parts.length}`);
-      return new Promise<void>((resolve) => written = resolve);
-    },
-    end(status: number) {
-      events.push(`end ${status}`);
-    },
-  } as unknown as GrpcCall;
-  return { call, events, written: () => written() };
-}
 
 async function handlers() {
   const snapshot = {
@@ -55,7 +32,7 @@ async function handlers() {
 Deno.test("a Check's trailers are queued with its answer, before the answer is written", async () => {
   const codec = await mixerCodec();
   const check = (await handlers()).get(`/${MIXER_SERVICE}/Check`)!;
-  const { call, events, written } = fakeCall();
+  const { call, events, written } = recordingCall(`/${MIXER_SERVICE}/Check`);
   check(call);
   const req = codec.encodeCheckRequest({
     attributes: compress({ "source.name": "a" }, DEFAULT_MANIFEST),
