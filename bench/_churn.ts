@@ -3,7 +3,11 @@
  * steady rate, each adding the address `10.251.<seq >> 8>.<seq & 255>` to one service, and for
  * every simulated proxy the time from a change's post to the first EDS response that carries it
  * (or a later change of the same cluster, which includes it: changes only add endpoints). Latencies
- * go into a 1 ms histogram (10,000 proxies × 3000 changes would be 30 M samples).
+ * go into a 1 ms histogram (10,000 proxies × 3000 changes would be 30 M samples). Beside them, what
+ * tells the server's lateness from the simulated proxies' own backlog: for each change the time
+ * to the first proxy that has it (the server's turn-around, before any one stream's wait), and for
+ * each proxy the longest time between two of its EDS responses (every proxy is sent every change,
+ * so a long one is a stream the server left waiting or a socket this process did not read).
  * @module
  */
 
@@ -69,11 +73,18 @@ export class ChurnTracker {
   readonly hist = new Uint32Array(120_001);
   /** Deliveries recorded (change × proxy). */
   delivered = 0;
+  /** By seq: the latency (ms) of its first delivery, NaN until then. */
+  readonly first: number[] = [NaN];
+  /** Per proxy: when its last EDS response came, and the longest time between two of them. */
+  readonly #quiet = new WeakMap<object, { last: number; longest: number }>();
+  /** The proxies seen, for {@link longestQuiet}. */
+  readonly #proxies: object[] = [];
 
   /** Records change `seq` (the next one) of service `svc`, posted now. */
   post(svc: number, at: number): number {
     const seq = this.posted.length;
     this.posted.push(at);
+    this.first.push(NaN);
     this.serviceOf.push(svc);
     let l = this.#bySvc.get(svc);
     if (!l) this.#bySvc.set(svc, l = []);
@@ -83,6 +94,14 @@ export class ChurnTracker {
 
   /** An EDS response `section` reached proxy `p` at `now`. */
   received(p: object, section: Section, now: number): void {
+    const q = this.#quiet.get(p);
+    if (!q) {
+      this.#quiet.set(p, { last: now, longest: 0 });
+      this.#proxies.push(p);
+    } else {
+      if (now - q.last > q.longest) q.longest = now - q.last;
+      q.last = now;
+    }
     let found = this.#sections.get(section);
     if (!found) {
       found = new Map();
@@ -101,6 +120,7 @@ export class ChurnTracker {
       let k = got.get(svc) ?? 0;
       while (k < list.length && list[k] <= max) {
         const ms = Math.round(now - this.posted[list[k]]);
+        if (!(this.first[list[k]] <= ms)) this.first[list[k]] = ms;
         this.hist[Math.max(0, Math.min(this.hist.length - 1, ms))]++;
         this.delivered++;
         k++;
@@ -119,6 +139,14 @@ export class ChurnTracker {
       if (n >= rank) return ms;
     }
     return Infinity;
+  }
+
+  /**
+   * Each proxy's longest time between two EDS responses (ms), from its first response in the
+   * churn to the last one; ascending.
+   */
+  longestQuiet(): number[] {
+    return this.#proxies.map((p) => this.#quiet.get(p)!.longest).sort((a, b) => a - b);
   }
 
   /** Changes posted. */

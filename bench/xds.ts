@@ -31,7 +31,10 @@
  * stream's CDS timed throughout by the independent C-core prober (`_core_prober.ts`); beside
  * it the server's own side, from its `mesh_xds_convergence_time` (first change of a push → every
  * affected proxy handed it; the simulated proxies' figure includes their own backlog on a box they
- * share with the server).
+ * share with the server), and what tells the two apart: each change's time to its first proxy,
+ * each proxy's longest wait between two updates (every change reaches every proxy, so a long wait
+ * is a stream left waiting or a socket this process did not read), and this process's event-loop
+ * lag.
  * `--storm-seconds T` then closes every proxy and reconnects them all within T seconds, and
  * reports when all were synced again, with the same probes throughout. `--per-session N` puts N ADS
  * streams on one HTTP/2 connection (needed past ~9,900 proxies on a box whose file descriptor
@@ -72,6 +75,7 @@ import { wholeNumber } from "./_flags.ts";
 import { type ProbeSummary, startCoreProber } from "./_core_prober.ts";
 import { atMost, bucketQuantile, type Histogram, readHistogram, since } from "./_histogram.ts";
 import { startAllocationProfile, startCpuProfile } from "../lib/process/mod.ts";
+import { LAG_RESOLUTION_MS, sampleLag } from "../lib/monitoring/event_loop_lag.ts";
 import process from "node:process";
 import type http2 from "node:http2";
 import { LeanSession } from "./_h2_lean.ts";
@@ -530,6 +534,37 @@ function convergenceText(h: Histogram): string {
   const bound = (le: number) => le === Infinity ? "> 30 s" : `≤ ${le} s`;
   return `${h.count} pushes, mean ${ms((h.sum / h.count) * 1000)}, ${atMost(h, 1)} of ${h.count} ` +
     `within 1 s, p50 ${bound(bucketQuantile(h, 0.5))}, p99 ${bound(bucketQuantile(h, 0.99))}`;
+}
+
+/**
+ * What separates the server's lateness from the simulated proxies' backlog under churn: how soon
+ * the first proxy had each change, and each proxy's longest wait between two EDS responses.
+ */
+function churnSplitText(t: ChurnTracker): string {
+  const firsts = t.first.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  const quiet = t.longestQuiet();
+  const over = (s: number) => quiet.filter((x) => x > s * 1000).length;
+  return `each change → its first proxy p50 ${ms(pct(firsts, 50))}, p99 ${ms(pct(firsts, 99))}; ` +
+    `each proxy's longest wait between two updates p50 ${ms(pct(quiet, 50))}, max ${
+      ms(quiet[quiet.length - 1] ?? NaN)
+    } (${over(1)} of ${quiet.length} proxies over 1 s, ${over(2)} over 2 s)`;
+}
+
+/**
+ * How late this process's timers fire (one every 20 ms) until `stop()`, which returns it as text:
+ * a busy event loop here delays the reading of every simulated proxy, and their change → update
+ * figure includes that delay.
+ */
+function clientLag(): { stop(): string } {
+  const { histogram: h, stop } = sampleLag();
+  return {
+    stop() {
+      stop();
+      return `event-loop lag p50 ${ms(h.percentile(50) * 1000)}, p99 ${
+        ms(h.percentile(99) * 1000)
+      }, max ${ms(h.max * 1000)} (a timer every ${LAG_RESOLUTION_MS} ms)`;
+    },
+  };
 }
 
 /**
@@ -1322,6 +1357,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         5000,
       );
       rss.push(`0 s ${mb(rssOf(pid))}`);
+      const lag = clientLag();
       const posts: Promise<void>[] = [];
       const posting = async () => {
         for (let k = 0; k < total; k++) {
@@ -1357,6 +1393,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         ? await profiled(o.profileChurn, httpPort, o.profileAllocs, posting)
         : await posting();
       clearInterval(rssTimer);
+      const lagText = lag.stop();
       rss.push(`end ${mb(rssOf(pid))}`);
       const rd = await stopReady();
       const sCpu = cpuOf(pid) - s0, cCpu = clientCpu() - c0;
@@ -1374,6 +1411,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
           `client CPU ${cCpu.toFixed(1)} s; ${readyText(rd)}`,
       );
       out(`  server RSS every 5 s: ${rss.join(", ")}`);
+      out(`  ${churnSplitText(tracker)}; this process (the simulated proxies): ${lagText}`);
       const server = convergenceText(conv);
       out(`  the server's side (mesh_xds_convergence_time): ${server}`);
       churnRow = `| sustained churn: ${total} endpoint changes at ${

@@ -100,6 +100,24 @@ export class LagHistogram {
   }
 }
 
+/**
+ * Records into a new histogram how late a timer every `resolutionMs` fires (unref'd: it never keeps
+ * a program alive) until `stop()`.
+ */
+export function sampleLag(
+  resolutionMs = LAG_RESOLUTION_MS,
+): { histogram: LagHistogram; stop(): void } {
+  const histogram = new LagHistogram();
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    histogram.record((now - last - resolutionMs) / 1000);
+    last = now;
+  }, resolutionMs);
+  Deno.unrefTimer(timer);
+  return { histogram, stop: () => clearInterval(timer) };
+}
+
 /** The names replaced (prom-client's `eventLoopLag` metrics), with their help texts. */
 const LAG_METRICS = {
   nodejs_eventloop_lag_seconds: "Lag of event loop in seconds.",
@@ -133,14 +151,7 @@ export function collectProcessMetrics(
     perfHooks.monitorEventLoopDelay = monitor;
   }
   for (const name of Object.keys(LAG_METRICS)) register.removeSingleMetric(name);
-  const histogram = new LagHistogram();
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    histogram.record((now - last - resolutionMs) / 1000);
-    last = now;
-  }, resolutionMs);
-  Deno.unrefTimer(timer);
+  const { histogram, stop } = sampleLag(resolutionMs);
   const registers = [register];
   type Gauge = InstanceType<Prom["Gauge"]>;
   const gauges = {} as Record<keyof typeof LAG_METRICS, Gauge>;
@@ -166,5 +177,5 @@ export function collectProcessMetrics(
       ...(name === "nodejs_eventloop_lag_seconds" ? { collect } : {}),
     });
   }
-  return { stop: () => clearInterval(timer), histogram };
+  return { stop, histogram };
 }
