@@ -13,7 +13,7 @@
 import { Buffer } from "node:buffer";
 import { getLogger, type Logger } from "../../log/mod.ts";
 import { xdsDescriptors } from "../protos.ts";
-import type { XdsServer } from "./stream.ts";
+import type { XdsServer, XdsStreamHandle } from "./stream.ts";
 import type {
   DeltaDiscoveryRequest,
   DeltaDiscoveryResponse,
@@ -129,7 +129,7 @@ type AnyObj = any;
 
 /** Request decoders of the two ADS methods. */
 interface AdsDecoders {
-  sotw(b: Buffer): DiscoveryRequest;
+  sotw(b: Buffer, hints?: readonly (Uint8Array | undefined)[]): DiscoveryRequest;
   delta(b: Buffer): DeltaDiscoveryRequest;
 }
 
@@ -150,7 +150,8 @@ function adsDecoders(): Promise<AdsDecoders> {
     const deltaFull = svc.DeltaAggregatedResources.requestDeserialize;
     const full = (r: AnyObj) => ({ ...r, node: normalizeNode(r.node) });
     return {
-      sotw: (b: Buffer) => decodeDiscoveryRequest(b) ?? full(sotwFull(b)),
+      sotw: (b: Buffer, hints?: readonly (Uint8Array | undefined)[]) =>
+        decodeDiscoveryRequest(b, hints) ?? full(sotwFull(b)),
       delta: (b: Buffer) => decodeDeltaDiscoveryRequest(b) ?? full(deltaFull(b)),
     };
   })();
@@ -229,9 +230,9 @@ const peerIdentities = peerUris;
 function serveStream<Req, Res>(
   calls: Set<{ end: (e: StreamEnd) => void }>,
   call: GrpcCall,
-  decode: (b: Buffer) => Req,
+  decode: (b: Buffer, hints?: readonly (Uint8Array | undefined)[]) => Req,
   encode: (r: Res) => Uint8Array[],
-  open: (t: XdsTransport<Res>) => { receive(r: Req): void; close(): void },
+  open: (t: XdsTransport<Res>) => XdsStreamHandle<Req>,
 ) {
   let ended = false;
   const transport: XdsTransport<Res> = {
@@ -268,7 +269,7 @@ function serveStream<Req, Res>(
     if (ended) return;
     let req: Req;
     try {
-      req = decode(b);
+      req = decode(b, handle.namesHints?.());
     } catch (e) {
       entry.end({
         code: GrpcStatus.INVALID_ARGUMENT,

@@ -100,6 +100,11 @@ export interface XdsServerOptions<P> {
 export interface XdsStreamHandle<Req> {
   /** Handles one request from the client. */
   receive(request: Req): void;
+  /**
+   * SotW: the encoded names of the stream's subscriptions, for the decoder of its next request
+   * (`decodeDiscoveryRequest`'s hints). The array is reused: read it before the next call.
+   */
+  namesHints?(): readonly (Uint8Array | undefined)[];
   /** The client went away (end, cancel, error): forget the stream. */
   close(): void;
 }
@@ -252,6 +257,7 @@ export class XdsServer<P = unknown> {
   ): XdsStreamHandle<Req> {
     let conn: Connection<P> | undefined;
     let ended = false;
+    const hints: Uint8Array[] = [];
     const end = (e: StreamEnd) => {
       if (ended) return;
       ended = true;
@@ -313,6 +319,17 @@ export class XdsServer<P = unknown> {
         ended = true;
         if (conn) this.#forget(conn);
       },
+      ...(mode === "sotw"
+        ? {
+          namesHints: () => {
+            hints.length = 0;
+            if (conn) {
+              for (const st of conn.types.values()) if (st.sub.raw) hints.push(st.sub.raw);
+            }
+            return hints;
+          },
+        }
+        : {}),
     };
   }
 

@@ -553,6 +553,28 @@ Deno.test("SotW request repeating the subscribed names' bytes is an ACK without 
   server.close();
 });
 
+Deno.test("a SotW stream hints its next request's decoder with its subscriptions' encoded names", async () => {
+  const list = Array.from({ length: 8 }, (_, i) => `outbound|80||svc-${i}.default`);
+  const cache = cacheWith(list.map((n) => [EDS, n, `e-${n}`] as [string, string, string]));
+  const { server } = newServer(cache);
+  const a = sotw(server);
+  assert.deepEqual(a.h.namesHints!(), [], "nothing subscribed yet");
+  a.h.receive({ node: node("a"), type_url: CDS });
+  await a.s.next();
+  a.h.receive({ type_url: EDS, resource_names: list, resource_names_raw: rawNames(list) });
+  await a.s.next();
+  const hints = a.h.namesHints!().map((h) => [...h!]);
+  assert.deepEqual(hints, [[...rawNames(list)]], "the EDS names (CDS is a wildcard)");
+  // a new subscription replaces its hint
+  const fewer = list.slice(2);
+  a.h.receive({ type_url: EDS, resource_names: fewer, resource_names_raw: rawNames(fewer) });
+  await server.flush();
+  assert.deepEqual(a.h.namesHints!().map((h) => [...h!]), [[...rawNames(fewer)]]);
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  assert.equal(server.openDelta(d).namesHints, undefined, "delta requests name changes only");
+  server.close();
+});
+
 Deno.test("push({kind: config}) after EDS pushes sends each client only the assignments it lacks", async () => {
   const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"]]);
   // A generator that shares one view per query (like mesh-discovery's) until invalidated.

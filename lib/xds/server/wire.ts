@@ -283,24 +283,62 @@ function knownTypeUrl(b: Uint8Array, s: number, e: number): string | undefined {
   return undefined;
 }
 
+/** Hints shorter than this are not worth a comparison: walking a few names costs as little. */
+const MIN_HINT = 64;
+
+/**
+ * The hint whose bytes `b` holds at `at`, followed by no further name (the end of `b[, end)` or
+ * another field), or undefined.
+ */
+function namesAt(
+  b: Uint8Array,
+  at: number,
+  end: number,
+  hints: readonly (Uint8Array | undefined)[],
+): Uint8Array | undefined {
+  for (const h of hints) {
+    if (!h || h.length < MIN_HINT) continue;
+    const after = at + h.length;
+    // b[end] is undefined: a hint that ends the message is followed by no name
+    if (after > end || b[after] === 0x1a) continue;
+    if (asBuffer(b).compare(h, 0, h.length, at, after) === 0) return h;
+  }
+  return undefined;
+}
+
 /**
  * Decodes a state-of-the-world `DiscoveryRequest` by hand, or returns `null` when it carries
  * `node` or `error_detail` (first requests and NACKs: decode those with proto-loader) or is not
  * well-formed. `resource_names` is decoded lazily; `resource_names_raw` holds the encoded names
  * (tag, length, bytes of each, in order) when they are contiguous in the message, so that a
- * request repeating the previous names can be recognized with one byte comparison. Unknown
- * fields are skipped.
+ * request repeating the previous names can be recognized with one byte comparison. `hints` are
+ * the encoded names of the stream's subscriptions: when the request's names are one of them byte
+ * for byte (a SotW ACK repeats them all: ~1000 names for a sidecar's endpoints), they are not
+ * walked name by name, and `resource_names_raw` is that hint itself. Unknown fields are skipped.
  */
-export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
+export function decodeDiscoveryRequest(
+  b: Uint8Array,
+  hints?: readonly (Uint8Array | undefined)[],
+): DiscoveryRequest | null {
   try {
     const r = new Reader(b);
     let version: string | undefined, typeUrl: string | undefined, nonce: string | undefined;
     let namesStart = -1, namesEnd = -1, contiguous = true, lastWasName = false;
+    let hinted: Uint8Array | undefined;
     while (r.pos < r.end) {
       const tagAt = r.pos;
       const tag = r.uint32();
       const no = tag >>> 3, wire = tag & 7;
       if (no === 3 && wire === 2) {
+        const hint = namesStart < 0 && hints ? namesAt(b, tagAt, r.end, hints) : undefined;
+        if (hint) {
+          // The names of a subscription this stream has, byte for byte: no walk over them (the
+          // field after them is not a name).
+          hinted = hint;
+          namesStart = tagAt;
+          r.pos = namesEnd = tagAt + hint.length;
+          continue;
+        }
         r.payload();
         if (namesStart < 0) namesStart = tagAt;
         else if (!lastWasName) contiguous = false;
@@ -347,7 +385,9 @@ export function decodeDiscoveryRequest(b: Uint8Array): DiscoveryRequest | null {
     if (version !== undefined) out.version_info = version;
     if (typeUrl !== undefined) out.type_url = typeUrl;
     if (nonce !== undefined) out.response_nonce = nonce;
-    if (namesStart >= 0 && contiguous) out.resource_names_raw = b.subarray(namesStart, namesEnd);
+    if (namesStart >= 0 && contiguous) {
+      out.resource_names_raw = hinted ?? b.subarray(namesStart, namesEnd);
+    }
     return out;
   } catch (e) {
     if (e instanceof WireError) return null; // not well-formed: the full decoder says why

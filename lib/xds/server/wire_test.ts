@@ -132,6 +132,56 @@ Deno.test("decodeDiscoveryRequest() gives equal raw names exactly for equal name
   assert.deepEqual(enc([], "n-4").resource_names, []);
 });
 
+Deno.test("decodeDiscoveryRequest() takes a hint's bytes for names only when they are exactly its names", () => {
+  const ser = (names: string[], extra: AnyObj = {}) =>
+    svc.StreamAggregatedResources.requestSerialize({
+      version_info: "v-7",
+      type_url: EDS,
+      resource_names: names,
+      response_nonce: "n-7",
+      ...extra,
+    });
+  // what the stream state keeps of a subscription: a copy of the names' bytes
+  const hint = Buffer.from(decodeDiscoveryRequest(ser(edsNames))!.resource_names_raw!);
+  const other = Buffer.from(decodeDiscoveryRequest(ser(edsNames.slice(0, 3)))!.resource_names_raw!);
+  const check = (bytes: Uint8Array, hints: (Uint8Array | undefined)[], raw: "hint" | "own") => {
+    const ours = decodeDiscoveryRequest(bytes, hints)!;
+    assert.deepEqual(plain(ours), plain(svc.StreamAggregatedResources.requestDeserialize(bytes)));
+    if (raw === "hint") assert.equal(ours.resource_names_raw, hint, "the hint itself");
+    else {
+      for (const h of hints) assert.notEqual(ours.resource_names_raw, h);
+      const own = decodeDiscoveryRequest(bytes)!.resource_names_raw;
+      assert.deepEqual(ours.resource_names_raw && [...ours.resource_names_raw], own && [...own]);
+    }
+  };
+  check(ser(edsNames), [undefined, other, hint], "hint");
+  // names the hint holds and one more, one fewer, or the last one changed
+  check(ser([...edsNames, "outbound|9090||more"]), [hint], "own");
+  check(ser(edsNames.slice(0, -1)), [hint], "own");
+  check(ser([...edsNames.slice(0, -1), edsNames.at(-1)!.replace(/.$/, "x")]), [hint], "own");
+  check(ser([edsNames[1], edsNames[0], ...edsNames.slice(2)]), [hint], "own");
+  // the hint's names and nothing after them (no type URL or nonce), and no names at all
+  const bare = svc.StreamAggregatedResources.requestSerialize({ resource_names: edsNames });
+  assert.equal(decodeDiscoveryRequest(bare, [hint])!.resource_names_raw, hint);
+  check(ser([]), [hint], "own");
+  // fewer names than the hint and nothing after them: the hint runs past the message's end
+  const fewer = svc.StreamAggregatedResources.requestSerialize({
+    resource_names: edsNames.slice(1),
+  });
+  check(fewer, [hint], "own");
+  // the hint's names, another field, then the same names again: every name, in order
+  const twice = Buffer.concat([ser(edsNames), ser(edsNames)]);
+  check(twice, [hint], "own");
+  const noVersion = svc.StreamAggregatedResources.requestSerialize({
+    resource_names: edsNames,
+    type_url: EDS,
+  });
+  check(Buffer.concat([noVersion, noVersion]), [hint], "own"); // the names start at byte 0
+  assert.equal(decodeDiscoveryRequest(twice, [hint])!.resource_names?.length, 2 * edsNames.length);
+  // a short hint is not compared: the names are walked as without one
+  check(ser(edsNames.slice(0, 1)), [hint.subarray(0, hint[1] + 2)], "own");
+});
+
 Deno.test("decodeDiscoveryRequest() returns null for first requests, NACKs and bad bytes", () => {
   const ser = (r: AnyObj) => svc.StreamAggregatedResources.requestSerialize(r);
   assert.equal(decodeDiscoveryRequest(ser({ node: { id: "a~b~c~d" }, type_url: T })), null);
