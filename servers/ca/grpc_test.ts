@@ -24,7 +24,7 @@ import {
 } from "./_testutil.ts";
 import { start, toConfig } from "./mod.ts";
 import { CERTIFICATE_SERVICE, signingHandlers } from "./grpc.ts";
-import { createAuthenticator } from "./signer.ts";
+import { createAuthenticator, type TokenReviewResult } from "./signer.ts";
 
 const HOUR = 3_600_000;
 const UNAUTHENTICATED = 16, PERMISSION_DENIED = 7, INVALID_ARGUMENT = 3;
@@ -242,41 +242,91 @@ Deno.test("a restart with the same --local-storage-dir keeps the root; the key f
   });
 });
 
-Deno.test("a signed certificate's trailers are queued with its answer, before the answer is written (one write, not two)", async () => {
+/**
+ * The signing handlers of an EC CA whose token reviews answer `review`: a function that makes a
+ * call of CreateCertificate, and the error reasons and certificates the handlers count.
+ */
+async function handlersFor(review: () => Promise<TokenReviewResult>) {
   const ca = new CertAuthority(
     await loadCaMaterial(await createSelfSignedCa({ org: "o", ttlMs: HOUR, key: { kind: "ec" } })),
     { maxTtlMs: HOUR },
   );
+  const errors: string[] = [];
+  const issued: string[] = [];
   const handlers = signingHandlers({
     host: "127.0.0.1",
     port: 0,
     tls: { cert: "", key: "", ca: "" },
     ca: () => ca,
-    auth: createAuthenticator({
-      ca: () => ca,
-      tokenReview: () =>
-        Promise.resolve({ authenticated: true, username: "system:serviceaccount:ns:sa" }),
-      tokenCacheMs: 1000,
-    }),
+    auth: createAuthenticator({ ca: () => ca, tokenReview: review, tokenCacheMs: 1000 }),
     policy: {
       workloadTtlMs: HOUR,
       maxTtlMs: HOUR,
       signCaCerts: false,
       dns: { custom: new Map(), appendWebhookNames: false, systemNamespace: "mesh-system" },
     },
-    metrics: { request() {}, error() {}, issued() {} },
+    metrics: {
+      request() {},
+      error: (_m, reason) => errors.push(reason),
+      issued: (m) => issued.push(m),
+    },
     log: recordingLogger(),
   });
   const { csr } = await csrFor("ns", "sa");
   const path = `/${CERTIFICATE_SERVICE}/CreateCertificate`;
-  const body = encodeMeshCertificateRequest({ csr, validityDuration: 600 });
-  const { call, events, sent, written } = recordingCall(path, [["authorization", "Bearer t"]]);
-  handlers.get(path)!(call);
-  call.onMessage(Buffer.from(body));
-  call.onEnd();
+  const body = Buffer.from(encodeMeshCertificateRequest({ csr, validityDuration: 600 }));
+  /** A call of CreateCertificate with a bearer token, its request sent. */
+  const call = () => {
+    const c = recordingCall(path, [["authorization", "Bearer t"]]);
+    handlers.get(path)!(c.call);
+    c.call.onMessage(body);
+    c.call.onEnd();
+    return c;
+  };
+  return { call, errors, issued };
+}
+
+const ACCEPTED: TokenReviewResult = {
+  authenticated: true,
+  username: "system:serviceaccount:ns:sa",
+};
+const REFUSED: TokenReviewResult = { authenticated: false, error: "token expired" };
+
+Deno.test("a signed certificate's trailers are queued with its answer, before the answer is written (one write, not two)", async () => {
+  const { call } = await handlersFor(() => Promise.resolve(ACCEPTED));
+  const { events, sent, written } = call();
   await sent; // signed
   await new Promise((r) => setTimeout(r, 0));
   // The write of the answer has not completed: the trailers were queued anyway.
   assert.deepEqual(events, ["send 1", "end 0"]);
   written();
+});
+
+Deno.test("a call cancelled while its token is reviewed is sent nothing, and its refusal is not counted", async () => {
+  const until = async (what: string, ok: () => boolean) => {
+    for (let i = 0; !ok(); i++) {
+      if (i > 1000) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  for (const answer of [ACCEPTED, REFUSED]) {
+    let decide!: () => void;
+    const { call, errors, issued } = await handlersFor(() =>
+      new Promise((r) => decide = () => r(answer))
+    );
+    const gone = call();
+    gone.call.onCancel("RST_STREAM"); // the client gave up before the review answered
+    decide();
+    // a call that stays, with the same answer: once it is answered, so was the first
+    const kept = call();
+    decide(); // (an accepted token is cached: then nothing waits for this)
+    await until(
+      "the second call's answer",
+      () => kept.events.some((e) => e.startsWith(answer.authenticated ? "end 0" : "end 16 ")),
+    );
+    await until("both certificates", () => issued.length === (answer.authenticated ? 2 : 0));
+    await new Promise((r) => setTimeout(r, 0));
+    assert.deepEqual(gone.events, [], JSON.stringify(answer));
+    assert.deepEqual(errors, answer.authenticated ? [] : ["bad-token"], "the second call's");
+  }
 });
