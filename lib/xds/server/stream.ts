@@ -102,7 +102,7 @@ export interface XdsStreamHandle<Req> {
   receive(request: Req): void;
   /**
    * SotW: the encoded names of the stream's subscriptions, for the decoder of its next request
-   * (`decodeDiscoveryRequest`'s hints). The array is reused: read it before the next call.
+   * (`decodeDiscoveryRequest`'s hints); the same array while they stay the same.
    */
   namesHints?(): readonly (Uint8Array | undefined)[];
   /** The client went away (end, cancel, error): forget the stream. */
@@ -257,7 +257,7 @@ export class XdsServer<P = unknown> {
   ): XdsStreamHandle<Req> {
     let conn: Connection<P> | undefined;
     let ended = false;
-    const hints: Uint8Array[] = [];
+    let hints: Uint8Array[] = [];
     const end = (e: StreamEnd) => {
       if (ended) return;
       ended = true;
@@ -322,10 +322,16 @@ export class XdsServer<P = unknown> {
       ...(mode === "sotw"
         ? {
           namesHints: () => {
-            hints.length = 0;
-            if (conn) {
-              for (const st of conn.types.values()) if (st.sub.raw) hints.push(st.sub.raw);
+            if (!conn) return hints;
+            // the same array while the subscriptions stay (every ACK): nothing allocated
+            let i = 0, same = true;
+            for (const st of conn.types.values()) {
+              if (!st.sub.raw) continue;
+              if (hints[i++] !== st.sub.raw) same = false;
             }
+            if (same && i === hints.length) return hints;
+            hints = [];
+            for (const st of conn.types.values()) if (st.sub.raw) hints.push(st.sub.raw);
             return hints;
           },
         }

@@ -565,11 +565,16 @@ Deno.test("a SotW stream hints its next request's decoder with its subscriptions
   await a.s.next();
   const hints = a.h.namesHints!().map((h) => [...h!]);
   assert.deepEqual(hints, [[...rawNames(list)]], "the EDS names (CDS is a wildcard)");
+  assert.equal(a.h.namesHints!(), a.h.namesHints!(), "the same array while nothing changes");
   // a new subscription replaces its hint
   const fewer = list.slice(2);
   a.h.receive({ type_url: EDS, resource_names: fewer, resource_names_raw: rawNames(fewer) });
   await server.flush();
   assert.deepEqual(a.h.namesHints!().map((h) => [...h!]), [[...rawNames(fewer)]]);
+  // names whose bytes the server was not given (decoded by proto-loader): no hint for them
+  a.h.receive({ type_url: EDS, resource_names: list.slice(0, 1) });
+  await server.flush();
+  assert.deepEqual(a.h.namesHints!(), []);
   const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
   assert.equal(server.openDelta(d).namesHints, undefined, "delta requests name changes only");
   server.close();
