@@ -1,21 +1,10 @@
 import assert from "node:assert/strict";
 import { connectSession, type SimProxy, SimProxy as Sim } from "./_ads_sim.ts";
-import { ResourceCache } from "../lib/xds/server/cache.ts";
 import { startAdsServer } from "../lib/xds/server/grpc.ts";
 import { XdsServer } from "../lib/xds/server/stream.ts";
 import { XDS_TYPES } from "../lib/xds/server/types.ts";
 import { parseTestNode, type TestProxy } from "../lib/xds/server/_test_util.ts";
-import { MessageBuilder } from "../lib/protowire/mod.ts";
-
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-
-/** A resource whose field 1 is its name (what the simulated proxies read), and `extra`. */
-function resource(name: string, extra = ""): Uint8Array {
-  const m = new MessageBuilder();
-  m.string(1, name);
-  if (extra) m.string(2, extra);
-  return m.finish();
-}
+import { quiet, resource, sidecarCache } from "./_ads_testing.ts";
 
 async function until(ok: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -33,13 +22,7 @@ for (const kind of ["lean", "node-http2"] as const) {
       { length: 600 },
       (_, i) => `outbound|8080||service-${i}.namespace-${i % 7}.svc.cluster.local`,
     );
-    const cache = new ResourceCache();
-    for (const n of names) {
-      cache.set(XDS_TYPES.cluster, n, resource(n));
-      cache.set(XDS_TYPES.endpoint, n, resource(n, "10.0.0.1"));
-    }
-    cache.set(XDS_TYPES.listener, "l1", resource("l1"));
-    cache.set(XDS_TYPES.route, "r1", resource("r1"));
+    const cache = sidecarCache(names, "r1");
     const server = new XdsServer<TestProxy>({
       parseNode: parseTestNode,
       resourcesFor: (_p, t, n) => cache.select(t, n),

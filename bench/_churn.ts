@@ -57,6 +57,16 @@ function octets(bytes: Uint8Array, from: number, to: number): number {
   return x >= 0 && digits > 0 ? x * 256 + y : -1;
 }
 
+/** A tracker's figures, to merge into another's ({@link ChurnTracker.absorb}). */
+export interface ChurnPart {
+  hist: Uint32Array;
+  delivered: number;
+  /** By seq (index 0 unused): the first delivery's latency, ms, NaN for none. */
+  first: number[];
+  /** Each proxy's longest wait between two EDS responses, ms. */
+  quiet: number[];
+}
+
 /** Per service, the churn changes posted for it, and what each proxy has received of them. */
 export class ChurnTracker {
   /** Post time (performance.now) by seq. */
@@ -89,6 +99,14 @@ export class ChurnTracker {
     let l = this.#bySvc.get(svc);
     if (!l) this.#bySvc.set(svc, l = []);
     l.push(seq);
+    if (this.#early) {
+      const early = this.#early;
+      this.#early = undefined;
+      for (const e of early) {
+        if (e.seq === seq) this.#deliver(e.p, new Map([[svc, seq]]), e.at);
+        else (this.#early ??= []).push(e);
+      }
+    }
     return seq;
   }
 
@@ -105,13 +123,24 @@ export class ChurnTracker {
     let found = this.#sections.get(section);
     if (!found) {
       found = new Map();
+      let unknown = false;
       for (const seq of churnSeqsIn(section.bytes)) {
         const svc = this.serviceOf[seq];
-        if (svc === undefined) continue;
+        if (svc === undefined) {
+          // posted in another isolate and not yet told here: counted when it is (see post())
+          if (seq >= this.posted.length) (this.#early ??= []).push({ p, seq, at: now });
+          unknown = true;
+          continue;
+        }
         if ((found.get(svc) ?? 0) < seq) found.set(svc, seq);
       }
-      this.#sections.set(section, found);
+      if (!unknown) this.#sections.set(section, found);
     }
+    this.#deliver(p, found, now);
+  }
+
+  /** Records the deliveries to `p` at `now` of every change up to `max` of each service. */
+  #deliver(p: object, found: ReadonlyMap<number, number>, now: number): void {
     if (!found.size) return;
     let got = this.#got.get(p);
     if (!got) this.#got.set(p, got = new Map());
@@ -128,6 +157,9 @@ export class ChurnTracker {
       got.set(svc, k);
     }
   }
+
+  /** Responses that carried changes not yet posted here: (proxy, change, when). */
+  #early: { p: object; seq: number; at: number }[] | undefined;
 
   /** The p-th percentile (0-100) of the recorded latencies, ms. */
   percentile(p: number): number {
@@ -146,8 +178,32 @@ export class ChurnTracker {
    * churn to the last one; ascending.
    */
   longestQuiet(): number[] {
-    return this.#proxies.map((p) => this.#quiet.get(p)!.longest).sort((a, b) => a - b);
+    return [...this.#proxies.map((p) => this.#quiet.get(p)!.longest), ...this.#absorbedQuiet]
+      .sort((a, b) => a - b);
   }
+
+  /** What other isolates' trackers of the same changes are merged from (see {@link absorb}). */
+  part(): ChurnPart {
+    return {
+      hist: this.hist,
+      delivered: this.delivered,
+      first: this.first,
+      quiet: this.#proxies.map((p) => this.#quiet.get(p)!.longest),
+    };
+  }
+
+  /** Adds the deliveries of another tracker of the same changes (another isolate's proxies). */
+  absorb(part: ChurnPart): void {
+    for (let i = 0; i < part.hist.length; i++) this.hist[i] += part.hist[i];
+    this.delivered += part.delivered;
+    part.first.forEach((ms, seq) => {
+      if (!Number.isNaN(ms) && !(this.first[seq] <= ms)) this.first[seq] = ms;
+    });
+    this.#absorbedQuiet.push(...part.quiet);
+  }
+
+  /** Longest waits of the proxies of absorbed trackers. */
+  readonly #absorbedQuiet: number[] = [];
 
   /** Changes posted. */
   get changes(): number {

@@ -34,7 +34,10 @@
  * share with the server), and what tells the two apart: each change's time to its first proxy,
  * each proxy's longest wait between two updates (every change reaches every proxy, so a long wait
  * is a stream left waiting or a socket this process did not read), and this process's event-loop
- * lag.
+ * lag. `--client-workers K` (K > 1) closes the sidecars before the churn and reopens as many in K
+ * worker isolates of this process (`_churn_shards.ts`), each reading its own sessions and tracking
+ * the churn; their figures are merged (one isolate with 5,005 connections leaves some unread for
+ * seconds).
  * `--storm-seconds T` then closes every proxy and reconnects them all within T seconds, and
  * reports when all were synced again, with the same probes throughout. `--per-session N` puts N ADS
  * streams on one HTTP/2 connection (needed past ~9,900 proxies on a box whose file descriptor
@@ -80,6 +83,7 @@ import process from "node:process";
 import type http2 from "node:http2";
 import { LeanSession } from "./_h2_lean.ts";
 import { churnAddress, ChurnTracker } from "./_churn.ts";
+import { ChurnShards } from "./_churn_shards.ts";
 import {
   type ClientKind,
   connectSession,
@@ -135,6 +139,8 @@ interface Options {
   churnSeconds: number;
   /** Reconnect storm: every proxy reconnects within this many seconds (0: no storm). */
   stormSeconds: number;
+  /** Sustained churn: the sidecars reopened in this many worker isolates (1: this one's). */
+  clientWorkers: number;
   /**
    * `--workers N` (N > 1): the whole run twice, the server with `--workers 1` then `--workers N`,
    * and a table of both side by side (0: one run).
@@ -177,6 +183,7 @@ function parse(args: string[]): Options {
       "churn-rate": { type: "string", default: "0" },
       "churn-seconds": { type: "string", default: "60" },
       "storm-seconds": { type: "string", default: "0" },
+      "client-workers": { type: "string", default: "1" },
       "server-v8-flags": { type: "string", default: "" },
       "server-reused-reads": { type: "boolean", default: false },
       client: { type: "string", default: "lean" },
@@ -218,6 +225,7 @@ function parse(args: string[]): Options {
     churnRate: wholeNumber("churn-rate", values["churn-rate"], 0),
     churnSeconds: wholeNumber("churn-seconds", values["churn-seconds"], 1),
     stormSeconds: wholeNumber("storm-seconds", values["storm-seconds"], 0),
+    clientWorkers: wholeNumber("client-workers", values["client-workers"], 1),
     serverV8Flags: String(values["server-v8-flags"] ?? ""),
     serverReusedReads: values["server-reused-reads"] === true,
     workers: wholeNumber("workers", values.workers, 0),
@@ -1343,7 +1351,38 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     let churnRow = "", stormRow = "";
     /** Churn is followed on the sidecars (proxyless workloads see only the services they call). */
     const sidecarsLive = () => proxies.filter((p) => p instanceof SimProxy && !p.ended).length;
+    /**
+     * `--client-workers K`: closes this process's proxies and reopens the sidecars (as many SotW
+     * and delta ones) in K worker isolates, each on sessions of its own.
+     */
+    const moveToShards = async () => {
+      const open = proxies.filter((p) => p instanceof SimProxy && !p.ended);
+      const delta = open.filter(isDelta).length, sotw = open.length - delta;
+      for (const p of proxies) p.close();
+      for (const x of sessions) x.destroy();
+      proxies.length = 0;
+      sessions.length = 0;
+      await new Promise((r) => setTimeout(r, 1000));
+      const t0 = performance.now();
+      const shards = await ChurnShards.open(o.clientWorkers, {
+        port: grpcPort,
+        sotw,
+        delta,
+        perSession: o.perSession,
+        client: o.client,
+      });
+      out(
+        `the churn's ${sotw + delta} sidecars reopened in ${o.clientWorkers} client workers in ${
+          ((performance.now() - t0) / 1000).toFixed(1)
+        } s`,
+      );
+      return { shards, sotw, delta };
+    };
+    /** The sidecars for the storm when the churn moved them into worker isolates. */
+    let stormCount: { mains: number; deltas: number } | undefined;
     if (o.churnRate > 0) {
+      const shards = o.clientWorkers > 1 ? await moveToShards() : undefined;
+      if (shards) stormCount = { mains: shards.sotw, deltas: shards.delta };
       const tracker = churn = new ChurnTracker();
       const total = Math.round(o.churnRate * o.churnSeconds);
       const interval = 1000 / o.churnRate;
@@ -1365,6 +1404,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           const svc = (k * 37 + 5) % o.services;
           const seq = tracker.post(svc, performance.now());
+          shards?.shards.post(svc, performance.timeOrigin + tracker.posted[seq]);
           posts.push(
             fetch(`http://127.0.0.1:${httpPort}/debug/endpointz?svc=${svcName(svc)}`, {
               method: "POST",
@@ -1384,7 +1424,10 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         let complete = true;
         await until(
           "every proxy to receive every churn change",
-          () => tracker.delivered >= total * sidecarsLive(),
+          () =>
+            shards
+              ? shards.shards.delivered >= total * shards.shards.live
+              : tracker.delivered >= total * sidecarsLive(),
           120_000,
         ).catch(() => (complete = false));
         return { postedIn, complete };
@@ -1393,7 +1436,15 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
         ? await profiled(o.profileChurn, httpPort, o.profileAllocs, posting)
         : await posting();
       clearInterval(rssTimer);
-      const lagText = lag.stop();
+      let lagText = lag.stop();
+      const sidecars = shards ? shards.shards.live : sidecarsLive();
+      if (shards) {
+        const results = await shards.shards.end();
+        for (const r of results) tracker.absorb(r.part);
+        lagText = `${lagText}; its ${results.length} client workers: p99 ${
+          results.map((r) => ms(r.lagP99 * 1000)).join(", ")
+        }, max ${results.map((r) => ms(r.lagMax * 1000)).join(", ")}`;
+      }
       rss.push(`end ${mb(rssOf(pid))}`);
       const rd = await stopReady();
       const sCpu = cpuOf(pid) - s0, cCpu = clientCpu() - c0;
@@ -1401,9 +1452,11 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       const conv = since(conv0, readHistogram(await metricsText(), "mesh_xds_convergence_time"));
       churn = undefined;
       out(
-        `sustained churn at ${sidecarsLive()} sidecars: ${total} endpoint changes (registry) posted in ` +
+        `sustained churn at ${sidecars} sidecars${
+          shards ? ` (in ${o.clientWorkers} client workers)` : ""
+        }: ${total} endpoint changes (registry) posted in ` +
           `${postedIn.toFixed(1)} s (${(total / postedIn).toFixed(1)}/s); ` +
-          `${tracker.delivered} of ${total * sidecarsLive()} (change, proxy) deliveries${
+          `${tracker.delivered} of ${total * sidecars} (change, proxy) deliveries${
             complete ? "" : " (INCOMPLETE after 120 s)"
           }; change → that proxy's update p50 ${ms(tracker.percentile(50))}, p99 ` +
           `${ms(tracker.percentile(99))}, max ${ms(tracker.percentile(100))}; server CPU ` +
@@ -1416,7 +1469,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       out(`  the server's side (mesh_xds_convergence_time): ${server}`);
       churnRow = `| sustained churn: ${total} endpoint changes at ${
         (total / postedIn).toFixed(1)
-      }/s, ${sidecarsLive()} proxies: change → each proxy's update p50 / p99 / max | ${
+      }/s, ${sidecars} proxies: change → each proxy's update p50 / p99 / max | ${
         ms(tracker.percentile(50))
       } / ${ms(tracker.percentile(99))} / ${ms(tracker.percentile(100))} (${
         complete ? "all delivered" : "INCOMPLETE"
@@ -1425,9 +1478,8 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
       }; ${readyText(rd)}; server's side: ${server}) | p99 ≤ 1000 ms, RSS flat |`;
     }
     if (o.stormSeconds > 0) {
-      const n = live();
-      const deltas = proxies.filter((p) => !p.ended && isDelta(p)).length;
-      const mains = n - deltas;
+      const deltas = stormCount?.deltas ?? proxies.filter((p) => !p.ended && isDelta(p)).length;
+      const mains = stormCount?.mains ?? live() - deltas;
       for (const p of proxies) p.close();
       for (const x of sessions) x.destroy();
       proxies.length = 0;
