@@ -1,10 +1,7 @@
 import assert from "node:assert/strict";
 import { connectSession, type SimProxy, SimProxy as Sim } from "./_ads_sim.ts";
-import { startAdsServer } from "../lib/xds/server/grpc.ts";
-import { XdsServer } from "../lib/xds/server/stream.ts";
 import { XDS_TYPES } from "../lib/xds/server/types.ts";
-import { parseTestNode, type TestProxy } from "../lib/xds/server/_test_util.ts";
-import { quiet, resource, sidecarCache } from "./_ads_testing.ts";
+import { resource, sidecarCache, startTestAds } from "./_ads_testing.ts";
 
 async function until(ok: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -23,13 +20,8 @@ for (const kind of ["lean", "node-http2"] as const) {
       (_, i) => `outbound|8080||service-${i}.namespace-${i % 7}.svc.cluster.local`,
     );
     const cache = sidecarCache(names, "r1");
-    const server = new XdsServer<TestProxy>({
-      parseNode: parseTestNode,
-      resourcesFor: (_p, t, n) => cache.select(t, n),
-      debounceAfter: 0,
-      logger: quiet,
-    });
-    const ads = await startAdsServer({ address: "127.0.0.1:0", server, logger: quiet });
+    const ads = await startTestAds(cache);
+    const { server } = ads;
     const session = await connectSession(ads.port, kind);
     const got: string[] = [];
     const sims: SimProxy[] = [];
@@ -63,8 +55,7 @@ for (const kind of ["lean", "node-http2"] as const) {
     } finally {
       for (const x of sims) x.close();
       session.destroy();
-      await ads.shutdown();
-      server.close();
+      await ads.close();
     }
   });
 }

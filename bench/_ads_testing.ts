@@ -2,7 +2,10 @@
 
 import { MessageBuilder } from "../lib/protowire/mod.ts";
 import { ResourceCache } from "../lib/xds/server/cache.ts";
-import { XDS_TYPES } from "../lib/xds/server/types.ts";
+import { XDS_TYPES, type XdsNode } from "../lib/xds/server/types.ts";
+import { startAdsServer } from "../lib/xds/server/grpc.ts";
+import { XdsServer } from "../lib/xds/server/stream.ts";
+import { parseTestNode, type TestProxy } from "../lib/xds/server/_test_util.ts";
 
 /** A logger that drops everything. */
 export const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -28,4 +31,29 @@ export function sidecarCache(names: readonly string[], route: string): ResourceC
   cache.set(XDS_TYPES.listener, "l1", resource("l1"));
   cache.set(XDS_TYPES.route, route, resource(route));
   return cache;
+}
+
+/**
+ * A real ADS server on 127.0.0.1 serving `cache` to any sidecar (test nodes), pushing at once;
+ * `close()` shuts it down.
+ */
+export async function startTestAds(
+  cache: ResourceCache,
+  parseNode: (n: XdsNode) => TestProxy = parseTestNode,
+) {
+  const server = new XdsServer<TestProxy>({
+    parseNode,
+    resourcesFor: (_p, t, n) => cache.select(t, n),
+    debounceAfter: 0,
+    logger: quiet,
+  });
+  const ads = await startAdsServer({ address: "127.0.0.1:0", server, logger: quiet });
+  return {
+    server,
+    port: ads.port,
+    close: async () => {
+      await ads.shutdown();
+      server.close();
+    },
+  };
 }

@@ -45,7 +45,7 @@ export class ChurnShards {
     const share = (n: number, i: number) => Math.floor(n / k) + (i < n % k ? 1 : 0);
     // delta sidecars are numbered from 100,000, as the bench numbers its own
     let firstSotw = 0, firstDelta = 100_000;
-    await Promise.all(workers.map((w, i) => {
+    const opened = Promise.all(workers.map((w, i) => {
       const sotw = share(o.sotw, i), delta = share(o.delta, i);
       const msg: OpenMessage = {
         port: o.port,
@@ -74,6 +74,12 @@ export class ChurnShards {
         w.postMessage({ open: msg });
       });
     }));
+    try {
+      await opened;
+    } catch (e) {
+      for (const w of workers) w.terminate(); // else they keep the bench alive
+      throw e;
+    }
     return shards;
   }
 
@@ -94,19 +100,23 @@ export class ChurnShards {
 
   /** Ends the churn: each worker's figures; the workers close their proxies and stop. */
   async end(): Promise<ShardResult[]> {
-    const results = await Promise.all(
-      this.#workers.map((w) =>
-        new Promise<ShardResult>((resolve) => {
-          w.onmessage = (e: MessageEvent) => {
-            if (e.data.result) resolve(e.data.result);
-          };
-          w.postMessage({ end: true });
-        })
-      ),
-    );
-    // the proxies' close frames are written before the isolates go
-    await new Promise((r) => setTimeout(r, 500));
-    for (const w of this.#workers) w.terminate();
-    return results;
+    try {
+      const results = await Promise.all(
+        this.#workers.map((w, i) =>
+          new Promise<ShardResult>((resolve, reject) => {
+            w.onmessage = (e: MessageEvent) => {
+              if (e.data.result) resolve(e.data.result);
+            };
+            w.onerror = (e) => reject(new Error(`client worker ${i}: ${e.message}`));
+            w.postMessage({ end: true });
+          })
+        ),
+      );
+      // the proxies' close frames are written before the isolates go
+      await new Promise((r) => setTimeout(r, 500));
+      return results;
+    } finally {
+      for (const w of this.#workers) w.terminate();
+    }
   }
 }

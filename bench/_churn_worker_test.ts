@@ -1,23 +1,17 @@
 import assert from "node:assert/strict";
-import { startAdsServer } from "../lib/xds/server/grpc.ts";
-import { XdsServer } from "../lib/xds/server/stream.ts";
 import { XDS_TYPES } from "../lib/xds/server/types.ts";
-import { parseTestNode, type TestProxy } from "../lib/xds/server/_test_util.ts";
-import { quiet, resource, sidecarCache } from "./_ads_testing.ts";
-import { churnAddress } from "./_churn.ts";
+import { parseTestNode } from "../lib/xds/server/_test_util.ts";
+import { resource, sidecarCache, startTestAds } from "./_ads_testing.ts";
+import { churnAddress, ChurnTracker } from "./_churn.ts";
+import { ChurnShards } from "./_churn_shards.ts";
 import { churnWorker, sidecarNodeId } from "./_churn_worker.ts";
 
 Deno.test("a client worker opens its sidecars, counts each posted change at each of them, and reports its figures", async () => {
   const names = ["outbound|8080||svc-0.bench", "outbound|8080||svc-1.bench"];
   const cache = sidecarCache(names, "8080");
   const nodes: string[] = [];
-  const server = new XdsServer<TestProxy>({
-    parseNode: (n) => (nodes.push(n.id), parseTestNode(n)),
-    resourcesFor: (_p, t, n) => cache.select(t, n),
-    debounceAfter: 0,
-    logger: quiet,
-  });
-  const ads = await startAdsServer({ address: "127.0.0.1:0", server, logger: quiet });
+  const ads = await startTestAds(cache, (n) => (nodes.push(n.id), parseTestNode(n)));
+  const { server } = ads;
   const got: Record<string, unknown>[] = [];
   const handle = churnWorker((m) => got.push(m as Record<string, unknown>));
   const until = async (what: string, ok: () => boolean) => {
@@ -75,8 +69,7 @@ Deno.test("a client worker opens its sidecars, counts each posted change at each
     assert.deepEqual(result.part.quiet, [0, 0, 0, 0], "each sidecar's longest wait");
     assert.ok(result.part.first[1] >= 0 && result.part.first[1] < 5000, String(result.part.first));
   } finally {
-    await ads.shutdown();
-    server.close();
+    await ads.close();
   }
 });
 
@@ -98,4 +91,46 @@ Deno.test("a client worker that cannot connect says so", async () => {
   });
   for (let i = 0; !got.length && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
   assert.match(String(got[0]?.error), /refused|ECONNREFUSED/i);
+});
+
+Deno.test("ChurnShards: sidecars spread over worker isolates, each change counted once at each", async () => {
+  const names = ["outbound|8080||svc-0.bench", "outbound|8080||svc-1.bench"];
+  const cache = sidecarCache(names, "8080");
+  const ads = await startTestAds(cache);
+  const { server } = ads;
+  try {
+    const shards = await ChurnShards.open(2, {
+      port: ads.port,
+      sotw: 3,
+      delta: 1,
+      perSession: 1,
+      client: "lean",
+    });
+    assert.equal(shards.live, 4);
+    assert.deepEqual(
+      server.connections().map((c) => c.nodeId).sort(),
+      [0, 1, 2, 100_000].map(sidecarNodeId).sort(),
+      "the bench's own numbering, split between them",
+    );
+    const tracker = new ChurnTracker();
+    const seq = tracker.post(0, performance.now());
+    shards.post(0, performance.timeOrigin + tracker.posted[seq]);
+    cache.set(XDS_TYPES.endpoint, names[0], resource(names[0], churnAddress(seq)));
+    server.push({ kind: "eds", clusters: [names[0]] });
+    for (let i = 0; shards.delivered < 4; i++) {
+      if (i > 500) throw new Error(`${shards.delivered} of 4 deliveries`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const results = await shards.end();
+    assert.equal(results.length, 2);
+    for (const r of results) tracker.absorb(r.part);
+    assert.equal(tracker.delivered, 4);
+    assert.equal(tracker.longestQuiet().length, 4);
+    for (let i = 0; server.connectionCount > 0; i++) {
+      if (i > 500) throw new Error("the workers' sidecars stayed connected");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    await ads.close();
+  }
 });
