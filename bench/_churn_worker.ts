@@ -91,7 +91,8 @@ export function churnWorker(send: (m: unknown) => void): (m: Record<string, unkn
   };
 }
 
-if (import.meta.main || (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope) {
+// In a worker isolate (the bench's main thread, and a test importing this, have no such scope)
+if (typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope === "function") {
   const scope = globalThis as unknown as {
     onmessage: ((e: MessageEvent) => void) | null;
     postMessage(m: unknown): void;

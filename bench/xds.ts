@@ -84,6 +84,7 @@ import type http2 from "node:http2";
 import { LeanSession } from "./_h2_lean.ts";
 import { churnAddress, ChurnTracker } from "./_churn.ts";
 import { ChurnShards } from "./_churn_shards.ts";
+import { sidecarNodeId } from "./_churn_worker.ts";
 import {
   type ClientKind,
   connectSession,
@@ -727,10 +728,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     ) => {
       const p = new SimProxy({
         session,
-        nodeId: i < 0
-          ? "sidecar~10.199.0.1~probe.bench~bench.svc.cluster.local"
-          : `sidecar~10.${200 + Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${i % 250}` +
-            `~proxy-${i}.bench~bench.svc.cluster.local`,
+        nodeId: i < 0 ? "sidecar~10.199.0.1~probe.bench~bench.svc.cluster.local" : sidecarNodeId(i),
         delta,
         routeNames: ["8080"],
         onResponse,
