@@ -86,9 +86,7 @@ export class ChurnTracker {
   /** By seq: the latency (ms) of its first delivery, NaN until then. */
   readonly first: number[] = [NaN];
   /** Per proxy: when its last EDS response came, and the longest time between two of them. */
-  readonly #quiet = new WeakMap<object, { last: number; longest: number }>();
-  /** The proxies seen, for {@link longestQuiet}. */
-  readonly #proxies: object[] = [];
+  readonly #quiet = new Map<object, { last: number; longest: number }>();
 
   /** Records change `seq` (the next one) of service `svc`, posted now. */
   post(svc: number, at: number): number {
@@ -113,10 +111,8 @@ export class ChurnTracker {
   /** An EDS response `section` reached proxy `p` at `now`. */
   received(p: object, section: Section, now: number): void {
     const q = this.#quiet.get(p);
-    if (!q) {
-      this.#quiet.set(p, { last: now, longest: 0 });
-      this.#proxies.push(p);
-    } else {
+    if (!q) this.#quiet.set(p, { last: now, longest: 0 });
+    else {
       if (now - q.last > q.longest) q.longest = now - q.last;
       q.last = now;
     }
@@ -178,8 +174,13 @@ export class ChurnTracker {
    * churn to the last one; ascending.
    */
   longestQuiet(): number[] {
-    return [...this.#proxies.map((p) => this.#quiet.get(p)!.longest), ...this.#absorbedQuiet]
+    return [...this.#longest(), ...this.#absorbedQuiet]
       .sort((a, b) => a - b);
+  }
+
+  /** The longest wait of each proxy seen here. */
+  #longest(): number[] {
+    return Array.from(this.#quiet.values(), (q) => q.longest);
   }
 
   /** What other isolates' trackers of the same changes are merged from (see {@link absorb}). */
@@ -188,7 +189,7 @@ export class ChurnTracker {
       hist: this.hist,
       delivered: this.delivered,
       first: this.first,
-      quiet: this.#proxies.map((p) => this.#quiet.get(p)!.longest),
+      quiet: this.#longest(),
     };
   }
 

@@ -1349,18 +1349,23 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     let churnRow = "", stormRow = "";
     /** Churn is followed on the sidecars (proxyless workloads see only the services they call). */
     const sidecarsLive = () => proxies.filter((p) => p instanceof SimProxy && !p.ended).length;
-    /**
-     * `--client-workers K`: closes this process's proxies and reopens the sidecars (as many SotW
-     * and delta ones) in K worker isolates, each on sessions of its own.
-     */
-    const moveToShards = async () => {
-      const open = proxies.filter((p) => p instanceof SimProxy && !p.ended);
-      const delta = open.filter(isDelta).length, sotw = open.length - delta;
+    /** Closes every proxy and connection of this process, and gives the server a second. */
+    const closeAll = async () => {
       for (const p of proxies) p.close();
       for (const x of sessions) x.destroy();
       proxies.length = 0;
       sessions.length = 0;
       await new Promise((r) => setTimeout(r, 1000));
+    };
+    /**
+     * `--client-workers K`: closes this process's proxies (proxyless workloads too, which are not
+     * reopened) and reopens the sidecars (as many SotW and delta ones) in K worker isolates, each
+     * on sessions of its own.
+     */
+    const moveToShards = async () => {
+      const open = proxies.filter((p) => p instanceof SimProxy && !p.ended);
+      const delta = open.filter(isDelta).length, sotw = open.length - delta;
+      await closeAll();
       const t0 = performance.now();
       const shards = await ChurnShards.open(o.clientWorkers, {
         port: grpcPort,
@@ -1478,11 +1483,7 @@ async function runOnce(o: Options): Promise<RunSummary | undefined> {
     if (o.stormSeconds > 0) {
       const deltas = stormCount?.deltas ?? proxies.filter((p) => !p.ended && isDelta(p)).length;
       const mains = stormCount?.mains ?? live() - deltas;
-      for (const p of proxies) p.close();
-      for (const x of sessions) x.destroy();
-      proxies.length = 0;
-      sessions.length = 0;
-      await new Promise((r) => setTimeout(r, 1000));
+      await closeAll();
       const stopReady = await readyProbe();
       const s0 = cpuOf(pid), c0 = clientCpu();
       const start = performance.now();
