@@ -10,6 +10,7 @@
  */
 
 import type { Logger } from "../log/mod.ts";
+import { apiErrorStatus } from "./mod.ts";
 
 /** The `spec` of a Lease (what leader election reads and writes). */
 export interface LeaseSpec {
@@ -70,8 +71,7 @@ export function microTime(d: Date): string {
 }
 
 function conflictOrExists(err: unknown): boolean {
-  const e = err as { code?: unknown; statusCode?: unknown };
-  return e?.code === 409 || e?.statusCode === 409;
+  return apiErrorStatus(err)?.code === 409;
 }
 
 /**
@@ -113,7 +113,7 @@ export class LeaderElector {
       throw new Error(`LeaderElector: lease duration ${this.#leaseMs}ms is under 1s`);
     }
     this.#renewDeadlineMs = opts.renewDeadlineMs ?? Math.round(this.#leaseMs * 2 / 3);
-    this.#retryMs = opts.retryPeriodMs ?? Math.max(100, Math.round(this.#leaseMs / 7.5));
+    this.#retryMs = opts.retryPeriodMs ?? Math.round(this.#leaseMs / 7.5);
     this.#now = opts.now ?? (() => performance.now());
   }
 
@@ -126,7 +126,6 @@ export class LeaderElector {
   start(): void {
     if (this.#running || this.#stopped) return;
     const loop = async () => {
-      if (this.#stopped) return;
       await this.tick();
       if (!this.#stopped) this.#timer = setTimeout(() => this.#running = loop(), this.#retryMs);
     };
@@ -267,6 +266,9 @@ export class LeaderElector {
   }
 }
 
+/** One line: the API server's Status message and code, else the error's message. */
 function msg(err: unknown): string {
+  const st = apiErrorStatus(err);
+  if (st) return `${st.message} (HTTP ${st.code})`;
   return err instanceof Error ? err.message : String(err);
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { startFakeKube } from "../../tests/harness/fake_kube.ts";
-import { LeaderElector, type LeaderElectorOptions, microTime } from "./leader.ts";
+import { recordingLogger } from "../log/testing.ts";
+import { LeaderElector, type LeaderElectorOptions, type Lease, microTime } from "./leader.ts";
 import { kubeLeaseClient } from "./lease_client.ts";
 import { loadKubeConfig } from "./mod.ts";
 
@@ -22,11 +23,10 @@ async function setup() {
       log: quiet,
       ...extra,
     });
-  const holder = () =>
-    (kube.get("leases.coordination.k8s.io", "mesh-system", "leader")?.spec as {
-      holderIdentity?: string;
-    })?.holderIdentity;
-  return { kube, client, clock, candidate, holder };
+  const lease = () =>
+    kube.get("leases.coordination.k8s.io", "mesh-system", "leader") as unknown as Lease;
+  const holder = () => lease()?.spec?.holderIdentity;
+  return { kube, client, clock, candidate, holder, lease };
 }
 
 Deno.test("microTime() writes microseconds", () => {
@@ -103,21 +103,29 @@ Deno.test("LeaderElector: a leader that cannot renew steps down after the renew 
     replace: client.replace,
   };
   const events: string[] = [];
+  const log = recordingLogger();
   const a = candidate("a", {
     client: flaky,
+    log,
     onStartedLeading: () => events.push("a+"),
     onStoppedLeading: () => events.push("a-"),
   });
+  clock.advance(10_000); // a clock that did not start at 0
   await a.tick();
   assert.equal(a.isLeader, true);
   broken = true;
-  clock.advance(1000);
+  clock.advance(1332);
   await a.tick();
-  assert.equal(a.isLeader, true, "within the renew deadline (2/3 of 2 s)");
-  clock.advance(400);
+  assert.equal(a.isLeader, true, "within the renew deadline (2/3 of 2 s: 1333 ms)");
+  clock.advance(1);
   await a.tick();
-  assert.equal(a.isLeader, false, "1.4 s without renewal");
+  assert.equal(a.isLeader, false, "1333 ms without renewal");
   assert.deepEqual(events, ["a+", "a-"]);
+  assert.deepEqual(log.lines.filter((l) => !l.includes("connection refused")), [
+    "info Leader election: a became the leader (Lease mesh-system/leader)",
+    "warn Leader election: lost Lease mesh-system/leader",
+    "info Leader election: a is no longer the leader (Lease mesh-system/leader)",
+  ]);
   // Back: it renews its own Lease (still its holder) and leads again.
   broken = false;
   await a.tick();
@@ -131,4 +139,333 @@ Deno.test("LeaderElector: a leader that cannot renew steps down after the renew 
   await a.tick();
   assert.equal(a.isLeader, false);
   assert.deepEqual(events, ["a+", "a-", "a+", "a-"]);
+});
+
+Deno.test("LeaderElector refuses an empty identity, Lease name or namespace, and a lease under 1 s", () => {
+  const client = {
+    get: () => Promise.resolve(null),
+    create: Promise.reject,
+    replace: Promise.reject,
+  };
+  const opts = { client, namespace: "ns", name: "l", identity: "a" };
+  new LeaderElector({ ...opts, leaseDurationMs: 1000 }); // the shortest accepted
+  assert.throws(
+    () => new LeaderElector({ ...opts, identity: "" }),
+    /^Error: LeaderElector: identity is empty$/,
+  );
+  for (const bad of [{ name: "" }, { namespace: "" }]) {
+    assert.throws(
+      () => new LeaderElector({ ...opts, ...bad }),
+      /^Error: LeaderElector: the Lease name and namespace must not be empty$/,
+    );
+  }
+  for (const leaseDurationMs of [999, NaN]) {
+    assert.throws(
+      () => new LeaderElector({ ...opts, leaseDurationMs }),
+      new RegExp(`^Error: LeaderElector: lease duration ${leaseDurationMs}ms is under 1s$`),
+    );
+  }
+});
+
+Deno.test("LeaderElector: a candidate tries every 1/7.5 of the lease by default, and start() twice or after stop() adds no campaign", async () => {
+  const { kube, client, candidate } = await setup();
+  await using _ = kube;
+  const gets: number[] = [];
+  const counting = {
+    ...client,
+    get: (ns: string, n: string) => (gets.push(performance.now()), client.get(ns, n)),
+  };
+  // 1.5 s lease: a round every 200 ms
+  const a = candidate("a", { client: counting, now: undefined, leaseDurationMs: 1500 });
+  a.start();
+  a.start();
+  assert.equal(gets.length, 1, "one round at once, however often start() is called");
+  const deadline = Date.now() + 10_000;
+  while (gets.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await a.stop();
+  assert.ok(gets.length >= 3, `three rounds: ${gets.length}`);
+  for (let i = 1; i < 3; i++) {
+    const gap = gets[i] - gets[i - 1];
+    assert.ok(gap >= 190 && gap < 1400, `round ${i} came ${gap} ms after the one before (200 ms)`);
+  }
+  const n = gets.length;
+  a.start();
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(gets.length, n, "a stopped candidate does not campaign again");
+  // on the default clock too, another's fresh Lease is held
+  const b = candidate("b", { now: undefined }), c = candidate("c", { now: undefined });
+  assert.equal(await b.tryAcquireOrRenew(), true);
+  assert.equal(await c.tryAcquireOrRenew(), false);
+});
+
+Deno.test("LeaderElector: a leader is told once that it leads; its renewals keep acquireTime, and each take-over counts a transition", async () => {
+  const { kube, clock, candidate, lease } = await setup();
+  await using _ = kube;
+  let wall = Date.parse("2026-11-30T00:00:00Z");
+  const wallClock = () => new Date(wall);
+  const events: string[] = [];
+  const cb = (id: string) => ({
+    wallClock,
+    onStartedLeading: () => events.push(`${id}+`),
+    onStoppedLeading: () => events.push(`${id}-`),
+  });
+  const a = candidate("a", cb("a")), b = candidate("b", cb("b"));
+  await a.tick();
+  for (let i = 0; i < 3; i++) {
+    clock.advance(500);
+    wall += 500;
+    await a.tick();
+  }
+  assert.deepEqual(events, ["a+"]);
+  assert.deepEqual(lease().spec, {
+    holderIdentity: "a",
+    leaseDurationSeconds: 2,
+    acquireTime: "2026-11-30T00:00:00.000000Z",
+    renewTime: "2026-11-30T00:00:01.500000Z",
+    leaseTransitions: 0,
+  });
+  // a stops renewing; b takes over once the lease ran out, then a takes it back the same way
+  await b.tick();
+  clock.advance(2000);
+  wall += 2000;
+  await b.tick();
+  await a.tick();
+  assert.deepEqual(events, ["a+", "b+", "a-"]);
+  assert.equal(lease().spec?.acquireTime, "2026-11-30T00:00:03.500000Z", "b's acquireTime");
+  assert.equal(lease().spec?.leaseTransitions, 1);
+  clock.advance(2000);
+  wall += 1000;
+  await a.tick();
+  await b.tick();
+  assert.deepEqual(events, ["a+", "b+", "a-", "a+", "b-"]);
+  assert.equal(lease().spec?.acquireTime, "2026-11-30T00:00:04.500000Z");
+  assert.equal(lease().spec?.leaseTransitions, 2);
+});
+
+Deno.test("LeaderElector: a follower's stop() leaves the leader's Lease alone and calls nothing", async () => {
+  const { kube, candidate, lease } = await setup();
+  await using _ = kube;
+  const events: string[] = [];
+  const a = candidate("a");
+  const b = candidate("b", {
+    onStartedLeading: () => events.push("b+"),
+    onStoppedLeading: () => events.push("b-"),
+  });
+  await a.tick();
+  await b.tick();
+  const before = lease();
+  const log = recordingLogger();
+  const c = candidate("c", { log });
+  await c.tick();
+  await b.stop();
+  assert.deepEqual(lease(), before, "not written");
+  assert.deepEqual(events, []);
+  kube.failNext({ method: "GET", path: /\/leases\/leader$/, code: 500 });
+  await c.stop();
+  assert.deepEqual(
+    log.lines,
+    [],
+    "a follower has nothing to release: no warning when it cannot read",
+  );
+  // a leader whose Lease was deleted meanwhile stops quietly
+  kube.remove("leases.coordination.k8s.io", "mesh-system", "leader");
+  const d = candidate("d", { log });
+  await d.tick();
+  kube.remove("leases.coordination.k8s.io", "mesh-system", "leader");
+  log.lines.length = 0;
+  await d.stop();
+  assert.deepEqual(log.lines, [
+    "info Leader election: d is no longer the leader (Lease mesh-system/leader)",
+  ]);
+});
+
+Deno.test("LeaderElector: stop() during a round that takes the Lease releases it, calls nothing, and no round follows", async () => {
+  const { kube, client, candidate, holder } = await setup();
+  await using _ = kube;
+  let open!: () => void;
+  const gate = new Promise<void>((r) => open = r);
+  let gets = 0;
+  const gated = {
+    ...client,
+    get: async (ns: string, n: string) => {
+      if (gets++ === 0) await gate;
+      return client.get(ns, n);
+    },
+  };
+  const events: string[] = [];
+  const a = candidate("a", {
+    client: gated,
+    now: undefined,
+    retryPeriodMs: 20,
+    onStartedLeading: () => events.push("a+"),
+    onStoppedLeading: () => events.push("a-"),
+  });
+  a.start();
+  const stopped = a.stop();
+  open();
+  await stopped;
+  assert.equal(holder(), "", "created by the round, then released");
+  assert.equal(a.isLeader, false);
+  assert.deepEqual(events, []);
+  const n = gets;
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(gets, n, "no round after stop()");
+  assert.equal(holder(), "");
+});
+
+Deno.test("LeaderElector: a leader that sees another holder in its Lease steps down at once, and says who", async () => {
+  const { kube, clock, candidate, lease } = await setup();
+  await using _ = kube;
+  const log = recordingLogger();
+  const a = candidate("a", { log });
+  clock.advance(10_000);
+  await a.tick();
+  assert.equal(a.isLeader, true);
+  // someone else wrote the Lease (an operator, a replica with a clock far ahead)
+  const l = lease();
+  kube.upsert(
+    { ...l, spec: { ...l.spec, holderIdentity: "x" } } as unknown as Record<string, never>,
+  );
+  clock.advance(100);
+  await a.tick();
+  assert.equal(a.isLeader, false);
+  assert.deepEqual(log.lines, [
+    "info Leader election: a became the leader (Lease mesh-system/leader)",
+    "warn Leader election: Lease mesh-system/leader taken by x",
+    "info Leader election: a is no longer the leader (Lease mesh-system/leader)",
+  ]);
+});
+
+Deno.test("LeaderElector: a candidate waits for the Lease's own duration, exactly, and takes a Lease without a holder at once", async () => {
+  const { kube, clock, candidate, holder, lease } = await setup();
+  await using _ = kube;
+  const a = candidate("a", { leaseDurationMs: 5000 }), b = candidate("b"); // b's own: 2 s
+  await a.tick();
+  await b.tick();
+  clock.advance(4999);
+  assert.equal(await b.tryAcquireOrRenew(), false, "the Lease says 5 s");
+  clock.advance(1);
+  assert.equal(await b.tryAcquireOrRenew(), true, "5 s since b saw it change");
+  assert.equal(holder(), "b");
+  // a Lease written by hand, with no holder: free
+  const l = lease();
+  kube.upsert({ ...l, spec: { leaseDurationSeconds: 60 } } as unknown as Record<string, never>);
+  const c = candidate("c");
+  assert.equal(await c.tryAcquireOrRenew(), true);
+  assert.equal(holder(), "c");
+});
+
+Deno.test("LeaderElector: failures are logged and retried, conflicts are not failures, a failing callback is logged", async () => {
+  const { kube, client, candidate, holder } = await setup();
+  await using _ = kube;
+  // two candidates create the Lease at once: one wins, the other sees the conflict
+  let waiting = 0, go!: () => void;
+  const both = new Promise<void>((r) => go = r);
+  const racing = {
+    ...client,
+    get: async (ns: string, n: string) => {
+      const l = await client.get(ns, n);
+      if (++waiting === 2) go();
+      await both;
+      return l;
+    },
+  };
+  const log = recordingLogger();
+  const a = candidate("a", { client: racing, log }), b = candidate("b", { client: racing, log });
+  const won = await Promise.all([a.tryAcquireOrRenew(), b.tryAcquireOrRenew()]);
+  assert.deepEqual(won.filter(Boolean).length, 1, `one creates the Lease: ${won}`);
+  const leader = won[0] ? a : b;
+  await leader.tick();
+  assert.equal(leader.isLeader, true);
+  log.lines.length = 0;
+  kube.failNext({ method: "PUT", path: /\/leases\/leader$/, code: 409 });
+  await leader.tick();
+  assert.deepEqual(log.lines, [], "a conflict is a lost round, not an error");
+  kube.failNext({ method: "PUT", path: /\/leases\/leader$/, code: 500, message: "etcd is gone" });
+  await leader.tick();
+  assert.equal(leader.isLeader, true, "within its renew deadline");
+  assert.deepEqual(log.lines, [
+    "warn Leader election: Lease mesh-system/leader: etcd is gone (HTTP 500)",
+  ]);
+  kube.failNext({ method: "GET", path: /\/leases\/leader$/, code: 500, message: "etcd is gone" });
+  log.lines.length = 0;
+  await leader.stop();
+  assert.equal(holder(), leader === a ? "a" : "b", "not released: the read failed");
+  assert.deepEqual(log.lines.slice(-1), [
+    "warn Leader election: cannot release Lease mesh-system/leader: etcd is gone (HTTP 500)",
+  ]);
+  // a callback that throws
+  kube.remove("leases.coordination.k8s.io", "mesh-system", "leader");
+  const c = candidate("c", {
+    log,
+    onStartedLeading: () => {
+      throw new Error("boom");
+    },
+  });
+  log.lines.length = 0;
+  await c.tick();
+  assert.equal(c.isLeader, true);
+  assert.deepEqual(log.lines, [
+    "info Leader election: c became the leader (Lease mesh-system/leader)",
+    "error Leader election: callback failed: boom",
+  ]);
+});
+
+Deno.test("LeaderElector: a create that fails for another reason than a conflict is a logged failure", async () => {
+  const { kube, client, candidate, holder } = await setup();
+  await using _ = kube;
+  const log = recordingLogger();
+  const down = { ...client, create: () => Promise.reject(new Error("connection refused")) };
+  const a = candidate("a", { client: down, log });
+  await a.tick();
+  assert.equal(a.isLeader, false);
+  assert.deepEqual(log.lines, [
+    "warn Leader election: Lease mesh-system/leader: connection refused",
+  ]);
+  log.lines.length = 0;
+  kube.failNext({ method: "POST", path: /\/leases$/, code: 403, message: "forbidden by RBAC" });
+  const b = candidate("b", { log });
+  await b.tick();
+  assert.equal(holder(), undefined);
+  assert.deepEqual(log.lines, [
+    "warn Leader election: Lease mesh-system/leader: forbidden by RBAC (HTTP 403)",
+  ]);
+});
+
+Deno.test("LeaderElector: without a logger, every path that logs still works", async () => {
+  const { kube, client, clock, candidate, holder, lease } = await setup();
+  await using _ = kube;
+  let broken = false;
+  const flaky = {
+    ...client,
+    get: (ns: string, n: string) =>
+      broken ? Promise.reject(new Error("connection refused")) : client.get(ns, n),
+  };
+  const a = candidate("a", {
+    client: flaky,
+    log: undefined,
+    onStartedLeading: () => {
+      throw new Error("boom");
+    },
+  });
+  await a.tick(); // became the leader; the callback threw
+  assert.equal(a.isLeader, true);
+  broken = true;
+  clock.advance(2000);
+  await a.tick(); // failed, and lost the Lease
+  assert.equal(a.isLeader, false);
+  broken = false;
+  await a.tick();
+  const l = lease();
+  kube.upsert(
+    { ...l, spec: { ...l.spec, holderIdentity: "x" } } as unknown as Record<string, never>,
+  );
+  await a.tick(); // taken by x
+  assert.equal(a.isLeader, false);
+  clock.advance(2000);
+  await a.tick();
+  assert.equal(a.isLeader, true);
+  broken = true;
+  await a.stop(); // cannot release
+  assert.equal(holder(), "a");
 });

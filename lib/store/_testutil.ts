@@ -4,6 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "../deps/yaml.ts";
+import type { Logger } from "../log/mod.ts";
+import { recordingLogger as recording } from "../log/testing.ts";
 import { allSchemas } from "../model/mod.ts";
 import type { ConfigObject, TypeSchema } from "../model/types.ts";
 import { createFileStore } from "./file.ts";
@@ -100,25 +102,9 @@ export async function fixture(kind: string, ns = "default"): Promise<ConfigObjec
 }
 
 /** A logger recording `level message` lines, for assertions on what a store logs. */
-export function recordingLogger(): {
-  lines: string[];
-  log: {
-    debug(m: string): void;
-    info(m: string): void;
-    warn(m: string): void;
-    error(m: string): void;
-  };
-} {
-  const lines: string[] = [];
-  return {
-    lines,
-    log: {
-      debug: (m: string) => void lines.push(`debug ${m}`),
-      info: (m: string) => void lines.push(`info ${m}`),
-      warn: (m: string) => void lines.push(`warn ${m}`),
-      error: (m: string) => void lines.push(`error ${m}`),
-    },
-  };
+export function recordingLogger(): { lines: string[]; log: Logger } {
+  const log = recording();
+  return { lines: log.lines, log };
 }
 
 /** A VirtualService document (YAML) `name` whose one route goes to `host`. */

@@ -5,7 +5,7 @@
  */
 
 import { createCsr, generateKeyPair, type KeySpec, spiffeId } from "../../lib/pki/mod.ts";
-import type { Logger } from "../../lib/log/mod.ts";
+import { recordingLogger } from "../../lib/log/testing.ts";
 import { loadOpenSsl } from "../../lib/pki/openssl_ffi.ts";
 import { type TestIssuer, testIssuer } from "../../tests/harness/ca_client.ts";
 import { withTempDir } from "../../tests/harness/procs.ts";
@@ -59,14 +59,7 @@ export function caFlags(over: Partial<CaFlags> = {}): CaFlags {
   };
 }
 
-/** A logger that records every line (to check what is logged). */
-export function recordingLogger(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  const rec = (level: string) => (msg: string, props?: Record<string, unknown>) => {
-    lines.push(`${level} ${msg}${props ? " " + JSON.stringify(props) : ""}`);
-  };
-  return { lines, debug: rec("debug"), info: rec("info"), warn: rec("warn"), error: rec("error") };
-}
+export { recordingLogger };
 
 /** A CSR (and its key pair) for `ns/sa`, or for the given URIs. */
 export async function csrFor(
