@@ -369,3 +369,23 @@ Deno.test("a stream waiting behind a push moves ahead when its client asks for s
   assert.ok(first.s.unread >= 1, "the push reached the first stream too");
   server.close();
 });
+
+Deno.test("a first request waiting behind its stream's slow send stays owed an answer when a push marks the same type meanwhile", async () => {
+  const cache = cacheWith([[EDS, "c1", "e1"]]); // no cluster at all: the CDS answer is empty
+  const server = newServer(cache);
+  const a = sotw(server, "memory:a");
+  a.s.hold(); // a slow client: its EDS answer waits for its socket
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1"] });
+  assert.deepEqual(names(await a.s.next()), ["c1"]);
+  // Its first CDS request comes while that send waits, and so does a config push that changes no
+  // cluster: the request's answer must not be merged away into "nothing changed".
+  a.h.receive({ type_url: CDS });
+  server.push({ kind: "config" });
+  await new Promise((r) => setTimeout(r, 10));
+  a.s.release();
+  await server.flush();
+  const cds = await a.s.next();
+  assert.equal(cds.type_url, CDS);
+  assert.deepEqual(cds.resources, [], "the empty list it asked for");
+  server.close();
+});
