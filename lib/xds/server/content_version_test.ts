@@ -48,6 +48,20 @@ Deno.test("viewVersion() depends on names and versions, not on insertion order",
   assert.notEqual(viewVersion(a), viewVersion(new Map([["x", entry("1")]])));
 });
 
+Deno.test("viewVersion() is a fixed function of names and versions (replicas of another release agree), always 16 hex digits", () => {
+  // Pinned: a change of the hash would make replicas of two releases disagree during an upgrade,
+  // and every proxy moving between them would be sent again what it holds.
+  assert.equal(
+    viewVersion(new Map([["outbound|80||a.default.svc.cluster.local", entry("3f2a9c1d")]])),
+    "c51a09ed83713ed5",
+  );
+  assert.equal(viewVersion(new Map([["x", entry("1")], ["y", entry("2")]])), "248ff7edb8495d62");
+  // Halves under 0x10000000 are zero-padded (about one name in seven here).
+  for (let i = 0; i < 500; i++) {
+    assert.match(viewVersion(new Map([[`n${i}`, entry("v")]])), /^[0-9a-f]{16}$/, `n${i}`);
+  }
+});
+
 Deno.test("heldVersion() of a view with overrides equals viewVersion() of what is held", () => {
   const view = new Map([["x", entry("1")], ["y", entry("2")], ["z", entry("3")]]);
   const held = new Held();
