@@ -51,9 +51,11 @@ Deno.test("MirrorEncoder sends only the entries of a new map that the worker doe
 });
 
 Deno.test("MirrorEncoder forgets maps unused for MIRROR_KEEP_EPOCHS pushes, tells the worker, and sends them again when asked", () => {
-  const view: ResourceMap = new Map([["a", entry("1", "alpha")]]);
+  const a = entry("1", "alpha");
+  const view: ResourceMap = new Map([["a", a]]);
   const other: ResourceMap = new Map([["o", entry("9", "other")]]);
-  const enc = new MirrorEncoder(new MirrorIds()), dec = new MirrorDecoder();
+  const ids = new MirrorIds();
+  const enc = new MirrorEncoder(ids), dec = new MirrorDecoder();
   const id = enc.add(view);
   enc.add(other);
   ship(enc, dec);
@@ -61,14 +63,40 @@ Deno.test("MirrorEncoder forgets maps unused for MIRROR_KEEP_EPOCHS pushes, tell
     enc.nextEpoch();
     enc.add(other); // still in use
   }
+  assert.deepEqual(enc.stats(), { maps: 2, entries: 2, bytes: 10 }, "kept for as many epochs");
+  assert.equal(enc.takeDrop(), null, "nothing to drop yet");
   enc.nextEpoch();
-  assert.equal(enc.size, 1);
-  ship(enc, dec);
+  assert.deepEqual(enc.stats(), { maps: 1, entries: 1, bytes: 5 }, "the map and its entry");
+  const drop = enc.takeDrop();
+  assert.deepEqual(drop, { maps: [id], entries: [ids.of(a)] });
+  dec.drop(drop!);
+  assert.equal(enc.takeDrop(), null, "told once");
   assert.throws(() => dec.map(id), /unknown map/);
   assert.equal(dec.size, 1);
   assert.equal(enc.add(view), id);
   ship(enc, dec);
   assert.equal(dec.map(id).get("a")!.version, "1");
+});
+
+Deno.test("MirrorEncoder: a map in use for many pushes keeps its entries, so the next map sharing them sends only its new one", () => {
+  const a = entry("1", "alpha"), b = entry("2", "beta");
+  const enc = new MirrorEncoder(new MirrorIds()), dec = new MirrorDecoder();
+  const view: ResourceMap = new Map([["a", a], ["b", b]]);
+  enc.add(view);
+  ship(enc, dec);
+  for (let i = 0; i < MIRROR_KEEP_EPOCHS + 2; i++) {
+    enc.nextEpoch();
+    enc.add(view); // the same view, push after push
+  }
+  assert.equal(enc.takeDrop(), null, "nothing forgotten");
+  assert.deepEqual(enc.stats(), { maps: 1, entries: 2, bytes: 9 });
+  // one resource changes: the new view shares a's entry
+  const next = new Map([["a", a], ["b", entry("3", "beta-2")]]);
+  const id = enc.add(next);
+  const d = enc.take();
+  assert.deepEqual(d.versions, ["3"], "only the changed entry crosses");
+  dec.apply(structuredClone(d));
+  assert.deepEqual([...dec.map(id)].map(([n, e]) => [n, e.version]), [["a", "1"], ["b", "3"]]);
 });
 
 Deno.test("MirrorDecoder.apply() throws when a map refers to an entry it never got", () => {
