@@ -7,9 +7,12 @@ import {
   type DiscoveryResponse,
   type ResourceEntry,
   type ResourceMap,
+  type ResourcesFor,
   XDS_TYPES,
+  type XdsMetrics,
 } from "./types.ts";
-import { WorkerAds, type WorkerPush } from "./worker_ads.ts";
+import { XdsCounters } from "./metrics.ts";
+import { WorkerAds, type WorkerPush, type WorkerState } from "./worker_ads.ts";
 import { WorkerXdsControl } from "./worker_control.ts";
 
 const { cluster: CDS, endpoint: EDS } = XDS_TYPES;
@@ -191,4 +194,234 @@ Deno.test("WorkerXdsControl.forgetWorker() drops a dead worker's streams, watche
   } finally {
     close();
   }
+});
+
+/** A control isolate alone, its workers played by the test through their messages. */
+function controlAlone(
+  opts: { metrics?: XdsMetrics; resourcesFor?: ResourcesFor<{ id: string; ip: string }> } = {},
+) {
+  const metrics = new XdsCounters();
+  const lines: string[] = [];
+  const log = {
+    debug() {},
+    info() {},
+    warn: (m: string) => void lines.push(m),
+    error: (m: string) => void lines.push(m),
+  };
+  const parseNode = (n: { id: string }) => {
+    if (!n.id.startsWith("sidecar~")) throw new Error("not a sidecar id");
+    return { id: n.id, ip: n.id.split("~")[1] };
+  };
+  const gen = generator();
+  const local = new XdsServer({ parseNode, resourcesFor: gen.resourcesFor, logger: log });
+  let release!: () => void;
+  const pushes: WorkerPush[] = [];
+  let clockNow = 1000;
+  const control = new WorkerXdsControl({
+    local,
+    parseNode,
+    proxyKey: (p) => p.ip,
+    resourcesFor: opts.resourcesFor ?? gen.resourcesFor,
+    broadcastPush: (p: WorkerPush) => {
+      pushes.push(p);
+      return new Promise<void>((r) => release = r);
+    },
+    broadcastFlush: () => Promise.resolve(),
+    metrics: opts.metrics ?? metrics,
+    log,
+    debounceAfter: 1,
+    clock: {
+      now: () => clockNow,
+      setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms),
+      clearTimeout: (t: unknown) => clearTimeout(t as number),
+    },
+  });
+  const connect = (
+    w: number,
+    sid: number,
+    ip: string,
+    id = `sidecar~${ip}~a.ns~ns.svc.cluster.local`,
+  ) =>
+    control.handlers.connect(
+      [{ sid, node: { id }, at: "2026-11-30T00:00:00Z", mode: "sotw", peer: `${ip}:5000` }],
+      w,
+    );
+  const state = (w: number, s: Partial<WorkerState>) =>
+    control.handlers.state({
+      maxSid: 0,
+      sids: [],
+      watched: {},
+      held: [],
+      events: {},
+      transport: { accepting: true, refused: 0, throttled: 0 },
+      ...s,
+    }, w);
+  return {
+    control,
+    metrics,
+    lines,
+    pushes,
+    connect,
+    state,
+    release: () => release(),
+    advance: (ms: number) => void (clockNow += ms),
+  };
+}
+
+Deno.test("WorkerXdsControl: a worker's metric events count once each, its ended streams leave, and its listener counts add up", () => {
+  const { control, metrics, lines, connect, state } = controlAlone();
+  try {
+    control.startWorker(0);
+    control.startWorker(1);
+    connect(0, 1, "10.0.0.1");
+    connect(0, 2, "10.0.0.1"); // a second stream of the same proxy
+    connect(1, 1, "10.0.0.2");
+    connect(1, 2, "10.0.0.9", "router~bad"); // not parsed: left out, and said
+    assert.deepEqual(lines, ["ADS worker: node router~bad: not a sidecar id"]);
+    assert.equal(control.connectionCount, 3);
+    state(0, {
+      maxSid: 2,
+      sids: [1, 2],
+      events: {
+        [`pushed ${CDS}`]: 3,
+        [`nack ${EDS}`]: 2,
+        [`buildError ${EDS}`]: 1,
+        [`sendError:error ${CDS}`]: 1,
+        [`sendError:timeout ${EDS}`]: 2,
+      },
+      transport: { accepting: true, refused: 4, throttled: 1 },
+    });
+    state(1, { maxSid: 1, sids: [1], events: { [`pushed ${CDS}`]: 1 } });
+    state(1, { maxSid: 1, sids: [1], events: { [`fromANewerWorker ${CDS}`]: 1 } }); // ignored
+    assert.deepEqual(metrics.pushes, { cds: 4 });
+    assert.deepEqual(metrics.nacks, { eds: 2 });
+    assert.deepEqual(metrics.buildErrors, { eds_builderr: 1 });
+    assert.deepEqual(metrics.pushErrors, { cds_senderr: 1, eds_timeout: 2 });
+    assert.equal(metrics.connected, 3);
+    assert.deepEqual(control.transport(), { accepting: true, refused: 4, throttled: 1 });
+    state(1, {
+      maxSid: 1,
+      sids: [1],
+      transport: { accepting: false, refused: 2, throttled: 5 },
+    });
+    assert.deepEqual(control.transport(), { accepting: false, refused: 6, throttled: 6 });
+    // worker 0's stream 1 ended; a stream it opened after its note (sid 3) is not dropped
+    connect(0, 3, "10.0.0.3");
+    state(0, { maxSid: 2, sids: [2] });
+    assert.equal(control.connectionCount, 3);
+    assert.equal(metrics.connected, 3);
+    assert.ok(control.hasProxy("10.0.0.1"), "its other stream remains");
+    assert.ok(control.hasProxy("10.0.0.3"));
+    state(0, { maxSid: 3, sids: [3] });
+    assert.ok(!control.hasProxy("10.0.0.1"), "both streams of 10.0.0.1 ended");
+    assert.equal(control.connectionCount, 2);
+    assert.deepEqual(metrics.pushes, { cds: 4 }, "events are counted once, as they come");
+    // the debug listing before any refresh: ids from the connect notes
+    assert.deepEqual(
+      control.connections().map((c) => [c.conId, c.peer, c.peerIdentities, c.types]),
+      [
+        [`sidecar~10.0.0.3~a.ns~ns.svc.cluster.local-w0.3`, "10.0.0.3:5000 (worker 0)", [], {}],
+        [`sidecar~10.0.0.2~a.ns~ns.svc.cluster.local-w1.1`, "10.0.0.2:5000 (worker 1)", [], {}],
+      ],
+    );
+  } finally {
+    control.close();
+  }
+});
+
+Deno.test("WorkerXdsControl: a push's duration and convergence are recorded once every worker sent it", async () => {
+  const { control, metrics, pushes, release, advance } = controlAlone();
+  try {
+    control.startWorker(0);
+    control.push({ kind: "eds", clusters: ["c1"] });
+    advance(40); // the first event was 40 ms before the push starts
+    await waitFor(() => pushes.length === 1);
+    assert.deepEqual(pushes, [{ full: false, types: [], edsClusters: ["c1"] }]);
+    advance(250);
+    assert.equal(metrics.pushDurations.count, 0, "not while a worker is still sending");
+    release();
+    await control.flush();
+    assert.deepEqual(metrics.pushDurations, { count: 1, sum: 0.25, max: 0.25 });
+    assert.deepEqual(metrics.convergenceTimes, { count: 1, sum: 0.29, max: 0.29 });
+  } finally {
+    control.close();
+  }
+});
+
+Deno.test("WorkerXdsControl: a worker not heard from yet adds no names, holdings or listener counts; a config push tells the workers its types; nothing is pushed after close()", async () => {
+  const { control, pushes, release } = controlAlone();
+  control.startWorker(0);
+  assert.deepEqual([...control.watchedNames(CDS)], []);
+  let held = 0;
+  control.forEachHeld(() => held++);
+  assert.equal(held, 0);
+  assert.deepEqual(control.transport(), { accepting: true, refused: 0, throttled: 0 });
+  control.push({ kind: "config", types: [CDS] });
+  await waitFor(() => pushes.length === 1);
+  assert.deepEqual(pushes, [{ full: false, types: [CDS], edsClusters: [] }]);
+  release();
+  await control.flush();
+  control.close();
+  control.push({ kind: "full" });
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(pushes.length, 1);
+});
+
+Deno.test("WorkerXdsControl answers a worker's questions it cannot: an unknown stream or names list, a generator that fails or is not synchronous", () => {
+  let mode = "ok";
+  const view: ResourceMap = new Map([["c1", entry("e1")]]); // the generator's shared map
+  const { control, connect } = controlAlone({
+    resourcesFor: () => {
+      if (mode === "throw") throw new Error("no push context yet");
+      if (mode === "async") return Promise.resolve(new Map());
+      return view;
+    },
+  });
+  try {
+    control.startWorker(0);
+    connect(0, 1, "10.0.0.1");
+    const ask = (queries: [number, string, number | null][], names: [number, string[]][] = []) =>
+      (control.handlers.query({ queries, names, forget: [] }, 0) as { ids: (number | string)[] })
+        .ids;
+    const [id] = ask([[1, EDS, 7]], [[7, ["c1"]]]);
+    assert.equal(typeof id, "number");
+    assert.deepEqual(ask([[2, EDS, 7], [1, EDS, 8]]), [
+      "stream 2 is not known to the control isolate",
+      "names list 8 is not known",
+    ]);
+    mode = "throw";
+    assert.deepEqual(ask([[1, EDS, 7]]), ["no push context yet"]);
+    mode = "async";
+    assert.deepEqual(ask([[1, EDS, 7]]), ["the generator must answer synchronously"]);
+    mode = "ok";
+    assert.deepEqual(ask([[1, EDS, 7]]), [id], "the same map, the same id");
+    control.handlers.query({ queries: [], names: [], forget: [7] }, 0);
+    assert.deepEqual(ask([[1, EDS, 7]]), ["names list 7 is not known"], "forgotten");
+  } finally {
+    control.close();
+  }
+});
+
+Deno.test("WorkerXdsControl works with metrics that have none of the hooks", async () => {
+  const { control, connect, state, pushes, release } = controlAlone({ metrics: {} });
+  control.startWorker(0);
+  connect(0, 1, "10.0.0.1");
+  state(0, {
+    maxSid: 1,
+    sids: [],
+    events: {
+      [`pushed ${CDS}`]: 1,
+      [`nack ${CDS}`]: 1,
+      [`buildError ${CDS}`]: 1,
+      [`sendError:error ${CDS}`]: 1,
+      [`sendError:timeout ${CDS}`]: 1,
+    },
+  });
+  assert.equal(control.connectionCount, 0);
+  control.push({ kind: "full" });
+  await waitFor(() => pushes.length === 1);
+  release();
+  await control.flush();
+  control.forgetWorker(0);
+  control.close();
 });
