@@ -99,6 +99,22 @@ Deno.test("MirrorEncoder: a map in use for many pushes keeps its entries, so the
   assert.deepEqual([...dec.map(id)].map(([n, e]) => [n, e.version]), [["a", "1"], ["b", "3"]]);
 });
 
+Deno.test("MirrorEncoder: a map forgotten while another keeps its entries is still told to the worker", () => {
+  const a = entry("1", "alpha");
+  const ids = new MirrorIds();
+  const enc = new MirrorEncoder(ids), dec = new MirrorDecoder();
+  const old: ResourceMap = new Map([["a", a]]);
+  const next: ResourceMap = new Map([["a", a], ["c", entry("3", "gamma")]]);
+  const id = enc.add(old);
+  enc.add(next);
+  ship(enc, dec);
+  for (let i = 0; i <= MIRROR_KEEP_EPOCHS; i++) {
+    enc.nextEpoch();
+    enc.add(next);
+  }
+  assert.deepEqual(enc.takeDrop(), { maps: [id], entries: [] }, "a lives on in the other map");
+});
+
 Deno.test("MirrorDecoder.apply() throws when a map refers to an entry it never got", () => {
   const dec = new MirrorDecoder();
   assert.throws(
