@@ -53,6 +53,7 @@ function pair() {
   const log = { debug() {}, info() {}, warn() {}, error() {} };
   const parseNode = (n: { id: string }) => ({ id: n.id, ip: n.id.split("~")[1] ?? "" });
   const local = new XdsServer({ parseNode, resourcesFor: gen.resourcesFor, logger: log });
+  const metrics = new XdsCounters();
   const control = new WorkerXdsControl({
     local,
     parseNode,
@@ -60,6 +61,7 @@ function pair() {
     resourcesFor: gen.resourcesFor,
     broadcastPush: (p: WorkerPush) => toWorker.request("push", p),
     broadcastFlush: () => toWorker.request("flush"),
+    metrics,
     log,
     debounceAfter: 1,
   });
@@ -80,7 +82,7 @@ function pair() {
     port1.close();
     port2.close();
   };
-  return { gen, control, ads, close };
+  return { gen, control, ads, metrics, close };
 }
 
 const names = (r: DiscoveryResponse) => r.resources.map((x) => `${x.name}@${x.entry.version}`);
@@ -131,6 +133,48 @@ Deno.test("WorkerXdsControl answers a worker's streams from the control isolate'
     for (const h of handles) h.close();
     await waitFor(() => control.connectionCount === 0);
     assert.ok(!control.hasProxy("10.0.0.2"));
+  } finally {
+    close();
+  }
+});
+
+Deno.test("WorkerXdsControl: a config push and a full push reach a worker's streams, and the worker's responses and NACKs reach the control isolate's metrics", async () => {
+  const { gen, control, ads, metrics, close } = pair();
+  try {
+    const t = new MemoryStream<DiscoveryResponse>();
+    const h = ads.server.openSotw(t);
+    h.receive({ node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" }, type_url: CDS });
+    const cds = await t.next();
+    h.receive({ type_url: EDS, resource_names: ["c1", "c2"] });
+    const eds = await t.next();
+    // the proxy rejects the endpoints
+    h.receive({
+      type_url: EDS,
+      resource_names: ["c1", "c2"],
+      response_nonce: eds.nonce,
+      version_info: "",
+      error_detail: { code: 3, message: "bad endpoints" },
+    });
+    h.receive({ type_url: CDS, response_nonce: cds.nonce, version_info: cds.version_info });
+    // a config push of clusters only
+    gen.views[CDS] = new Map([["c1", entry("c1b")], ["c2", entry("c2")]]);
+    control.push({ kind: "config", types: [CDS] });
+    await control.flush();
+    assert.deepEqual(names(await t.next()), ["c1@c1b", "c2@c2"]);
+    // a full push: every type is recomputed
+    gen.views[CDS] = new Map([["c1", entry("c1c")], ["c2", entry("c2")]]);
+    gen.setEds("c1", "e1c");
+    control.push({ kind: "full" });
+    await control.flush();
+    const got = [await t.next(), await t.next()].map((r) =>
+      `${r.type_url === CDS ? "cds" : "eds"} ${names(r)}`
+    );
+    assert.deepEqual(got.sort(), ["cds c1@c1c,c2@c2", "eds c1@e1c"]);
+    assert.equal(t.unread, 0);
+    await waitFor(() => metrics.pushes.cds === 3 && metrics.pushes.eds === 2);
+    assert.deepEqual(metrics.nacks, { eds: 1 });
+    assert.equal(metrics.connected, 1);
+    h.close();
   } finally {
     close();
   }
