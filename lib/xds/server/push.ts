@@ -336,11 +336,6 @@ export class PushScheduler<P> {
   /** Merged marks by the two marks merged (see {@link markDirty}). */
   readonly #merged = new WeakMap<Dirty, WeakMap<Dirty, Dirty>>();
 
-  /** Streams waiting for a send loop slot. */
-  get queued(): number {
-    return this.#queue.length - this.#queueHead + this.#urgentSet.size;
-  }
-
   /**
    * Starts the send loop of a stream unless it runs or waits for a slot (then its new dirty marks
    * are simply taken up by that loop: coalescing). Beyond `maxConcurrent` running loops the stream
