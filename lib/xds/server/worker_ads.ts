@@ -129,15 +129,15 @@ export class WorkerAds {
 
   constructor(o: WorkerAdsOptions) {
     this.#o = o;
+    // Every event is told in the next state note, which each one schedules (a response sent also
+    // changes what its stream holds).
     const count = (hook: string) => (t: string) => {
       const k = `${hook} ${t}`;
       this.#events[k] = (this.#events[k] ?? 0) + 1;
+      this.#soon();
     };
     const metrics: XdsMetrics = {
-      pushed: (t) => {
-        count("pushed")(t);
-        this.#soon(); // what the stream holds changed
-      },
+      pushed: count("pushed"),
       nack: count("nack"),
       buildError: count("buildError"),
       sendError: (t, reason) => count(`sendError:${reason}`)(t),

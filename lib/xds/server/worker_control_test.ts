@@ -26,13 +26,19 @@ function generator() {
     [EDS]: new Map([["c1", entry("e1")], ["c2", entry("e2")]]),
   };
   let calls = 0;
+  let failing = "";
   return {
     views,
+    /** A type whose every question fails. */
+    set failing(t: string) {
+      failing = t;
+    },
     get calls() {
       return calls;
     },
     resourcesFor(_p: unknown, t: string, names: readonly string[] | null): ResourceMap {
       calls++;
+      if (t === failing) throw new Error("no push context for this type");
       const all = views[t] ?? new Map();
       if (names === null || names.length === all.size) return all; // the shared view
       return new Map(names.flatMap((n) => all.has(n) ? [[n, all.get(n)!] as const] : []));
@@ -147,7 +153,8 @@ Deno.test("WorkerXdsControl: a config push and a full push reach a worker's stre
     const cds = await t.next();
     h.receive({ type_url: EDS, resource_names: ["c1", "c2"] });
     const eds = await t.next();
-    // the proxy rejects the endpoints
+    await waitFor(() => metrics.pushes.eds === 1); // the worker's note after its sends
+    // the proxy rejects the endpoints, later: told with nothing else going on
     h.receive({
       type_url: EDS,
       resource_names: ["c1", "c2"],
@@ -155,6 +162,7 @@ Deno.test("WorkerXdsControl: a config push and a full push reach a worker's stre
       version_info: "",
       error_detail: { code: 3, message: "bad endpoints" },
     });
+    await waitFor(() => metrics.nacks.eds === 1);
     h.receive({ type_url: CDS, response_nonce: cds.nonce, version_info: cds.version_info });
     // a config push of clusters only
     gen.views[CDS] = new Map([["c1", entry("c1b")], ["c2", entry("c2")]]);
@@ -172,9 +180,31 @@ Deno.test("WorkerXdsControl: a config push and a full push reach a worker's stre
     assert.deepEqual(got.sort(), ["cds c1@c1c,c2@c2", "eds c1@e1c"]);
     assert.equal(t.unread, 0);
     await waitFor(() => metrics.pushes.cds === 3 && metrics.pushes.eds === 2);
-    assert.deepEqual(metrics.nacks, { eds: 1 });
     assert.equal(metrics.connected, 1);
     h.close();
+    // a stream whose socket fails, and a type the generator cannot build
+    const broken = {
+      peer: "10.0.0.2:5000",
+      peerIdentities: [],
+      send: () => Promise.reject(new Error("connection reset")),
+      end() {},
+    };
+    ads.server.openSotw(broken).receive({
+      node: { id: "sidecar~10.0.0.2~b.ns~ns.svc.cluster.local" },
+      type_url: CDS,
+    });
+    gen.failing = EDS;
+    const t3 = new MemoryStream<DiscoveryResponse>();
+    const h3 = ads.server.openSotw(t3);
+    h3.receive({
+      node: { id: "sidecar~10.0.0.3~c.ns~ns.svc.cluster.local" },
+      type_url: EDS,
+      resource_names: ["c1"],
+    });
+    await waitFor(() =>
+      metrics.pushErrors.cds_senderr === 1 && metrics.buildErrors.eds_builderr === 1
+    );
+    h3.close();
   } finally {
     close();
   }
@@ -183,7 +213,7 @@ Deno.test("WorkerXdsControl: a config push and a full push reach a worker's stre
 async function waitFor(ok: () => boolean, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!ok()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
+    if (Date.now() > deadline) throw new Error(`condition not met in time: ${ok}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }
