@@ -74,17 +74,20 @@ export class MirrorEncoder {
   /** The id of `map` for this worker; its contents (and new entries) join the next delta. */
   add(map: ResourceMap): number {
     const had = this.#maps.get(map);
-    if (had && had.epoch !== this.#epoch) {
-      // The entries of a map in use are in use (once per map and epoch): they are forgotten with
-      // the last map holding them, not while it lives, so a new map that shares them (the next
-      // view after one change) does not send them again.
-      for (const e of map.values()) {
-        const k = this.#entries.get(e);
-        if (k) k.epoch = this.#epoch;
+    if (had) {
+      if (had.epoch !== this.#epoch) {
+        had.epoch = this.#epoch;
+        // The entries of a map in use are in use (once per map and epoch): they are forgotten
+        // with the last map holding them, not while it lives, so a new map that shares them (the
+        // next view after one change) does not send them again.
+        for (const e of map.values()) {
+          const k = this.#entries.get(e);
+          if (k) k.epoch = this.#epoch;
+        }
       }
+      return had.id;
     }
-    const { id, known } = this.#use(this.#maps, map);
-    if (known) return id;
+    const { id } = this.#use(this.#maps, map);
     const names: string[] = [];
     const entries: number[] = [];
     for (const [name, entry] of map) {
