@@ -12,7 +12,12 @@ import {
   type XdsMetrics,
 } from "./types.ts";
 import { XdsCounters } from "./metrics.ts";
-import { WorkerAds, type WorkerPush, type WorkerState } from "./worker_ads.ts";
+import {
+  WorkerAds,
+  type WorkerConnection,
+  type WorkerPush,
+  type WorkerState,
+} from "./worker_ads.ts";
 import { WorkerXdsControl } from "./worker_control.ts";
 
 const { cluster: CDS, endpoint: EDS } = XDS_TYPES;
@@ -67,6 +72,7 @@ function pair() {
     resourcesFor: gen.resourcesFor,
     broadcastPush: (p: WorkerPush) => toWorker.request("push", p),
     broadcastFlush: () => toWorker.request("flush"),
+    broadcastConnections: async () => [await toWorker.request<WorkerConnection[]>("connections")],
     metrics,
     log,
     debounceAfter: 1,
@@ -82,6 +88,7 @@ function pair() {
   });
   toControl.on("push", (p) => ads.push(p as WorkerPush));
   toControl.on("flush", () => ads.server.flush());
+  toControl.on("connections", () => ads.connections());
   const close = () => {
     ads.close();
     control.close();
@@ -236,6 +243,16 @@ Deno.test("WorkerXdsControl knows a worker stream's ADS flavour and peer from it
     assert.equal(byNode.get("10.0.0.1")!.mode, "sotw");
     assert.equal(byNode.get("10.0.0.2")!.mode, "delta");
     assert.equal(byNode.get("10.0.0.2")!.peer, `${delta.peer} (worker 0)`);
+    assert.deepEqual(byNode.get("10.0.0.1")!.types, {}, "no per-type state before a refresh");
+    // /debug/adsz asks the workers for their streams' per-type state
+    await sotw.next();
+    await control.refreshConnections();
+    const after = new Map(control.connections().map((c) => [c.nodeId.split("~")[1], c]));
+    const one = after.get("10.0.0.1")!;
+    assert.equal(one.conId, ads.server.connections().find((c) => c.mode === "sotw")!.conId);
+    assert.deepEqual(Object.keys(one.types), [CDS]);
+    assert.equal(one.types[CDS].lastSent?.resources, 2);
+    assert.equal(one.peer, `${sotw.peer} (worker 0)`);
   } finally {
     close();
   }
