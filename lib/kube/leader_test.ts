@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { startFakeKube } from "../../tests/harness/fake_kube.ts";
 import { recordingLogger } from "../log/testing.ts";
-import { LeaderElector, type LeaderElectorOptions, type Lease, microTime } from "./leader.ts";
+import {
+  LeaderElector,
+  type LeaderElectorOptions,
+  type Lease,
+  type LeaseClient,
+  type LeaseSpec,
+  microTime,
+} from "./leader.ts";
 import { kubeLeaseClient } from "./lease_client.ts";
 import { loadKubeConfig } from "./mod.ts";
 
@@ -26,7 +33,21 @@ async function setup() {
   const lease = () =>
     kube.get("leases.coordination.k8s.io", "mesh-system", "leader") as unknown as Lease;
   const holder = () => lease()?.spec?.holderIdentity;
-  return { kube, client, clock, candidate, holder, lease };
+  /** Writes the Lease by hand (an operator, another replica): `spec` replaces its spec. */
+  const writeSpec = (spec: (old: LeaseSpec) => LeaseSpec) => {
+    const l = lease();
+    kube.upsert({ ...l, spec: spec(l.spec ?? {}) } as unknown as Record<string, never>);
+  };
+  /** The client whose reads fail while `broken` is set (the API server unreachable). */
+  const flaky: { broken: boolean; client: LeaseClient } = {
+    broken: false,
+    client: {
+      ...client,
+      get: (ns, n) =>
+        flaky.broken ? Promise.reject(new Error("connection refused")) : client.get(ns, n),
+    },
+  };
+  return { kube, client, clock, candidate, holder, lease, writeSpec, flaky };
 }
 
 Deno.test("microTime() writes microseconds", () => {
@@ -93,19 +114,12 @@ Deno.test("LeaderElector: start() leads and calls back; stop() releases the Leas
 });
 
 Deno.test("LeaderElector: a leader that cannot renew steps down after the renew deadline, and one that sees another holder at once", async () => {
-  const { kube, client, clock, candidate } = await setup();
+  const { kube, clock, candidate, flaky } = await setup();
   await using _ = kube;
-  let broken = false;
-  const flaky = {
-    get: (ns: string, n: string) =>
-      broken ? Promise.reject(new Error("connection refused")) : client.get(ns, n),
-    create: client.create,
-    replace: client.replace,
-  };
   const events: string[] = [];
   const log = recordingLogger();
   const a = candidate("a", {
-    client: flaky,
+    client: flaky.client,
     log,
     onStartedLeading: () => events.push("a+"),
     onStoppedLeading: () => events.push("a-"),
@@ -113,7 +127,7 @@ Deno.test("LeaderElector: a leader that cannot renew steps down after the renew 
   clock.advance(10_000); // a clock that did not start at 0
   await a.tick();
   assert.equal(a.isLeader, true);
-  broken = true;
+  flaky.broken = true;
   clock.advance(1332);
   await a.tick();
   assert.equal(a.isLeader, true, "within the renew deadline (2/3 of 2 s: 1333 ms)");
@@ -127,7 +141,7 @@ Deno.test("LeaderElector: a leader that cannot renew steps down after the renew 
     "info Leader election: a is no longer the leader (Lease mesh-system/leader)",
   ]);
   // Back: it renews its own Lease (still its holder) and leads again.
-  broken = false;
+  flaky.broken = false;
   await a.tick();
   assert.equal(a.isLeader, true);
   // Another candidate takes the Lease over after it expired: a steps down at its next round.
@@ -314,7 +328,7 @@ Deno.test("LeaderElector: stop() during a round that takes the Lease releases it
 });
 
 Deno.test("LeaderElector: a leader that sees another holder in its Lease steps down at once, and says who", async () => {
-  const { kube, clock, candidate, lease } = await setup();
+  const { kube, clock, candidate, writeSpec } = await setup();
   await using _ = kube;
   const log = recordingLogger();
   const a = candidate("a", { log });
@@ -322,10 +336,7 @@ Deno.test("LeaderElector: a leader that sees another holder in its Lease steps d
   await a.tick();
   assert.equal(a.isLeader, true);
   // someone else wrote the Lease (an operator, a replica with a clock far ahead)
-  const l = lease();
-  kube.upsert(
-    { ...l, spec: { ...l.spec, holderIdentity: "x" } } as unknown as Record<string, never>,
-  );
+  writeSpec((spec) => ({ ...spec, holderIdentity: "x" }));
   clock.advance(100);
   await a.tick();
   assert.equal(a.isLeader, false);
@@ -337,7 +348,7 @@ Deno.test("LeaderElector: a leader that sees another holder in its Lease steps d
 });
 
 Deno.test("LeaderElector: a candidate waits for the Lease's own duration, exactly, and takes a Lease without a holder at once", async () => {
-  const { kube, clock, candidate, holder, lease } = await setup();
+  const { kube, clock, candidate, holder, writeSpec } = await setup();
   await using _ = kube;
   const a = candidate("a", { leaseDurationMs: 5000 }), b = candidate("b"); // b's own: 2 s
   await a.tick();
@@ -348,8 +359,7 @@ Deno.test("LeaderElector: a candidate waits for the Lease's own duration, exactl
   assert.equal(await b.tryAcquireOrRenew(), true, "5 s since b saw it change");
   assert.equal(holder(), "b");
   // a Lease written by hand, with no holder: free
-  const l = lease();
-  kube.upsert({ ...l, spec: { leaseDurationSeconds: 60 } } as unknown as Record<string, never>);
+  writeSpec(() => ({ leaseDurationSeconds: 60 }));
   const c = candidate("c");
   assert.equal(await c.tryAcquireOrRenew(), true);
   assert.equal(holder(), "c");
@@ -433,16 +443,10 @@ Deno.test("LeaderElector: a create that fails for another reason than a conflict
 });
 
 Deno.test("LeaderElector: without a logger, every path that logs still works", async () => {
-  const { kube, client, clock, candidate, holder, lease } = await setup();
+  const { kube, clock, candidate, holder, writeSpec, flaky } = await setup();
   await using _ = kube;
-  let broken = false;
-  const flaky = {
-    ...client,
-    get: (ns: string, n: string) =>
-      broken ? Promise.reject(new Error("connection refused")) : client.get(ns, n),
-  };
   const a = candidate("a", {
-    client: flaky,
+    client: flaky.client,
     log: undefined,
     onStartedLeading: () => {
       throw new Error("boom");
@@ -450,22 +454,19 @@ Deno.test("LeaderElector: without a logger, every path that logs still works", a
   });
   await a.tick(); // became the leader; the callback threw
   assert.equal(a.isLeader, true);
-  broken = true;
+  flaky.broken = true;
   clock.advance(2000);
   await a.tick(); // failed, and lost the Lease
   assert.equal(a.isLeader, false);
-  broken = false;
+  flaky.broken = false;
   await a.tick();
-  const l = lease();
-  kube.upsert(
-    { ...l, spec: { ...l.spec, holderIdentity: "x" } } as unknown as Record<string, never>,
-  );
+  writeSpec((spec) => ({ ...spec, holderIdentity: "x" }));
   await a.tick(); // taken by x
   assert.equal(a.isLeader, false);
   clock.advance(2000);
   await a.tick();
   assert.equal(a.isLeader, true);
-  broken = true;
+  flaky.broken = true;
   await a.stop(); // cannot release
   assert.equal(holder(), "a");
 });
