@@ -119,6 +119,45 @@ Deno.test("SotW: a new stream whose first request carries another version gets t
   b.server.close();
 });
 
+Deno.test("SotW: only a wildcard first request is trusted with its version; explicit names, a re-initialisation and a first request with a nonce are answered in full", async () => {
+  const a = replica(CONFIG), b = replica(CONFIG);
+  const first = async (req: Record<string, unknown>) => {
+    const s = new MemoryStream<DiscoveryResponse>();
+    const h = a.server.openSotw(s);
+    h.receive({ node: node("a"), type_url: CDS, ...req });
+    return { s, h, r: await s.next() };
+  };
+  const all = await first({});
+  const one = await first({ resource_names: ["c1"] });
+  const list = (r: DiscoveryResponse) => r.resources.map((x) => x.name).sort();
+  // Explicit CDS names carrying the version of exactly those names: still sent.
+  const sb = new MemoryStream<DiscoveryResponse>();
+  b.server.openSotw(sb).receive({
+    node: node("a"),
+    type_url: CDS,
+    resource_names: ["c1"],
+    version_info: one.r.version_info,
+  });
+  assert.deepEqual(list(await sb.next()), ["c1"]);
+  // A first request answering a nonce the new stream never sent: not a client new to the stream.
+  const sn = new MemoryStream<DiscoveryResponse>();
+  b.server.openSotw(sn).receive({
+    node: node("a"),
+    type_url: CDS,
+    version_info: all.r.version_info,
+    response_nonce: all.r.nonce,
+  });
+  assert.deepEqual(list(await sn.next()), ["c1", "c2"]);
+  // A re-initialisation on an open stream (empty nonce) with the version it holds.
+  all.h.receive({ type_url: CDS, version_info: all.r.version_info, response_nonce: all.r.nonce });
+  await a.server.flush();
+  assert.equal(all.s.unread, 0, "an ACK");
+  all.h.receive({ type_url: CDS, version_info: all.r.version_info });
+  assert.deepEqual(list(await all.s.next()), ["c1", "c2"]);
+  a.server.close();
+  b.server.close();
+});
+
 Deno.test("delta: a stream moved to another server with its initial_resource_versions gets nothing resent", async () => {
   const a = replica(CONFIG), b = replica(CONFIG);
   const sa = new MemoryStream<DeltaDiscoveryResponse>();

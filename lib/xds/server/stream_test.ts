@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { ResourceCache } from "./cache.ts";
 import { MemoryStream } from "./memory.ts";
 import { XdsCounters } from "./metrics.ts";
+import { recordingLogger } from "../../log/testing.ts";
 import { READ_HOLD_MAX_MS, READ_HOLD_QUIET_MS } from "./push.ts";
 import { XdsServer, type XdsServerOptions } from "./stream.ts";
 import {
@@ -504,7 +505,11 @@ function rawNames(list: string[]): Uint8Array {
 }
 
 Deno.test("SotW request repeating the subscribed names' bytes is an ACK without decoding the names", async () => {
-  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"]]);
+  const cache = cacheWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [EDS, "c3", "e3"], [
+    EDS,
+    "c4",
+    "e4",
+  ]]);
   const { server } = newServer(cache);
   const a = sotw(server);
   a.h.receive({
@@ -550,6 +555,41 @@ Deno.test("SotW request repeating the subscribed names' bytes is an ACK without 
   });
   assert.deepEqual(names(await b.s.next()), ["c1", "c2", "c3"]);
   assert.deepEqual(server.connections()[1].types[EDS].subscribed, ["c1", "c2", "c3"]);
+  // A stream moving its subscription to those bytes in an ACK gets what it lacks.
+  const c = sotw(server, "memory:c");
+  c.h.receive({ node: node("c"), type_url: EDS, resource_names: ["c1"] });
+  const c1 = await c.s.next();
+  assert.deepEqual(names(c1), ["c1"]);
+  c.h.receive({
+    type_url: EDS,
+    version_info: c1.version_info,
+    response_nonce: c1.nonce,
+    resource_names_raw: rawNames(["c1", "c2", "c3"]),
+    get resource_names(): string[] {
+      throw new Error("names decoded");
+    },
+  });
+  assert.deepEqual(names(await c.s.next()), ["c2", "c3"]);
+  assert.deepEqual(server.connections()[2].types[EDS].subscribed, ["c1", "c2", "c3"]);
+  server.close();
+});
+
+Deno.test("SotW: CDS names with '*' in the same bytes from two streams are a wildcard for both", async () => {
+  const cache = cacheWith([[CDS, "k1", "a"], [CDS, "k2", "b"]]);
+  const { server } = newServer(cache);
+  for (const list of [["*"], ["*", "k1"]]) {
+    for (const peer of ["memory:a", "memory:b"]) {
+      const { s, h } = sotw(server, peer);
+      h.receive({
+        node: node(peer.slice(7)),
+        type_url: CDS,
+        resource_names: list,
+        resource_names_raw: rawNames(list),
+      });
+      assert.deepEqual(names(await s.next()), ["k1", "k2"], `${peer} ${list}`);
+      h.close();
+    }
+  }
   server.close();
 });
 
@@ -820,8 +860,10 @@ Deno.test("SotW NACK leaves the last acked version and nonce unchanged", async (
   server.close();
 });
 
-Deno.test("SotW stale nonces change neither the acked nor the NACKed state nor the NACK count", async () => {
-  const { cache, server, metrics, s, h } = sotwWith([[CDS, "c1", "a"]]);
+Deno.test("SotW stale nonces change neither the acked nor the NACKed state nor the NACK count, and are logged at debug", async () => {
+  const log = recordingLogger();
+  const { cache, server, metrics, s, h } = sotwWith([[CDS, "c1", "a"]], { logger: log });
+  const stale = () => log.lines.filter((l) => l.includes("stale nonce"));
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
   cache.set(CDS, "c1", bytes("b"));
@@ -839,6 +881,11 @@ Deno.test("SotW stale nonces change neither the acked nor the NACKed state nor t
   await server.flush();
   assert.deepEqual(acks(server, CDS), { acked: undefined, nack: undefined });
   assert.equal(metrics.nacks.cds, undefined);
+  const conId = server.connections()[0].conId;
+  assert.deepEqual(stale(), [
+    `debug ADS: ${conId}: stale nonce for cds {"nonce":"${r1.nonce}"}`,
+    `debug ADS: ${conId}: stale nonce for cds {"nonce":"${r1.nonce}"}`,
+  ]);
   // An unknown nonce is stale too.
   h.receive({ type_url: CDS, version_info: r2.version_info, response_nonce: "nope" });
   await server.flush();
@@ -858,6 +905,9 @@ Deno.test("SotW stale nonces change neither the acked nor the NACKed state nor t
   });
   assert.equal(metrics.nacks.cds, undefined);
   assert.equal(s.unread, 0);
+  // The current nonce is not logged as stale; the first request (no nonce) neither.
+  assert.equal(stale().length, 4);
+  assert.equal(stale()[2], `debug ADS: ${conId}: stale nonce for cds {"nonce":"nope"}`);
   server.close();
 });
 
@@ -903,18 +953,19 @@ Deno.test("delta NACK is recorded and counted as a NACK, leaves the last ACK, an
 
 Deno.test("SotW request with an empty nonce on an open stream re-initializes it: everything is sent again", async () => {
   const { server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
-  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
+  // As the wire decoder gives them: the names and their encoded bytes.
+  const list = { resource_names: ["c1", "c2"], resource_names_raw: rawNames(["c1", "c2"]) };
+  h.receive({ node: node("a"), type_url: EDS, ...list });
   const r1 = await s.next();
-  h.receive({
-    type_url: EDS,
-    resource_names: ["c1", "c2"],
-    version_info: r1.version_info,
-    response_nonce: r1.nonce,
-  });
+  h.receive({ type_url: EDS, ...list, version_info: r1.version_info, response_nonce: r1.nonce });
   await server.flush();
   assert.equal(s.unread, 0);
-  // The client lost its state (e.g. its subscription restarted) and asks again from scratch.
-  h.receive({ type_url: EDS, resource_names: ["c1", "c2"] });
+  // The client lost its state (e.g. its subscription restarted) and asks again from scratch: the
+  // same names in the same bytes, even with the version it held, are answered in full.
+  h.receive({ type_url: EDS, ...list });
+  await server.flush();
+  assert.deepEqual(names(await s.next()), ["c1", "c2"]);
+  h.receive({ type_url: EDS, ...list, version_info: r1.version_info });
   await server.flush();
   assert.deepEqual(names(await s.next()), ["c1", "c2"]);
   server.close();
@@ -936,7 +987,43 @@ Deno.test("SotW names dropped from a subscription are forgotten: subscribing aga
   assert.deepEqual(Object.keys(server.connections()[0].types[EDS].resources), ["c1"]);
   ack(r1, ["c1", "c2"]);
   await server.flush();
-  assert.ok(names(await s.next()).includes("c2"), "c2 is sent again");
+  assert.deepEqual(names(await s.next()), ["c2"], "c2 is sent again, and only c2");
+  server.close();
+});
+
+Deno.test("SotW: after dropping a name, a push of another sends only it; subscribing again sends only the dropped name, with the version every stream holding the same set gets", async () => {
+  const { cache, server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [
+    EDS,
+    "c3",
+    "e3",
+  ]]);
+  const ack = (r: DiscoveryResponse, resource_names: string[]) =>
+    h.receive({
+      type_url: EDS,
+      resource_names,
+      version_info: r.version_info,
+      response_nonce: r.nonce,
+    });
+  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2", "c3"] });
+  const r1 = await s.next();
+  ack(r1, ["c1", "c3"]); // drops c2
+  await server.flush();
+  assert.equal(s.unread, 0, "dropping a name sends nothing");
+  cache.set(EDS, "c1", bytes("e1b"));
+  server.push({ kind: "eds", clusters: ["c1", "c2"] });
+  await server.flush();
+  const r2 = await s.next();
+  assert.deepEqual(names(r2), ["c1"], "c2 is no longer subscribed");
+  ack(r2, ["c1", "c2", "c3"]);
+  const r3 = await s.next();
+  assert.deepEqual(names(r3), ["c2"], "c1's new version is held already, c3 never changed");
+  // The version says what the client holds: the same as a new stream holding the same set.
+  const b = sotw(server, "memory:b");
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c1", "c2", "c3"] });
+  const fresh = await b.s.next();
+  assert.deepEqual(names(fresh), ["c1", "c2", "c3"]);
+  assert.equal(r3.version_info, fresh.version_info);
+  assert.notEqual(r2.version_info, fresh.version_info);
   server.close();
 });
 
@@ -968,9 +1055,10 @@ Deno.test("a NACK without a message is recorded with its code, and a server with
   const { s, h } = sotw(server);
   h.receive({ node: node("a"), type_url: CDS });
   const r1 = await s.next();
+  // The NACK of a first response carries no version (the client holds nothing yet).
   h.receive({ type_url: CDS, response_nonce: r1.nonce, error_detail: { code: 3 } });
   await server.flush();
-  assert.equal(acks(server, CDS).nack?.error, "code 3");
+  assert.deepEqual(acks(server, CDS).nack, { version: "", nonce: r1.nonce, error: "code 3" });
   h.receive({ type_url: CDS, response_nonce: r1.nonce, error_detail: {} });
   await server.flush();
   assert.equal(acks(server, CDS).nack?.error, "code unknown");
@@ -1744,5 +1832,101 @@ Deno.test("a generator answering with promises: SotW and delta streams get the s
   await flushed;
   assert.equal(a.s.unread, 0, "closed: no response");
   assert.equal(d.unread, 0, "delta: c1 is not subscribed");
+  server.close();
+});
+
+Deno.test("a generator answering with promises: a name dropped while it answers is not sent, nor counted as held, SotW and delta", async () => {
+  const cache = cacheWith([
+    [EDS, "c1", "e1"],
+    [EDS, "c2", "e2"],
+    [EDS, "c3", "e3"],
+    [CDS, "k1", "a"],
+    [CDS, "k2", "b"],
+  ]);
+  const held: (() => void)[] = [];
+  let hold = false;
+  const { server } = newServer(cache, {
+    resourcesFor: (_p, t, n) =>
+      new Promise((resolve) => {
+        const answer = () => resolve(cache.select(t, n));
+        if (hold) held.push(answer);
+        else setTimeout(answer, 1);
+      }),
+  });
+  /** Runs `change`, then `meanwhile` while the generator's answers to the push are held back. */
+  const race = async (change: () => void, meanwhile: () => void, answers: number) => {
+    hold = true;
+    change();
+    const flushed = server.flush();
+    while (held.length < answers) await new Promise((r) => setTimeout(r, 1));
+    meanwhile();
+    hold = false;
+    for (const answer of held.splice(0)) answer();
+    await flushed;
+    await server.flush();
+  };
+  const drain = async <T, U>(s: MemoryStream<T>, show: (r: T) => U) => {
+    const out: U[] = [];
+    while (s.unread) out.push(show(await s.next()));
+    return out;
+  };
+  const a = sotw(server, "memory:a");
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const dh = server.openDelta(d);
+  a.h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2", "c3"] });
+  dh.receive({ node: node("d"), type_url: EDS, resource_names_subscribe: ["c1", "c2", "c3"] });
+  const r1 = await a.s.next();
+  const d1 = await d.next();
+  assert.deepEqual([names(r1), names(d1)], [["c1", "c2", "c3"], ["c1", "c2", "c3"]]);
+  // Two names change; while the generator answers the push, the clients drop one of them.
+  await race(() => {
+    cache.set(EDS, "c1", bytes("e1b"));
+    cache.set(EDS, "c2", bytes("e2b"));
+    server.push({ kind: "eds", clusters: ["c1", "c2"] });
+  }, () => {
+    a.h.receive({
+      type_url: EDS,
+      resource_names: ["c1", "c3"],
+      version_info: r1.version_info,
+      response_nonce: r1.nonce,
+    });
+    dh.receive({ type_url: EDS, response_nonce: d1.nonce, resource_names_unsubscribe: ["c2"] });
+  }, 2);
+  const delta = (r: DeltaDiscoveryResponse) => [names(r), r.removed_resources];
+  const sent = await drain(a.s, (r) => r);
+  assert.deepEqual(sent.map(names), [["c1"]], "SotW: c2 is no longer subscribed");
+  assert.deepEqual(await drain(d, delta), [[["c1"], []]], "delta: c2 is no longer subscribed");
+  assert.deepEqual(server.connections().map((c) => Object.keys(c.types[EDS].resources).sort()), [
+    ["c1", "c3"],
+    ["c1", "c3"],
+  ]);
+  // Subscribing to it again (in an ACK) sends it.
+  a.h.receive({
+    type_url: EDS,
+    resource_names: ["c1", "c2", "c3"],
+    version_info: sent[0].version_info,
+    response_nonce: sent[0].nonce,
+  });
+  dh.receive({ type_url: EDS, resource_names_subscribe: ["c2"] });
+  await server.flush();
+  assert.deepEqual(await drain(a.s, names), [["c2"]]);
+  assert.deepEqual(await drain(d, delta), [[["c2"], []]]);
+  // A delta wildcard narrowed to one cluster while the generator answers a change of the other.
+  dh.receive({ type_url: CDS });
+  const k = await d.next();
+  assert.deepEqual(names(k), ["k1", "k2"]);
+  await race(() => {
+    cache.set(CDS, "k2", bytes("b2"));
+    server.push({ kind: "config", types: [CDS] });
+  }, () => {
+    dh.receive({
+      type_url: CDS,
+      response_nonce: k.nonce,
+      resource_names_unsubscribe: ["*"],
+      resource_names_subscribe: ["k1"],
+    });
+  }, 1);
+  assert.deepEqual(await drain(d, delta), [], "delta: k2 is no longer subscribed");
+  assert.deepEqual(Object.keys(server.connections()[1].types[CDS].resources), ["k1"]);
   server.close();
 });

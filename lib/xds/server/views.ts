@@ -49,9 +49,9 @@ export class SharedViews<P> {
 
   /**
    * Asks the generator for what `st` subscribes to (only the dirty names of a scoped push when
-   * `scoped`), and keeps of its answer only subscribed names; null when the stream closed
-   * meanwhile. Answers at once (no promise) when the generator does: a push to thousands of
-   * streams then allocates no promise per stream here.
+   * `scoped`), and keeps of its answer only subscribed names; null when the stream closed or its
+   * subscription changed meanwhile. Answers at once (no promise) when the generator does: a push
+   * to thousands of streams then allocates no promise per stream here.
    */
   query(
     conn: Connection<P>,
@@ -73,9 +73,16 @@ export class SharedViews<P> {
     }
     if (query !== null && query.length === 0) return { query, complete, visible: new Map() };
     const got = this.resourcesFor(conn.proxy, st.typeUrl, query);
-    return got instanceof Promise
-      ? got.then((g) => this.#visible(conn, st, sub, query, complete, g))
-      : this.#visible(conn, st, sub, query, complete, got);
+    if (!(got instanceof Promise)) return this.#visible(conn, st, sub, query, complete, got);
+    const wildcard = st.wildcard;
+    return got.then((g) =>
+      // The subscription changed while the generator answered: the answer is for names the
+      // client no longer asks for (or misses some it now asks for). Nothing is sent from it; the
+      // request that changed the subscription scheduled a response of its own.
+      st.sub === sub && st.wildcard === wildcard
+        ? this.#visible(conn, st, sub, query, complete, g)
+        : null
+    );
   }
 
   /** What the generator answered to `query` (see {@link query}), as the stream may see it. */
