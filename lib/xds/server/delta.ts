@@ -46,9 +46,10 @@ export function onDeltaRequest<P>(
       continue;
     }
     if (st.legacyWildcard) {
-      // Subscribing to names ends a legacy (implicit) wildcard subscription.
+      // Subscribing to names ends a legacy (implicit) wildcard subscription; a '*' later in the
+      // same request makes it an explicit one.
       st.legacyWildcard = false;
-      st.wildcard = subscribe.includes("*");
+      st.wildcard = false;
     }
     if (names.has(n) && !first) st.held.delete(n); // re-subscribe: send it again
     names.add(n);

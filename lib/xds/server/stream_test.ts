@@ -494,6 +494,21 @@ Deno.test("XdsServer ignores requests for an unknown type URL and warns once per
   other.h.receive({ node: node("b"), type_url: XDS_TYPES.secret });
   assert.equal(warnings.length, 2);
   assert.deepEqual(server.connections()[0].types[XDS_TYPES.secret], undefined);
+  // A request without a type URL is ignored with a warning naming the stream and the protocol.
+  h.receive({ resource_names: ["c1"] });
+  const d = new MemoryStream<DeltaDiscoveryResponse>("memory:d");
+  const dh = server.openDelta(d);
+  dh.receive({ node: node("d"), type_url: CDS });
+  await d.next();
+  dh.receive({ resource_names_subscribe: ["c1"] });
+  await server.flush();
+  const [a, , dd] = server.connections().map((c) => c.conId);
+  assert.deepEqual(warnings.slice(2), [
+    `ADS: ${a}: request without type_url ignored`,
+    `ADS: ${dd}: delta request without type_url ignored`,
+  ]);
+  assert.equal(s.sent.length, 1);
+  assert.equal(d.unread, 0);
   server.close();
 });
 
@@ -1694,6 +1709,23 @@ Deno.test("delta: an explicit '*' survives later names; '*' alone later adds eve
   h.receive({ type_url: CDS, resource_names_subscribe: ["*"] });
   const all = await s.next();
   assert.deepEqual(names(all), ["c2"]);
+  server.close();
+});
+
+Deno.test("delta: naming a resource that a wildcard subscription already sent sends nothing again", async () => {
+  const cache = cacheWith([[CDS, "c1", "x"], [CDS, "c2", "y"]]);
+  const { server } = newServer(cache);
+  const s = new MemoryStream<DeltaDiscoveryResponse>();
+  const h = server.openDelta(s);
+  h.receive({ node: node("a"), type_url: CDS, resource_names_subscribe: ["*"] });
+  const d1 = await s.next();
+  assert.deepEqual(names(d1), ["c1", "c2"]);
+  h.receive({ type_url: CDS, response_nonce: d1.nonce, resource_names_subscribe: ["c1"] });
+  await server.flush();
+  assert.equal(s.unread, 0, "c1 is held already");
+  // Naming it a second time, explicitly subscribed now, is a re-subscription: sent again.
+  h.receive({ type_url: CDS, resource_names_subscribe: ["c1"] });
+  assert.deepEqual(names(await s.next()), ["c1"]);
   server.close();
 });
 
