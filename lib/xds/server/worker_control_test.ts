@@ -32,8 +32,13 @@ function generator() {
   };
   let calls = 0;
   let failing = "";
+  let before: ((t: string) => void) | undefined;
   return {
     views,
+    /** Runs once, at the next question, before it is answered. */
+    set beforeAnswer(fn: (t: string) => void) {
+      before = fn;
+    },
     /** A type whose every question fails. */
     set failing(t: string) {
       failing = t;
@@ -43,6 +48,9 @@ function generator() {
     },
     resourcesFor(_p: unknown, t: string, names: readonly string[] | null): ResourceMap {
       calls++;
+      const fn = before;
+      before = undefined;
+      fn?.(t);
       if (t === failing) throw new Error("no push context for this type");
       const all = views[t] ?? new Map();
       if (names === null || names.length === all.size) return all; // the shared view
@@ -212,6 +220,46 @@ Deno.test("WorkerXdsControl: a config push and a full push reach a worker's stre
       metrics.pushErrors.cds_senderr === 1 && metrics.buildErrors.eds_builderr === 1
     );
     h3.close();
+  } finally {
+    close();
+  }
+});
+
+Deno.test("WorkerXdsControl: a name a worker's stream drops while the control isolate answers its push is not sent, and subscribing to it again sends it", async () => {
+  const { gen, control, ads, close } = pair();
+  try {
+    const t = new MemoryStream<DiscoveryResponse>();
+    const h = ads.server.openSotw(t);
+    h.receive({
+      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
+      type_url: EDS,
+      resource_names: ["c1", "c2"],
+    });
+    const r1 = await t.next();
+    assert.deepEqual(names(r1), ["c1@e1", "c2@e2"]);
+    gen.setEds("c1", "e1b");
+    gen.setEds("c2", "e2b");
+    // The worker's question for the push is in the control isolate when the proxy drops c2.
+    gen.beforeAnswer = () =>
+      h.receive({
+        type_url: EDS,
+        resource_names: ["c1"],
+        version_info: r1.version_info,
+        response_nonce: r1.nonce,
+      });
+    control.push({ kind: "eds", clusters: ["c1", "c2"] });
+    await control.flush();
+    const r2 = await t.next();
+    assert.deepEqual(names(r2), ["c1@e1b"]);
+    await ads.server.flush();
+    assert.equal(t.unread, 0);
+    h.receive({
+      type_url: EDS,
+      resource_names: ["c1", "c2"],
+      version_info: r2.version_info,
+      response_nonce: r2.nonce,
+    });
+    assert.deepEqual(names(await t.next()), ["c2@e2b"]);
   } finally {
     close();
   }
