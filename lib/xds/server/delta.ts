@@ -106,8 +106,9 @@ function deltaResponse<P>(
 ): DeltaDiscoveryResponse | null {
   if (!q) return null;
   const held = st.held;
-  // The response covers everything the client subscribes to (not a scoped EDS push).
-  const whole = q.complete && (q.query === null || q.query === st.sub.list);
+  // The response covers everything the client subscribes to (not a scoped EDS push). The
+  // subscription is the one queried: SharedViews.query drops an answer that comes after it changed.
+  const whole = q.complete;
   let resources: NamedResource[];
   let removed: string[];
   /** After this response the client holds exactly `q.visible`. */

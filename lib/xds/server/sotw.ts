@@ -118,7 +118,9 @@ function sotwResponse<P>(
     resources = ctx.views.list(q.visible);
   } else {
     if (q.visible === held.view && !held.overrides?.size) return null; // shared, unchanged
-    const whole = q.complete && q.query === st.sub.list;
+    // The subscription is the one queried (SharedViews.query drops an answer that comes after
+    // it changed): a complete query is the whole subscription.
+    const whole = q.complete;
     if (whole && held.view) {
       // What changed between the shared views (computed once), adjusted for this client's
       // own differences from its view (scoped EDS pushes).

@@ -593,6 +593,7 @@ Deno.test("SotW: CDS names with '*' in the same bytes from two streams are a wil
   const cache = cacheWith([[CDS, "k1", "a"], [CDS, "k2", "b"]]);
   const { server } = newServer(cache);
   for (const list of [["*"], ["*", "k1"]]) {
+    const open = [];
     for (const peer of ["memory:a", "memory:b"]) {
       const { s, h } = sotw(server, peer);
       h.receive({
@@ -602,8 +603,9 @@ Deno.test("SotW: CDS names with '*' in the same bytes from two streams are a wil
         resource_names_raw: rawNames(list),
       });
       assert.deepEqual(names(await s.next()), ["k1", "k2"], `${peer} ${list}`);
-      h.close();
+      open.push(h);
     }
+    for (const h of open) h.close();
   }
   server.close();
 });
@@ -1006,12 +1008,14 @@ Deno.test("SotW names dropped from a subscription are forgotten: subscribing aga
   server.close();
 });
 
-Deno.test("SotW: after dropping a name, a push of another sends only it; subscribing again sends only the dropped name, with the version every stream holding the same set gets", async () => {
-  const { cache, server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"], [
-    EDS,
-    "c3",
-    "e3",
-  ]]);
+Deno.test("SotW: after dropping names, a push sends only what changed of the rest; subscribing again sends only the dropped names that exist, with the version every stream holding the same set gets", async () => {
+  const { cache, server, s, h } = sotwWith([
+    [EDS, "c1", "e1"],
+    [EDS, "c2", "e2"],
+    [EDS, "c3", "e3"],
+    [EDS, "c4", "e4"],
+  ]);
+  const all = ["c1", "c2", "c3", "c4"];
   const ack = (r: DiscoveryResponse, resource_names: string[]) =>
     h.receive({
       type_url: EDS,
@@ -1019,22 +1023,25 @@ Deno.test("SotW: after dropping a name, a push of another sends only it; subscri
       version_info: r.version_info,
       response_nonce: r.nonce,
     });
-  h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2", "c3"] });
+  h.receive({ node: node("a"), type_url: EDS, resource_names: all });
   const r1 = await s.next();
-  ack(r1, ["c1", "c3"]); // drops c2
+  ack(r1, ["c1", "c3"]); // drops c2 and c4
   await server.flush();
-  assert.equal(s.unread, 0, "dropping a name sends nothing");
+  assert.equal(s.unread, 0, "dropping names sends nothing");
+  // A push naming c1 (changed), c2 (changed, dropped) and c3 (unchanged); c4 goes away.
   cache.set(EDS, "c1", bytes("e1b"));
-  server.push({ kind: "eds", clusters: ["c1", "c2"] });
+  cache.set(EDS, "c2", bytes("e2b"));
+  cache.delete(EDS, "c4");
+  server.push({ kind: "eds", clusters: ["c1", "c2", "c3"] });
   await server.flush();
   const r2 = await s.next();
-  assert.deepEqual(names(r2), ["c1"], "c2 is no longer subscribed");
-  ack(r2, ["c1", "c2", "c3"]);
+  assert.deepEqual(names(r2), ["c1"], "c2 is no longer subscribed, c3 did not change");
+  ack(r2, all);
   const r3 = await s.next();
   assert.deepEqual(names(r3), ["c2"], "c1's new version is held already, c3 never changed");
   // The version says what the client holds: the same as a new stream holding the same set.
   const b = sotw(server, "memory:b");
-  b.h.receive({ node: node("b"), type_url: EDS, resource_names: ["c1", "c2", "c3"] });
+  b.h.receive({ node: node("b"), type_url: EDS, resource_names: all });
   const fresh = await b.s.next();
   assert.deepEqual(names(fresh), ["c1", "c2", "c3"]);
   assert.equal(r3.version_info, fresh.version_info);
@@ -1877,7 +1884,7 @@ Deno.test("a generator answering with promises: a name dropped while it answers 
   ]);
   const held: (() => void)[] = [];
   let hold = false;
-  const { server } = newServer(cache, {
+  const { server, metrics } = newServer(cache, {
     resourcesFor: (_p, t, n) =>
       new Promise((resolve) => {
         const answer = () => resolve(cache.select(t, n));
@@ -1960,5 +1967,6 @@ Deno.test("a generator answering with promises: a name dropped while it answers 
   }, 1);
   assert.deepEqual(await drain(d, delta), [], "delta: k2 is no longer subscribed");
   assert.deepEqual(Object.keys(server.connections()[1].types[CDS].resources), ["k1"]);
+  assert.deepEqual(metrics.buildErrors, {}, "a dropped answer is no build error");
   server.close();
 });

@@ -26,7 +26,10 @@ export interface ViewDiff {
 export interface Query {
   /** The names asked for (null: everything, a wildcard subscription). */
   query: readonly string[] | null;
-  /** The query covers the whole subscription (not a scoped EDS push). */
+  /**
+   * The query covers the whole subscription (not a scoped EDS push), which is still the stream's
+   * (an answer that comes after the subscription changed is dropped).
+   */
   complete: boolean;
   /** The generator's entries the stream may see (the generator's shared map when it can). */
   visible: ResourceMap;
