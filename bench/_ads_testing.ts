@@ -6,9 +6,10 @@ import { XDS_TYPES, type XdsNode } from "../lib/xds/server/types.ts";
 import { startAdsServer } from "../lib/xds/server/grpc.ts";
 import { XdsServer } from "../lib/xds/server/stream.ts";
 import { parseTestNode, type TestProxy } from "../lib/xds/server/_test_util.ts";
+import { quietLogger as quiet } from "../lib/log/testing.ts";
 
 /** A logger that drops everything. */
-export const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+export { quiet };
 
 /** A resource whose field 1 is its name (what the simulated proxies read), and `extra`. */
 export function resource(name: string, extra = ""): Uint8Array {

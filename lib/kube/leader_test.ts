@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { startFakeKube } from "../../tests/harness/fake_kube.ts";
-import { recordingLogger } from "../log/testing.ts";
+import { quietLogger as quiet, recordingLogger } from "../log/testing.ts";
 import {
   LeaderElector,
   type LeaderElectorOptions,
@@ -11,8 +11,6 @@ import {
 } from "./leader.ts";
 import { kubeLeaseClient } from "./lease_client.ts";
 import { loadKubeConfig } from "./mod.ts";
-
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 async function setup() {
   const kube = await startFakeKube();

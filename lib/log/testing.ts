@@ -1,10 +1,13 @@
 /**
- * A logger for tests that records what is logged, one `level message` line per record (the
- * properties as JSON after the message, when given).
+ * Loggers for tests: one that drops everything, and one that records what is logged, one
+ * `level message` line per record (the properties as JSON after the message, when given).
  * @module
  */
 
 import type { Logger } from "./mod.ts";
+
+/** A {@link Logger} that drops every record. */
+export const quietLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** A {@link Logger} that keeps every record in `lines`. */
 export function recordingLogger(): Logger & { lines: string[] } {

@@ -13,6 +13,7 @@ import {
 } from "./_common.ts";
 import type { ConfigObject } from "../model/types.ts";
 import { ConflictError, NotFoundError, ValidationError } from "./types.ts";
+import { quietLogger } from "../log/testing.ts";
 
 const vs = (kind: unknown, name: unknown, namespace?: unknown) => ({
   apiVersion: "networking.mesh.io/v1alpha3",
@@ -148,7 +149,7 @@ const gateway = (name: string) =>
   }) as ConfigObject;
 
 Deno.test("Watchers.prepare() copies a batch in slices and delivers it at once; handlers added meanwhile get copies too", async () => {
-  const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
+  const w = new Watchers(quietLogger);
   const obj = gateway;
   const seen: string[] = [];
   const early: ConfigObject[] = [];
@@ -184,7 +185,7 @@ Deno.test("Watchers.prepare() copies a batch in slices and delivers it at once; 
 });
 
 Deno.test("Watchers.prepare()'s delivery skips a handler closed meanwhile and gives one added meanwhile none of the batch", async () => {
-  const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
+  const w = new Watchers(quietLogger);
   const obj = gateway;
   const seen: string[] = [];
   let second: { close(): void } | undefined = undefined;
@@ -207,7 +208,7 @@ Deno.test("Watchers.prepare()'s delivery skips a handler closed meanwhile and gi
 });
 
 Deno.test("Watchers.add() with kinds delivers and copies only events of those kinds", async () => {
-  const w = new Watchers({ debug() {}, info() {}, warn() {}, error() {} });
+  const w = new Watchers(quietLogger);
   const obj = (kind: string, name: string) =>
     ({
       apiVersion: "networking.mesh.io/v1alpha3",

@@ -8,8 +8,7 @@ import { scanFiles, type ScanHooks, type ScanSettings } from "./_file_scan.ts";
 import { DirectoryWatch } from "./_file_watch.ts";
 import { TimeSlicer } from "../process/slice.ts";
 import { until, vsYaml, withFilesDir } from "./_testutil.ts";
-
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+import { quietLogger as quiet } from "../log/testing.ts";
 
 Deno.test("file scan: a file written this instant waits to settle unless it was renamed into place", async () => {
   await withFilesDir("mesh-filewatch-", { "a.yaml": vsYaml("a") }, async (dir) => {

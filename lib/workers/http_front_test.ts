@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
 import { FIRST_BYTES, FrontListenError, HttpFront, type HttpFrontOptions } from "./http_front.ts";
-import type { Logger } from "../log/mod.ts";
 import { curlLater, hold } from "../../tests/harness/probe.ts";
 import { freePort } from "../../tests/harness/procs.ts";
-
-const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+import { quietLogger as quiet } from "../log/testing.ts";
 
 /** Starts a front on one port of 127.0.0.1 and closes it after `fn`. */
 async function withFront(

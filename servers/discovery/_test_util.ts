@@ -6,9 +6,10 @@ import type { ConfigStore } from "../../lib/store/mod.ts";
 import { ResourceCache } from "../../lib/xds/server/mod.ts";
 import type { DiscoveryFlags } from "./config.ts";
 import { ConfigSnapshot, DiscoveryModel, type DiscoveryRegistry } from "./model.ts";
+import { quietLogger as quiet } from "../../lib/log/testing.ts";
 
 /** A logger that drops every line. */
-export const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+export { quiet };
 
 /** A logger that keeps the warnings in `warnings` and drops the rest. */
 export function warningsLogger(warnings: string[]): Logger {

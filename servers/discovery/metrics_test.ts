@@ -8,6 +8,7 @@ import {
   XdsServer,
 } from "../../lib/xds/server/mod.ts";
 import { createMetrics } from "./metrics.ts";
+import { quietLogger } from "../../lib/log/testing.ts";
 
 const CDS = XDS_TYPES.cluster;
 
@@ -37,7 +38,7 @@ async function serverWithMetrics() {
     resourcesFor: (_p, t, names) => cache.select(t, names),
     metrics: metrics.xds,
     debounceAfter: 0,
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    logger: quietLogger,
   });
   return { metrics, cache, server };
 }

@@ -17,6 +17,7 @@ import {
   start,
   toConfig,
 } from "./mod.ts";
+import { quietLogger } from "../../lib/log/testing.ts";
 
 /** `mesh-policy server` flags with the spec's defaults, then `over`. */
 export function policyFlags(over: Partial<PolicyFlags> = {}): PolicyFlags {
@@ -76,7 +77,7 @@ export async function startTestServer(
     store,
     reloadDelayMs: 5,
     write: (_s, l) => lines.push(l),
-    log: { debug() {}, info() {}, warn() {}, error() {} },
+    log: quietLogger,
     ...deps,
   });
   await handle.ready;
@@ -98,7 +99,7 @@ export async function startOrchTestServer(
     port: 0,
     monitoringPort: null,
     reloadDelayMs: 5,
-    log: { debug() {}, info() {}, warn() {}, error() {} },
+    log: quietLogger,
   });
   const client = await connectTestClient(handle);
   return {

@@ -15,8 +15,8 @@ import { mixerHandlers } from "./grpc.ts";
 import { Pool } from "./pool.ts";
 import type { Snapshot } from "./runtime.ts";
 import { startTestServer } from "./_testutil.ts";
+import { quietLogger as quiet } from "../../lib/log/testing.ts";
 
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const noMetrics = { check() {}, report() {} };
 const SETTINGS_MAX_CONCURRENT_STREAMS = 3;
 const REFUSED_STREAM = 7;

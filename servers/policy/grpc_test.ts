@@ -10,8 +10,7 @@ import { compress, MIXER_SERVICE, mixerCodec } from "../../lib/mixer/mod.ts";
 import { mixerHandlers } from "./grpc.ts";
 import { Pool } from "./pool.ts";
 import type { Snapshot } from "./runtime.ts";
-
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+import { quietLogger as quiet } from "../../lib/log/testing.ts";
 
 async function handlers() {
   const snapshot = {

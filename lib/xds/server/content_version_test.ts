@@ -11,9 +11,9 @@ import {
   XDS_TYPES,
 } from "./types.ts";
 import { bytes, cacheWith, node, parseTestNode, type TestProxy } from "./_test_util.ts";
+import { quietLogger as quiet } from "../../log/testing.ts";
 
 const { cluster: CDS, endpoint: EDS } = XDS_TYPES;
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** An independent server (as another replica would be) over its own cache with `entries`. */
 function replica(entries: [string, string, string][]) {

@@ -11,6 +11,7 @@ const { END_STREAM } = Flag;
 import { XdsServer } from "./stream.ts";
 import { XDS_TYPES } from "./types.ts";
 import { loadAdsProtos, node, parseTestNode, type TestProxy, tlsServed } from "./_test_util.ts";
+import { quietLogger as quiet } from "../../log/testing.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
@@ -27,7 +28,6 @@ function encodeCluster(obj: Record<string, unknown>): Uint8Array {
 }
 
 const CDS = XDS_TYPES.cluster;
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** Polls `ok` until true or 5 s passed. */
 async function until(ok: () => boolean, what: string): Promise<void> {

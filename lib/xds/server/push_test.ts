@@ -9,6 +9,7 @@ import {
   XDS_TYPES,
 } from "./types.ts";
 import { bytes, cacheWith, node, parseTestNode, type TestProxy } from "./_test_util.ts";
+import { quietLogger } from "../../log/testing.ts";
 
 const { cluster: CDS, endpoint: EDS } = XDS_TYPES;
 
@@ -20,7 +21,7 @@ function newServer(
     parseNode: parseTestNode,
     resourcesFor: (_p, t, names) => cache.select(t, names),
     debounceAfter: 0,
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    logger: quietLogger,
     ...extra,
   });
 }

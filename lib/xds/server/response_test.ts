@@ -20,10 +20,10 @@ import {
   type ResourceMap,
   XDS_TYPES,
 } from "./types.ts";
+import { quietLogger as quiet } from "../../log/testing.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS } = XDS_TYPES;
 const UNIVERSE = ["n0", "n1", "n2", "n3", "n4", "n5", "n6"];
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** A seeded pseudo-random source (the same cases on every run). */
 function random(seed: number) {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ResourceCache } from "./cache.ts";
 import { MemoryStream } from "./memory.ts";
 import { XdsCounters } from "./metrics.ts";
-import { recordingLogger } from "../../log/testing.ts";
+import { quietLogger, recordingLogger } from "../../log/testing.ts";
 import { READ_HOLD_MAX_MS, READ_HOLD_QUIET_MS } from "./push.ts";
 import { XdsServer, type XdsServerOptions } from "./stream.ts";
 import {
@@ -26,7 +26,7 @@ function newServer(
     resourcesFor: (_p, t, names) => cache.select(t, names),
     metrics,
     debounceAfter: 0,
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    logger: quietLogger,
     ...extra,
   });
   return { server, metrics };
@@ -1072,7 +1072,7 @@ Deno.test("a NACK without a message is recorded with its code, and a server with
     parseNode: parseTestNode,
     resourcesFor: (_p, t, names) => cache.select(t, names),
     debounceAfter: 0,
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    logger: quietLogger,
   });
   const { s, h } = sotw(server);
   h.receive({ node: node("a"), type_url: CDS });
@@ -1649,7 +1649,7 @@ Deno.test("a server without metrics hooks survives build errors, send errors and
       debounceAfter: 0,
       sendTimeout: 100,
       clock,
-      logger: { debug() {}, info() {}, warn() {}, error() {} },
+      logger: quietLogger,
       ...(withHooks ? { metrics: { sendError: (_t, reason) => reasons.push(reason) } } : {}),
     });
     const ok = sotw(server, "memory:ok");

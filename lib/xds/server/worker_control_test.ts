@@ -19,6 +19,7 @@ import {
   type WorkerState,
 } from "./worker_ads.ts";
 import { WorkerXdsControl } from "./worker_control.ts";
+import { quietLogger } from "../../log/testing.ts";
 
 const { cluster: CDS, endpoint: EDS } = XDS_TYPES;
 const te = new TextEncoder();
@@ -69,7 +70,7 @@ function pair() {
   const toControl = new Channel(port1), toWorker = new Channel(port2);
   port1.onmessage = (e) => void toControl.receive(e.data);
   port2.onmessage = (e) => void toWorker.receive(e.data);
-  const log = { debug() {}, info() {}, warn() {}, error() {} };
+  const log = quietLogger;
   const parseNode = (n: { id: string }) => ({ id: n.id, ip: n.id.split("~")[1] ?? "" });
   const local = new XdsServer({ parseNode, resourcesFor: gen.resourcesFor, logger: log });
   const metrics = new XdsCounters();
