@@ -1967,6 +1967,20 @@ Deno.test("a generator answering with promises: a name dropped while it answers 
   }, 1);
   assert.deepEqual(await drain(d, delta), [], "delta: k2 is no longer subscribed");
   assert.deepEqual(Object.keys(server.connections()[1].types[CDS].resources), ["k1"]);
+  // The same when only the wildcard goes: '*' and k1, then k1 alone (the same names).
+  const e = new MemoryStream<DeltaDiscoveryResponse>("memory:e");
+  const eh = server.openDelta(e);
+  eh.receive({ node: node("e"), type_url: CDS, resource_names_subscribe: ["*", "k1"] });
+  const ek = await e.next();
+  assert.deepEqual(names(ek), ["k1", "k2"]);
+  await race(() => {
+    cache.set(CDS, "k2", bytes("b3"));
+    server.push({ kind: "config", types: [CDS] });
+  }, () => {
+    eh.receive({ type_url: CDS, response_nonce: ek.nonce, resource_names_unsubscribe: ["*"] });
+  }, 1);
+  assert.deepEqual(await drain(e, delta), [], "delta: the wildcard is gone, k1 did not change");
+  assert.deepEqual(Object.keys(server.connections()[2].types[CDS].resources), ["k1"]);
   assert.deepEqual(metrics.buildErrors, {}, "a dropped answer is no build error");
   server.close();
 });

@@ -77,14 +77,12 @@ export class SharedViews<P> {
     if (query !== null && query.length === 0) return { query, complete, visible: new Map() };
     const got = this.resourcesFor(conn.proxy, st.typeUrl, query);
     if (!(got instanceof Promise)) return this.#visible(conn, st, sub, query, complete, got);
-    const wildcard = st.wildcard;
     return got.then((g) =>
-      // The subscription changed while the generator answered: the answer is for names the
-      // client no longer asks for (or misses some it now asks for). Nothing is sent from it; the
-      // request that changed the subscription scheduled a response of its own.
-      st.sub === sub && st.wildcard === wildcard
-        ? this.#visible(conn, st, sub, query, complete, g)
-        : null
+      // The names changed while the generator answered: the answer is for names the client no
+      // longer asks for (or misses some it now asks for). Nothing is sent from it; the request that
+      // changed them scheduled a response of its own. (A wildcard turned on or off alone needs no
+      // such care: #visible keeps what the stream subscribes to now, and what it lacks follows.)
+      st.sub === sub ? this.#visible(conn, st, sub, query, complete, g) : null
     );
   }
 
