@@ -76,9 +76,12 @@ Deno.test("Channel.receive() takes only channel messages; a reply to no pending 
     assert.equal(c.receive(other), false, JSON.stringify(other));
   }
   assert.equal(c.receive({ ch: "res", id: 99, ok: true, value: 1 }), true);
+  const pending = c.request("x");
+  assert.equal(c.receive({ ch: "res", id: 1, ok: true, value: 5 }), true);
   assert.equal(c.receive({ ch: "note", method: "x", arg: 1 }), true);
   assert.equal(c.receive({ ch: "req", id: 1, method: "x", arg: 1 }), true);
-  assert.equal(posted.length, 1, "the request without a handler is answered");
+  assert.equal(posted.length, 2, "the request sent, and the one without a handler answered");
+  return pending.then((v) => assert.equal(v, 5));
 });
 
 Deno.test("Channel.close() rejects requests in flight and later ones, drops what arrives, answers nothing, sends no note", async () => {
@@ -92,7 +95,7 @@ Deno.test("Channel.close() rejects requests in flight and later ones, drops what
   });
   const inFlight = c.request("anything");
   // A request from the other side, being handled when the channel closes: its reply is not sent.
-  c.receive({ ch: "req", id: 7, method: "work", arg: null });
+  assert.equal(c.receive({ ch: "req", id: 7, method: "work", arg: null }), true);
   await Promise.resolve();
   c.close("worker 1 died");
   await assert.rejects(inFlight, { message: "worker 1 died" });

@@ -146,6 +146,43 @@ Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it 
   }
 });
 
+Deno.test("WorkerPool.start() fails naming the worker that did not start in time or whose init failed; kill() of no worker does nothing", async () => {
+  for (
+    const [tag, want] of [
+      ["hang", "echo worker 1: echo worker 1 did not start within 0.5 s"],
+      ["refuse", "echo worker 1: bad init"],
+    ]
+  ) {
+    await assert.rejects(
+      WorkerPool.start({
+        url: URL_,
+        count: 2,
+        name: "echo worker",
+        init: (i) => ({ tag: i === 1 ? tag : "t" }),
+        startTimeoutMs: 500,
+        log: recorder(),
+      }),
+      { message: want },
+    );
+  }
+  const log = recorder();
+  const pool = await WorkerPool.start({
+    url: URL_,
+    count: 1,
+    name: "echo worker",
+    init: () => ({ tag: "t" }),
+    log,
+  });
+  try {
+    pool.kill(5);
+    assert.equal(pool.size, 1);
+    assert.deepEqual((await pool.broadcast<{ echo: unknown }>("echo", 2)).map((e) => e?.echo), [2]);
+    assert.deepEqual(log.lines.filter((l) => l.startsWith("error")), []);
+  } finally {
+    await pool.close(100);
+  }
+});
+
 Deno.test("Channel: once closed, requests and notes that still arrive from the peer are not handled", async () => {
   const { port1, port2 } = new MessageChannel();
   const a = new Channel(port1), b = new Channel(port2);

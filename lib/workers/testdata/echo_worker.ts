@@ -1,5 +1,6 @@
 /// <reference lib="deno.worker" />
-// A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, logs on `log`.
+// A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, logs on `log`; its
+// init never answers for the tag "hang" and fails for "refuse".
 import { serveControl } from "../mod.ts";
 
 let started = 0;
@@ -7,6 +8,8 @@ let link: Parameters<Parameters<typeof serveControl>[0]>[1] | undefined;
 serveControl<{ tag: string }>((init, l) => {
   link = l;
   started = Date.now();
+  if (init.arg.tag === "hang") return new Promise(() => {}); // never answers its init
+  if (init.arg.tag === "refuse") throw new Error("bad init");
   return { index: init.index, tag: init.arg.tag };
 }, {
   echo: (a) => ({ echo: a, started }),
