@@ -988,15 +988,20 @@ Deno.test("SotW request with an empty nonce on an open stream re-initializes it:
   server.close();
 });
 
-Deno.test("SotW names dropped from a subscription are forgotten: subscribing again sends them again", async () => {
-  const { server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
-  const ack = (r: DiscoveryResponse, resource_names: string[]) =>
+/** ACKs of EDS responses on `h`, each naming the names subscribed from then on. */
+function edsAck(h: { receive(req: Record<string, unknown>): void }) {
+  return (r: DiscoveryResponse, resource_names: string[]) =>
     h.receive({
       type_url: EDS,
       resource_names,
       version_info: r.version_info,
       response_nonce: r.nonce,
     });
+}
+
+Deno.test("SotW names dropped from a subscription are forgotten: subscribing again sends them again", async () => {
+  const { server, s, h } = sotwWith([[EDS, "c1", "e1"], [EDS, "c2", "e2"]]);
+  const ack = edsAck(h);
   h.receive({ node: node("a"), type_url: EDS, resource_names: ["c1", "c2"] });
   const r1 = await s.next();
   ack(r1, ["c1"]); // ACK, and drop c2
@@ -1016,13 +1021,7 @@ Deno.test("SotW: after dropping names, a push sends only what changed of the res
     [EDS, "c4", "e4"],
   ]);
   const all = ["c1", "c2", "c3", "c4"];
-  const ack = (r: DiscoveryResponse, resource_names: string[]) =>
-    h.receive({
-      type_url: EDS,
-      resource_names,
-      version_info: r.version_info,
-      response_nonce: r.nonce,
-    });
+  const ack = edsAck(h);
   h.receive({ node: node("a"), type_url: EDS, resource_names: all });
   const r1 = await s.next();
   ack(r1, ["c1", "c3"]); // drops c2 and c4
