@@ -1,5 +1,6 @@
 /// <reference lib="deno.worker" />
-// A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, logs on `log`; its
+// A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, logs on `log` (and on
+// `logTo`, in a scope it is given); its
 // init never answers for the tag "hang" and fails for "refuse".
 import { serveControl } from "../mod.ts";
 
@@ -25,6 +26,11 @@ serveControl<{ tag: string }>((init, l) => {
   log: (a) => {
     link!.logger("default").info(String(a));
     link!.logger("default").debug("below the level");
+    return true;
+  },
+  logTo: (a) => {
+    const { scope, msg } = a as { scope: string; msg: string };
+    link!.logger(scope).warn(msg);
     return true;
   },
   ask: () => link!.channel.request("double", 21),
