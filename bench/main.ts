@@ -7,6 +7,8 @@
  * @module
  */
 
+import { moduleDescription } from "./_help.ts";
+
 /** Bench modules by name, loaded on demand. */
 export const BENCHES: Record<string, () => Promise<{ main(args?: string[]): Promise<void> }>> = {
   agent: () => import("./agent.ts"),
@@ -35,32 +37,10 @@ export function helpText(): string {
   ].join("\n");
 }
 
-/** The module comment of the module at `url` as plain text (empty when it has none). */
-export async function moduleDescription(url: string | URL): Promise<string> {
-  const text = await Deno.readTextFile(new URL(url)).catch(() => "");
-  const doc = /^\/\*\*([\s\S]*?)\*\//.exec(text)?.[1] ?? "";
-  const lines = doc.split("\n").map((l) => l.replace(/^\s*\* ?/, "")).filter((l) =>
-    l !== "@module"
-  );
-  return lines.join("\n").trim();
-}
-
 /** The module comment of `bench/<name>.ts` as plain text (its description and flags). */
 export async function benchDescription(name: string): Promise<string> {
   const body = await moduleDescription(new URL(`./${name}.ts`, import.meta.url));
   return `bench ${name}: ${body || `see bench/${name}.ts`}\n\nRun: deno task bench ${name} [flags]`;
-}
-
-/**
- * For a bench module run directly (`deno run -A bench/<file>.ts --help`): prints its module
- * comment and exits, before anything is started. Call it first in the module's `import.meta.main`
- * block.
- */
-export async function helpIfAsked(moduleUrl: string, args: string[] = Deno.args): Promise<void> {
-  if (!args.some((a) => a === "--help" || a === "-h")) return;
-  const name = new URL(moduleUrl).pathname.split("/").pop();
-  console.log((await moduleDescription(moduleUrl)) || `see bench/${name}`);
-  Deno.exit(0);
 }
 
 if (import.meta.main) {

@@ -12,7 +12,7 @@
  */
 import { crdManifests } from "../lib/model/mod.ts";
 import { type JsonObject, startFakeKube } from "../tests/harness/fake_kube.ts";
-import { helpIfAsked } from "./main.ts";
+import { helpIfAsked } from "./_help.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OBJECTS = 1000;

@@ -16,7 +16,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { helpIfAsked } from "./main.ts";
+import { helpIfAsked } from "./_help.ts";
 
 interface Sample {
   at: number;

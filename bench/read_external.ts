@@ -20,7 +20,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { helpIfAsked } from "./main.ts";
+import { helpIfAsked } from "./_help.ts";
 
 interface Options {
   connections: number;

@@ -13,7 +13,7 @@ import process from "node:process";
 import { parseArgs } from "node:util";
 import { Buffer } from "node:buffer";
 import { NativeSocket } from "../lib/grpc/native_socket.ts";
-import { helpIfAsked } from "./main.ts";
+import { helpIfAsked } from "./_help.ts";
 
 /** A server side socket's write. */
 type Writer = { write(b: Uint8Array, cb: () => void): unknown };

@@ -97,7 +97,7 @@ import {
 import { GrpcSim } from "./_grpc_sim.ts";
 import { V8_FLAGS } from "../compile.ts";
 import * as mix from "./_proxyless_mix.ts";
-import { helpIfAsked } from "./main.ts";
+import { helpIfAsked } from "./_help.ts";
 
 /** A simulated sidecar or proxyless gRPC workload. */
 type AnyProxy = SimProxy | GrpcSim;

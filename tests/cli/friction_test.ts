@@ -59,6 +59,37 @@ Deno.test("every bench file run directly answers --help without starting", async
   }
 });
 
+Deno.test("no bench imports bench/main.ts back: its top-level await, loading the bench, would wait forever", async () => {
+  // `deno task bench xds ...` hung with "Top-level await promise never resolved" when xds.ts took
+  // helpIfAsked() from main.ts (2026-11-29 to 2026-11-30).
+  const { BENCHES } = await import("../../bench/main.ts");
+  const main = new URL("bench/main.ts", ROOT).href;
+  const graphs = await Promise.all(
+    Object.keys(BENCHES).map(async (name) => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["info", "--json", `bench/${name}.ts`],
+        cwd: ROOT,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(
+        out.code,
+        0,
+        `deno info bench/${name}.ts: ${new TextDecoder().decode(out.stderr)}`,
+      );
+      const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+        modules: { specifier: string }[];
+      };
+      return { name, specifiers: info.modules.map((m) => m.specifier) };
+    }),
+  );
+  for (const { name, specifiers } of graphs) {
+    assert.ok(specifiers.some((s) => s.endsWith(`/bench/${name}.ts`)), `${name}: its own module`);
+    assert.ok(!specifiers.includes(main), `bench/${name}.ts imports bench/main.ts`);
+  }
+});
+
 Deno.test("mesh-discovery debug --help lists the configuration types and the address it reads", async () => {
   const r = await runInProcess("mesh-discovery", ["debug", "--help"]);
   assert.equal(r.code, 0);
