@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Logger } from "../log/mod.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
-import { Channel, RemoteError, WorkerPool } from "./mod.ts";
+import { Channel, RemoteError, WorkerPool, type WorkerPoolOptions } from "./mod.ts";
 
 const URL_ = new URL("./testdata/echo_worker.ts", import.meta.url);
 
@@ -9,6 +9,18 @@ function recorder(): Logger & { lines: string[] } {
   const lines: string[] = [];
   const at = (l: string) => (m: string) => void lines.push(`${l} ${m}`);
   return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+/** A pool of the echo worker: one worker, tag "t", a recording logger, unless `o` says otherwise. */
+function echoPool(o: Partial<WorkerPoolOptions>): Promise<WorkerPool> {
+  return WorkerPool.start({
+    url: URL_,
+    count: 1,
+    name: "echo worker",
+    init: () => ({ tag: "t" }),
+    log: recorder(),
+    ...o,
+  });
 }
 
 Deno.test("WorkerPool broadcasts to every worker, answers their requests, and reports a worker's error as RemoteError", async () => {
@@ -51,14 +63,7 @@ Deno.test("WorkerPool broadcasts to every worker, answers their requests, and re
 
 Deno.test("WorkerPool starts a worker that died again and logs why", async () => {
   const log = recorder();
-  const pool = await WorkerPool.start({
-    url: URL_,
-    count: 1,
-    name: "echo worker",
-    init: () => ({ tag: "t" }),
-    restartDelayMs: 10,
-    log,
-  });
+  const pool = await echoPool({ restartDelayMs: 10, log });
   try {
     const [before] = await pool.broadcast<{ started: number }>("echo", 1);
     await pool.broadcast("crash");
@@ -84,13 +89,7 @@ Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the w
   const before = scopeLevels().find((s) => s.name === "default")!.outputLevel;
   setScopeLevel("default", "info");
   const log = recorder();
-  const pool = await WorkerPool.start({
-    url: URL_,
-    count: 2,
-    name: "echo worker",
-    init: () => ({ tag: "t" }),
-    log,
-  });
+  const pool = await echoPool({ count: 2, log });
   try {
     await pool.broadcast("log", "first");
     await waitUntil(() => log.lines.filter((l) => l === "info first").length === 2, 10_000);
@@ -115,15 +114,7 @@ Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the w
 Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it is started again", async () => {
   const log = recorder();
   const died: number[] = [];
-  const pool = await WorkerPool.start({
-    url: URL_,
-    count: 2,
-    name: "echo worker",
-    init: () => ({ tag: "t" }),
-    restartDelayMs: 10,
-    onDied: (i) => died.push(i),
-    log,
-  });
+  const pool = await echoPool({ count: 2, restartDelayMs: 10, onDied: (i) => died.push(i), log });
   try {
     const before = await pool.broadcast<{ started: number }>("echo", 1);
     pool.kill(1, "killed by the test");
@@ -150,34 +141,15 @@ Deno.test("WorkerPool.start() fails naming the worker that did not start in time
   // One worker that never answers (alone, so that no other worker's start, slow on the first
   // run while its modules are type-checked, can be the one that times out).
   await assert.rejects(
-    WorkerPool.start({
-      url: URL_,
-      count: 1,
-      name: "echo worker",
-      init: () => ({ tag: "hang" }),
-      startTimeoutMs: 500,
-      log: recorder(),
-    }),
+    echoPool({ init: () => ({ tag: "hang" }), startTimeoutMs: 500 }),
     { message: "echo worker 0: echo worker 0 did not start within 0.5 s" },
   );
   await assert.rejects(
-    WorkerPool.start({
-      url: URL_,
-      count: 2,
-      name: "echo worker",
-      init: (i) => ({ tag: i === 1 ? "refuse" : "t" }),
-      log: recorder(),
-    }),
+    echoPool({ count: 2, init: (i) => ({ tag: i === 1 ? "refuse" : "t" }) }),
     { message: "echo worker 1: bad init" },
   );
   const log = recorder();
-  const pool = await WorkerPool.start({
-    url: URL_,
-    count: 1,
-    name: "echo worker",
-    init: () => ({ tag: "t" }),
-    log,
-  });
+  const pool = await echoPool({ log });
   try {
     pool.kill(5);
     assert.equal(pool.size, 1);
