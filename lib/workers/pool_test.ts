@@ -92,7 +92,10 @@ Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the w
   const pool = await echoPool({ count: 2, log });
   try {
     await pool.broadcast("log", "first");
-    await waitUntil(() => log.lines.filter((l) => l === "info first").length === 2, 10_000);
+    await waitUntil(() => log.lines.filter((l) => l === "error error first").length === 2, 10_000);
+    for (const line of ["info first", "warn warn first"]) {
+      assert.equal(log.lines.filter((l) => l === line).length, 2, line);
+    }
     assert.ok(!log.lines.some((l) => l.startsWith("debug")), "debug is below info");
     setScopeLevel("default", "debug");
     await pool.broadcast("log", "second");

@@ -24,8 +24,10 @@ serveControl<{ tag: string }>((init, l) => {
     return true;
   },
   log: (a) => {
-    link!.logger("default").info(String(a));
+    link!.logger().info(String(a)); // no scope: the default one
     link!.logger("default").debug("below the level");
+    link!.logger("default").warn(`warn ${a}`);
+    link!.logger("default").error(`error ${a}`);
     return true;
   },
   logTo: (a) => {
