@@ -10,7 +10,7 @@ import {
   microTime,
 } from "./leader.ts";
 import { kubeLeaseClient } from "./lease_client.ts";
-import { loadKubeConfig } from "./mod.ts";
+import { apiErrorStatus, loadKubeConfig } from "./mod.ts";
 
 async function setup() {
   const kube = await startFakeKube();
@@ -467,4 +467,15 @@ Deno.test("LeaderElector: without a logger, every path that logs still works", a
   flaky.broken = true;
   await a.stop(); // cannot release
   assert.equal(holder(), "a");
+});
+
+Deno.test("kubeLeaseClient: a missing Lease is null; an API server that cannot be reached is its own error, not a TypeError", async () => {
+  const kube = await startFakeKube();
+  const client = await kubeLeaseClient(await loadKubeConfig(kube.kubeconfigPath));
+  assert.equal(await client.get("mesh-system", "nobody"), null);
+  await kube.close();
+  const err = await client.get("mesh-system", "leader").then(() => undefined, (e) => e);
+  assert.ok(err instanceof Error, String(err));
+  assert.ok(!(err instanceof TypeError), `${err.name}: ${err.message}`);
+  assert.equal(apiErrorStatus(err), undefined, "no HTTP status: the request never got an answer");
 });
