@@ -1,7 +1,7 @@
 /// <reference lib="deno.worker" />
 // A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, logs on `log` (and on
-// `logTo`, in a scope it is given); its
-// init never answers for the tag "hang" and fails for "refuse".
+// `logTo`, in a scope it is given); its init never answers for the tag "hang" and fails for
+// "refuse".
 import { serveControl } from "../mod.ts";
 
 let started = 0;
