@@ -26,9 +26,12 @@ async function withFront(
 }
 
 let readyNow = true;
+/** The peer the handler was given for the last readiness request. */
+let readyPeer: Deno.NetAddr | undefined;
 const app: HttpFrontOptions["handler"] = async (req, info) => {
   const url = new URL(req.url);
   if (url.pathname === "/ready") {
+    readyPeer = info.remoteAddr;
     if (req.method !== "GET") return new Response("GET only\n", { status: 405 });
     return readyNow
       ? new Response("ready\n", { headers: { "x-from": "handler" } })
@@ -41,6 +44,7 @@ const app: HttpFrontOptions["handler"] = async (req, info) => {
       query: url.searchParams.get("q"),
       header: req.headers.get("x-test"),
       peer: info.remoteAddr.hostname,
+      transport: info.remoteAddr.transport,
       body,
     }, { status: 201, headers: { "x-answer": "yes" } });
   }
@@ -70,6 +74,7 @@ Deno.test("HttpFront hands a request over with its method, query, headers, body 
       query: "1",
       header: "t",
       peer: "127.0.0.1",
+      transport: "tcp",
       body: "hello",
     });
     const empty = await fetch(`${base}/empty`);
@@ -199,6 +204,8 @@ Deno.test("HttpFront's /ready follows the handler's answer, and a stuck isolate 
     assert.equal(up.status, 200);
     assert.equal(up.headers.get("x-from"), "handler");
     assert.equal(await up.text(), "ready\n");
+    // the heartbeat's own request comes from this host, as a local probe's would
+    assert.deepEqual(readyPeer, { transport: "tcp", hostname: "127.0.0.1", port: 0 });
     // held past staleMs: the front says why
     const probe = curlLater(`${base}/ready`, 0.8);
     hold(1500);
@@ -322,6 +329,68 @@ Deno.test("HttpFront.refresh() tells the front a change before the next heartbea
   readyNow = true;
 });
 
+Deno.test("HttpFront.refresh() while a slow one is under way: the front keeps the later answer", async () => {
+  let synced = true;
+  let gate: Promise<void> | undefined;
+  const handler: HttpFrontOptions["handler"] = async (req, info) => {
+    if (new URL(req.url).pathname !== "/ready") return app(req, info);
+    const now = synced;
+    if (gate) await gate;
+    return now ? new Response("ready\n") : new Response("not ready: not synced\n", { status: 503 });
+  };
+  await withFront(handler, async (front, base) => {
+    const slow = Promise.withResolvers<void>();
+    gate = slow.promise;
+    const first = front.refresh(); // reads "synced", then waits
+    gate = undefined;
+    synced = false;
+    const second = front.refresh(); // answered at once, but must not be overtaken by the first
+    setTimeout(() => slow.resolve(), 100);
+    await Promise.all([first, second]);
+    const res = await fetch(`${base}/ready`);
+    assert.equal(res.status, 503);
+    assert.equal(await res.text(), "not ready: not synced\n");
+    // a refresh still waiting on the handler when the front closes settles quietly
+    const held = Promise.withResolvers<void>();
+    gate = held.promise;
+    const late = front.refresh();
+    await front.close();
+    held.resolve();
+    await late;
+  }, { heartbeatMs: 60_000 });
+});
+
+Deno.test("HttpFront ends an answer whose body fails midway, and keeps no stream for it", async () => {
+  const handler: HttpFrontOptions["handler"] = (req, info) => {
+    if (new URL(req.url).pathname !== "/broken") return app(req, info);
+    let sent = false;
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        pull(c) {
+          if (sent) return c.error(new Error("disk gone"));
+          sent = true;
+          c.enqueue(new Uint8Array(FIRST_BYTES + 1024).fill(1));
+        },
+      }, { highWaterMark: 0 }),
+    );
+  };
+  await withFront(handler, async (front, base) => {
+    // a plain HTTP/1.1 client (fetch keeps a failed body as a leak): the head and the first
+    // bytes, then the connection ends without the last chunk, so the client knows it is cut short
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: front.ports[0] });
+    await conn.write(new TextEncoder().encode("GET /broken HTTP/1.1\r\nhost: x\r\n\r\n"));
+    const got = new Uint8Array(await new Response(conn.readable).arrayBuffer());
+    const text = new TextDecoder().decode(got);
+    assert.match(text, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(text, /\r\ntransfer-encoding: chunked\r\n/i);
+    assert.ok(got.length > FIRST_BYTES && got.length < FIRST_BYTES + 2048, `${got.length} bytes`);
+    assert.ok(!text.endsWith("\r\n0\r\n\r\n"), "the answer was ended as if complete");
+    assert.equal(front.openStreams, 0);
+    // the front goes on answering
+    assert.equal(await fetch(`${base}/nothing`).then((r) => r.text()), "404\n");
+  });
+});
+
 Deno.test("HttpFront hands over at most maxInFlight requests at once; the rest wait unread", async () => {
   let entered = 0;
   const release = Promise.withResolvers<void>();
@@ -354,6 +423,7 @@ Deno.test("HttpFront answers 503 with the reason when the handler fails on the r
   await withFront(handler, async (_, base) => {
     const res = await fetch(`${base}/ready`);
     assert.equal(res.status, 503);
+    assert.equal(res.headers.get("content-type"), "text/plain; charset=utf-8");
     assert.equal(await res.text(), "not ready: model not built\n");
   });
 });
