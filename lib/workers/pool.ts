@@ -156,7 +156,10 @@ export class WorkerPool {
     if (slot) this.#died(index, slot, `${this.opts.name} ${index} ${why}`);
   }
 
-  /** A worker died: logged, and started again (from the current state) after a delay. */
+  /**
+   * A worker died, or failed to start again: logged, and started again (from the current state)
+   * after the delay.
+   */
   #died(index: number, slot: Slot, why: string): void {
     slot.channel.close(why);
     slot.worker.terminate();
@@ -167,7 +170,12 @@ export class WorkerPool {
     const t = setTimeout(() => {
       this.#timers.delete(t);
       if (this.#closing) return;
-      this.#spawn(index).catch((e) => this.#log.error((e as Error).message));
+      // a start that fails (its init threw or timed out) is a death too: tried again after the
+      // delay, rather than left as a worker that serves nothing
+      this.#spawn(index).catch((e) => {
+        const now = this.#slots[index];
+        if (now) this.#died(index, now, (e as Error).message);
+      });
     }, this.opts.restartDelayMs ?? 1000);
     this.#timers.add(t);
   }

@@ -84,6 +84,41 @@ Deno.test("WorkerPool starts a worker that died again and logs why", async () =>
   }
 });
 
+Deno.test("WorkerPool: a worker whose restart fails is logged and started again until it starts", async () => {
+  const log = recorder();
+  let starts = 0;
+  const died: number[] = [];
+  // the second and third starts fail (as a worker that cannot bind its port yet would)
+  const pool = await echoPool({
+    restartDelayMs: 10,
+    log,
+    onDied: (i) => died.push(i),
+    init: () => ({ tag: ++starts === 2 || starts === 3 ? "refuse" : "t" }),
+  });
+  try {
+    const [before] = await pool.broadcast<{ started: number }>("echo", 1);
+    pool.kill(0, "killed by the test");
+    await waitUntil(
+      async () => {
+        const [r] = await pool.broadcast<{ started: number }>("echo", 1);
+        return r !== undefined && r.started !== before!.started && starts === 4;
+      },
+      30_000,
+      "the worker to be started a fourth time",
+    );
+    assert.deepEqual(log.lines.filter((l) => l.startsWith("error")), [
+      "error echo worker 0 killed by the test; starting it again",
+      "error echo worker 0: bad init; starting it again",
+      "error echo worker 0: bad init; starting it again",
+    ]);
+    assert.deepEqual(died, [0, 0, 0]);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(starts, 4, "a worker that started is not started again");
+  } finally {
+    await pool.close(100);
+  }
+});
+
 Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the workers' loggers", async () => {
   const { setScopeLevel, scopeLevels } = await import("../log/mod.ts");
   const before = scopeLevels().find((s) => s.name === "default")!.outputLevel;
