@@ -73,6 +73,8 @@ export interface PolicyWorkers {
   setConfig(objects: readonly ConfigObject[], generation: number): Promise<void>;
   /** Every worker's registry (`getMetricsAsJSON()`). */
   metrics(): Promise<unknown[]>;
+  /** Forwarded calls the control isolate is working on (for tests: an answered call holds none). */
+  readonly forwarding: number;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -137,6 +139,9 @@ export async function startPolicyWorkers(o: PolicyWorkersOptions): Promise<Polic
       await pool.broadcast("config", { objects, generation });
     },
     metrics: () => pool.broadcast("metrics"),
+    get forwarding() {
+      return inflight.size;
+    },
     close: (graceMs) => pool.close(graceMs),
   };
 }

@@ -89,26 +89,31 @@ Deno.test("start() with workers 2 on port 0: every worker answers Checks, a conf
   } finally {
     await s.close();
   }
+  // closed: the workers no longer hold the port
+  const port = Number(s.handle.addresses.grpc.split(":")[1]);
+  await assert.rejects(
+    Deno.connect({ hostname: "127.0.0.1", port }),
+    Deno.errors.ConnectionRefused,
+  );
 });
 
-Deno.test("startPolicyWorkers(): a forwarded Report whose call ends first (deadline) is aborted in the control isolate", async () => {
+/**
+ * One policy worker whose forwarded calls (Reports) run `report` in this isolate, and a Mixer
+ * client of its port; both closed after `fn`.
+ */
+async function withReportWorker(
+  report: (body: Uint8Array, signal: AbortSignal) => Promise<Uint8Array>,
+  fn: (
+    // deno-lint-ignore no-explicit-any
+    c: any,
+    workers: import("./workers.ts").PolicyWorkers,
+  ) => Promise<void>,
+): Promise<void> {
   const { startPolicyWorkers } = await import("./workers.ts");
   const { toConfig } = await import("./mod.ts");
   const { policyFlags } = await import("./_testutil.ts");
   const { Pool } = await import("./pool.ts");
   const { getLogger } = await import("../../lib/log/mod.ts");
-  const { CallError } = await import("./abort.ts");
-  // the control isolate's Report: never answers, notes why it was stopped
-  const aborted: unknown[] = [];
-  const started = Promise.withResolvers<void>();
-  const report = (_body: Uint8Array, signal: AbortSignal) =>
-    new Promise<Uint8Array>((_resolve, reject) => {
-      started.resolve();
-      signal.addEventListener("abort", () => {
-        aborted.push(signal.reason);
-        reject(signal.reason);
-      }, { once: true });
-    });
   const workers = await startPolicyWorkers({
     count: 1,
     host: "127.0.0.1",
@@ -128,24 +133,69 @@ Deno.test("startPolicyWorkers(): a forwarded Report whose call ends first (deadl
     grpc.credentials.createInsecure(),
   );
   try {
-    const err = await new Promise<{ code: number }>((resolve) =>
-      c.Report(
-        { attributes: [compress({ "source.name": "a" }, DEFAULT_MANIFEST)] },
-        { deadline: Date.now() + 500 },
-        (e: { code: number } | null) => resolve(e ?? { code: 0 }),
-      )
-    );
+    await fn(c, workers);
+  } finally {
+    c.close();
+    await workers.close(0);
+  }
+}
+
+/** A Report of `source.name` `source` on `c`: the call's status code and details (0: OK). */
+// deno-lint-ignore no-explicit-any
+function reportOn(c: any, source: string, deadlineMs = 10_000) {
+  return new Promise<{ code: number; details?: string }>((resolve) =>
+    c.Report(
+      { attributes: [compress({ "source.name": source }, DEFAULT_MANIFEST)] },
+      { deadline: Date.now() + deadlineMs },
+      (e: { code: number; details: string } | null) => resolve(e ?? { code: 0 }),
+    )
+  );
+}
+
+Deno.test("startPolicyWorkers(): a forwarded Report whose call ends first (deadline) is aborted in the control isolate", async () => {
+  const { CallError } = await import("./abort.ts");
+  // the control isolate's Report: never answers, notes why it was stopped
+  const aborted: unknown[] = [];
+  const started = Promise.withResolvers<void>();
+  const report = (_body: Uint8Array, signal: AbortSignal) =>
+    new Promise<Uint8Array>((_resolve, reject) => {
+      started.resolve();
+      signal.addEventListener("abort", () => {
+        aborted.push(signal.reason);
+        reject(signal.reason);
+      }, { once: true });
+    });
+  await withReportWorker(report, async (c, workers) => {
+    const err = await reportOn(c, "a", 500);
     assert.equal(err.code, 4, "the client sees DEADLINE_EXCEEDED");
     await started.promise;
     await waitUntil(() => aborted.length === 1, 10_000, "the control isolate's work aborted");
+    await waitUntil(() => workers.forwarding === 0, 10_000, "the aborted call to be forgotten");
     assert.ok(aborted[0] instanceof CallError, String(aborted[0]));
     // whichever ended the call first: the server's deadline timer or the client's RST_STREAM
     assert.ok(
       [1, 4].includes((aborted[0] as InstanceType<typeof CallError>).code),
       String(aborted[0]),
     );
-  } finally {
-    c.close();
-    await workers.close(0);
-  }
+  });
+});
+
+Deno.test("startPolicyWorkers(): a forwarded call that fails in the control isolate reaches the client with its status, or INTERNAL", async () => {
+  const { CallError } = await import("./abort.ts");
+  const report = (body: Uint8Array) => {
+    const text = new TextDecoder().decode(body);
+    if (text.includes("full")) throw new CallError(8, "quota store full");
+    if (text.includes("bug")) throw new TypeError("x is undefined");
+    return Promise.resolve(new Uint8Array());
+  };
+  await withReportWorker(report, async (c, workers) => {
+    assert.deepEqual(await reportOn(c, "ok"), { code: 0 });
+    const full = await reportOn(c, "full");
+    assert.equal(full.code, 8);
+    assert.equal(full.details, "quota store full");
+    const bug = await reportOn(c, "bug");
+    assert.equal(bug.code, 13);
+    assert.equal(bug.details, "internal error: x is undefined");
+    assert.equal(workers.forwarding, 0, "answered calls are not kept");
+  });
 });
