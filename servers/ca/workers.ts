@@ -56,6 +56,8 @@ export interface SigningWorkersOptions {
   policy: SignPolicy;
   jwks?: { keys: unknown[] };
   tokenReview?: TokenReviewer;
+  /** A worker that died is started again after this long (ms, default 1000). */
+  restartDelayMs?: number;
   log: Logger;
 }
 
@@ -71,6 +73,8 @@ export interface SigningWorkers {
   setTls(tls: { cert: string; key: string; ca: string }): Promise<void>;
   /** Every worker's registry (`getMetricsAsJSON()`). */
   metrics(): Promise<unknown[]>;
+  /** The workers' pool (for tests: end a worker as if it died). */
+  readonly pool: WorkerPool;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -98,6 +102,7 @@ export async function startSigningWorkers(o: SigningWorkersOptions): Promise<Sig
     count: o.count,
     name: "signing API worker",
     log: o.log,
+    restartDelayMs: o.restartDelayMs,
     init: (): CaWorkerInit => ({
       host: o.host,
       port,
@@ -128,6 +133,7 @@ export async function startSigningWorkers(o: SigningWorkersOptions): Promise<Sig
       await pool.broadcast("setTls", tls);
     },
     metrics: () => pool.broadcast("metrics"),
+    pool,
     close: (graceMs) => pool.close(graceMs),
   };
 }

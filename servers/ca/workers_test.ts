@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
 import {
   CertAuthority,
+  createCsr,
   createSelfSignedCa,
+  exportPrivateKey,
+  generateKeyPair,
   loadCaMaterial,
   parseCertificates,
+  parseCsr,
+  spiffeId,
 } from "../../lib/pki/mod.ts";
 import { decodeMeshCertificateResponse } from "../../lib/pki/ca_messages.ts";
 import { createCertificateH2, testIssuer } from "../../tests/harness/ca_client.ts";
@@ -69,20 +74,47 @@ Deno.test("start() with workers 2 on port 0 serves every call on the port it pic
   }, { monitoringPort: 0 });
 });
 
-Deno.test("startSigningWorkers() serves from every worker, and a new CA key reaches every worker", async () => {
-  const issuer = await testIssuer();
-  let ca = await selfSigned("first");
-  const tlsOf = async (c: CertAuthority) => {
-    const t = await c.issueWithKey({ uris: [], dns: ["mesh-ca"], ttlMs: HOUR }, { kind: "ec" });
-    return { cert: t.chain.slice(0, -1).join(""), key: t.keyPem, ca: c.caChain.join("") };
-  };
-  const jwks = issuer.jwks as { keys: unknown[] };
-  const workers = await startSigningWorkers({
+/** An intermediate CA (`O=<org>`) issued by `parent`. */
+async function intermediate(org: string, parent: CertAuthority): Promise<CertAuthority> {
+  const keys = await generateKeyPair({ kind: "ec" });
+  const csr = await parseCsr(
+    await createCsr({ keys, uris: [spiffeId("sys", "ca")], isCa: true, org }),
+  );
+  const mid = await parent.issue({
+    publicKey: csr.publicKey,
+    uris: csr.uris,
+    ttlMs: 12 * HOUR,
+    isCa: true,
+    subject: `O=${org}`,
+  });
+  return new CertAuthority(
+    await loadCaMaterial({
+      signingCert: mid.certPem,
+      signingKey: await exportPrivateKey(keys.privateKey),
+      certChain: mid.chain.slice(1, -1).join(""), // the parent's own chain, without the root
+      rootCert: parent.rootPem,
+    }),
+    { maxTtlMs: 24 * HOUR },
+  );
+}
+
+/** The signing API's server certificate for the names `dns`, issued by `c`. */
+async function tlsOf(c: CertAuthority, dns = ["mesh-ca"]) {
+  const t = await c.issueWithKey({ uris: [], dns, ttlMs: HOUR }, { kind: "ec" });
+  return { cert: t.chain.slice(0, -1).join(""), key: t.keyPem, ca: c.caChain.join("") };
+}
+
+/** `startSigningWorkers()` on a free port of 127.0.0.1 with `ca`, this test's policy, and `over`. */
+async function signingWorkers(
+  ca: () => CertAuthority,
+  over: Partial<Parameters<typeof startSigningWorkers>[0]>,
+) {
+  return await startSigningWorkers({
     count: 2,
     host: "127.0.0.1",
     port: 0,
-    ca: () => ca,
-    tls: await tlsOf(ca),
+    ca,
+    tls: await tlsOf(ca()),
     maxTtlMs: 24 * HOUR,
     backend: "webcrypto",
     libcrypto: undefined,
@@ -92,9 +124,26 @@ Deno.test("startSigningWorkers() serves from every worker, and a new CA key reac
       signCaCerts: false,
       dns: { custom: new Map(), appendWebhookNames: false, systemNamespace: "mesh-system" },
     },
-    jwks,
     log: recordingLogger(),
+    ...over,
   });
+}
+
+/** The DNS names of the server certificate a new TLS connection to `port` is shown (openssl). */
+async function servedNames(port: number): Promise<string> {
+  const out = await new Deno.Command("sh", {
+    args: [
+      "-c",
+      `openssl s_client -connect 127.0.0.1:${port} -alpn h2 </dev/null 2>/dev/null | openssl x509 -noout -ext subjectAltName`,
+    ],
+  }).output();
+  return new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!.trim();
+}
+
+Deno.test("startSigningWorkers() serves from every worker, and a new CA key reaches every worker", async () => {
+  const issuer = await testIssuer();
+  let ca = await selfSigned("first");
+  const workers = await signingWorkers(() => ca, { jwks: issuer.jwks as { keys: unknown[] } });
   try {
     const token = await issuer.token("system:serviceaccount:ns1:web");
     const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
@@ -114,15 +163,83 @@ Deno.test("startSigningWorkers() serves from every worker, and a new CA key reac
     };
     await untilEveryWorker(ca.rootPem);
     const old = ca.rootPem;
-    ca = await selfSigned("second");
+    // the new CA is two levels under its root: the workers send its whole chain
+    ca = await intermediate("second", await intermediate("middle", await selfSigned("root")));
     await workers.setCa(await tlsOf(ca));
     assert.notEqual(ca.rootPem, old);
     await untilEveryWorker(ca.rootPem);
-    const leaf = parseCertificates((await sign(workers.port, ca.rootPem, token, csr))[0])[0];
-    assert.equal(leaf.issuer, "O=second");
+    const chain = await sign(workers.port, ca.rootPem, token, csr);
+    assert.equal(parseCertificates(chain[0])[0].issuer, "O=second");
+    assert.equal(chain.length, 4);
+    assert.deepEqual(chain.slice(1), ca.caChain);
+    assert.equal(parseCertificates(chain[2])[0].subject, "O=middle");
   } finally {
     await workers.close();
   }
+});
+
+Deno.test("startSigningWorkers(): tokens are reviewed by the control isolate, a renewed server certificate reaches every worker and one started again, close() frees the port", async () => {
+  const ca = await selfSigned("ca");
+  const reviewed: string[] = [];
+  const log = recordingLogger();
+  const workers = await signingWorkers(() => ca, {
+    log,
+    restartDelayMs: 10,
+    tokenReview: (token) => {
+      reviewed.push(token);
+      return Promise.resolve(
+        token === "good"
+          ? { authenticated: true, username: "system:serviceaccount:ns1:web" }
+          : { authenticated: false, error: "token expired" },
+      );
+    },
+  });
+  const port = workers.port;
+  try {
+    const { csr } = await csrFor("ns1", "web", { key: { kind: "ec" } });
+    const chain = await sign(port, ca.rootPem, "good", csr);
+    assert.equal(chain.at(-1), ca.rootPem);
+    const refused = await createCertificateH2({
+      address: `127.0.0.1:${port}`,
+      root: ca.rootPem,
+      token: "stale",
+      csr,
+      timeoutMs: 30_000,
+    });
+    assert.equal(refused.status, 16, refused.message);
+    assert.deepEqual(reviewed, ["good", "stale"]);
+
+    assert.equal(await servedNames(port), "DNS:mesh-ca");
+    await workers.setTls(await tlsOf(ca, ["mesh-ca", "renewed.mesh-ca"]));
+    // every worker has it once setTls() resolved: each new connection, whichever worker takes it
+    for (let i = 0; i < 6; i++) {
+      assert.equal(await servedNames(port), "DNS:mesh-ca, DNS:renewed.mesh-ca");
+    }
+    // a worker started again after it died starts from the renewed certificate
+    workers.pool.kill(0, "killed by the test");
+    workers.pool.kill(1, "killed by the test");
+    await waitUntil(
+      async () => (await workers.metrics()).every((m) => m !== undefined),
+      30_000,
+      "both workers to be started again",
+    );
+    for (let i = 0; i < 6; i++) {
+      assert.equal(await servedNames(port), "DNS:mesh-ca, DNS:renewed.mesh-ca");
+    }
+    assert.equal(await sign(port, ca.rootPem, "good", csr).then((c) => c.at(-1)), ca.rootPem);
+    assert.ok(
+      log.lines.some((l) =>
+        l.includes("signing API worker 1 killed by the test; starting it again")
+      ),
+      log.lines.join("\n"),
+    );
+  } finally {
+    await workers.close();
+  }
+  await assert.rejects(
+    Deno.connect({ hostname: "127.0.0.1", port }),
+    Deno.errors.ConnectionRefused,
+  );
 });
 
 Deno.test("start() with workers 2 refuses a port already in use, even by a listener that allows sharing", async () => {
