@@ -119,6 +119,45 @@ Deno.test("WorkerPool: a worker whose restart fails is logged and started again 
   }
 });
 
+Deno.test("WorkerPool starts a worker that died again after a second by default", async () => {
+  const pool = await echoPool({});
+  try {
+    const t0 = performance.now();
+    pool.kill(0, "killed by the test");
+    await waitUntil(
+      async () => (await pool.broadcast("echo", 1))[0] !== undefined,
+      30_000,
+      "the worker to be started again",
+    );
+    const took = performance.now() - t0;
+    assert.ok(took >= 900, `started again after ${took.toFixed(0)} ms`);
+  } finally {
+    await pool.close(100);
+  }
+});
+
+Deno.test("WorkerPool.close(): a request in flight gives undefined without a warning, and a worker that dies meanwhile is not started again", async () => {
+  const log = recorder();
+  const died: number[] = [];
+  let inits = 0;
+  const pool = await echoPool({
+    count: 2,
+    restartDelayMs: 10,
+    log,
+    onDied: (i) => died.push(i),
+    init: () => (inits++, { tag: "t" }),
+  });
+  const waiting = pool.broadcast("wait", 60_000);
+  const closed = pool.close(0);
+  pool.kill(1, "killed while closing");
+  await closed;
+  assert.deepEqual(await waiting, [undefined, undefined]);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(log.lines, [], "nothing is logged of a pool that closes");
+  assert.deepEqual(died, []);
+  assert.equal(inits, 2, "no worker is started again");
+});
+
 Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the workers' loggers", async () => {
   const { setScopeLevel, scopeLevels } = await import("../log/mod.ts");
   const before = scopeLevels().find((s) => s.name === "default")!.outputLevel;

@@ -1,7 +1,7 @@
 /// <reference lib="deno.worker" />
-// A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, logs on `log` (and on
-// `logTo`, in a scope it is given); its init never answers for the tag "hang" and fails for
-// "refuse".
+// A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, answers `wait` after
+// the milliseconds it is given, logs on `log` (and on `logTo`, in a scope it is given); its init
+// never answers for the tag "hang" and fails for "refuse".
 import { serveControl } from "../mod.ts";
 
 let started = 0;
@@ -36,5 +36,6 @@ serveControl<{ tag: string }>((init, l) => {
     return true;
   },
   ask: () => link!.channel.request("double", 21),
+  wait: (ms) => new Promise((r) => setTimeout(() => r(true), ms as number)),
   close: () => true,
 });
