@@ -29,6 +29,8 @@ interface Sidecar {
   /** The web cluster's EDS name. */
   cluster: string;
   eds: Response;
+  /** Its node id. */
+  node: string;
 }
 
 const ack = (s: AdsStream, r: Response, names?: string[]) =>
@@ -48,11 +50,9 @@ async function sidecar(grpc: string, ip: string, service = "web"): Promise<Sidec
     await stream.close();
     client.close();
   };
+  const node = `sidecar~${ip}~app-${ip}.default~default.svc.cluster.local`;
   try {
-    stream.send({
-      node: { id: `sidecar~${ip}~app-${ip}.default~default.svc.cluster.local` },
-      type_url: CDS,
-    });
+    stream.send({ node: { id: node }, type_url: CDS });
     const cds = await stream.next(CDS, 30_000);
     const cluster = cds.resources.map((c) => c.name as string).find((n) =>
       n.startsWith("outbound|") && n.includes(service)
@@ -72,7 +72,7 @@ async function sidecar(grpc: string, ip: string, service = "web"): Promise<Sidec
     const rds = await stream.next(RDS, 30_000);
     assert.deepEqual(rds.resources.map((r) => r.name), routes);
     ack(stream, rds, routes);
-    return { stream, close, cluster, eds };
+    return { stream, close, cluster, eds, node };
   } catch (e) {
     await close();
     throw e;
@@ -143,6 +143,22 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
           assert.ok(m.maps > 0 && m.entries > 0 && m.bytes > 0, JSON.stringify(m));
         }
 
+        // A node id that names no proxy is refused by the worker that took the stream, as by
+        // the one isolate: INVALID_ARGUMENT with the reason.
+        const bad = adsClient(d.grpc, undefined, { "grpc.use_local_subchannel_pool": 1 });
+        try {
+          const stream = bad.open();
+          stream.send({ node: { id: "gateway~10.9.0.1~x~y" }, type_url: CDS });
+          let ended: { code: number; details: string } | undefined;
+          void stream.status.then((s) => ended = s);
+          await waitUntil(() => ended !== undefined, 10_000, "the stream to be refused");
+          const status = ended!;
+          assert.equal(status.code, 3, status.details);
+          assert.match(status.details, /invalid node type/);
+        } finally {
+          bad.close();
+        }
+
         // ACKs are taken: without a change nothing is sent again.
         for (const t of [CDS, LDS]) {
           await assert.rejects(sidecars[0].stream.next(t, 500), /No .* response within/);
@@ -165,6 +181,22 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
             }
           }
         }
+        // An instance at a sidecar's own address (its workload joined the service): the proxy
+        // is found by address among the workers' streams and sent listeners for it.
+        const own = sidecars.at(-1)!;
+        const ownIp = /~([\d.]+)~/.exec(own.node)![1];
+        instances.push({
+          Node: "n3",
+          Address: ownIp,
+          ServicePort: 9080,
+          NodeMeta: { protocol: "http" },
+        });
+        const lds = await own.stream.next(LDS, 30_000);
+        assert.ok(
+          lds.resources.some((l) => JSON.stringify(l.address ?? {}).includes(ownIp)),
+          lds.resources.map((l) => l.name).join(","),
+        );
+        ack(own.stream, lds);
         const metrics = (await http(`http://${d.monitoring}/metrics`)).body;
         const xds = /^mesh_xds (\d+)$/m.exec(metrics);
         assert.equal(Number(xds?.[1]), sidecars.length, metrics.slice(0, 2000));
@@ -250,7 +282,40 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
       for (const s of sidecars) await s.close();
       await d.shutdown();
     }
+    // shut down: the workers no longer hold the port
+    const port = Number(d.addresses.grpc.split(":").at(-1));
+    await assert.rejects(
+      Deno.connect({ hostname: "127.0.0.1", port }),
+      Deno.errors.ConnectionRefused,
+    );
   });
+});
+
+Deno.test("mesh-discovery --workers 2 refuses a --grpcAddr port already in use, even by a listener that allows sharing", async () => {
+  const { start, toConfig } = await import("../../servers/discovery/mod.ts");
+  const net = await import("node:net");
+  const held = net.createServer();
+  await new Promise<void>((r) =>
+    held.listen({ port: 0, host: "127.0.0.1", reusePort: true } as { port: number }, () => r())
+  );
+  const port = (held.address() as { port: number }).port;
+  try {
+    await withTempDir(async (dir) => {
+      const config = toConfig({
+        ...FLAGS,
+        configDir: dir,
+        meshConfig: `${dir}/none`,
+        grpcAddr: `127.0.0.1:${port}`,
+        workers: 2,
+      }, {});
+      await assert.rejects(
+        start(config, {}),
+        new RegExp(`Cannot listen on --grpcAddr 127\\.0\\.0\\.1:${port}: .*in use`),
+      );
+    });
+  } finally {
+    await new Promise<void>((r) => held.close(() => r()));
+  }
 });
 
 const FLAGS = {
