@@ -88,8 +88,14 @@ export interface GrpcListenOptions extends H2Options {
    * number `index` of `of`; the kernel spreads new connections over them. Its accept check then
    * connects from source ports of its own block (see {@link probePorts}), so that a listener
    * receiving another's check closes it at once and the owner tries again.
+   *
+   * `connections`: one slot per listener of the port (an `Int32Array` of `of` over a
+   * `SharedArrayBuffer`), where each counts its open connections; {@link maxConnections} then caps
+   * their sum, the port's, rather than this listener's alone. A connection takes its slot before
+   * it looks at the sum, so two listeners accepting at once may both refuse, never both exceed
+   * the cap. Whoever starts a listener again zeroes its slot first (what the one that died held).
    */
-  reusePort?: { index: number; of: number };
+  reusePort?: { index: number; of: number; connections?: Int32Array };
   /**
    * Plaintext TCP only: accept and read through Deno's own API (`Deno.listen`, a
    * {@link NativeSocket} per connection reading into one reused buffer) instead of `node:net`,
@@ -662,11 +668,18 @@ class Listener implements GrpcListener {
   /** Serves a connection, unless the connection cap is reached. */
   #serve(socket: Socket, address: string): void {
     const connections = this.connections;
-    if (this.#maxConnections > 0 && connections.size >= this.#maxConnections) {
+    const max = this.#maxConnections;
+    // on a shared port, the connection is counted in this listener's slot first (see reusePort)
+    const slots = max > 0 ? this.opts.reusePort?.connections : undefined;
+    const slot = this.opts.reusePort?.index ?? 0;
+    if (slots) Atomics.add(slots, slot, 1);
+    const open = slots ? sumOf(slots) - 1 : connections.size;
+    if (max > 0 && open >= max) {
+      if (slots) Atomics.sub(slots, slot, 1);
       socket.destroy();
       this.#refused.add((n) =>
         `refused ${n} connection(s) (latest from ${socket.remoteAddress}:${socket.remotePort}): ` +
-        `${connections.size} connections open, the limit is ${this.#maxConnections}`
+        `${open} connections open${slots ? " on the shared port" : ""}, the limit is ${max}`
       );
       return;
     }
@@ -676,7 +689,10 @@ class Listener implements GrpcListener {
     const throttle = this.#throttle;
     if (throttle) c.onFailed = () => throttle.failed(address);
     c.onGreeted = () => this.#silent.delete(peerKey(socket));
-    socket.once("close", () => connections.delete(c));
+    socket.once("close", () => {
+      connections.delete(c);
+      if (slots) Atomics.sub(slots, slot, 1);
+    });
   }
 
   /** A `Deno.listen` listener whose accepted connections go to {@link #accept}. */
@@ -746,7 +762,12 @@ class Listener implements GrpcListener {
     server.on("connection", (raw: Socket) => {
       // A check is not served (on a shared port it is closed: its owner may be another listener).
       if (!this.#check.isProbe(raw)) this.#admit(raw);
-      else if (opts.reusePort) raw.destroy();
+      else if (opts.reusePort) {
+        // closed here, before its handshake: a socket closed this early may no longer know its
+        // peer when the TLS server reports the handshake it never had (not a failure to log)
+        this.#dropped.add(raw);
+        raw.destroy();
+      }
     });
     server.on("tlsClientError", (e: Error, tlsSocket: Socket) => {
       // Deno's TLS socket forgets its peer once its handshake failed; the TCP socket it wraps
@@ -887,4 +908,11 @@ class Listener implements GrpcListener {
       ca: Buffer.from(t.ca),
     });
   }
+}
+
+/** The sum of the slots of a shared port's connection counts (see `reusePort.connections`). */
+function sumOf(slots: Int32Array): number {
+  let n = 0;
+  for (let i = 0; i < slots.length; i++) n += Atomics.load(slots, i);
+  return n;
 }

@@ -3,6 +3,14 @@ import { type GrpcListener, listenGrpc } from "./mod.ts";
 import { reserveSharedPort } from "../workers/mod.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { listenerTls, makeTestPki } from "../../tests/harness/certs.ts";
+import { FrameType } from "./h2/frames.ts";
+import { RawClient } from "./testing.ts";
+
+/** A client's HTTP/2 preface and an empty SETTINGS frame. */
+const PREFACE = new Uint8Array([
+  ...new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+  ...[0, 0, 0, FrameType.SETTINGS, 0, 0, 0, 0, 0],
+]);
 
 for (const transport of ["plaintext", "TLS"] as const) {
   Deno.test(`listenGrpc() with reusePort (${transport}): listeners on one port pass their accept checks quietly though the kernel hands some checks to the other`, async () => {
@@ -48,7 +56,12 @@ for (const transport of ["plaintext", "TLS"] as const) {
             })
             : net.connect({ port, host: "127.0.0.1" });
           await new Promise((r) => s.once(tls ? "secureConnect" : "connect", r));
-          await new Promise((r) => setTimeout(r, 20));
+          // the preface and SETTINGS, answered with the server's SETTINGS: the connection is
+          // served (over TLS, the handshake is done on the server's side too, so closing it now
+          // is not a failed handshake)
+          const answered = new Promise((r) => s.once("data", r));
+          s.write(PREFACE);
+          await answered;
           listeners.forEach((l, i) => l.connections.size > 0 && seen.add(i));
           s.destroy();
           return seen.size === 2;
@@ -67,3 +80,60 @@ for (const transport of ["plaintext", "TLS"] as const) {
     }
   });
 }
+
+Deno.test("listenGrpc() with reusePort and shared connection counts: maxConnections caps the port's connections, whichever listener holds them", async () => {
+  const port = await reserveSharedPort("127.0.0.1", 0);
+  const slots = new Int32Array(new SharedArrayBuffer(8));
+  const errors: string[] = [];
+  const listeners: GrpcListener[] = [];
+  const clients: RawClient[] = [];
+  /** A client that sent its preface; true when it is still open a moment later (served). */
+  const open = async () => {
+    const c = await RawClient.connect(port);
+    clients.push(c);
+    await c.send(FrameType.SETTINGS, 1, 0);
+    return await c.roundTrip(2000);
+  };
+  try {
+    for (const index of [0, 1]) {
+      listeners.push(
+        await listenGrpc({
+          host: "127.0.0.1",
+          port,
+          handlers: new Map(),
+          reusePort: { index, of: 2, connections: slots },
+          maxConnections: 3,
+          acceptCheckMs: 0,
+          onError: (m) => errors.push(`${index}: ${m}`),
+        }),
+      );
+    }
+    // until both listeners were offered connections (the kernel picks by source port): each
+    // alone would serve 3
+    const offered = () => listeners.every((l) => l.connections.size + l.refused > 0);
+    const served: boolean[] = [];
+    for (let i = 0; i < 8 || !offered(); i++) {
+      assert.ok(i < 40, "40 connections, all to one listener");
+      served.push(await open());
+    }
+    assert.deepEqual(served, [true, true, true, ...served.slice(3).map(() => false)]);
+    const held = listeners.map((l) => l.connections.size);
+    assert.equal(held[0] + held[1], 3);
+    assert.deepEqual([...slots], held);
+    assert.equal(listeners[0].refused + listeners[1].refused, served.length - 3);
+    assert.ok(errors.length > 0 && errors.length <= 2, errors.join("\n"));
+    for (const e of errors) {
+      assert.match(
+        e,
+        /^[01]: refused 1 connection\(s\) \(latest from 127\.0\.0\.1:\d+\): 3 connections open on the shared port, the limit is 3$/,
+      );
+    }
+    // one closes: its slot is given back, and the port takes one more, not more
+    await clients[0].close();
+    await waitUntil(() => slots[0] + slots[1] === 2, 10_000, "the closed connection's slot");
+    assert.deepEqual([await open(), await open()], [true, false]);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    for (const l of listeners) await l.close(14, "bye", 100);
+  }
+});
