@@ -108,15 +108,16 @@ export const discoveryFlags = [
     name: "grpcMaxConnections",
     type: int,
     default: 0,
-    help: "Open gRPC connections per listener at most; more are closed at once (0: no cap).",
+    help: "Open gRPC connections per listener at most (--grpcAddr's port is one listener " +
+      "whatever --workers is); more are closed at once (0: no cap).",
   }),
   flag({
     name: "grpcMaxConnectionsPerAddress",
     type: int,
     default: 4096,
-    help: "Open gRPC connections one source address may hold per listener; more are closed at " +
-      "once (0: no bound of its own; an address never holds more than half of the file " +
-      "descriptors left for connections either).",
+    help: "Open gRPC connections one source address may hold per listener (with --workers, " +
+      "per worker); more are closed at once (0: no bound of its own; an address never holds " +
+      "more than half of the file descriptors left for connections either).",
   }),
   flag({
     name: "grpcMaxFailedConnectionRate",

@@ -54,6 +54,8 @@ interface Slot {
   channel: Channel;
   /** It died (or was killed): its successor is scheduled once. */
   dead?: boolean;
+  /** It answered its `init`. */
+  started?: boolean;
 }
 
 /** W workers running one module; see the module doc. */
@@ -92,6 +94,11 @@ export class WorkerPool {
   /** How many workers run. */
   get size(): number {
     return this.#slots.length;
+  }
+
+  /** Workers that answered their `init` and have not died since (a restart not yet answered: not). */
+  get running(): number {
+    return this.#slots.filter((s) => s?.started && !s.dead).length;
   }
 
   async #spawn(index: number): Promise<void> {
@@ -138,6 +145,7 @@ export class WorkerPool {
     });
     try {
       const reply = await Promise.race([channel.request("init", init), died.promise, timeout]);
+      slot.started = true;
       opts.onStarted?.(index, reply);
     } catch (e) {
       throw new Error(`${opts.name} ${index}: ${(e as Error).message}`);

@@ -194,9 +194,11 @@ Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it 
   const pool = await echoPool({ count: 2, restartDelayMs: 10, onDied: (i) => died.push(i), log });
   try {
     const before = await pool.broadcast<{ started: number }>("echo", 1);
+    assert.equal(pool.running, 2);
     pool.kill(1, "killed by the test");
     pool.kill(1, "killed twice"); // before its restart: nothing more happens
     assert.deepEqual(died, [1]);
+    assert.equal(pool.running, 1, "a worker waiting for its restart is not running");
     await waitUntil(
       async () => {
         const now = await pool.broadcast<{ started: number }>("echo", 1);
@@ -207,6 +209,7 @@ Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it 
     );
     const [w0] = await pool.broadcast<{ started: number }>("echo", 1);
     assert.equal(w0!.started, before[0]!.started, "worker 0 was restarted too");
+    assert.equal(pool.running, 2);
     assert.match(log.lines.join("\n"), /error echo worker 1 killed by the test; starting it again/);
     assert.doesNotMatch(log.lines.join("\n"), /killed twice/);
   } finally {

@@ -5,6 +5,8 @@
  * the clients of both workers; /debug/adsz lists the streams of both.
  */
 import assert from "node:assert/strict";
+import { FrameType } from "../../lib/grpc/h2/frames.ts";
+import { RawClient } from "../../lib/grpc/testing.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { waitUntil, withTempDir } from "../harness/procs.ts";
 import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
@@ -288,6 +290,57 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
       Deno.connect({ hostname: "127.0.0.1", port }),
       Deno.errors.ConnectionRefused,
     );
+  });
+});
+
+Deno.test("mesh-discovery --workers 2 --grpcMaxConnections 3: the cap is the port's, over both workers, and workers started again start from what they hold", async () => {
+  const { start, toConfig } = await import("../../servers/discovery/mod.ts");
+  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
+  await withTempDir(async (dir) => {
+    const config = toConfig({
+      ...FLAGS,
+      configDir: dir,
+      meshConfig: `${dir}/none`,
+      workers: 2,
+      grpcMaxConnections: 3,
+    }, {});
+    let workers: AdsWorkers | undefined;
+    const d = await start(config, { onAdsWorkers: (w) => workers = w, workerRestartDelayMs: 50 });
+    const port = Number(d.addresses.grpc.split(":").at(-1));
+    const clients: RawClient[] = [];
+    /** A client that sent its preface; true when it is served (still open after a round trip). */
+    const open = async () => {
+      const c = await RawClient.connect(port);
+      clients.push(c);
+      await c.send(FrameType.SETTINGS, 1, 0);
+      return await c.roundTrip(5000);
+    };
+    try {
+      await d.ready;
+      // 12 connections: the kernel gives each worker some (each alone would serve 3)
+      const served: boolean[] = [];
+      for (let i = 0; i < 12; i++) served.push(await open());
+      assert.deepEqual(served, [true, true, true, ...Array(9).fill(false)]);
+      await waitUntil(
+        () => workers!.control.transport().refused === 9,
+        10_000,
+        "the workers' refusals summed in the control isolate",
+      );
+      const metrics = await (await fetch(`http://${d.addresses.monitoring}/metrics`)).text();
+      assert.match(metrics, /^mesh_xds_refused_connections 9$/m);
+      // both workers die with what they hold; their successors start from nothing held
+      const before = clients.slice(0, 3);
+      workers!.pool!.kill(0, "killed by the test");
+      workers!.pool!.kill(1, "killed by the test");
+      for (const c of before) assert.ok(await c.until(() => c.isClosed), "still open");
+      await waitUntil(() => workers!.pool!.running === 2, 30_000, "both workers started again");
+      const again: boolean[] = [];
+      for (let i = 0; i < 4; i++) again.push(await open());
+      assert.deepEqual(again, [true, true, true, false]);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await d.shutdown();
+    }
   });
 });
 

@@ -82,8 +82,12 @@ export interface AdsServerOptions {
     maxConnectionsPerAddress?: number;
     maxFailedConnectionsPerSecond?: number;
   };
-  /** Share the port with other isolates (SO_REUSEPORT): this listener's index and their count. */
-  reusePort?: { index: number; of: number };
+  /**
+   * Share the port with other isolates (SO_REUSEPORT): this listener's index, their count, and
+   * optionally their shared connection counts (`transport.maxConnections` then caps the port's:
+   * see `GrpcListenOptions.reusePort`).
+   */
+  reusePort?: { index: number; of: number; connections?: Int32Array };
   /**
    * Plaintext: read through `Deno.Conn` into a reused buffer per connection instead of `node:net`
    * (see `GrpcListenOptions.nativeReads`; mesh-discovery's ADS workers). With `reusePort` this

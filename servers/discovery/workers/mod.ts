@@ -27,6 +27,11 @@ export interface DiscoveryWorkerInit {
   transport: DiscoveryConfig["grpc"];
   /** `--grpcReusedReads`: read each connection into a reused buffer (`Deno.Conn`). */
   reusedReads: boolean;
+  /**
+   * With `--grpcMaxConnections`: every worker's open connections, one slot each (shared memory),
+   * so that the cap is the port's, not each worker's.
+   */
+  connections?: Int32Array;
 }
 
 /** The ADS types mesh-discovery serves. */
@@ -102,6 +107,9 @@ export class AdsWorkers {
     const port = await reserveSharedPort(host, config.grpcAddr.port).catch((e) => {
       throw listenError(where, e);
     });
+    const connections = config.grpc.maxConnections > 0
+      ? new Int32Array(new SharedArrayBuffer(4 * o.count))
+      : undefined;
     const pool = this.#pool = await WorkerPool.start({
       url: new URL("./worker_main.ts", import.meta.url),
       count: o.count,
@@ -110,12 +118,15 @@ export class AdsWorkers {
       restartDelayMs: o.restartDelayMs,
       init: (index): DiscoveryWorkerInit => {
         control.startWorker(index);
+        // a worker started again: what the one that died held is gone with it
+        if (connections) Atomics.store(connections, index, 0);
         return {
           host,
           port,
           knownTypes: KNOWN_TYPES,
           transport: config.grpc,
           reusedReads: config.grpcReusedReads,
+          connections,
         };
       },
       handlers: control.handlers,
