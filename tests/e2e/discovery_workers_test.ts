@@ -280,6 +280,12 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
         sidecars.push(await sidecar(d.addresses.grpc, `10.3.2.${i}`, "hello"));
       }
       assert.equal(workers!.control.connectionCount, sidecars.length);
+      // a shutdown ends every worker's stream as the one isolate does: UNAVAILABLE, saying why
+      const statuses = Promise.all(sidecars.map((s) => s.stream.status));
+      await d.shutdown();
+      for (const status of await statuses) {
+        assert.deepEqual(status, { code: 14, details: "Server is shutting down" });
+      }
     } finally {
       for (const s of sidecars) await s.close();
       await d.shutdown();
