@@ -62,6 +62,7 @@ interface Slot {
 export class WorkerPool {
   #slots: Slot[] = [];
   #closing = false;
+  #restarts = 0;
   #timers = new Set<number>();
   readonly #log: Logger;
   /** Stops sending level changes to the workers. */
@@ -99,6 +100,16 @@ export class WorkerPool {
   /** Workers that answered their `init` and have not died since (a restart not yet answered: not). */
   get running(): number {
     return this.#slots.filter((s) => s?.started && !s.dead).length;
+  }
+
+  /** Workers that died (or failed to start again) and were to be started again, since the start. */
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  /** The pool's name ({@link WorkerPoolOptions.name}). */
+  get name(): string {
+    return this.opts.name;
   }
 
   async #spawn(index: number): Promise<void> {
@@ -173,6 +184,7 @@ export class WorkerPool {
     slot.worker.terminate();
     if (slot.dead || this.#closing || this.#slots[index] !== slot) return;
     slot.dead = true;
+    this.#restarts++;
     this.opts.onDied?.(index);
     this.#log.error(`${why}; starting it again`);
     const t = setTimeout(() => {

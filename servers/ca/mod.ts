@@ -296,6 +296,7 @@ async function serveOnWorkers(p: Parts, i: SigningApiInputs): Promise<SigningApi
       tokenReview: i.tokenReview,
       log,
     });
+    metrics.pools.push(pool.pool);
     const own = metrics.text;
     metrics.text = () => workerMetricsText({ json: metrics.json }, pool).catch(own);
     return {

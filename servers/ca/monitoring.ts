@@ -8,7 +8,9 @@
  */
 
 import {
+  type PoolFigures,
   promRegistry,
+  registerWorkerPoolMetrics,
   startMonitoring as startSharedMonitoring,
 } from "../../lib/monitoring/mod.ts";
 import type { SignMetrics } from "./grpc.ts";
@@ -26,6 +28,8 @@ export interface CaMetrics extends SignMetrics {
   readonly contentType: string;
   /** Stops the process metrics' event-loop lag sampler. */
   close(): void;
+  /** Worker pools to report (`mesh_worker_*`; the control isolate's registry only). */
+  readonly pools: PoolFigures[];
 }
 
 /**
@@ -33,7 +37,10 @@ export interface CaMetrics extends SignMetrics {
  * unless `processMetrics` is false (a worker isolate).
  */
 export async function createCaMetrics(processMetrics = true): Promise<CaMetrics> {
-  const { register, counter, histogram, close } = await promRegistry(processMetrics);
+  const { prom, register, counter, histogram, close } = await promRegistry(processMetrics);
+  const pools: PoolFigures[] = [];
+  // the control isolate's: a worker's registry is summed into it and has no pools of its own
+  if (processMetrics) registerWorkerPoolMetrics(prom, register, () => pools);
   const requests = counter(
     "mesh_ca_csr_requests_total",
     "Certificate signing requests received, by method.",
@@ -65,6 +72,7 @@ export async function createCaMetrics(processMetrics = true): Promise<CaMetrics>
     ["result"],
   );
   return {
+    pools,
     request: (method) => requests.inc({ method }),
     error: (method, reason) => errors.inc({ method, reason }),
     issued(method, seconds) {

@@ -73,7 +73,7 @@ export interface SigningWorkers {
   setTls(tls: { cert: string; key: string; ca: string }): Promise<void>;
   /** Every worker's registry (`getMetricsAsJSON()`). */
   metrics(): Promise<unknown[]>;
-  /** The workers' pool (for tests: end a worker as if it died). */
+  /** The workers' pool (its health in `/metrics`; for tests: end a worker as if it died). */
   readonly pool: WorkerPool;
   close(graceMs?: number): Promise<void>;
 }

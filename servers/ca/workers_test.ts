@@ -71,6 +71,9 @@ Deno.test("start() with workers 2 on port 0 serves every call on the port it pic
     );
     // The process metrics are the control isolate's alone (not summed per worker).
     assert.equal(text.match(/^process_start_time_seconds /gm)?.length, 1);
+    // the workers' health
+    assert.match(text, /^mesh_worker_isolates\{pool="signing API worker"\} 2$/m);
+    assert.match(text, /^mesh_worker_restarts_total\{pool="signing API worker"\} 0$/m);
   }, { monitoringPort: 0 });
 });
 

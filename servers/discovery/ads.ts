@@ -6,6 +6,7 @@
  */
 
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
+import type { PoolFigures } from "../../lib/monitoring/mod.ts";
 import type { MeshConfig } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";
 import { type Proxy, proxyFromNode, TYPE_URLS } from "../../lib/xds/mod.ts";
@@ -51,6 +52,8 @@ export interface XdsCore {
   local: XdsServer<Proxy>;
   metrics: DiscoveryMetrics;
   listeners: AdsListeners;
+  /** The worker pools running (the HTTP front, `--workers`), for `mesh_worker_*`. */
+  pools: PoolFigures[];
 }
 
 /**
@@ -78,10 +81,12 @@ export async function createXdsCore(opts: {
   // read through `core`: `--workers` replaces `core.server` (servers/discovery/workers/)
   let core: XdsCore | undefined;
   const listeners = new AdsListeners();
+  const pools: PoolFigures[] = [];
   const metrics = await createMetrics(
     () => model.counts(),
     () => core?.server.connectionCount ?? 0,
     () => listeners.transport(),
+    () => pools,
   );
   opts.cleanups.push(() => metrics.close());
   const server = new XdsServer<Proxy>({
@@ -93,7 +98,7 @@ export async function createXdsCore(opts: {
     logger: getLogger("ads"),
     ...(opts.debounceAfterMs !== undefined ? { debounceAfter: opts.debounceAfterMs } : {}),
   });
-  const c: XdsCore = core = { cache, model, server, local: server, metrics, listeners };
+  const c: XdsCore = core = { cache, model, server, local: server, metrics, listeners, pools };
   opts.cleanups.push(() => c.server.close());
   model.referencedKeys = () => {
     const keys: string[] = [];

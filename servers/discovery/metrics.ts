@@ -8,7 +8,11 @@
 import type { XdsMetrics } from "../../lib/xds/server/mod.ts";
 import { typeShortName } from "../../lib/xds/server/mod.ts";
 import type { ContextCounts } from "./model.ts";
-import { promRegistry } from "../../lib/monitoring/mod.ts";
+import {
+  type PoolFigures,
+  promRegistry,
+  registerWorkerPoolMetrics,
+} from "../../lib/monitoring/mod.ts";
 
 /** Everything the discovery server records, plus the exposition. */
 export interface DiscoveryMetrics {
@@ -50,14 +54,17 @@ export interface TransportState {
  * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges
  * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`;
  * `transport` for `mesh_xds_accepting`, `mesh_xds_refused_connections` and
- * `mesh_xds_throttled_connections`.
+ * `mesh_xds_throttled_connections`; `pools` for `mesh_worker_isolates{pool}` and
+ * `mesh_worker_restarts_total{pool}`.
  */
 export async function createMetrics(
   counts: () => ContextCounts,
   connections: () => number,
   transport: () => TransportState = () => ({ accepting: true, refused: 0, throttled: 0 }),
+  pools: () => readonly PoolFigures[] = () => [],
 ): Promise<DiscoveryMetrics> {
   const { prom, register, close } = await promRegistry();
+  registerWorkerPoolMetrics(prom, register, pools);
   const registers = [register];
   /** A gauge set from `read()` at every scrape. */
   const gauge = (name: string, help: string, read: () => number) =>

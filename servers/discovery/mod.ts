@@ -325,6 +325,7 @@ async function serveHttpPorts(o: {
 }): Promise<{ port: number; monitoringPort: number; front: HttpFront }> {
   const { config, core, cleanups } = o;
   const front = await o.front.started;
+  if (front.pool) core.pools.push(front.pool);
   o.front.takeOver();
   const webhook = config.webhook ? createWebhookClient(config.webhook) : null;
   if (webhook) cleanups.push(() => webhook.close());

@@ -396,6 +396,7 @@ async function serveOnWorkers(
     return undefined;
   }
   loader.workers = pool;
+  metrics.pools.push(pool.pool);
   cleanups.push(() => pool.close(2000));
   const own = metrics.text;
   metrics.text = async () =>

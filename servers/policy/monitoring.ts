@@ -6,7 +6,12 @@
  */
 
 import * as prom from "../../lib/deps/prom.ts";
-import { metricBuilders, monitoringHandler as sharedHandler } from "../../lib/monitoring/mod.ts";
+import {
+  metricBuilders,
+  monitoringHandler as sharedHandler,
+  type PoolFigures,
+  registerWorkerPoolMetrics,
+} from "../../lib/monitoring/mod.ts";
 import type { ApiMetrics } from "./grpc.ts";
 
 /** The server's own metrics. */
@@ -17,12 +22,16 @@ export interface PolicyMetrics extends ApiMetrics {
   text(): Promise<string>;
   /** The registry as `getMetricsAsJSON()` (a worker's part of the aggregated metrics). */
   json(): Promise<unknown>;
+  /** Worker pools to report (`mesh_worker_*`; none in a worker's own registry). */
+  readonly pools: PoolFigures[];
 }
 
 /** Creates the server's metrics in a registry of their own. */
 export function createPolicyMetrics(): PolicyMetrics {
   const register = new prom.Registry();
   const { counter, histogram, gauge } = metricBuilders(prom, register);
+  const pools: PoolFigures[] = [];
+  registerWorkerPoolMetrics(prom, register, () => pools);
   const checks = counter(
     "mesh_policy_check_total",
     "Check calls by precondition status code (or the gRPC status of a failed call).",
@@ -50,6 +59,7 @@ export function createPolicyMetrics(): PolicyMetrics {
     "Objects rejected from the last configuration loaded (0 when every object is in force).",
   );
   return {
+    pools,
     check(code, seconds) {
       checks.inc({ code: String(code) });
       if (seconds > 0) checkSeconds.observe(seconds);

@@ -75,6 +75,8 @@ export interface PolicyWorkers {
   metrics(): Promise<unknown[]>;
   /** Forwarded calls the control isolate is working on (for tests: an answered call holds none). */
   readonly forwarding: number;
+  /** The workers' pool. */
+  readonly pool: WorkerPool;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -142,6 +144,7 @@ export async function startPolicyWorkers(o: PolicyWorkersOptions): Promise<Polic
     get forwarding() {
       return inflight.size;
     },
+    pool,
     close: (graceMs) => pool.close(graceMs),
   };
 }

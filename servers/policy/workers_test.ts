@@ -86,6 +86,9 @@ Deno.test("start() with workers 2 on port 0: every worker answers Checks, a conf
     assert.equal(total, own + 5, text); // the workers' Checks, and the 5 quota Checks
     assert.match(text, /^mesh_policy_report_total\{code="0"\} 1$/m);
     assert.match(text, /^mesh_request_count\{.*\} 1$/m);
+    // the workers' health (their own registries have no pools: not counted twice)
+    assert.match(text, /^mesh_worker_isolates\{pool="policy API worker"\} 2$/m);
+    assert.match(text, /^mesh_worker_restarts_total\{pool="policy API worker"\} 0$/m);
   } finally {
     await s.close();
   }

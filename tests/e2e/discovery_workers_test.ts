@@ -280,6 +280,14 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
         sidecars.push(await sidecar(d.addresses.grpc, `10.3.2.${i}`, "hello"));
       }
       assert.equal(workers!.control.connectionCount, sidecars.length);
+      // the workers' health in /metrics: both serve again, one restart (the front: never died)
+      const metrics = await (await fetch(`http://${d.addresses.monitoring}/metrics`)).text();
+      assert.deepEqual(metrics.split("\n").filter((l) => l.startsWith("mesh_worker_")).sort(), [
+        'mesh_worker_isolates{pool="ADS worker"} 2',
+        'mesh_worker_isolates{pool="HTTP front"} 1',
+        'mesh_worker_restarts_total{pool="ADS worker"} 1',
+        'mesh_worker_restarts_total{pool="HTTP front"} 0',
+      ]);
       // a shutdown ends every worker's stream as the one isolate does: UNAVAILABLE, saying why
       const statuses = Promise.all(sidecars.map((s) => s.stream.status));
       await d.shutdown();

@@ -135,6 +135,7 @@ export class AdsWorkers {
       throw listenError(where, e);
     });
     o.cleanups.push(() => pool.close());
+    this.core.pools.push(pool);
     return hostPort(host, port);
   }
 
