@@ -112,6 +112,23 @@ Deno.test("HttpFront lets the handler refuse a body over its limit, declared or 
     });
     assert.equal(chunked.status, 413);
     await chunked.body?.cancel();
+    // a declared length over the limit is not read at all: answered though the body never comes
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(base).port) });
+    try {
+      await conn.write(
+        new TextEncoder().encode(
+          "POST /size HTTP/1.1\r\nhost: x\r\ncontent-length: 10000000\r\n\r\nxxxxxxxxxx",
+        ),
+      );
+      const buf = new Uint8Array(4096);
+      const timer = setTimeout(() => conn.close(), 10_000);
+      const n = await conn.read(buf).finally(() => clearTimeout(timer));
+      assert.match(new TextDecoder().decode(buf.subarray(0, n ?? 0)), /^HTTP\/1\.1 413 /);
+    } finally {
+      try {
+        conn.close();
+      } catch { /* closed by the timer */ }
+    }
   });
 });
 
@@ -412,7 +429,40 @@ Deno.test("HttpFront hands over at most maxInFlight requests at once; the rest w
     release.resolve();
     assert.deepEqual(await Promise.all(answers), Array(10).fill("100\n"));
     assert.equal(entered, 10);
+    // every slot is free again: as many at once are handed over
+    const more = Array.from(
+      { length: 3 },
+      () =>
+        fetch(`${base}/hold`, { method: "POST", body: "x", signal: AbortSignal.timeout(10_000) })
+          .then((r) => r.text()),
+    );
+    assert.deepEqual(await Promise.all(more), Array(3).fill("1\n"));
   }, { maxInFlight: 3 });
+});
+
+Deno.test("HttpFront answers its own readiness path as configured, with or without trailing slashes", async () => {
+  readyNow = false;
+  const handler: HttpFrontOptions["handler"] = (req, info) => {
+    const path = new URL(req.url).pathname;
+    // the heartbeat asks for the path as configured
+    if (path === "/healthz/") return app(new Request(new URL("/ready", req.url)), info);
+    return app(req, info);
+  };
+  try {
+    await withFront(handler, async (_, base) => {
+      for (const path of ["/healthz", "/healthz/", "/healthz//"]) {
+        const res = await fetch(`${base}${path}`);
+        assert.equal(res.status, 503, path);
+        assert.equal(await res.text(), "not ready: not synced\n", path);
+      }
+      // /ready is now an ordinary path, handed over: the handler's own answer to a HEAD
+      const ready = await fetch(`${base}/ready`, { method: "HEAD" });
+      await ready.body?.cancel();
+      assert.equal(ready.status, 405);
+    }, { readyPath: "/healthz/" });
+  } finally {
+    readyNow = true;
+  }
 });
 
 Deno.test("HttpFront answers 503 with the reason when the handler fails on the readiness path", async () => {
@@ -451,6 +501,7 @@ Deno.test("HttpFront answers 500 with the reason when the handler throws, and fi
   try {
     const boom = await fetch(`${base}/boom`);
     assert.equal(boom.status, 500);
+    assert.equal(boom.headers.get("content-type"), "text/plain; charset=utf-8");
     assert.match(await boom.text(), /^Internal error: .*no model\n$/);
     // a shutdown while a request is being answered: that answer is finished, then the port closes
     const held = fetch(`${base}/hold`).then(async (r) => [r.status, await r.text()]);
