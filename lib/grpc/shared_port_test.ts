@@ -1,10 +1,32 @@
 import assert from "node:assert/strict";
-import { type GrpcListener, listenGrpc } from "./mod.ts";
+import { type GrpcListener, type GrpcListenOptions, listenGrpc } from "./mod.ts";
 import { reserveSharedPort } from "../workers/mod.ts";
 import { waitUntil } from "../../tests/harness/procs.ts";
 import { listenerTls, makeTestPki } from "../../tests/harness/certs.ts";
 import { FrameType } from "./h2/frames.ts";
-import { RawClient } from "./testing.ts";
+import { type RawClient, servedClient } from "./testing.ts";
+
+/**
+ * Two listeners sharing `port` (`reusePort` index 0 and 1, unless `o` says otherwise), each with
+ * `o(index)`'s options, added to `into` as they start (for the caller to close).
+ */
+async function twoListeners(
+  port: number,
+  into: GrpcListener[],
+  o: (index: number) => Partial<GrpcListenOptions>,
+): Promise<void> {
+  for (const index of [0, 1]) {
+    into.push(
+      await listenGrpc({
+        host: "127.0.0.1",
+        port,
+        handlers: new Map(),
+        reusePort: { index, of: 2 },
+        ...o(index),
+      }),
+    );
+  }
+}
 
 /** A client's HTTP/2 preface and an empty SETTINGS frame. */
 const PREFACE = new Uint8Array([
@@ -25,20 +47,12 @@ for (const transport of ["plaintext", "TLS"] as const) {
     const errors: string[] = [];
     const listeners: GrpcListener[] = [];
     try {
-      for (const index of [0, 1]) {
-        listeners.push(
-          await listenGrpc({
-            host: "127.0.0.1",
-            port,
-            handlers: new Map(),
-            reusePort: { index, of: 2 },
-            tls,
-            acceptCheckMs: 20,
-            onAcceptingChange: (ok, why) => changes.push(`${index}: ${ok} ${why}`),
-            onError: (m) => errors.push(`${index}: ${m}`),
-          }),
-        );
-      }
+      await twoListeners(port, listeners, (index) => ({
+        tls,
+        acceptCheckMs: 20,
+        onAcceptingChange: (ok, why) => changes.push(`${index}: ${ok} ${why}`),
+        onError: (m) => errors.push(`${index}: ${m}`),
+      }));
       assert.equal(listeners[1].port, port);
       // Both listeners accept new connections (the kernel spreads them), and neither serves the
       // other's checks as connections.
@@ -92,27 +106,14 @@ Deno.test("listenGrpc() with reusePort and shared connection counts: maxConnecti
   const errors: string[] = [];
   const listeners: GrpcListener[] = [];
   const clients: RawClient[] = [];
-  /** A client that sent its preface; true when it is still open a moment later (served). */
-  const open = async () => {
-    const c = await RawClient.connect(port);
-    clients.push(c);
-    await c.send(FrameType.SETTINGS, 1, 0);
-    return await c.roundTrip(2000);
-  };
+  const open = () => servedClient(port, clients);
   try {
-    for (const index of [0, 1]) {
-      listeners.push(
-        await listenGrpc({
-          host: "127.0.0.1",
-          port,
-          handlers: new Map(),
-          reusePort: { index, of: 2, connections: slots },
-          maxConnections: 3,
-          acceptCheckMs: 0,
-          onError: (m) => errors.push(`${index}: ${m}`),
-        }),
-      );
-    }
+    await twoListeners(port, listeners, (index) => ({
+      reusePort: { index, of: 2, connections: slots },
+      maxConnections: 3,
+      acceptCheckMs: 0,
+      onError: (m) => errors.push(`${index}: ${m}`),
+    }));
     // until both listeners were offered connections (the kernel picks by source port): each
     // alone would serve 3
     const offered = () => listeners.every((l) => l.connections.size + l.refused > 0);

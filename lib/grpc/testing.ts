@@ -335,6 +335,18 @@ export class RawClient {
   }
 }
 
+/**
+ * A client of `port` that sent its preface and acknowledged SETTINGS (kept in `into`, for the
+ * caller to close): true when the server serves it (a PING answered within `ms`), false when it
+ * was closed at once (refused).
+ */
+export async function servedClient(port: number, into: RawClient[], ms = 5000): Promise<boolean> {
+  const c = await RawClient.connect(port);
+  into.push(c);
+  await c.send(SETTINGS, 1, 0);
+  return await c.roundTrip(ms);
+}
+
 /** Polls `pred` every 5 ms until it holds, for at most `ms`; answers whether it held. */
 export async function eventually(pred: () => boolean, ms = 10_000): Promise<boolean> {
   for (const end = performance.now() + ms; !pred();) {

@@ -12,7 +12,7 @@ import {
 } from "../../lib/pki/mod.ts";
 import { decodeMeshCertificateResponse } from "../../lib/pki/ca_messages.ts";
 import { createCertificateH2, testIssuer } from "../../tests/harness/ca_client.ts";
-import { waitUntil, withTempDir } from "../../tests/harness/procs.ts";
+import { holdSharablePort, waitUntil, withTempDir } from "../../tests/harness/procs.ts";
 import { caFlags, csrFor, recordingLogger, withCa } from "./_testutil.ts";
 import { start, toConfig } from "./mod.ts";
 import { startSigningWorkers } from "./workers.ts";
@@ -247,12 +247,8 @@ Deno.test("startSigningWorkers(): tokens are reviewed by the control isolate, a 
 
 Deno.test("start() with workers 2 refuses a port already in use, even by a listener that allows sharing", async () => {
   await withTempDir(async (dir) => {
-    const net = await import("node:net");
-    const held = net.createServer();
-    await new Promise<void>((r) =>
-      held.listen({ port: 0, host: "127.0.0.1", reusePort: true } as { port: number }, () => r())
-    );
-    const port = (held.address() as { port: number }).port;
+    const held = await holdSharablePort();
+    const port = held.port;
     try {
       const config = toConfig(caFlags({
         selfSignedCa: true,
@@ -265,7 +261,7 @@ Deno.test("start() with workers 2 refuses a port already in use, even by a liste
         new RegExp(`Cannot serve gRPC on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`),
       );
     } finally {
-      await new Promise<void>((r) => held.close(() => r()));
+      await held.close();
     }
   });
 });

@@ -5,10 +5,9 @@
  * the clients of both workers; /debug/adsz lists the streams of both.
  */
 import assert from "node:assert/strict";
-import { FrameType } from "../../lib/grpc/h2/frames.ts";
-import { RawClient } from "../../lib/grpc/testing.ts";
+import { type RawClient, servedClient } from "../../lib/grpc/testing.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
-import { waitUntil, withTempDir } from "../harness/procs.ts";
+import { holdSharablePort, waitUntil, withTempDir } from "../harness/procs.ts";
 import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
 import { fakeConsul, http, startDiscovery } from "./discovery_harness.ts";
 
@@ -218,15 +217,10 @@ Deno.test("mesh-discovery --workers 2: clients on both workers get CDS, EDS, LDS
 });
 
 Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and its clients reconnect and are served", async () => {
-  const { start, toConfig } = await import("../../servers/discovery/mod.ts");
+  const { start } = await import("../../servers/discovery/mod.ts");
   type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
   await withTempDir(async (dir) => {
-    const config = toConfig({
-      ...FLAGS,
-      configDir: dir,
-      meshConfig: `${dir}/none`,
-      workers: 2,
-    }, {});
+    const config = await workersConfig(dir);
     let workers: AdsWorkers | undefined;
     const d = await start(config, {
       onAdsWorkers: (w) => workers = w,
@@ -308,27 +302,15 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
 });
 
 Deno.test("mesh-discovery --workers 2 --grpcMaxConnections 3: the cap is the port's, over both workers, and workers started again start from what they hold", async () => {
-  const { start, toConfig } = await import("../../servers/discovery/mod.ts");
+  const { start } = await import("../../servers/discovery/mod.ts");
   type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
   await withTempDir(async (dir) => {
-    const config = toConfig({
-      ...FLAGS,
-      configDir: dir,
-      meshConfig: `${dir}/none`,
-      workers: 2,
-      grpcMaxConnections: 3,
-    }, {});
+    const config = await workersConfig(dir, { grpcMaxConnections: 3 });
     let workers: AdsWorkers | undefined;
     const d = await start(config, { onAdsWorkers: (w) => workers = w, workerRestartDelayMs: 50 });
     const port = Number(d.addresses.grpc.split(":").at(-1));
     const clients: RawClient[] = [];
-    /** A client that sent its preface; true when it is served (still open after a round trip). */
-    const open = async () => {
-      const c = await RawClient.connect(port);
-      clients.push(c);
-      await c.send(FrameType.SETTINGS, 1, 0);
-      return await c.roundTrip(5000);
-    };
+    const open = () => servedClient(port, clients);
     try {
       await d.ready;
       // 12 connections: the kernel gives each worker some (each alone would serve 3)
@@ -359,31 +341,27 @@ Deno.test("mesh-discovery --workers 2 --grpcMaxConnections 3: the cap is the por
 });
 
 Deno.test("mesh-discovery --workers 2 refuses a --grpcAddr port already in use, even by a listener that allows sharing", async () => {
-  const { start, toConfig } = await import("../../servers/discovery/mod.ts");
-  const net = await import("node:net");
-  const held = net.createServer();
-  await new Promise<void>((r) =>
-    held.listen({ port: 0, host: "127.0.0.1", reusePort: true } as { port: number }, () => r())
-  );
-  const port = (held.address() as { port: number }).port;
+  const { start } = await import("../../servers/discovery/mod.ts");
+  const held = await holdSharablePort();
+  const port = held.port;
   try {
     await withTempDir(async (dir) => {
-      const config = toConfig({
-        ...FLAGS,
-        configDir: dir,
-        meshConfig: `${dir}/none`,
-        grpcAddr: `127.0.0.1:${port}`,
-        workers: 2,
-      }, {});
+      const config = await workersConfig(dir, { grpcAddr: `127.0.0.1:${port}` });
       await assert.rejects(
         start(config, {}),
         new RegExp(`Cannot listen on --grpcAddr 127\\.0\\.0\\.1:${port}: .*in use`),
       );
     });
   } finally {
-    await new Promise<void>((r) => held.close(() => r()));
+    await held.close();
   }
 });
+
+/** mesh-discovery's config with `--workers 2`, its config dir `dir`, and `over`. */
+async function workersConfig(dir: string, over: Partial<typeof FLAGS> = {}) {
+  const { toConfig } = await import("../../servers/discovery/mod.ts");
+  return toConfig({ ...FLAGS, configDir: dir, meshConfig: `${dir}/none`, workers: 2, ...over }, {});
+}
 
 const FLAGS = {
   appNamespace: "",

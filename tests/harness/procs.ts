@@ -309,6 +309,22 @@ export function freePort(): number {
   return freeServerPort();
 }
 
+/**
+ * Holds a free port of 127.0.0.1 with a listener that allows sharing it (SO_REUSEPORT), as another
+ * program's workers would, until `close()`: a server that must not share it has to refuse it.
+ */
+export async function holdSharablePort(): Promise<{ port: number; close(): Promise<void> }> {
+  const net = await import("node:net");
+  const held = net.createServer();
+  await new Promise<void>((r) =>
+    held.listen({ port: 0, host: "127.0.0.1", reusePort: true } as { port: number }, () => r())
+  );
+  return {
+    port: (held.address() as { port: number }).port,
+    close: () => new Promise<void>((r) => held.close(() => r())),
+  };
+}
+
 /** Runs `fn` with a fresh temp directory that is removed afterwards, even when `fn` throws. */
 export async function withTempDir<T>(
   fn: (dir: string) => T | Promise<T>,
