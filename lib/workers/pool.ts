@@ -42,11 +42,21 @@ export interface WorkerPoolOptions {
    * `deno test` type-checks them on first use).
    */
   startTimeoutMs?: number;
-  /** Delay before a worker that died is started again (default 1 s). */
+  /**
+   * Delay before a worker that died is started again (default 1 s). It doubles with each death of
+   * that worker that comes less than {@link stableAfterMs} after its start (a failed start
+   * included), up to {@link MAX_RESTART_DELAY_MS} (at least this delay): a worker that keeps dying
+   * is not started again every second.
+   */
   restartDelayMs?: number;
+  /** A worker that ran this long is stable: its next death restarts it after the first delay again (default 10 s). */
+  stableAfterMs?: number;
   /** The pool's own lines, and the workers' lines of scope `default` (default: that scope). */
   log?: Logger;
 }
+
+/** The longest delay before a worker that keeps dying is started again (ms). */
+export const MAX_RESTART_DELAY_MS = 30_000;
 
 /** One worker and its channel. */
 interface Slot {
@@ -56,6 +66,8 @@ interface Slot {
   dead?: boolean;
   /** It answered its `init`. */
   started?: boolean;
+  /** When it answered its `init` (`performance.now()`). */
+  startedAt?: number;
 }
 
 /** W workers running one module; see the module doc. */
@@ -63,6 +75,8 @@ export class WorkerPool {
   #slots: Slot[] = [];
   #closing = false;
   #restarts = 0;
+  /** Deaths in a row of each worker that each came soon after its start (see restartDelayMs). */
+  #quickDeaths: number[] = [];
   #timers = new Set<number>();
   readonly #log: Logger;
   /** Stops sending level changes to the workers. */
@@ -157,6 +171,7 @@ export class WorkerPool {
     try {
       const reply = await Promise.race([channel.request("init", init), died.promise, timeout]);
       slot.started = true;
+      slot.startedAt = performance.now();
       opts.onStarted?.(index, reply);
     } catch (e) {
       throw new Error(`${opts.name} ${index}: ${(e as Error).message}`);
@@ -177,7 +192,7 @@ export class WorkerPool {
 
   /**
    * A worker died, or failed to start again: logged, and started again (from the current state)
-   * after the delay.
+   * after the delay (doubled while it keeps dying soon after its start).
    */
   #died(index: number, slot: Slot, why: string): void {
     slot.channel.close(why);
@@ -186,7 +201,13 @@ export class WorkerPool {
     slot.dead = true;
     this.#restarts++;
     this.opts.onDied?.(index);
-    this.#log.error(`${why}; starting it again`);
+    const base = this.opts.restartDelayMs ?? 1000;
+    const ran = slot.startedAt === undefined ? 0 : performance.now() - slot.startedAt;
+    const n = this.#quickDeaths[index] = ran < (this.opts.stableAfterMs ?? 10_000)
+      ? (this.#quickDeaths[index] ?? 0) + 1
+      : 1;
+    const delay = Math.min(base * 2 ** Math.min(n - 1, 20), Math.max(base, MAX_RESTART_DELAY_MS));
+    this.#log.error(`${why}; starting it again in ${+(delay / 1000).toFixed(3)} s`);
     const t = setTimeout(() => {
       this.#timers.delete(t);
       if (this.#closing) return;
@@ -196,7 +217,7 @@ export class WorkerPool {
         const now = this.#slots[index];
         if (now) this.#died(index, now, (e as Error).message);
       });
-    }, this.opts.restartDelayMs ?? 1000);
+    }, delay);
     this.#timers.add(t);
   }
 

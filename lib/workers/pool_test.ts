@@ -107,9 +107,10 @@ Deno.test("WorkerPool: a worker whose restart fails is logged and started again 
       "the worker to be started a fourth time",
     );
     assert.deepEqual(log.lines.filter((l) => l.startsWith("error")), [
-      "error echo worker 0 killed by the test; starting it again",
-      "error echo worker 0: bad init; starting it again",
-      "error echo worker 0: bad init; starting it again",
+      "error echo worker 0 killed by the test; starting it again in 0.01 s",
+      // each death soon after the start (a failed start too) doubles the delay
+      "error echo worker 0: bad init; starting it again in 0.02 s",
+      "error echo worker 0: bad init; starting it again in 0.04 s",
     ]);
     assert.deepEqual(died, [0, 0, 0]);
     await new Promise((r) => setTimeout(r, 50));
@@ -131,6 +132,39 @@ Deno.test("WorkerPool starts a worker that died again after a second by default"
     );
     const took = performance.now() - t0;
     assert.ok(took >= 900, `started again after ${took.toFixed(0)} ms`);
+  } finally {
+    await pool.close(100);
+  }
+});
+
+Deno.test("WorkerPool: a worker that keeps dying soon after its start waits longer each time; one that ran a while is started again after the first delay", async () => {
+  const log = recorder();
+  const pool = await echoPool({ restartDelayMs: 10, stableAfterMs: 1500, log });
+  /** Kills worker 0 and waits until it serves again. */
+  const killAndWait = async () => {
+    const [before] = await pool.broadcast<{ started: number }>("echo", 1);
+    pool.kill(0, "killed by the test");
+    await waitUntil(
+      async () => {
+        const [r] = await pool.broadcast<{ started: number }>("echo", 1);
+        return r !== undefined && r.started !== before!.started;
+      },
+      30_000,
+      "the worker to be started again",
+    );
+  };
+  try {
+    await killAndWait();
+    await killAndWait();
+    await killAndWait();
+    await new Promise((r) => setTimeout(r, 1600)); // it ran past stableAfterMs
+    await killAndWait();
+    assert.deepEqual(log.lines.filter((l) => l.startsWith("error")), [
+      "error echo worker 0 killed by the test; starting it again in 0.01 s",
+      "error echo worker 0 killed by the test; starting it again in 0.02 s",
+      "error echo worker 0 killed by the test; starting it again in 0.04 s",
+      "error echo worker 0 killed by the test; starting it again in 0.01 s",
+    ]);
   } finally {
     await pool.close(100);
   }
