@@ -306,7 +306,7 @@ export class HttpFront {
     return this.#streams.size;
   }
 
-  /** The front's pool (for tests: kill it as if it died). */
+  /** The front's pool (its health in `/metrics`; for tests: kill it as if it died). */
   get pool(): WorkerPool | undefined {
     return this.#pool;
   }
