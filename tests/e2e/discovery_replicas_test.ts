@@ -5,6 +5,7 @@
  * it holds is sent nothing again.
  */
 import assert from "node:assert/strict";
+import { microTime } from "../../lib/kube/leader.ts";
 import { crdManifests } from "../../lib/model/mod.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { type JsonObject, startFakeKube } from "../harness/fake_kube.ts";
@@ -231,6 +232,39 @@ Deno.test("two mesh-discovery replicas: both serve xDS, only the Lease holder wr
         status: { loadBalancer: { ingress: [{ ip: "203.0.113.8" }] } },
       });
       await waitUntil(() => lb() === '[{"ip":"203.0.113.8"}]', 30_000, "the new leader's status");
+
+      // The new leader loses the Lease while it runs (another holder renewed it, as after a
+      // partition): it stops writing. An Ingress whose status is then cleared, and its rules
+      // changed, stays cleared (the rules' change wakes the sync at once: a writer would restore
+      // the status within milliseconds).
+      const leaseObj = kube.get(
+        "leases.coordination.k8s.io",
+        "mesh-system",
+        "mesh-discovery-leader",
+      ) as JsonObject;
+      kube.upsert({
+        ...leaseObj,
+        spec: {
+          ...(leaseObj.spec as JsonObject),
+          holderIdentity: "replica-c",
+          leaseDurationSeconds: 3600,
+          renewTime: microTime(new Date()),
+        },
+      });
+      await follower.proc.waitFor(`${followerName} is no longer the leader`, 30_000);
+      assert.match(
+        follower.proc.output(),
+        /Lease mesh-system\/mesh-discovery-leader taken by replica-c/,
+      );
+      const updates = () => follower.proc.output().match(/Ingress status: updated/g)?.length ?? 0;
+      const before = updates();
+      const web = kube.get("ingresses", "default", "web") as JsonObject;
+      const rules = JSON.parse(JSON.stringify((web.spec as JsonObject).rules));
+      rules[0].host = "www.example.com";
+      kube.upsert({ ...web, spec: { ...(web.spec as JsonObject), rules }, status: {} });
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(lb(), "[]", "a replica that lost the Lease wrote the status");
+      assert.equal(updates(), before);
     } finally {
       for (const s of streams) await s.close().catch(() => {});
       for (const r of replicas) await r.proc.stop();
