@@ -76,3 +76,41 @@ Deno.test("mesh-discovery --ingressStatus writes the gateway service's addresses
     }
   });
 });
+
+Deno.test("mesh-discovery --ingressStatus without the Orchestrator registry or an ingressService says why it is not started, and writes nothing", async () => {
+  await withTempDir(async (dir) => {
+    await using kube = await startFakeKube({ objects: crdManifests() as JsonObject[] });
+    kube.upsert(gateway(["203.0.113.7"]));
+    kube.upsert(ingress("web", "mesh"));
+    await Deno.writeTextFile(`${dir}/mesh`, "ingressService: mesh-ingressgateway\n");
+    await Deno.writeTextFile(`${dir}/no-service`, "ingressControllerMode: DEFAULT\n");
+    const cases = [
+      {
+        args: ["--registries", "Mock", "--configDir", dir, "--meshConfig", `${dir}/mesh`],
+        why: "needs the Orchestrator registry",
+      },
+      {
+        args: [
+          "--registries",
+          "Orchestrator",
+          "--orchconfig",
+          kube.kubeconfigPath,
+          "--meshConfig",
+          `${dir}/no-service`,
+        ],
+        why: "the mesh config sets no ingressService",
+      },
+    ];
+    for (const { args, why } of cases) {
+      const d = await startDiscovery([...args, "--namespace", "mesh-system", "--ingressStatus"]);
+      try {
+        await d.proc.waitFor(`--ingressStatus: not started (${why})`, 30_000);
+      } finally {
+        const status = await d.proc.stop();
+        assert.equal(status.code, 0, d.proc.output().slice(-3000));
+      }
+      const web = kube.get("ingresses", "default", "web") as JsonObject & { status?: unknown };
+      assert.equal(JSON.stringify(web.status ?? {}), "{}", why);
+    }
+  });
+});
