@@ -61,20 +61,25 @@ Deno.test("WorkerPool broadcasts to every worker, answers their requests, and re
   }
 });
 
+/** Ends worker 0 with `end` (a crash, a kill) and waits until a new one answers. */
+async function restarted(pool: WorkerPool, end: () => unknown): Promise<void> {
+  const [before] = await pool.broadcast<{ started: number }>("echo", 1);
+  await end();
+  await waitUntil(
+    async () => {
+      const [r] = await pool.broadcast<{ started: number }>("echo", 1);
+      return r !== undefined && r.started !== before!.started;
+    },
+    30_000,
+    "the worker to be started again",
+  );
+}
+
 Deno.test("WorkerPool starts a worker that died again and logs why", async () => {
   const log = recorder();
   const pool = await echoPool({ restartDelayMs: 10, log });
   try {
-    const [before] = await pool.broadcast<{ started: number }>("echo", 1);
-    await pool.broadcast("crash");
-    await waitUntil(
-      async () => {
-        const [r] = await pool.broadcast<{ started: number }>("echo", 1);
-        return r !== undefined && r.started !== before!.started;
-      },
-      30_000,
-      "the worker to be started again",
-    );
+    await restarted(pool, () => pool.broadcast("crash"));
     assert.match(
       log.lines.join("\n"),
       /error echo worker 0 failed: .*asked to crash; starting it again/,
@@ -140,19 +145,7 @@ Deno.test("WorkerPool starts a worker that died again after a second by default"
 Deno.test("WorkerPool: a worker that keeps dying soon after its start waits longer each time; one that ran a while is started again after the first delay", async () => {
   const log = recorder();
   const pool = await echoPool({ restartDelayMs: 10, stableAfterMs: 1500, log });
-  /** Kills worker 0 and waits until it serves again. */
-  const killAndWait = async () => {
-    const [before] = await pool.broadcast<{ started: number }>("echo", 1);
-    pool.kill(0, "killed by the test");
-    await waitUntil(
-      async () => {
-        const [r] = await pool.broadcast<{ started: number }>("echo", 1);
-        return r !== undefined && r.started !== before!.started;
-      },
-      30_000,
-      "the worker to be started again",
-    );
-  };
+  const killAndWait = () => restarted(pool, () => pool.kill(0, "killed by the test"));
   try {
     await killAndWait();
     await killAndWait();
