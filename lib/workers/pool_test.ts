@@ -118,6 +118,7 @@ Deno.test("WorkerPool: a worker whose restart fails is logged and started again 
       "error echo worker 0: bad init; starting it again in 0.04 s",
     ]);
     assert.deepEqual(died, [0, 0, 0]);
+    assert.equal(pool.restarts, 3, "a failed start is counted as a restart too");
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(starts, 4, "a worker that started is not started again");
   } finally {
@@ -158,6 +159,7 @@ Deno.test("WorkerPool: a worker that keeps dying soon after its start waits long
       "error echo worker 0 killed by the test; starting it again in 0.04 s",
       "error echo worker 0 killed by the test; starting it again in 0.01 s",
     ]);
+    assert.equal(pool.restarts, 4);
   } finally {
     await pool.close(100);
   }
