@@ -12,6 +12,7 @@ import { Buffer } from "node:buffer";
 import net from "node:net";
 import tls from "node:tls";
 import { listenerTls, makeTestPki, type TestPki } from "../../tests/harness/certs.ts";
+import { fdLimit } from "../../tests/harness/fd_limit.ts";
 import { FrameType } from "./h2/frames.ts";
 import {
   type CallHandler,
@@ -90,56 +91,6 @@ function checksDone(port: number): number {
     }
   }
   return n;
-}
-
-/**
- * This process's open-file limit (`RLIMIT_NOFILE`, through libc): `exhaust()` makes every new
- * descriptor fail with EMFILE (those open stay usable) until `restore()`. `socket()`/`connect()`
- * make a TCP socket while descriptors are left and connect it later (a connect takes none).
- */
-function fdLimit() {
-  const libc = Deno.dlopen("libc.so.6", {
-    getrlimit: { parameters: ["i32", "buffer"], result: "i32" },
-    setrlimit: { parameters: ["i32", "buffer"], result: "i32" },
-    socket: { parameters: ["i32", "i32", "i32"], result: "i32" },
-    connect: { parameters: ["i32", "buffer", "u32"], result: "i32" },
-    close: { parameters: ["i32"], result: "i32" },
-  });
-  const RLIMIT_NOFILE = 7, AF_INET = 2, SOCK_STREAM = 1;
-  const saved = new BigUint64Array(2);
-  const bytes = (a: BigUint64Array<ArrayBuffer>) => new Uint8Array(a.buffer);
-  if (libc.symbols.getrlimit(RLIMIT_NOFILE, bytes(saved)) !== 0) throw new Error("getrlimit");
-  const set = (soft: bigint) => {
-    if (libc.symbols.setrlimit(RLIMIT_NOFILE, bytes(new BigUint64Array([soft, saved[1]])))) {
-      throw new Error("setrlimit failed");
-    }
-  };
-  const fds: number[] = [];
-  return {
-    exhaust: () => set(0n),
-    restore: () => set(saved[0]),
-    socket(): number {
-      const fd = libc.symbols.socket(AF_INET, SOCK_STREAM, 0);
-      if (fd < 0) throw new Error("socket() failed");
-      fds.push(fd);
-      return fd;
-    },
-    /** Connects `fd` to 127.0.0.1:`port` (blocking; the kernel completes it for a listener). */
-    connect(fd: number, port: number): void {
-      const sa = new Uint8Array(16);
-      const v = new DataView(sa.buffer);
-      v.setUint16(0, AF_INET, true);
-      v.setUint16(2, port);
-      sa.set([127, 0, 0, 1], 4);
-      if (libc.symbols.connect(fd, sa, 16) !== 0) throw new Error("connect() failed");
-    },
-    /** Restores the limit, closes the sockets made here and unloads libc. */
-    dispose(): void {
-      set(saved[0]);
-      for (const fd of fds.splice(0)) libc.symbols.close(fd);
-      libc.close();
-    },
-  };
 }
 
 for (const nativeReads of [false, true]) {

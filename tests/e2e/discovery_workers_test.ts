@@ -5,13 +5,18 @@
  * the clients of both workers; /debug/adsz lists the streams of both.
  */
 import assert from "node:assert/strict";
-import { type RawClient, servedClient } from "../../lib/grpc/testing.ts";
+import { Buffer } from "node:buffer";
+import net from "node:net";
+import { FrameType } from "../../lib/grpc/h2/frames.ts";
+import { RawClient, servedClient } from "../../lib/grpc/testing.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
+import { fdLimit } from "../harness/fd_limit.ts";
 import { holdSharablePort, waitUntil, withTempDir } from "../harness/procs.ts";
 import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
 import { fakeConsul, http, startDiscovery } from "./discovery_harness.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
+const { DATA } = FrameType;
 
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
@@ -340,6 +345,130 @@ Deno.test("mesh-discovery --workers 2 --grpcMaxConnections 3: the cap is the por
   });
 });
 
+Deno.test("mesh-discovery --workers 2 --grpcMaxFailedConnectionRate 1: an address whose connections keep failing is held or refused by the worker that takes it, and /metrics counts both workers' throttling", async () => {
+  const { start } = await import("../../servers/discovery/mod.ts");
+  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
+  await withTempDir(async (dir) => {
+    const config = await workersConfig(dir, { grpcMaxFailedConnectionRate: 1 });
+    let workers: AdsWorkers | undefined;
+    const d = await start(config, { onAdsWorkers: (w) => workers = w });
+    const port = Number(d.addresses.grpc.split(":").at(-1));
+    const clients: RawClient[] = [];
+    // A connection that fails: a DATA frame on stream 0 is a connection error (PROTOCOL_ERROR).
+    const failing = async () => {
+      const c = await RawClient.connect(port);
+      clients.push(c);
+      await c.send(DATA, 0, 0, new Uint8Array(1));
+      return c;
+    };
+    try {
+      await d.ready;
+      await new Promise((r) => setTimeout(r, 1500));
+      // Batches of 8 at once: each worker takes some, sees more than 1 failure a second from
+      // 127.0.0.1 and holds (or refuses) that address's next connections.
+      await waitUntil(
+        async () => {
+          const batch = await Promise.all(Array.from({ length: 8 }, failing));
+          await Promise.all(batch.map((c) => c.until(() => c.isClosed, 5000)));
+          return workers!.control.transport().throttled > 0;
+        },
+        30_000,
+        "a throttled connection counted in the control isolate",
+      );
+      const throttled = workers!.control.transport().throttled;
+      const metrics = await (await fetch(`http://${d.addresses.monitoring}/metrics`)).text();
+      const line = /^mesh_xds_throttled_connections (\d+)$/m.exec(metrics);
+      assert.ok(line && Number(line[1]) >= throttled, metrics.slice(0, 2000));
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await d.shutdown();
+    }
+  });
+});
+
+for (const workers of [1, 2]) {
+  Deno.test(`mesh-discovery${workers > 1 ? " --workers 2" : ""}: out of file descriptors, /ready answers 503 naming ADS and mesh_xds_accepting is 0; both recover once descriptors are back`, async () => {
+    const { start } = await import("../../servers/discovery/mod.ts");
+    await withTempDir(async (dir) => {
+      const d = await start(await workersConfig(dir, { workers }), {});
+      const limit = fdLimit();
+      // Connections opened before: reading them takes no new descriptor.
+      const ready = await keptAlive(d.addresses.http);
+      const metrics = await keptAlive(d.addresses.monitoring);
+      const accepting = async () =>
+        /^mesh_xds_accepting (\d)$/m.exec((await metrics.get("/metrics")).body)?.[1];
+      try {
+        await d.ready;
+        await waitUntil(async () => (await ready.get("/ready")).status === 200, 10_000, "ready");
+        assert.equal(await accepting(), "1");
+        limit.exhaust();
+        try {
+          // The listeners' accept checks cannot connect (each worker's: its own check fails). The
+          // config directory's poll cannot read it either: /ready tells every reason.
+          let last = { status: 0, body: "" };
+          await waitUntil(
+            async () =>
+              /ADS cannot accept connections/.test((last = await ready.get("/ready")).body),
+            20_000,
+            "/ready to say that ADS cannot accept",
+          );
+          assert.equal(last.status, 503);
+          assert.match(
+            last.body,
+            /^not ready: .*ADS cannot accept connections \(out of file descriptors\?\)/,
+          );
+          assert.equal(await accepting(), "0");
+        } finally {
+          limit.restore();
+        }
+        await waitUntil(async () => (await ready.get("/ready")).status === 200, 20_000, "ready");
+        assert.equal(await accepting(), "1");
+      } finally {
+        limit.dispose();
+        ready.close();
+        metrics.close();
+        await d.shutdown();
+      }
+    });
+  });
+}
+
+/**
+ * One HTTP/1.1 connection to `hostPort`, kept alive: `get` sends a request on it and reads the
+ * answer (its body sized by content-length).
+ */
+async function keptAlive(hostPort: string) {
+  const [host, port] = [hostPort.slice(0, hostPort.lastIndexOf(":")), hostPort.split(":").at(-1)];
+  const socket = net.connect({ host, port: Number(port) });
+  await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  let buf = Buffer.alloc(0);
+  let wake = () => {};
+  socket.on("data", (c: Buffer) => {
+    buf = Buffer.concat([buf, c]);
+    wake();
+  });
+  socket.on("close", () => wake());
+  return {
+    async get(path: string): Promise<{ status: number; body: string }> {
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`);
+      for (;;) {
+        const end = buf.indexOf("\r\n\r\n");
+        const head = end < 0 ? "" : buf.subarray(0, end).toString();
+        const length = /^content-length: (\d+)$/im.exec(head);
+        if (end >= 0 && !length) throw new Error(`no content-length: ${head}`);
+        if (length && buf.length >= end + 4 + Number(length[1])) {
+          const body = buf.subarray(end + 4, end + 4 + Number(length[1])).toString();
+          buf = buf.subarray(end + 4 + Number(length[1]));
+          return { status: Number(head.split(" ")[1]), body };
+        }
+        if (socket.destroyed) throw new Error(`the connection to ${hostPort} closed`);
+        await new Promise<void>((r) => wake = r);
+      }
+    },
+    close: () => socket.destroy(),
+  };
+}
+
 Deno.test("mesh-discovery --workers 2 refuses a --grpcAddr port already in use, even by a listener that allows sharing", async () => {
   const { start } = await import("../../servers/discovery/mod.ts");
   const held = await holdSharablePort();
@@ -358,7 +487,10 @@ Deno.test("mesh-discovery --workers 2 refuses a --grpcAddr port already in use, 
 });
 
 /** mesh-discovery's config with `--workers 2`, its config dir `dir`, and `over`. */
-async function workersConfig(dir: string, over: Partial<typeof FLAGS> = {}) {
+async function workersConfig(
+  dir: string,
+  over: Partial<typeof FLAGS> & { workers?: number } = {},
+) {
   const { toConfig } = await import("../../servers/discovery/mod.ts");
   return toConfig({ ...FLAGS, configDir: dir, meshConfig: `${dir}/none`, workers: 2, ...over }, {});
 }

@@ -28,6 +28,11 @@ import { MirrorDecoder, type MirrorDelta, type MirrorDrop } from "./worker_mirro
 export const STATE_QUIET_MS = 50;
 /** ...but not longer than this after the first change (ms). */
 export const STATE_MAX_MS = 500;
+/**
+ * How often the listener's state is looked at (ms): a refused or throttled connection, or the
+ * listener no longer accepting, changes no stream, so nothing else would send a note for it.
+ */
+export const TRANSPORT_POLL_MS = 1000;
 
 /** A stream's proxy in a worker: its id, unique in the worker, and its proxy key. */
 export interface WorkerProxy {
@@ -126,6 +131,8 @@ export class WorkerAds {
   #waiting: PromiseWithResolvers<ResourceMap>[] = [];
   #stateTimer: number | undefined;
   #lastState = "";
+  #transportPoll: number;
+  #lastTransport = "";
 
   constructor(o: WorkerAdsOptions) {
     this.#o = o;
@@ -143,6 +150,12 @@ export class WorkerAds {
       sendError: (t, reason) => count(`sendError:${reason}`)(t),
       connections: () => this.#soon(),
     };
+    this.#transportPoll = setInterval(() => {
+      const t = JSON.stringify(o.transport());
+      if (t === this.#lastTransport) return;
+      this.#lastTransport = t;
+      this.#soon();
+    }, TRANSPORT_POLL_MS);
     this.server = new XdsServer<WorkerProxy>({
       parseNode: (node, stream) => this.#connect(node, stream),
       proxyKey: (p) => p.key,
@@ -304,6 +317,7 @@ export class WorkerAds {
   /** Stops the timers and ends every stream. */
   close(): void {
     if (this.#stateTimer !== undefined) clearTimeout(this.#stateTimer);
+    clearInterval(this.#transportPoll);
     this.server.close();
   }
 }
