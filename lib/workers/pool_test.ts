@@ -217,6 +217,41 @@ Deno.test("WorkerPool: an output level changed at run time (ctrlz) reaches the w
   }
 });
 
+Deno.test("WorkerPool: a scope's own output level reaches the workers: its debug lines are written while the default scope stays at info", async () => {
+  const { configureLogging, defaultLogOptions, setScopeLevel } = await import("../log/mod.ts");
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/out.log`;
+  const logging = await configureLogging({
+    ...defaultLogOptions(["ads", "default"]),
+    outputLevels: { ads: "info", default: "info" },
+    targets: [file],
+  });
+  const log = recorder();
+  const pool = await echoPool({ count: 2, log });
+  try {
+    setScopeLevel("ads", "debug"); // at run time, as ctrlz does
+    await pool.broadcast("logTo", { scope: "ads", msg: "an ads debug line", level: "debug" });
+    await pool.broadcast("logTo", {
+      scope: "default",
+      msg: "a default debug line",
+      level: "debug",
+    });
+    await pool.broadcast("log", "marker");
+    await waitUntil(() => log.lines.filter((l) => l === "info marker").length === 2, 10_000);
+    await logging.dispose();
+    const written = (await Deno.readTextFile(file)).split("\n").filter((l) =>
+      l.includes("\tads\t")
+    );
+    assert.equal(written.length, 2, written.join("\n"));
+    for (const l of written) assert.match(l, /\tdebug\tads\tan ads debug line$/);
+    assert.ok(!log.lines.some((l) => l.includes("a default debug line")), log.lines.join("\n"));
+  } finally {
+    await pool.close(100);
+    await logging.dispose();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("WorkerPool.kill() ends a worker as if it died: onDied first, then it is started again", async () => {
   const log = recorder();
   const died: number[] = [];

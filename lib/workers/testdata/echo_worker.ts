@@ -1,6 +1,6 @@
 /// <reference lib="deno.worker" />
 // A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, answers `wait` after
-// the milliseconds it is given, logs on `log` (and on `logTo`, in a scope it is given); its init
+// the milliseconds it is given, logs on `log` (and on `logTo`, in a scope and at a level it is given); its init
 // never answers for the tag "hang" and fails for "refuse".
 import { serveControl } from "../mod.ts";
 
@@ -31,8 +31,12 @@ serveControl<{ tag: string }>((init, l) => {
     return true;
   },
   logTo: (a) => {
-    const { scope, msg } = a as { scope: string; msg: string };
-    link!.logger(scope).warn(msg);
+    const { scope, msg, level = "warn" } = a as {
+      scope: string;
+      msg: string;
+      level?: "debug" | "info" | "warn" | "error";
+    };
+    link!.logger(scope)[level](msg);
     return true;
   },
   ask: () => link!.channel.request("double", 21),
