@@ -5,7 +5,13 @@ import { LOADER_OPTIONS } from "../protos.ts";
 import { ResourceCache } from "./cache.ts";
 import { ADS_SERVICE, SDS_SERVICE, startAdsServer, structToJson } from "./grpc.ts";
 import { Flag, frame, FrameType } from "../../grpc/h2/frames.ts";
-import { grpcFrame, grpcRequest, RawClient } from "../../grpc/testing.ts";
+import {
+  ADS_PATH,
+  discoveryRequest,
+  grpcFrame,
+  grpcRequest,
+  RawClient,
+} from "../../grpc/testing.ts";
 
 const { END_STREAM } = Flag;
 import { XdsServer } from "./stream.ts";
@@ -447,6 +453,31 @@ Deno.test("startAdsServer(): a client half-close ends the stream OK and a cancel
     assert.deepEqual([st.code, st.details], [grpc.status.UNAVAILABLE, "Server is shutting down"]);
     assert.equal(t.server.connectionCount, 0);
   } finally {
+    await t.close();
+  }
+});
+
+Deno.test("startAdsServer(): a stream the client resets (RST_STREAM CANCEL, no half-close) is forgotten, and its connection goes on serving", async () => {
+  const t = await setup();
+  const c = await RawClient.connect(t.ads.port);
+  const request = (id: number, who: string) =>
+    c.write(
+      c.headersFrame(id, grpcRequest(ADS_PATH)),
+      frame(FrameType.DATA, 0, id, grpcFrame(discoveryRequest(node(who).id))),
+    );
+  try {
+    await request(1, "a");
+    assert.ok(await c.until(() => c.dataOn(1) > 0), "no response on stream 1");
+    assert.equal(t.server.connectionCount, 1);
+    const cancel = Buffer.alloc(4);
+    cancel.writeUInt32BE(8); // CANCEL
+    await c.send(FrameType.RST_STREAM, 0, 1, cancel);
+    await until(() => t.server.connectionCount === 0, "the reset stream forgotten");
+    await request(3, "b");
+    assert.ok(await c.until(() => c.dataOn(3) > 0), "no response on stream 3");
+    assert.deepEqual(t.server.connections().map((x) => x.nodeId), [node("b").id]);
+  } finally {
+    await c.close();
     await t.close();
   }
 });

@@ -274,6 +274,22 @@ async function waitFor(ok: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
+Deno.test("WorkerXdsControl.flush() resolves once the workers' streams sent what they have pending, a new stream's first response included, not only the pushes", async () => {
+  const { control, ads, close } = pair();
+  try {
+    const t = new MemoryStream<DiscoveryResponse>();
+    const h = ads.server.openSotw(t);
+    h.receive({ node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" }, type_url: CDS });
+    // the response waits for the control isolate's answer to the worker's question
+    await control.flush();
+    assert.equal(t.unread, 1, "flush() resolved before the worker sent the stream's response");
+    assert.deepEqual(names(await t.next()), ["c1@c1", "c2@c2"]);
+    h.close();
+  } finally {
+    close();
+  }
+});
+
 Deno.test("WorkerXdsControl knows a worker stream's ADS flavour and peer from its first request, before any debug refresh", async () => {
   const { control, ads, close } = pair();
   try {
