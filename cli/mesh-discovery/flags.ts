@@ -115,9 +115,10 @@ export const discoveryFlags = [
     name: "grpcMaxConnectionsPerAddress",
     type: int,
     default: 4096,
-    help: "Open gRPC connections one source address may hold per listener (with --workers, " +
-      "per worker); more are closed at once (0: no bound of its own; an address never holds " +
-      "more than half of the file descriptors left for connections either).",
+    help: "Open gRPC connections one source address may hold per listener (--grpcAddr's port " +
+      "is one listener whatever --workers is); more are closed at once (0: no bound of its own; " +
+      "an address never holds more than half of the file descriptors left for connections " +
+      "either).",
   }),
   flag({
     name: "grpcMaxFailedConnectionRate",

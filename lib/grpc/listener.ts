@@ -14,6 +14,7 @@ import { Buffer } from "node:buffer";
 import process from "node:process";
 import type { Server, Socket } from "node:net";
 import { Connection, type H2Options } from "./h2/connection.ts";
+import { SharedAddressCounts } from "./address_counts.ts";
 import { FailureThrottle } from "./throttle.ts";
 import { DescriptorBudget } from "./descriptors.ts";
 import { NativeSocket } from "./native_socket.ts";
@@ -94,8 +95,19 @@ export interface GrpcListenOptions extends H2Options {
    * their sum, the port's, rather than this listener's alone. A connection takes its slot before
    * it looks at the sum, so two listeners accepting at once may both refuse, never both exceed
    * the cap. Whoever starts a listener again zeroes its slot first (what the one that died held).
+   *
+   * `addresses`: a table made by `SharedAddressCounts.create(of, slots)`, where every listener of
+   * the port counts its connections per source address; {@link maxConnectionsPerAddress} then
+   * bounds what an address holds on the port. An address the table has no room for is bounded
+   * by this listener's own count. Whoever starts a listener again calls
+   * `SharedAddressCounts.forget(index)` first.
    */
-  reusePort?: { index: number; of: number; connections?: Int32Array };
+  reusePort?: {
+    index: number;
+    of: number;
+    connections?: Int32Array;
+    addresses?: SharedArrayBuffer;
+  };
   /**
    * Plaintext TCP only: accept and read through Deno's own API (`Deno.listen`, a
    * {@link NativeSocket} per connection reading into one reused buffer) instead of `node:net`,
@@ -470,6 +482,8 @@ class Listener implements GrpcListener {
   #maxPerAddress: number;
   /** Accepted raw sockets by source address. */
   #byAddress = new Map<string, number>();
+  /** Every listener's connections by source address, on a shared port (see reusePort). */
+  #shared: SharedAddressCounts | undefined;
   /** Accepted raw sockets still open. */
   #rawCount = 0;
   /** Raw sockets accepted since the listener started (the accept loop is alive while it grows). */
@@ -497,6 +511,10 @@ class Listener implements GrpcListener {
     this.#throttled = new Tally(opts.onError);
     this.#fds = new DescriptorBudget({ reserve: opts.descriptorReserve });
     this.#maxPerAddress = opts.maxConnectionsPerAddress ?? 0;
+    const r = opts.reusePort;
+    if (r?.addresses && this.#maxPerAddress > 0) {
+      this.#shared = new SharedAddressCounts(r.addresses, r.of, r.index);
+    }
     this.#shed = new Tally(opts.onError);
     this.#nativeFailed = new Tally(opts.onError);
     this.#throttle = perSecond > 0
@@ -538,6 +556,8 @@ class Listener implements GrpcListener {
     this.#accepted++;
     const n = (this.#byAddress.get(address) ?? 0) + 1;
     this.#byAddress.set(address, n);
+    // the port's count of the address, when listeners share it (else, or no room: this one's)
+    const shared = this.#shared?.add(address) ?? -1;
     const entry = { socket: raw, at: performance.now() };
     this.#silent.set(key, entry);
     // Counted out once: when we drop the socket (its descriptor is released right then, and a
@@ -551,15 +571,19 @@ class Listener implements GrpcListener {
       const left = (this.#byAddress.get(address) ?? 1) - 1;
       if (left > 0) this.#byAddress.set(address, left);
       else this.#byAddress.delete(address);
+      if (shared >= 0) this.#shared!.remove(address);
       if (this.#silent.get(key) === entry) this.#silent.delete(key);
     };
     this.#release.set(raw, release);
     raw.once("close", release);
-    const cap = this.#addressCap(address);
-    if (n > cap) {
+    // this listener's count against its cap (the bound and its descriptors); the port's against
+    // the bound
+    let [held, cap] = [n, this.#addressCap(address)];
+    if (held <= cap && shared > this.#maxPerAddress) [held, cap] = [shared, this.#maxPerAddress];
+    if (held > cap) {
       this.#drop(raw);
       this.#refused.add((k) =>
-        `refused ${k} connection(s) (latest from ${address}): the address holds ${n - 1}, ` +
+        `refused ${k} connection(s) (latest from ${address}): the address holds ${held - 1}, ` +
         `the limit is ${cap}`
       );
       return false;

@@ -21,3 +21,4 @@ export { checkRequestHeaders } from "./h2/request_headers.ts";
 export { GrpcMessageReader, type MessageError, type MessageReaderOptions } from "./messages.ts";
 export { callUnary, type UnaryCallOptions, type UnaryResult } from "./client.ts";
 export { grpcTimeoutMs } from "./deadline.ts";
+export { SharedAddressCounts } from "./address_counts.ts";

@@ -16,7 +16,7 @@ import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
 import { fakeConsul, http, startDiscovery } from "./discovery_harness.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
-const { DATA } = FrameType;
+const { DATA, SETTINGS } = FrameType;
 
 // deno-lint-ignore no-explicit-any
 type AnyObj = any;
@@ -338,6 +338,56 @@ Deno.test("mesh-discovery --workers 2 --grpcMaxConnections 3: the cap is the por
       const again: boolean[] = [];
       for (let i = 0; i < 4; i++) again.push(await open());
       assert.deepEqual(again, [true, true, true, false]);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await d.shutdown();
+    }
+  });
+});
+
+Deno.test("mesh-discovery --workers 2 --grpcMaxConnectionsPerAddress 3: the bound is the port's, over both workers, per address, and workers started again forget what the dead held", async () => {
+  const { start } = await import("../../servers/discovery/mod.ts");
+  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
+  await withTempDir(async (dir) => {
+    const config = await workersConfig(dir, { grpcMaxConnectionsPerAddress: 3 });
+    let workers: AdsWorkers | undefined;
+    const d = await start(config, { onAdsWorkers: (w) => workers = w, workerRestartDelayMs: 50 });
+    const port = Number(d.addresses.grpc.split(":").at(-1));
+    const clients: RawClient[] = [];
+    const open = async (localAddress: string) => {
+      const c = await RawClient.connect(port, { localAddress });
+      clients.push(c);
+      await c.send(SETTINGS, 1, 0);
+      return await c.roundTrip(5000);
+    };
+    const openMany = async (n: number, from: string) => {
+      const served: boolean[] = [];
+      for (let i = 0; i < n; i++) served.push(await open(from));
+      return served;
+    };
+    try {
+      await d.ready;
+      // 8 connections from one address: the kernel gives each worker some (each alone would
+      // serve 3)
+      assert.deepEqual(await openMany(8, "127.0.0.1"), [true, true, true, ...Array(5).fill(false)]);
+      // another address has a bound of its own
+      assert.deepEqual(await openMany(4, "127.0.0.2"), [true, true, true, false]);
+      await waitUntil(
+        () => workers!.control.transport().refused === 6,
+        10_000,
+        "the workers' refusals summed in the control isolate",
+      );
+      // a connection closed gives its place back, whichever worker held it
+      const [first] = clients.slice(8);
+      await first.close();
+      await waitUntil(() => open("127.0.0.2"), 10_000, "a place of 127.0.0.2 given back");
+      // both workers die with what they hold; their successors start from nothing held
+      workers!.pool!.kill(0, "killed by the test");
+      workers!.pool!.kill(1, "killed by the test");
+      const served = clients.filter((c) => !c.isClosed);
+      for (const c of served) assert.ok(await c.until(() => c.isClosed), "still open");
+      await waitUntil(() => workers!.pool!.running === 2, 30_000, "both workers started again");
+      assert.deepEqual(await openMany(4, "127.0.0.1"), [true, true, true, false]);
     } finally {
       await Promise.all(clients.map((c) => c.close()));
       await d.shutdown();

@@ -84,10 +84,16 @@ export interface AdsServerOptions {
   };
   /**
    * Share the port with other isolates (SO_REUSEPORT): this listener's index, their count, and
-   * optionally their shared connection counts (`transport.maxConnections` then caps the port's:
-   * see `GrpcListenOptions.reusePort`).
+   * optionally their shared connection counts (`transport.maxConnections` then caps the port's)
+   * and counts by address (`transport.maxConnectionsPerAddress` likewise; see
+   * `GrpcListenOptions.reusePort`).
    */
-  reusePort?: { index: number; of: number; connections?: Int32Array };
+  reusePort?: {
+    index: number;
+    of: number;
+    connections?: Int32Array;
+    addresses?: SharedArrayBuffer;
+  };
   /**
    * Plaintext: read through `Deno.Conn` into a reused buffer per connection instead of `node:net`
    * (see `GrpcListenOptions.nativeReads`; mesh-discovery's ADS workers). With `reusePort` this

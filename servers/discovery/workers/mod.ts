@@ -9,6 +9,7 @@
  * @module
  */
 
+import { SharedAddressCounts } from "../../../lib/grpc/mod.ts";
 import type { Logger } from "../../../lib/log/mod.ts";
 import type { Cleanups } from "../../../lib/process/mod.ts";
 import { reserveSharedPort, WorkerPool } from "../../../lib/workers/mod.ts";
@@ -32,6 +33,20 @@ export interface DiscoveryWorkerInit {
    * so that the cap is the port's, not each worker's.
    */
   connections?: Int32Array;
+  /**
+   * With `--grpcMaxConnectionsPerAddress`: every worker's open connections by source address
+   * (`SharedAddressCounts`), so that the bound is the port's, not each worker's.
+   */
+  addresses?: SharedArrayBuffer;
+}
+
+/**
+ * Slots of the table of connections by address: no more addresses than connections hold a slot
+ * at once (twice that keeps the probes short); without a connection cap, 16,384 addresses (1.4 MB
+ * with 4 workers). An address beyond is bounded by its worker's count alone.
+ */
+export function addressSlots(maxConnections: number): number {
+  return maxConnections > 0 ? Math.min(Math.max(2 * maxConnections, 64), 65_536) : 16_384;
 }
 
 /** The ADS types mesh-discovery serves. */
@@ -110,6 +125,9 @@ export class AdsWorkers {
     const connections = config.grpc.maxConnections > 0
       ? new Int32Array(new SharedArrayBuffer(4 * o.count))
       : undefined;
+    const addresses = config.grpc.maxConnectionsPerAddress > 0
+      ? SharedAddressCounts.create(o.count, addressSlots(config.grpc.maxConnections))
+      : undefined;
     const pool = this.#pool = await WorkerPool.start({
       url: new URL("./worker_main.ts", import.meta.url),
       count: o.count,
@@ -120,6 +138,7 @@ export class AdsWorkers {
         control.startWorker(index);
         // a worker started again: what the one that died held is gone with it
         if (connections) Atomics.store(connections, index, 0);
+        if (addresses) SharedAddressCounts.forget(addresses, o.count, index);
         return {
           host,
           port,
@@ -127,6 +146,7 @@ export class AdsWorkers {
           transport: config.grpc,
           reusedReads: config.grpcReusedReads,
           connections,
+          addresses,
         };
       },
       handlers: control.handlers,

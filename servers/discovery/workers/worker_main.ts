@@ -36,7 +36,7 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
     server: ads.server,
     logger: log,
     transport: arg.transport,
-    reusePort: { index, of: count, connections: arg.connections },
+    reusePort: { index, of: count, connections: arg.connections, addresses: arg.addresses },
     // node:net by default, as the main isolate: its synchronous writes cost half of Deno.Conn's
     // async op, and with mesh-discovery's 1 MiB young generation the buffers of its reads no
     // longer pile up into major GCs (docs/benchmarks.md, "ADS workers on node:net").
