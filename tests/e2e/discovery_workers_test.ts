@@ -307,53 +307,29 @@ Deno.test("mesh-discovery --workers 2: a worker that dies is started again, and 
 });
 
 Deno.test("mesh-discovery --workers 2 --grpcMaxConnections 3: the cap is the port's, over both workers, and workers started again start from what they hold", async () => {
-  const { start } = await import("../../servers/discovery/mod.ts");
-  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
-  await withTempDir(async (dir) => {
-    const config = await workersConfig(dir, { grpcMaxConnections: 3 });
-    let workers: AdsWorkers | undefined;
-    const d = await start(config, { onAdsWorkers: (w) => workers = w, workerRestartDelayMs: 50 });
-    const port = Number(d.addresses.grpc.split(":").at(-1));
-    const clients: RawClient[] = [];
+  await withWorkers({ grpcMaxConnections: 3 }, async ({ d, workers, port, clients }) => {
     const open = () => servedClient(port, clients);
-    try {
-      await d.ready;
-      // 12 connections: the kernel gives each worker some (each alone would serve 3)
-      const served: boolean[] = [];
-      for (let i = 0; i < 12; i++) served.push(await open());
-      assert.deepEqual(served, [true, true, true, ...Array(9).fill(false)]);
-      await waitUntil(
-        () => workers!.control.transport().refused === 9,
-        10_000,
-        "the workers' refusals summed in the control isolate",
-      );
-      const metrics = await (await fetch(`http://${d.addresses.monitoring}/metrics`)).text();
-      assert.match(metrics, /^mesh_xds_refused_connections 9$/m);
-      // both workers die with what they hold; their successors start from nothing held
-      const before = clients.slice(0, 3);
-      workers!.pool!.kill(0, "killed by the test");
-      workers!.pool!.kill(1, "killed by the test");
-      for (const c of before) assert.ok(await c.until(() => c.isClosed), "still open");
-      await waitUntil(() => workers!.pool!.running === 2, 30_000, "both workers started again");
-      const again: boolean[] = [];
-      for (let i = 0; i < 4; i++) again.push(await open());
-      assert.deepEqual(again, [true, true, true, false]);
-    } finally {
-      await Promise.all(clients.map((c) => c.close()));
-      await d.shutdown();
-    }
+    // 12 connections: the kernel gives each worker some (each alone would serve 3)
+    const served: boolean[] = [];
+    for (let i = 0; i < 12; i++) served.push(await open());
+    assert.deepEqual(served, [true, true, true, ...Array(9).fill(false)]);
+    await waitUntil(
+      () => workers.control.transport().refused === 9,
+      10_000,
+      "the workers' refusals summed in the control isolate",
+    );
+    const metrics = await (await fetch(`http://${d.addresses.monitoring}/metrics`)).text();
+    assert.match(metrics, /^mesh_xds_refused_connections 9$/m);
+    // both workers die with what they hold; their successors start from nothing held
+    await killBoth(workers, clients);
+    const again: boolean[] = [];
+    for (let i = 0; i < 4; i++) again.push(await open());
+    assert.deepEqual(again, [true, true, true, false]);
   });
 });
 
 Deno.test("mesh-discovery --workers 2 --grpcMaxConnectionsPerAddress 3: the bound is the port's, over both workers, per address, and workers started again forget what the dead held", async () => {
-  const { start } = await import("../../servers/discovery/mod.ts");
-  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
-  await withTempDir(async (dir) => {
-    const config = await workersConfig(dir, { grpcMaxConnectionsPerAddress: 3 });
-    let workers: AdsWorkers | undefined;
-    const d = await start(config, { onAdsWorkers: (w) => workers = w, workerRestartDelayMs: 50 });
-    const port = Number(d.addresses.grpc.split(":").at(-1));
-    const clients: RawClient[] = [];
+  await withWorkers({ grpcMaxConnectionsPerAddress: 3 }, async ({ workers, port, clients }) => {
     const open = async (localAddress: string) => {
       const c = await RawClient.connect(port, { localAddress });
       clients.push(c);
@@ -365,45 +341,27 @@ Deno.test("mesh-discovery --workers 2 --grpcMaxConnectionsPerAddress 3: the boun
       for (let i = 0; i < n; i++) served.push(await open(from));
       return served;
     };
-    try {
-      await d.ready;
-      // 8 connections from one address: the kernel gives each worker some (each alone would
-      // serve 3)
-      assert.deepEqual(await openMany(8, "127.0.0.1"), [true, true, true, ...Array(5).fill(false)]);
-      // another address has a bound of its own
-      assert.deepEqual(await openMany(4, "127.0.0.2"), [true, true, true, false]);
-      await waitUntil(
-        () => workers!.control.transport().refused === 6,
-        10_000,
-        "the workers' refusals summed in the control isolate",
-      );
-      // a connection closed gives its place back, whichever worker held it
-      const [first] = clients.slice(8);
-      await first.close();
-      await waitUntil(() => open("127.0.0.2"), 10_000, "a place of 127.0.0.2 given back");
-      // both workers die with what they hold; their successors start from nothing held
-      workers!.pool!.kill(0, "killed by the test");
-      workers!.pool!.kill(1, "killed by the test");
-      const served = clients.filter((c) => !c.isClosed);
-      for (const c of served) assert.ok(await c.until(() => c.isClosed), "still open");
-      await waitUntil(() => workers!.pool!.running === 2, 30_000, "both workers started again");
-      assert.deepEqual(await openMany(4, "127.0.0.1"), [true, true, true, false]);
-    } finally {
-      await Promise.all(clients.map((c) => c.close()));
-      await d.shutdown();
-    }
+    // 8 connections from one address: the kernel gives each worker some (each alone would
+    // serve 3)
+    assert.deepEqual(await openMany(8, "127.0.0.1"), [true, true, true, ...Array(5).fill(false)]);
+    // another address has a bound of its own
+    assert.deepEqual(await openMany(4, "127.0.0.2"), [true, true, true, false]);
+    await waitUntil(
+      () => workers.control.transport().refused === 6,
+      10_000,
+      "the workers' refusals summed in the control isolate",
+    );
+    // a connection closed gives its place back, whichever worker held it
+    await clients[8].close();
+    await waitUntil(() => open("127.0.0.2"), 10_000, "a place of 127.0.0.2 given back");
+    // both workers die with what they hold; their successors start from nothing held
+    await killBoth(workers, clients);
+    assert.deepEqual(await openMany(4, "127.0.0.1"), [true, true, true, false]);
   });
 });
 
 Deno.test("mesh-discovery --workers 2 --grpcMaxFailedConnectionRate 1: an address whose connections keep failing is held or refused by the worker that takes it, and /metrics counts both workers' throttling", async () => {
-  const { start } = await import("../../servers/discovery/mod.ts");
-  type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
-  await withTempDir(async (dir) => {
-    const config = await workersConfig(dir, { grpcMaxFailedConnectionRate: 1 });
-    let workers: AdsWorkers | undefined;
-    const d = await start(config, { onAdsWorkers: (w) => workers = w });
-    const port = Number(d.addresses.grpc.split(":").at(-1));
-    const clients: RawClient[] = [];
+  await withWorkers({ grpcMaxFailedConnectionRate: 1 }, async ({ d, workers, port, clients }) => {
     // A connection that fails: a DATA frame on stream 0 is a connection error (PROTOCOL_ERROR).
     const failing = async () => {
       const c = await RawClient.connect(port);
@@ -411,28 +369,24 @@ Deno.test("mesh-discovery --workers 2 --grpcMaxFailedConnectionRate 1: an addres
       await c.send(DATA, 0, 0, new Uint8Array(1));
       return c;
     };
-    try {
-      await d.ready;
-      await new Promise((r) => setTimeout(r, 1500));
-      // Batches of 8 at once: each worker takes some, sees more than 1 failure a second from
-      // 127.0.0.1 and holds (or refuses) that address's next connections.
-      await waitUntil(
-        async () => {
-          const batch = await Promise.all(Array.from({ length: 8 }, failing));
-          await Promise.all(batch.map((c) => c.until(() => c.isClosed, 5000)));
-          return workers!.control.transport().throttled > 0;
-        },
-        30_000,
-        "a throttled connection counted in the control isolate",
-      );
-      const throttled = workers!.control.transport().throttled;
-      const metrics = await (await fetch(`http://${d.addresses.monitoring}/metrics`)).text();
-      const line = /^mesh_xds_throttled_connections (\d+)$/m.exec(metrics);
-      assert.ok(line && Number(line[1]) >= throttled, metrics.slice(0, 2000));
-    } finally {
-      await Promise.all(clients.map((c) => c.close()));
-      await d.shutdown();
-    }
+    // Well after the start, whose push made the workers send their state: a throttled
+    // connection changes no stream.
+    await new Promise((r) => setTimeout(r, 1500));
+    // Batches of 8 at once: each worker takes some, sees more than 1 failure a second from
+    // 127.0.0.1 and holds (or refuses) that address's next connections.
+    await waitUntil(
+      async () => {
+        const batch = await Promise.all(Array.from({ length: 8 }, failing));
+        await Promise.all(batch.map((c) => c.until(() => c.isClosed, 5000)));
+        return workers.control.transport().throttled > 0;
+      },
+      30_000,
+      "a throttled connection counted in the control isolate",
+    );
+    const throttled = workers.control.transport().throttled;
+    const metrics = await (await fetch(`http://${d.addresses.monitoring}/metrics`)).text();
+    const line = /^mesh_xds_throttled_connections (\d+)$/m.exec(metrics);
+    assert.ok(line && Number(line[1]) >= throttled, metrics.slice(0, 2000));
   });
 });
 
@@ -535,6 +489,51 @@ Deno.test("mesh-discovery --workers 2 refuses a --grpcAddr port already in use, 
     await held.close();
   }
 });
+
+/**
+ * mesh-discovery started in this process with `--workers 2` and `over`, its workers' pool, the
+ * port they share and the raw clients `fn` opens (closed after it, as the server is).
+ */
+async function withWorkers(
+  over: Partial<typeof FLAGS>,
+  fn: (w: {
+    d: import("../../servers/discovery/mod.ts").DiscoveryHandle;
+    workers: import("../../servers/discovery/workers/mod.ts").AdsWorkers;
+    port: number;
+    clients: RawClient[];
+  }) => Promise<void>,
+): Promise<void> {
+  const { start } = await import("../../servers/discovery/mod.ts");
+  await withTempDir(async (dir) => {
+    type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
+    let workers: AdsWorkers | undefined;
+    const d = await start(await workersConfig(dir, over), {
+      onAdsWorkers: (w) => workers = w,
+      workerRestartDelayMs: 50,
+    });
+    const clients: RawClient[] = [];
+    try {
+      await d.ready;
+      const port = Number(d.addresses.grpc.split(":").at(-1));
+      await fn({ d, workers: workers!, port, clients });
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await d.shutdown();
+    }
+  });
+}
+
+/** Kills both workers; resolves once their clients' connections closed and both run again. */
+async function killBoth(
+  workers: import("../../servers/discovery/workers/mod.ts").AdsWorkers,
+  clients: RawClient[],
+): Promise<void> {
+  const open = clients.filter((c) => !c.isClosed);
+  workers.pool!.kill(0, "killed by the test");
+  workers.pool!.kill(1, "killed by the test");
+  for (const c of open) assert.ok(await c.until(() => c.isClosed), "still open");
+  await waitUntil(() => workers.pool!.running === 2, 30_000, "both workers started again");
+}
 
 /** mesh-discovery's config with `--workers 2`, its config dir `dir`, and `over`. */
 async function workersConfig(
