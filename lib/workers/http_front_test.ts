@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { FIRST_BYTES, FrontListenError, HttpFront, type HttpFrontOptions } from "./http_front.ts";
 import { curlLater, hold } from "../../tests/harness/probe.ts";
-import { freePort } from "../../tests/harness/procs.ts";
+import { freePort, waitUntil } from "../../tests/harness/procs.ts";
 import { quietLogger as quiet } from "../log/testing.ts";
 
 /** Starts a front on one port of 127.0.0.1 and closes it after `fn`. */
@@ -438,6 +438,37 @@ Deno.test("HttpFront hands over at most maxInFlight requests at once; the rest w
     );
     assert.deepEqual(await Promise.all(more), Array(3).fill("1\n"));
   }, { maxInFlight: 3 });
+});
+
+Deno.test("HttpFront does not hand over a request whose client left while it waited for a slot", async () => {
+  const seen: string[] = [];
+  const release = Promise.withResolvers<void>();
+  const handler: HttpFrontOptions["handler"] = async (req, info) => {
+    const path = new URL(req.url).pathname;
+    if (path !== "/hold" && path !== "/gone") return app(req, info);
+    seen.push(path);
+    if (path === "/hold") await release.promise;
+    return new Response("answered\n");
+  };
+  await withFront(handler, async (_, base) => {
+    // the one slot is taken
+    const held = fetch(`${base}/hold`).then((r) => r.text());
+    await waitUntil(() => seen.length === 1, 10_000, "the first request handed over");
+    // a client asks, then leaves before its turn
+    const port = Number(new URL(base).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(new TextEncoder().encode("GET /gone HTTP/1.1\r\nhost: x\r\n\r\n"));
+    await new Promise((r) => setTimeout(r, 200));
+    conn.close();
+    await new Promise((r) => setTimeout(r, 200));
+    release.resolve();
+    assert.equal(await held, "answered\n");
+    // the slot is free for the next one, and the client gone was never handed over
+    const next = await fetch(`${base}/echo`);
+    assert.equal(next.status, 201);
+    await next.body?.cancel();
+    assert.deepEqual(seen, ["/hold"]);
+  }, { maxInFlight: 1 });
 });
 
 Deno.test("HttpFront answers its own readiness path as configured, with or without trailing slashes", async () => {
