@@ -71,14 +71,29 @@ export function monitoringHandler(
       if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 600) {
         return text(400, `Bad seconds ${JSON.stringify(raw)}: want a number in (0, 600]\n`);
       }
+      // asked now: Deno aborts a request's signal only once it was asked for (see
+      // lib/workers/http_front_worker.ts)
+      const left = req.signal;
       let p;
       try {
         p = await recorded.start();
       } catch (e) {
         return text(409, `${(e as Error).message}\n`);
       }
-      await new Promise((r) => setTimeout(r, seconds * 1000));
-      return new Response(JSON.stringify(await p.stop()), {
+      // as Go's pprof: a client that leaves ends the recording (the next one need not wait)
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          left.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, seconds * 1000);
+        if (left.aborted) done();
+        else left.addEventListener("abort", done, { once: true });
+      });
+      const recording = await p.stop();
+      if (left.aborted) return text(499, "client closed the request\n");
+      return new Response(JSON.stringify(recording), {
         headers: download("application/json", o.profileName, recorded.ext),
       });
     }

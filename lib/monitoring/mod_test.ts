@@ -83,6 +83,24 @@ Deno.test("monitoringHandler answers 409 while another CPU profile is being reco
   }
 });
 
+Deno.test("monitoringHandler ends a recording whose client left, so that the next one need not wait (as Go's pprof)", async () => {
+  const handler = monitoringHandler({ ...base, profiling: true });
+  const gone = new AbortController();
+  const t0 = performance.now();
+  const first = handler(
+    new Request("http://m/debug/pprof/profile?seconds=600", { signal: gone.signal }),
+  );
+  await new Promise((r) => setTimeout(r, 100));
+  gone.abort();
+  const answered = await first;
+  assert.equal(answered.status, 499);
+  await answered.body?.cancel();
+  assert.ok(performance.now() - t0 < 5_000, "the recording went on after its client left");
+  const next = await handler(new Request("http://m/debug/pprof/profile?seconds=0.05"));
+  assert.equal(next.status, 200);
+  assert.ok(Array.isArray((await next.json()).nodes));
+});
+
 Deno.test("monitoringHandler records where the process allocates for N seconds", async () => {
   const handler = monitoringHandler({ ...base, profiling: true, profileName: "prog" });
   const pending = handler(new Request("http://m/debug/pprof/allocs?seconds=0.5"));

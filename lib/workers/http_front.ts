@@ -100,6 +100,8 @@ export type FrontStarted =
 
 /** A request the front hands over. */
 export interface ForwardRequest {
+  /** The front's id of the request (a `leave` note names it when its client leaves). */
+  id: number;
   method: string;
   url: string;
   headers: [string, string][];
@@ -140,6 +142,8 @@ export class FrontListenError extends Error {
 export class HttpFront {
   #streams = new Map<number, ReadableStreamDefaultReader<Uint8Array>>();
   #nextStream = 1;
+  /** The signals of the handed-over requests being handled, by the front's id. */
+  #handling = new Map<number, AbortController>();
   #timer: number | undefined;
   /** The heartbeat in progress. */
   #beating: Promise<void> | undefined;
@@ -198,6 +202,7 @@ export class HttpFront {
         fetch: (a) => this.#fetch(a as ForwardRequest),
         read: (id) => this.#read(id as number),
         cancel: (id) => this.#cancel(id as number),
+        leave: (id) => this.#handling.get(id as number)?.abort(),
       },
       onDied: () => {
         for (const id of [...this.#streams.keys()]) this.#cancel(id);
@@ -260,15 +265,24 @@ export class HttpFront {
 
   /** Runs a handed-over request through the handler. */
   async #fetch(a: ForwardRequest): Promise<ForwardReply> {
+    // the request's signal aborts when its client leaves before the answer (the front's `leave`)
+    const left = new AbortController();
+    this.#handling.set(a.id, left);
     const req = new Request(a.url, {
       method: a.method,
       headers: a.headers,
+      signal: left.signal,
       ...(a.body ? { body: a.body as Uint8Array<ArrayBuffer> } : {}),
     });
-    const res = await this.o.handler(req, {
-      remoteAddr: { transport: "tcp", hostname: a.remote.hostname, port: a.remote.port },
-      completed: Promise.resolve(),
-    });
+    let res: Response;
+    try {
+      res = await this.o.handler(req, {
+        remoteAddr: { transport: "tcp", hostname: a.remote.hostname, port: a.remote.port },
+        completed: Promise.resolve(),
+      });
+    } finally {
+      this.#handling.delete(a.id);
+    }
     const head = { status: res.status, headers: [...res.headers] };
     if (!res.body) return { ...head, body: null, stream: 0 };
     const reader = res.body.getReader();

@@ -471,6 +471,32 @@ Deno.test("HttpFront does not hand over a request whose client left while it wai
   }, { maxInFlight: 1 });
 });
 
+Deno.test("HttpFront aborts a handed-over request's signal when its client leaves before the answer", async () => {
+  let aborted: number | undefined;
+  const t0 = performance.now();
+  const handler: HttpFrontOptions["handler"] = async (req, info) => {
+    if (new URL(req.url).pathname !== "/long") return app(req, info);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 10_000);
+      req.signal.addEventListener("abort", () => {
+        aborted = performance.now() - t0;
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return new Response("too late\n");
+  };
+  await withFront(handler, async (_, base) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(base).port) });
+    await conn.write(new TextEncoder().encode("GET /long HTTP/1.1\r\nhost: x\r\n\r\n"));
+    await new Promise((r) => setTimeout(r, 200));
+    conn.close();
+    await waitUntil(() => aborted !== undefined, 5_000, "the handler's signal to abort");
+    // the front goes on answering
+    assert.equal(await fetch(`${base}/echo`).then((r) => r.json()).then((j) => j.method), "GET");
+  });
+});
+
 Deno.test("HttpFront answers its own readiness path as configured, with or without trailing slashes", async () => {
   readyNow = false;
   const handler: HttpFrontOptions["handler"] = (req, info) => {

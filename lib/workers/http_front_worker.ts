@@ -52,6 +52,7 @@ serveControl<FrontInit>(({ arg }, link): FrontStarted => {
 function frontHandler(init: FrontInit, channel: Channel): Deno.ServeHandler<Deno.NetAddr> {
   const readyPath = init.readyPath.replace(/\/+$/, "");
   const inFlight = new Slots(init.maxInFlight);
+  let ids = 0;
   return async (req, info) => {
     if (
       (req.method === "GET" || req.method === "HEAD") &&
@@ -67,27 +68,35 @@ function frontHandler(init: FrontInit, channel: Channel): Deno.ServeHandler<Deno
     // is held, the others wait unread (their bodies stay in the sockets)
     await inFlight.take();
     let reply: ForwardReply;
+    const request = ++ids;
+    // a client that leaves while its request is handled: the handler's signal says so
+    const leave = () => channel.notify("leave", request);
     try {
       if (left.aborted) return new Response(null, { status: 499 });
       const body = await boundedBody(req, init.maxRequestBytes);
       const arg: ForwardRequest = {
+        id: request,
         method: req.method,
         url: req.url,
         headers: [...req.headers],
         body,
         remote: { hostname: info.remoteAddr.hostname, port: info.remoteAddr.port },
       };
-      reply = await channel.request<ForwardReply>(
+      const answer = channel.request<ForwardReply>(
         "fetch",
         arg,
         body ? [body.buffer as ArrayBuffer] : [],
       );
+      if (left.aborted) leave();
+      else left.addEventListener("abort", leave, { once: true });
+      reply = await answer;
     } catch (e) {
       return new Response(`Internal error: ${(e as Error).message}\n`, {
         status: 500,
         headers: { "content-type": "text/plain; charset=utf-8" },
       });
     } finally {
+      left.removeEventListener("abort", leave);
       inFlight.give();
     }
     const init_ = { status: reply.status, headers: reply.headers };

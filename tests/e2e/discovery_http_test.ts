@@ -165,6 +165,22 @@ Deno.test("mesh-discovery serves profiles with --profile, caches REST responses 
       assert.equal(r.status, 400, bad);
       assert.match(r.body, /Bad seconds/);
     }
+    // A client that asks for ten minutes and leaves: the recording ends with it (through the
+    // HTTP front to the serving isolate), and the next profile is recorded at once, not 409.
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: Number(d.monitoring.split(":")[1]),
+    });
+    await conn.write(
+      new TextEncoder().encode("GET /debug/pprof/profile?seconds=600 HTTP/1.1\r\nhost: x\r\n\r\n"),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    conn.close();
+    await waitUntil(
+      async () => (await http(`${base}/debug/pprof/profile?seconds=0.1`)).status === 200,
+      10_000,
+      "a profile recorded after the client of the ten-minute one left",
+    );
 
     // REST cache: a miss, then hits; a change (a new debug-registry service) clears it.
     const clusters = (id: string) => post(`${base}/v3/discovery:clusters`, { node: { id } });
