@@ -252,8 +252,8 @@ export const discoveryFlags = [
     name: "workers",
     type: int,
     default: 1,
-    help: "Isolates owning the ADS connections of --grpcAddr on its one port (SO_REUSEPORT, " +
-      "Linux): 0 = one per core, 1 = the main isolate alone (the TLS port always is).",
+    help: "Isolates owning the ADS connections of --grpcAddr and --secureGrpcAddr, each port " +
+      "shared by all (SO_REUSEPORT, Linux): 0 = one per core, 1 = the main isolate alone.",
   }),
 ] as const;
 

@@ -10,12 +10,7 @@ import type { PoolFigures } from "../../lib/monitoring/mod.ts";
 import type { MeshConfig } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";
 import { type Proxy, proxyFromNode, TYPE_URLS } from "../../lib/xds/mod.ts";
-import {
-  type AdsServerHandle,
-  ResourceCache,
-  startAdsServer,
-  XdsServer,
-} from "../../lib/xds/server/mod.ts";
+import { ResourceCache, startAdsServer, XdsServer } from "../../lib/xds/server/mod.ts";
 import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
 import type { DiscoveryConfig, ListenAddress } from "./config.ts";
@@ -138,6 +133,17 @@ export interface SecureAdsDeps {
   cleanups: Cleanups;
   /** Called with the `host:port` when the TLS port starts after `start` returned. */
   startedLater(address: string): void;
+  /**
+   * Opens the TLS listener on `host`:`port` with `certs` (default: in this isolate, serving
+   * `core.local`; with `--workers`, on the worker isolates). Rejects with the reason it cannot.
+   */
+  open?(host: string, port: number, certs: MeshCerts): Promise<SecureListener>;
+}
+
+/** An open TLS ADS listener: its bound port, and new certificates for new connections. */
+export interface SecureListener {
+  port: number;
+  setTls(certs: MeshCerts): void | Promise<void>;
 }
 
 /**
@@ -153,23 +159,26 @@ export async function listenSecureAds(
   deps: SecureAdsDeps,
 ): Promise<string | undefined> {
   const { logger: log, cleanups } = deps;
-  let secure: AdsServerHandle | undefined;
-  const startSecure = async (certs: MeshCerts) => {
-    const host = hostOf(address);
+  let secure: SecureListener | undefined;
+  const open = deps.open ?? (async (host: string, port: number, certs: MeshCerts) => {
     const listener = await startAdsServer({
-      address: hostPort(host, address.port),
+      address: hostPort(host, port),
       server: core.local,
       logger: getLogger("ads"),
       // Client certificates are verified when presented (proxies without one stay anonymous).
       tls: { ...certs, requireClientCert: false },
       transport: config.grpc,
-    }).catch((e) => {
-      throw listenError(`--secureGrpcAddr ${hostPort(host, address.port)}`, e);
     });
     core.listeners.add(listener);
     cleanups.push(() => listener.shutdown());
-    secure = listener;
-    return hostPort(host, listener.port);
+    return listener;
+  });
+  const startSecure = async (certs: MeshCerts) => {
+    const host = hostOf(address);
+    secure = await open(host, address.port, certs).catch((e) => {
+      throw listenError(`--secureGrpcAddr ${hostPort(host, address.port)}`, e);
+    });
+    return hostPort(host, secure.port);
   };
   // A half-written or mismatched set at start-up: wait for good files as for absent ones.
   const problem = deps.certs
@@ -197,7 +206,7 @@ export async function listenSecureAds(
     pollMs: deps.certPollMs,
     apply: async (certs) => {
       if (secure) {
-        secure.setTls(certs);
+        await secure.setTls(certs);
         log.info(
           `Secure gRPC: certificates reloaded from ${config.certDir} (new connections use them; established streams continue)`,
         );

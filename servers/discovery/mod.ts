@@ -18,7 +18,13 @@ import { Cleanups } from "../../lib/process/mod.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
 import { formatVersion, versionInfo } from "../../lib/version/mod.ts";
 import { loadXdsProtos } from "../../lib/xds/mod.ts";
-import { createXdsCore, listenAds, listenSecureAds, type XdsCore } from "./ads.ts";
+import {
+  createXdsCore,
+  listenAds,
+  listenSecureAds,
+  type SecureAdsDeps,
+  type XdsCore,
+} from "./ads.ts";
 import type { DiscoveryConfig } from "./config.ts";
 import { discoveryApp, MAX_REQUEST_BYTES, RestCache } from "./http.ts";
 import { startIngressStatus } from "./ingress_status.ts";
@@ -140,7 +146,7 @@ async function startSteps(
     cleanups,
   });
   // with --workers the streams of --grpcAddr live in worker isolates: core.server sees them all
-  const listenPlain = await planPlainAds(config, core, deps, log, cleanups);
+  const ads = await planAds(config, core, deps, log, cleanups);
   const restCache = config.discoveryCache ? new RestCache() : null;
   const pushes = new PushRouter({
     ...core,
@@ -171,9 +177,10 @@ async function startSteps(
   // Listeners: ADS (plaintext, TLS), HTTP and monitoring, ControlZ.
   // Filled once every listener is up (the TLS port may start later and adds itself).
   const addresses = {} as DiscoveryAddresses;
-  const grpc = await listenPlain();
+  const grpc = await ads.listen();
   const secureGrpc = config.secureGrpcAddr
     ? await listenSecureAds(config, config.secureGrpcAddr, core, {
+      open: ads.openSecure,
       certs: deps.certs,
       certsMissingReason: deps.certsMissingReason,
       certPollMs: deps.certPollMs,
@@ -233,22 +240,22 @@ async function startSteps(
 }
 
 /**
- * `--grpcAddr`: in this isolate, or with `--workers` on worker isolates
+ * `--grpcAddr` and `--secureGrpcAddr`: in this isolate, or with `--workers` on worker isolates
  * (servers/discovery/workers/, loaded only then; `core.server` is replaced at once, the workers
- * start when the returned function is called).
+ * start when `listen` is called, and `openSecure` opens the TLS port on them).
  */
-async function planPlainAds(
+async function planAds(
   config: DiscoveryConfig,
   core: XdsCore,
   deps: DiscoveryDeps,
   log: Logger,
   cleanups: Cleanups,
-): Promise<() => Promise<string>> {
+): Promise<{ listen(): Promise<string>; openSecure?: SecureAdsDeps["open"] }> {
   const { count, reason } = workerCount(config.workers);
   if (reason) log.warn(`${reason}; serving ADS on one isolate`);
   if (count <= 1) {
     traceIsolate("main"); // MESH_XDS_TRACE: this isolate's stalls (no-op unless set)
-    return () => listenAds(config, core, cleanups);
+    return { listen: () => listenAds(config, core, cleanups) };
   }
   const { AdsWorkers } = await import("./workers/mod.ts");
   const workers = new AdsWorkers(config, core, {
@@ -259,10 +266,19 @@ async function planPlainAds(
     cleanups,
   });
   deps.onAdsWorkers?.(workers);
-  return async () => {
-    const address = await workers.listen();
-    log.info(`ADS: --grpcAddr ${address} served by ${count} worker isolates`);
-    return address;
+  return {
+    async listen() {
+      const address = await workers.listen();
+      log.info(`ADS: --grpcAddr ${address} served by ${count} worker isolates`);
+      return address;
+    },
+    async openSecure(host, port, certs) {
+      const secure = await workers.listenSecure(host, port, certs);
+      log.info(
+        `ADS: --secureGrpcAddr ${hostPort(host, secure.port)} served by ${count} worker isolates`,
+      );
+      return secure;
+    },
   };
 }
 

@@ -10,9 +10,11 @@ import net from "node:net";
 import { FrameType } from "../../lib/grpc/h2/frames.ts";
 import { RawClient, servedClient } from "../../lib/grpc/testing.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
+import { assertServed, fingerprintOf, makeTestPki, servedFingerprint } from "../harness/certs.ts";
 import { fdLimit } from "../harness/fd_limit.ts";
 import { holdSharablePort, waitUntil, withTempDir } from "../harness/procs.ts";
-import { adsClient, type AdsStream, type Response } from "./_ads_client.ts";
+import { adsClient, type AdsStream, type Response, tlsCreds } from "./_ads_client.ts";
+import { readMeshCerts } from "../../servers/discovery/certs.ts";
 import { fakeConsul, http, startDiscovery } from "./discovery_harness.ts";
 
 const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URLS;
@@ -360,6 +362,71 @@ Deno.test("mesh-discovery --workers 2 --grpcMaxConnectionsPerAddress 3: the boun
   });
 });
 
+Deno.test("mesh-discovery --workers 2 --secureGrpcAddr: TLS clients are served by both workers, and workers started again serve the TLS port with the certificates of now", async () => {
+  const pki = await makeTestPki();
+  const certDir = await Deno.makeTempDir({ prefix: "mesh-certs-" });
+  try {
+    const server = await pki.issue("discovery", { ips: ["127.0.0.1"], dns: ["localhost"] });
+    await Deno.copyFile(server.cert, `${certDir}/cert-chain.pem`);
+    await Deno.copyFile(server.key, `${certDir}/key.pem`);
+    await Deno.copyFile(pki.caCert, `${certDir}/root-cert.pem`);
+    const { certs } = await readMeshCerts(certDir);
+    await withWorkers(
+      { secureGrpcAddr: "127.0.0.1:0" },
+      async ({ d, workers }) => {
+        const port = Number(d.addresses.secureGrpc!.split(":")[1]);
+        await assertServed(port, server.cert);
+        // TLS streams live in the workers, as the plaintext ones
+        const creds = await tlsCreds(pki.caCert);
+        const streams: AdsStream[] = [];
+        const clients: { close(): void }[] = [];
+        try {
+          const byWorker = () =>
+            new Set(workers.control.connections().map((c) => /worker \d+/.exec(c.peer)?.[0]));
+          for (let i = 1; i <= 4 || byWorker().size < 2; i++) {
+            assert.ok(i <= 40, "40 TLS connections, all to one worker");
+            const client = adsClient(d.addresses.secureGrpc!, creds, {
+              "grpc.ssl_target_name_override": "localhost",
+              "grpc.use_local_subchannel_pool": 1,
+            });
+            clients.push(client);
+            const stream = client.open();
+            streams.push(stream);
+            stream.send({
+              node: { id: `sidecar~10.6.0.${i}~a.default~default.svc.cluster.local` },
+              type_url: CDS,
+            });
+            await stream.next(CDS, 10_000);
+          }
+          assert.deepEqual([...byWorker()].sort(), ["worker 0", "worker 1"]);
+          assert.equal(workers.control.connectionCount, streams.length);
+        } finally {
+          for (const st of streams) await st.close();
+          for (const c of clients) c.close();
+        }
+        // rotated files: every worker serves the new certificate, and so do workers started again
+        const next = await pki.issue("discovery-2", { ips: ["127.0.0.1"], dns: ["localhost"] });
+        await Deno.copyFile(next.cert, `${certDir}/cert-chain.pem`);
+        await Deno.copyFile(next.key, `${certDir}/key.pem`);
+        const nextPrint = await fingerprintOf(next.cert);
+        await waitUntil(
+          async () => await servedFingerprint(port) === nextPrint,
+          10_000,
+          "the rotated certificate served",
+        );
+        await assertServed(port, next.cert);
+        await killBoth(workers, []);
+        await assertServed(port, next.cert);
+      },
+      { MESH_CERT_DIR: certDir },
+      { certs, certPollMs: 100 },
+    );
+  } finally {
+    await pki.remove();
+    await Deno.remove(certDir, { recursive: true });
+  }
+});
+
 Deno.test("mesh-discovery --workers 2 --grpcMaxFailedConnectionRate 1: an address whose connections keep failing is held or refused by the worker that takes it, and /metrics counts both workers' throttling", async () => {
   await withWorkers({ grpcMaxFailedConnectionRate: 1 }, async ({ d, workers, port, clients }) => {
     // A connection that fails: a DATA frame on stream 0 is a connection error (PROTOCOL_ERROR).
@@ -502,12 +569,15 @@ async function withWorkers(
     port: number;
     clients: RawClient[];
   }) => Promise<void>,
+  env: Record<string, string> = {},
+  deps: Partial<import("../../servers/discovery/mod.ts").DiscoveryDeps> = {},
 ): Promise<void> {
   const { start } = await import("../../servers/discovery/mod.ts");
   await withTempDir(async (dir) => {
     type AdsWorkers = import("../../servers/discovery/workers/mod.ts").AdsWorkers;
     let workers: AdsWorkers | undefined;
-    const d = await start(await workersConfig(dir, over), {
+    const d = await start(await workersConfig(dir, over, env), {
+      ...deps,
       onAdsWorkers: (w) => workers = w,
       workerRestartDelayMs: 50,
     });
@@ -539,9 +609,13 @@ async function killBoth(
 async function workersConfig(
   dir: string,
   over: Partial<typeof FLAGS> & { workers?: number } = {},
+  env: Record<string, string> = {},
 ) {
   const { toConfig } = await import("../../servers/discovery/mod.ts");
-  return toConfig({ ...FLAGS, configDir: dir, meshConfig: `${dir}/none`, workers: 2, ...over }, {});
+  return toConfig(
+    { ...FLAGS, configDir: dir, meshConfig: `${dir}/none`, workers: 2, ...over },
+    env,
+  );
 }
 
 const FLAGS = {

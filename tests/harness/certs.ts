@@ -4,6 +4,8 @@
  * @module
  */
 
+import assert from "node:assert/strict";
+
 /** PEM files of a test PKI, all inside `dir`. */
 export interface TestPki {
   dir: string;
@@ -106,4 +108,38 @@ export async function makeTestPki(): Promise<TestPki> {
     },
     remove: () => Deno.remove(dir, { recursive: true }),
   };
+}
+
+/** The SHA-256 fingerprint of the certificate a new TLS connection to `port` is served. */
+export async function servedFingerprint(port: number): Promise<string> {
+  const tls = await import("node:tls");
+  return await new Promise((resolve, reject) => {
+    const s = tls.connect({
+      host: "127.0.0.1",
+      port,
+      servername: "localhost",
+      rejectUnauthorized: false,
+      ALPNProtocols: ["h2"],
+    }, () => {
+      const fp = s.getPeerCertificate().fingerprint256;
+      s.destroy();
+      resolve(fp);
+    });
+    s.on("error", reject);
+  });
+}
+
+/**
+ * Eight new TLS connections to `port` are each served `certFile` (with --workers, the kernel
+ * spreads them over the workers: each must have the same certificate).
+ */
+export async function assertServed(port: number, certFile: string): Promise<void> {
+  const want = await fingerprintOf(certFile);
+  for (let i = 0; i < 8; i++) assert.equal(await servedFingerprint(port), want, `connection ${i}`);
+}
+
+/** The SHA-256 fingerprint of the certificate in `certFile` (PEM). */
+export async function fingerprintOf(certFile: string): Promise<string> {
+  const { X509Certificate } = await import("node:crypto");
+  return new X509Certificate(await Deno.readTextFile(certFile)).fingerprint256;
 }

@@ -17,17 +17,15 @@ import { type Proxy, proxyFromNode, TYPE_URLS } from "../../../lib/xds/mod.ts";
 import type { WorkerConnection, WorkerPush } from "../../../lib/xds/server/worker_ads.ts";
 import { WorkerXdsControl } from "../../../lib/xds/server/worker_control.ts";
 import type { XdsCore } from "../ads.ts";
+import type { SecureListener } from "../ads.ts";
+import type { MeshCerts } from "../certs.ts";
 import type { DiscoveryConfig } from "../config.ts";
 import { hostOf, hostPort, listenError } from "../listen.ts";
 
-/** What a worker starts from. */
-export interface DiscoveryWorkerInit {
+/** A port every worker listens on (SO_REUSEPORT), and what they count on it together. */
+export interface SharedPort {
   host: string;
   port: number;
-  knownTypes: string[];
-  transport: DiscoveryConfig["grpc"];
-  /** `--grpcReusedReads`: read each connection into a reused buffer (`Deno.Conn`). */
-  reusedReads: boolean;
   /**
    * With `--grpcMaxConnections`: every worker's open connections, one slot each (shared memory),
    * so that the cap is the port's, not each worker's.
@@ -38,6 +36,23 @@ export interface DiscoveryWorkerInit {
    * (`SharedAddressCounts`), so that the bound is the port's, not each worker's.
    */
   addresses?: SharedArrayBuffer;
+}
+
+/** `--secureGrpcAddr` on the workers: its port and the certificates served now. */
+export interface SecurePort extends SharedPort {
+  certs: MeshCerts;
+}
+
+/** What a worker starts from. */
+export interface DiscoveryWorkerInit {
+  /** `--grpcAddr`. */
+  plain: SharedPort;
+  /** `--secureGrpcAddr`, once it started (a `secure` request starts it, or renews its certs). */
+  secure?: SecurePort;
+  knownTypes: string[];
+  transport: DiscoveryConfig["grpc"];
+  /** `--grpcReusedReads`: read each plaintext connection into a reused buffer (`Deno.Conn`). */
+  reusedReads: boolean;
 }
 
 /**
@@ -69,14 +84,15 @@ export interface AdsWorkersOptions {
 }
 
 /**
- * `--grpcAddr` served by `count` worker isolates. Made before the push routing (it replaces
- * `core.server` with the view of every isolate's streams; the control isolate's own `core.local`
- * keeps serving the TLS port); {@link listen} starts the workers.
+ * `--grpcAddr` and `--secureGrpcAddr` served by `count` worker isolates. Made before the push
+ * routing (it replaces `core.server` with the view of every isolate's streams); {@link listen}
+ * starts the workers, {@link listenSecure} the TLS port on them.
  */
 export class AdsWorkers {
   /** Every isolate's streams as one server (it is `core.server` now). */
   readonly control: WorkerXdsControl<Proxy>;
   #pool: WorkerPool | undefined;
+  #secure: SecurePort | undefined;
 
   constructor(
     readonly config: DiscoveryConfig,
@@ -122,12 +138,7 @@ export class AdsWorkers {
     const port = await reserveSharedPort(host, config.grpcAddr.port).catch((e) => {
       throw listenError(where, e);
     });
-    const connections = config.grpc.maxConnections > 0
-      ? new Int32Array(new SharedArrayBuffer(4 * o.count))
-      : undefined;
-    const addresses = config.grpc.maxConnectionsPerAddress > 0
-      ? SharedAddressCounts.create(o.count, addressSlots(config.grpc.maxConnections))
-      : undefined;
+    const plain = this.#share(host, port);
     const pool = this.#pool = await WorkerPool.start({
       url: new URL("./worker_main.ts", import.meta.url),
       count: o.count,
@@ -137,16 +148,16 @@ export class AdsWorkers {
       init: (index): DiscoveryWorkerInit => {
         control.startWorker(index);
         // a worker started again: what the one that died held is gone with it
-        if (connections) Atomics.store(connections, index, 0);
-        if (addresses) SharedAddressCounts.forget(addresses, o.count, index);
+        for (const share of [plain, this.#secure]) {
+          if (share?.connections) Atomics.store(share.connections, index, 0);
+          if (share?.addresses) SharedAddressCounts.forget(share.addresses, o.count, index);
+        }
         return {
-          host,
-          port,
+          plain,
+          ...(this.#secure ? { secure: this.#secure } : {}),
           knownTypes: KNOWN_TYPES,
           transport: config.grpc,
           reusedReads: config.grpcReusedReads,
-          connections,
-          addresses,
         };
       },
       handlers: control.handlers,
@@ -157,6 +168,45 @@ export class AdsWorkers {
     o.cleanups.push(() => pool.close());
     this.core.pools.push(pool);
     return hostPort(host, port);
+  }
+
+  /** `host`:`port` shared by the workers, with the counts the connection caps need. */
+  #share(host: string, port: number): SharedPort {
+    const { grpc } = this.config, n = this.o.count;
+    return {
+      host,
+      port,
+      ...(grpc.maxConnections > 0
+        ? { connections: new Int32Array(new SharedArrayBuffer(4 * n)) }
+        : {}),
+      ...(grpc.maxConnectionsPerAddress > 0
+        ? { addresses: SharedAddressCounts.create(n, addressSlots(grpc.maxConnections)) }
+        : {}),
+    };
+  }
+
+  /**
+   * Opens `--secureGrpcAddr` (`host`:`port`, 0: a free one) on every worker with `certs` (after
+   * {@link listen}); `setTls` gives every worker, and those started again, new certificates for
+   * new connections. Rejects when the port cannot be bound or no worker could open it.
+   */
+  async listenSecure(host: string, port: number, certs: MeshCerts): Promise<SecureListener> {
+    const pool = this.#pool;
+    if (!pool) throw new Error("the workers are not started");
+    const bound = await reserveSharedPort(host, port);
+    const secure: SecurePort = this.#secure = { ...this.#share(host, bound), certs };
+    const opened = await pool.broadcast("secure", secure);
+    if (opened.every((r) => r === undefined)) {
+      this.#secure = undefined;
+      throw new Error("no worker could open it (see the warnings above)");
+    }
+    return {
+      port: bound,
+      setTls: async (next) => {
+        secure.certs = next;
+        await pool.broadcast("secure", secure);
+      },
+    };
   }
 
   /** The worker pool (once {@link listen} resolved). */
