@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { assertServed, makeTestPki } from "../harness/certs.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { tlsServed } from "../../lib/xds/server/_test_util.ts";
-import { adsClient, tlsCreds } from "./_ads_client.ts";
+import { adsClient, type Response, tlsCreds } from "./_ads_client.ts";
 import { dbServiceEntry, type RunningDiscovery, startDiscovery } from "./discovery_harness.ts";
 
 /**
@@ -27,6 +27,25 @@ function startWithTls(dir: string, certDir: string, workers = 1): Promise<Runnin
     ],
     { MESH_CERT_DIR: certDir },
   );
+}
+
+/** A sidecar's CDS over the TLS port `secureGrpc` with `creds` (its stream then closed). */
+async function cdsOverTls(
+  secureGrpc: string,
+  creds: Awaited<ReturnType<typeof tlsCreds>>,
+): Promise<Response> {
+  const ads = adsClient(secureGrpc, creds, { "grpc.ssl_target_name_override": "localhost" });
+  const stream = ads.open();
+  try {
+    stream.send({
+      node: { id: "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local" },
+      type_url: TYPE_URLS.cluster,
+    });
+    return await stream.next(TYPE_URLS.cluster, 10_000);
+  } finally {
+    await stream.close();
+    ads.close();
+  }
 }
 
 /** " --workers N" in a test's name, when N > 1. */
@@ -59,21 +78,10 @@ for (const workers of [1, 2]) {
           await tlsCreds(pki.caCert),
         ]
       ) {
-        const ads = adsClient(secureGrpc, creds, { "grpc.ssl_target_name_override": "localhost" });
-        const stream = ads.open();
-        try {
-          stream.send({
-            node: { id: "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local" },
-            type_url: TYPE_URLS.cluster,
-          });
-          const cds = await stream.next(TYPE_URLS.cluster, 10_000);
-          assert.ok(
-            cds.resources.some((c) => c.name === "outbound|80||hello.default.svc.cluster.local"),
-          );
-        } finally {
-          await stream.close();
-          ads.close();
-        }
+        const cds = await cdsOverTls(secureGrpc, creds);
+        assert.ok(
+          cds.resources.some((c) => c.name === "outbound|80||hello.default.svc.cluster.local"),
+        );
       }
       // A certificate from another CA is refused (a raw TLS connection: the server closes it
       // instead of starting HTTP/2 with its SETTINGS frame).
@@ -132,21 +140,8 @@ for (const workers of [1, 2]) {
       await Deno.copyFile(server.key, `${certDir}/key.pem`);
       const line = await proc.waitFor(/Secure gRPC started: listening secureGrpc=\S+/, 10_000);
       const secureGrpc = /secureGrpc=(\S+)/.exec(line)![1].replace(/^0\.0\.0\.0/, "127.0.0.1");
-      const ads = adsClient(secureGrpc, await tlsCreds(pki.caCert), {
-        "grpc.ssl_target_name_override": "localhost",
-      });
-      const stream = ads.open();
-      try {
-        stream.send({
-          node: { id: "sidecar~127.0.1.1~hello-v1.default~default.svc.cluster.local" },
-          type_url: TYPE_URLS.cluster,
-        });
-        const cds = await stream.next(TYPE_URLS.cluster, 10_000);
-        assert.ok(cds.resources.length > 0);
-      } finally {
-        await stream.close();
-        ads.close();
-      }
+      const cds = await cdsOverTls(secureGrpc, await tlsCreds(pki.caCert));
+      assert.ok(cds.resources.length > 0);
     } finally {
       const status = await proc.stop();
       await pki.remove();
