@@ -377,7 +377,10 @@ Deno.test("mesh-discovery --workers 2 --secureGrpcAddr: TLS clients are served b
         const port = Number(d.addresses.secureGrpc!.split(":")[1]);
         await assertServed(port, server.cert);
         // TLS streams live in the workers, as the plaintext ones
-        const creds = await tlsCreds(pki.caCert);
+        // each with a mesh certificate: the workers report the verified identity of each stream
+        const identity = "spiffe://cluster.local/ns/default/sa/a";
+        const client = await pki.issue("client", { uris: [identity] });
+        const creds = await tlsCreds(pki.caCert, client.cert, client.key);
         const streams: AdsStream[] = [];
         const clients: { close(): void }[] = [];
         try {
@@ -400,6 +403,10 @@ Deno.test("mesh-discovery --workers 2 --secureGrpcAddr: TLS clients are served b
           }
           assert.deepEqual([...byWorker()].sort(), ["worker 0", "worker 1"]);
           assert.equal(workers.control.connectionCount, streams.length);
+          await workers.control.refreshConnections();
+          for (const c of workers.control.connections()) {
+            assert.deepEqual(c.peerIdentities, [identity], c.peer);
+          }
         } finally {
           for (const st of streams) await st.close();
           for (const c of clients) c.close();
