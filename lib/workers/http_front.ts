@@ -315,6 +315,11 @@ export class HttpFront {
     reader?.cancel().catch(() => {});
   }
 
+  /** Handed-over requests being handled now (for tests: none is kept once answered). */
+  get handling(): number {
+    return this.#handling.size;
+  }
+
   /** Answer streams open now (for tests: a client that left leaves none). */
   get openStreams(): number {
     return this.#streams.size;
