@@ -52,7 +52,7 @@ export class SharedAddressCounts {
   /**
    * Counts one more connection of `address` for this listener. Answers the address's connections
    * on every listener, this one included; or -1 when it is not counted here (the table is full,
-   * or the address's text is over 60 bytes): the caller then counts it alone.
+   * or the address's text is over 60 bytes or not ASCII): the caller then counts it alone.
    */
   add(address: string): number {
     if (!this.#encode(address)) return -1;

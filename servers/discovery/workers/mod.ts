@@ -56,7 +56,7 @@ export interface DiscoveryWorkerInit {
 
 /**
  * Slots of the table of connections by address: no more addresses than connections hold a slot
- * at once (twice that keeps the probes short); without a connection cap, 16,384 addresses (1.4 MB
+ * at once (twice that keeps the probes short); without a connection cap, 16,384 addresses (1.3 MB
  * with 4 workers). An address beyond is bounded by its worker's count alone.
  */
 export function addressSlots(maxConnections: number): number {
