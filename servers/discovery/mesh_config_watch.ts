@@ -87,6 +87,8 @@ export function watchMeshConfig(opts: MeshConfigWatchOptions): MeshConfigWatch {
   let current = opts.initial;
   /** Content last acted on (undefined: not read yet; null: the file was missing). */
   let lastText: string | null | undefined;
+  /** The read error said last, while reads fail (what follows is compared with lastText). */
+  let lastError: string | undefined;
   let timer: number | undefined;
   let closed = false;
   let running: Promise<void> | undefined;
@@ -106,10 +108,11 @@ export function watchMeshConfig(opts: MeshConfigWatchOptions): MeshConfigWatch {
       text = await read();
     } catch (e) {
       const msg = `Cannot read mesh configuration ${opts.path}: ${(e as Error).message}`;
-      if (lastText !== msg) log.warn(`${msg}; keeping the last good configuration`);
-      lastText = msg;
+      if (lastError !== msg) log.warn(`${msg}; keeping the last good configuration`);
+      lastError = msg;
       return;
     }
+    lastError = undefined;
     if (text === lastText) return;
     const first = lastText === undefined;
     lastText = text;

@@ -80,6 +80,46 @@ Deno.test("watchMeshConfig() keeps the last good configuration on a bad edit and
   });
 });
 
+Deno.test("watchMeshConfig(): a read error is said once, and what comes after it is compared with what was read before it (a file missing all along did not disappear)", async () => {
+  await withTempDir(async (dir) => {
+    const path = `${dir}/mesh`;
+    const log = recorder();
+    const seen: string[] = [];
+    const w = watchMeshConfig({
+      path,
+      initial: defaultMeshConfig(),
+      logger: log,
+      intervalMs: 60_000,
+      onChange: (mc) => seen.push(mc.authPolicy),
+    });
+    try {
+      await w.check(); // missing at start-up: the defaults
+      await Deno.mkdir(path); // unreadable now (a directory), as out of file descriptors
+      await w.check();
+      await w.check();
+      await Deno.remove(path); // missing again, as it was before the error
+      await w.check();
+      assert.equal(log.lines.length, 1, log.lines.join("\n"));
+      assert.match(log.lines[0], /^warn Cannot read mesh configuration .*keeping the last good/);
+      // a file with the same content before and after an error is not applied again
+      await Deno.writeTextFile(path, "authPolicy: MUTUAL_TLS\n");
+      await w.check();
+      assert.deepEqual(seen, ["MUTUAL_TLS"]);
+      await Deno.remove(path);
+      await Deno.mkdir(path);
+      await w.check();
+      await Deno.remove(path);
+      await Deno.writeTextFile(path, "authPolicy: MUTUAL_TLS\n");
+      await w.check();
+      assert.deepEqual(seen, ["MUTUAL_TLS"]);
+      assert.equal(log.lines.filter((l) => l.startsWith("warn Cannot read")).length, 2);
+      assert.ok(!log.lines.some((l) => /disappeared/.test(l)), log.lines.join("\n"));
+    } finally {
+      w.close();
+    }
+  });
+});
+
 Deno.test("describeMeshChange() names fields that need a restart apart from live ones", () => {
   const a = defaultMeshConfig();
   const b = { ...a, authPolicy: "MUTUAL_TLS" as const, ingressService: "gw" };
