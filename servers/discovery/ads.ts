@@ -27,12 +27,13 @@ export class AdsListeners {
     this.#all.push(listener);
   }
 
-  /** Whether every listener accepts, and the connections refused and throttled by all. */
+  /** Whether every listener accepts, and the connections refused, throttled and shed by all. */
   transport(): TransportState {
     return {
       accepting: this.#all.every((l) => l.accepting),
       refused: this.#all.reduce((n, l) => n + l.refused, 0),
       throttled: this.#all.reduce((n, l) => n + l.throttled, 0),
+      shed: this.#all.reduce((n, l) => n + l.shed, 0),
     };
   }
 }

@@ -43,24 +43,29 @@ const PUSH_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 
 export interface TransportState {
   /** Every gRPC listener is accepting connections (false while out of file descriptors). */
   accepting: boolean;
-  /** Connections refused because `--grpcMaxConnections` were open (all listeners). */
+  /**
+   * Connections refused because `--grpcMaxConnections` were open, or their address held
+   * `--grpcMaxConnectionsPerAddress` (all listeners).
+   */
   refused: number;
   /** New connections held or refused by `--grpcMaxFailedConnectionRate` (all listeners). */
   throttled: number;
+  /** Connections closed to keep file descriptors free (all listeners). */
+  shed: number;
 }
 
 // long: a declarative list of the metric definitions
 /**
  * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges
  * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`;
- * `transport` for `mesh_xds_accepting`, `mesh_xds_refused_connections` and
- * `mesh_xds_throttled_connections`; `pools` for `mesh_worker_isolates{pool}` and
+ * `transport` for `mesh_xds_accepting`, `mesh_xds_refused_connections`,
+ * `mesh_xds_throttled_connections` and `mesh_xds_shed_connections`; `pools` for `mesh_worker_isolates{pool}` and
  * `mesh_worker_restarts_total{pool}`.
  */
 export async function createMetrics(
   counts: () => ContextCounts,
   connections: () => number,
-  transport: () => TransportState = () => ({ accepting: true, refused: 0, throttled: 0 }),
+  transport: () => TransportState = () => ({ accepting: true, refused: 0, throttled: 0, shed: 0 }),
   pools: () => readonly PoolFigures[] = () => [],
 ): Promise<DiscoveryMetrics> {
   const { prom, register, close } = await promRegistry();
@@ -92,7 +97,8 @@ export async function createMetrics(
   );
   gauge(
     "mesh_xds_refused_connections",
-    "ADS connections closed at once since start because --grpcMaxConnections were open.",
+    "ADS connections closed at once since start because --grpcMaxConnections were open, or " +
+      "their address held --grpcMaxConnectionsPerAddress.",
     () => transport().refused,
   );
   gauge(
@@ -101,6 +107,12 @@ export async function createMetrics(
       "--grpcMaxFailedConnectionRate connections a second from their address ended in an " +
       "HTTP/2 connection error.",
     () => transport().throttled,
+  );
+  gauge(
+    "mesh_xds_shed_connections",
+    "ADS connections closed since start to keep file descriptors free (the oldest that had " +
+      "not sent their HTTP/2 preface, else the newcomer).",
+    () => transport().shed,
   );
   gauge("mesh_services", "Total services known to discovery.", () => counts().services);
   gauge(

@@ -43,6 +43,36 @@ async function serverWithMetrics() {
   return { metrics, cache, server };
 }
 
+Deno.test("/metrics reads the listeners' state at each scrape: accepting, refused, throttled and shed connections", async () => {
+  let state = { accepting: true, refused: 0, throttled: 0, shed: 0 };
+  const metrics = await createMetrics(
+    () => ({ services: 0, virtualServices: 0, configsByKind: {}, conflictsTcpOverHttp: 0 }),
+    () => 0,
+    () => state,
+  );
+  try {
+    const lines = async () =>
+      (await metrics.text()).split("\n").filter((l) =>
+        /^mesh_xds_(accepting|\w+_connections) /.test(l)
+      ).sort();
+    assert.deepEqual(await lines(), [
+      "mesh_xds_accepting 1",
+      "mesh_xds_refused_connections 0",
+      "mesh_xds_shed_connections 0",
+      "mesh_xds_throttled_connections 0",
+    ]);
+    state = { accepting: false, refused: 3, throttled: 2, shed: 7 };
+    assert.deepEqual(await lines(), [
+      "mesh_xds_accepting 0",
+      "mesh_xds_refused_connections 3",
+      "mesh_xds_shed_connections 7",
+      "mesh_xds_throttled_connections 2",
+    ]);
+  } finally {
+    metrics.close();
+  }
+});
+
 Deno.test("/metrics push and convergence histograms are in seconds with a sum above 0 after pushes", async () => {
   const { metrics, cache, server } = await serverWithMetrics();
   const s = new MemoryStream<DiscoveryResponse>();

@@ -112,6 +112,8 @@ export interface AdsServerHandle {
   readonly refused: number;
   /** New connections held or refused: their address's connections kept failing. */
   readonly throttled: number;
+  /** Connections closed to keep file descriptors free (see `GrpcListenOptions.descriptorReserve`). */
+  readonly shed: number;
   /** Ends every stream (UNAVAILABLE), then stops the gRPC server. Idempotent. */
   shutdown(): Promise<void>;
   /**
@@ -400,6 +402,9 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     },
     get throttled() {
       return listener.throttled;
+    },
+    get shed() {
+      return listener.shed;
     },
     shutdown() {
       stopped ??= (async () => {

@@ -582,6 +582,7 @@ Deno.test("startAdsServer(): a port over 65535 is refused; setTls() on a plainte
     assert.equal(ads.accepting, true);
     assert.equal(ads.refused, 0);
     assert.equal(ads.throttled, 0);
+    assert.equal(ads.shed, 0);
   } finally {
     await ads.shutdown();
     server.close();

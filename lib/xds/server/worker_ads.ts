@@ -81,7 +81,7 @@ export interface WorkerState {
   held: string[];
   /** Metric events since the last note: `<hook> <typeUrl>` → count. */
   events: Record<string, number>;
-  transport: { accepting: boolean; refused: number; throttled: number };
+  transport: { accepting: boolean; refused: number; throttled: number; shed: number };
 }
 
 /**

@@ -235,6 +235,7 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
       accepting: all.every((t) => t.accepting),
       refused: all.reduce((n, t) => n + t.refused, 0),
       throttled: all.reduce((n, t) => n + t.throttled, 0),
+      shed: all.reduce((n, t) => n + t.shed, 0),
     };
   }
 

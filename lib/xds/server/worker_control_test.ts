@@ -93,7 +93,7 @@ function pair() {
     log,
     proxyKey: (n) => n.id.split("~")[1] ?? "",
     knownTypes: [CDS, EDS],
-    transport: () => ({ accepting: true, refused: 0, throttled: 0 }),
+    transport: () => ({ accepting: true, refused: 0, throttled: 0, shed: 0 }),
   });
   toControl.on("push", (p) => ads.push(p as WorkerPush));
   toControl.on("flush", () => ads.server.flush());
@@ -409,7 +409,7 @@ function controlAlone(
       watched: {},
       held: [],
       events: {},
-      transport: { accepting: true, refused: 0, throttled: 0 },
+      transport: { accepting: true, refused: 0, throttled: 0, shed: 0 },
       ...s,
     }, w);
   return {
@@ -445,7 +445,7 @@ Deno.test("WorkerXdsControl: a worker's metric events count once each, its ended
         [`sendError:error ${CDS}`]: 1,
         [`sendError:timeout ${EDS}`]: 2,
       },
-      transport: { accepting: true, refused: 4, throttled: 1 },
+      transport: { accepting: true, refused: 4, throttled: 1, shed: 3 },
     });
     state(1, { maxSid: 1, sids: [1], events: { [`pushed ${CDS}`]: 1 } });
     state(1, { maxSid: 1, sids: [1], events: { [`fromANewerWorker ${CDS}`]: 1 } }); // ignored
@@ -454,13 +454,13 @@ Deno.test("WorkerXdsControl: a worker's metric events count once each, its ended
     assert.deepEqual(metrics.buildErrors, { eds_builderr: 1 });
     assert.deepEqual(metrics.pushErrors, { cds_senderr: 1, eds_timeout: 2 });
     assert.equal(metrics.connected, 3);
-    assert.deepEqual(control.transport(), { accepting: true, refused: 4, throttled: 1 });
+    assert.deepEqual(control.transport(), { accepting: true, refused: 4, throttled: 1, shed: 3 });
     state(1, {
       maxSid: 1,
       sids: [1],
-      transport: { accepting: false, refused: 2, throttled: 5 },
+      transport: { accepting: false, refused: 2, throttled: 5, shed: 1 },
     });
-    assert.deepEqual(control.transport(), { accepting: false, refused: 6, throttled: 6 });
+    assert.deepEqual(control.transport(), { accepting: false, refused: 6, throttled: 6, shed: 4 });
     // worker 0's stream 1 ended; a stream it opened after its note (sid 3) is not dropped
     connect(0, 3, "10.0.0.3");
     state(0, { maxSid: 2, sids: [2] });
@@ -511,7 +511,7 @@ Deno.test("WorkerXdsControl: a worker not heard from yet adds no names, holdings
   let held = 0;
   control.forEachHeld(() => held++);
   assert.equal(held, 0);
-  assert.deepEqual(control.transport(), { accepting: true, refused: 0, throttled: 0 });
+  assert.deepEqual(control.transport(), { accepting: true, refused: 0, throttled: 0, shed: 0 });
   control.push({ kind: "config", types: [CDS] });
   await waitFor(() => pushes.length === 1);
   assert.deepEqual(pushes, [{ full: false, types: [CDS], edsClusters: [] }]);

@@ -122,6 +122,9 @@ export class AdsWorkers {
       get throttled() {
         return control.transport().throttled;
       },
+      get shed() {
+        return control.transport().shed;
+      },
     });
   }
 

@@ -35,6 +35,7 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
       accepting: listeners().every((l) => l.accepting),
       refused: listeners().reduce((n, l) => n + l.refused, 0),
       throttled: listeners().reduce((n, l) => n + l.throttled, 0),
+      shed: listeners().reduce((n, l) => n + l.shed, 0),
     }),
   });
   const server = ads.server;
