@@ -10,7 +10,12 @@ import type { PoolFigures } from "../../lib/monitoring/mod.ts";
 import type { MeshConfig } from "../../lib/model/mod.ts";
 import type { Cleanups } from "../../lib/process/mod.ts";
 import { type Proxy, proxyFromNode, TYPE_URLS } from "../../lib/xds/mod.ts";
-import { ResourceCache, startAdsServer, XdsServer } from "../../lib/xds/server/mod.ts";
+import {
+  ResourceCache,
+  startAdsServer,
+  sumListenerStates,
+  XdsServer,
+} from "../../lib/xds/server/mod.ts";
 import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
 import type { DiscoveryConfig, ListenAddress } from "./config.ts";
@@ -29,12 +34,7 @@ export class AdsListeners {
 
   /** Whether every listener accepts, and the connections refused, throttled and shed by all. */
   transport(): TransportState {
-    return {
-      accepting: this.#all.every((l) => l.accepting),
-      refused: this.#all.reduce((n, l) => n + l.refused, 0),
-      throttled: this.#all.reduce((n, l) => n + l.throttled, 0),
-      shed: this.#all.reduce((n, l) => n + l.shed, 0),
-    };
+    return sumListenerStates(this.#all);
   }
 }
 

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { XdsMetrics } from "../../lib/xds/server/mod.ts";
+import type { ListenerState, XdsMetrics } from "../../lib/xds/server/mod.ts";
 import { typeShortName } from "../../lib/xds/server/mod.ts";
 import type { ContextCounts } from "./model.ts";
 import {
@@ -39,28 +39,20 @@ export type PushTrigger = "endpoint" | "service" | "config";
 
 const PUSH_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 20, 30];
 
-/** The state of the gRPC listeners, read at scrape time. */
-export interface TransportState {
-  /** Every gRPC listener is accepting connections (false while out of file descriptors). */
-  accepting: boolean;
-  /**
-   * Connections refused because `--grpcMaxConnections` were open, or their address held
-   * `--grpcMaxConnectionsPerAddress` (all listeners).
-   */
-  refused: number;
-  /** New connections held or refused by `--grpcMaxFailedConnectionRate` (all listeners). */
-  throttled: number;
-  /** Connections closed to keep file descriptors free (all listeners). */
-  shed: number;
-}
+/**
+ * The state of the gRPC listeners, read at scrape time, summed over all (refused: by
+ * `--grpcMaxConnections` and `--grpcMaxConnectionsPerAddress`; throttled: by
+ * `--grpcMaxFailedConnectionRate`).
+ */
+export type TransportState = ListenerState;
 
 // long: a declarative list of the metric definitions
 /**
  * Creates the metrics on a private registry. `counts` is read at every scrape for the gauges
  * `mesh_services`, `mesh_virt_services` and `mesh_configs{type}`; `connections` for `mesh_xds`;
  * `transport` for `mesh_xds_accepting`, `mesh_xds_refused_connections`,
- * `mesh_xds_throttled_connections` and `mesh_xds_shed_connections`; `pools` for `mesh_worker_isolates{pool}` and
- * `mesh_worker_restarts_total{pool}`.
+ * `mesh_xds_throttled_connections` and `mesh_xds_shed_connections`; `pools` for
+ * `mesh_worker_isolates{pool}` and `mesh_worker_restarts_total{pool}`.
  */
 export async function createMetrics(
   counts: () => ContextCounts,

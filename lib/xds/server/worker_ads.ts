@@ -20,7 +20,7 @@
 import type { Logger } from "../../log/mod.ts";
 import type { Channel } from "../../workers/mod.ts";
 import { type ConnectionStatus, type StreamInfo, XdsServer } from "./stream.ts";
-import type { PushEvent, ResourceMap, XdsMetrics, XdsNode } from "./types.ts";
+import type { ListenerState, PushEvent, ResourceMap, XdsMetrics, XdsNode } from "./types.ts";
 import { externalNote, trace, traced, tracing } from "./push_trace.ts";
 import { MirrorDecoder, type MirrorDelta, type MirrorDrop } from "./worker_mirror.ts";
 
@@ -81,7 +81,7 @@ export interface WorkerState {
   held: string[];
   /** Metric events since the last note: `<hook> <typeUrl>` → count. */
   events: Record<string, number>;
-  transport: { accepting: boolean; refused: number; throttled: number; shed: number };
+  transport: ListenerState;
 }
 
 /**
@@ -107,7 +107,7 @@ export interface WorkerAdsOptions {
   proxyKey(node: XdsNode): string;
   knownTypes: readonly string[];
   /** The listener's state, for the `state` note. */
-  transport(): WorkerState["transport"];
+  transport(): ListenerState;
   /** Send loops running at once (default 4096; see `XdsServerOptions.maxConcurrentPushes`). */
   maxConcurrentPushes?: number;
 }

@@ -11,8 +11,15 @@
 import type { Logger } from "../../log/mod.ts";
 import { adsDebounce, Debouncer, type MergedPush } from "./debounce.ts";
 import type { ConnectionStatus, StreamInfo, XdsServer } from "./stream.ts";
-import type { Clock, PushEvent, ResourcesFor, XdsMetrics, XdsNode } from "./types.ts";
-import { systemClock } from "./types.ts";
+import type {
+  Clock,
+  ListenerState,
+  PushEvent,
+  ResourcesFor,
+  XdsMetrics,
+  XdsNode,
+} from "./types.ts";
+import { sumListenerStates, systemClock } from "./types.ts";
 import type {
   WorkerAnswer,
   WorkerConnect,
@@ -229,14 +236,10 @@ export class WorkerXdsControl<P> implements XdsServerView<P> {
   }
 
   /** The workers' listeners, summed. */
-  transport(): WorkerState["transport"] {
-    const all = this.#live().map((w) => w.state?.transport).filter((t) => t !== undefined);
-    return {
-      accepting: all.every((t) => t.accepting),
-      refused: all.reduce((n, t) => n + t.refused, 0),
-      throttled: all.reduce((n, t) => n + t.throttled, 0),
-      shed: all.reduce((n, t) => n + t.shed, 0),
-    };
+  transport(): ListenerState {
+    return sumListenerStates(
+      this.#live().map((w) => w.state?.transport).filter((t) => t !== undefined),
+    );
   }
 
   #live(): WorkerRecord<P>[] {

@@ -9,7 +9,11 @@
 
 import { serveControl } from "../../../lib/workers/mod.ts";
 import { type NodeIdentity, proxyFromNode } from "../../../lib/xds/mod.ts";
-import { type AdsServerHandle, startAdsServer } from "../../../lib/xds/server/mod.ts";
+import {
+  type AdsServerHandle,
+  startAdsServer,
+  sumListenerStates,
+} from "../../../lib/xds/server/mod.ts";
 import { traceIsolate } from "../../../lib/xds/server/push_trace.ts";
 import { WorkerAds, type WorkerPush } from "../../../lib/xds/server/worker_ads.ts";
 import { hostPort } from "../listen.ts";
@@ -31,12 +35,7 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
     log,
     proxyKey: (node) => proxyFromNode(node as NodeIdentity).ip,
     knownTypes: arg.knownTypes,
-    transport: () => ({
-      accepting: listeners().every((l) => l.accepting),
-      refused: listeners().reduce((n, l) => n + l.refused, 0),
-      throttled: listeners().reduce((n, l) => n + l.throttled, 0),
-      shed: listeners().reduce((n, l) => n + l.shed, 0),
-    }),
+    transport: () => sumListenerStates(listeners()),
   });
   const server = ads.server;
   open = (share, certs) =>
