@@ -18,6 +18,7 @@ import { SharedAddressCounts } from "./address_counts.ts";
 import { FailureThrottle } from "./throttle.ts";
 import { DescriptorBudget } from "./descriptors.ts";
 import { NativeSocket } from "./native_socket.ts";
+import { DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND } from "./listener_state.ts";
 
 /** Options of {@link listenGrpc}. */
 export interface GrpcListenOptions extends H2Options {
@@ -189,8 +190,7 @@ export function peerUris(socket: any): string[] {
   }
 }
 
-/** Default of {@link GrpcListenOptions.maxFailedConnectionsPerSecond}. */
-export const DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND = 20;
+export { DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND } from "./listener_state.ts";
 
 /**
  * The listen backlog asked of the kernel (which caps it at `net.core.somaxconn`, 4096 since Linux

@@ -14,6 +14,11 @@
  */
 
 export { type GrpcListener, type GrpcListenOptions, listenGrpc, peerUris } from "./listener.ts";
+export {
+  DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND,
+  type ListenerState,
+  sumListenerStates,
+} from "./listener_state.ts";
 export { type Connection, type H2Options } from "./h2/connection.ts";
 export { type CallHandler, type GrpcCall, percentEncode } from "./h2/stream.ts";
 export { DEFAULT_LIMITS, GrpcStatus, H2Error, type H2Limits } from "./h2/limits.ts";

@@ -12,6 +12,7 @@
 import { type Profiling, startAllocationProfile, startCpuProfile } from "../process/mod.ts";
 
 export { aggregateMetrics } from "./aggregate.ts";
+export { type ListenerMetricsOptions, registerListenerMetrics } from "./listeners.ts";
 export { type PoolFigures, registerWorkerPoolMetrics } from "./worker_pools.ts";
 
 /** Options of {@link monitoringHandler}. */

@@ -333,6 +333,7 @@ async function serveOnThisIsolate(p: Parts, i: SigningApiInputs): Promise<Signin
   } catch (e) {
     throw new Error(`Cannot serve gRPC on ${host}:${i.port}: ${(e as Error).message}`);
   }
+  p.metrics.listeners.push(listener);
   const te = new TextEncoder();
   return {
     port: listener.port,

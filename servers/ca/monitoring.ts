@@ -8,8 +8,14 @@
  */
 
 import {
+  DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND,
+  type ListenerState,
+  sumListenerStates,
+} from "../../lib/grpc/listener_state.ts";
+import {
   type PoolFigures,
   promRegistry,
+  registerListenerMetrics,
   registerWorkerPoolMetrics,
   startMonitoring as startSharedMonitoring,
 } from "../../lib/monitoring/mod.ts";
@@ -30,6 +36,8 @@ export interface CaMetrics extends SignMetrics {
   close(): void;
   /** Worker pools to report (`mesh_worker_*`; the control isolate's registry only). */
   readonly pools: PoolFigures[];
+  /** The signing API's listeners in this isolate (`mesh_ca_grpc_*`; none with `--workers`). */
+  readonly listeners: ListenerState[];
 }
 
 /**
@@ -41,6 +49,14 @@ export async function createCaMetrics(processMetrics = true): Promise<CaMetrics>
   const pools: PoolFigures[] = [];
   // the control isolate's: a worker's registry is summed into it and has no pools of its own
   if (processMetrics) registerWorkerPoolMetrics(prom, register, () => pools);
+  const listeners: ListenerState[] = [];
+  registerListenerMetrics(prom, register, {
+    prefix: "mesh_ca_grpc",
+    what: "signing API",
+    refusedBecause: "their address held half of the file descriptors left for connections",
+    budget: String(DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND),
+    read: () => sumListenerStates(listeners),
+  });
   const requests = counter(
     "mesh_ca_csr_requests_total",
     "Certificate signing requests received, by method.",
@@ -73,6 +89,7 @@ export async function createCaMetrics(processMetrics = true): Promise<CaMetrics>
   );
   return {
     pools,
+    listeners,
     request: (method) => requests.inc({ method }),
     error: (method, reason) => errors.inc({ method, reason }),
     issued(method, seconds) {

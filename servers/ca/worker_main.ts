@@ -58,6 +58,7 @@ serveControl<CaWorkerInit>(async ({ arg, index, count }, link) => {
     log,
     reusePort: { index, of: count },
   });
+  metrics.listeners.push(grpc);
   return { port: grpc.port };
 }, {
   async setCa(a) {

@@ -11,6 +11,7 @@ import type { ContextCounts } from "./model.ts";
 import {
   type PoolFigures,
   promRegistry,
+  registerListenerMetrics,
   registerWorkerPoolMetrics,
 } from "../../lib/monitoring/mod.ts";
 
@@ -81,31 +82,15 @@ export async function createMetrics(
     "Number of proxies connected to this discovery instance over ADS.",
     connections,
   );
-  gauge(
-    "mesh_xds_accepting",
-    "1 while the ADS listeners accept connections, 0 while one cannot (e.g. out of file " +
-      "descriptors; /ready answers 503 then).",
-    () => transport().accepting ? 1 : 0,
-  );
-  gauge(
-    "mesh_xds_refused_connections",
-    "ADS connections closed at once since start because --grpcMaxConnections were open, or " +
-      "their address held --grpcMaxConnectionsPerAddress.",
-    () => transport().refused,
-  );
-  gauge(
-    "mesh_xds_throttled_connections",
-    "ADS connections held or refused since start because more than " +
-      "--grpcMaxFailedConnectionRate connections a second from their address ended in an " +
-      "HTTP/2 connection error.",
-    () => transport().throttled,
-  );
-  gauge(
-    "mesh_xds_shed_connections",
-    "ADS connections closed since start to keep file descriptors free (the oldest that had " +
-      "not sent their HTTP/2 preface, else the newcomer).",
-    () => transport().shed,
-  );
+  registerListenerMetrics(prom, register, {
+    prefix: "mesh_xds",
+    what: "ADS",
+    refusedBecause: "--grpcMaxConnections were open, or their address held " +
+      "--grpcMaxConnectionsPerAddress",
+    budget: "--grpcMaxFailedConnectionRate",
+    notAccepting: "/ready answers 503 then",
+    read: transport,
+  });
   gauge("mesh_services", "Total services known to discovery.", () => counts().services);
   gauge(
     "mesh_virt_services",

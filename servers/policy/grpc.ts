@@ -9,7 +9,12 @@
  * @module
  */
 
-import { type CallHandler, type GrpcCall, grpcTimeoutMs } from "../../lib/grpc/mod.ts";
+import {
+  type CallHandler,
+  type GrpcCall,
+  type GrpcListenOptions,
+  grpcTimeoutMs,
+} from "../../lib/grpc/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import {
   AttributeError,
@@ -271,4 +276,22 @@ export function mixerWork(o: MixerApiOptions): { check: MixerWork; report: Mixer
     return o.codec.encodeReportResponse();
   };
   return { check, report };
+}
+
+/**
+ * How the API's listeners log: what clients did wrong at debug level (a client can make as many
+ * lines as it likes), a listener that cannot accept connections, and its recovery, as warnings.
+ */
+export function listenerLogging(
+  log: Logger,
+): Pick<GrpcListenOptions, "onError" | "onAcceptingChange"> {
+  return {
+    onError: (m) => log.debug(m),
+    onAcceptingChange: (ok, reason) =>
+      log.warn(
+        ok
+          ? "Policy API accepts connections again"
+          : `Policy API cannot accept connections: ${reason}`,
+      ),
+  };
 }

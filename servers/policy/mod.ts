@@ -28,7 +28,7 @@ import { type ConfigStore, openStoreFromURL } from "../../lib/store/mod.ts";
 import type { AdapterEnv } from "./adapters/mod.ts";
 import type { PolicyConfig } from "./config.ts";
 import { withDefaults } from "./defaults.ts";
-import { mixerHandlers, mixerWork } from "./grpc.ts";
+import { listenerLogging, mixerHandlers, mixerWork } from "./grpc.ts";
 import type { PolicyWorkers } from "./workers.ts";
 import { isPortProblem, workerCount } from "../../lib/workers/mod.ts";
 import { aggregateMetrics } from "../../lib/monitoring/mod.ts";
@@ -326,11 +326,14 @@ async function serveApi(p: Parts): Promise<string> {
 }
 
 /** Serves the API in this isolate. */
-async function serveHere({ config, deps, log, cleanups }: Parts, o: ApiOptions): Promise<string> {
+async function serveHere(
+  { config, deps, log, cleanups, metrics }: Parts,
+  o: ApiOptions,
+): Promise<string> {
   const a = config.address;
   const options = {
     handlers: mixerHandlers(o),
-    onError: (m: string) => log.debug(m),
+    ...listenerLogging(log),
     limits: {
       maxConcurrentStreams: config.maxConcurrentStreams,
       maxReceiveMessageBytes: config.maxMessageSize,
@@ -352,6 +355,7 @@ async function serveHere({ config, deps, log, cleanups }: Parts, o: ApiOptions):
     const where = a.kind === "unix" ? a.path : `port ${deps.port ?? a.port}`;
     throw new Error(`Cannot serve gRPC on ${where}: ${(e as Error).message}`);
   }
+  metrics.listeners.push(grpc);
   cleanups.push(async () => {
     await grpc.close(14, "Server is shutting down", 2000);
     if (a.kind === "unix") await Deno.remove(a.path).catch(() => {});

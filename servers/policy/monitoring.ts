@@ -7,9 +7,15 @@
 
 import * as prom from "../../lib/deps/prom.ts";
 import {
+  DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND,
+  type ListenerState,
+  sumListenerStates,
+} from "../../lib/grpc/listener_state.ts";
+import {
   metricBuilders,
   monitoringHandler as sharedHandler,
   type PoolFigures,
+  registerListenerMetrics,
   registerWorkerPoolMetrics,
 } from "../../lib/monitoring/mod.ts";
 import type { ApiMetrics } from "./grpc.ts";
@@ -24,6 +30,8 @@ export interface PolicyMetrics extends ApiMetrics {
   json(): Promise<unknown>;
   /** Worker pools to report (`mesh_worker_*`; none in a worker's own registry). */
   readonly pools: PoolFigures[];
+  /** The API's listeners in this isolate (`mesh_policy_grpc_*`; none with `--workers`). */
+  readonly listeners: ListenerState[];
 }
 
 /** Creates the server's metrics in a registry of their own. */
@@ -32,6 +40,14 @@ export function createPolicyMetrics(): PolicyMetrics {
   const { counter, histogram, gauge } = metricBuilders(prom, register);
   const pools: PoolFigures[] = [];
   registerWorkerPoolMetrics(prom, register, () => pools);
+  const listeners: ListenerState[] = [];
+  registerListenerMetrics(prom, register, {
+    prefix: "mesh_policy_grpc",
+    what: "Check/Report API",
+    refusedBecause: "their address held half of the file descriptors left for connections",
+    budget: String(DEFAULT_MAX_FAILED_CONNECTIONS_PER_SECOND),
+    read: () => sumListenerStates(listeners),
+  });
   const checks = counter(
     "mesh_policy_check_total",
     "Check calls by precondition status code (or the gRPC status of a failed call).",
@@ -60,6 +76,7 @@ export function createPolicyMetrics(): PolicyMetrics {
   );
   return {
     pools,
+    listeners,
     check(code, seconds) {
       checks.inc({ code: String(code) });
       if (seconds > 0) checkSeconds.observe(seconds);

@@ -15,7 +15,7 @@ import type { ConfigObject } from "../../lib/model/types.ts";
 import { serveControl } from "../../lib/workers/mod.ts";
 import { CallError } from "./abort.ts";
 import { type AdapterEnv, Code } from "./adapters/mod.ts";
-import { mixerHandlers } from "./grpc.ts";
+import { listenerLogging, mixerHandlers } from "./grpc.ts";
 import { orchKubeConfig } from "./kubeconfig.ts";
 import { createPolicyMetrics } from "./monitoring.ts";
 import { Pool } from "./pool.ts";
@@ -95,13 +95,14 @@ serveControl<PolicyWorkerInit>(async ({ arg, index, count }, link) => {
     host: arg.host,
     port: arg.port,
     handlers,
-    onError: (m: string) => log.debug(m),
+    ...listenerLogging(log),
     limits: {
       maxConcurrentStreams: arg.maxConcurrentStreams,
       maxReceiveMessageBytes: arg.maxMessageSize,
     },
     reusePort: { index, of: count },
   });
+  metrics.listeners.push(grpc);
   return { port: grpc.port };
 }, {
   config: (a) => {

@@ -5,13 +5,11 @@
  * the clients of both workers; /debug/adsz lists the streams of both.
  */
 import assert from "node:assert/strict";
-import { Buffer } from "node:buffer";
-import net from "node:net";
 import { FrameType } from "../../lib/grpc/h2/frames.ts";
 import { RawClient, servedClient } from "../../lib/grpc/testing.ts";
 import { TYPE_URLS } from "../../lib/xds/mod.ts";
 import { assertServed, fingerprintOf, makeTestPki, servedFingerprint } from "../harness/certs.ts";
-import { fdLimit } from "../harness/fd_limit.ts";
+import { fdLimit, keptAlive } from "../harness/fd_limit.ts";
 import { holdSharablePort, waitUntil, withTempDir } from "../harness/procs.ts";
 import { adsClient, type AdsStream, type Response, tlsCreds } from "./_ads_client.ts";
 import { readMeshCerts } from "../../servers/discovery/certs.ts";
@@ -509,42 +507,6 @@ for (const workers of [1, 2]) {
       }
     });
   });
-}
-
-/**
- * One HTTP/1.1 connection to `hostPort`, kept alive: `get` sends a request on it and reads the
- * answer (its body sized by content-length).
- */
-async function keptAlive(hostPort: string) {
-  const [host, port] = [hostPort.slice(0, hostPort.lastIndexOf(":")), hostPort.split(":").at(-1)];
-  const socket = net.connect({ host, port: Number(port) });
-  await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
-  let buf = Buffer.alloc(0);
-  let wake = () => {};
-  socket.on("data", (c: Buffer) => {
-    buf = Buffer.concat([buf, c]);
-    wake();
-  });
-  socket.on("close", () => wake());
-  return {
-    async get(path: string): Promise<{ status: number; body: string }> {
-      socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`);
-      for (;;) {
-        const end = buf.indexOf("\r\n\r\n");
-        const head = end < 0 ? "" : buf.subarray(0, end).toString();
-        const length = /^content-length: (\d+)$/im.exec(head);
-        if (end >= 0 && !length) throw new Error(`no content-length: ${head}`);
-        if (length && buf.length >= end + 4 + Number(length[1])) {
-          const body = buf.subarray(end + 4, end + 4 + Number(length[1])).toString();
-          buf = buf.subarray(end + 4 + Number(length[1]));
-          return { status: Number(head.split(" ")[1]), body };
-        }
-        if (socket.destroyed) throw new Error(`the connection to ${hostPort} closed`);
-        await new Promise<void>((r) => wake = r);
-      }
-    },
-    close: () => socket.destroy(),
-  };
 }
 
 Deno.test("mesh-discovery --workers 2 refuses a --grpcAddr port already in use, even by a listener that allows sharing", async () => {

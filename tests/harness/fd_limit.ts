@@ -1,8 +1,12 @@
 /**
  * Running a test process out of file descriptors (`RLIMIT_NOFILE` set to 0 through libc), as a
- * server meets it under a connection flood.
+ * server meets it under a connection flood, and {@link keptAlive}: an HTTP connection opened
+ * before, to read the server's `/ready` and `/metrics` meanwhile.
  * @module
  */
+
+import { Buffer } from "node:buffer";
+import net from "node:net";
 
 /**
  * This process's open-file limit (`RLIMIT_NOFILE`, through libc): `exhaust()` makes every new
@@ -51,5 +55,41 @@ export function fdLimit() {
       for (const fd of fds.splice(0)) libc.symbols.close(fd);
       libc.close();
     },
+  };
+}
+
+/**
+ * One HTTP/1.1 connection to `hostPort`, kept alive: `get` sends a request on it and reads the
+ * answer (its body sized by content-length).
+ */
+export async function keptAlive(hostPort: string) {
+  const [host, port] = [hostPort.slice(0, hostPort.lastIndexOf(":")), hostPort.split(":").at(-1)];
+  const socket = net.connect({ host, port: Number(port) });
+  await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  let buf = Buffer.alloc(0);
+  let wake = () => {};
+  socket.on("data", (c: Buffer) => {
+    buf = Buffer.concat([buf, c]);
+    wake();
+  });
+  socket.on("close", () => wake());
+  return {
+    async get(path: string): Promise<{ status: number; body: string }> {
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`);
+      for (;;) {
+        const end = buf.indexOf("\r\n\r\n");
+        const head = end < 0 ? "" : buf.subarray(0, end).toString();
+        const length = /^content-length: (\d+)$/im.exec(head);
+        if (end >= 0 && !length) throw new Error(`no content-length: ${head}`);
+        if (length && buf.length >= end + 4 + Number(length[1])) {
+          const body = buf.subarray(end + 4, end + 4 + Number(length[1])).toString();
+          buf = buf.subarray(end + 4 + Number(length[1]));
+          return { status: Number(head.split(" ")[1]), body };
+        }
+        if (socket.destroyed) throw new Error(`the connection to ${hostPort} closed`);
+        await new Promise<void>((r) => wake = r);
+      }
+    },
+    close: () => socket.destroy(),
   };
 }

@@ -196,26 +196,4 @@ export const systemClock: Clock = {
   clearTimeout: (h) => clearTimeout(h as number),
 };
 
-/** What the gRPC listeners of the ADS ports tell of their state (`/ready`, `/metrics`). */
-export interface ListenerState {
-  /** Accepting connections (false while out of file descriptors). */
-  accepting: boolean;
-  /** Connections refused by the connection caps. */
-  refused: number;
-  /** New connections held or refused by the failed-connection throttle. */
-  throttled: number;
-  /** Connections closed to keep file descriptors free. */
-  shed: number;
-}
-
-/** Several listeners' states as one: accepting while every one is, the counts added. */
-export function sumListenerStates(all: readonly ListenerState[]): ListenerState {
-  const sum: ListenerState = { accepting: true, refused: 0, throttled: 0, shed: 0 };
-  for (const l of all) {
-    sum.accepting &&= l.accepting;
-    sum.refused += l.refused;
-    sum.throttled += l.throttled;
-    sum.shed += l.shed;
-  }
-  return sum;
-}
+export { type ListenerState, sumListenerStates } from "../../grpc/listener_state.ts";
