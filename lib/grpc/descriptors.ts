@@ -63,17 +63,24 @@ export class DescriptorBudget {
 
   /**
    * `reserve`: descriptors kept free (default: 10 % of the limit, at least {@link ACCEPT_BATCH}
-   * + 32); `source`: where
-   * the limit and the count come from (tests).
+   * per accept loop + 32); `acceptLoops`: the listeners of the process that accept at once, each
+   * counting only its own connections between measurements (default 1); `source`: where the
+   * limit and the count come from (tests).
    */
   constructor(
-    readonly opts: { reserve?: number; source?: DescriptorSource; now?: () => number } = {},
+    readonly opts: {
+      reserve?: number;
+      acceptLoops?: number;
+      source?: DescriptorSource;
+      now?: () => number;
+    } = {},
   ) {}
 
   /** Descriptors kept free under the current limit. */
   get reserve(): number {
     this.#refresh(false);
-    return this.opts.reserve ?? Math.max(ACCEPT_BATCH + 32, Math.ceil(this.#limit * 0.1));
+    const ahead = ACCEPT_BATCH * Math.max(1, this.opts.acceptLoops ?? 1);
+    return this.opts.reserve ?? Math.max(ahead + 32, Math.ceil(this.#limit * 0.1));
   }
 
   /** The descriptors accepted connections may hold in all: the limit less the reserve. */

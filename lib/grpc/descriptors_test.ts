@@ -2,10 +2,11 @@ import assert from "node:assert/strict";
 import { ACCEPT_BATCH, DescriptorBudget, procDescriptors } from "./descriptors.ts";
 
 /** A budget over a fake limit and count, with a clock the test moves. */
-function fake(limit: number, open: number, reserve?: number) {
+function fake(limit: number, open: number, reserve?: number, acceptLoops?: number) {
   const state = { limit, open, now: 0, reads: 0 };
   const budget = new DescriptorBudget({
     reserve,
+    acceptLoops,
     now: () => state.now,
     source: {
       limit: () => state.limit,
@@ -22,6 +23,16 @@ Deno.test("DescriptorBudget keeps 10 % of the limit free, at least Deno's accept
   assert.equal(fake(100, 0).budget.reserve, 160);
   assert.equal(fake(1024, 0, 50).budget.budget, 974);
   assert.equal(fake(Infinity, 0).budget.budget, Infinity);
+});
+
+Deno.test("DescriptorBudget keeps an accept batch free for each listener of the process that accepts at once", () => {
+  // two ADS workers, or a plaintext and a TLS port: each may accept a batch the other does not see
+  assert.equal(fake(1024, 0, undefined, 2).budget.reserve, 2 * 128 + 32);
+  assert.equal(fake(1024, 0, undefined, 4).budget.reserve, 4 * 128 + 32);
+  assert.equal(fake(1024, 0, undefined, 1).budget.reserve, 160);
+  assert.equal(fake(1024, 0, undefined, 0).budget.reserve, 160);
+  assert.equal(fake(65_536, 0, undefined, 4).budget.reserve, 6554);
+  assert.equal(fake(1024, 0, 50, 4).budget.reserve, 50);
 });
 
 Deno.test("DescriptorBudget.excess() counts accepts between measurements and measures again near the budget", () => {

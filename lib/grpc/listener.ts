@@ -46,13 +46,21 @@ export interface GrpcListenOptions extends H2Options {
   maxConnectionsPerAddress?: number;
   /**
    * Descriptors below the process's `RLIMIT_NOFILE` that accepted connections never take
-   * (default 10 % of the limit, at least 160: Deno accepts up to 128 connections from the backlog
-   * before the first of them reaches JavaScript). A connection accepted over that budget closes the
+   * (default 10 % of the limit, at least 128 per accept loop of the process, {@link acceptLoops},
+   * plus 32: Deno accepts up to 128 connections from the backlog before the first of them reaches
+   * JavaScript). A connection accepted over that budget closes the
    * oldest connection that has not sent its client preface and SETTINGS for a second, or else
    * itself; counted in {@link GrpcListener.shed}, with one log line per 10 s. Linux only (read
    * from `/proc/self`); elsewhere there is no budget.
    */
   descriptorReserve?: number;
+  /**
+   * The gRPC listeners of this process that accept connections at once, this one included: every
+   * isolate's, every port's (default {@link reusePort}'s `of`, else 1). Each accepts up to 128
+   * connections ahead (`ACCEPT_BATCH`) and counts only its own between measurements of the
+   * descriptors open, so the default {@link descriptorReserve} holds that many batches.
+   */
+  acceptLoops?: number;
   /**
    * Failed connections ({@link Connection.failed}: a connection error, no client preface in
    * time, or over the buffered-request budget) per source
@@ -509,7 +517,10 @@ class Listener implements GrpcListener {
     this.#maxConnections = opts.maxConnections ?? 0;
     this.#refused = new Tally(opts.onError);
     this.#throttled = new Tally(opts.onError);
-    this.#fds = new DescriptorBudget({ reserve: opts.descriptorReserve });
+    this.#fds = new DescriptorBudget({
+      reserve: opts.descriptorReserve,
+      acceptLoops: opts.acceptLoops ?? opts.reusePort?.of ?? 1,
+    });
     this.#maxPerAddress = opts.maxConnectionsPerAddress ?? 0;
     const r = opts.reusePort;
     if (r?.addresses && this.#maxPerAddress > 0) {

@@ -19,7 +19,7 @@ import {
 import type { XdsServerView } from "../../lib/xds/server/worker_control.ts";
 import { checkMeshCerts, type MeshCerts, watchMeshCerts } from "./certs.ts";
 import type { DiscoveryConfig, ListenAddress } from "./config.ts";
-import { hostOf, hostPort, listenError } from "./listen.ts";
+import { adsAcceptLoops, hostOf, hostPort, listenError } from "./listen.ts";
 import { createMetrics, type DiscoveryMetrics, type TransportState } from "./metrics.ts";
 import { ConfigSnapshot, DiscoveryModel, type DiscoveryRegistry } from "./model.ts";
 
@@ -117,6 +117,7 @@ export async function listenAds(
     logger: getLogger("ads"),
     transport: config.grpc,
     nativeReads: config.grpcReusedReads,
+    acceptLoops: adsAcceptLoops(config, 1),
   }).catch((e) => {
     throw listenError(`--grpcAddr ${hostPort(host, config.grpcAddr.port)}`, e);
   });
@@ -169,6 +170,7 @@ export async function listenSecureAds(
       // Client certificates are verified when presented (proxies without one stay anonymous).
       tls: { ...certs, requireClientCert: false },
       transport: config.grpc,
+      acceptLoops: adsAcceptLoops(config, 1),
     });
     core.listeners.add(listener);
     cleanups.push(() => listener.shutdown());

@@ -3,11 +3,20 @@
  * @module
  */
 
-import type { ListenAddress } from "./config.ts";
+import type { DiscoveryConfig, ListenAddress } from "./config.ts";
 
 /** The host to bind for a `--grpcAddr`-style address (empty = every IPv4 address). */
 export function hostOf(a: ListenAddress): string {
   return a.host === "" ? "0.0.0.0" : a.host;
+}
+
+/**
+ * The ADS listeners of the process that accept at once (`GrpcListenOptions.acceptLoops`): one per
+ * serving isolate (`isolates`: 1, or the `--workers`) and port (`--grpcAddr`, and
+ * `--secureGrpcAddr` unless off), whether or not the TLS port has started yet.
+ */
+export function adsAcceptLoops(config: DiscoveryConfig, isolates: number): number {
+  return isolates * (config.secureGrpcAddr ? 2 : 1);
 }
 
 /** `host:port`, with an IPv6 host in brackets. */

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import net from "node:net";
 import tls from "node:tls";
+import { RawClient } from "../../lib/grpc/testing.ts";
 import { fdLimit, keptAlive } from "./fd_limit.ts";
 import { waitUntil } from "./procs.ts";
 
@@ -98,5 +99,89 @@ export async function acceptingThroughFdExhaustion(
   } finally {
     limit.dispose();
     metrics.close();
+  }
+}
+
+/**
+ * How long a new HTTP/2 client from `localAddress` waits for the server's SETTINGS and a PING's
+ * answer on `port` (ms; -1 when it is not answered within 5 s). The connection is kept in `into`.
+ */
+export async function h2AnsweredIn(
+  port: number,
+  localAddress: string,
+  into: RawClient[],
+): Promise<number> {
+  const t0 = performance.now();
+  const c = await RawClient.connect(port, { localAddress }).catch(() => undefined);
+  if (!c) return -1;
+  into.push(c);
+  const ok = await c.until(() => c.settings().size > 0, 5000) && await c.roundTrip(5000);
+  return ok ? performance.now() - t0 : -1;
+}
+
+/**
+ * How long a TLS handshake from `localAddress` with `port` takes (ms; -1 when it does not end
+ * within 5 s). The socket is closed after.
+ */
+export async function tlsAnsweredIn(port: number, localAddress: string): Promise<number> {
+  const t0 = performance.now();
+  const socket = tls.connect({
+    socket: net.connect({ host: "127.0.0.1", port, localAddress }),
+    rejectUnauthorized: false,
+    ALPNProtocols: ["h2"],
+  });
+  socket.on("error", () => {});
+  const ok = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 5000);
+    socket.once("secureConnect", () => (clearTimeout(timer), resolve(true)));
+    socket.once("close", () => (clearTimeout(timer), resolve(false)));
+  });
+  socket.destroy();
+  return ok ? performance.now() - t0 : -1;
+}
+
+/**
+ * The attack of a server run with `ulimit -n 1024`: 1,100 connections that never speak, from
+ * 127.0.0.1 and 127.0.0.3. Throughout, the listeners accept (`<prefix>_accepting` stays 1) and a
+ * client from another address is answered within 1 s (`answeredIn`); `/metrics` counts what
+ * the descriptor reserve and the bound per address refused or shed; once the attackers left,
+ * every new client from 127.0.0.1 is answered within 1 s.
+ */
+export async function idleConnectionsAttack(o: {
+  port: number;
+  monitoring: string;
+  prefix: string;
+  answeredIn: (localAddress: string) => Promise<number>;
+}): Promise<void> {
+  const scrape = async () =>
+    listenerGauges(await (await fetch(`http://${o.monitoring}/metrics`)).text(), o.prefix);
+  const attackers: RawClient[] = [];
+  try {
+    assert.equal((await scrape()).accepting, 1);
+    const silent = (localAddress: string) =>
+      RawClient.connect(o.port, { preface: false, localAddress }).then(
+        (c) => void attackers.push(c),
+        () => {},
+      );
+    for (let i = 0; i < 1100; i += 100) {
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => silent((i + j) % 2 ? "127.0.0.3" : "127.0.0.1")),
+      );
+    }
+    const during: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      during.push(await o.answeredIn("127.0.0.2"));
+      assert.equal((await scrape()).accepting, 1, "the listeners stopped accepting");
+    }
+    assert.ok(during.every((ms) => ms >= 0 && ms < 1000), `during: ${during.join(", ")} ms`);
+    const { refused, shed } = await scrape();
+    assert.ok(refused + shed > 0, `refused ${refused}, shed ${shed}`);
+    await Promise.all(attackers.splice(0).map((c) => c.close()));
+    const after: number[] = [];
+    for (let i = 0; i < 10; i++) after.push(await o.answeredIn("127.0.0.1"));
+    assert.ok(after.every((ms) => ms >= 0 && ms < 1000), `after: ${after.join(", ")} ms`);
+    assert.equal((await scrape()).accepting, 1);
+  } finally {
+    await Promise.all(attackers.map((c) => c.close()));
   }
 }

@@ -35,6 +35,8 @@ export interface SpawnOptions {
   denoArgs?: string[];
   /** Text written to the program's standard input, which is then closed (default: no stdin). */
   stdin?: string;
+  /** The program's open-file limit (`ulimit -n`, through `/bin/sh`; default: this process's). */
+  fileLimit?: number;
 }
 
 /** Which output a {@linkcode ProgramProcess.waitFor} looks at. */
@@ -135,8 +137,12 @@ export function spawnProgram(
   opts: SpawnOptions = {},
 ): ProgramProcess {
   const script = programScript(program);
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...(opts.denoArgs ?? defaultDenoArgs(script)), script, ...args],
+  const run = ["run", ...(opts.denoArgs ?? defaultDenoArgs(script)), script, ...args];
+  const limited = opts.fileLimit !== undefined;
+  const child = new Deno.Command(limited ? "/bin/sh" : Deno.execPath(), {
+    args: limited
+      ? ["-c", `ulimit -n ${opts.fileLimit} && exec "$0" "$@"`, Deno.execPath(), ...run]
+      : run,
     cwd: opts.cwd ?? REPO_ROOT.pathname,
     env: environment(opts),
     clearEnv: opts.clearEnv ?? false,

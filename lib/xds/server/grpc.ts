@@ -100,6 +100,8 @@ export interface AdsServerOptions {
    * needs `--unstable-net`, else the listener reads through `node:net` and logs why.
    */
   nativeReads?: boolean;
+  /** The process's gRPC listeners that accept at once (see `GrpcListenOptions.acceptLoops`). */
+  acceptLoops?: number;
 }
 
 /** A running ADS listener. */
@@ -374,6 +376,7 @@ export async function startAdsServer(opts: AdsServerOptions): Promise<AdsServerH
     maxFailedConnectionsPerSecond: opts.transport?.maxFailedConnectionsPerSecond,
     reusePort: opts.reusePort,
     nativeReads: opts.nativeReads,
+    acceptLoops: opts.acceptLoops,
   }).catch((e) => {
     throw new Error(`Cannot listen on ${opts.address}: ${(e as Error).message}`);
   });

@@ -19,7 +19,7 @@ import { WorkerXdsControl } from "../../../lib/xds/server/worker_control.ts";
 import type { SecureListener, XdsCore } from "../ads.ts";
 import type { MeshCerts } from "../certs.ts";
 import type { DiscoveryConfig } from "../config.ts";
-import { hostOf, hostPort, listenError } from "../listen.ts";
+import { adsAcceptLoops, hostOf, hostPort, listenError } from "../listen.ts";
 
 /** A port every worker listens on (SO_REUSEPORT), and what they count on it together. */
 export interface SharedPort {
@@ -52,6 +52,8 @@ export interface DiscoveryWorkerInit {
   transport: DiscoveryConfig["grpc"];
   /** `--grpcReusedReads`: read each plaintext connection into a reused buffer (`Deno.Conn`). */
   reusedReads: boolean;
+  /** The process's ADS listeners (see `adsAcceptLoops`). */
+  acceptLoops: number;
 }
 
 /**
@@ -160,6 +162,7 @@ export class AdsWorkers {
           knownTypes: KNOWN_TYPES,
           transport: config.grpc,
           reusedReads: config.grpcReusedReads,
+          acceptLoops: adsAcceptLoops(config, o.count),
         };
       },
       handlers: control.handlers,

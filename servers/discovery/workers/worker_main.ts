@@ -45,6 +45,7 @@ serveControl<DiscoveryWorkerInit>(async ({ arg, index, count }, link) => {
       logger: log,
       transport: arg.transport,
       reusePort: { index, of: count, connections: share.connections, addresses: share.addresses },
+      acceptLoops: arg.acceptLoops,
       // Client certificates are verified when presented (proxies without one stay anonymous).
       ...(certs ? { tls: { ...certs, requireClientCert: false } } : {}),
       // node:net by default, as the main isolate: its synchronous writes cost half of Deno.Conn's
