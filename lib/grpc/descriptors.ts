@@ -44,6 +44,28 @@ export const procDescriptors: DescriptorSource = {
  */
 export const ACCEPT_BATCH = 128;
 
+/**
+ * The descriptors of connections that the process's gRPC listeners accepted and have not closed,
+ * counted from an arbitrary start: one `Int32Array` slot over a `SharedArrayBuffer`. A worker pool
+ * hands its control isolate's to each worker ({@link adoptAcceptedDescriptors}), so that every
+ * listener's budget sees, between two measurements, what every other listener of the process
+ * accepted, in whichever isolate.
+ */
+let accepted: Int32Array = new Int32Array(new SharedArrayBuffer(4));
+
+/** This process's count of accepted descriptors (see {@link adoptAcceptedDescriptors}). */
+export function acceptedDescriptors(): Int32Array {
+  return accepted;
+}
+
+/**
+ * Makes `count` (the control isolate's {@link acceptedDescriptors}) this isolate's: called by a
+ * worker before it opens any listener.
+ */
+export function adoptAcceptedDescriptors(count: Int32Array): void {
+  accepted = count;
+}
+
 /** How often (ms) the count of open descriptors is taken again, at least. */
 const MEASURE_MS = 500;
 /** Near the budget, how often (ms) it is taken again at most (under a flood of connections). */
@@ -58,23 +80,28 @@ export class DescriptorBudget {
   #limit = Infinity;
   #measured = 0;
   #measuredAt = -Infinity;
-  /** Opened less closed since the last measurement. */
-  #delta = 0;
+  /** The process's accepted descriptors (shared), and their count at the last measurement. */
+  readonly #accepted: Int32Array;
+  #base = 0;
 
   /**
    * `reserve`: descriptors kept free (default: 10 % of the limit, at least {@link ACCEPT_BATCH}
    * per accept loop + 32); `acceptLoops`: the listeners of the process that accept at once, each
-   * counting only its own connections between measurements (default 1); `source`: where the
-   * limit and the count come from (tests).
+   * of which may accept a batch before any budget hears of it (default 1); `accepted`: where the
+   * listeners count what they open and close (default {@link acceptedDescriptors}, the process's);
+   * `source`: where the limit and the count come from (tests).
    */
   constructor(
     readonly opts: {
       reserve?: number;
       acceptLoops?: number;
+      accepted?: Int32Array;
       source?: DescriptorSource;
       now?: () => number;
     } = {},
-  ) {}
+  ) {
+    this.#accepted = opts.accepted ?? accepted;
+  }
 
   /** Descriptors kept free under the current limit. */
   get reserve(): number {
@@ -92,17 +119,22 @@ export class DescriptorBudget {
   /** Descriptors open now (estimated between measurements). */
   get open(): number {
     this.#refresh(false);
-    return this.#measured + this.#delta;
+    return this.#estimate();
   }
 
-  /** A descriptor was opened (a connection accepted). */
+  /** A descriptor was opened (a connection accepted: counted for every budget of the process). */
   opened(): void {
-    this.#delta++;
+    Atomics.add(this.#accepted, 0, 1);
   }
 
   /** A descriptor was closed. */
   closed(): void {
-    this.#delta--;
+    Atomics.sub(this.#accepted, 0, 1);
+  }
+
+  /** The last measurement, plus what the process's listeners opened less closed since. */
+  #estimate(): number {
+    return this.#measured + Atomics.load(this.#accepted, 0) - this.#base;
   }
 
   /**
@@ -116,9 +148,9 @@ export class DescriptorBudget {
     this.#refresh(false);
     if (this.#limit === Infinity) return -Infinity;
     const budget = this.budget;
-    if (this.#measured + this.#delta <= budget - this.reserve) return -Infinity;
+    if (this.#estimate() <= budget - this.reserve) return -Infinity;
     this.#refresh(true);
-    return this.#measured + this.#delta - budget;
+    return this.#estimate() - budget;
   }
 
   #refresh(near: boolean): void {
@@ -127,10 +159,11 @@ export class DescriptorBudget {
     const source = this.opts.source ?? procDescriptors;
     const limit = source.limit();
     if (!Number.isNaN(limit)) this.#limit = limit;
+    const base = Atomics.load(this.#accepted, 0);
     const open = source.open();
     // Cannot be counted: out of descriptors (or no access, then with no limit known either).
     this.#measured = open >= 0 ? open : this.#limit === Infinity ? 0 : this.#limit;
     this.#measuredAt = now;
-    this.#delta = 0;
+    this.#base = base;
   }
 }

@@ -58,9 +58,45 @@ Deno.test("DescriptorBudget takes the limit as reached when it cannot count (out
   assert.equal(budget.excess(), 40);
 });
 
-Deno.test("procDescriptors reads this process's limit and open descriptors", () => {
+Deno.test("procDescriptors reads this process's limit and open descriptors", async () => {
   const limit = procDescriptors.limit();
   const open = procDescriptors.open();
   assert.ok(limit > 0, `limit ${limit}`);
   assert.ok(open > 2 && open < limit, `open ${open}`);
+  // another count of the same: the directory's entries, less the descriptor reading it
+  assert.equal(open, [...Deno.readDirSync("/proc/self/fd")].length - 1);
+  // a process started with `ulimit -n 321` reads 321, and its own descriptors
+  const script = `import { procDescriptors as p } from ${
+    JSON.stringify(
+      new URL("./descriptors.ts", import.meta.url).href,
+    )
+  }; const f = await Deno.open("/proc/self/limits"); console.log(p.limit(), p.open()); f.close();`;
+  const out = await new Deno.Command("/bin/sh", {
+    args: ["-c", `ulimit -n 321 && exec "$0" eval "$1"`, Deno.execPath(), script],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  const [childLimit, childOpen] = new TextDecoder().decode(out.stdout).trim().split(" ").map(
+    Number,
+  );
+  assert.equal(childLimit, 321);
+  assert.ok(childOpen > 3 && childOpen < 321, `open ${childOpen}`);
+});
+
+Deno.test("DescriptorBudget: what every budget of the process opened and closed counts in each, between measurements", () => {
+  const accepted = new Int32Array(new SharedArrayBuffer(4));
+  const source = { limit: () => 1024, open: () => 100 };
+  let now = 0;
+  const [a, b] = [0, 1].map(() => new DescriptorBudget({ accepted, source, now: () => now }));
+  assert.equal(a.open, 100);
+  assert.equal(b.open, 100);
+  for (let i = 0; i < 700; i++) (i % 2 ? a : b).opened();
+  b.closed();
+  // neither measured again: each sees the other's
+  assert.equal(a.open, 799);
+  assert.equal(b.open, 799);
+  // within the reserve of its budget (864), each measures again (the fake count stays 100)
+  assert.equal(a.excess(), 799 - 864);
+  now += 20;
+  assert.equal(b.excess(), 100 - 864);
 });

@@ -13,6 +13,7 @@ import {
   onOutputLevelChange,
   scopeLevels,
 } from "../log/mod.ts";
+import { acceptedDescriptors } from "../grpc/descriptors.ts";
 import { Channel } from "./channel.ts";
 import type { WorkerInit } from "./serve_control.ts";
 
@@ -159,6 +160,7 @@ export class WorkerPool {
       count: opts.count,
       levels: currentLevels(),
       arg: opts.init(index),
+      acceptedDescriptors: acceptedDescriptors(),
     };
     const ms = opts.startTimeoutMs ?? 120_000;
     let timer: number | undefined;

@@ -335,3 +335,18 @@ Deno.test("Channel: once closed, requests and notes that still arrive from the p
     port2.close();
   }
 });
+
+Deno.test("WorkerPool: the descriptors its workers' listeners accept count at once in the control isolate's budget", async () => {
+  const { DescriptorBudget } = await import("../grpc/descriptors.ts");
+  const budget = new DescriptorBudget({ source: { limit: () => 1000, open: () => 100 } });
+  const pool = await echoPool({ count: 2 });
+  try {
+    assert.equal(budget.open, 100);
+    // each worker's listeners accept 150, then close 20, before the budget measures again
+    await pool.broadcast("accept", 150);
+    await pool.broadcast("accept", -20);
+    assert.equal(budget.open, 360);
+  } finally {
+    await pool.close();
+  }
+});

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { adoptAcceptedDescriptors } from "../grpc/descriptors.ts";
 import type { Level, Logger } from "../log/mod.ts";
 import { Channel, type ChannelHandler } from "./channel.ts";
 
@@ -18,6 +19,11 @@ export interface WorkerInit<T = unknown> {
   levels: Record<string, Level>;
   /** The pool's `init(index)`. */
   arg: T;
+  /**
+   * The control isolate's count of descriptors its process's gRPC listeners accepted
+   * (`lib/grpc/descriptors.ts`), made this worker's before `start` runs.
+   */
+  acceptedDescriptors?: Int32Array;
 }
 
 /** The worker's side: its channel to the control isolate, and loggers that log there. */
@@ -63,6 +69,7 @@ export function serveControl<T>(
   channel.on("init", (arg) => {
     const init = arg as WorkerInit<T>;
     levels = init.levels;
+    if (init.acceptedDescriptors) adoptAcceptedDescriptors(init.acceptedDescriptors);
     return start(init, link);
   });
   channel.on("levels", (arg) => void (levels = arg as Record<string, Level>));

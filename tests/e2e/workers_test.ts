@@ -146,6 +146,7 @@ Deno.test("mesh-policy --workers 2 under ulimit -n 1024: 1,100 idle connections 
         monitoring,
         prefix: "mesh_policy_grpc",
         answeredIn: (from) => h2AnsweredIn(port, from, cs),
+        output: () => server.output(),
       });
     } finally {
       await Promise.all(cs.map((c) => c.close()));
@@ -166,6 +167,7 @@ Deno.test("mesh_ca --workers 2 under ulimit -n 1024: 1,100 idle connections leav
       monitoring: `127.0.0.1:${monitoringPort}`,
       prefix: "mesh_ca_grpc",
       answeredIn: (from) => tlsAnsweredIn(grpcPort, from),
+      output: () => ca.output(),
     });
     const r = await createCertificateH2({
       address: `127.0.0.1:${grpcPort}`,

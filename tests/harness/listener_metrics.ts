@@ -152,7 +152,10 @@ export async function idleConnectionsAttack(o: {
   monitoring: string;
   prefix: string;
   answeredIn: (localAddress: string) => Promise<number>;
+  /** The server's output, whose end an assertion that fails shows. */
+  output?: () => string;
 }): Promise<void> {
+  const tail = () => o.output ? `\n${o.output().slice(-4000)}` : "";
   const scrape = async () =>
     listenerGauges(await (await fetch(`http://${o.monitoring}/metrics`)).text(), o.prefix);
   const attackers: RawClient[] = [];
@@ -171,16 +174,19 @@ export async function idleConnectionsAttack(o: {
     const during: number[] = [];
     for (let i = 0; i < 5; i++) {
       during.push(await o.answeredIn("127.0.0.2"));
-      assert.equal((await scrape()).accepting, 1, "the listeners stopped accepting");
+      assert.equal((await scrape()).accepting, 1, `the listeners stopped accepting${tail()}`);
     }
-    assert.ok(during.every((ms) => ms >= 0 && ms < 1000), `during: ${during.join(", ")} ms`);
+    assert.ok(
+      during.every((ms) => ms >= 0 && ms < 1000),
+      `during: ${during.join(", ")} ms${tail()}`,
+    );
     const { refused, shed } = await scrape();
-    assert.ok(refused + shed > 0, `refused ${refused}, shed ${shed}`);
+    assert.ok(refused + shed > 0, `refused ${refused}, shed ${shed}${tail()}`);
     await Promise.all(attackers.splice(0).map((c) => c.close()));
     const after: number[] = [];
     for (let i = 0; i < 10; i++) after.push(await o.answeredIn("127.0.0.1"));
-    assert.ok(after.every((ms) => ms >= 0 && ms < 1000), `after: ${after.join(", ")} ms`);
-    assert.equal((await scrape()).accepting, 1);
+    assert.ok(after.every((ms) => ms >= 0 && ms < 1000), `after: ${after.join(", ")} ms${tail()}`);
+    assert.equal((await scrape()).accepting, 1, `the listeners stopped accepting${tail()}`);
   } finally {
     await Promise.all(attackers.map((c) => c.close()));
   }

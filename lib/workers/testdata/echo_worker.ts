@@ -1,7 +1,8 @@
 /// <reference lib="deno.worker" />
 // A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, answers `wait` after
-// the milliseconds it is given, logs on `log` (and on `logTo`, in a scope and at a level it is given); its init
+// the milliseconds it is given, counts descriptors a listener accepted on `accept`, logs on `log` (and on `logTo`, in a scope and at a level it is given); its init
 // never answers for the tag "hang" and fails for "refuse".
+import { DescriptorBudget } from "../../grpc/descriptors.ts";
 import { serveControl } from "../mod.ts";
 
 let started = 0;
@@ -41,5 +42,13 @@ serveControl<{ tag: string }>((init, l) => {
   },
   ask: () => link!.channel.request("double", 21),
   wait: (ms) => new Promise((r) => setTimeout(() => r(true), ms as number)),
+  /** Counts `n` descriptors opened by a listener of this worker (negative: closed). */
+  accept: (n) => {
+    const budget = new DescriptorBudget();
+    for (let i = 0; i < Math.abs(n as number); i++) {
+      (n as number) > 0 ? budget.opened() : budget.closed();
+    }
+    return true;
+  },
   close: () => true,
 });
