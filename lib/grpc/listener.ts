@@ -56,9 +56,10 @@ export interface GrpcListenOptions extends H2Options {
   descriptorReserve?: number;
   /**
    * The gRPC listeners of this process that accept connections at once, this one included: every
-   * isolate's, every port's (default {@link reusePort}'s `of`, else 1). Each accepts up to 128
-   * connections ahead (`ACCEPT_BATCH`) and counts only its own between measurements of the
-   * descriptors open, so the default {@link descriptorReserve} holds that many batches.
+   * isolate's, every port's (default {@link reusePort}'s `of`, else 1). Each may accept up to 128
+   * connections (`ACCEPT_BATCH`) before JavaScript, and so any budget, hears of them, so the
+   * default {@link descriptorReserve} holds that many batches. (What they accept once heard of is
+   * counted on one count shared by the process's listeners: `acceptedDescriptors()`.)
    */
   acceptLoops?: number;
   /**

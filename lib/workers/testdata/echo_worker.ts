@@ -1,7 +1,8 @@
 /// <reference lib="deno.worker" />
 // A worker for pool_test.ts: answers `echo`, fails `fail`, dies on `crash`, answers `wait` after
-// the milliseconds it is given, counts descriptors a listener accepted on `accept`, logs on `log` (and on `logTo`, in a scope and at a level it is given); its init
-// never answers for the tag "hang" and fails for "refuse".
+// the milliseconds it is given, counts descriptors a listener accepted on `accept`, logs on `log`
+// (and on `logTo`, in a scope and at a level it is given); its init never answers for the tag
+// "hang" and fails for "refuse".
 import { DescriptorBudget } from "../../grpc/descriptors.ts";
 import { serveControl } from "../mod.ts";
 
