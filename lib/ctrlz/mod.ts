@@ -32,6 +32,7 @@ import {
   setScopeLevel,
   setStackTraceLevel,
 } from "../log/mod.ts";
+import { type HttpServer, serveHttp } from "../net/serve.ts";
 import { type VersionInfo, versionInfo } from "../version/mod.ts";
 
 /** Options of {@link startCtrlz}. */
@@ -306,9 +307,13 @@ export async function startCtrlz(o: CtrlzOptions): Promise<CtrlzHandle> {
   registerScopes(o.scopes);
   const app = ctrlzApp(o);
   const hostname = o.address === "*" ? "0.0.0.0" : o.address.replace(/^\[(.*)\]$/, "$1");
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: HttpServer;
   try {
-    server = Deno.serve({ hostname, port: o.port, onListen: () => {} }, app.fetch);
+    server = serveHttp({
+      hostname,
+      port: o.port,
+      onError: (m) => getLogger("default").warn(`ctrlz: ${m}`),
+    }, app.fetch);
   } catch (e) {
     throw new Error(
       `Cannot listen on --ctrlz_port ${o.port} (${o.address}): ${listenErrorReason(e)}`,
@@ -327,7 +332,7 @@ export async function startCtrlz(o: CtrlzOptions): Promise<CtrlzHandle> {
     address: `${bound}:${port}`,
     url: `http://${reachable}:${port}/`,
     shutdown() {
-      closed ??= server.shutdown().then(() => server.finished);
+      closed ??= server.shutdown();
       return closed;
     },
   };

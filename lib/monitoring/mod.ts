@@ -119,20 +119,20 @@ export function monitoringHandler(
 export interface MonitoringOptions extends MonitoringHandlerOptions {
   host: string;
   port: number;
+  /** Told when the listener stopped accepting and when it serves again (see `serveHttp`). */
+  onError?: (message: string) => void;
 }
 
 /** Serves {@link monitoringHandler}; resolves once listening (port 0 picks a free port). */
 export async function startMonitoring(
   o: MonitoringOptions,
 ): Promise<{ port: number; shutdown(): Promise<void> }> {
-  const { promise, resolve } = Promise.withResolvers<number>();
-  const server = Deno.serve({
-    hostname: o.host,
-    port: o.port,
-    onListen: ({ port }) => resolve(port),
-  }, monitoringHandler(o));
-  const port = await promise;
-  return { port, shutdown: () => server.shutdown() };
+  const { serveHttp } = await import("../net/serve.ts");
+  const server = serveHttp(
+    { hostname: o.host, port: o.port, onError: o.onError },
+    monitoringHandler(o),
+  );
+  return { port: server.addr.port, shutdown: () => server.shutdown() };
 }
 
 type Prom = typeof import("../deps/prom.ts");

@@ -5,6 +5,7 @@
  */
 /// <reference lib="deno.worker" />
 
+import { type HttpServer, serveHttp } from "../net/serve.ts";
 import type { Channel } from "./channel.ts";
 import type {
   ForwardReply,
@@ -17,7 +18,7 @@ import type {
 import { concat, readUpTo } from "./bytes.ts";
 import { serveControl } from "./serve_control.ts";
 
-let servers: Deno.HttpServer<Deno.NetAddr>[] = [];
+let servers: HttpServer[] = [];
 let ready: ReadyState & { at: number } = {
   status: 503,
   headers: [["content-type", "text/plain; charset=utf-8"]],
@@ -30,7 +31,11 @@ serveControl<FrontInit>(({ arg }, link): FrontStarted => {
   const ports: number[] = [];
   for (const [i, l] of arg.listeners.entries()) {
     try {
-      const s = Deno.serve({ hostname: l.hostname, port: l.port, onListen: () => {} }, handler);
+      const s = serveHttp({
+        hostname: l.hostname,
+        port: l.port,
+        onError: (m) => link.logger("default").warn(m),
+      }, handler);
       servers.push(s);
       ports.push(s.addr.port);
     } catch (e) {

@@ -450,6 +450,7 @@ async function serveMonitoring(p: Parts): Promise<{ host: string; port: number }
       profiling: config.monitoring.profiling,
       metrics: p.metrics,
       versionText: deps.versionText ?? "mesh_ca",
+      onError: (m) => p.log.warn(`monitoring: ${m}`),
     });
   } catch (e) {
     throw new Error(

@@ -112,6 +112,8 @@ export interface MonitoringOptions {
   profiling: boolean;
   metrics: CaMetrics;
   versionText: string;
+  /** Told when the listener stopped accepting and when it serves again. */
+  onError?: (message: string) => void;
 }
 
 /** Serves mesh_ca's monitoring handler (lib/monitoring); resolves once listening. */
@@ -127,5 +129,6 @@ export function startMonitoring(
     profiling: o.profiling,
     profilingFlag: "--enable-profiling",
     profileName: "mesh_ca",
+    onError: o.onError,
   });
 }

@@ -415,12 +415,12 @@ async function serveMonitoring(
   const monPort = deps.monitoringPort === undefined ? config.monitoringPort : deps.monitoringPort;
   if (monPort === null) return null;
   const a = config.address;
-  const { promise, resolve } = Promise.withResolvers<number>();
   const host = deps.host ?? (a.kind === "tcp" ? a.host : "0.0.0.0");
+  const { serveHttp } = await import("../../lib/net/serve.ts");
   let server;
   try {
-    server = Deno.serve(
-      { hostname: host, port: monPort, onListen: ({ port }) => resolve(port) },
+    server = serveHttp(
+      { hostname: host, port: monPort, onError: (m) => log.warn(`Monitoring: ${m}`) },
       monitoringHandler({
         metrics: async () =>
           [await metrics.text(), await loader.current.metrics()].filter((t) => t).join("\n"),
@@ -433,7 +433,7 @@ async function serveMonitoring(
   }
   const s = server;
   cleanups.push(() => s.shutdown());
-  const monitoring = `${host.includes(":") ? `[${host}]` : host}:${await promise}`;
+  const monitoring = `${host.includes(":") ? `[${host}]` : host}:${s.addr.port}`;
   log.info(`Monitoring listening on ${monitoring}`);
   return monitoring;
 }

@@ -35,6 +35,7 @@ export async function startDiscovery(
   extra: string[],
   env: Record<string, string> = {},
   denoArgs?: string[],
+  fileLimit?: number,
 ): Promise<RunningDiscovery> {
   const args = [
     "discovery",
@@ -51,7 +52,7 @@ export async function startDiscovery(
     ...(extra.includes("--meshConfig") ? [] : ["--meshConfig", "/nonexistent/mesh-config"]),
     ...extra,
   ];
-  const proc = spawnProgram(DISCOVERY_SCRIPT, args, { env, denoArgs });
+  const proc = spawnProgram(DISCOVERY_SCRIPT, args, { env, denoArgs, fileLimit });
   let line: string;
   try {
     line = await proc.waitFor(LISTENING, 60_000); // generous: start-up on a loaded box

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { freePort, runProgram, spawnProgram, waitUntil, withTempDir } from "../harness/procs.ts";
-import { testIssuer } from "../harness/ca_client.ts";
+import { selfSignedCaArgs, testIssuer } from "../harness/ca_client.ts";
 import { csrFor, opensslVerify } from "../../servers/ca/_testutil.ts";
 
 const PY_CLIENT = `
@@ -48,29 +48,25 @@ async function py(args: string[]): Promise<string> {
 Deno.test("mesh_ca serves CSRs to a Python grpcio client, reports metrics, keeps its probe file fresh, and never logs keys", async () => {
   await withTempDir(async (dir) => {
     const issuer = await testIssuer();
-    await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
     const grpcPort = freePort();
     const monitoringPort = freePort();
     const probe = `${dir}/probe`;
-    await using ca = spawnProgram("mesh_ca", [
-      "--self-signed-ca",
-      "--local-storage-dir",
-      `${dir}/store`,
-      "--trusted-jwks",
-      `${dir}/jwks.json`,
-      "--grpc-port",
-      String(grpcPort),
-      "--monitoring-port",
-      String(monitoringPort),
-      "--liveness-probe-path",
-      probe,
-      "--liveness-probe-interval",
-      "1s",
-      "--probe-check-interval",
-      "300ms",
-      "--log_output_level",
-      "debug",
-    ]);
+    await using ca = spawnProgram(
+      "mesh_ca",
+      await selfSignedCaArgs(
+        dir,
+        issuer,
+        { grpc: grpcPort, monitoring: monitoringPort },
+        "--liveness-probe-path",
+        probe,
+        "--liveness-probe-interval",
+        "1s",
+        "--probe-check-interval",
+        "300ms",
+        "--log_output_level",
+        "debug",
+      ),
+    );
     await ca.waitFor(/gRPC signing API listening/, 30_000);
     const root = await Deno.readTextFile(`${dir}/store/ca-cert.pem`);
     await Deno.writeTextFile(`${dir}/root.pem`, root);

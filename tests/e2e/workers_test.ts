@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { decodeMeshCertificateResponse } from "../../lib/pki/ca_messages.ts";
 import { csrFor } from "../../servers/ca/_testutil.ts";
-import { createCertificateH2, testIssuer } from "../harness/ca_client.ts";
+import { createCertificateH2, selfSignedCaArgs, testIssuer } from "../harness/ca_client.ts";
 import { denyConfig, freshCheck, policyAddresses, policyServerArgs } from "../harness/policy.ts";
 import type { RawClient } from "../../lib/grpc/testing.ts";
 import { h2AnsweredIn, idleConnectionsAttack, tlsAnsweredIn } from "../harness/listener_metrics.ts";
@@ -48,21 +48,18 @@ async function policyOnWorkers(dir: string, opts: SpawnOptions = {}) {
  */
 async function caOnWorkers(dir: string, opts: SpawnOptions = {}) {
   const issuer = await testIssuer();
-  await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
   const grpcPort = freePort(), monitoringPort = freePort();
-  const ca = spawnProgram("mesh_ca", [
-    "--self-signed-ca",
-    "--local-storage-dir",
-    `${dir}/store`,
-    "--trusted-jwks",
-    `${dir}/jwks.json`,
-    "--grpc-port",
-    String(grpcPort),
-    "--monitoring-port",
-    String(monitoringPort),
-    "--workers",
-    "2",
-  ], opts);
+  const ca = spawnProgram(
+    "mesh_ca",
+    await selfSignedCaArgs(
+      dir,
+      issuer,
+      { grpc: grpcPort, monitoring: monitoringPort },
+      "--workers",
+      "2",
+    ),
+    opts,
+  );
   try {
     await ca.waitFor(/gRPC signing API listening on \S+ \(TLS\) in 2 worker isolates/, 120_000);
     await ca.waitFor(/monitoring listening on /, 30_000);

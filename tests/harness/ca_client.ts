@@ -146,3 +146,28 @@ export async function createCertificateH2(
     timeoutMs: o.timeoutMs,
   });
 }
+
+/**
+ * `mesh_ca` arguments for a self-signed CA kept in `dir/store` that trusts `issuer`'s tokens (its
+ * JWKS written to `dir/jwks.json` here), serving on `grpcPort` and `monitoringPort`, then `extra`.
+ */
+export async function selfSignedCaArgs(
+  dir: string,
+  issuer: TestIssuer,
+  ports: { grpc: number; monitoring: number },
+  ...extra: string[]
+): Promise<string[]> {
+  await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
+  return [
+    "--self-signed-ca",
+    "--local-storage-dir",
+    `${dir}/store`,
+    "--trusted-jwks",
+    `${dir}/jwks.json`,
+    "--grpc-port",
+    String(ports.grpc),
+    "--monitoring-port",
+    String(ports.monitoring),
+    ...extra,
+  ];
+}
