@@ -74,3 +74,30 @@ Deno.test("serveHttp(): shut down, it does not open the port again; a port in us
   assert.equal(await freshGet(port), "refused");
   assert.deepEqual(told, []);
 });
+
+Deno.test("serveHttp(): shut down while it waits to open the port again, it does not open it", async () => {
+  const told: string[] = [];
+  const server = serveHttp(
+    { hostname: "127.0.0.1", port: 0, retryMs: 100, onError: (m) => told.push(m) },
+    () => new Response("ok\n"),
+  );
+  const port = server.addr.port;
+  const limit = fdLimit();
+  try {
+    const pending = limit.socket();
+    limit.exhaust();
+    try {
+      limit.connect(pending, port);
+      await waitUntil(() => told.length > 0, 10_000, "the server to stop");
+      await server.shutdown();
+    } finally {
+      limit.restore();
+    }
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(told.length, 1, told.join("\n"));
+    assert.equal(await freshGet(port), "refused");
+  } finally {
+    limit.dispose();
+    await server.shutdown();
+  }
+});
