@@ -23,13 +23,18 @@ async function freshGet(port: number): Promise<string> {
   }
 }
 
-Deno.test("serveHttp(): out of file descriptors, the accept loop stops; the port is served again once they are back, and the process lives", async () => {
+/** A server answering "ok" on a free port, retrying after `retryMs`; what it told in `told`. */
+function okServer(retryMs: number) {
   const told: string[] = [];
   const server = serveHttp(
-    { hostname: "127.0.0.1", port: 0, retryMs: 50, onError: (m) => told.push(m) },
+    { hostname: "127.0.0.1", port: 0, retryMs, onError: (m) => told.push(m) },
     () => new Response("ok\n"),
   );
-  const port = server.addr.port;
+  return { told, server, port: server.addr.port };
+}
+
+Deno.test("serveHttp(): out of file descriptors, the accept loop stops; the port is served again once they are back, and the process lives", async () => {
+  const { told, server, port } = okServer(50);
   const limit = fdLimit();
   try {
     assert.equal(await freshGet(port), "HTTP/1.1 200 OK");
@@ -59,12 +64,7 @@ Deno.test("serveHttp(): out of file descriptors, the accept loop stops; the port
 });
 
 Deno.test("serveHttp(): shut down, it does not open the port again; a port in use is an error at once", async () => {
-  const told: string[] = [];
-  const server = serveHttp(
-    { hostname: "127.0.0.1", port: 0, retryMs: 10, onError: (m) => told.push(m) },
-    () => new Response("ok\n"),
-  );
-  const port = server.addr.port;
+  const { told, server, port } = okServer(10);
   assert.throws(
     () => serveHttp({ hostname: "127.0.0.1", port }, () => new Response("")),
     Deno.errors.AddrInUse,
@@ -76,12 +76,7 @@ Deno.test("serveHttp(): shut down, it does not open the port again; a port in us
 });
 
 Deno.test("serveHttp(): shut down while it waits to open the port again, it does not open it", async () => {
-  const told: string[] = [];
-  const server = serveHttp(
-    { hostname: "127.0.0.1", port: 0, retryMs: 100, onError: (m) => told.push(m) },
-    () => new Response("ok\n"),
-  );
-  const port = server.addr.port;
+  const { told, server, port } = okServer(100);
   const limit = fdLimit();
   try {
     const pending = limit.socket();
