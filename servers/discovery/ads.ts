@@ -25,16 +25,21 @@ import { ConfigSnapshot, DiscoveryModel, type DiscoveryRegistry } from "./model.
 
 /** The ADS listeners (plaintext, TLS), summed for `/ready` and the metrics. */
 export class AdsListeners {
-  readonly #all: TransportState[] = [];
+  readonly #all: (() => TransportState)[] = [];
 
   /** Counts `listener` from now on. */
   add(listener: TransportState): void {
-    this.#all.push(listener);
+    this.#all.push(() => listener);
+  }
+
+  /** Counts the listeners whose state `read` gives, summed (the workers'), from now on. */
+  addSum(read: () => TransportState): void {
+    this.#all.push(read);
   }
 
   /** Whether every listener accepts, and the connections refused, throttled and shed by all. */
   transport(): TransportState {
-    return sumListenerStates(this.#all);
+    return sumListenerStates(this.#all.map((read) => read()));
   }
 }
 

@@ -114,20 +114,7 @@ export class AdsWorkers {
       ...(o.debounceAfterMs !== undefined ? { debounceAfter: o.debounceAfterMs } : {}),
     });
     core.server = control;
-    core.listeners.add({
-      get accepting() {
-        return control.transport().accepting;
-      },
-      get refused() {
-        return control.transport().refused;
-      },
-      get throttled() {
-        return control.transport().throttled;
-      },
-      get shed() {
-        return control.transport().shed;
-      },
-    });
+    core.listeners.addSum(() => control.transport());
   }
 
   /**
