@@ -71,3 +71,8 @@ export function freeServerPort(low: number = ephemeralLow(), from = 10_000): num
   }
   throw new Error(`no free port found between ${from} and ${top}`);
 }
+
+/** `host:port`, with an IPv6 host in brackets. */
+export function hostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}

@@ -9,6 +9,8 @@
  * @module
  */
 
+import { hostPort } from "./mod.ts";
+
 /** Options of {@link serveHttp}. */
 export interface ServeHttpOptions {
   hostname: string;
@@ -43,9 +45,7 @@ export function serveHttp(
     Deno.serve({ hostname: o.hostname, port, onListen: () => {} }, handler);
   let server = open(o.port);
   const addr = server.addr;
-  const where = `${
-    addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname
-  }:${addr.port}`;
+  const where = hostPort(addr.hostname, addr.port);
   const first = o.retryMs ?? 1000;
   let stopped = false;
   let timer: number | undefined;

@@ -11,6 +11,7 @@
  * @module
  */
 
+import { hostPort } from "../../lib/net/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import { GRPC_BOOTSTRAP_FILE, grpcBootstrap } from "../../lib/xds/grpc_bootstrap.ts";
 import type { AgentConfig } from "./config.ts";
@@ -46,7 +47,7 @@ export interface ProxylessHandle {
  */
 export function proxylessBootstrap(c: AgentConfig, relayUri?: string): Record<string, unknown> {
   return grpcBootstrap({
-    serverUri: relayUri ?? hostPort(c.adsTarget),
+    serverUri: relayUri ?? hostPort(c.adsTarget.host, c.adsTarget.port),
     nodeId: c.nodeId,
     cluster: c.serviceCluster,
     metadata: c.metadata,
@@ -54,10 +55,6 @@ export function proxylessBootstrap(c: AgentConfig, relayUri?: string): Record<st
     certDir: c.certDir,
     refreshIntervalMs: c.certRefreshMs,
   });
-}
-
-function hostPort(hp: { host: string; port: number }): string {
-  return hp.host.includes(":") ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`;
 }
 
 /**
@@ -114,7 +111,7 @@ export async function startProxyless(
     log.info("gRPC bootstrap written", {
       path,
       node: c.nodeId,
-      xds_server: hostPort(c.adsTarget),
+      xds_server: hostPort(c.adsTarget.host, c.adsTarget.port),
       ...(relay ? { via: relay.uri } : {}),
     });
     setReady();

@@ -19,10 +19,7 @@ export function adsAcceptLoops(config: DiscoveryConfig, isolates: number): numbe
   return isolates * (config.secureGrpcAddr ? 2 : 1);
 }
 
-/** `host:port`, with an IPv6 host in brackets. */
-export function hostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}
+export { hostPort } from "../../lib/net/mod.ts";
 
 /**
  * `Cannot listen on <flag> <address>: address already in use`, from a Deno or grpc-js (Node

@@ -16,6 +16,7 @@
  */
 
 import { type GrpcListener, listenGrpc } from "../../lib/grpc/mod.ts";
+import { hostPort } from "../../lib/net/mod.ts";
 import { getLogger, type Logger } from "../../lib/log/mod.ts";
 import { Cleanups } from "../../lib/process/mod.ts";
 import { mixerCodec } from "../../lib/mixer/mod.ts";
@@ -349,7 +350,7 @@ async function serveHere(
     } else {
       const host = deps.host ?? a.host;
       grpc = await listenGrpc({ ...options, host, port: deps.port ?? a.port });
-      address = `${host.includes(":") ? `[${host}]` : host}:${grpc.port}`;
+      address = hostPort(host, grpc.port);
     }
   } catch (e) {
     const where = a.kind === "unix" ? a.path : `port ${deps.port ?? a.port}`;
@@ -405,7 +406,7 @@ async function serveOnWorkers(
   const own = metrics.text;
   metrics.text = async () =>
     await aggregateMetrics(await metrics.json(), await pool.metrics()).catch(own);
-  return `${host.includes(":") ? `[${host}]` : host}:${pool.port}`;
+  return hostPort(host, pool.port);
 }
 
 /** The monitoring listener (`/metrics` with the adapters' metrics, `/version`, pprof). */
@@ -433,7 +434,7 @@ async function serveMonitoring(
   }
   const s = server;
   cleanups.push(() => s.shutdown());
-  const monitoring = `${host.includes(":") ? `[${host}]` : host}:${s.addr.port}`;
+  const monitoring = hostPort(host, s.addr.port);
   log.info(`Monitoring listening on ${monitoring}`);
   return monitoring;
 }
