@@ -298,3 +298,296 @@ Deno.test("PushRouter looks up the instances of an event's hosts through the reg
   assert.deepEqual(updated, [["a|80"]]);
   router.close();
 });
+
+/**
+ * A model whose context preparations the test ends by hand (`finish()`): like the real one, a
+ * change made while one runs leaves it stale, so the router prepares again.
+ */
+function preparedByHand() {
+  let changes = 0, builtAt = 0;
+  const running: { resolve: () => void; reject: () => void; at: number }[] = [];
+  let calls = 0, atOnce = 0, most = 0;
+  const model = {
+    invalidate: () => builtAt = ++changes,
+    invalidateLater: () => void changes++,
+    get stale() {
+      return builtAt !== changes;
+    },
+    prepare: () => {
+      calls++;
+      most = Math.max(most, ++atOnce);
+      return new Promise<boolean>((resolve, reject) =>
+        running.push({
+          at: changes,
+          resolve: () => {
+            atOnce--;
+            builtAt = Math.max(builtAt, running.shift()!.at);
+            resolve(true);
+          },
+          reject: () => {
+            atOnce--;
+            running.shift();
+            reject(new Error("the build failed"));
+          },
+        })
+      );
+    },
+  } as unknown as DiscoveryModel;
+  return {
+    model,
+    /** Ends the oldest preparation. */
+    finish: () => running[0].resolve(),
+    /** Fails the oldest preparation. */
+    fail: () => running[0].reject(),
+    get calls() {
+      return calls;
+    },
+    /** The most preparations that ran at once. */
+    get most() {
+      return most;
+    },
+  };
+}
+
+/** Lets timers and microtasks run until `pred` holds (fails after 5 s). */
+async function until(pred: () => boolean, what: string) {
+  const deadline = Date.now() + 5000;
+  while (!pred()) {
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+Deno.test("PushRouter runs one context preparation at a time, prepares again for a change made meanwhile, and pushes each", async () => {
+  const m = preparedByHand();
+  const pushes: PushEvent[] = [];
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => [] },
+    model: m.model,
+    server: { push: (ev: PushEvent) => pushes.push(ev) } as unknown as XdsServer<Proxy>,
+    restCache: null,
+    prepareSliceMs: 0,
+  });
+  router.configChanged();
+  await until(() => m.calls === 1, "the first preparation");
+  router.configChanged(); // while it runs
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(m.calls, 1, "no second preparation while one runs");
+  m.finish();
+  await until(() => m.calls === 2, "the preparation of the change made meanwhile");
+  assert.deepEqual(pushes, [{ kind: "config" }], "the first context pushed");
+  m.finish();
+  await until(() => pushes.length === 2, "the second push");
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(m.calls, 2, "nothing left to prepare");
+  router.configChanged(); // once the preparations are over, a change prepares again
+  await until(() => m.calls === 3, "a later change's preparation");
+  m.finish();
+  await until(() => pushes.length === 3, "its push");
+  assert.equal(m.most, 1, "never two at once");
+  router.close();
+});
+
+Deno.test("PushRouter.close() stops a context preparation, scheduled or running, and endpoint events held back", async () => {
+  const m = preparedByHand();
+  const pushes: PushEvent[] = [];
+  const updates: string[][] = [];
+  let instances = [inst("a", "10.0.0.1")];
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => instances },
+    model: Object.assign(m.model, {
+      updateEndpoints: (changed: Set<string>) => (updates.push([...changed]), true),
+      context: () => ({ services: [] }),
+    }),
+    server: {
+      push: (ev: PushEvent) => pushes.push(ev),
+      watchedNames: () => new Set(["outbound|80||a"]),
+      hasProxy: () => false,
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+    prepareSliceMs: 0,
+  });
+  // running: its context is not pushed once closed
+  router.configChanged();
+  await until(() => m.calls === 1, "the preparation");
+  // held back: an endpoints event within ENDPOINT_BATCH_MS of the last one
+  instances = [inst("a", "10.0.0.2")];
+  router.registryChanged("endpoints", new Set(["a"]));
+  instances = [inst("a", "10.0.0.3")];
+  router.registryChanged("endpoints", new Set(["a"]));
+  assert.equal(updates.length, 1);
+  pushes.length = 0;
+  router.close();
+  m.finish();
+  await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 30));
+  assert.deepEqual([pushes, updates.length], [[], 1], "nothing pushed or handled after close()");
+
+  // scheduled: close() in the same task as the change's microtask
+  const m2 = preparedByHand();
+  const router2 = new PushRouter({
+    registry: { services: () => [], instances: () => [] },
+    model: m2.model,
+    server: { push: (ev: PushEvent) => pushes.push(ev) } as unknown as XdsServer<Proxy>,
+    restCache: null,
+    prepareSliceMs: 0,
+  });
+  router2.configChanged();
+  await Promise.resolve(); // the push event's microtask schedules the preparation
+  router2.close();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(
+    [m2.calls, pushes],
+    [0, []],
+    "a preparation scheduled before close() never runs",
+  );
+});
+
+Deno.test("PushRouter: a services event handles the endpoint events held back, which are not handled again", async () => {
+  let instances = [inst("a", "10.0.0.1")];
+  const updates: string[][] = [];
+  let invalidated = 0;
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => instances },
+    model: {
+      invalidate: () => invalidated++,
+      updateEndpoints: (changed: Set<string>) => (updates.push([...changed]), true),
+      context: () => ({ services: [] }),
+    } as unknown as DiscoveryModel,
+    server: {
+      push() {},
+      watchedNames: () => new Set(["outbound|80||a"]),
+      hasProxy: () => false,
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+  });
+  instances = [inst("a", "10.0.0.2")];
+  router.registryChanged("endpoints", new Set(["a"]));
+  instances = [inst("a", "10.0.0.3")];
+  router.registryChanged("endpoints", new Set(["a"])); // held back
+  router.registryChanged("services");
+  assert.equal(invalidated, 1, "the services event recomputes everything");
+  await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 30));
+  assert.equal(updates.length, 1, "the held-back event is not handled on its own afterwards");
+  // and an endpoints event right after a services event is handled at once
+  instances = [inst("a", "10.0.0.4")];
+  router.registryChanged("services");
+  router.registryChanged("endpoints", new Set(["a"]));
+  assert.equal(updates.length, 2, "handled at once: a services event holds back nothing");
+  router.close();
+});
+
+Deno.test("PushRouter pushes clusters and listeners besides EDS when a DNS service's endpoints change, and EDS alone for another", () => {
+  const pushes: PushEvent[] = [];
+  /** A router (whose first endpoints event is handled at once) and its instances. */
+  const routerOver = (instances: { now: ServiceInstance[] }) =>
+    new PushRouter({
+      registry: { services: () => [], instances: () => instances.now },
+      model: {
+        updateEndpoints: () => true,
+        context: () => ({
+          services: [
+            { hostname: "dns.example", resolution: "DNSLB" },
+            { hostname: "static", resolution: "ClientSideLB" },
+          ],
+        }),
+      } as unknown as DiscoveryModel,
+      server: {
+        push: (ev: PushEvent) => pushes.push(ev),
+        watchedNames: () => new Set(["outbound|80||dns.example", "outbound|80||static"]),
+        hasProxy: () => false,
+      } as unknown as XdsServer<Proxy>,
+      restCache: null,
+    });
+  const before = [inst("dns.example", "10.0.0.1"), inst("static", "10.0.0.2")];
+  const staticMoved = { now: before };
+  const one = routerOver(staticMoved);
+  staticMoved.now = [inst("dns.example", "10.0.0.1"), inst("static", "10.0.0.3")];
+  one.registryChanged("endpoints");
+  one.close();
+  assert.deepEqual(pushes.splice(0), [{ kind: "eds", clusters: ["outbound|80||static"] }]);
+  // a DNS service's cluster carries its endpoints in CDS (STRICT_DNS), and listeners follow it
+  const dnsMoved = { now: before };
+  const other = routerOver(dnsMoved);
+  dnsMoved.now = [inst("dns.example", "10.0.0.9"), inst("static", "10.0.0.3")];
+  other.registryChanged("endpoints");
+  other.close();
+  assert.deepEqual(pushes, [
+    { kind: "eds", clusters: ["outbound|80||dns.example", "outbound|80||static"] },
+    { kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] },
+  ]);
+});
+
+Deno.test("PushRouter finds a proxy's own instance that left among several instances of its service", () => {
+  // the proxy runs the first of a's two instances
+  let instances = [inst("a", "10.0.0.1"), inst("a", "10.0.0.2")];
+  const pushes: PushEvent[] = [];
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => instances },
+    model: {
+      updateEndpoints: () => true,
+      context: () => ({ services: [] }),
+    } as unknown as DiscoveryModel,
+    server: {
+      push: (ev: PushEvent) => pushes.push(ev),
+      watchedNames: () => new Set(["outbound|80||a"]),
+      hasProxy: (address: string) => address === "10.0.0.1",
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+  });
+  instances = [inst("a", "10.0.0.2")];
+  router.registryChanged("endpoints", new Set(["a"]));
+  assert.deepEqual(pushes, [
+    { kind: "eds", clusters: ["outbound|80||a"] },
+    { kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] },
+  ], "its listeners change: it no longer serves a");
+  router.close();
+});
+
+Deno.test("PushRouter: a context preparation that fails leaves the next read to build it, and the change is still pushed", async () => {
+  const m = preparedByHand();
+  let invalidated = 0;
+  const pushes: PushEvent[] = [];
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => [] },
+    model: Object.assign(m.model, {
+      invalidate: () => invalidated++,
+    }),
+    server: { push: (ev: PushEvent) => pushes.push(ev) } as unknown as XdsServer<Proxy>,
+    restCache: null,
+    prepareSliceMs: 0,
+  });
+  router.configChanged();
+  await until(() => m.calls === 1, "the preparation");
+  m.fail();
+  await until(() => pushes.length === 1, "the push");
+  assert.deepEqual([pushes, invalidated], [[{ kind: "config" }], 1]);
+  router.close();
+});
+
+Deno.test("PushRouter.synced() rebuilds everything, pushes a full push, and compares later endpoint events with the instances then", () => {
+  let instances = [inst("a", "10.0.0.1")];
+  const pushes: PushEvent[] = [];
+  const updates: string[][] = [];
+  let invalidated = 0;
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => instances },
+    model: {
+      invalidate: () => invalidated++,
+      updateEndpoints: (changed: Set<string>) => (updates.push([...changed]), true),
+      context: () => ({ services: [] }),
+    } as unknown as DiscoveryModel,
+    server: {
+      push: (ev: PushEvent) => pushes.push(ev),
+      watchedNames: () => new Set(["outbound|80||a"]),
+      hasProxy: () => false,
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+  });
+  instances = [inst("a", "10.0.0.2")]; // what the registries held once synced
+  router.synced();
+  assert.deepEqual([pushes.splice(0), invalidated], [[{ kind: "full" }], 1]);
+  router.registryChanged("endpoints", new Set(["a"]));
+  assert.deepEqual(updates, [[]], "nothing changed since the sync");
+  assert.deepEqual(pushes, [], "and nothing is pushed");
+  router.close();
+});
