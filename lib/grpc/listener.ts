@@ -14,6 +14,7 @@ import { Buffer } from "node:buffer";
 import process from "node:process";
 import type { Server, Socket } from "node:net";
 import { Connection, type H2Options } from "./h2/connection.ts";
+import { writesSettled } from "./h2/outbound.ts";
 import { SharedAddressCounts } from "./address_counts.ts";
 import { FailureThrottle } from "./throttle.ts";
 import { DescriptorBudget } from "./descriptors.ts";
@@ -177,7 +178,8 @@ export interface GrpcListener {
   readonly reusedReads: boolean;
   /**
    * Stops accepting, ends every call with `status`/`message`, sends GOAWAY and closes each
-   * connection once its output is written (at most `graceMs` later).
+   * connection once its output is written (at most `graceMs` later); resolves once the writes'
+   * per-turn budget timer has fired too (`writesSettled()`).
    */
   close(status: number, message: string, graceMs?: number): Promise<void>;
   /** Replaces the TLS certificate, key and CA for new connections (TLS listeners only). */
@@ -932,6 +934,7 @@ class Listener implements GrpcListener {
       const stopped = this.#open ? this.#closeListening() : Promise.resolve();
       await Promise.all([...this.connections].map((c) => c.shutdown(status, message, graceMs)));
       await stopped;
+      await writesSettled();
     })();
     return this.#closing;
   }

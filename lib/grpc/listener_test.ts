@@ -492,34 +492,44 @@ Deno.test("listenGrpc() on a port already taken rejects with EADDRINUSE", async 
   }
 });
 
-Deno.test("maxConnectionsPerAddress closes an address's connections beyond its bound at once; other addresses are served", async () => {
-  const { listener, errors } = await recorded({ maxConnectionsPerAddress: 2, acceptCheckMs: 0 });
-  const cs: RawClient[] = [];
-  try {
-    for (let i = 0; i < 2; i++) cs.push(await connected(listener.port));
-    for (const c of cs) assert.ok(await c.until(() => c.settings().size > 0), "not served");
-    const third = await RawClient.connect(listener.port);
-    cs.push(third);
-    assert.ok(await third.until(() => third.isClosed), "a third connection from 127.0.0.1 stayed");
-    assert.equal(third.settings().size, 0);
-    const other = await connected(listener.port, { localAddress: "127.0.0.2" });
-    cs.push(other);
-    assert.ok(await other.until(() => other.settings().size > 0), "127.0.0.2 not served");
-    assert.equal(listener.refused, 1);
-    assert.deepEqual(errors, [
-      "refused 1 connection(s) (latest from 127.0.0.1): the address holds 2, the limit is 2",
-    ]);
-    // Once one of its connections closes, the address may connect again.
-    await cs[0].close();
-    assert.ok(await until(() => listener.connections.size === 2));
-    const again = await connected(listener.port);
-    cs.push(again);
-    assert.ok(await again.until(() => again.settings().size > 0), "not served again");
-  } finally {
-    await Promise.all(cs.map((c) => c.close()));
-    await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
-  }
-});
+for (const nativeReads of [false, true]) {
+  Deno.test(`maxConnectionsPerAddress closes an address's connections beyond its bound at once; other addresses are served${nativeReads ? " (nativeReads)" : ""}`, async () => {
+    const { listener, errors } = await recorded({
+      maxConnectionsPerAddress: 2,
+      acceptCheckMs: 0,
+      nativeReads,
+    });
+    assert.equal(listener.reusedReads, nativeReads);
+    const cs: RawClient[] = [];
+    try {
+      for (let i = 0; i < 2; i++) cs.push(await connected(listener.port));
+      for (const c of cs) assert.ok(await c.until(() => c.settings().size > 0), "not served");
+      const third = await RawClient.connect(listener.port);
+      cs.push(third);
+      assert.ok(
+        await third.until(() => third.isClosed),
+        "a third connection from 127.0.0.1 stayed",
+      );
+      assert.equal(third.settings().size, 0);
+      const other = await connected(listener.port, { localAddress: "127.0.0.2" });
+      cs.push(other);
+      assert.ok(await other.until(() => other.settings().size > 0), "127.0.0.2 not served");
+      assert.equal(listener.refused, 1);
+      assert.deepEqual(errors, [
+        "refused 1 connection(s) (latest from 127.0.0.1): the address holds 2, the limit is 2",
+      ]);
+      // Once one of its connections closes, the address may connect again.
+      await cs[0].close();
+      assert.ok(await until(() => listener.connections.size === 2));
+      const again = await connected(listener.port);
+      cs.push(again);
+      assert.ok(await again.until(() => again.settings().size > 0), "not served again");
+    } finally {
+      await Promise.all(cs.map((c) => c.close()));
+      await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+    }
+  });
+}
 
 Deno.test("unansweredReason(): an unanswered check says nothing when the loop was late or the process saturated, else the accept loop stopped", async () => {
   const { unansweredReason } = await import("./listener.ts");

@@ -36,8 +36,6 @@ export class NativeSocket extends EventEmitter {
   readonly remoteAddress: string;
   readonly remotePort: number;
   readonly remoteFamily: string;
-  readonly localAddress: string;
-  readonly localPort: number;
   destroyed = false;
   writable = true;
   /** Bytes read so far. */
@@ -56,12 +54,9 @@ export class NativeSocket extends EventEmitter {
     this.#conn = conn;
     this.#buf = Buffer.allocUnsafeSlow(bufferSize);
     const remote = conn.remoteAddr as Deno.NetAddr;
-    const local = conn.localAddr as Deno.NetAddr;
     this.remoteAddress = remote.hostname ?? "";
     this.remotePort = remote.port ?? 0;
     this.remoteFamily = this.remoteAddress.includes(":") ? "IPv6" : "IPv4";
-    this.localAddress = local.hostname ?? "";
-    this.localPort = local.port ?? 0;
     this.#readLoop();
   }
 

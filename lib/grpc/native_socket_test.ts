@@ -205,3 +205,147 @@ Deno.test("listenGrpc() with nativeReads on a shared port reads through node:net
     "reading through node:net: Deno.listen({ reusePort }) needs --unstable-net",
   ]);
 });
+
+/** A NativeSocket over an accepted loopback connection, and the peer's end of it. */
+async function nativePair(): Promise<{ s: NativeSocket; peer: Deno.Conn; close: () => void }> {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const client = Deno.connect({ hostname: "127.0.0.1", port: l.addr.port });
+  const s = new NativeSocket(await l.accept());
+  const peer = await client;
+  l.close();
+  return {
+    s,
+    peer,
+    close: () => {
+      s.destroy();
+      try {
+        peer.close();
+      } catch {
+        // closed by the test
+      }
+    },
+  };
+}
+
+/** Events of `s`: how many `error`, `end` and `close` it emitted. */
+function counted(s: NativeSocket) {
+  const n = { error: 0, end: 0, close: 0 };
+  s.on("error", () => n.error++);
+  s.on("end", () => n.end++);
+  s.on("close", () => n.close++);
+  return n;
+}
+
+const waitFor = async (pred: () => boolean, what: string) => {
+  const deadline = Date.now() + 5000;
+  while (!pred()) {
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+Deno.test("NativeSocket keeps large writes whole and in order while the peer reads nothing, and calls back in order", async () => {
+  const { s, peer, close } = await nativePair();
+  try {
+    const size = 1 << 21; // 2 MiB each: far more than the socket buffers hold
+    const done: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      assert.equal(s.write(new Uint8Array(size).fill(i + 1), () => done.push(i)), true);
+    }
+    await new Promise((r) => setTimeout(r, 50)); // the writes back up
+    const got = new Uint8Array(4 * size);
+    for (let at = 0; at < got.length;) {
+      const n = await peer.read(got.subarray(at));
+      assert.ok(n !== null, `the stream ended after ${at} bytes`);
+      at += n;
+    }
+    for (let i = 0; i < 4; i++) {
+      const part = got.subarray(i * size, (i + 1) * size);
+      assert.ok(part.every((b) => b === i + 1), `write ${i} whole, in its place`);
+    }
+    await waitFor(() => done.length === 4, "the callbacks");
+    assert.deepEqual(done, [0, 1, 2, 3]);
+  } finally {
+    close();
+  }
+});
+
+for (const reading of [false, true]) {
+  Deno.test(`NativeSocket ${reading ? "reading" : "paused"}: a peer that resets the connection fails every queued write, and the socket ends once`, async () => {
+    const { s, peer, close } = await nativePair();
+    try {
+      const n = counted(s);
+      if (reading) s.resume();
+      // unread bytes at the peer make its close a reset (RST)
+      await new Promise((r) => s.write(new Uint8Array(1000), r));
+      await new Promise((r) => setTimeout(r, 20));
+      peer.close();
+      await new Promise((r) => setTimeout(r, 20));
+      const results: (Error | null | undefined)[] = [];
+      s.write(new Uint8Array(1 << 20)); // without a callback: fails quietly
+      for (let i = 0; i < 3; i++) s.write(new Uint8Array(1 << 20), (e) => results.push(e));
+      await waitFor(() => results.length === 3 && n.close > 0, "the callbacks and the close");
+      assert.ok(results.every((e) => e instanceof Error), `every write failed: ${results}`);
+      // Paused, the write meets the reset: an error. Reading, the read meets it first: an error,
+      // or (Deno 2.7.14 reads a reset as the end of the stream) an end.
+      if (!reading) assert.deepEqual(n, { error: 1, end: 0, close: 1 });
+      else assert.ok(n.close === 1 && n.error + n.end === 1, JSON.stringify(n));
+      assert.deepEqual([s.destroyed, s.writable], [true, false]);
+      assert.equal(s.write(new Uint8Array(1)), false, "nothing is written once destroyed");
+    } finally {
+      close();
+    }
+  });
+}
+
+Deno.test("NativeSocket end(): the peer sees the end at once with nothing queued, writes after it fail, and a paused socket still closes at the peer's end, once", async () => {
+  const { s, peer, close } = await nativePair();
+  try {
+    const n = counted(s);
+    assert.equal(s.writable, true);
+    s.end(); // never resumed: paused
+    s.end();
+    const buf = new Uint8Array(16);
+    assert.equal(await peer.read(buf), null, "the peer read the end");
+    let err: Error | null | undefined;
+    assert.equal(s.write(new Uint8Array(1), (e) => err = e), false);
+    await waitFor(() => err !== undefined, "the failed write's callback");
+    assert.ok(err instanceof Error);
+    assert.equal(s.writable, false);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(n, { error: 0, end: 0, close: 0 }, "open until the peer ends its side");
+    peer.close();
+    await waitFor(() => n.close > 0, "the close");
+    s.destroy();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(n, { error: 0, end: 1, close: 1 });
+  } finally {
+    close();
+  }
+});
+
+for (const host of ["127.0.0.1", "::1"]) {
+  Deno.test(`listenGrpc() with nativeReads tells a call its peer as grpc-js does (${host})`, async () => {
+    const peers: string[] = [];
+    const listener = await listenGrpc({
+      host,
+      port: 0,
+      nativeReads: true,
+      acceptCheckMs: 0,
+      handlers: new Map([[PATH, (c: GrpcCall) => {
+        peers.push(c.peer);
+        c.onEnd = () => c.end(GrpcStatus.OK);
+      }]]),
+    });
+    const conn = await Deno.connect({ hostname: host, port: listener.port });
+    try {
+      await conn.write(concat(PREFACE, frame(SETTINGS, 0, 0), call(1, [message(1, 10)])));
+      await waitFor(() => peers.length === 1, "the call");
+      const port = (conn.localAddr as Deno.NetAddr).port;
+      assert.equal(peers[0], host === "::1" ? `ipv6:[::1]:${port}` : `ipv4:127.0.0.1:${port}`);
+    } finally {
+      conn.close();
+      await listener.close(GrpcStatus.UNAVAILABLE, "test over", 200);
+    }
+  });
+}
