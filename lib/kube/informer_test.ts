@@ -193,3 +193,127 @@ Deno.test("createInformer() logs an API server outage once, not once per watch a
   assert.equal(lines.filter((l) => /\twarn\t/.test(l)).length, 1, lines.join("\n"));
   assert.equal(lines.filter((l) => /reachable again after [\d.]+ s$/.test(l)).length, 1);
 });
+
+const CM_PATH = "/api/v1/namespaces/default/configmaps";
+/** The informer's watch requests so far (their query strings). */
+const watches = (kube: FakeKube) =>
+  kube.requests.filter((r) => r.path === CM_PATH && /[?&]watch=/.test(r.search)).map((r) =>
+    new URLSearchParams(r.search)
+  );
+const names = (kube: FakeKube) => kube.objects("configmaps", "default").map((o) => o.metadata.name);
+
+Deno.test("createInformer() resumes a watch that ended from the last resourceVersion delivered, bookmarks included, without listing again", async () => {
+  await using kube = await startFakeKube({ bookmarkIntervalMs: 60_000 });
+  const { inf, lists, events } = await configMapInformer(kube, 100, { watchTimeoutSeconds: 1 });
+  try {
+    await inf.start();
+    await waitUntil(() => watches(kube).length === 1, 5000, "the watch");
+    assert.equal(watches(kube)[0].get("allowWatchBookmarks"), "true");
+    kube.upsert(cm("a"));
+    await waitUntil(() => events.length === 1, 5000, "the event");
+    const afterEvent = String(kube.resourceVersion);
+    await waitUntil(() => watches(kube).length === 2, 5000, "the watch resumed");
+    assert.equal(watches(kube)[1].get("resourceVersion"), afterEvent);
+    // a bookmark carries a newer resourceVersion (a change elsewhere), with no event
+    kube.upsert({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "s", namespace: "default" },
+    });
+    await waitUntil(() => kube.watchCount === 1, 5000, "the watch open");
+    kube.bookmark();
+    const bookmarked = String(kube.resourceVersion);
+    await waitUntil(() => watches(kube).length === 3, 5000, "the watch resumed again");
+    assert.equal(watches(kube)[2].get("resourceVersion"), bookmarked);
+    kube.upsert(cm("b"));
+    await waitUntil(() => events.length === 2, 5000, "an event on the resumed watch");
+    assert.deepEqual(events, [["ADDED", "a"], ["ADDED", "b"]]);
+    assert.equal(lists.length, 1, "no relist");
+  } finally {
+    await inf.stop();
+  }
+});
+
+for (const how of ["ERROR event", "HTTP status"]) {
+  Deno.test(`createInformer() lists again when its resourceVersion expired (410 Gone as an ${how}) and watches from the new list`, async () => {
+    await using kube = await startFakeKube();
+    kube.upsert(cm("a"));
+    const { inf, lists, events } = await configMapInformer(kube, 100, {
+      watchTimeoutSeconds: 1,
+    });
+    try {
+      await inf.start();
+      kube.missEvents("configmaps"); // a change the watch never delivers: only a list finds it
+      kube.upsert(cm("b"));
+      if (how === "ERROR event") kube.expireHistory(); // the resume's resourceVersion is too old
+      else kube.failNext({ method: "GET", path: CM_PATH, code: 410 });
+      await waitUntil(() => lists.length === 2, 10_000, "the relist");
+      assert.deepEqual(lists[1], ["a", "b"]);
+      assert.deepEqual(lists[1], names(kube));
+      const relistRv = String(kube.resourceVersion);
+      await waitUntil(() => watches(kube).length === 3, 5000, "the watch after the relist");
+      assert.equal(watches(kube)[2].get("resourceVersion"), relistRv);
+      kube.upsert(cm("c"));
+      await waitUntil(() => events.some(([, n]) => n === "c"), 5000, "an event after the relist");
+    } finally {
+      await inf.stop();
+    }
+  });
+}
+
+Deno.test("createInformer() with resyncMs lists again periodically, and stop() ends it", async () => {
+  await using kube = await startFakeKube();
+  const { inf, lists } = await configMapInformer(kube, 100, { resyncMs: 100 });
+  await inf.start();
+  try {
+    await waitUntil(() => lists.length >= 3, 5000, "two periodic relists");
+  } finally {
+    await inf.stop();
+  }
+  const n = lists.length;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(lists.length, n, "no relist after stop()");
+});
+
+Deno.test("createInformer() logs a failure of its event handler and delivers the events after it", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/out.log`;
+  const logging = await configureLogging({ ...defaultLogOptions(["default"]), targets: [file] });
+  try {
+    await using kube = await startFakeKube();
+    const seen: string[] = [];
+    const { inf } = await configMapInformer(kube, 100, {
+      onEvent: (_type, o) => {
+        const name = (o as { metadata: { name: string } }).metadata.name;
+        seen.push(name);
+        if (name === "bad") throw new Error("cannot handle it");
+      },
+    });
+    try {
+      await inf.start();
+      kube.upsert(cm("bad"));
+      kube.upsert(cm("good"));
+      await waitUntil(() => seen.length === 2, 5000, "both events");
+      assert.deepEqual(seen, ["bad", "good"]);
+    } finally {
+      await inf.stop();
+    }
+  } finally {
+    await logging.dispose();
+  }
+  const text = await Deno.readTextFile(file);
+  await Deno.remove(dir, { recursive: true });
+  assert.match(text, /Handling a ADDED event of configmaps failed: cannot handle it/);
+});
+
+Deno.test("createInformer() start() twice rejects; resync() before start() and after stop() resolves at once", async () => {
+  await using kube = await startFakeKube();
+  const { inf, lists } = await configMapInformer(kube, 100);
+  await inf.resync();
+  assert.equal(kube.requests.length, 0, "nothing listed before start()");
+  await inf.start();
+  await assert.rejects(inf.start(), /^Error: Informer for configmaps already started$/);
+  await inf.stop();
+  await inf.resync();
+  assert.equal(lists.length, 1);
+});
