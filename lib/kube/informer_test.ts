@@ -102,7 +102,8 @@ Deno.test("createInformer() delivers a collection declared absent as empty and l
     await inf.start();
     assert.deepEqual(lists, [[]]);
     assert.deepEqual(reported, ["cannot list configmaps: injected failure (HTTP 404)"]);
-    assert.equal(kube.requests.filter((r) => r.search.includes("watch")).length, 0);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(kube.requests.filter((r) => r.search.includes("watch")).length, 0, "no watch");
     kube.upsert(cm("a"));
     await inf.resync();
     assert.deepEqual(lists, [[], ["a"]]);
@@ -316,4 +317,22 @@ Deno.test("createInformer() start() twice rejects; resync() before start() and a
   await inf.stop();
   await inf.resync();
   assert.equal(lists.length, 1);
+});
+
+Deno.test("createInformer() recovers from an outage after its first list: it lists again and delivers what changed meanwhile", async () => {
+  await using kube = await startFakeKube();
+  kube.upsert(cm("a"));
+  const { inf, lists } = await configMapInformer(kube, 100, { resyncMs: 0 });
+  try {
+    await inf.start();
+    // the next list and watches fail a few times; meanwhile b comes
+    kube.failNext({ method: "GET", path: CM_PATH, code: 503, times: 4 });
+    kube.missEvents("configmaps");
+    kube.upsert(cm("b"));
+    void inf.resync();
+    await waitUntil(() => lists.length === 2, 10_000, "a list once the API server is back");
+    assert.deepEqual(lists[1], ["a", "b"]);
+  } finally {
+    await inf.stop();
+  }
 });

@@ -9,7 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { freePort, spawnProgram, waitUntil, withTempDir } from "../harness/procs.ts";
-import { createCertificate, testIssuer } from "../harness/ca_client.ts";
+import { createCertificate } from "../harness/ca_client.ts";
+import { startMeshCa } from "../harness/mesh_agent.ts";
 import { csrFor } from "../../servers/ca/_testutil.ts";
 import { exportPrivateKey } from "../../lib/pki/mod.ts";
 
@@ -22,38 +23,23 @@ import { decodeAny, xdsIncludeDirs, xdsProtoRoot } from "../../lib/xds/mod.ts";
 
 /** mesh_ca (self-signed, JWTs) in `dir`; the agent's environment to use it. */
 async function startCa(dir: string) {
-  const issuer = await testIssuer();
-  await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
-  const caPort = freePort();
-  const ca = spawnProgram("mesh_ca", [
-    "--self-signed-ca",
-    "--local-storage-dir",
-    `${dir}/ca`,
-    "--trusted-jwks",
-    `${dir}/jwks.json`,
-    "--grpc-port",
-    String(caPort),
-    "--workload-cert-min-grace-period",
-    "1s",
-  ]);
-  await ca.waitFor(/gRPC signing API listening/, 30_000);
+  const ca = await startMeshCa(dir);
   await Deno.mkdir(`${dir}/certs`);
-  await Deno.copyFile(`${dir}/ca/ca-cert.pem`, `${dir}/ca-root.pem`);
   await Deno.writeTextFile(
     `${dir}/token`,
-    await issuer.token("system:serviceaccount:default:hello"),
+    await ca.issuer.token("system:serviceaccount:default:hello"),
   );
   return {
     ca,
-    issuer,
-    caAddress: `127.0.0.1:${caPort}`,
+    issuer: ca.issuer,
+    caAddress: ca.address,
     env: {
       POD_NAME: "hello-v1",
       POD_NAMESPACE: "default",
       INSTANCE_IP: "127.0.0.1",
       MESH_CERT_DIR: `${dir}/certs`,
-      MESH_CA_ADDRESS: `127.0.0.1:${caPort}`,
-      MESH_CA_ROOT_CERT: `${dir}/ca-root.pem`,
+      MESH_CA_ADDRESS: ca.address,
+      MESH_CA_ROOT_CERT: ca.rootFile,
       MESH_CA_TOKEN_FILE: `${dir}/token`,
       MESH_CA_CERT_TTL: "4",
     },
