@@ -205,7 +205,11 @@ const names = (kube: FakeKube) => kube.objects("configmaps", "default").map((o) 
 
 Deno.test("createInformer() resumes a watch that ended from the last resourceVersion delivered, bookmarks included, without listing again", async () => {
   await using kube = await startFakeKube({ bookmarkIntervalMs: 60_000 });
-  const { inf, lists, events } = await configMapInformer(kube, 100, { watchTimeoutSeconds: 1 });
+  const delays: number[] = [];
+  const { inf, lists, events } = await configMapInformer(kube, 100, {
+    watchTimeoutSeconds: 1,
+    onRetryDelay: (ms) => delays.push(ms),
+  });
   try {
     await inf.start();
     await waitUntil(() => watches(kube).length === 1, 5000, "the watch");
@@ -230,6 +234,7 @@ Deno.test("createInformer() resumes a watch that ended from the last resourceVer
     await waitUntil(() => events.length === 2, 5000, "an event on the resumed watch");
     assert.deepEqual(events, [["ADDED", "a"], ["ADDED", "b"]]);
     assert.equal(lists.length, 1, "no relist");
+    assert.deepEqual(delays, [], "an ended watch is no failure: resumed at once");
   } finally {
     await inf.stop();
   }
