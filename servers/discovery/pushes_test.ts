@@ -358,16 +358,52 @@ async function until(pred: () => boolean, what: string) {
   }
 }
 
+/**
+ * A PushRouter over fakes that record what it does: its `pushes`, the keys of each endpoint
+ * update (`updates`) and the rebuilds (`invalidated`); `instances` is what the registry holds.
+ * `model` adds to (or replaces parts of) the fake model, e.g. {@link preparedByHand}'s.
+ */
+function recordingRouter(o: {
+  instances?: ServiceInstance[];
+  /** EDS names the proxies watch. */
+  watched?: string[];
+  /** Addresses where a connected proxy runs. */
+  proxies?: string[];
+  services?: { hostname: string; resolution: string }[];
+  model?: DiscoveryModel;
+  prepareSliceMs?: number;
+}) {
+  const rec = {
+    instances: o.instances ?? [],
+    pushes: [] as PushEvent[],
+    updates: [] as string[][],
+    invalidated: 0,
+  };
+  const defaults: Record<string, unknown> = {
+    invalidate: () => rec.invalidated++,
+    updateEndpoints: (changed: Set<string>) => (rec.updates.push([...changed]), true),
+    context: () => ({ services: o.services ?? [] }),
+  };
+  // the given model's own methods win (preparedByHand's invalidate keeps its staleness)
+  const model = (o.model ?? {}) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(defaults)) if (!(k in model)) model[k] = v;
+  const router = new PushRouter({
+    registry: { services: () => [], instances: () => rec.instances },
+    model: model as unknown as DiscoveryModel,
+    server: {
+      push: (ev: PushEvent) => rec.pushes.push(ev),
+      watchedNames: () => new Set(o.watched ?? []),
+      hasProxy: (address: string) => (o.proxies ?? []).includes(address),
+    } as unknown as XdsServer<Proxy>,
+    restCache: null,
+    prepareSliceMs: o.prepareSliceMs,
+  });
+  return { router, rec };
+}
+
 Deno.test("PushRouter runs one context preparation at a time, prepares again for a change made meanwhile, and pushes each", async () => {
   const m = preparedByHand();
-  const pushes: PushEvent[] = [];
-  const router = new PushRouter({
-    registry: { services: () => [], instances: () => [] },
-    model: m.model,
-    server: { push: (ev: PushEvent) => pushes.push(ev) } as unknown as XdsServer<Proxy>,
-    restCache: null,
-    prepareSliceMs: 0,
-  });
+  const { router, rec: { pushes } } = recordingRouter({ model: m.model, prepareSliceMs: 0 });
   router.configChanged();
   await until(() => m.calls === 1, "the first preparation");
   router.configChanged(); // while it runs
@@ -390,128 +426,84 @@ Deno.test("PushRouter runs one context preparation at a time, prepares again for
 
 Deno.test("PushRouter.close() stops a context preparation, scheduled or running, and endpoint events held back", async () => {
   const m = preparedByHand();
-  const pushes: PushEvent[] = [];
-  const updates: string[][] = [];
-  let instances = [inst("a", "10.0.0.1")];
-  const router = new PushRouter({
-    registry: { services: () => [], instances: () => instances },
-    model: Object.assign(m.model, {
-      updateEndpoints: (changed: Set<string>) => (updates.push([...changed]), true),
-      context: () => ({ services: [] }),
-    }),
-    server: {
-      push: (ev: PushEvent) => pushes.push(ev),
-      watchedNames: () => new Set(["outbound|80||a"]),
-      hasProxy: () => false,
-    } as unknown as XdsServer<Proxy>,
-    restCache: null,
+  const { router, rec } = recordingRouter({
+    instances: [inst("a", "10.0.0.1")],
+    watched: ["outbound|80||a"],
+    model: m.model,
     prepareSliceMs: 0,
   });
   // running: its context is not pushed once closed
   router.configChanged();
   await until(() => m.calls === 1, "the preparation");
   // held back: an endpoints event within ENDPOINT_BATCH_MS of the last one
-  instances = [inst("a", "10.0.0.2")];
+  rec.instances = [inst("a", "10.0.0.2")];
   router.registryChanged("endpoints", new Set(["a"]));
-  instances = [inst("a", "10.0.0.3")];
+  rec.instances = [inst("a", "10.0.0.3")];
   router.registryChanged("endpoints", new Set(["a"]));
-  assert.equal(updates.length, 1);
-  pushes.length = 0;
+  assert.equal(rec.updates.length, 1);
+  rec.pushes.length = 0;
   router.close();
   m.finish();
   await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 30));
-  assert.deepEqual([pushes, updates.length], [[], 1], "nothing pushed or handled after close()");
+  assert.deepEqual([rec.pushes, rec.updates.length], [[], 1], "nothing after close()");
 
   // scheduled: close() in the same task as the change's microtask
   const m2 = preparedByHand();
-  const router2 = new PushRouter({
-    registry: { services: () => [], instances: () => [] },
-    model: m2.model,
-    server: { push: (ev: PushEvent) => pushes.push(ev) } as unknown as XdsServer<Proxy>,
-    restCache: null,
-    prepareSliceMs: 0,
-  });
-  router2.configChanged();
+  const other = recordingRouter({ model: m2.model, prepareSliceMs: 0 });
+  other.router.configChanged();
   await Promise.resolve(); // the push event's microtask schedules the preparation
-  router2.close();
+  other.router.close();
   await new Promise((r) => setTimeout(r, 20));
   assert.deepEqual(
-    [m2.calls, pushes],
+    [m2.calls, other.rec.pushes],
     [0, []],
     "a preparation scheduled before close() never runs",
   );
 });
 
 Deno.test("PushRouter: a services event handles the endpoint events held back, which are not handled again", async () => {
-  let instances = [inst("a", "10.0.0.1")];
-  const updates: string[][] = [];
-  let invalidated = 0;
-  const router = new PushRouter({
-    registry: { services: () => [], instances: () => instances },
-    model: {
-      invalidate: () => invalidated++,
-      updateEndpoints: (changed: Set<string>) => (updates.push([...changed]), true),
-      context: () => ({ services: [] }),
-    } as unknown as DiscoveryModel,
-    server: {
-      push() {},
-      watchedNames: () => new Set(["outbound|80||a"]),
-      hasProxy: () => false,
-    } as unknown as XdsServer<Proxy>,
-    restCache: null,
+  const { router, rec } = recordingRouter({
+    instances: [inst("a", "10.0.0.1")],
+    watched: ["outbound|80||a"],
   });
-  instances = [inst("a", "10.0.0.2")];
+  rec.instances = [inst("a", "10.0.0.2")];
   router.registryChanged("endpoints", new Set(["a"]));
-  instances = [inst("a", "10.0.0.3")];
+  rec.instances = [inst("a", "10.0.0.3")];
   router.registryChanged("endpoints", new Set(["a"])); // held back
   router.registryChanged("services");
-  assert.equal(invalidated, 1, "the services event recomputes everything");
+  assert.equal(rec.invalidated, 1, "the services event recomputes everything");
   await new Promise((r) => setTimeout(r, ENDPOINT_BATCH_MS + 30));
-  assert.equal(updates.length, 1, "the held-back event is not handled on its own afterwards");
+  assert.equal(rec.updates.length, 1, "the held-back event is not handled on its own afterwards");
   // and an endpoints event right after a services event is handled at once
-  instances = [inst("a", "10.0.0.4")];
+  rec.instances = [inst("a", "10.0.0.4")];
   router.registryChanged("services");
   router.registryChanged("endpoints", new Set(["a"]));
-  assert.equal(updates.length, 2, "handled at once: a services event holds back nothing");
+  assert.equal(rec.updates.length, 2, "handled at once: a services event holds back nothing");
   router.close();
 });
 
 Deno.test("PushRouter pushes clusters and listeners besides EDS when a DNS service's endpoints change, and EDS alone for another", () => {
-  const pushes: PushEvent[] = [];
-  /** A router (whose first endpoints event is handled at once) and its instances. */
-  const routerOver = (instances: { now: ServiceInstance[] }) =>
-    new PushRouter({
-      registry: { services: () => [], instances: () => instances.now },
-      model: {
-        updateEndpoints: () => true,
-        context: () => ({
-          services: [
-            { hostname: "dns.example", resolution: "DNSLB" },
-            { hostname: "static", resolution: "ClientSideLB" },
-          ],
-        }),
-      } as unknown as DiscoveryModel,
-      server: {
-        push: (ev: PushEvent) => pushes.push(ev),
-        watchedNames: () => new Set(["outbound|80||dns.example", "outbound|80||static"]),
-        hasProxy: () => false,
-      } as unknown as XdsServer<Proxy>,
-      restCache: null,
+  /** A router (whose first endpoints event is handled at once) over these instances. */
+  const routerOver = () =>
+    recordingRouter({
+      instances: [inst("dns.example", "10.0.0.1"), inst("static", "10.0.0.2")],
+      watched: ["outbound|80||dns.example", "outbound|80||static"],
+      services: [
+        { hostname: "dns.example", resolution: "DNSLB" },
+        { hostname: "static", resolution: "ClientSideLB" },
+      ],
     });
-  const before = [inst("dns.example", "10.0.0.1"), inst("static", "10.0.0.2")];
-  const staticMoved = { now: before };
-  const one = routerOver(staticMoved);
-  staticMoved.now = [inst("dns.example", "10.0.0.1"), inst("static", "10.0.0.3")];
-  one.registryChanged("endpoints");
-  one.close();
-  assert.deepEqual(pushes.splice(0), [{ kind: "eds", clusters: ["outbound|80||static"] }]);
+  const one = routerOver();
+  one.rec.instances = [inst("dns.example", "10.0.0.1"), inst("static", "10.0.0.3")];
+  one.router.registryChanged("endpoints");
+  one.router.close();
+  assert.deepEqual(one.rec.pushes, [{ kind: "eds", clusters: ["outbound|80||static"] }]);
   // a DNS service's cluster carries its endpoints in CDS (STRICT_DNS), and listeners follow it
-  const dnsMoved = { now: before };
-  const other = routerOver(dnsMoved);
-  dnsMoved.now = [inst("dns.example", "10.0.0.9"), inst("static", "10.0.0.3")];
-  other.registryChanged("endpoints");
-  other.close();
-  assert.deepEqual(pushes, [
+  const other = routerOver();
+  other.rec.instances = [inst("dns.example", "10.0.0.9"), inst("static", "10.0.0.3")];
+  other.router.registryChanged("endpoints");
+  other.router.close();
+  assert.deepEqual(other.rec.pushes, [
     { kind: "eds", clusters: ["outbound|80||dns.example", "outbound|80||static"] },
     { kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] },
   ]);
@@ -519,24 +511,14 @@ Deno.test("PushRouter pushes clusters and listeners besides EDS when a DNS servi
 
 Deno.test("PushRouter finds a proxy's own instance that left among several instances of its service", () => {
   // the proxy runs the first of a's two instances
-  let instances = [inst("a", "10.0.0.1"), inst("a", "10.0.0.2")];
-  const pushes: PushEvent[] = [];
-  const router = new PushRouter({
-    registry: { services: () => [], instances: () => instances },
-    model: {
-      updateEndpoints: () => true,
-      context: () => ({ services: [] }),
-    } as unknown as DiscoveryModel,
-    server: {
-      push: (ev: PushEvent) => pushes.push(ev),
-      watchedNames: () => new Set(["outbound|80||a"]),
-      hasProxy: (address: string) => address === "10.0.0.1",
-    } as unknown as XdsServer<Proxy>,
-    restCache: null,
+  const { router, rec } = recordingRouter({
+    instances: [inst("a", "10.0.0.1"), inst("a", "10.0.0.2")],
+    watched: ["outbound|80||a"],
+    proxies: ["10.0.0.1"],
   });
-  instances = [inst("a", "10.0.0.2")];
+  rec.instances = [inst("a", "10.0.0.2")];
   router.registryChanged("endpoints", new Set(["a"]));
-  assert.deepEqual(pushes, [
+  assert.deepEqual(rec.pushes, [
     { kind: "eds", clusters: ["outbound|80||a"] },
     { kind: "config", types: [TYPE_URLS.cluster, TYPE_URLS.listener] },
   ], "its listeners change: it no longer serves a");
@@ -546,48 +528,28 @@ Deno.test("PushRouter finds a proxy's own instance that left among several insta
 Deno.test("PushRouter: a context preparation that fails leaves the next read to build it, and the change is still pushed", async () => {
   const m = preparedByHand();
   let invalidated = 0;
-  const pushes: PushEvent[] = [];
-  const router = new PushRouter({
-    registry: { services: () => [], instances: () => [] },
-    model: Object.assign(m.model, {
-      invalidate: () => invalidated++,
-    }),
-    server: { push: (ev: PushEvent) => pushes.push(ev) } as unknown as XdsServer<Proxy>,
-    restCache: null,
+  const { router, rec } = recordingRouter({
+    model: Object.assign(m.model, { invalidate: () => invalidated++ }),
     prepareSliceMs: 0,
   });
   router.configChanged();
   await until(() => m.calls === 1, "the preparation");
   m.fail();
-  await until(() => pushes.length === 1, "the push");
-  assert.deepEqual([pushes, invalidated], [[{ kind: "config" }], 1]);
+  await until(() => rec.pushes.length === 1, "the push");
+  assert.deepEqual([rec.pushes, invalidated], [[{ kind: "config" }], 1]);
   router.close();
 });
 
 Deno.test("PushRouter.synced() rebuilds everything, pushes a full push, and compares later endpoint events with the instances then", () => {
-  let instances = [inst("a", "10.0.0.1")];
-  const pushes: PushEvent[] = [];
-  const updates: string[][] = [];
-  let invalidated = 0;
-  const router = new PushRouter({
-    registry: { services: () => [], instances: () => instances },
-    model: {
-      invalidate: () => invalidated++,
-      updateEndpoints: (changed: Set<string>) => (updates.push([...changed]), true),
-      context: () => ({ services: [] }),
-    } as unknown as DiscoveryModel,
-    server: {
-      push: (ev: PushEvent) => pushes.push(ev),
-      watchedNames: () => new Set(["outbound|80||a"]),
-      hasProxy: () => false,
-    } as unknown as XdsServer<Proxy>,
-    restCache: null,
+  const { router, rec } = recordingRouter({
+    instances: [inst("a", "10.0.0.1")],
+    watched: ["outbound|80||a"],
   });
-  instances = [inst("a", "10.0.0.2")]; // what the registries held once synced
+  rec.instances = [inst("a", "10.0.0.2")]; // what the registries held once synced
   router.synced();
-  assert.deepEqual([pushes.splice(0), invalidated], [[{ kind: "full" }], 1]);
+  assert.deepEqual([rec.pushes.splice(0), rec.invalidated], [[{ kind: "full" }], 1]);
   router.registryChanged("endpoints", new Set(["a"]));
-  assert.deepEqual(updates, [[]], "nothing changed since the sync");
-  assert.deepEqual(pushes, [], "and nothing is pushed");
+  assert.deepEqual(rec.updates, [[]], "nothing changed since the sync");
+  assert.deepEqual(rec.pushes, [], "and nothing is pushed");
   router.close();
 });
