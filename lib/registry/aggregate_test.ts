@@ -89,7 +89,8 @@ Deno.test("aggregateRegistries() hands out the same instance list until a member
     ...member(() => assert.fail("not listed")),
     instancesOf: (hosts) => (looked.push([...hosts]), b.filter((i) => hosts.has(i.hostname))),
   };
-  const both = aggregateRegistries([member(() => a), withLookup]);
+  const z = [...a, { hostname: "z" }] as unknown as ServiceInstance[];
+  const both = aggregateRegistries([member(() => z), withLookup]);
   assert.deepEqual(both.instancesOf!(new Set(["a", "c"])).map((i) => i.hostname), ["a", "c"]);
   assert.deepEqual(looked, [["a", "c"]]);
 });

@@ -326,6 +326,35 @@ Deno.test("createServiceEntryRegistry() reports an edit of endpoints only as an 
   }
 });
 
+Deno.test("createServiceEntryRegistry() names in an endpoints change only the hosts whose instances changed", async () => {
+  const store = createMemoryStore();
+  const reg = createServiceEntryRegistry(store);
+  const changes: string[] = [];
+  reg.onChange((k, hosts) => changes.push(hosts ? `${k} ${[...hosts].sort().join(" ")}` : k));
+  await reg.start();
+  try {
+    await store.create(db({ ports: DB_PORTS, endpoints: [{ address: "10.0.0.1" }] }));
+    await store.create(
+      se("db2", {
+        hosts: ["db2.internal"],
+        location: "MESH_INTERNAL",
+        resolution: "STATIC",
+        ports: DB_PORTS,
+        endpoints: [{ address: "10.0.0.9" }],
+      }),
+    );
+    await waitUntil(() => reg.services().length === 2);
+    changes.length = 0;
+    const o = (await store.list("serviceentry")).find((x) => x.metadata.name === "db")!;
+    await store.update({ ...o, spec: { ...o.spec, endpoints: [{ address: "10.0.0.2" }] } });
+    await waitUntil(() => changes.length === 1);
+    assert.deepEqual(changes, ["endpoints db.internal"], "db2.internal's instances are the same");
+  } finally {
+    await reg.stop();
+    await store.close();
+  }
+});
+
 Deno.test("createServiceEntryRegistry() makes one reload of the changes of one task, and lists the store only when it starts", async () => {
   const store = createMemoryStore();
   await store.create(
@@ -397,6 +426,31 @@ Deno.test("createServiceEntryRegistry() orders the ServiceEntries as the stores 
     await store.close();
   }
 });
+Deno.test("convertServiceEntries() selects a WorkloadEntry only with every label and an address of its own, and leaves out a weight of 0", () => {
+  const selector = { labels: { app: "details-legacy", version: "v1" } };
+  const { instances } = convertServiceEntries(
+    [
+      se("details-svc", { ...DETAILS.spec, workloadSelector: selector }),
+      db({
+        ports: DB_PORTS,
+        endpoints: [{ address: "10.0.0.1", weight: 0 }, { address: "10.0.0.2", weight: 2 }],
+      }),
+    ],
+    "cluster.local",
+    [
+      we("v1", { address: "2.2.2.2", labels: { app: "details-legacy", version: "v1" } }),
+      we("v2", { address: "3.3.3.3", labels: { app: "details-legacy", version: "v2" } }),
+      // reached through its network's gateway: no address of its own to send traffic to
+      we("remote", { network: "other", labels: { app: "details-legacy", version: "v1" } }),
+    ],
+  );
+  assert.deepEqual(instances.map((i) => [i.address, i.weight]), [
+    ["2.2.2.2", undefined],
+    ["10.0.0.1", undefined], // Envoy rejects a load_balancing_weight of 0
+    ["10.0.0.2", 2],
+  ]);
+});
+
 Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntry edits of endpoints only", () => {
   const a = db({ ports: DB_PORTS, endpoints: [{ address: "10.0.0.1" }] });
   const withMeta = (o: ConfigObject, meta: Record<string, unknown>) => ({
@@ -420,6 +474,11 @@ Deno.test("instancesOnlyChange() is true for WorkloadEntries and for ServiceEntr
     edit(withMeta(a, { annotations: { "x": "y" } }), a),
     false,
     "annotations name service accounts",
+  );
+  assert.equal(
+    edit(withMeta(a, { annotations: { "x": "z" } }), withMeta(a, { annotations: { "x": "y" } })),
+    false,
+    "an annotation's value",
   );
   assert.equal(edit(withMeta(a, { labels: { app: "db" } }), a), false);
   const applied = (o: ConfigObject) =>
