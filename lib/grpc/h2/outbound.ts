@@ -66,10 +66,10 @@ function nextTick(): void {
 let tickWaiters: (() => void)[] = [];
 
 /**
- * Resolves once no budget timer is pending, the flushes it deferred run (a listener's `close()`
- * awaits it, so that a write made as it closed leaves no timer behind it: Deno's test sanitizer
- * fails a test that ends with one). Waits for 10 ticks at most: other connections of the process
- * may go on writing.
+ * Resolves once no budget timer is pending and the flushes it deferred have run. A listener's
+ * `close()` awaits it, so that a write made as it closed leaves no timer behind (Deno's test
+ * sanitizer fails a test that ends with one). Waits for 10 ticks at most: other connections of
+ * the process may go on writing.
  */
 export async function writesSettled(): Promise<void> {
   for (let i = 0; tickTimer && i < 10; i++) await new Promise<void>((r) => tickWaiters.push(r));
