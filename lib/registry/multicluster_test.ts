@@ -84,6 +84,11 @@ Deno.test("createClusterRegistries() runs one registry per config map key and fo
       mc.instances().filter((i) => i.hostname.startsWith("shared.")).map((i) => i.address),
       ["10.10.0.1", "10.20.0.1"],
     );
+    // ...and handed out by hostname from every cluster (what an endpoints event compares)
+    assert.deepEqual(
+      mc.instancesOf!(new Set(["shared.default.svc.cluster.local"])).map((i) => i.address),
+      ["10.10.0.1", "10.20.0.1"],
+    );
 
     // A remote endpoints change comes through as an endpoints change.
     seed(west, "shared", "10.20.0.9");
