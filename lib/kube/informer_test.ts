@@ -218,7 +218,7 @@ Deno.test("createInformer() resumes a watch that ended from the last resourceVer
   await using kube = await startFakeKube({ bookmarkIntervalMs: 60_000 });
   const delays: number[] = [];
   const { inf, lists, events } = await configMapInformer(kube, 100, {
-    watchTimeoutSeconds: 1,
+    watchTimeoutSeconds: 2, // the bookmark below must reach the watch before it ends
     onRetryDelay: (ms) => delays.push(ms),
   });
   try {
