@@ -42,6 +42,88 @@ Deno.test("parseDebugService() names the field of a bad body", () => {
   }
 });
 
+Deno.test("parseDebugService() and parseDebugInstance() check every field, each error naming it", () => {
+  const P = [{ name: "http", port: 80 }];
+  const services: [string, unknown, RegExp][] = [
+    ["", { ports: P }, /^Query parameter svc: must name a service hostname$/],
+    ["bad_host!", { ports: P }, /^Query parameter svc "bad_host!": not a valid hostname$/],
+    [`${"a".repeat(63)}.`.repeat(4) + "b", { ports: P }, /: not a valid hostname$/], // 257 chars
+    [HOST, { ports: P, colour: 1 }, /^Service body: unknown field colour$/],
+    [HOST, {}, /^Service ports: must be a non-empty list, got nothing$/],
+    [HOST, { ports: {} }, /^Service ports: must be a non-empty list, got \{\}$/],
+    [HOST, { ports: [1] }, /^Service ports\[0\]: must be an object, got 1$/],
+    [
+      HOST,
+      { ports: [{ name: 5, port: 1 }] },
+      /^Service ports\[0\]\.name: must be a string, got 5$/,
+    ],
+    [HOST, { ports: [{ port: 0 }] }, /ports\[0\]\.port: must be a port from 1 to 65535, got 0$/],
+    [HOST, { ports: [{ port: 65536 }] }, /\.port: must be a port from 1 to 65535, got 65536$/],
+    [HOST, { ports: [{ port: 1.5 }] }, /\.port: must be a port from 1 to 65535, got 1\.5$/],
+    [HOST, { ports: [{ port: "80" }] }, /\.port: must be a port from 1 to 65535, got "80"$/],
+    [HOST, { ports: [{ port: 80, protocol: 1 }] }, /\.protocol: must be one of HTTP/],
+    [HOST, { ports: P, meshExternal: "yes" }, /^Service meshExternal: must be a boolean$/],
+    [HOST, { ports: P, attributes: { a: 1 } }, /^Service attributes: must be a map of strings$/],
+    [HOST, { ports: P, attributes: ["a"] }, /^Service attributes: must be a map of strings$/],
+    [HOST, { ports: P, address: 5 }, /^Service address: must be a string, got 5$/],
+    [HOST, { ports: P, namespace: false }, /^Service namespace: must be a string, got false$/],
+  ];
+  for (const [svc, body, want] of services) {
+    assert.throws(() => parseDebugService(svc, body), (e: Error) => {
+      assert.ok(e instanceof DebugInputError, `${e}`);
+      assert.match(e.message, want);
+      return true;
+    }, JSON.stringify(body));
+  }
+  const ok = parseDebugService(HOST, {
+    hostname: HOST,
+    ports: [{ port: 65535 }],
+    meshExternal: true,
+    attributes: { team: "a" },
+    namespace: "ns",
+    address: "10.1.0.1",
+  });
+  assert.deepEqual(
+    [ok.ports[0].port, ok.meshExternal, ok.attributes, ok.namespace, ok.address],
+    [65535, true, { team: "a" }, "ns", "10.1.0.1"],
+  );
+  const svc = parseDebugService(HOST, { ports: P });
+  const instances: [unknown, RegExp][] = [
+    ["x", /^Instance body: must be a JSON object$/],
+    [{ address: "10.0.0.1", servicePort: 80, weight: 1 }, /^Instance body: unknown field weight$/],
+    [
+      { hostname: "other", address: "10.0.0.1", servicePort: 80 },
+      /^Instance hostname "other": must equal svc "svc\.debug\.svc\.cluster\.local"$/,
+    ],
+    [{ address: "10.0.0.1", servicePort: 80, port: 0 }, /^Instance port: must be a port from 1/],
+    [{ address: "10.0.0.1", servicePort: 80, port: 65536 }, /^Instance port: must be a port/],
+    [{ address: "10.0.0.1", servicePort: 80, labels: { a: 1 } }, /^Instance labels: must be a map/],
+    [{ address: "10.0.0.1", servicePort: 80, locality: 3 }, /^Instance locality: must be a string/],
+  ];
+  for (const [body, want] of instances) {
+    assert.throws(() => parseDebugInstance(HOST, body, svc), (e: Error) => {
+      assert.ok(e instanceof DebugInputError, `${e}`);
+      assert.match(e.message, want);
+      return true;
+    }, JSON.stringify(body));
+  }
+  const i = parseDebugInstance(HOST, {
+    hostname: HOST,
+    address: "10.0.0.1",
+    servicePort: 80,
+    port: 65535,
+    labels: { v: "1" },
+    locality: "eu/a",
+    serviceAccount: "sa",
+  }, svc);
+  assert.deepEqual([i.port, i.labels, i.locality, i.serviceAccount], [
+    65535,
+    { v: "1" },
+    "eu/a",
+    "sa",
+  ]);
+});
+
 Deno.test("parseDebugInstance() resolves the service port by name, number or object", () => {
   const svc = parseDebugService(HOST, {
     ports: [{ name: "http", port: 80 }, { name: "tcp", port: 90 }],
@@ -117,4 +199,19 @@ Deno.test("DebugRegistry reports services and endpoints changes and replaces a r
   assert.equal(list.length, 1, "a list handed out is never changed");
   assert.equal(r.instancesOf(new Set([HOST])).length, 2);
   assert.deepEqual(r.instancesOf(new Set(["other"])), []);
+  // the same address on another port, another service port, or for another service: kept apart
+  const two = parseDebugService(HOST, { ports: [{ name: "http", port: 80 }, { port: 90 }] });
+  const other = parseDebugService("other.debug", { ports: [{ name: "http", port: 80 }] });
+  r.addService(two);
+  r.addService(other);
+  r.addInstance(parseDebugInstance(HOST, { address: "10.0.0.1", servicePort: 80, port: 81 }, two));
+  r.addInstance(parseDebugInstance(HOST, { address: "10.0.0.1", servicePort: 90, port: 80 }, two));
+  r.addInstance(parseDebugInstance("other.debug", { address: "10.0.0.1", servicePort: 80 }, other));
+  assert.deepEqual(r.instances().map((i) => `${i.hostname} ${i.servicePort.port} ${i.port}`), [
+    `${HOST} 80 80`,
+    `${HOST} 80 80`,
+    `${HOST} 80 81`,
+    `${HOST} 90 80`,
+    "other.debug 80 80",
+  ]);
 });
