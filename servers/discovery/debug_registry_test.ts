@@ -8,6 +8,15 @@ import {
 
 const HOST = "svc.debug.svc.cluster.local";
 
+/** Asserts that `fn` throws a DebugInputError whose message matches `want` (`what`: the input). */
+function rejects(fn: () => unknown, want: RegExp, what: string): void {
+  assert.throws(fn, (e: Error) => {
+    assert.ok(e instanceof DebugInputError, `${e}`);
+    assert.match(e.message, want);
+    return true;
+  }, what);
+}
+
 Deno.test("parseDebugService() fills the defaults and upper-cases the protocol", () => {
   assert.deepEqual(
     parseDebugService(HOST, { ports: [{ name: "http", port: 80, protocol: "http" }] }),
@@ -33,13 +42,7 @@ Deno.test("parseDebugService() names the field of a bad body", () => {
     [{ ports: [{ port: 1 }], resolution: "Magic" }, /Service resolution: must be one of/],
     [{ ports: [{ port: 1 }], serviceAccounts: [1] }, /serviceAccounts: must be a list of strings/],
   ];
-  for (const [body, want] of cases) {
-    assert.throws(() => parseDebugService(HOST, body), (e: Error) => {
-      assert.ok(e instanceof DebugInputError);
-      assert.match(e.message, want);
-      return true;
-    });
-  }
+  for (const [body, want] of cases) rejects(() => parseDebugService(HOST, body), want, `${body}`);
 });
 
 Deno.test("parseDebugService() and parseDebugInstance() check every field, each error naming it", () => {
@@ -69,11 +72,7 @@ Deno.test("parseDebugService() and parseDebugInstance() check every field, each 
     [HOST, { ports: P, namespace: false }, /^Service namespace: must be a string, got false$/],
   ];
   for (const [svc, body, want] of services) {
-    assert.throws(() => parseDebugService(svc, body), (e: Error) => {
-      assert.ok(e instanceof DebugInputError, `${e}`);
-      assert.match(e.message, want);
-      return true;
-    }, JSON.stringify(body));
+    rejects(() => parseDebugService(svc, body), want, JSON.stringify(body));
   }
   const ok = parseDebugService(HOST, {
     hostname: HOST,
@@ -101,11 +100,7 @@ Deno.test("parseDebugService() and parseDebugInstance() check every field, each 
     [{ address: "10.0.0.1", servicePort: 80, locality: 3 }, /^Instance locality: must be a string/],
   ];
   for (const [body, want] of instances) {
-    assert.throws(() => parseDebugInstance(HOST, body, svc), (e: Error) => {
-      assert.ok(e instanceof DebugInputError, `${e}`);
-      assert.match(e.message, want);
-      return true;
-    }, JSON.stringify(body));
+    rejects(() => parseDebugInstance(HOST, body, svc), want, JSON.stringify(body));
   }
   const i = parseDebugInstance(HOST, {
     hostname: HOST,
