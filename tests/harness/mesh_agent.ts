@@ -16,7 +16,7 @@
  */
 
 import { type ProgramProcess, spawnProgram } from "./procs.ts";
-import { type TestIssuer, testIssuer } from "./ca_client.ts";
+import { selfSignedCaArgs, type TestIssuer, testIssuer } from "./ca_client.ts";
 import { freePort } from "./procs.ts";
 
 /** A running mesh_ca. */
@@ -33,29 +33,23 @@ export interface RunningMeshCa {
 }
 
 /**
- * Starts mesh_ca (`--self-signed-ca`, storage in `<dir>/ca`, `--trusted-jwks` of a fresh test
+ * Starts mesh_ca (`--self-signed-ca`, storage in `<dir>/store`, `--trusted-jwks` of a fresh test
  * issuer, gRPC on a free port, monitoring on port 0, grace period 1 s so short-lived certificates
  * are allowed).
  */
 export async function startMeshCa(dir: string, extra: string[] = []): Promise<RunningMeshCa> {
   const issuer = await testIssuer();
-  await Deno.writeTextFile(`${dir}/jwks.json`, JSON.stringify(issuer.jwks));
   const port = freePort();
-  const proc = spawnProgram("mesh_ca", [
-    "--self-signed-ca",
-    "--local-storage-dir",
-    `${dir}/ca`,
-    "--trusted-jwks",
-    `${dir}/jwks.json`,
-    "--grpc-port",
-    String(port),
+  // its default monitoring port 9093 may be taken by another program on this machine
+  const args = await selfSignedCaArgs(
+    dir,
+    issuer,
+    { grpc: port, monitoring: 0 },
     "--workload-cert-min-grace-period",
     "1s",
-    // its default monitoring port 9093 may be taken by another program on this machine
-    "--monitoring-port",
-    "0",
     ...extra,
-  ]);
+  );
+  const proc = spawnProgram("mesh_ca", args);
   try {
     await proc.waitFor(/gRPC signing API listening/, 60_000); // generous: a loaded box
   } catch (e) {
@@ -63,7 +57,7 @@ export async function startMeshCa(dir: string, extra: string[] = []): Promise<Ru
     throw e;
   }
   const rootFile = `${dir}/ca-root.pem`;
-  await Deno.copyFile(`${dir}/ca/ca-cert.pem`, rootFile);
+  await Deno.copyFile(`${dir}/store/ca-cert.pem`, rootFile);
   return {
     proc,
     address: `127.0.0.1:${port}`,
