@@ -13,13 +13,18 @@ import {
 } from "./types.ts";
 import { XdsCounters } from "./metrics.ts";
 import {
+  STATE_MAX_MS,
+  STATE_QUIET_MS,
+  TRANSPORT_POLL_MS,
   WorkerAds,
   type WorkerConnection,
   type WorkerPush,
   type WorkerState,
 } from "./worker_ads.ts";
 import { WorkerXdsControl } from "./worker_control.ts";
-import { quietLogger } from "../../log/testing.ts";
+import { MIRROR_KEEP_EPOCHS } from "./worker_mirror.ts";
+import type { Logger } from "../../log/mod.ts";
+import { quietLogger, recordingLogger } from "../../log/testing.ts";
 
 const { cluster: CDS, endpoint: EDS } = XDS_TYPES;
 const te = new TextEncoder();
@@ -63,8 +68,8 @@ function generator() {
   };
 }
 
-/** A control isolate and one worker in this isolate, over a MessageChannel. */
-function pair() {
+/** A control isolate and one worker in this isolate, over a MessageChannel (`workerLog`: the worker's logger). */
+function pair(workerLog: Logger = quietLogger) {
   const gen = generator();
   const { port1, port2 } = new MessageChannel();
   const toControl = new Channel(port1), toWorker = new Channel(port2);
@@ -90,7 +95,7 @@ function pair() {
   for (const [m, fn] of Object.entries(control.handlers)) toWorker.on(m, (a) => fn(a, 0));
   const ads = new WorkerAds({
     channel: toControl,
-    log,
+    log: workerLog,
     proxyKey: (n) => n.id.split("~")[1] ?? "",
     knownTypes: [CDS, EDS],
     transport: () => ({ accepting: true, refused: 0, throttled: 0, shed: 0 }),
@@ -580,4 +585,180 @@ Deno.test("WorkerXdsControl works with metrics that have none of the hooks", asy
   await control.flush();
   control.forgetWorker(0);
   control.close();
+});
+
+Deno.test("WorkerAds: the maps no stream uses any more are forgotten in the worker as in the control isolate, push after push", async () => {
+  const { gen, control, ads, close } = pair();
+  try {
+    const t = new MemoryStream<DiscoveryResponse>();
+    const h = ads.server.openSotw(t);
+    h.receive({
+      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
+      type_url: EDS,
+      resource_names: ["c1", "c2"],
+    });
+    let r = await t.next();
+    for (let i = 0; i < 8; i++) {
+      h.receive({
+        type_url: EDS,
+        resource_names: ["c1", "c2"],
+        version_info: r.version_info,
+        response_nonce: r.nonce,
+      });
+      gen.setEds("c1", `e1-${i}`); // a new shared map at every push
+      control.push({ kind: "eds", clusters: ["c1"] });
+      await control.flush();
+      r = await t.next();
+      assert.deepEqual(names(r), [`c1@e1-${i}`]);
+    }
+    // nine maps were sent; the worker keeps only those used in the last epochs, as the control
+    // isolate counts them (not every map it was ever sent)
+    const [m] = control.mirrorStats();
+    assert.equal(ads.mirrored, m.maps);
+    assert.ok(ads.mirrored <= MIRROR_KEEP_EPOCHS + 1, `${ads.mirrored} maps held`);
+    h.close();
+  } finally {
+    close();
+  }
+});
+
+Deno.test("WorkerAds: a type the control isolate cannot build sends the worker's stream nothing, and the worker logs why", async () => {
+  const log = recordingLogger();
+  const { gen, metrics, ads, close } = pair(log);
+  try {
+    gen.failing = EDS;
+    const t = new MemoryStream<DiscoveryResponse>();
+    const h = ads.server.openSotw(t);
+    h.receive({
+      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
+      type_url: EDS,
+      resource_names: ["c1"],
+    });
+    await waitFor(() => metrics.buildErrors.eds_builderr === 1);
+    assert.equal(t.unread, 0, "an empty or wrong response was sent");
+    const errors = log.lines.filter((l) => l.startsWith("error "));
+    assert.equal(errors.length, 1, errors.join("\n"));
+    assert.match(
+      errors[0],
+      /^error ADS: building eds for .* failed: no push context for this type$/,
+    );
+    h.close();
+  } finally {
+    close();
+  }
+});
+
+Deno.test("WorkerAds: a stream that ends leaves the control isolate's count with nothing else going on", async () => {
+  const start = performance.now();
+  const { control, ads, close } = pair();
+  try {
+    const t = new MemoryStream<DiscoveryResponse>();
+    const h = ads.server.openSotw(t);
+    h.receive({ node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" }, type_url: CDS });
+    await t.next();
+    await waitFor(() => control.connectionCount === 1);
+    // past the response's note and the listener's first poll (which sends a note): the end is
+    // then the only change, and the next poll (the listener unchanged) sends nothing
+    await new Promise((r) => setTimeout(r, TRANSPORT_POLL_MS + 200 - (performance.now() - start)));
+    h.close();
+    await waitFor(() => control.connectionCount === 0, TRANSPORT_POLL_MS - 300);
+    assert.ok(!control.hasProxy("10.0.0.1"));
+  } finally {
+    close();
+  }
+});
+
+/** A worker whose channel records its notes (and never answers a request). */
+function workerAlone(transport: () => { refused: number }) {
+  const notes: { method: string; arg: WorkerState; at: number }[] = [];
+  const channel = {
+    notify: (method: string, arg: WorkerState) =>
+      notes.push({ method, arg, at: performance.now() }),
+    request: () => new Promise(() => {}),
+  } as unknown as Channel;
+  const ads = new WorkerAds({
+    channel,
+    log: quietLogger,
+    proxyKey: () => "",
+    knownTypes: [CDS, EDS],
+    transport: () => ({ accepting: true, throttled: 0, shed: 0, ...transport() }),
+  });
+  const states = () => notes.filter((n) => n.method === "state");
+  /** A change for the next state note (a push with nothing to send). */
+  const change = () => void ads.push({ full: false, types: [], edsClusters: [] });
+  return { ads, states, change };
+}
+
+Deno.test("WorkerAds: the listener's counts reach the control isolate on their own, within a poll, and only when they change", async () => {
+  let refused = 0;
+  const { ads, states } = workerAlone(() => ({ refused }));
+  try {
+    await waitFor(() => states().length === 1, 3 * TRANSPORT_POLL_MS);
+    assert.equal(states()[0].arg.transport.refused, 0);
+    await new Promise((r) => setTimeout(r, TRANSPORT_POLL_MS + 200));
+    assert.equal(states().length, 1, "a note without a change");
+    refused = 3; // a refused connection changes no stream
+    await waitFor(() => states().length === 2, 3 * TRANSPORT_POLL_MS);
+    assert.equal(states()[1].arg.transport.refused, 3);
+  } finally {
+    ads.close();
+  }
+});
+
+Deno.test("WorkerAds: the state note comes once quiet after a change, and at least every 500 ms while changes go on", async () => {
+  let refused = 0; // each note differs from the last
+  const { ads, states, change } = workerAlone(() => ({ refused: refused++ }));
+  try {
+    await waitFor(() => states().length === 1, 3 * TRANSPORT_POLL_MS); // the first poll's
+    const t0 = performance.now();
+    change();
+    await waitFor(() => states().length === 2);
+    const after = states()[1].at - t0;
+    assert.ok(
+      after >= STATE_QUIET_MS - 5 && after < STATE_MAX_MS - 100,
+      `the note came ${after.toFixed(0)} ms after one change`,
+    );
+    // changes for 140 ms: the note comes once they stop, not at the latest
+    const burst = performance.now();
+    for (let i = 0; i < 8; i++) {
+      change();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await waitFor(() => states().length === 3);
+    const afterBurst = states()[2].at - burst;
+    assert.ok(
+      afterBurst < STATE_MAX_MS - 100,
+      `the note came ${afterBurst.toFixed(0)} ms after a burst began`,
+    );
+    // a change every 20 ms for 1.3 s: notes during it, not only once it stops
+    const start = performance.now();
+    while (performance.now() - start < 1300) {
+      change();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const during = states().slice(3).filter((n) => n.at < start + 1300);
+    assert.ok(during.length >= 2, `${during.length} notes in 1.3 s of changes`);
+    for (let i = 1; i < during.length; i++) {
+      const gap = during[i].at - during[i - 1].at;
+      assert.ok(gap >= STATE_MAX_MS - 100, `two notes ${gap.toFixed(0)} ms apart`);
+    }
+  } finally {
+    ads.close();
+  }
+});
+
+Deno.test("WorkerAds: a stream whose first request asks for nothing is known to the control isolate all the same", async () => {
+  const { control, ads, close } = pair();
+  try {
+    // delta endpoints with no names yet: no question for the generator
+    const t = new MemoryStream<DeltaDiscoveryResponse>();
+    const h = ads.server.openDelta(t);
+    h.receive({ node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" }, type_url: EDS });
+    await waitFor(() => control.connectionCount === 1, 2000);
+    assert.ok(control.hasProxy("10.0.0.1"));
+    assert.equal(t.unread, 0);
+    h.close();
+  } finally {
+    close();
+  }
 });
