@@ -130,3 +130,40 @@ Deno.test("DiscoveryModel.resourcesFor() keeps only the inbound ports a Sidecar'
     .socket_address as { address: string; port_value: number };
   assert.deepEqual([sa.address, sa.port_value], ["127.0.0.1", 9999]);
 });
+
+Deno.test("DiscoveryModel.resourcesFor(): a Sidecar's ingress to 0.0.0.0 forwards each replica to its own address", async () => {
+  const web = svc("web", "a");
+  const inst = (address: string) => ({
+    hostname: web.hostname,
+    servicePort: web.ports[0],
+    address,
+    port: 8080,
+    labels: { app: "web" },
+    locality: "",
+    serviceAccount: "",
+  });
+  const m = await testModel({
+    registry: { services: () => [web], instances: () => [inst("10.0.0.5"), inst("10.0.0.6")] },
+    objects: [
+      sidecar("web", "a", {
+        workloadSelector: { labels: { app: "web" } },
+        ingress: [{ port: { number: 8080, protocol: "HTTP" }, defaultEndpoint: "0.0.0.0:9999" }],
+      }),
+    ],
+  });
+  for (const ip of ["10.0.0.5", "10.0.0.6"]) {
+    const proxy = parseNodeId(`sidecar~${ip}~web.a~a.svc.cluster.local`, {
+      labels: { app: "web" },
+    });
+    const entry = m.resourcesFor(proxy, TYPE_URLS.cluster, ["inbound|80||web.a.svc.cluster.local"])
+      .get("inbound|80||web.a.svc.cluster.local")!;
+    const c = decodeAny({ type_url: TYPE_URLS.cluster, value: entry.bytes }) as {
+      load_assignment: {
+        endpoints: { lb_endpoints: { endpoint: { address: { socket_address: unknown } } }[] }[];
+      };
+    };
+    const sa = c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address
+      .socket_address as { address: string; port_value: number };
+    assert.deepEqual([sa.address, sa.port_value], [ip, 9999]);
+  }
+});

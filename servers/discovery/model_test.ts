@@ -7,6 +7,7 @@ import {
   buildListeners,
   buildRoutes,
   encodeAny,
+  GRPC_SERVER_LISTENER_PREFIX,
   loadXdsProtos,
   parseNodeId,
   type Proxy,
@@ -33,7 +34,7 @@ import {
   WORLD_TCP_PLAINTEXT,
   WORLD_VS,
 } from "../../lib/xds/testdata/model.ts";
-import { changedKeys, instanceFingerprints } from "./model.ts";
+import { affectedClusters, changedKeys, instanceFingerprints, toXdsMeshConfig } from "./model.ts";
 import { quiet, testModel } from "./_test_util.ts";
 
 await loadXdsProtos();
@@ -120,7 +121,43 @@ const PROXIES: [string, Proxy][] = [
     }),
   ],
   ["ingress", parseNodeId("ingress~10.0.9.8~ingress.mesh-system~mesh-system.svc.cluster.local")],
+  [
+    // the other router is selected by no Gateway: the two must not share routes
+    "router selected by the public Gateway",
+    parseNodeId("router~10.0.9.7~gw2.mesh-system~mesh-system.svc.cluster.local", {
+      labels: { mesh: "ingressgateway" },
+    }),
+  ],
+  [
+    // a gateway pod is often an instance of its own Service: it gets no inbound clusters for it
+    "router on a service instance's address",
+    parseNodeId("router~10.0.2.1~gw3.mesh-system~mesh-system.svc.cluster.local", {
+      labels: { mesh: "ingressgateway" },
+    }),
+  ],
+  [
+    "sidecar of gRPC C-core 1.51 (crashes on ring hash)",
+    {
+      ...parseNodeId("sidecar~10.0.7.8~client2.other~other.svc.cluster.local"),
+      client: { kind: "grpc-core", name: "gRPC C-core linux Python", version: [1, 51, 1] },
+    },
+  ],
 ];
+
+/** The route configuration names the listeners refer to. */
+function routeNamesOf(listeners: XdsResource[]): string[] {
+  const out = new Set<string>();
+  const walk = (o: unknown): void => {
+    if (Array.isArray(o)) return o.forEach(walk);
+    if (!o || typeof o !== "object") return;
+    for (const [k, v] of Object.entries(o)) {
+      if (k === "route_config_name" && typeof v === "string") out.add(v);
+      else walk(v);
+    }
+  };
+  walk(listeners);
+  return [...out];
+}
 
 for (const mtls of [false, true]) {
   Deno.test(`DiscoveryModel.resourcesFor() serves exactly what generate builds for each proxy (mtls ${mtls})`, async () => {
@@ -158,7 +195,9 @@ for (const mtls of [false, true]) {
         )),
         `${what}: api listeners`,
       );
-      const routeNames = ["80", "7070", "443", "world:7070", "hello:80"];
+      const routeNames = [
+        ...new Set(["80", "7070", "443", "world:7070", "hello:80", ...routeNamesOf(listeners)]),
+      ];
       assert.deepEqual(
         sorted(served(m.resourcesFor(proxy, TYPE_URLS.route, routeNames))),
         sorted(encoded(TYPE_URLS.route, buildRoutes(ctx, proxy, routeNames))),
@@ -343,4 +382,251 @@ Deno.test("DiscoveryModel over delta ADS reports EDS and RDS names of nothing re
   assert.deepEqual(rds.removed_resources, ["81", "9000", "x:1"]);
   server.close();
   await s.waitEnded();
+});
+
+/** A world:80 endpoint at `address`: the fixture's instances with it, and the keys that changed. */
+function withWorldEndpoint(fixture: PushContext, address: string): Set<string> {
+  const old = instanceFingerprints(fixture.instances);
+  const w80 = fixture.instances.find((i) =>
+    i.hostname.startsWith("world.") && i.servicePort.port === 80
+  )!;
+  fixture.instances = [...fixture.instances, { ...w80, address }];
+  return changedKeys(old, instanceFingerprints(fixture.instances));
+}
+
+/** A new service `fresh.default` (a copy of hello, with one instance): a services change. */
+function withFreshService(fixture: PushContext): void {
+  const hello = fixture.services.find((s) => s.hostname.startsWith("hello."))!;
+  const fresh = { ...hello, hostname: "fresh.default.svc.cluster.local" };
+  const inst = fixture.instances.find((i) => i.hostname === hello.hostname)!;
+  fixture.services = [...fixture.services, fresh];
+  fixture.instances = [
+    ...fixture.instances,
+    { ...inst, hostname: fresh.hostname, address: "10.0.8.1" },
+  ];
+}
+
+const WORLD_80 = "outbound|80||world.default.svc.cluster.local";
+const FRESH_80 = "outbound|80||fresh.default.svc.cluster.local";
+const addressesIn = (e: ResourceMap, name: string): string[] => [
+  ...new TextDecoder().decode(e.get(name)!.bytes).match(/10\.\d+\.\d+\.\d+/g) ?? [],
+];
+
+for (const readBetween of [false, true]) {
+  Deno.test(`DiscoveryModel.updateEndpoints() right after a services change keeps that change${readBetween ? ", the new context read in between (a debug page)" : ""}`, async () => {
+    const fixture = model();
+    const { m } = await discoveryModel(fixture);
+    const proxy = PROXIES[3][1];
+    m.resourcesFor(proxy, TYPE_URLS.cluster, null);
+    withFreshService(fixture);
+    m.invalidate();
+    if (readBetween) m.context();
+    const changed = withWorldEndpoint(fixture, "10.0.2.77");
+    assert.equal(m.updateEndpoints(changed), false, "the incremental path over the old context");
+    assert.ok(m.resourcesFor(proxy, TYPE_URLS.cluster, null).has(FRESH_80), "the new service");
+    const eds = m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80, FRESH_80]);
+    assert.ok(addressesIn(eds, WORLD_80).includes("10.0.2.77"));
+    assert.deepEqual(addressesIn(eds, FRESH_80), ["10.0.8.1"]);
+  });
+}
+
+Deno.test("DiscoveryModel.prepare(): an endpoint change while the next context is built is in the context put in force", async () => {
+  const fixture = model();
+  const { m } = await discoveryModel(fixture);
+  const proxy = PROXIES[3][1];
+  m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80]);
+  withFreshService(fixture);
+  m.invalidateLater();
+  const gate = Promise.withResolvers<void>();
+  let pauses = 0;
+  const prepared = m.prepare(() => pauses++ === 0 ? gate.promise : Promise.resolve());
+  // the context in force serves meanwhile, and takes the endpoint change
+  const changed = withWorldEndpoint(fixture, "10.0.2.77");
+  assert.equal(m.updateEndpoints(changed), true);
+  assert.ok(!m.resourcesFor(proxy, TYPE_URLS.cluster, null).has(FRESH_80), "not yet in force");
+  gate.resolve();
+  assert.equal(await prepared, true);
+  assert.ok(m.resourcesFor(proxy, TYPE_URLS.cluster, null).has(FRESH_80));
+  const eds = m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80]);
+  assert.ok(addressesIn(eds, WORLD_80).includes("10.0.2.77"), "the endpoint change was lost");
+});
+
+Deno.test("DiscoveryModel.updateEndpoints(): a proxyless server listener follows the instances at its address", async () => {
+  const fixture = model();
+  const { m } = await discoveryModel(fixture);
+  const node = parseNodeId("sidecar~10.0.5.5~a.default~default.svc.cluster.local", {
+    GENERATOR: "grpc",
+  });
+  const name = `${GRPC_SERVER_LISTENER_PREFIX}10.0.5.5:7070`;
+  assert.deepEqual([...m.resourcesFor(node, TYPE_URLS.listener, [name]).keys()], []);
+  // hello's 7070 instance, now also at 10.0.5.5: an endpoints change
+  const old = instanceFingerprints(fixture.instances);
+  const hello = fixture.instances.find((i) => i.address === "10.0.1.1" && i.port === 7070)!;
+  fixture.instances = [...fixture.instances, { ...hello, address: "10.0.5.5" }];
+  assert.equal(m.updateEndpoints(changedKeys(old, instanceFingerprints(fixture.instances))), true);
+  assert.deepEqual([...m.resourcesFor(node, TYPE_URLS.listener, [name]).keys()], [name]);
+});
+
+Deno.test("DiscoveryModel.updateEndpoints() of a host no service has yet changes nothing served", async () => {
+  const fixture = model();
+  const { m } = await discoveryModel(fixture);
+  const proxy = PROXIES[3][1];
+  const cds = m.resourcesFor(proxy, TYPE_URLS.cluster, null);
+  assert.equal(m.updateEndpoints(new Set(["not-yet.default.svc.cluster.local|80"])), true);
+  assert.equal(m.resourcesFor(proxy, TYPE_URLS.cluster, null), cds);
+});
+
+Deno.test("instanceFingerprints() does not depend on the instances' order; affectedClusters() names the outbound clusters of the changed keys", () => {
+  const fixture = model();
+  const fp = instanceFingerprints(fixture.instances);
+  assert.deepEqual(
+    changedKeys(fp, instanceFingerprints([...fixture.instances].reverse())),
+    new Set(),
+  );
+  const watched = [
+    "outbound|80|v1|world.default.svc.cluster.local",
+    WORLD_80,
+    "outbound|9000||world.default.svc.cluster.local",
+    "inbound|80||world.default.svc.cluster.local",
+    "outbound|80||hello.default.svc.cluster.local",
+    "not a cluster name",
+  ];
+  assert.deepEqual(
+    affectedClusters(watched, new Set(["world.default.svc.cluster.local|80"])).sort(),
+    [WORLD_80, "outbound|80|v1|world.default.svc.cluster.local"].sort(),
+  );
+  assert.deepEqual(affectedClusters(watched, new Set()), []);
+});
+
+Deno.test("DiscoveryModel.updateEndpoints(): the assignments replaced by a thousand endpoint changes leave the cache when no client holds them", async () => {
+  const fixture = model();
+  const { m, cache } = await discoveryModel(fixture);
+  const proxy = PROXIES[3][1];
+  const held = new Set<string>();
+  m.referencedKeys = () => held;
+  m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80]);
+  const versions: string[] = [];
+  for (let i = 0; i < 1100; i++) {
+    const old = instanceFingerprints(fixture.instances);
+    fixture.instances = fixture.instances.map((x) =>
+      x.hostname.startsWith("world.") && x.servicePort.port === 80 && x.labels.version === "v1"
+        ? { ...x, address: `10.1.${i >> 8}.${i & 255}` }
+        : x
+    );
+    assert.equal(
+      m.updateEndpoints(changedKeys(old, instanceFingerprints(fixture.instances))),
+      true,
+    );
+    const e = m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80]).get(WORLD_80)!;
+    versions.push(e.version);
+    // a client holds the first assignment all along: it stays
+    if (i === 0) held.add(`${TYPE_URLS.endpoint} ${WORLD_80}|${e.version}`);
+  }
+  const kept = [...cache.keys(TYPE_URLS.endpoint)].filter((k) => k.startsWith(`${WORLD_80}|`));
+  assert.ok(kept.length < 200, `${kept.length} assignments of ${WORLD_80} cached`);
+  assert.ok(kept.includes(`${WORLD_80}|${versions[0]}`), "the held assignment was dropped");
+  assert.ok(kept.includes(`${WORLD_80}|${versions.at(-1)}`), "the one in force was dropped");
+});
+
+Deno.test("DiscoveryModel.resourceObjects() (REST xDS, debug pages): every type, all of it or the names asked", async () => {
+  const fixture = model({ configs: { virtualServices: [WORLD_VS], destinationRules: [WORLD_DR] } });
+  const { m, ctx } = await discoveryModel(fixture);
+  const proxy = PROXIES[3][1];
+  const nameOf = (o: XdsResource) => (o.name ?? o.cluster_name) as string;
+  const names = (t: string, n: readonly string[] | null) =>
+    m.resourceObjects(proxy, t, n).map(nameOf);
+  const clusters = buildClusters(ctx, proxy);
+  const listeners = buildListeners(ctx, proxy);
+  assert.deepEqual(names(TYPE_URLS.cluster, null), clusters.map(nameOf));
+  assert.deepEqual(names(TYPE_URLS.cluster, [WORLD_80, "nothing"]), [WORLD_80]);
+  assert.deepEqual(names(TYPE_URLS.listener, null), listeners.map(nameOf));
+  assert.deepEqual(names(TYPE_URLS.listener, ["world:80"]), ["world:80"]); // an api listener
+  const routes = routeNamesOf(listeners);
+  assert.ok(routes.length > 0);
+  assert.deepEqual(names(TYPE_URLS.route, null), buildRoutes(ctx, proxy, routes).map(nameOf));
+  assert.deepEqual(names(TYPE_URLS.route, ["80"]), ["80"]);
+  const eds = clusters.filter((c) => c.type === "EDS").map(nameOf);
+  assert.deepEqual(names(TYPE_URLS.endpoint, null), buildEndpoints(ctx, eds).map(nameOf));
+  assert.deepEqual(names(TYPE_URLS.endpoint, [WORLD_80]), [WORLD_80]);
+  assert.deepEqual(names("type.googleapis.com/unknown", null), []);
+});
+
+Deno.test("DiscoveryModel.updateEndpoints(): an assignment first asked for after an endpoint change has its endpoints, changed or not", async () => {
+  const fixture = model();
+  const { m } = await discoveryModel(fixture);
+  const proxy = PROXIES[3][1];
+  m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80]);
+  assert.equal(m.updateEndpoints(withWorldEndpoint(fixture, "10.0.2.77")), true);
+  const others = buildClusters(m.context(), proxy).filter((c) => c.type === "EDS")
+    .map((c) => c.name).filter((n) => n !== WORLD_80);
+  assert.ok(others.length > 3);
+  const fresh: PushContext = { ...m.context(), instances: fixture.instances };
+  assert.deepEqual(
+    sorted(served(m.resourcesFor(proxy, TYPE_URLS.endpoint, others))),
+    sorted(encoded(TYPE_URLS.endpoint, buildEndpoints(fresh, others))),
+  );
+});
+
+Deno.test("DiscoveryModel.resourcesFor() with names gives those that exist, no others", async () => {
+  const { m } = await discoveryModel(model());
+  const proxy = PROXIES[3][1];
+  for (const t of [TYPE_URLS.cluster, TYPE_URLS.endpoint]) {
+    assert.deepEqual([...m.resourcesFor(proxy, t, [WORLD_80, "outbound|1||nothing"]).keys()], [
+      WORLD_80,
+    ]);
+  }
+});
+
+Deno.test("DiscoveryModel.prepare() builds nothing and says so when nothing changed", async () => {
+  const { m } = await discoveryModel(model());
+  const proxy = PROXIES[3][1];
+  m.resourcesFor(proxy, TYPE_URLS.cluster, null);
+  const generation = m.generation;
+  assert.equal(m.stale, false);
+  assert.equal(await m.prepare(() => Promise.resolve()), false);
+  assert.equal(m.generation, generation);
+  m.invalidateLater();
+  assert.equal(m.stale, true);
+  assert.equal(await m.prepare(() => Promise.resolve()), true);
+  assert.equal(m.generation, generation + 1);
+  assert.equal(m.stale, false);
+});
+
+Deno.test("DiscoveryModel: a rebuild drops from the cache what no client holds, and keeps what one does", async () => {
+  const { m, cache } = await discoveryModel(model());
+  const proxy = PROXIES[3][1];
+  const before = cache.keys(TYPE_URLS.cluster);
+  assert.equal(before.length, 0);
+  m.resourcesFor(proxy, TYPE_URLS.cluster, null);
+  const first = cache.keys(TYPE_URLS.cluster);
+  assert.ok(first.length > 3);
+  m.referencedKeys = () => [`${TYPE_URLS.cluster} ${first[0]}`];
+  // every cluster changes (its connect timeout)
+  m.setMeshConfig({ ...defaultMeshConfig(), connectTimeout: "7s" });
+  const now = [...m.resourcesFor(proxy, TYPE_URLS.cluster, null)].map(([n, e]) =>
+    `${n}|${e.version}`
+  );
+  const replaced = first.filter((k) => !now.includes(k));
+  assert.ok(replaced.length > 3 && replaced.includes(first[0]), replaced.join(" "));
+  const after = cache.keys(TYPE_URLS.cluster);
+  assert.deepEqual(replaced.filter((k) => after.includes(k)), [first[0]]);
+  assert.deepEqual(after.sort(), [...now, first[0]].sort());
+});
+
+Deno.test("toXdsMeshConfig(): the mesh's outbound traffic policy, connect timeout and mTLS exclusions reach the generators", () => {
+  const mc = defaultMeshConfig();
+  assert.equal(mc.outboundTrafficPolicy.mode, "REGISTRY_ONLY"); // Istio 0.8's default
+  assert.equal(toXdsMeshConfig(mc).outboundTrafficPolicy, "REGISTRY_ONLY");
+  const open = { ...mc, outboundTrafficPolicy: { mode: "ALLOW_ANY" as const } };
+  assert.equal(toXdsMeshConfig(open).outboundTrafficPolicy, "ALLOW_ANY");
+  const strict = {
+    ...mc,
+    connectTimeout: "2.5s",
+    mtlsExcludedServices: ["kube-dns.kube-system.svc.cluster.local"],
+  };
+  const x = toXdsMeshConfig(strict);
+  assert.equal(x.outboundTrafficPolicy, "REGISTRY_ONLY");
+  assert.equal(x.connectTimeoutMs, 2500);
+  assert.deepEqual(x.mtlsExcludedServices, ["kube-dns.kube-system.svc.cluster.local"]);
+  assert.notEqual(x.mtlsExcludedServices, strict.mtlsExcludedServices, "a copy");
 });
