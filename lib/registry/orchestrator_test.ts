@@ -1279,6 +1279,13 @@ Deno.test("createOrchestratorRegistry() tells no change for objects that change 
       }]),
     );
     kube.upsert(pod("lonely", "default", "10.1.9.9", { labels: { app: "lonely", v: "2" } }));
+    // a pod of an endpoint with a new image: nothing its instances carry
+    kube.upsert(pod("reviews-v1", "default", "10.1.0.1", {
+      labels: { app: "reviews", version: "v1" },
+      sa: "bookinfo-reviews",
+      node: "node-1",
+      spec: { containers: [{ name: "app", image: "app:2" }] },
+    }));
     kube.upsert(pod("reviews-v2", "default", "10.1.0.2", {
       labels: { app: "reviews", version: "v2-b" },
       node: "node-2",
