@@ -22,7 +22,7 @@ import {
   listenGrpc,
 } from "./mod.ts";
 import { eventually, RawClient } from "./testing.ts";
-import { AcceptCheck } from "./listener.ts";
+import { AcceptCheck, PROBE_PORT_BASE } from "./listener.ts";
 
 const { DATA, SETTINGS } = FrameType;
 const te = new TextEncoder();
@@ -562,3 +562,51 @@ for (const shared of [false, true]) {
     }
   });
 }
+
+/** A server on 127.0.0.1 that closes each accepted socket; `probes`: those `check` knew as its own. */
+async function closingServer(check: AcceptCheck | undefined) {
+  let probes = 0;
+  const server = net.createServer((s) => {
+    if (check?.isProbe(s)) probes++;
+    s.destroy();
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    probes: () => probes,
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+Deno.test("a shared port's accept check connects from its next source port when one is taken", async () => {
+  // the first port of the check's block, held by a listener (or by whoever holds it already)
+  const holder = net.createServer();
+  await new Promise<void>((r) => {
+    holder.once("error", () => r());
+    holder.listen(PROBE_PORT_BASE, "127.0.0.1", r);
+  });
+  const check = new AcceptCheck(net, { index: 0, of: 1 });
+  const server = await closingServer(check);
+  try {
+    assert.deepEqual(await check.run(server.port, "127.0.0.1"), { ok: true, reason: "" });
+    assert.equal(server.probes(), 1);
+  } finally {
+    await server.close();
+    await new Promise((r) => holder.close(r));
+  }
+});
+
+Deno.test("a shared port's accept check whose every connection reaches another listener fails, saying so", async () => {
+  // the kernel hands each of the check's connections to another listener of the port, which
+  // does not know it as a check and closes it (here: a server with no check)
+  const check = new AcceptCheck(net, { index: 0, of: 1 });
+  const server = await closingServer(undefined);
+  try {
+    assert.deepEqual(await check.run(server.port, "127.0.0.1"), {
+      ok: false,
+      reason: "8 checks in a row went to other listeners",
+    });
+  } finally {
+    await server.close();
+  }
+});
