@@ -38,9 +38,17 @@ export class ServerHealth {
     o.names.add(this.#name);
   }
 
-  /** A list or watch worked: the retry delay resets; the outage ends with its last informer. */
+  /** A list or watch worked: the retry delay resets; the outage ends ({@link reachable}). */
   working(): void {
     this.#backoff = 100;
+    this.reachable();
+  }
+
+  /**
+   * The API server answered (a watch was established): the outage ends with its last informer,
+   * the retry delay stays (a watch that then fails at once is not yet working).
+   */
+  reachable(): void {
     const o = outages.get(this.#server);
     if (o?.names.delete(this.#name) && o.names.size === 0) {
       outages.delete(this.#server);

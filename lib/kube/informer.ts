@@ -272,12 +272,18 @@ class KubeInformer implements Informer {
           this.#health.failure(`Watch of ${opts.name} failed: ${describeApiError(err)}`);
           return resolve("error");
         }
+        this.#health.working(); // ended by the server's timeout: it worked
         resolve("ended");
       };
+      let delivering = false;
       const onEvent = (type: string, obj: unknown) => {
         if (finished || this.#closed) return;
         const end = this.#deliver(type, obj);
-        if (end) stopWith(end);
+        if (end) return stopWith(end);
+        // the watch delivers: the next failure starts from the minimum delay (not on its
+        // establishment alone: a server that fails each watch at once is retried with backoff)
+        if (!delivering) this.#health.working();
+        delivering = true;
       };
       const params: Record<string, string | number | boolean> = {
         ...opts.watchParams,
@@ -288,7 +294,7 @@ class KubeInformer implements Informer {
       new k8s.Watch(opts.kubeConfig).watch(opts.watchPath, params, onEvent, finish).then((c) => {
         ctrl = c;
         this.#abort = c;
-        if (!finished) this.#health.working(); // established: next failure starts from the minimum
+        if (!finished) this.#health.reachable(); // established: an outage is over
         if (this.#closed || this.#resyncRequested || result) c.abort();
       }, finish);
     });

@@ -348,3 +348,90 @@ Deno.test("createInformer() recovers from an outage after its first list: it lis
     await inf.stop();
   }
 });
+
+Deno.test("createInformer() logs a watch ERROR event other than 410 and watches again from its resourceVersion, without listing again", async () => {
+  let events: [InformerEventType, string][] = [];
+  let lists: string[][] = [];
+  const lines = await logged(async () => {
+    await using kube = await startFakeKube();
+    kube.upsert(cm("a"));
+    const made = await configMapInformer(kube, 100);
+    ({ events, lists } = made);
+    await made.inf.start();
+    try {
+      await waitUntil(() => watches(kube).length === 1 && kube.watchCount === 1, 5000, "a watch");
+      kube.upsert(cm("b"));
+      await waitUntil(() => events.some(([, n]) => n === "b"), 5000, "b through the watch");
+      const rv = String(kube.resourceVersion);
+      assert.equal(kube.errorWatches("configmaps", "etcdserver: leader changed"), 1);
+      await waitUntil(() => watches(kube).length === 2, 5000, "the next watch");
+      assert.equal(watches(kube)[1].get("resourceVersion"), rv, "from the last event's");
+      kube.upsert(cm("c"));
+      await waitUntil(() => events.some(([, n]) => n === "c"), 5000, "c through the new watch");
+    } finally {
+      await made.inf.stop();
+    }
+  });
+  assert.equal(lists.length, 1, "listed once");
+  assert.deepEqual(events.map(([t, n]) => `${t} ${n}`), ["ADDED b", "ADDED c"]);
+  const warned = lines.filter((l) => l.includes("reported an error"));
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0],
+    /warn.*Watch of configmaps reported an error: etcdserver: leader changed$/,
+  );
+});
+
+Deno.test("createInformer() backs off while every watch ends in an ERROR event", async () => {
+  await logged(async () => {
+    await using kube = await startFakeKube();
+    const { inf } = await configMapInformer(kube, 100);
+    await inf.start();
+    try {
+      // for 1.5 s, every watch the informer opens is ended by an ERROR event at once
+      const until = Date.now() + 1500;
+      while (Date.now() < until) {
+        kube.errorWatches("configmaps", "etcdserver: request timed out");
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      // 100, 200, 400 and 800 ms between them: 5 watches at most, not one per failure
+      const n = watches(kube).length;
+      assert.ok(n >= 2 && n <= 6, `${n} watches in 1.5 s`);
+    } finally {
+      await inf.stop();
+    }
+  });
+});
+
+Deno.test("createInformer(): an established watch ends an outage at once; the retry delay resets only once a watch delivers", async () => {
+  const delays: number[] = [];
+  const lines = await logged(async (file) => {
+    // no bookmarks for a minute: nothing is delivered until the test writes
+    await using kube = await startFakeKube({ bookmarkIntervalMs: 60_000 });
+    const { inf, events } = await configMapInformer(kube, 100, {
+      onRetryDelay: (ms) => delays.push(ms),
+    });
+    await inf.start();
+    try {
+      await waitUntil(() => kube.watchCount === 1, 5000, "the first watch");
+      // the watch fails midway, then the next three watch requests fail: an outage
+      kube.failNext({ method: "GET", path: CM_PATH, code: 500, times: 3 });
+      kube.errorWatches("configmaps", "etcdserver: leader changed");
+      await waitUntil(() => delays.length === 4 && kube.watchCount === 1, 10_000, "the watch back");
+      // established, nothing delivered yet (its timeout is minutes away): the outage is over
+      await waitUntil(
+        async () => (await Deno.readTextFile(file)).includes("reachable again"),
+        2000,
+        "the recovery line",
+      );
+      kube.upsert(cm("x"));
+      await waitUntil(() => events.some(([, n]) => n === "x"), 5000, "an event");
+      kube.errorWatches("configmaps", "etcdserver: leader changed");
+      await waitUntil(() => delays.length === 5, 5000, "one more retry");
+    } finally {
+      await inf.stop();
+    }
+  });
+  assert.deepEqual(delays, [100, 200, 400, 800, 100]);
+  assert.equal(lines.filter((l) => /reachable again after [\d.]+ s$/.test(l)).length, 1);
+});

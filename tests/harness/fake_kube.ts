@@ -27,7 +27,7 @@ import {
   statusResponse,
   storeKey,
 } from "./fake_kube_common.ts";
-import { type Access, bookmarkAll, handle } from "./fake_kube_http.ts";
+import { type Access, bookmarkAll, errorAll, handle } from "./fake_kube_http.ts";
 import { doDelete, upsert } from "./fake_kube_lifecycle.ts";
 import { KubeState } from "./fake_kube_state.ts";
 import type { WatchGate } from "./fake_kube_watch_gate.ts";
@@ -123,6 +123,12 @@ export interface FakeKube {
   expireHistory(): void;
   /** Sends a BOOKMARK now on every open watch that allowed bookmarks. */
   bookmark(): void;
+  /**
+   * Ends every open watch of `resource` with a watch ERROR event: a Status of `message`, `code`
+   * and `reason` (default 500 InternalError, an API server whose storage failed midway). Returns
+   * how many watches it ended.
+   */
+  errorWatches(resource: string, message: string, code?: number, reason?: string): number;
   /**
    * The next `n` (default 1) changes of `resource` (`services`, `ingresses.networking.k8s.io`)
    * reach no open watch: `watchGate.drop` for one resource.
@@ -341,6 +347,12 @@ class RunningFakeKube implements FakeKube {
 
   bookmark(): void {
     bookmarkAll(this.#state);
+  }
+
+  errorWatches(resource: string, message: string, code = 500, reason = "InternalError"): number {
+    const t = this.#type("errorWatches", resource);
+    const status = new KubeStatusError(code, reason, message).toStatus();
+    return errorAll(this.#state, storeKey(t), status);
   }
 
   missEvents(resource: string, n = 1): void {

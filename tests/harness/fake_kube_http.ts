@@ -369,6 +369,21 @@ export function openWatch(
   }
 }
 
+/**
+ * Ends every open watch of the store key `key` with an ERROR event carrying `status`, as the API
+ * server does when a watch fails midway (etcd unavailable: 500 InternalError). Returns how many.
+ */
+export function errorAll(s: KubeState, key: string, status: JsonObject): number {
+  let n = 0;
+  for (const w of [...s.watchers]) {
+    if (w.key !== key) continue;
+    w.send("ERROR", status);
+    w.close();
+    n++;
+  }
+  return n;
+}
+
 export function bookmarkAll(s: KubeState) {
   for (const w of s.watchers) {
     if (!w.bookmarks) continue;

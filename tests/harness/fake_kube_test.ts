@@ -416,6 +416,26 @@ Deno.test("client-node Watch from an expired resourceVersion gets an ERROR event
   assert.match(String(status.message), /^too old resource version: \d+ \(\d+\)$/);
 });
 
+Deno.test("errorWatches() ends the open watches of one resource with an ERROR event carrying the Status", async () => {
+  await using kube = await startFakeKube();
+  const w = await watchEvents(kube, "/api/v1/namespaces/default/configmaps", {});
+  const other = await watchEvents(kube, "/api/v1/namespaces/default/services", {});
+  await waitUntil(() => kube.watchCount === 2, 5000, "both watches open");
+  assert.equal(kube.errorWatches("configmaps", "etcdserver: leader changed"), 1);
+  await w.ended;
+  assert.equal(w.events.length, 1);
+  assert.equal(w.events[0].type, "ERROR");
+  const status = w.events[0].object as unknown as Record<string, Json>;
+  assert.deepEqual(
+    [status.kind, status.code, status.reason, status.message],
+    ["Status", 500, "InternalError", "etcdserver: leader changed"],
+  );
+  assert.equal(kube.watchCount, 1, "the services watch stays");
+  assert.equal(kube.errorWatches("configmaps", "again"), 0);
+  assert.throws(() => kube.errorWatches("nothings", "x"), /nothings/);
+  other.stop();
+});
+
 // ---------------------------------------------------------------------------------------------
 // REST details
 
