@@ -103,7 +103,14 @@ export function createInformer(opts: InformerOptions): Informer {
   return new KubeInformer(opts);
 }
 
-type WatchEnd = "gone" | "ended" | "error" | "resync" | "closed";
+type WatchEnd = "gone" | "ended" | "quick" | "error" | "resync" | "closed";
+
+/**
+ * A watch the API server ends sooner than this without delivering anything ends "quick": the next
+ * one waits the retry delay, as after a failure (a proxy in front of the API server that closes
+ * long requests at once would otherwise be asked again at once, forever).
+ */
+const QUICK_END_MS = 500;
 
 /** The informer: its fields are the resume point, the open watch and the resync requests. */
 class KubeInformer implements Informer {
@@ -210,7 +217,7 @@ class KubeInformer implements Informer {
         const end = await this.#watchOnce();
         if (end === "closed") return;
         if (end === "gone" || end === "resync") continue outer;
-        if (end === "error") {
+        if (end === "error" || end === "quick") {
           await this.#sleepers.sleep(this.#health.retryDelay());
           if (this.#resyncRequested) continue outer;
         }
@@ -256,6 +263,8 @@ class KubeInformer implements Informer {
       let result: WatchEnd | undefined;
       let ctrl: AbortController | undefined;
       let finished = false;
+      let delivering = false;
+      const startedAt = performance.now();
       const stopWith = (r: WatchEnd) => {
         result ??= r;
         ctrl?.abort();
@@ -272,10 +281,11 @@ class KubeInformer implements Informer {
           this.#health.failure(`Watch of ${opts.name} failed: ${describeApiError(err)}`);
           return resolve("error");
         }
-        this.#health.working(); // ended by the server's timeout: it worked
+        // ended by the server (its timeout): it worked, unless it ended at once without a word
+        if (!delivering && performance.now() - startedAt < QUICK_END_MS) return resolve("quick");
+        this.#health.working();
         resolve("ended");
       };
-      let delivering = false;
       const onEvent = (type: string, obj: unknown) => {
         if (finished || this.#closed) return;
         const end = this.#deliver(type, obj);

@@ -27,7 +27,7 @@ import {
   statusResponse,
   storeKey,
 } from "./fake_kube_common.ts";
-import { type Access, bookmarkAll, errorAll, handle } from "./fake_kube_http.ts";
+import { type Access, bookmarkAll, endAll, handle } from "./fake_kube_http.ts";
 import { doDelete, upsert } from "./fake_kube_lifecycle.ts";
 import { KubeState } from "./fake_kube_state.ts";
 import type { WatchGate } from "./fake_kube_watch_gate.ts";
@@ -129,6 +129,8 @@ export interface FakeKube {
    * how many watches it ended.
    */
   errorWatches(resource: string, message: string, code?: number, reason?: string): number;
+  /** Ends every open watch of `resource` without an event (a proxy cutting long requests). */
+  endWatches(resource: string): number;
   /**
    * The next `n` (default 1) changes of `resource` (`services`, `ingresses.networking.k8s.io`)
    * reach no open watch: `watchGate.drop` for one resource.
@@ -352,7 +354,11 @@ class RunningFakeKube implements FakeKube {
   errorWatches(resource: string, message: string, code = 500, reason = "InternalError"): number {
     const t = this.#type("errorWatches", resource);
     const status = new KubeStatusError(code, reason, message).toStatus();
-    return errorAll(this.#state, storeKey(t), status);
+    return endAll(this.#state, storeKey(t), status);
+  }
+
+  endWatches(resource: string): number {
+    return endAll(this.#state, storeKey(this.#type("endWatches", resource)));
   }
 
   missEvents(resource: string, n = 1): void {

@@ -370,14 +370,15 @@ export function openWatch(
 }
 
 /**
- * Ends every open watch of the store key `key` with an ERROR event carrying `status`, as the API
- * server does when a watch fails midway (etcd unavailable: 500 InternalError). Returns how many.
+ * Ends every open watch of the store key `key`: with an ERROR event carrying `status`, as the API
+ * server does when a watch fails midway (etcd unavailable: 500 InternalError), or without a word
+ * (no `status`), as a proxy that cuts long requests. Returns how many.
  */
-export function errorAll(s: KubeState, key: string, status: JsonObject): number {
+export function endAll(s: KubeState, key: string, status?: JsonObject): number {
   let n = 0;
   for (const w of [...s.watchers]) {
     if (w.key !== key) continue;
-    w.send("ERROR", status);
+    if (status) w.send("ERROR", status);
     w.close();
     n++;
   }

@@ -416,7 +416,7 @@ Deno.test("client-node Watch from an expired resourceVersion gets an ERROR event
   assert.match(String(status.message), /^too old resource version: \d+ \(\d+\)$/);
 });
 
-Deno.test("errorWatches() ends the open watches of one resource with an ERROR event carrying the Status", async () => {
+Deno.test("errorWatches() ends the open watches of one resource with an ERROR event carrying the Status; endWatches() without an event", async () => {
   await using kube = await startFakeKube();
   const w = await watchEvents(kube, "/api/v1/namespaces/default/configmaps", {});
   const other = await watchEvents(kube, "/api/v1/namespaces/default/services", {});
@@ -432,6 +432,9 @@ Deno.test("errorWatches() ends the open watches of one resource with an ERROR ev
   );
   assert.equal(kube.watchCount, 1, "the services watch stays");
   assert.equal(kube.errorWatches("configmaps", "again"), 0);
+  assert.equal(kube.endWatches("services"), 1);
+  assert.equal(await other.ended, null, "ended without an error");
+  assert.deepEqual(other.events, []);
   assert.throws(() => kube.errorWatches("nothings", "x"), /nothings/);
   other.stop();
 });
