@@ -112,6 +112,18 @@ function pair(workerLog: Logger = quietLogger) {
   return { gen, control, ads, metrics, close };
 }
 
+/** A SotW stream of the sidecar at `ip` on the worker, its first request sent (`type`, `names`). */
+function sidecarStream(ads: WorkerAds, ip: string, type: string, names: string[]) {
+  const t = new MemoryStream<DiscoveryResponse>();
+  const h = ads.server.openSotw(t);
+  h.receive({
+    node: { id: `sidecar~${ip}~a.ns~ns.svc.cluster.local` },
+    type_url: type,
+    resource_names: names,
+  });
+  return { t, h };
+}
+
 const names = (r: DiscoveryResponse) => r.resources.map((x) => `${x.name}@${x.entry.version}`);
 
 Deno.test("WorkerXdsControl answers a worker's streams from the control isolate's generator, and a push reaches them with the new map", async () => {
@@ -234,13 +246,7 @@ Deno.test("WorkerXdsControl: a config push and a full push reach a worker's stre
 Deno.test("WorkerXdsControl: a name a worker's stream drops while the control isolate answers its push is not sent, and subscribing to it again sends it", async () => {
   const { gen, control, ads, close } = pair();
   try {
-    const t = new MemoryStream<DiscoveryResponse>();
-    const h = ads.server.openSotw(t);
-    h.receive({
-      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
-      type_url: EDS,
-      resource_names: ["c1", "c2"],
-    });
+    const { t, h } = sidecarStream(ads, "10.0.0.1", EDS, ["c1", "c2"]);
     const r1 = await t.next();
     assert.deepEqual(names(r1), ["c1@e1", "c2@e2"]);
     gen.setEds("c1", "e1b");
@@ -590,13 +596,7 @@ Deno.test("WorkerXdsControl works with metrics that have none of the hooks", asy
 Deno.test("WorkerAds: the maps no stream uses any more are forgotten in the worker as in the control isolate, push after push", async () => {
   const { gen, control, ads, close } = pair();
   try {
-    const t = new MemoryStream<DiscoveryResponse>();
-    const h = ads.server.openSotw(t);
-    h.receive({
-      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
-      type_url: EDS,
-      resource_names: ["c1", "c2"],
-    });
+    const { t, h } = sidecarStream(ads, "10.0.0.1", EDS, ["c1", "c2"]);
     let r = await t.next();
     for (let i = 0; i < 8; i++) {
       h.receive({
@@ -627,13 +627,7 @@ Deno.test("WorkerAds: a type the control isolate cannot build sends the worker's
   const { gen, metrics, ads, close } = pair(log);
   try {
     gen.failing = EDS;
-    const t = new MemoryStream<DiscoveryResponse>();
-    const h = ads.server.openSotw(t);
-    h.receive({
-      node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local" },
-      type_url: EDS,
-      resource_names: ["c1"],
-    });
+    const { t, h } = sidecarStream(ads, "10.0.0.1", EDS, ["c1"]);
     await waitFor(() => metrics.buildErrors.eds_builderr === 1);
     assert.equal(t.unread, 0, "an empty or wrong response was sent");
     const errors = log.lines.filter((l) => l.startsWith("error "));
