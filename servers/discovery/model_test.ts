@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ConfigObject, defaultMeshConfig } from "../../lib/model/mod.ts";
+import { type ConfigObject, defaultMeshConfig, type ServiceInstance } from "../../lib/model/mod.ts";
 import {
   buildApiListener,
   buildClusters,
@@ -94,6 +94,13 @@ function served(m: ResourceMap): Map<string, string> {
 }
 
 const sorted = (m: Map<string, string>) => [...m].sort(([a], [b]) => a < b ? -1 : 1);
+
+/** Gives the fixture (the registry's view) these instances; answers the `host|port` keys changed. */
+function setInstances(fixture: PushContext, instances: ServiceInstance[]): Set<string> {
+  const old = instanceFingerprints(fixture.instances);
+  fixture.instances = instances;
+  return changedKeys(old, instanceFingerprints(instances));
+}
 
 const PROXIES: [string, Proxy][] = [
   [
@@ -278,16 +285,14 @@ Deno.test("DiscoveryModel.updateEndpoints() serves what generate builds from the
   const generation = m.generation;
 
   // a new world:80 endpoint, and a world:9000 instance on hello v1's own address
-  const old = instanceFingerprints(fixture.instances);
   const [w80, w9000] = ["http", "tcp"].map((n) =>
     fixture.instances.find((i) => i.hostname.startsWith("world.") && i.servicePort.name === n)!
   );
-  fixture.instances = [
+  const changed = setInstances(fixture, [
     ...fixture.instances,
     { ...w80, address: "10.0.2.3", labels: { app: "world", version: "v1" } },
     { ...w9000, address: "10.0.1.1" },
-  ];
-  const changed = changedKeys(old, instanceFingerprints(fixture.instances));
+  ]);
   assert.deepEqual([...changed].sort(), [
     "world.default.svc.cluster.local|80",
     "world.default.svc.cluster.local|9000",
@@ -332,11 +337,12 @@ Deno.test("DiscoveryModel.updateEndpoints() rebuilds the context when a DNS serv
   const proxy = PROXIES[3][1];
   m.resourcesFor(proxy, TYPE_URLS.cluster, null);
   const generation = m.generation;
-  const old = instanceFingerprints(fixture.instances);
-  fixture.instances = fixture.instances.map((i) =>
-    i.hostname === "api.example.com" ? { ...i, address: "api2.example.com" } : i
+  const changed = setInstances(
+    fixture,
+    fixture.instances.map((i) =>
+      i.hostname === "api.example.com" ? { ...i, address: "api2.example.com" } : i
+    ),
   );
-  const changed = changedKeys(old, instanceFingerprints(fixture.instances));
   assert.equal(m.updateEndpoints(changed), false);
   const dns = m.resourcesFor(proxy, TYPE_URLS.cluster, ["outbound|443||api.example.com"]);
   assert.equal(m.generation, generation + 1);
@@ -386,12 +392,10 @@ Deno.test("DiscoveryModel over delta ADS reports EDS and RDS names of nothing re
 
 /** A world:80 endpoint at `address`: the fixture's instances with it, and the keys that changed. */
 function withWorldEndpoint(fixture: PushContext, address: string): Set<string> {
-  const old = instanceFingerprints(fixture.instances);
   const w80 = fixture.instances.find((i) =>
     i.hostname.startsWith("world.") && i.servicePort.port === 80
   )!;
-  fixture.instances = [...fixture.instances, { ...w80, address }];
-  return changedKeys(old, instanceFingerprints(fixture.instances));
+  return setInstances(fixture, [...fixture.instances, { ...w80, address }]);
 }
 
 /** A new service `fresh.default` (a copy of hello, with one instance): a services change. */
@@ -460,10 +464,9 @@ Deno.test("DiscoveryModel.updateEndpoints(): a proxyless server listener follows
   const name = `${GRPC_SERVER_LISTENER_PREFIX}10.0.5.5:7070`;
   assert.deepEqual([...m.resourcesFor(node, TYPE_URLS.listener, [name]).keys()], []);
   // hello's 7070 instance, now also at 10.0.5.5: an endpoints change
-  const old = instanceFingerprints(fixture.instances);
   const hello = fixture.instances.find((i) => i.address === "10.0.1.1" && i.port === 7070)!;
-  fixture.instances = [...fixture.instances, { ...hello, address: "10.0.5.5" }];
-  assert.equal(m.updateEndpoints(changedKeys(old, instanceFingerprints(fixture.instances))), true);
+  const changed = setInstances(fixture, [...fixture.instances, { ...hello, address: "10.0.5.5" }]);
+  assert.equal(m.updateEndpoints(changed), true);
   assert.deepEqual([...m.resourcesFor(node, TYPE_URLS.listener, [name]).keys()], [name]);
 });
 
@@ -507,16 +510,15 @@ Deno.test("DiscoveryModel.updateEndpoints(): the assignments replaced by a thous
   m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80]);
   const versions: string[] = [];
   for (let i = 0; i < 1100; i++) {
-    const old = instanceFingerprints(fixture.instances);
-    fixture.instances = fixture.instances.map((x) =>
-      x.hostname.startsWith("world.") && x.servicePort.port === 80 && x.labels.version === "v1"
-        ? { ...x, address: `10.1.${i >> 8}.${i & 255}` }
-        : x
+    const changed = setInstances(
+      fixture,
+      fixture.instances.map((x) =>
+        x.hostname.startsWith("world.") && x.servicePort.port === 80 && x.labels.version === "v1"
+          ? { ...x, address: `10.1.${i >> 8}.${i & 255}` }
+          : x
+      ),
     );
-    assert.equal(
-      m.updateEndpoints(changedKeys(old, instanceFingerprints(fixture.instances))),
-      true,
-    );
+    assert.equal(m.updateEndpoints(changed), true);
     const e = m.resourcesFor(proxy, TYPE_URLS.endpoint, [WORLD_80]).get(WORLD_80)!;
     versions.push(e.version);
     // a client holds the first assignment all along: it stays
